@@ -1,0 +1,39 @@
+# The two commands: `make run` and `make test`. Both create .venv and install first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8501
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: run test bench install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.runtime
+install-dev: $(VENV)/.dev
+
+run: install
+	$(BIN)/agent-replay db upgrade
+	$(BIN)/agent-replay demo
+	$(BIN)/streamlit run streamlit_app.py --server.address $(HOST) --server.port $(PORT) \
+		--server.headless true --browser.gatherUsageStats false
+
+test: install-dev
+	$(BIN)/python -m pytest
+
+bench: install-dev
+	@for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

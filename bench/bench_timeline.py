@@ -1,0 +1,44 @@
+"""Opening a 10,000-step session (load + cycles + running totals), and state at a step."""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import generated_jsonl, report, timed  # noqa: E402
+
+from replay_core.ingest import import_bytes  # noqa: E402
+from replay_core.snapshot import state_at  # noqa: E402
+from replay_core.store import Store  # noqa: E402
+from replay_core.timeline import open_timeline  # noqa: E402
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(f"sqlite:///{tmp}/tl.db")
+        import_bytes(store, generated_jsonl(1, 10_000), "big.jsonl")
+        sid = "bench-0"
+        # baseline: the bare step rows through the store's connection, no objects built
+        from sqlalchemy import text
+
+        def raw():
+            with store.engine.connect() as conn:
+                return conn.execute(text("select * from steps where session_id = :s order by seq"), {"s": sid}).all()
+
+        raw()
+        base = min(timed(raw)[1] for _ in range(5)) * 1000
+        open_ms = min(timed(open_timeline, store, sid)[1] for _ in range(5)) * 1000
+        report("open_session_10k_steps", open_ms, "ms", "<= 250", base, higher_is_better=False)
+        tl = open_timeline(store, sid)
+        rng = random.Random(1)
+        seqs = [rng.randint(1, 10_000) for _ in range(50)]
+        state_ms = max(timed(state_at, tl, q, store)[1] for q in seqs) * 1000
+        totals_ms = max(timed(tl.totals.at, tl.position_of(q))[1] for q in seqs) * 1000
+        report("state_at_random_step_10k_worst_of_50", state_ms, "ms", "<= 20", totals_ms, higher_is_better=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Shared bench helpers: one JSON line per figure, and generated native runs."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from datetime import UTC, datetime, timedelta
+
+import orjson
+
+TOOLS = ["search_docs", "read_file", "run_tests", "http_get", "sql_query"]
+
+
+def report(bench: str, value: float, unit: str, goal: str, baseline: float | None, higher_is_better: bool = True) -> None:
+    ratio = None
+    if baseline:
+        ratio = round(value / baseline if higher_is_better else baseline / value, 3) if value else None
+    print(json.dumps({"bench": bench, "value": round(value, 3), "unit": unit, "goal": goal,
+                      "baseline": None if baseline is None else round(baseline, 3), "ratio": ratio}), flush=True)
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - start
+
+
+def generated_objects(sessions: int, steps_per_session: int, seed: int = 7):
+    """Native event dicts: think → tool_call → tool_result → decision loops."""
+    rng = random.Random(seed)
+    t0 = datetime(2026, 9, 1, tzinfo=UTC)
+    cycle = ["think", "tool_call", "tool_result", "decision"]
+    for s in range(sessions):
+        sid = f"bench-{s}"
+        start = t0 + timedelta(minutes=s)
+        yield {"schema": "agent-replay/v1", "kind": "session", "session_id": sid, "name": f"bench run {s}", "model": "gpt-4o",
+               "agent_id": "bench-agent", "started_at": start.isoformat()}
+        for i in range(1, steps_per_session + 1):
+            kind = cycle[i % 4]
+            tool = TOOLS[i % len(TOOLS)]
+            obj = {"schema": "agent-replay/v1", "kind": "step", "session_id": sid, "event_id": f"e{i}", "seq": i, "type": kind,
+                   "timestamp": (start + timedelta(seconds=i)).isoformat(), "duration_ms": rng.randint(5, 900)}
+            if kind in ("think", "decision"):
+                obj.update(content=f"Step {i}: the result of {tool} shows {rng.randint(0, 99)} matching rows; next check the index.",
+                           model="gpt-4o", tokens_in=rng.randint(200, 4000), tokens_out=rng.randint(10, 300), cost_usd=0.0004)
+            elif kind == "tool_call":
+                obj.update(tool_name=tool, tool_args={"query": f"item {i}", "limit": 10}, tool_call_id=f"c{i}")
+            else:
+                obj.update(tool_name=tool, tool_call_id=f"c{i - 1}", content=f'{{"rows": {rng.randint(0, 50)}, "ok": true}}')
+            yield obj
+        yield {"schema": "agent-replay/v1", "kind": "session_end", "session_id": sid, "status": "succeeded"}
+
+
+def generated_jsonl(sessions: int, steps_per_session: int) -> bytes:
+    return b"\n".join(orjson.dumps(o) for o in generated_objects(sessions, steps_per_session)) + b"\n"

@@ -1,0 +1,293 @@
+"""`agent-replay`: a thin command line over the library.
+
+Every command is a few lines that call replay_core and print: a table for people, or
+JSON with --json for scripts. Bad input is one line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .store import SessionFilter, Store
+
+app = typer.Typer(help="Record, import, inspect, replay and compare AI agent runs.", no_args_is_help=True, add_completion=False)
+db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+out = Console(soft_wrap=True, highlight=False, markup=False)
+err = Console(stderr=True, highlight=False, markup=False)
+
+DbOption = Annotated[str | None, typer.Option("--db", help="Database URL or SQLite path (default: AGENT_REPLAY_DB_URL, else data/agent_replay.db).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+class CliError(Exception):
+    """Bad input: reported as one line, never a traceback."""
+
+
+def fail(message: str) -> None:
+    raise CliError(message)
+
+
+def open_store(db: str | None) -> Store:
+    try:
+        return Store(db)
+    except Exception as exc:  # connection refused, bad URL, unreadable file
+        raise CliError(f"cannot open database: {str(exc).splitlines()[0]}") from None
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode() + "\n")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+# ---------------------------------------------------------------------------- import / export
+
+
+@app.command("import")
+def import_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Files to import.")],
+    format: Annotated[str, typer.Option("--format", help="auto, or a format name.")] = "auto",
+    db: DbOption = None,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Import the good records of a file with bad ones, reporting each bad one.")] = False,
+    json: JsonOption = False,
+) -> None:
+    """Import trace files (format detected from content)."""
+    from .ingest import ImportRejected, IngestReport, import_bytes
+
+    store = open_store(db)
+    total = IngestReport()
+    refused: list[str] = []
+    progress = _progress(enabled=not json and sys.stderr.isatty())
+    with progress:
+        task = progress.add_task("importing", total=len(paths))
+        for path in paths:
+            progress.update(task, description=f"importing {path.name}")
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                refused.append(f"{path}: {exc.strerror or exc}")
+                continue
+            try:
+                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad)
+            except ImportRejected as exc:
+                refused += [str(e) for e in exc.errors]
+                refused.append(f"{path}: refused, nothing stored ({len(exc.errors)} bad records; --skip-bad imports the rest)")
+                continue
+            except ValueError as exc:
+                refused.append(str(exc))
+                continue
+            total.add(report)
+            total.files += report.files
+            progress.advance(task)
+    result = total.to_dict()
+    result["errors"] += refused
+    if json:
+        print_json(result)
+    else:
+        out.print(
+            f"imported {len(total.sessions)} sessions, {total.steps} steps "
+            f"({total.duplicates} duplicates skipped, {total.redacted} values redacted)"
+        )
+        for line in result["errors"]:
+            err.print(line)
+    if refused:
+        raise typer.Exit(1)
+
+
+def _progress(enabled: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, disable=not enabled, transient=True,
+    )
+
+
+@app.command("export")
+def export_cmd(
+    sessions: Annotated[list[str] | None, typer.Argument(help="Session ids.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Export every session.")] = False,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")] = None,
+    format: Annotated[str, typer.Option("--format", help="native")] = "native",
+    db: DbOption = None,
+) -> None:
+    """Export sessions as native JSONL."""
+    from .formats import native
+
+    if format != "native":
+        fail(f"--format: unknown export format {format!r}; known: native")
+    store = open_store(db)
+    ids = store.session_ids() if all_ else list(sessions or [])
+    if not ids:
+        fail("name sessions to export, or --all")
+    missing = [sid for sid in ids if store.get_session(sid) is None]
+    if missing:
+        fail(f"no such session: {', '.join(missing)}")
+    if output:
+        with output.open("wb") as fp:
+            n = native.write(store.export_events(ids), fp)
+        err.print(f"wrote {n} events of {len(ids)} sessions to {output}")
+    else:
+        native.write(store.export_events(ids), sys.stdout.buffer)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def session_summary_row(row: dict, cycles: int | None = None) -> dict:
+    keys = ("id", "name", "status", "model", "agent_id", "workflow", "environment", "agent_version", "source",
+            "started_at", "ended_at", "steps", "tokens_in", "tokens_out", "cost_usd", "errors", "tags", "replay_of")
+    out = {k: row.get(k) for k in keys}
+    if cycles is not None:
+        out["cycles"] = cycles
+    return out
+
+
+@app.command("sessions")
+def sessions_cmd(
+    status: Annotated[str | None, typer.Option(help="running, succeeded, failed, incomplete")] = None,
+    model: Annotated[str | None, typer.Option()] = None,
+    agent: Annotated[str | None, typer.Option(help="agent_id")] = None,
+    limit: Annotated[int, typer.Option()] = 50,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """List sessions, newest first."""
+    from .timeline import count_cycles
+
+    store = open_store(db)
+    store.expire_idle()
+    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent), limit=limit)
+    cycles = count_cycles(store, [r["id"] for r in rows])
+    items = [session_summary_row(r, cycles.get(r["id"], 0)) for r in rows]
+    if json:
+        print_json(items)
+        return
+    table = Table("id", "name", "status", "model", "agent", "started", "steps", "cycles", "tokens", "cost $")
+    for r in items:
+        table.add_row(r["id"], _fmt(r["name"]), r["status"], _fmt(r["model"]), _fmt(r["agent_id"]), _fmt(r["started_at"]),
+                      str(r["steps"]), str(r["cycles"]), str(r["tokens_in"] + r["tokens_out"]), _fmt(r["cost_usd"]))
+    out.print(table)
+
+
+@app.command("show")
+def show_cmd(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    step: Annotated[int | None, typer.Option("--step", help="Also show the state at this step (seq).")] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """A session: its steps, cycles, gaps, and optionally the state at one step."""
+    from .snapshot import state_at
+    from .timeline import open_timeline
+
+    store = open_store(db)
+    store.expire_idle()
+    try:
+        tl = open_timeline(store, session)
+    except KeyError:
+        fail(f"no such session: {session}")
+    if step is not None and not tl.steps:
+        fail(f"--step: session {session} has no steps")
+    if step is not None and tl.step_at_seq(step) is None:
+        fail(f"--step: session {session} has no step {step} (steps run {tl.steps[0].seq}–{tl.steps[-1].seq})")
+    snap = state_at(tl, step, store) if step is not None else None
+    if json:
+        body = {
+            "session": session_summary_row(tl.session, len(tl.cycles)) | {"outcome": tl.session.get("outcome"), "error_class": tl.session.get("error_class")},
+            "summary": tl.summary(),
+            "steps": [s.to_json_dict() | {"cycle": c} for s, c in zip(tl.steps, tl.cycle_index, strict=True)],
+            "cycles": [c.to_dict() for c in tl.cycles],
+            "gaps": [g.to_dict() for g in tl.gaps],
+        }
+        if snap:
+            body["state"] = snap.to_dict()
+        print_json(body)
+        return
+    s = tl.session
+    out.print(f"{s['id']}  {s.get('name') or ''}")
+    out.print(f"status {s['status']}  model {_fmt(s.get('model'))}  agent {_fmt(s.get('agent_id'))}  started {_fmt(s.get('started_at'))}")
+    out.print(tl.summary())
+    table = Table("seq", "cycle", "type", "status", "tool", "content")
+    gap_after = {g.first_missing - 1: g for g in tl.gaps}
+    for st, cyc in zip(tl.steps, tl.cycle_index, strict=True):
+        text = (st.content or (orjson.dumps(st.tool_args).decode() if st.tool_args is not None else "")).replace("\n", " ")
+        table.add_row(str(st.seq), _fmt(cyc), st.type, st.status, _fmt(st.tool_name), text[:100])
+        if st.seq in gap_after:
+            table.add_row("…", "", "", "", "", gap_after[st.seq].label)
+    out.print(table)
+    if snap:
+        out.print(f"\nstate at step {snap.step.seq} (cycle {_fmt(snap.cycle)}):")
+        out.print(f"totals: {snap.totals}")
+        if snap.state:
+            out.print(f"source state: {snap.state}")
+        out.print(f"context ({snap.context_source}{f' at step {snap.context_seq}' if snap.context_seq is not None else ''}):")
+        out.print(orjson.dumps(snap.context, option=orjson.OPT_INDENT_2).decode())
+
+
+# ---------------------------------------------------------------------------- maintenance
+
+
+@app.command("demo")
+def demo_cmd(
+    db: DbOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Load even when the database already has sessions.")] = False,
+) -> None:
+    """Load the demo runs (into an empty database unless --force)."""
+    from .demo import load_demo
+
+    store = open_store(db)
+    report = load_demo(store, only_if_empty=not force)
+    if report is None:
+        out.print("database already has sessions; demo not loaded (use --force)")
+    else:
+        out.print(f"loaded {len(report.sessions)} demo sessions, {report.steps} steps")
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOption = None) -> None:
+    """Apply schema migrations (also done automatically on start)."""
+    store = open_store(db)
+    out.print(f"database at newest schema: {store.engine.url.render_as_string(hide_password=True)}")
+
+
+@app.command("retention")
+def retention_cmd(
+    days: Annotated[float, typer.Option("--days", help="Delete runs that started more than this many days ago.")],
+    keep_annotated: Annotated[bool, typer.Option("--keep-annotated", help="Keep runs that have review notes.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Delete old runs with everything attached to them."""
+    if days <= 0:
+        fail("--days must be more than 0")
+    n = open_store(db).delete_older_than(days, keep_annotated=keep_annotated)
+    out.print(f"deleted {n} sessions older than {days:g} days")
+
+
+def main() -> None:
+    try:
+        app()
+    except CliError as exc:
+        err.print(f"error: {exc}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Settings read from the environment, in one place so every entry point agrees."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = PROJECT_ROOT / "data"
+DEFAULT_DB_PATH = DATA_DIR / "agent_replay.db"
+DEMO_DIR = DATA_DIR / "demo"
+
+
+def database_url(explicit: str | None = None) -> str:
+    """`--db` beats `AGENT_REPLAY_DB_URL` beats the embedded SQLite file.
+
+    A bare path is accepted as a SQLite file, so `--db runs.db` does what it says.
+    """
+    url = explicit or os.environ.get("AGENT_REPLAY_DB_URL") or f"sqlite:///{DEFAULT_DB_PATH}"
+    if "://" not in url:
+        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+    return url
+
+
+def idle_timeout() -> timedelta:
+    """How long a run may go without events before it counts as incomplete."""
+    return timedelta(minutes=float(os.environ.get("AGENT_REPLAY_IDLE_MINUTES", "30")))

@@ -1,0 +1,197 @@
+"""The event contract, schema ``agent-replay/v1``.
+
+Every way a run gets in (file import, HTTP, SDK, litellm logger, the importers of
+other formats) produces these three objects, and export writes them back, so the
+contract is the one place that says what a run is made of.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+SCHEMA = "agent-replay/v1"
+
+
+class StepType(StrEnum):
+    THINK = "think"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    OBSERVATION = "observation"
+    DECISION = "decision"
+    ERROR = "error"
+    INPUT = "input"
+    SPAN = "span"
+
+
+class SessionStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+
+
+class StepStatus(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    BLOCKED = "blocked"
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """Naive datetimes are taken as UTC; aware ones are converted to it."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+class _Event(BaseModel):
+    """Shared behaviour: unknown fields are kept in ``metadata``, never dropped."""
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=True, validate_default=False)
+
+    schema_: Literal["agent-replay/v1"] = Field(SCHEMA, alias="schema")
+    session_id: Annotated[str, Field(min_length=1, max_length=200)]
+    metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extra_into_metadata(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = cls.model_fields.keys() | {"schema", "kind"}
+        extra = [k for k in data if k not in known]
+        if not extra:
+            return data
+        data = dict(data)
+        metadata = dict(data.get("metadata") or {})
+        for key in extra:
+            metadata[key] = data.pop(key)
+        data["metadata"] = metadata
+        return data
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _timestamps_in_utc(cls, value: Any) -> Any:
+        return utc(value) if isinstance(value, datetime) else value
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The wire form: JSON-ready, without unset fields, with ``schema`` and ``kind``."""
+        body = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        body["schema"] = SCHEMA
+        return {"schema": SCHEMA, "kind": self.kind, **{k: v for k, v in body.items() if k != "schema"}}
+
+
+class SessionEvent(_Event):
+    """Opens a run (or updates its dimensions when sent again)."""
+
+    kind: Literal["session"] = "session"
+    name: str | None = None
+    agent_id: str | None = None
+    model: str | None = None
+    workflow: str | None = None
+    environment: str | None = None
+    agent_version: str | None = None
+    status: SessionStatus | None = None
+    outcome: str | None = None
+    error_class: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    tags: list[str] | None = None
+    source: str | None = None
+    replay_of: str | None = None
+    replay_from: int | None = None
+    replay_to: int | None = None
+    replay_config: dict[str, Any] | None = None
+
+
+class StepEvent(_Event):
+    """One event of a run."""
+
+    kind: Literal["step"] = "step"
+    event_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    seq: Annotated[int, Field(ge=0)] | None = None
+    parent_id: str | None = None
+    type: StepType
+    timestamp: datetime | None = None
+    duration_ms: Annotated[float, Field(ge=0)] | None = None
+    agent_id: str | None = None
+    model: str | None = None
+    content: str | None = None
+    tool_name: str | None = None
+    tool_args: Any = None
+    tool_call_id: str | None = None
+    status: StepStatus = StepStatus.OK
+    error_class: str | None = None
+    retry: Annotated[int, Field(ge=0)] = 0
+    tokens_in: Annotated[int, Field(ge=0)] | None = None
+    tokens_out: Annotated[int, Field(ge=0)] | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
+    context: Any = None
+    redacted: int = 0
+
+    def identity(self) -> str:
+        """The event_id, or a stable hash of the step when the source gave none.
+
+        Hashing keeps re-imports of id-less sources idempotent.
+        """
+        if self.event_id:
+            return self.event_id
+        body = self.model_dump(mode="json", exclude={"event_id", "redacted"}, exclude_none=True)
+        return "h-" + hashlib.sha1(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()[:20]
+
+
+class SessionEndEvent(_Event):
+    """Closes a run."""
+
+    kind: Literal["session_end"] = "session_end"
+    status: SessionStatus = SessionStatus.SUCCEEDED
+    outcome: str | None = None
+    error_class: str | None = None
+    ended_at: datetime | None = None
+
+
+Event = Annotated[SessionEvent | StepEvent | SessionEndEvent, Field(discriminator="kind")]
+_EVENT = TypeAdapter(Event)
+KINDS = ("session", "step", "session_end")
+
+
+class EventError(ValueError):
+    """A record that does not follow the contract; ``reason`` names the field at fault."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent:
+    """Validate one decoded JSON object against the contract."""
+    if not isinstance(obj, dict):
+        raise EventError(f"expected a JSON object, got {type(obj).__name__}")
+    if obj.get("schema", SCHEMA) != SCHEMA:
+        raise EventError(f"schema: unsupported {obj.get('schema')!r}, expected {SCHEMA!r}")
+    if obj.get("kind") not in KINDS:
+        raise EventError(f"kind: expected one of {', '.join(KINDS)}, got {obj.get('kind')!r}")
+    try:
+        return _EVENT.validate_python(obj)
+    except ValidationError as exc:
+        raise EventError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per field at fault, without pydantic's URLs and with the kind tag dropped."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err["loc"] if p not in KINDS]
+        parts.append(f"{'.'.join(loc) or 'record'}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,92 @@
+"""Timeline (cycles, gaps, totals) and the state at step n."""
+
+from datetime import UTC, datetime, timedelta
+
+from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
+from replay_core.ingest import ingest
+from replay_core.snapshot import rebuild_messages, state_at
+from replay_core.timeline import find_gaps, open_timeline
+
+T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+
+
+def s(seq, kind, **kw):
+    return StepEvent(session_id="r1", event_id=f"e{seq}", seq=seq, type=kind, timestamp=T0 + timedelta(seconds=seq * 2), **kw)
+
+
+RUN = [
+    SessionEvent(session_id="r1", name="refund", started_at=T0),
+    s(1, "input", content="I want a refund for order A-17"),
+    s(2, "think", content="Look the order up.", tokens_in=100, tokens_out=10, cost_usd=0.01,
+      metadata={"state": {"goal": "refund A-17", "memory": "none yet"}}),
+    s(3, "tool_call", tool_name="get_order", tool_args={"order_id": "A-17"}, tool_call_id="c1"),
+    s(4, "tool_result", tool_name="get_order", tool_call_id="c1", content='{"status": "delivered"}'),
+    s(5, "think", content="Check policy.", tokens_in=150, tokens_out=12, cost_usd=0.02, metadata={"state": {"memory": "order delivered"}}),
+    s(6, "tool_call", tool_name="policy", tool_args={"q": "refund"}, tool_call_id="c2"),
+    s(7, "error", tool_name="policy", tool_call_id="c2", status="error", error_class="TimeoutError", content="policy service timed out"),
+    s(8, "tool_call", tool_name="policy", tool_args={"q": "refund"}, tool_call_id="c3", retry=1),
+    s(9, "tool_result", tool_name="policy", tool_call_id="c3", content="30 days", context=[{"role": "system", "content": "recorded ctx"}]),
+    s(12, "decision", content="Refund issued.", tokens_in=200, tokens_out=20),
+    SessionEndEvent(session_id="r1", status="succeeded"),
+]
+
+
+def test_timeline_cycles_gaps_totals_and_summary(store):
+    ingest(store, RUN)
+    tl = open_timeline(store, "r1")
+    assert [c.first_seq for c in tl.cycles] == [2, 5]  # the retried call stays in its cycle
+    assert tl.cycle_index[0] is None
+    assert [g.label for g in tl.gaps] == ["steps 10–11 missing"]
+    last = tl.totals.at(len(tl.steps) - 1)
+    assert last["tokens_in"] == 450 and last["tool_calls"] == 3 and last["errors"] == 1 and last["retries"] == 1
+    assert last["cost_usd"] == 0.03 and last["cost_unknown_steps"] == 1
+    assert last["elapsed_s"] == 22.0
+    assert tl.summary().startswith("Succeeded after 2 cycles (10 steps); first error at step 7 (policy TimeoutError): policy service")
+    assert "steps 10–11 missing" in tl.summary()
+
+
+def test_state_at_rebuilds_messages_before_n(store):
+    ingest(store, RUN)
+    tl = open_timeline(store, "r1")
+    snap = state_at(tl, 5, store)
+    assert snap.context_source == "rebuilt"
+    assert snap.context == [
+        {"role": "user", "content": "I want a refund for order A-17"},
+        {"role": "assistant", "content": "Look the order up.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id":"A-17"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"status": "delivered"}'},
+    ]
+    assert snap.totals["tokens_in"] == 250 and snap.cycle == 1
+    assert snap.state == {"goal": "refund A-17", "memory": "order delivered"}
+
+
+def test_state_at_prefers_recorded_context(store):
+    ingest(store, RUN)
+    tl = open_timeline(store, "r1")
+    snap = state_at(tl, 12, store)
+    assert snap.context_source == "recorded" and snap.context_seq == 9
+    assert snap.context == [{"role": "system", "content": "recorded ctx"}]
+    # a seq inside the gap lands on the next real step
+    assert state_at(tl, 10, store).step.seq == 12
+
+
+def test_tool_error_answers_its_call():
+    msgs = rebuild_messages([x for x in RUN if isinstance(x, StepEvent)][:7])
+    assert msgs[-1] == {"role": "tool", "tool_call_id": "c2", "content": "policy service timed out"}
+
+
+def test_result_without_call_id_matches_pending_call_by_tool():
+    steps = [
+        StepEvent(session_id="r", seq=1, type="tool_call", tool_name="ls", tool_args={"path": "."}),
+        StepEvent(session_id="r", seq=2, type="tool_result", tool_name="ls", content="a.py"),
+        StepEvent(session_id="r", seq=3, type="observation", content="the page changed"),
+    ]
+    msgs = rebuild_messages(steps)
+    assert msgs[1] == {"role": "tool", "tool_call_id": "call_1", "content": "a.py"}
+    assert msgs[2] == {"role": "user", "content": "the page changed"}
+
+
+def test_find_gaps():
+    assert find_gaps([1, 2, 5, 5, 6, 9]) == find_gaps([1, 2, 5, 6, 9])
+    assert [g.label for g in find_gaps([1, 3])] == ["step 2 missing"]
+    assert find_gaps([]) == []
