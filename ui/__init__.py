@@ -1,0 +1,1 @@
+"""Streamlit helpers shared by the pages (pages must not import streamlit_app.py)."""
