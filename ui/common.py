@@ -69,3 +69,8 @@ def filter_params(flt: SessionFilter) -> dict[str, str]:
     if flt.until:
         out["until"] = (flt.until - timedelta(days=1)).date().isoformat()
     return {k: str(v) for k, v in out.items() if v}
+
+
+def current_role() -> str:
+    """'editor' or 'viewer'. The login gate in streamlit_app.py sets it; with no login configured everyone edits."""
+    return st.session_state.get("role", "editor")
