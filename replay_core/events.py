@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 SCHEMA = "agent-replay/v1"
 
@@ -46,9 +46,13 @@ def utc(value: datetime | None) -> datetime | None:
     """Naive datetimes are taken as UTC; aware ones are converted to it."""
     if value is None:
         return None
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
+    offset = value.utcoffset()
+    if offset is None or not offset:  # naive, or already at UTC: relabel, no arithmetic
+        return value if value.tzinfo is UTC else value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+UTCDatetime = Annotated[datetime, AfterValidator(utc)]
 
 
 class _Event(BaseModel):
@@ -60,26 +64,25 @@ class _Event(BaseModel):
     session_id: Annotated[str, Field(min_length=1, max_length=200)]
     metadata: dict[str, Any] | None = None
 
+    _known: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._known = frozenset(cls.__pydantic_fields__) | {"schema", "kind"}
+
     @model_validator(mode="before")
     @classmethod
     def _extra_into_metadata(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or data.keys() <= cls._known:
             return data
-        known = cls.model_fields.keys() | {"schema", "kind"}
-        extra = [k for k in data if k not in known]
-        if not extra:
-            return data
+        extra = [k for k in data if k not in cls._known]
         data = dict(data)
         metadata = dict(data.get("metadata") or {})
         for key in extra:
             metadata[key] = data.pop(key)
         data["metadata"] = metadata
         return data
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _timestamps_in_utc(cls, value: Any) -> Any:
-        return utc(value) if isinstance(value, datetime) else value
 
     def to_json_dict(self) -> dict[str, Any]:
         """The wire form: JSON-ready, without unset fields, with ``schema`` and ``kind``."""
@@ -101,8 +104,8 @@ class SessionEvent(_Event):
     status: SessionStatus | None = None
     outcome: str | None = None
     error_class: str | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
+    started_at: UTCDatetime | None = None
+    ended_at: UTCDatetime | None = None
     tags: list[str] | None = None
     source: str | None = None
     replay_of: str | None = None
@@ -119,7 +122,7 @@ class StepEvent(_Event):
     seq: Annotated[int, Field(ge=0)] | None = None
     parent_id: str | None = None
     type: StepType
-    timestamp: datetime | None = None
+    timestamp: UTCDatetime | None = None
     duration_ms: Annotated[float, Field(ge=0)] | None = None
     agent_id: str | None = None
     model: str | None = None
@@ -154,7 +157,7 @@ class SessionEndEvent(_Event):
     status: SessionStatus = SessionStatus.SUCCEEDED
     outcome: str | None = None
     error_class: str | None = None
-    ended_at: datetime | None = None
+    ended_at: UTCDatetime | None = None
 
 
 Event = Annotated[SessionEvent | StepEvent | SessionEndEvent, Field(discriminator="kind")]

@@ -48,7 +48,7 @@ class UTCDateTime(TypeDecorator):
     def process_bind_param(self, value, dialect):
         if value is None:
             return None
-        if value.tzinfo is not None:
+        if value.tzinfo is not None and value.utcoffset():
             value = value.astimezone(UTC)
         return value.replace(tzinfo=None)
 

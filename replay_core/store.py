@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -214,7 +215,8 @@ class Store:
                 dupes += 1
                 continue
             seen.add(event_id)
-            row = {name: getattr(step, name) for name in STEP_COLUMNS}
+            values = step.__dict__
+            row = {name: values[name] for name in STEP_COLUMNS}
             row["session_id"] = sid
             row["event_id"] = event_id
             if step.seq is None:
@@ -225,10 +227,8 @@ class Store:
             if step.timestamp is not None and (latest is None or step.timestamp > latest):
                 latest = step.timestamp
             rows.append(row)
-        if rows:
-            conn.execute(insert(steps), rows)
-        if contexts:
-            conn.execute(insert(step_contexts), contexts)
+        _bulk_insert(conn, steps, rows)
+        _bulk_insert(conn, step_contexts, contexts)
         return len(rows), dupes, latest
 
     def expire_idle(self, idle: timedelta | None = None, now: datetime | None = None) -> int:
@@ -479,6 +479,33 @@ class Store:
     def attachment_data(self, attachment_id: int) -> bytes | None:
         with self.engine.connect() as conn:
             return conn.scalar(select(attachments.c.data).where(attachments.c.id == attachment_id))
+
+
+def _bulk_insert(conn: Connection, table, rows: list[dict]) -> None:
+    """executemany straight to the driver, with SQLAlchemy's own bind processors.
+
+    The same rows through `conn.execute(insert(table), rows)` spend most of their time
+    in per-row parameter processing; this keeps the types' conversions (JSON, UTC
+    datetimes) and skips the rest. Every row must have the same keys.
+    """
+    if not rows:
+        return
+    dialect = conn.dialect
+    names = list(rows[0])
+    procs = [table.c[n].type._cached_bind_processor(dialect) for n in names]
+    quote = dialect.identifier_preparer.quote
+    mark = "?" if dialect.paramstyle == "qmark" else "%s"
+    sql = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES ({', '.join([mark] * len(names))})"
+    getter = itemgetter(*names)
+    converted = [(i, p) for i, p in enumerate(procs) if p is not None]
+    params = []
+    for row in rows:
+        values = list(getter(row))
+        for i, proc in converted:
+            if values[i] is not None:
+                values[i] = proc(values[i])
+        params.append(tuple(values))
+    conn.exec_driver_sql(sql, params)
 
 
 _EMPTY_TOTALS = {"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": None, "errors": 0, "max_seq": None}
