@@ -1,0 +1,118 @@
+"""The `agent-replay` command, run as a user runs it: a real process on a real database."""
+
+import json
+import os
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from replay_core.demo import demo_files
+
+README_RUN = [
+    {"schema": "agent-replay/v1", "kind": "session", "session_id": "run-42", "name": "refund request", "agent_id": "support-bot",
+     "model": "gpt-4o", "environment": "prod", "started_at": "2026-05-01T09:00:00Z"},
+    {"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "event_id": "e1", "seq": 1, "type": "think",
+     "timestamp": "2026-05-01T09:00:01Z", "content": "The user wants a refund; look the order up first.", "tokens_in": 812, "tokens_out": 40},
+    {"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "event_id": "e2", "seq": 2, "type": "tool_call",
+     "timestamp": "2026-05-01T09:00:02Z", "tool_name": "get_order", "tool_args": {"order_id": "A-17"}, "tool_call_id": "c1"},
+    {"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "event_id": "e3", "seq": 3, "type": "tool_result",
+     "timestamp": "2026-05-01T09:00:03Z", "tool_name": "get_order", "tool_call_id": "c1",
+     "content": "{\"status\": \"delivered\", \"auth\": \"Bearer abcdefghijklmnopqrstuvwxyz012345\"}"},
+    {"schema": "agent-replay/v1", "kind": "session_end", "session_id": "run-42", "status": "succeeded", "ended_at": "2026-05-01T09:01:10Z"},
+]
+
+
+@pytest.fixture
+def cli(tmp_path):
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+
+    def run(*args, ok=True):
+        env = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200")
+        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120)
+        if ok:
+            assert proc.returncode == 0, proc.stderr
+        return proc
+
+    return run
+
+
+@pytest.fixture
+def hand_file(tmp_path):
+    path = tmp_path / "run-42.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(o) for o in README_RUN) + b"\n")
+    return path
+
+
+def test_import_show_sessions_export(cli, hand_file, tmp_path):
+    out = json.loads(cli("import", str(hand_file), "--json").stdout)
+    assert out["sessions"] == ["run-42"] and out["steps"] == 3 and out["duplicates"] == 0
+    assert out["redacted"] == 1 and out["errors"] == []
+    again = json.loads(cli("import", str(hand_file), "--json").stdout)
+    assert again["steps"] == 0 and again["duplicates"] == 3
+
+    listed = json.loads(cli("sessions", "--json").stdout)
+    assert [s["id"] for s in listed] == ["run-42"]
+    row = listed[0]
+    assert (row["status"], row["steps"], row["cycles"], row["tokens_in"], row["tokens_out"], row["source"]) == (
+        "succeeded", 3, 1, 812, 40, "native")
+    assert json.loads(cli("sessions", "--status", "failed", "--json").stdout) == []
+
+    shown = json.loads(cli("show", "run-42", "--step", "3", "--json").stdout)
+    assert [s["type"] for s in shown["steps"]] == ["think", "tool_call", "tool_result"]
+    assert shown["cycles"] == [{"index": 0, "first_seq": 1, "last_seq": 3, "step_types": ["think", "tool_call", "tool_result"]}]
+    assert shown["gaps"] == []
+    assert shown["state"]["totals"]["tokens_in"] == 812
+    assert shown["state"]["context"][-1]["tool_calls"][0]["function"]["name"] == "get_order"
+    assert "Bearer abcdefghijklmnopqrstuvwxyz012345" not in json.dumps(shown)
+
+    human = cli("show", "run-42").stdout
+    assert "Succeeded after 1 cycles (3 steps)" in human and "get_order" in human
+
+    target = tmp_path / "out.jsonl"
+    cli("export", "run-42", "-o", str(target))
+    lines = [json.loads(x) for x in target.read_text().splitlines()]
+    assert [x["kind"] for x in lines] == ["session", "step", "step", "step", "session_end"]
+    assert lines[1]["content"] == README_RUN[1]["content"]
+
+
+def test_bad_input_is_one_line_and_exit_1(cli, hand_file, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(hand_file.read_text() + '{"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "type": "thinking"}\n')
+    proc = cli("import", str(bad), ok=False)
+    assert proc.returncode == 1
+    assert f"{bad}:6: type:" in proc.stderr and "Traceback" not in proc.stderr
+    assert json.loads(cli("sessions", "--json").stdout) == []  # nothing stored
+    skipped = json.loads(cli("import", str(bad), "--skip-bad", "--json", ok=False).stdout)
+    assert skipped["steps"] == 3 and skipped["errors"][0].startswith(f"{bad}:6:")
+
+    for args, needle in [
+        (("show", "nope"), "no such session: nope"),
+        (("show", "run-42", "--step", "99"), "has no step 99"),
+        (("import", str(tmp_path / "missing.jsonl")), "No such file"),
+        (("export",), "name sessions to export"),
+        (("sessions", "--db", "postgresql://nobody@127.0.0.1:1/none"), "cannot open database"),
+    ]:
+        proc = cli(*args, ok=False)
+        assert proc.returncode != 0 and needle in proc.stderr, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
+def test_unknown_format_lists_known_ones(cli, tmp_path):
+    odd = tmp_path / "notes.txt"
+    odd.write_text("just some notes\n")
+    proc = cli("import", str(odd), ok=False)
+    assert "cannot tell which format" in proc.stderr and "native" in proc.stderr
+
+
+def test_demo_and_db_upgrade(cli):
+    cli("db", "upgrade")
+    assert "loaded" in cli("demo").stdout
+    assert "not loaded" in cli("demo").stdout
+    listed = json.loads(cli("sessions", "--limit", "100", "--json").stdout)
+    assert len(listed) == len(demo_files())
+    statuses = {s["status"] for s in listed}
+    assert {"succeeded", "failed", "running"} <= statuses
+    everything = cli("export", "--all").stdout.splitlines()
+    assert sum(1 for line in everything if '"kind":"session"' in line) == len(demo_files())
