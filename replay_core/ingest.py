@@ -7,6 +7,8 @@ everywhere.
 
 from __future__ import annotations
 
+import base64
+
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -60,14 +62,39 @@ def ingest(
     redactor = redactor or default_redactor()
     clean: list[Event] = []
     redacted = 0
+    attachments: list[tuple[str, str, dict]] = []
     for ev in events:
+        if isinstance(ev, StepEvent) and ev.metadata and "attachment" in ev.metadata:
+            ev = _set_aside_attachment(ev, attachments)
         before = ev.redacted if isinstance(ev, StepEvent) else 0
         ev = redactor.event(ev)
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
     written = store.write(clean, default_source=source)
+    _store_attachments(store, attachments)
     return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted)
+
+
+def _set_aside_attachment(step: StepEvent, pending: list[tuple[str, str, dict]]) -> StepEvent:
+    """A screenshot an importer put in metadata["attachment"] goes to the attachments table, not the step row."""
+    meta = dict(step.metadata)
+    found = meta.pop("attachment")
+    if isinstance(found, dict) and found.get("data_b64"):
+        found = {**found, "data": base64.b64decode(found["data_b64"])}
+        pending.append((step.session_id, step.identity(), found))
+    return step.model_copy(update={"metadata": meta or None})
+
+
+def _store_attachments(store: Store, pending: list[tuple[str, str, dict]]) -> None:
+    """Add set-aside attachments once: a re-import does not add the same (step, name) again."""
+    known: dict[str, set] = {}
+    for sid, event_id, found in pending:
+        have = known.setdefault(sid, {(a["event_id"], a["name"]) for a in store.list_attachments(sid)})
+        if (event_id, found.get("name")) in have:
+            continue
+        store.add_attachment(sid, found["data"], event_id=event_id, name=found.get("name"), mime_type=found.get("mime_type"))
+        have.add((event_id, found.get("name")))
 
 
 def read_events(data: bytes, filename: str, fmt: str = "auto") -> tuple[list[Event], list[BadRecord], str]:
