@@ -7,6 +7,7 @@ and the same tests run on both. Schema changes go through the alembic migrations
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -51,6 +52,9 @@ STEP_COLUMNS = (
     "tokens_in", "tokens_out", "cost_usd", "metadata", "redacted",
 )
 REVIEW_LABELS = ("good", "bad", "needs_attention")
+# SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
+# a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
+HAS_FLAGS = ("retry", "error", "intervention", "fallback", "loop")
 
 
 def _json_dumps(value: Any) -> str:
@@ -89,6 +93,9 @@ class SessionFilter:
     review: str | None = None
     replay_of: str | None = None
     ids: tuple[str, ...] | None = None
+    failed_tool: str | None = None  # runs where this tool failed
+    error_class: str | None = None  # runs that ended with, or had an errored step of, this class
+    has: str | None = None  # runs with one of HAS_FLAGS
 
 
 class Store:
@@ -267,12 +274,42 @@ class Store:
                     exists().where(steps.c.session_id == sessions.c.id).where(func.lower(steps.c.content).like(pattern)),
                 )
             )
+        if flt.failed_tool:
+            clauses.append(self._has_step(steps.c.tool_name == flt.failed_tool, _ERRORED))
+        if flt.error_class:
+            clauses.append(or_(sessions.c.error_class == flt.error_class, self._has_step(steps.c.error_class == flt.error_class, _ERRORED)))
+        if flt.has:
+            clauses.append(self._has(flt.has))
         if flt.review:
             labelled = exists().where(annotations.c.session_id == sessions.c.id).where(annotations.c.label == flt.review)
             if flt.review == "unreviewed":
                 labelled = ~exists().where(annotations.c.session_id == sessions.c.id)
             clauses.append(labelled)
         return clauses
+
+    @staticmethod
+    def _has_step(*conditions):
+        return exists().where(steps.c.session_id == sessions.c.id, *conditions)
+
+    def _has(self, flag: str):
+        if flag == "loop":
+            args = func.coalesce(cast(steps.c.tool_args, Text), "")
+            repeated = (
+                select(steps.c.tool_name)
+                .where(steps.c.session_id == sessions.c.id, *_LOOP_CALL)
+                .group_by(steps.c.tool_name, args)
+                .having(func.count() >= 3)
+            )
+            return exists(repeated)
+        conditions = {
+            "retry": steps.c.retry > 0,
+            "error": _ERRORED,
+            "intervention": or_(steps.c.status == "blocked", self._approval()),
+            "fallback": self._agent_fallback(),
+        }
+        if flag not in conditions:
+            raise ValueError(f"has: expected one of {', '.join(HAS_FLAGS)}, got {flag!r}")
+        return self._has_step(conditions[flag])
 
     def count_sessions(self, flt: SessionFilter | None = None) -> int:
         with self.engine.connect() as conn:
@@ -438,6 +475,116 @@ class Store:
                     error_class=row["error_class"], ended_at=row["ended_at"],
                 )
 
+    # ------------------------------------------------------------------ analytics reads
+    # Narrow reads for replay_core.analytics, aggregated here because SQL does it without
+    # moving a million rows through Python. Never step content. Each returns (columns, rows).
+
+    def _steps_of(self, flt: SessionFilter | None) -> list:
+        clauses = self._filter_clause(flt)
+        return [steps.c.session_id.in_(select(sessions.c.id).where(*clauses))] if clauses else []
+
+    def _json_true(self, column, key: str):
+        if self.dialect == "sqlite":  # json_extract cannot tell true from 1
+            return func.json_type(column, f"$.{key}") == "true"
+        return column[key].as_string() == "true"
+
+    def _json_number(self, column, key: str):
+        """A number from a JSON object, NULL when it is anything else (never a cast error)."""
+        if self.dialect == "sqlite":
+            return case((func.json_type(column, f"$.{key}").in_(("integer", "real")), func.json_extract(column, f"$.{key}")))
+        return case((func.jsonb_typeof(column[key]) == "number", column[key].as_float()))
+
+    def _approval(self):
+        return and_(steps.c.type == "input", self._json_true(steps.c.metadata, "approval"))
+
+    def _agent_fallback(self):
+        return and_(_FALLBACK_BLOCK, self._json_true(steps.c.metadata, "agent_invoked"))
+
+    @staticmethod
+    def _rows(conn: Connection, query) -> tuple[list[str], list[tuple]]:
+        result = conn.execute(query)
+        return list(result.keys()), [tuple(r) for r in result]
+
+    def run_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """One row per run: dimensions, status, times, session-level totals, replay facts."""
+        meta = sessions.c.metadata
+        query = select(
+            sessions.c.id.label("session_id"), sessions.c.agent_id, sessions.c.model, sessions.c.workflow,
+            sessions.c.environment, sessions.c.agent_version, sessions.c.status, sessions.c.error_class,
+            sessions.c.started_at, func.coalesce(sessions.c.ended_at, sessions.c.last_event_at).label("ended_at"),
+            sessions.c.tags, self._json_number(meta, "tokens_in").label("meta_tokens_in"),
+            self._json_number(meta, "tokens_out").label("meta_tokens_out"), self._json_number(meta, "cost_usd").label("meta_cost_usd"),
+            sessions.c.replay_of, sessions.c.replay_config["model"].as_string().label("replay_model"),
+            self._json_number(meta, "divergence_seq").label("divergence_seq"),
+        ).where(*self._filter_clause(flt)).order_by(sessions.c.started_at, sessions.c.id)
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    def step_rollup(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """Per run, one pass over its steps: counts and sums, plus two packed strings —
+        `phases` (one cycle phase digit per step in order, `e` for errors; what cycle
+        counting needs) and `durations` (comma-separated step durations in ms)."""
+        phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
+        if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
+            phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
+        # older SQLite: GROUP BY session_id walks ix_steps_session_id_seq, so rows arrive in seq order
+        query = select(
+            steps.c.session_id,
+            func.count().label("steps"),
+            func.sum(steps.c.tokens_in).label("tokens_in"),
+            func.sum(steps.c.tokens_out).label("tokens_out"),
+            func.sum(steps.c.cost_usd).label("cost_usd"),
+            _count_if(and_(steps.c.cost_usd.is_(None), or_(steps.c.tokens_in > 0, steps.c.tokens_out > 0))).label("cost_unknown_steps"),
+            _count_if(steps.c.retry > 0).label("retried_steps"),
+            _count_if(_ERRORED).label("errored_steps"),
+            func.min(case((_ERRORED, steps.c.timestamp))).label("first_error_at"),
+            _count_if(steps.c.status == "blocked").label("blocked_steps"),
+            _count_if(self._approval()).label("approvals"),
+            _count_if(_FALLBACK_BLOCK).label("fallback_blocks"),
+            _count_if(self._agent_fallback()).label("fallback_agent"),
+            phases.label("phases"),
+            func.aggregate_strings(cast(steps.c.duration_ms, Text), ",").label("durations"),
+        ).where(*self._steps_of(flt)).group_by(steps.c.session_id)
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    def step_breakdown(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """Tool calls and errored steps per run, tool and error class."""
+        query = (
+            select(
+                steps.c.session_id, steps.c.tool_name, steps.c.error_class,
+                _count_if(steps.c.type == "tool_call").label("tool_calls"), _count_if(_ERRORED).label("errored"),
+            )
+            .where(or_(steps.c.tool_name.is_not(None), _ERRORED), *self._steps_of(flt))
+            .group_by(steps.c.session_id, steps.c.tool_name, steps.c.error_class)
+        )
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    def repeated_calls(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """Tool calls (retries aside) whose tool and arguments occur more than once in
+        their run, each with the seq of its first successful result (None if it got none)."""
+        args = func.coalesce(cast(steps.c.tool_args, Text), "").label("args")
+        calls = (
+            select(steps.c.session_id, steps.c.seq, steps.c.tool_name, args, steps.c.tool_call_id)
+            .where(*_LOOP_CALL, *self._steps_of(flt))
+            .cte("calls")
+        )
+        key = (calls.c.session_id, calls.c.tool_name, calls.c.args)
+        repeated = select(*key).group_by(*key).having(func.count() > 1).cte("repeated")
+        result = steps.alias("result")
+        ok_seq = (
+            select(func.min(result.c.seq))
+            .where(result.c.session_id == calls.c.session_id, result.c.tool_call_id == calls.c.tool_call_id,
+                   result.c.type == "tool_result", result.c.status == "ok")
+            .scalar_subquery()
+        )
+        query = select(*key, calls.c.seq, ok_seq.label("ok_seq")).join(
+            repeated, and_(*(c == repeated.c[c.name] for c in key))
+        )
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
     # ------------------------------------------------------------------ annotations & attachments
 
     def annotate(self, session_id: str, label: str, text: str = "", *, event_id: str | None = None, author: str | None = None) -> int:
@@ -506,6 +653,17 @@ def _bulk_insert(conn: Connection, table, rows: list[dict]) -> None:
                 values[i] = proc(values[i])
         params.append(tuple(values))
     conn.exec_driver_sql(sql, params)
+
+
+# Analytics: a step counts as errored when it is an error or its status says so.
+_ERRORED = or_(steps.c.type == "error", steps.c.status == "error")
+_FALLBACK_BLOCK = and_(steps.c.type == "span", steps.c.metadata["block"].as_string() == "fallback")
+_LOOP_CALL = (steps.c.type == "tool_call", steps.c.retry == 0, steps.c.tool_name.is_not(None))  # calls a loop is made of
+_PHASE_CODES = {"think": "0", "tool_call": "1", "tool_result": "2", "observation": "3", "decision": "4", "error": "e"}
+
+
+def _count_if(condition):
+    return func.sum(case((condition, 1), else_=0))
 
 
 _EMPTY_TOTALS = {"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": None, "errors": 0, "max_seq": None}

@@ -1,0 +1,375 @@
+"""Analytics on a small fixed dataset, with every expected number worked out by hand
+(comments show the arithmetic), on SQLite and PostgreSQL; then on the demo runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+import pytest
+
+from replay_core import analytics
+from replay_core.demo import load_demo
+from replay_core.events import parse_event
+from replay_core.ingest import ingest
+from replay_core.store import HAS_FLAGS, SessionFilter
+from replay_core.timeline import count_cycles
+
+T0 = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def at(day: int, hour: int, second: int = 0) -> str:
+    return (T0 + timedelta(days=day - 1, hours=hour, seconds=second)).isoformat()
+
+
+def session(sid, day, hour, **fields):
+    return {"kind": "session", "session_id": sid, "started_at": at(day, hour), **fields}
+
+
+def step(sid, seq, kind, day, hour, second, **fields):
+    return {"kind": "step", "session_id": sid, "event_id": f"{sid}-{seq}", "seq": seq, "type": kind,
+            "timestamp": at(day, hour, second), **fields}
+
+
+def end(sid, status, day, hour, second, **fields):
+    return {"kind": "session_end", "session_id": sid, "status": status, "ended_at": at(day, hour, second), **fields}
+
+
+FALLBACK = {"block": "fallback", "success": True}
+
+# A: succeeded in 10 s; an approval; `search` called twice with the same arguments, the second
+#    time after an ok result (one redundant call); cycles 0-1-2 | 1-2-4 = 2.
+RUN_A = [
+    session("a", 1, 10, model="gpt-4o", agent_id="bot-1", environment="prod", tags=["x", "y"]),
+    step("a", 1, "input", 1, 10, 0, content="go", metadata={"approval": True}),
+    step("a", 2, "think", 1, 10, 1, duration_ms=100, tokens_in=100, tokens_out=10, cost_usd=0.01),
+    step("a", 3, "tool_call", 1, 10, 2, duration_ms=10, tool_name="search", tool_args={"q": "a"}, tool_call_id="c1"),
+    step("a", 4, "tool_result", 1, 10, 3, duration_ms=200, tool_name="search", tool_call_id="c1"),
+    step("a", 5, "tool_call", 1, 10, 4, duration_ms=10, tool_name="search", tool_args={"q": "a"}, tool_call_id="c2"),
+    step("a", 6, "tool_result", 1, 10, 5, duration_ms=200, tool_name="search", tool_call_id="c2"),
+    step("a", 7, "decision", 1, 10, 6, duration_ms=50, tokens_in=50, tokens_out=5, cost_usd=0.005),
+    end("a", "succeeded", 1, 10, 10),
+]
+# B: failed (Boom) in 20 s; `fetch` fails, is retried and fails again (2 retried steps, 2 tool
+#    failures); first error 5 s after the start; cycles 0-1-2 | 1-2-e = 2; the retry is no loop.
+RUN_B = [
+    session("b", 1, 12, model="gpt-4o", agent_id="bot-2", environment="prod", tags=["x"]),
+    step("b", 1, "think", 1, 12, 1, duration_ms=300, tokens_in=200, tokens_out=20, cost_usd=0.02),
+    step("b", 2, "tool_call", 1, 12, 2, duration_ms=10, tool_name="fetch", tool_args={"u": 1}, tool_call_id="c1"),
+    step("b", 3, "tool_result", 1, 12, 5, duration_ms=1000, tool_name="fetch", tool_call_id="c1", status="error",
+         error_class="TimeoutError"),
+    step("b", 4, "tool_call", 1, 12, 6, duration_ms=10, tool_name="fetch", tool_args={"u": 1}, tool_call_id="c1r", retry=1),
+    step("b", 5, "tool_result", 1, 12, 7, duration_ms=1000, tool_name="fetch", tool_call_id="c1r", retry=1, status="error",
+         error_class="TimeoutError"),
+    step("b", 6, "error", 1, 12, 8, duration_ms=0, status="error", error_class="Boom", content="gave up"),
+    end("b", "failed", 1, 12, 20, error_class="Boom"),
+]
+# C: succeeded in 30 s; tokens and cost only as session totals; a fallback block the agent took
+#    over; `grep` three times with the same arguments (a loop; calls 2 and 3 redundant), the
+#    third blocked; cycles 1-2 | 1-2 | 1-2-4 = 3. Written last step first: order comes from seq.
+RUN_C = [
+    session("c", 2, 9, model="claude", agent_id="bot-1", environment="dev",
+            metadata={"tokens_in": 1000, "tokens_out": 100, "cost_usd": 0.5}),
+    *reversed([
+        step("c", 1, "span", 2, 9, 0, duration_ms=5000, metadata={**FALLBACK, "agent_invoked": True}),
+        step("c", 2, "tool_call", 2, 9, 1, duration_ms=10, tool_name="grep", tool_args={"p": "x"}, tool_call_id="c1", parent_id="c-1"),
+        step("c", 3, "tool_result", 2, 9, 2, duration_ms=20, tool_name="grep", tool_call_id="c1", parent_id="c-1"),
+        step("c", 4, "tool_call", 2, 9, 3, duration_ms=10, tool_name="grep", tool_args={"p": "x"}, tool_call_id="c2", parent_id="c-1"),
+        step("c", 5, "tool_result", 2, 9, 4, duration_ms=20, tool_name="grep", tool_call_id="c2", parent_id="c-1"),
+        step("c", 6, "tool_call", 2, 9, 5, duration_ms=10, tool_name="grep", tool_args={"p": "x"}, tool_call_id="c3", parent_id="c-1"),
+        step("c", 7, "tool_result", 2, 9, 6, duration_ms=40, tool_name="grep", tool_call_id="c3", status="blocked", parent_id="c-1"),
+        step("c", 8, "decision", 2, 9, 7, duration_ms=60, parent_id="c-1"),
+    ]),
+    end("c", "succeeded", 2, 9, 30),
+]
+# D: still running; a fallback block the script handled; a priced model without a price (cost unknown).
+RUN_D = [
+    session("d", 2, 10, model="claude", agent_id="bot-2", environment="dev", tags=["y"]),
+    step("d", 1, "span", 2, 10, 1, duration_ms=100, metadata={**FALLBACK, "agent_invoked": False}),
+    step("d", 2, "think", 2, 10, 2, duration_ms=400, tokens_in=300, tokens_out=30),
+]
+# E: incomplete (no end event); its duration runs to its last event, 4 s after the start.
+RUN_E = [
+    session("e", 2, 11, model="gpt-4o", agent_id="bot-1", environment="prod", status="incomplete"),
+    step("e", 1, "think", 2, 11, 4, duration_ms=500, tokens_in=10, tokens_out=1, cost_usd=0.001),
+]
+RUNS = [RUN_A, RUN_B, RUN_C, RUN_D, RUN_E]
+
+
+@pytest.fixture
+def fixed(store):
+    ingest(store, [parse_event({"schema": "agent-replay/v1", **obj}) for run in RUNS for obj in run], source="test")
+    return store
+
+
+@pytest.fixture
+def data(fixed):
+    return analytics.load(fixed)
+
+
+def rows(frame: pl.DataFrame) -> list[dict]:
+    return frame.to_dicts()
+
+
+def test_per_run_facts(data):
+    runs = data.runs.sort("session_id")
+    assert runs["session_id"].to_list() == ["a", "b", "c", "d", "e"]
+    assert runs["duration_ms"].to_list() == [10_000, 20_000, 30_000, None, 4_000]
+    assert runs["first_error_ms"].to_list() == [None, 5_000, None, None, None]
+    assert runs["cycles"].to_list() == [2, 2, 3, 1, 1]
+    assert runs["loops"].to_list() == [0, 0, 1, 0, 0]
+    assert runs["redundant_calls"].to_list() == [1, 0, 2, 0, 0]
+    assert runs["tokens_in"].to_list() == [150, 200, 1000, 300, 10]
+    assert runs["cost_known"].to_list() == [True, True, True, False, True]
+    assert runs["tool_calls"].to_list() == [2, 2, 3, 0, 0]
+    assert runs["tool_failures"].to_list() == [0, 2, 0, 0, 0]
+
+
+def test_cycles_agree_with_the_timeline(fixed, data):
+    expected = count_cycles(fixed, fixed.session_ids())
+    assert dict(zip(data.runs["session_id"], data.runs["cycles"], strict=True)) == expected
+
+
+def test_headline(data):
+    (row,) = rows(analytics.headline(data))
+    assert row == {
+        "runs": 5,
+        "success_rate": 0.5,  # a and c of the 4 runs not still running
+        "p50_ms": 15_000.0,  # durations 4000 10000 20000 30000: halfway between 10000 and 20000
+        "p95_ms": pytest.approx(28_500.0),  # position 3 × 0.95 = 2.85 → 20000 + 0.85 × 10000
+        "tokens_in": 1660,  # 150 + 200 + 1000 (session total) + 300 + 10
+        "tokens_out": 166,
+        "cost_usd": pytest.approx(0.536),  # 0.015 + 0.02 + 0.5 + 0.001; d's cost is unknown
+        "retry_rate": 0.2,  # b
+        "tool_failure_rate": pytest.approx(2 / 7),  # fetch failed twice; 2 + 2 + 3 calls
+        "fallback_rate": 0.5,  # c's block took the agent, d's did not
+    }
+
+
+def test_volume_by_model_and_by_day(data):
+    assert rows(analytics.volume(data, "model")) == [
+        {"model": "claude", "runs": 2, "succeeded": 1, "failed": 0, "incomplete": 0, "running": 1, "success_rate": 1.0},
+        {"model": "gpt-4o", "runs": 3, "succeeded": 1, "failed": 1, "incomplete": 1, "running": 0, "success_rate": pytest.approx(1 / 3)},
+    ]
+    by_day = analytics.volume(data, "day")
+    assert by_day["day"].to_list() == [T0, T0 + timedelta(days=1)]
+    assert by_day.select("runs", "succeeded", "failed", "incomplete", "running").rows() == [(2, 1, 1, 0, 0), (3, 1, 0, 1, 1)]
+
+
+def test_volume_by_hour_and_status(data):
+    assert analytics.volume(data, "hour")["hour"].to_list() == [T0 + timedelta(hours=h) for h in (10, 12, 33, 34, 35)]
+    assert analytics.volume(data, "status").select("status", "runs").rows() == [
+        ("failed", 1), ("incomplete", 1), ("running", 1), ("succeeded", 2)]
+
+
+def test_by_tag_counts_a_run_under_each_tag(data):
+    assert analytics.headline(data, "tag").select("tag", "runs", "success_rate").rows() == [
+        ("x", 2, 0.5), ("y", 2, 1.0), (None, 2, 0.5)]  # x: a b; y: a d(running); untagged: c e(incomplete)
+
+
+def test_durations(data):
+    (row,) = rows(analytics.durations(data))
+    assert row == {
+        "runs": 5, "duration_p50_ms": 15_000.0, "duration_p95_ms": pytest.approx(28_500.0),
+        "duration_p99_ms": pytest.approx(29_700.0),  # 2.97 → 20000 + 0.97 × 10000
+        "runs_with_error": 1, "first_error_p50_ms": 5_000.0, "first_error_p95_ms": 5_000.0, "first_error_p99_ms": 5_000.0,
+    }
+
+
+def test_step_latency(data):
+    # 23 step durations; sorted: 0, 10 ×7, 20, 20, 40, 50, 60, 100, 100, 200, 200, 300, 400, 500, 1000, 1000, 5000
+    (row,) = rows(analytics.step_latency(data))
+    assert row == {"steps": 23, "p50_ms": 50.0, "p95_ms": 1000.0, "p99_ms": pytest.approx(4120.0)}  # 21.78 → 1000 + 0.78 × 4000
+    assert rows(analytics.step_latency(data, "model")) == [
+        # 10 10 10 20 20 40 60 100 400 5000: 4.5 → 30; 8.55 → 400 + 0.55 × 4600; 8.91 → 400 + 0.91 × 4600
+        {"model": "claude", "steps": 10, "p50_ms": 30.0, "p95_ms": pytest.approx(2930.0), "p99_ms": pytest.approx(4586.0)},
+        # 0 10 10 10 10 50 100 200 200 300 500 1000 1000: 6 → 100; 11.4 and 11.88 → 1000
+        {"model": "gpt-4o", "steps": 13, "p50_ms": 100.0, "p95_ms": 1000.0, "p99_ms": 1000.0},
+    ]
+
+
+def test_usage(data):
+    (row,) = rows(analytics.usage(data))
+    assert row == {
+        "runs": 5, "tokens_in": 1660, "tokens_out": 166, "cost_usd": pytest.approx(0.536), "runs_cost_unknown": 1,
+        "tokens_in_per_run": 332.0, "tokens_out_per_run": pytest.approx(33.2),
+        "cost_per_run": pytest.approx(0.134),  # 0.536 over the 4 runs whose cost is known
+    }
+    by_agent = analytics.usage(data, "agent").select("agent", "tokens_in", "cost_usd", "runs_cost_unknown").rows()
+    assert by_agent == [("bot-1", 1160, pytest.approx(0.516), 0), ("bot-2", 500, pytest.approx(0.02), 1)]
+
+
+def test_retries_interventions_fallbacks_loops(data):
+    assert rows(analytics.retries(data)) == [{"runs": 5, "runs_with_retry": 1, "retry_rate": 0.2, "retried_steps": 2}]
+    assert rows(analytics.interventions(data)) == [
+        {"runs": 5, "blocked_steps": 1, "approvals": 1, "runs_with_intervention": 2, "intervention_rate": 0.4}]
+    assert rows(analytics.fallbacks(data)) == [
+        {"runs": 5, "blocks": 2, "agent_invoked": 1, "fallback_rate": 0.5, "runs_with_fallback": 1}]
+    assert rows(analytics.loops(data)) == [
+        {"runs": 5, "cycles": 9, "cycles_per_run": 1.8, "loops": 1, "runs_with_loops": 1, "redundant_calls": 3}]
+    assert analytics.fallbacks(data, "environment").select("environment", "blocks", "fallback_rate").rows() == [
+        ("dev", 2, 0.5), ("prod", 0, None)]
+
+
+def test_tools_and_error_classes(data):
+    assert rows(analytics.tools(data)) == [
+        {"tool_name": "fetch", "calls": 2, "failures": 2, "failure_rate": 1.0, "runs_with_failure": 1},
+        {"tool_name": "grep", "calls": 3, "failures": 0, "failure_rate": 0.0, "runs_with_failure": 0},  # blocked is no failure
+        {"tool_name": "search", "calls": 2, "failures": 0, "failure_rate": 0.0, "runs_with_failure": 0},
+    ]
+    assert rows(analytics.error_classes(data)) == [
+        {"error_class": "Boom", "errors": 1, "runs": 1},  # the error step, and b's final class
+        {"error_class": "TimeoutError", "errors": 2, "runs": 1},
+    ]
+    assert analytics.tools(data, "environment").select("environment", "tool_name", "calls").rows() == [
+        ("dev", "grep", 3), ("prod", "fetch", 2), ("prod", "search", 2)]
+
+
+def test_filtered_load_sees_only_those_runs(fixed):
+    data = analytics.load(fixed, SessionFilter(environment="dev"))
+    assert sorted(data.runs["session_id"]) == ["c", "d"]
+    (row,) = rows(analytics.headline(data))
+    assert (row["runs"], row["tokens_in"], row["tool_failure_rate"], row["fallback_rate"]) == (2, 1300, 0.0, 0.5)
+    assert rows(analytics.tools(data)) == [
+        {"tool_name": "grep", "calls": 3, "failures": 0, "failure_rate": 0.0, "runs_with_failure": 0}]
+
+
+@pytest.mark.parametrize(("narrow", "expected"), [
+    ({"has": "retry"}, ["b"]),
+    ({"has": "error"}, ["b"]),
+    ({"has": "intervention"}, ["a", "c"]),
+    ({"has": "fallback"}, ["c"]),
+    ({"has": "loop"}, ["c"]),
+    ({"failed_tool": "fetch"}, ["b"]),
+    ({"failed_tool": "grep"}, []),
+    ({"error_class": "Boom"}, ["b"]),
+    ({"error_class": "TimeoutError"}, ["b"]),
+])
+def test_drill_filters(fixed, narrow, expected):
+    flt = analytics.drill_filter(SessionFilter(), **narrow)
+    assert fixed.session_ids(flt) == expected
+
+
+def test_drill_into_time_buckets_and_dimensions(fixed):
+    flt = SessionFilter(since=T0, until=T0 + timedelta(days=3))
+    day2 = analytics.drill_filter(flt, "day", T0 + timedelta(days=1))
+    assert (day2.since, day2.until) == (T0 + timedelta(days=1), T0 + timedelta(days=2))
+    assert fixed.session_ids(day2) == ["c", "d", "e"]
+    assert fixed.session_ids(analytics.drill_filter(flt, "hour", T0 + timedelta(hours=12), status="failed")) == ["b"]
+    assert fixed.session_ids(analytics.drill_filter(flt, "agent", "bot-2", has="fallback")) == []
+    assert fixed.session_ids(analytics.drill_filter(flt, "tag", "y")) == ["a", "d"]
+    assert analytics.drill_filter(flt, "model", None) is None  # runs without a model cannot be filtered on
+    clipped = analytics.drill_filter(SessionFilter(since=T0 + timedelta(hours=11)), "day", T0)
+    assert (clipped.since, clipped.until) == (T0 + timedelta(hours=11), T0 + timedelta(days=1))
+
+
+def test_every_flag_filter_matches_the_metrics(fixed, data):
+    counts = {"retry": "retried_steps", "error": "errored_steps", "fallback": "fallback_agent", "loop": "loops"}
+    runs = data.runs.with_columns(intervention=pl.col("blocked_steps") + pl.col("approvals"))
+    for flag in HAS_FLAGS:
+        column = counts.get(flag, flag)
+        expected = sorted(runs.filter(pl.col(column) > 0)["session_id"])
+        assert sorted(fixed.session_ids(SessionFilter(has=flag))) == expected, flag
+
+
+def test_unknown_inputs_are_refused(fixed, data):
+    with pytest.raises(ValueError, match="by: unknown dimension 'colour'"):
+        analytics.volume(data, "colour")
+    with pytest.raises(ValueError, match="has: expected one of retry, error"):
+        fixed.session_ids(SessionFilter(has="mood"))
+
+
+def test_previous_period_and_change(fixed):
+    flt = SessionFilter(since=T0 + timedelta(days=1), until=T0 + timedelta(days=2))
+    prev = analytics.previous_period(flt)
+    assert (prev.since, prev.until) == (T0, T0 + timedelta(days=1))
+    assert analytics.previous_period(SessionFilter()) is None
+    now = analytics.headline(analytics.load(fixed, flt))
+    before = analytics.headline(analytics.load(fixed, prev))
+    delta = {r["metric"]: r for r in rows(analytics.change(now, before))}
+    assert delta["runs"] == {"metric": "runs", "current": 3.0, "previous": 2.0, "change": 1.0}
+    assert delta["success_rate"] == {"metric": "success_rate", "current": 0.5, "previous": 0.5, "change": 0.0}
+    assert delta["retry_rate"] == {"metric": "retry_rate", "current": 0.0, "previous": 0.5, "change": -0.5}
+    assert delta["tool_failure_rate"]["previous"] == 0.5 and delta["tool_failure_rate"]["current"] == 0.0
+
+
+def test_empty_database(store):
+    data = analytics.load(store)
+    assert data.runs.height == 0
+    (row,) = rows(analytics.headline(data))
+    assert row["runs"] == 0 and row["success_rate"] is None and row["p50_ms"] is None and row["fallback_rate"] is None
+    for metric in (analytics.volume, analytics.tools, analytics.error_classes, analytics.step_latency, analytics.loops):
+        assert metric(data, "day").height == 0
+    empty = analytics.change(analytics.headline(data), analytics.headline(data))
+    assert empty.filter(pl.col("metric") == "runs").row(0) == ("runs", 0.0, 0.0, 0.0)
+
+
+def test_fanout_side_by_side(store):
+    base = [
+        session("s", 1, 8, model="gpt-4o"),
+        step("s", 1, "think", 1, 8, 1, duration_ms=400, tokens_in=100, tokens_out=10, cost_usd=0.01),
+        step("s", 2, "decision", 1, 8, 2, duration_ms=600, tokens_in=120, tokens_out=12, cost_usd=0.012),
+        end("s", "succeeded", 1, 8, 3),
+    ]
+    for rid, model, status, diverged, ms in (("r1", "gpt-4o-mini", "succeeded", None, 200), ("r2", "claude", "failed", 2, 900)):
+        base += [
+            session(rid, 1, 9, model=model, replay_of="s", replay_from=1, replay_to=2, replay_config={"model": model},
+                    metadata={"divergence_seq": diverged} if diverged else None),
+            step(rid, 1, "think", 1, 9, 1, duration_ms=ms, tokens_in=100, tokens_out=20),
+            end(rid, status, 1, 9, 5),
+        ]
+    ingest(store, [parse_event({"schema": "agent-replay/v1", **o}) for o in base])
+    table = analytics.fanout(store, "s")
+    assert rows(table) == [
+        {"role": "original", "session_id": "s", "model": "gpt-4o", "status": "succeeded", "divergence_seq": None,
+         "tokens_in": 220, "tokens_out": 22, "cost_usd": pytest.approx(0.022), "duration_ms": 3000.0, "step_p50_ms": 500.0},
+        {"role": "replay", "session_id": "r2", "model": "claude", "status": "failed", "divergence_seq": 2,
+         "tokens_in": 100, "tokens_out": 20, "cost_usd": None, "duration_ms": 5000.0, "step_p50_ms": 900.0},
+        {"role": "replay", "session_id": "r1", "model": "gpt-4o-mini", "status": "succeeded", "divergence_seq": None,
+         "tokens_in": 100, "tokens_out": 20, "cost_usd": None, "duration_ms": 5000.0, "step_p50_ms": 200.0},
+    ]
+
+
+# ---------------------------------------------------------------------------- the demo runs
+
+
+@pytest.fixture
+def demo(sqlite_store):
+    load_demo(sqlite_store, only_if_empty=False)
+    return sqlite_store, analytics.load(sqlite_store)
+
+
+def _ids(frame: pl.DataFrame) -> list[str]:
+    return sorted(frame["session_id"])
+
+
+def test_demo_shows_failures_retries_and_the_fallback_where_expected(demo):
+    store, data = demo
+    runs = data.runs
+    assert _ids(runs.filter(pl.col("status") == "failed")) == [
+        "demo-02-coding-format-price-failed", "demo-09-flight-bos-sfo-b", "demo-12-sql-churn-by-plan-failed",
+        "demo-17-inbox-triage-context-overflow"]
+    assert _ids(runs.filter(pl.col("retried_steps") > 0)) == [
+        "demo-03-shipment-status-retries", "demo-07-crm-migration-batch7", "demo-17-inbox-triage-context-overflow"]
+    assert _ids(runs.filter(pl.col("fallback_agent") > 0)) == ["demo-05-fallback-invoice-portal"]
+    (fb,) = rows(analytics.fallbacks(data))
+    assert (fb["blocks"], fb["agent_invoked"]) == (3, 1)  # 05 has two blocks (one taken over), 06 one
+    coding = analytics.volume(data, "workflow").filter(pl.col("workflow") == "code-change").row(0, named=True)
+    assert (coding["runs"], coding["failed"], coding["succeeded"]) == (2, 1, 1)
+    http = analytics.tools(data).filter(pl.col("tool_name") == "http_get").row(0, named=True)
+    assert (http["calls"], http["failures"]) == (3, 2)  # the shipment run: timeout, timeout, ok
+    tests = analytics.error_classes(data).filter(pl.col("error_class") == "TestFailure").row(0, named=True)
+    assert tests["runs"] == 1
+    assert dict(zip(runs["session_id"], runs["cycles"], strict=True)) == count_cycles(store, store.session_ids())
+
+
+def test_demo_clicks_open_exactly_the_runs_behind_the_bar(demo):
+    store, data = demo
+    base = SessionFilter()
+    failed = analytics.drill_filter(base, "status", "failed")
+    assert _ids(data.runs.filter(pl.col("status") == "failed")) == sorted(store.session_ids(failed))
+    assert sorted(store.session_ids(analytics.drill_filter(base, has="retry"))) == _ids(data.runs.filter(pl.col("retried_steps") > 0))
+    assert store.session_ids(analytics.drill_filter(base, has="fallback")) == ["demo-05-fallback-invoice-portal"]
+    assert store.session_ids(analytics.drill_filter(base, failed_tool="run_tests")) == ["demo-02-coding-format-price-failed"]
+    for day, n in analytics.volume(data, "day").select("day", "runs").rows():
+        assert len(store.session_ids(analytics.drill_filter(base, "day", day))) == n
