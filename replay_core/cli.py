@@ -242,6 +242,61 @@ def show_cmd(
         out.print(orjson.dumps(snap.context, option=orjson.OPT_INDENT_2).decode())
 
 
+@app.command("stats")
+def stats_cmd(
+    since: Annotated[str | None, typer.Option("--since", help="From this date (2026-05-01) or ISO date-time.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Up to this date (included) or ISO date-time.")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status.")] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Headline run metrics, optionally per group. p50_ms / p95_ms are run durations."""
+    from .analytics import DIMENSIONS, headline, load
+    from .api import session_filter
+
+    if by is not None and by not in DIMENSIONS:
+        fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
+    try:
+        flt = session_filter({"since": since or "", "until": until or ""})
+    except ValueError as exc:
+        fail(f"--{exc}")
+    store = open_store(db)
+    store.expire_idle()
+    items = headline(load(store, flt), by).to_dicts()
+    if json:
+        print_json(items if by else items[0])
+        return
+    if not items:
+        out.print("no runs")
+        return
+    if by is None:  # one group: a metric a line
+        table = Table("metric", "value")
+        for k, v in items[0].items():
+            table.add_row(STATS_HEADINGS.get(k, k), _stat(k, v))
+    else:
+        table = Table(*(STATS_HEADINGS.get(k, k) for k in items[0]))
+        for item in items:
+            table.add_row(*(_stat(k, v) for k, v in item.items()))
+    out.print(table)
+
+
+STATS_HEADINGS = {"success_rate": "success", "p50_ms": "p50 run s", "p95_ms": "p95 run s", "tokens_in": "tokens in",
+                  "tokens_out": "tokens out", "cost_usd": "cost $", "retry_rate": "retry", "tool_failure_rate": "tool fail",
+                  "fallback_rate": "fallback"}
+
+
+def _stat(name: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if name.endswith("_rate"):
+        return f"{value:.1%}"
+    if name.endswith("_ms"):
+        return f"{value / 1000:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return _fmt(value)
+
+
 # ---------------------------------------------------------------------------- maintenance
 
 

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
@@ -373,3 +377,38 @@ def test_demo_clicks_open_exactly_the_runs_behind_the_bar(demo):
     assert store.session_ids(analytics.drill_filter(base, failed_tool="run_tests")) == ["demo-02-coding-format-price-failed"]
     for day, n in analytics.volume(data, "day").select("day", "runs").rows():
         assert len(store.session_ids(analytics.drill_filter(base, "day", day))) == n
+
+
+# ---------------------------------------------------------------------------- agent-replay stats
+
+
+def _stats(url: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "replay_core.cli", "stats", "--db", url, *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_stats_command(sqlite_store):
+    ingest(sqlite_store, [parse_event({"schema": "agent-replay/v1", **obj}) for run in RUNS for obj in run])
+    whole = json.loads(_stats(sqlite_store.url, "--json").stdout)
+    # like every command, stats first marks silent runs incomplete: d (2 s of events) no longer runs
+    assert whole == {
+        "runs": 5, "success_rate": 0.4, "p50_ms": 10_000.0, "p95_ms": pytest.approx(28_000.0), "tokens_in": 1660,
+        "tokens_out": 166, "cost_usd": pytest.approx(0.536), "retry_rate": 0.2, "tool_failure_rate": pytest.approx(2 / 7),
+        "fallback_rate": 0.5,
+    }
+    per_day = json.loads(_stats(sqlite_store.url, "--by", "day", "--since", "2026-05-02", "--json").stdout)
+    assert [(g["day"], g["runs"], g["tokens_in"], g["fallback_rate"]) for g in per_day] == [
+        ("2026-05-02T00:00:00+00:00", 3, 1310, 0.5)]
+    table = _stats(sqlite_store.url, "--by", "model", "--until", "2026-05-01")
+    assert table.returncode == 0
+    lines = [line for line in table.stdout.splitlines() if "gpt-4o" in line or "claude" in line]
+    assert len(lines) == 1 and "50.0%" in lines[0] and "350" in lines[0]  # a and b only: 150 + 200 tokens in
+
+
+def test_stats_refuses_bad_options(sqlite_store):
+    bad_by = _stats(sqlite_store.url, "--by", "colour")
+    assert bad_by.returncode == 1
+    assert bad_by.stderr.strip().startswith("error: --by: unknown dimension 'colour'; expected one of day, hour, model")
+    bad_since = _stats(sqlite_store.url, "--since", "yesterday")
+    assert bad_since.returncode == 1 and "--since: expected a date (2026-05-01) or an ISO date-time" in bad_since.stderr
