@@ -1,0 +1,558 @@
+"""The Python SDK: record a live agent run, step by step, as it happens.
+
+    recorder = Recorder("sqlite:///runs.db")          # or Recorder("https://replay.example", token=...)
+    with recorder.session("refund request", agent_id="support-bot") as run:
+        run.input("I want a refund for order A-17")
+        run.think("Look the order up first.", tokens_in=812, tokens_out=40)
+        run.decision("Refund approved.")
+
+Steps are numbered (seq) here, in the order they were recorded, so the order is exact
+whatever the delivery does. Recording only appends to memory: delivery happens on a
+background thread through the ingestion pipeline (spool.py), and a storage failure
+never reaches the agent. Mistakes in the call itself (an unknown field, a negative
+token count) do raise, at the line that made them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from . import config
+from .events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, now_utc
+
+_current_run: ContextVar[Session | None] = ContextVar("agent_replay_run", default=None)
+_current_parent: ContextVar[str | None] = ContextVar("agent_replay_parent", default=None)
+_STEP_FIELDS = frozenset(StepEvent.model_fields) - {"schema_", "kind", "session_id", "type"}
+_JSON_FIELDS = ("tool_args", "context", "metadata")
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _json_safe(value: Any) -> Any:
+    """A JSON copy: later changes to the agent's objects do not change what was recorded."""
+    return orjson.loads(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS))
+
+
+def _canonical(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def as_text(value: Any) -> str | None:
+    """A tool result as step content: strings as they are, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def call_arguments(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The arguments of a call by parameter name (`self` left out, `**kwargs` spread)."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {"args": list(args), "kwargs": kwargs}
+    out: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        elif name not in ("self", "cls"):
+            out[name] = list(value) if kind is inspect.Parameter.VAR_POSITIONAL else value
+    return out
+
+
+def record_exception(run: Session, exc: BaseException, **fields: Any) -> None:
+    """An error step for `exc`, once: the innermost span or tool it passed through records it."""
+    if getattr(exc, "_agent_replay_recorded", False):
+        return
+    run.error(exc, **fields)
+    try:
+        exc._agent_replay_recorded = True
+    except AttributeError:  # exceptions with __slots__: may be recorded again further out
+        pass
+
+
+class _Pending:
+    """A model call in flight: steps recorded after it wait until its own steps arrive."""
+
+    __slots__ = ("key", "events", "deadline", "parent", "abandoned")
+
+    def __init__(self, key: str, deadline: float, parent: str | None):
+        self.key, self.deadline, self.parent = key, deadline, parent
+        self.events: list[StepEvent] | None = None
+        self.abandoned = False
+
+
+class _Reserved:
+    """A span's place in the order: it takes its seq when reached; its step comes at close."""
+
+    __slots__ = ("placed", "seq", "event")
+
+    def __init__(self):
+        self.placed, self.seq, self.event = False, None, None
+
+
+class _AutoCall:
+    """A tool call made by a decorated tool: dropped when it repeats a call the model asked for."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: StepEvent):
+        self.event = event
+
+
+class _Steps:
+    """One method per step type. A Session records into itself, a Recorder into its current session.
+
+    Every method returns the step's event_id and takes the contract's step fields as
+    keywords (model, tokens_in, tokens_out, cost_usd, duration_ms, context, metadata,
+    agent_id, status, retry, timestamp, parent_id, ...).
+    """
+
+    def _run(self) -> Session:
+        raise NotImplementedError
+
+    def step(self, type: str, content: str | None = None, **fields: Any) -> str:
+        return self._run().record(type, content=content, **fields)
+
+    def input(self, content: str, *, role: str = "user", **fields: Any) -> str:
+        fields["metadata"] = {**(fields.get("metadata") or {}), "role": role}
+        return self.step("input", content, **fields)
+
+    def think(self, content: str | None, **fields: Any) -> str:
+        return self.step("think", content, **fields)
+
+    def observation(self, content: str | None, **fields: Any) -> str:
+        return self.step("observation", content, **fields)
+
+    def decision(self, content: str | None, **fields: Any) -> str:
+        return self.step("decision", content, **fields)
+
+    def tool_call(self, tool_name: str, args: Any = None, **fields: Any) -> str:
+        """The returned event_id doubles as the tool_call_id unless one is given."""
+        return self.step("tool_call", tool_name=tool_name, tool_args=args, **fields)
+
+    def tool_result(self, tool_name: str, result: Any, **fields: Any) -> str:
+        return self.step("tool_result", as_text(result), tool_name=tool_name, **fields)
+
+    def error(self, error: BaseException | str, **fields: Any) -> str:
+        """An error step; an exception gives its class name as error_class."""
+        if isinstance(error, BaseException):
+            fields.setdefault("error_class", type(error).__name__)
+            error = str(error) or type(error).__name__
+        fields.setdefault("status", "error")
+        return self.step("error", error, **fields)
+
+    def span(self, name: str, **fields: Any) -> Span:
+        """A parent operation: `with run.span("retrieve"):` makes the steps inside its children."""
+        return Span(self._run(), name, fields)
+
+    def fallback(self, task: str, agent: Callable[[str, Exception], Any], **fields: Any):
+        """A scripted block that hands over to `agent(task, error)` on its first failure (fallback.py)."""
+        from .fallback import FallbackBlock
+
+        return FallbackBlock(self._run(), task, agent, fields)
+
+
+class Session(_Steps):
+    """One recorded run. `with` makes it the current session and ends it: succeeded, or failed
+    with the exception's class when one escapes."""
+
+    def __init__(self, recorder: Recorder, session_id: str, *, numbered: bool = True):
+        self.recorder, self.id, self.numbered = recorder, session_id, numbered
+        self.ended = False
+        self._seq = 0
+        self._queue: deque = deque()
+        self._open_calls: dict[str, tuple[str | None, bytes]] = {}  # model tool calls not answered yet
+        self._aliases: dict[str, str] = {}  # decorated tool's call id -> the model's call id
+        self._token = None
+
+    def _run(self) -> Session:
+        return self
+
+    def __enter__(self) -> Session:
+        self._token = _current_run.set(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            if exc is not None and not self.ended:
+                record_exception(self, exc)
+                self.end("failed", outcome=str(exc) or None, error_class=type(exc).__name__)
+            elif not self.ended:
+                self.end()
+        finally:
+            _current_run.reset(self._token)
+        return False
+
+    def end(self, status: str = "succeeded", *, outcome: str | None = None, error_class: str | None = None) -> None:
+        """Close the run (once; later calls are ignored)."""
+        if self.ended:
+            return
+        event = SessionEndEvent(session_id=self.id, status=status, outcome=outcome, error_class=error_class, ended_at=now_utc())
+        self.ended = True
+        self.recorder._closed_run(self, event)
+
+    def build(self, type: str, **fields: Any) -> StepEvent:
+        """A validated step of this run (not yet recorded)."""
+        unknown = fields.keys() - _STEP_FIELDS
+        if unknown:
+            raise TypeError(f"{type} step: unknown field(s) {', '.join(sorted(unknown))}")
+        event_id = fields.get("event_id") or _new_id()
+        fields["event_id"] = event_id
+        if type == "tool_call" and not fields.get("tool_call_id"):
+            fields["tool_call_id"] = event_id
+        if fields.get("timestamp") is None:
+            fields["timestamp"] = now_utc()
+        if "parent_id" not in fields:
+            fields["parent_id"] = _current_parent.get()
+        for name in _JSON_FIELDS:
+            if fields.get(name) is not None:
+                fields[name] = _json_safe(fields[name])
+        try:
+            return StepEvent(session_id=self.id, type=type, **fields)
+        except ValidationError as exc:
+            raise ValueError(f"{type} step: {describe_validation_error(exc)}") from None
+
+    def record(self, type: str, **fields: Any) -> str:
+        event = self.build(type, **fields)
+        self.recorder._enqueue(self, event)
+        return event.event_id
+
+
+class Span:
+    """A `span` step around its children. Written when it closes (duration known), under the seq
+    it took when it opened, so it sorts before its children; `metadata` may be filled meanwhile."""
+
+    def __init__(self, run: Session, name: str, fields: dict[str, Any]):
+        self.run, self.name = run, name
+        self.metadata: dict[str, Any] = dict(fields.pop("metadata", None) or {})
+        self.event_id: str = fields.pop("event_id", None) or _new_id()
+        self.fields = fields
+
+    def __enter__(self):
+        self.parent_id = self.fields.pop("parent_id", None) or _current_parent.get()
+        self.started = now_utc()
+        self._t0 = time.perf_counter()
+        self._slot = self.run.recorder._reserve(self.run)
+        self._token = _current_parent.set(self.event_id)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is not None:
+            record_exception(self.run, exc)
+        self.close("error" if exc is not None else "ok", type(exc).__name__ if exc is not None else None)
+        return False
+
+    def close(self, status: str, error_class: str | None) -> None:
+        _current_parent.reset(self._token)
+        event = self.run.build(
+            "span", content=self.name, event_id=self.event_id, parent_id=self.parent_id, timestamp=self.started,
+            duration_ms=(time.perf_counter() - self._t0) * 1000, status=status, error_class=error_class,
+            metadata=self.metadata or None, **self.fields,
+        )
+        self.run.recorder._complete(self.run, self._slot, event)
+
+
+class ToolCall:
+    """A tool call being recorded: the call when it starts, then its result or its error, with
+    the duration. Without a run it records nothing and only times the call."""
+
+    def __init__(self, run: Session | None, tool_name: str, args: dict, *, agent_id: str | None = None, auto: bool = False):
+        self.run, self.tool_name, self.agent_id = run, tool_name, agent_id
+        self._t0 = time.perf_counter()
+        if run is not None:
+            event = run.build("tool_call", tool_name=tool_name, tool_args=args, agent_id=agent_id)
+            self.call_id, self.parent_id = event.tool_call_id, event.parent_id
+            run.recorder._enqueue(run, _AutoCall(event) if auto else event)
+
+    def _fields(self) -> dict[str, Any]:
+        return {"tool_name": self.tool_name, "tool_call_id": self.call_id, "agent_id": self.agent_id,
+                "parent_id": self.parent_id, "duration_ms": (time.perf_counter() - self._t0) * 1000}
+
+    def done(self, result: Any) -> Any:
+        if self.run is not None:
+            self.run.tool_result(result=result, **self._fields())
+        return result
+
+    def __enter__(self) -> ToolCall:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is not None and self.run is not None:
+            record_exception(self.run, exc, **self._fields())
+        return False
+
+
+class Recorder(_Steps):
+    """Records runs into a database URL, or into the app's HTTP API (`https://…` with a token).
+
+    With no URL: `AGENT_REPLAY_SERVER` (and `AGENT_REPLAY_TOKEN`) when set, else the database
+    of `AGENT_REPLAY_DB_URL` or the default SQLite file. Thread-safe; flushed every
+    `batch_size` steps or `flush_interval` seconds, on `flush()`, `close()` and at exit.
+    """
+
+    def __init__(self, url: str | None = None, *, token: str | None = None, spool_dir: str | None = None,
+                 batch_size: int = 200, flush_interval: float = 1.0, call_timeout: float = 30.0, sink=None):
+        from .sinks import DatabaseSink, HttpSink
+        from .spool import Shipper, Spool, default_spool_dir
+
+        if sink is None:
+            url = url or os.environ.get("AGENT_REPLAY_SERVER") or config.database_url()
+            if url.startswith(("http://", "https://")):
+                sink = HttpSink(url, token or os.environ.get("AGENT_REPLAY_TOKEN"))
+            else:
+                sink = DatabaseSink(config.database_url(url))
+        self.call_timeout = call_timeout
+        self._lock = threading.Lock()
+        self._open: dict[str, Session] = {}
+        self._calls: dict[str, tuple[Session, _Pending]] = {}
+        self.spool = Spool(spool_dir or default_spool_dir(), sink.key)
+        self._shipper = Shipper(sink, self.spool, batch_size=batch_size, interval=flush_interval, before_send=self._release_expired)
+
+    # ------------------------------------------------------------------ sessions
+
+    def session(self, name: str | None = None, *, session_id: str | None = None, **fields: Any) -> Session:
+        """Open a run now (agent_id, model, workflow, environment, agent_version, tags, metadata)."""
+        sid = session_id or _new_id()
+        if fields.get("metadata") is not None:
+            fields["metadata"] = _json_safe(fields["metadata"])
+        try:
+            event = SessionEvent(session_id=sid, name=name, started_at=now_utc(), source="sdk", **fields)
+        except ValidationError as exc:
+            raise ValueError(f"session: {describe_validation_error(exc)}") from None
+        run = Session(self, sid)
+        with self._lock:
+            self._open[sid] = run
+            self._shipper.put([event])
+        return run
+
+    @property
+    def current(self) -> Session | None:
+        """The session of this context (`with recorder.session(...)`), else the only one open."""
+        run = _current_run.get()
+        if run is not None and run.recorder is self and not run.ended:
+            return run
+        with self._lock:
+            runs = list(self._open.values())
+        return runs[0] if len(runs) == 1 else None
+
+    def run_for(self, session_id: str) -> Session:
+        """The open run with this id, or a handle on a run opened elsewhere (the store numbers its steps)."""
+        with self._lock:
+            run = self._open.get(session_id)
+        return run if run is not None else Session(self, session_id, numbered=False)
+
+    def _run(self) -> Session:
+        run = self.current
+        if run is None:
+            raise RuntimeError("no current session: record inside `with recorder.session(...)`, or on the session object")
+        return run
+
+    def _closed_run(self, run: Session, event: SessionEndEvent) -> None:
+        with self._lock:
+            self._open.pop(run.id, None)
+            self._shipper.put([event])
+
+    # ------------------------------------------------------------------ tools
+
+    def tool(self, fn: Callable | None = None, *, name: str | None = None):
+        """Decorator recording each call of a tool function (sync or async) in the current session:
+        its arguments, result, duration, and exceptions (re-raised). Outside a session it only runs."""
+
+        def decorate(fn: Callable) -> Callable:
+            tool_name = name or fn.__name__
+
+            def begin(args: tuple, kwargs: dict) -> ToolCall:
+                run = self.current
+                return ToolCall(run, tool_name, call_arguments(fn, args, kwargs) if run else {}, auto=True)
+
+            if inspect.iscoroutinefunction(fn):
+
+                @functools.wraps(fn)
+                async def async_wrapper(*args, **kwargs):
+                    with begin(args, kwargs) as call:
+                        return call.done(await fn(*args, **kwargs))
+
+                return async_wrapper
+
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                with begin(args, kwargs) as call:
+                    return call.done(fn(*args, **kwargs))
+
+            return wrapper
+
+        return decorate(fn) if fn is not None else decorate
+
+    def litellm_logger(self):
+        """A litellm CustomLogger recording every completion: `litellm.callbacks = [recorder.litellm_logger()]`."""
+        from .litellm_logger import ReplayLogger
+
+        return ReplayLogger(self)
+
+    # ------------------------------------------------------------------ model calls (integrations)
+
+    def call_started(self, run: Session, key: str) -> None:
+        """Hold the place of a model call whose steps will come later (from a logging thread)."""
+        if not run.numbered:
+            return
+        with self._lock:
+            if key in self._calls:
+                return
+            pending = _Pending(key, time.monotonic() + self.call_timeout, _current_parent.get())
+            self._calls[key] = (run, pending)
+            run._queue.append(pending)
+
+    def call_finished(self, key: str, steps: Callable[[], list[dict]], run: Session | None) -> None:
+        """Record a model call's steps (dicts of step fields) in the place `call_started` held,
+        or, without one, in `run` now."""
+        with self._lock:
+            held = self._calls.pop(key, None)
+        if held is None and run is None:
+            return
+        run, pending = held if held is not None else (run, None)
+        parent = pending.parent if pending is not None else _current_parent.get()
+        events = [run.build(fields.pop("type"), parent_id=parent, **fields) for fields in steps()]
+        with self._lock:
+            if pending is not None and not pending.abandoned:
+                pending.events = events
+                out = self._drain(run)
+            else:
+                out = [e for e in (self._place(run, ev) for ev in events) if e is not None]
+            self._shipper.put(out)
+
+    # ------------------------------------------------------------------ ordering
+
+    def _enqueue(self, run: Session, item: StepEvent | _AutoCall) -> None:
+        with self._lock:
+            if run._queue:
+                run._queue.append(item)
+                out = self._drain(run)
+            else:
+                placed = self._place(run, item)
+                out = [placed] if placed is not None else []
+            self._shipper.put(out)
+
+    def _reserve(self, run: Session) -> _Reserved:
+        slot = _Reserved()
+        with self._lock:
+            if run._queue:
+                run._queue.append(slot)
+            else:
+                self._place(run, slot)
+        return slot
+
+    def _complete(self, run: Session, slot: _Reserved, event: StepEvent) -> None:
+        with self._lock:
+            if slot.placed:
+                event.seq = slot.seq
+                self._shipper.put([event])
+            else:
+                slot.event = event
+
+    def _place(self, run: Session, item) -> StepEvent | None:
+        """Number one item in order; resolves decorated tool calls against the model's calls."""
+        if isinstance(item, _Reserved):
+            item.placed = True
+            item.seq = self._number(run)
+            if item.event is not None:
+                item.event.seq = item.seq
+            return item.event
+        if isinstance(item, _AutoCall):
+            event = item.event
+            model_call = self._match_call(run, event)
+            if model_call is not None:
+                run._aliases[event.tool_call_id] = model_call
+                return None
+        else:
+            event = item
+            if event.type == "tool_call" and event.tool_call_id:
+                run._open_calls[event.tool_call_id] = (event.tool_name, _canonical(event.tool_args))
+        if event.type in ("tool_result", "error") and event.tool_call_id:
+            event.tool_call_id = run._aliases.pop(event.tool_call_id, event.tool_call_id)
+            run._open_calls.pop(event.tool_call_id, None)
+        event.seq = self._number(run)
+        return event
+
+    @staticmethod
+    def _number(run: Session) -> int | None:
+        if not run.numbered:
+            return None
+        run._seq += 1
+        return run._seq
+
+    @staticmethod
+    def _match_call(run: Session, event: StepEvent) -> str | None:
+        """The model's open call this execution answers: same tool and arguments, else same tool."""
+        args = _canonical(event.tool_args)
+        same_tool = [cid for cid, (tool, _) in run._open_calls.items() if tool == event.tool_name]
+        exact = [cid for cid in same_tool if run._open_calls[cid][1] == args]
+        chosen = (exact or same_tool or [None])[0]
+        if chosen is not None:
+            del run._open_calls[chosen]
+        return chosen
+
+    def _drain(self, run: Session, *, expire_all: bool = False) -> list[StepEvent]:
+        """Number the queued items up to the first model call still in flight (or past its deadline)."""
+        out: list[StepEvent] = []
+        now = time.monotonic()
+        queue = run._queue
+        while queue:
+            head = queue[0]
+            if isinstance(head, _Pending):
+                if head.events is None and now < head.deadline and not expire_all:
+                    break
+                queue.popleft()
+                if head.events is None:  # given up on: its steps, if they come, are placed when they come
+                    head.abandoned = True
+                    self._calls.pop(head.key, None)
+                items = head.events or ()
+            else:
+                queue.popleft()
+                items = (head,)
+            out.extend(e for e in (self._place(run, item) for item in items) if e is not None)
+        return out
+
+    def _release_expired(self, *, expire_all: bool = False) -> None:
+        with self._lock:
+            runs = {id(r): r for r, _ in self._calls.values()}
+            runs.update({id(r): r for r in self._open.values()})
+            for run in runs.values():
+                if run._queue:
+                    self._shipper.put(self._drain(run, expire_all=expire_all))
+
+    # ------------------------------------------------------------------ delivery
+
+    def flush(self) -> bool:
+        """Deliver everything recorded so far; True when nothing is left undelivered (else it is spooled)."""
+        return self._shipper.flush()
+
+    def close(self, settle: float = 5.0) -> bool:
+        """Wait up to `settle` seconds for model calls in flight, deliver, stop. True when all was delivered."""
+        deadline = time.monotonic() + settle
+        while self._calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self._release_expired(expire_all=True)
+        return self._shipper.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
