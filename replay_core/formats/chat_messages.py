@@ -320,7 +320,8 @@ def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes
     except DocumentError as exc:
         yield exc.record
         return
-    new_id = lambda n: stable_id(filename, data, n) if n else stable_id(filename, data)  # noqa: E731
+    base = stable_id(filename, data)
+    new_id = lambda n: f"{base}-{n}" if n else base  # noqa: E731
     exchanges: list[Exchange] = []
     for rec in records:
         if isinstance(rec, BadRecord):

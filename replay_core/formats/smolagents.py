@@ -139,14 +139,14 @@ class _Mapper:
             self.run.step(f"{key}.final", "decision", content=self.final, **common)
 
 
-def _benchmark_run(rec: dict, where: str, data: bytes, filename: str, line: int) -> Run:
+def _benchmark_run(rec: dict, where: str, session_id: str) -> Run:
     meta = {k: v for k, v in rec.items() if k not in ("intermediate_steps", "question", "model_id", "start_time", "answer", "agent_error", "token_counts")}
     counts = rec.get("token_counts") if isinstance(rec.get("token_counts"), dict) else {}
     meta.update({"tokens_in": counts.get("input_tokens"), "tokens_out": counts.get("output_tokens"), "token_counts": counts or None})
     question = str(rec.get("question") or "")
     started = parse_time(rec.get("start_time"))
     tags = [str(t) for t in (rec.get("source"), rec.get("agent_action_type")) if t]
-    run = Run(stable_id(filename, data, line), where, name=question[:200] or None, model=rec.get("model_id"), started_at=started,
+    run = Run(session_id, where, name=question[:200] or None, model=rec.get("model_id"), started_at=started,
               agent_id=f"smolagents-{rec['agent_action_type']}" if rec.get("agent_action_type") else "smolagents",
               workflow=rec.get("source"), tags=tags or None, metadata=compact(meta))
     mapper = _Mapper(run)
@@ -231,11 +231,12 @@ class SmolagentsFormat:
             if lines and all("sender" in rec for _, rec in lines if isinstance(rec, dict)):
                 yield from _bus_run([(n, r) for n, r in lines if isinstance(r, dict)], data, filename).events()
                 return
+            base = stable_id(filename, data)  # hashed once: a per-line hash of the whole file would be quadratic
             for number, rec in lines:
                 if not isinstance(rec, dict):
                     yield BadRecord(f"{filename}:{number}", "expected a JSON object")
                 else:
-                    yield from _benchmark_run(rec, f"{filename}:{number}", data, filename, number).events()
+                    yield from _benchmark_run(rec, f"{filename}:{number}", f"{base}-{number}").events()
             return
         try:
             doc = load_json(data, filename)
@@ -243,7 +244,7 @@ class SmolagentsFormat:
             yield exc.record
             return
         if isinstance(doc, dict) and "intermediate_steps" in doc:
-            yield from _benchmark_run(doc, filename, data, filename, 1).events()
+            yield from _benchmark_run(doc, filename, stable_id(filename, data, 1)).events()
             return
         steps = doc.get("steps") if isinstance(doc, dict) else doc
         if not isinstance(steps, list):

@@ -1,0 +1,111 @@
+"""Import speed of each agent-format importer (read, validate, redact, store into SQLite).
+
+Each format gets a generated file of ~20,000 steps built by repeating a real or fixture
+record with fresh ids; the baseline is parsing the same bytes with orjson alone, so the
+ratio says how much the mapping and storing cost on top of reading the file.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import report, timed  # noqa: E402
+
+from replay_core.ingest import import_bytes  # noqa: E402
+from replay_core.store import Store  # noqa: E402
+
+FIX = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+REPEAT = 2000
+
+
+def swe_agent() -> bytes:
+    doc = orjson.loads((FIX / "swe_agent/klieret__swe-agent-test-repo-i1.traj").read_bytes())
+    doc["trajectory"] = doc["trajectory"] * (REPEAT * 2)
+    return orjson.dumps(doc)
+
+
+def mini_swe_agent() -> bytes:
+    msgs = orjson.loads((FIX / "mini_swe_agent/github_issue.traj.json").read_bytes())
+    return orjson.dumps(msgs[:2] + msgs[2:-1] * (REPEAT // 2) + msgs[-1:])
+
+
+def openai_chat() -> bytes:
+    turn = [{"role": "assistant", "content": "checking", "tool_calls": [{"id": "", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id": "A-17"}'}}]},
+            {"role": "tool", "tool_call_id": "", "content": '{"status": "delivered"}'}]
+    msgs = [{"role": "user", "content": "refund A-17"}]
+    for i in range(REPEAT * 3):
+        a, t = orjson.loads(orjson.dumps(turn))
+        a["tool_calls"][0]["id"] = t["tool_call_id"] = f"call_{i}"
+        msgs += [a, t]
+    return orjson.dumps(msgs)
+
+
+def anthropic() -> bytes:
+    msgs = orjson.loads((FIX / "anthropic/messages_transcript.json").read_bytes())
+    out = msgs[:1]
+    for i in range(REPEAT * 2):
+        for m in msgs[1:5]:
+            m = orjson.loads(orjson.dumps(m))
+            for block in m["content"]:
+                for key in ("id", "tool_use_id"):
+                    if key in block:
+                        block[key] = f"{block[key]}_{i}"
+            out.append(m)
+    return orjson.dumps(out)
+
+
+def smolagents() -> bytes:
+    line = (FIX / "smolagents/gpt-4o__tool-calling__math__2025-07-24.line2.jsonl").read_bytes().strip()
+    return b"\n".join([line] * (REPEAT + 300)) + b"\n"
+
+
+def notte() -> bytes:
+    doc = orjson.loads((FIX / "notte/notte_agent_status.json").read_bytes())
+    base = doc["steps"]
+    doc["steps"] = []
+    for i in range(REPEAT):
+        for elem in base[:5]:
+            elem = orjson.loads(orjson.dumps(elem))
+            if elem["type"].startswith("agent_step"):
+                elem["value"]["step_number"] = i
+            if elem["type"] == "observation":
+                elem["value"]["screenshot"] = None  # attachments are measured by the store, not here
+            doc["steps"].append(elem)
+    return orjson.dumps(doc)
+
+
+def langchain() -> bytes:
+    root = orjson.loads((FIX / "langchain/langsmith_agent_run.json").read_bytes())
+    kids = root["child_runs"]
+    root["child_runs"] = []
+    for i in range(REPEAT * 2):
+        for kid in kids:
+            kid = dict(kid, id=f"{kid['id']}-{i}", dotted_order=f"{i:06d}{kid['dotted_order']}")
+            root["child_runs"].append(kid)
+    return orjson.dumps(root)
+
+
+def main() -> None:
+    makers = {"swe_agent": swe_agent, "mini_swe_agent": mini_swe_agent, "openai_chat": openai_chat, "anthropic": anthropic,
+              "smolagents": smolagents, "notte": notte, "langchain": langchain}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in makers.items():
+            data = make()
+            if data.lstrip().startswith(b"{") and b"\n{" in data:
+                _, parse = timed(lambda: [orjson.loads(x) for x in data.split(b"\n") if x])
+            else:
+                _, parse = timed(orjson.loads, data)
+            store = Store(f"sqlite:///{tmp}/{name}.db")
+            result, seconds = timed(import_bytes, store, data, f"bench.{name}", fmt=name)
+            store.close()
+            steps = result.steps
+            report(f"import_{name}_sqlite_{steps}", steps / seconds, "steps/s", "measured; no budget in design.md §9", steps / parse)
+
+
+if __name__ == "__main__":
+    main()
