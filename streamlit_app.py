@@ -1,25 +1,62 @@
-"""Agent Replay app entry: the UI and (later) the HTTP routes in one process."""
+"""Agent Replay: the UI and the HTTP API in one process (`streamlit run streamlit_app.py`).
+
+`streamlit run` finds the `st.App` below and serves it with uvicorn: the pages, plus
+the routes of `replay_core.api` (`/api/v1/...`, `/v1/traces`, `/healthz`). Each
+browser session then runs this file as the page script: the sign-in door, then the
+navigation between the pages that exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
-from replay_core.store import Store
+from replay_core import api
+
+HERE = Path(__file__).resolve().parent
+
+# (file, title, icon, url path, section). Pages other engineers add appear once their file exists.
+PAGES = [
+    ("pages/runs.py", "Runs", ":material/list:", "runs", "Runs"),
+    ("pages/timeline.py", "Timeline", ":material/timeline:", "timeline", "Runs"),
+    ("pages/live.py", "Live", ":material/sensors:", "live", "Runs"),
+    ("pages/review.py", "Review", ":material/rate_review:", "review", "Runs"),
+    ("pages/compare.py", "Compare", ":material/compare_arrows:", "compare", "Tools"),
+    ("pages/whatif.py", "What-if", ":material/science:", "whatif", "Tools"),
+    ("pages/analytics.py", "Analytics", ":material/monitoring:", "analytics", "Tools"),
+    ("pages/import_runs.py", "Import", ":material/upload_file:", "import", "Tools"),
+]
 
 
-@st.cache_resource
-def get_store() -> Store:
-    return Store()
+def navigation():
+    sections: dict[str, list[st.Page]] = {}
+    for path, title, icon, url, section in PAGES:
+        if (HERE / path).exists():
+            page = st.Page(path, title=title, icon=icon, url_path=url, default=url == "runs")
+            sections.setdefault(section, []).append(page)
+    return st.navigation(sections)
 
 
-st.set_page_config(page_title="Agent Replay", page_icon="⏪", layout="wide")
-st.title("Agent Replay")
-store = get_store()
-store.expire_idle()
-rows = store.list_sessions(limit=200)
-if not rows:
-    st.info("No runs yet. Load the demo runs with `agent-replay demo`, or import a file with `agent-replay import FILE`.")
-else:
-    st.caption(f"{store.count_sessions()} runs")
-    st.dataframe(
-        [{k: r[k] for k in ("id", "name", "status", "model", "agent_id", "started_at", "steps", "cost_usd")} for r in rows],
-        hide_index=True,
-    )
+def main() -> None:
+    from ui.common import expire_idle, get_store
+    from ui.login import gate, sign_out_button
+
+    st.set_page_config(page_title="Agent Replay", page_icon="⏪", layout="wide")
+    gate()
+    expire_idle(get_store())
+    nav = navigation()
+    sign_out_button()
+    nav.run()
+
+
+if __name__ == "__main__":  # the page script of a browser session (or of AppTest)
+    main()
+else:  # imported by `streamlit run` / uvicorn: the server
+    from streamlit.runtime.pages_manager import PagesManager
+
+    # A `pages/` folder makes Streamlit run a deep link such as /runs straight from that
+    # folder (old multipage mode), skipping this script and its sign-in door, until some
+    # session happens to call st.navigation. This app always navigates with st.navigation.
+    PagesManager.uses_pages_directory = False
+    app = st.App(HERE / "streamlit_app.py", routes=api.routes())

@@ -38,6 +38,7 @@ MAX_LIMIT = 500
 MAX_LISTED_ERRORS = 50
 FILTER_FIELDS = ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of")
 REVIEW_STATES = (*REVIEW_LABELS, "unreviewed")
+OTLP_MEDIA = ("application/x-protobuf", "application/protobuf", "application/json")
 
 
 def max_body_bytes() -> int:
@@ -369,7 +370,23 @@ class IngestAPI:
         return json_response(await run_in_threadpool(snap))
 
     async def otlp_traces(self, request: Request) -> Response:
-        raise ApiError(501, "not yet")
+        """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter."""
+        from .formats.otel import events_from_otlp
+
+        content_type = request.headers.get("content-type", "")
+        media = content_type.split(";", 1)[0].strip().lower()
+        if media not in OTLP_MEDIA:
+            raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
+        data = await self.body_bytes(request)
+        try:
+            events = events_from_otlp(data, content_type)
+        except ValueError as exc:
+            raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
+        await run_in_threadpool(ingest, self.store(), events, source="otlp-json" if media == "application/json" else "otlp-proto")
+        # An empty ExportTraceServiceResponse: full success, in the encoding of the request.
+        if media == "application/json":
+            return Response(b"{}", media_type="application/json")
+        return Response(b"", media_type="application/x-protobuf")
 
 
 def routes(store: Store | None = None, *, access: Access | None = None, max_body: int | None = None) -> list[Route]:

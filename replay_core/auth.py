@@ -20,6 +20,7 @@ from . import config
 TOKENS_KEY = "AGENT_REPLAY_API_TOKENS"
 VIEWER_KEY = "AGENT_REPLAY_PASSWORD"
 EDITOR_KEY = "AGENT_REPLAY_EDITOR_PASSWORD"
+EDITORS_KEY = "AGENT_REPLAY_EDITORS"  # e-mail addresses that edit when signed in with OIDC
 EDITOR, VIEWER = "editor", "viewer"
 
 
@@ -63,6 +64,7 @@ class Access:
     api_tokens: tuple[str, ...] = field(default=(), repr=False)
     viewer_password: str | None = field(default=None, repr=False)
     editor_password: str | None = field(default=None, repr=False)
+    editor_emails: tuple[str, ...] = ()
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None) -> Access:
@@ -73,6 +75,7 @@ class Access:
             api_tokens=_token_list(_setting(TOKENS_KEY, env, secrets)),
             viewer_password=_setting(VIEWER_KEY, env, secrets) or None,
             editor_password=_setting(EDITOR_KEY, env, secrets) or None,
+            editor_emails=tuple(e.lower() for e in _token_list(_setting(EDITORS_KEY, env, secrets))),
         )
 
     @property
@@ -99,3 +102,7 @@ class Access:
         if editor:
             return EDITOR
         return VIEWER if viewer else None
+
+    def role_for_email(self, email: str | None) -> str:
+        """The role of a user signed in through OIDC: editor when listed, else viewer."""
+        return EDITOR if email and email.lower() in self.editor_emails else VIEWER

@@ -6,6 +6,7 @@ import gzip
 
 import orjson
 import pytest
+from apptest_helpers import emit_agent_spans
 from starlette.testclient import TestClient
 
 from replay_core.api import create_app, session_filter
@@ -425,3 +426,74 @@ def test_settings_come_from_env_before_the_secrets_file(tmp_path):
     assert (access.viewer_password, access.editor_password, access.api_tokens) == ("from-project", "home-editor", ("p1", "p2"))
     access = Access.load(env={"AGENT_REPLAY_PASSWORD": "from-env", "AGENT_REPLAY_API_TOKENS": "e1"}, secrets=secrets)
     assert (access.viewer_password, access.api_tokens) == ("from-env", ("e1",))
+
+
+# ------------------------------------------------------------------ OTLP/HTTP
+
+
+def otlp_request(conversation: str = "otel-run-1"):
+    """An OTLP ExportTraceServiceRequest made by the OpenTelemetry SDK: an agent with a model call and a tool call."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "otel-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    emit_agent_spans(provider.get_tracer("test"), conversation)
+    provider.shutdown()
+    return encode_spans(memory.get_finished_spans())
+
+
+def test_otlp_protobuf_spans_become_a_run(client, store):
+    body = otlp_request().SerializeToString()
+    res = client.post("/v1/traces", content=body, headers={**AUTH, "Content-Type": "application/x-protobuf"})
+    assert res.status_code == 200
+    assert res.headers["content-type"] == "application/x-protobuf"
+    assert res.content == b""
+    steps = store.load_steps("otel-run-1")
+    assert [(s.type, s.tool_name) for s in steps] == [("span", None), ("think", None), ("tool_call", "search"),
+                                                       ("tool_result", "search")]
+    assert (steps[1].tokens_in, steps[1].tokens_out, steps[1].model) == (120, 12, "gpt-4o")
+    assert steps[2].tool_args == {"q": "status of PO-1"}
+    assert store.get_session("otel-run-1")["source"] == "otlp-proto"
+    # The same export again stores nothing twice.
+    client.post("/v1/traces", content=body, headers={**AUTH, "Content-Type": "application/x-protobuf"})
+    assert store.get_session("otel-run-1")["steps"] == 4
+
+
+def test_otlp_json_spans_become_a_run(client, store):
+    from google.protobuf.json_format import MessageToJson
+
+    body = MessageToJson(otlp_request("otel-json-run")).encode()
+    res = client.post("/v1/traces", content=body, headers={**AUTH, "Content-Type": "application/json"})
+    assert res.status_code == 200
+    assert res.json() == {}
+    assert store.get_session("otel-json-run")["steps"] == 4
+    assert store.get_session("otel-json-run")["source"] == "otlp-json"
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "status"),
+    [
+        (b"\x0a\xff\xff", "application/x-protobuf", 400),
+        (b'{"resourceSpans": "nope"}', "application/json", 400),
+        (b"{", "application/json", 400),
+        (b"spans", "text/plain", 415),
+        (b"spans", "", 415),
+    ],
+)
+def test_bad_otlp_bodies_are_refused(client, store, content, content_type, status):
+    res = client.post("/v1/traces", content=content, headers={**AUTH, "Content-Type": content_type})
+    assert res.status_code == status
+    assert res.json()["detail"]
+    assert store.count_sessions() == 0
+
+
+def test_otlp_body_limit(client, store):
+    body = otlp_request().SerializeToString() + b"\x00" * (65 * 1024)
+    res = client.post("/v1/traces", content=body, headers={**AUTH, "Content-Type": "application/x-protobuf"})
+    assert res.status_code == 413
+    assert store.count_sessions() == 0

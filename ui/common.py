@@ -1,12 +1,19 @@
-"""The store, labels and the filter bar shared by every page."""
+"""The store, labels, formats and the filter parameters shared by every page."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+import re
+import time as _time
+from datetime import datetime, timedelta
 
 import streamlit as st
 
+from replay_core import config
+from replay_core.api import session_filter
 from replay_core.store import SessionFilter, Store
+from replay_core.timeline import Timeline, open_timeline
+
+from .structure import Structure, build_structure
 
 # Query parameter names a page understands, so one page can deep-link to another.
 FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review")
@@ -22,12 +29,54 @@ STEP_LABELS = {
     "span": ("🧩", "Group"),
 }
 STATUS_LABELS = {"succeeded": "✅ succeeded", "failed": "❌ failed", "running": "⏳ running", "incomplete": "⚠️ incomplete"}
+REVIEW_LABELS = {"good": "👍 Good", "bad": "👎 Bad", "needs_attention": "🚩 Needs attention"}
+REVIEW_CHOICES = {**REVIEW_LABELS, "unreviewed": "Not reviewed yet"}
+PAGE_TIMELINE = "pages/timeline.py"
+PAGE_RUNS = "pages/runs.py"
+EXPIRE_EVERY_S = 30.0
+
+_last_expiry: dict[str, float] = {}
 
 
-@st.cache_resource
+@st.cache_resource(show_spinner=False)
+def _store_for(url: str) -> Store:
+    return Store(url)
+
+
 def get_store() -> Store:
-    """One Store (engine and pool) per app process."""
-    return Store()
+    """One Store (engine and pool) per database URL and app process."""
+    return _store_for(config.database_url())
+
+
+def expire_idle(store: Store) -> None:
+    """Mark silent runs incomplete, at most every EXPIRE_EVERY_S seconds per database."""
+    now = _time.monotonic()
+    if now - _last_expiry.get(store.url, -EXPIRE_EVERY_S) >= EXPIRE_EVERY_S:
+        _last_expiry[store.url] = now
+        store.expire_idle()
+
+
+@st.cache_resource(max_entries=8, show_spinner="Opening the run…")
+def _cached_run(url: str, session_id: str, stamp: tuple) -> tuple[Timeline, Structure]:
+    timeline = open_timeline(_store_for(url), session_id)
+    return timeline, build_structure(timeline.steps)
+
+
+def load_run(store: Store, session_id: str) -> tuple[Timeline, Structure] | None:
+    """The opened session and its nesting, computed once per version of it
+    (new steps or a new status reopen it); None when there is no such session."""
+    row = store.get_session(session_id)
+    if row is None:
+        return None
+    stamp = (row["steps"], row["max_seq"], row["last_event_at"], row["status"], row["ended_at"], row["outcome"])
+    timeline, structure = _cached_run(store.url, session_id, stamp)
+    timeline.session.update(row)
+    return timeline, structure
+
+
+def load_timeline(store: Store, session_id: str) -> Timeline | None:
+    run = load_run(store, session_id)
+    return run[0] if run else None
 
 
 def step_label(kind: str) -> str:
@@ -35,29 +84,57 @@ def step_label(kind: str) -> str:
     return f"{icon} {label}"
 
 
-def _parse_day(value: str | None) -> date | None:
-    try:
-        return date.fromisoformat(value) if value else None
-    except ValueError:
-        return None
+def status_label(status: str | None) -> str:
+    return STATUS_LABELS.get(status or "running", status or "unknown")
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:=^])")
+
+
+def md(text: object) -> str:
+    """Text from a trace made safe for st.markdown: every markup character is escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def short(text: str | None, limit: int = 90) -> str:
+    """The first line of a text, cut at `limit` characters."""
+    line = (text or "").strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def fmt_cost(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def fmt_when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else "—"
+
+
+def note_line(note: dict, where: str = "") -> str:
+    """'👎 Bad on step 18 — Ana: ignored the failing tests · 2026-05-01 09:00 UTC'."""
+    who = md(note.get("author") or "someone")
+    text = f": {md(note['text'])}" if note.get("text") else ""
+    place = f" {where}" if where else ""
+    return f"{REVIEW_LABELS.get(note['label'], note['label'])}{place} — {who}{text} · {fmt_when(note['created_at'])}"
 
 
 def filter_from_params(params) -> SessionFilter:
-    """A SessionFilter from URL query parameters (see FILTER_PARAMS)."""
-    since, until = _parse_day(params.get("since")), _parse_day(params.get("until"))
-    return SessionFilter(
-        status=params.get("status") or None,
-        model=params.get("model") or None,
-        agent_id=params.get("agent_id") or None,
-        workflow=params.get("workflow") or None,
-        environment=params.get("environment") or None,
-        agent_version=params.get("agent_version") or None,
-        tag=params.get("tag") or None,
-        text=params.get("q") or None,
-        review=params.get("review") or None,
-        since=datetime.combine(since, time(), UTC) if since else None,
-        until=datetime.combine(until + timedelta(days=1), time(), UTC) if until else None,
-    )
+    """A SessionFilter from URL query parameters (see FILTER_PARAMS); bad values are ignored."""
+    return session_filter(params, strict=False)
 
 
 def filter_params(flt: SessionFilter) -> dict[str, str]:
@@ -74,3 +151,35 @@ def filter_params(flt: SessionFilter) -> dict[str, str]:
 def current_role() -> str:
     """'editor' or 'viewer'. The login gate in streamlit_app.py sets it; with no login configured everyone edits."""
     return st.session_state.get("role", "editor")
+
+
+def reviewer_name() -> str | None:
+    """Who is writing a note: the signed-in user, else the name typed on this browser session."""
+    try:
+        if st.user.is_logged_in:
+            return st.user.get("name") or st.user.get("email")
+    except (AttributeError, KeyError):
+        pass
+    return st.session_state.get("reviewer") or None
+
+
+def url_choice(label: str, key: str, options: list, *, format_func=str, on_change=None, **kwargs):
+    """A selectbox whose value lives in `?key=` as the raw option, so links stay readable
+    (`bind="query-params"` would put the formatted label in the URL)."""
+    wanted = st.query_params.get(key)
+    current = wanted if wanted in options else None
+    widget = f"_url_{key}"
+    if widget in st.session_state and st.session_state[widget] != current:
+        del st.session_state[widget]  # the link changed under the widget: follow the link
+
+    def sync() -> None:
+        value = st.session_state[widget]
+        if value is None:
+            st.query_params.pop(key, None)
+        else:
+            st.query_params[key] = value
+        if on_change:
+            on_change()
+
+    return st.selectbox(label, options, index=None if current is None else options.index(current), key=widget,
+                        format_func=format_func, on_change=sync, **kwargs)

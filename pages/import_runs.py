@@ -1,0 +1,42 @@
+"""Import: upload trace files of any supported format; each file gets its own result."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from replay_core.formats import registry
+from ui.common import PAGE_TIMELINE, get_store
+from ui.import_view import import_all
+
+store = get_store()
+st.title("Import runs")
+formats = registry()
+st.write("Upload trace files; the format of each is recognised from its content. "
+         "Known formats: " + ", ".join(f.label for f in formats.values()) + ".")
+files = st.file_uploader("Trace files", accept_multiple_files=True, key="uploads")
+left, right = st.columns(2)
+fmt = left.selectbox("Format", ["auto", *formats], format_func=lambda n: "Recognise it" if n == "auto" else formats[n].label)
+skip_bad = right.checkbox("Import the good records of a file that has bad ones",
+                          help="By default a file with any bad record is refused whole, so nothing half-imported is stored.")
+
+if st.button("Import", type="primary", disabled=not files):
+    bar = st.progress(0.0, text="Starting…")
+    uploads = [(f.name, f.getvalue()) for f in files]
+    results = import_all(store, uploads, fmt=fmt, skip_bad=skip_bad,
+                         progress=lambda i, name: bar.progress(i / len(uploads), text=f"Importing {name} ({i + 1} of {len(uploads)})"))
+    bar.progress(1.0, text=f"Done: {len(results)} file{'s' if len(results) != 1 else ''}.")
+    st.session_state["import_results"] = results
+
+results = st.session_state.get("import_results")
+if results:
+    st.dataframe([r.row() for r in results], hide_index=True)
+    for r in results:
+        if r.errors:
+            with st.expander(f"{r.file}: {len(r.errors)} bad record{'s' if len(r.errors) != 1 else ''}", expanded=True):
+                st.code("\n".join(r.errors[:100]) + (f"\n… and {len(r.errors) - 100} more" if len(r.errors) > 100 else ""),
+                        language=None, wrap_lines=True)
+    opened = [sid for r in results for sid in r.sessions][:10]
+    for sid in opened:
+        st.page_link(PAGE_TIMELINE, label=f"Open {sid}", icon="🎞️", query_params={"session": sid})
+elif not files:
+    st.info("No file chosen yet. Drop files above, or click to browse.")

@@ -1,0 +1,55 @@
+"""Timeline: one run, step by step, with the agent's state at the selected step.
+
+`?session=<id>&step=<n>` opens a run at a step; the slider and the jump buttons keep
+the address bar in step, so any moment of a run can be linked to.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from replay_core.snapshot import state_at
+from ui import timeline_view as tv
+from ui.common import PAGE_RUNS, current_role, get_store, load_run, reviewer_name
+
+store = get_store()
+session_id = tv.session_picker(store)
+if session_id is None:
+    st.caption("Pick a run in the sidebar, or open one from the **Runs** page.")
+    st.stop()
+run = load_run(store, session_id)
+if run is None:
+    st.stop()
+tl, structure = run
+run_notes, step_notes = tv.notes_by_seq(tl, store.annotations(session_id))
+tv.run_header(tl, run_notes)
+if not tl.steps:
+    st.info("This run has no steps yet. Steps sent to it will appear here (and on the **Live** page as they arrive).")
+    st.stop()
+
+noted = set(step_notes)
+pos = tv.scrubber(tl, noted)
+step = tl.steps[pos]
+left, right = st.columns([2, 3], gap="large")
+with left:
+    tv.step_window(tl, pos, noted)
+with right:
+    tv.step_detail(tl, pos, structure, step_notes.get(step.seq, []))
+    snap = state_at(tl, step.seq, store)
+    names = ["What the agent saw", "Totals so far", "Structure", "Review"] + (["Goal & memory"] if snap.state else [])
+    tabs = dict(zip(names, st.tabs(names), strict=True))
+    with tabs["What the agent saw"]:
+        tv.context_view(snap)
+    with tabs["Totals so far"]:
+        tv.totals_view(snap)
+    with tabs["Structure"]:
+        tv.structure_view(tl, structure, pos)
+    with tabs["Review"]:
+        tv.review_form(store, tl, step, reviewer_name())
+    if snap.state:
+        with tabs["Goal & memory"]:
+            tv.state_view(snap)
+
+if current_role() == "editor" and tv.delete_run(store, tl):
+    st.cache_resource.clear()
+    st.switch_page(PAGE_RUNS)

@@ -1,0 +1,187 @@
+"""Shared pieces of the page tests: databases to point the app at, and AppTest runs of a page."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from replay_core.demo import load_demo
+from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
+from replay_core.ingest import ingest
+from replay_core.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+APP = str(REPO / "streamlit_app.py")
+FAILED_CODING = "demo-02-coding-format-price-failed"
+BIG = "big-run"
+BIG_STEPS = 10_000
+
+
+def point_app_at(monkeypatch, url: str) -> None:
+    """Point the app at a database and forget what an earlier test cached."""
+    monkeypatch.setenv("AGENT_REPLAY_DB_URL", url)
+    for name in ("AGENT_REPLAY_PASSWORD", "AGENT_REPLAY_EDITOR_PASSWORD", "AGENT_REPLAY_API_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> str:
+    """A SQLite file with the demo runs, made once per test run; tests copy it."""
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    store = Store(f"sqlite:///{path}")
+    load_demo(store, only_if_empty=False)
+    store.close()
+    return str(path)
+
+
+@pytest.fixture
+def demo_store(demo_db, tmp_path, monkeypatch) -> Store:
+    """A private copy of the demo database, with the app pointed at it."""
+    import shutil
+
+    path = tmp_path / "demo.db"
+    shutil.copy(demo_db, path)
+    url = f"sqlite:///{path}"
+    point_app_at(monkeypatch, url)
+    store = Store(url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def empty_store(tmp_path, monkeypatch) -> Store:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    point_app_at(monkeypatch, url)
+    store = Store(url)
+    yield store
+    store.close()
+
+
+def big_events(n: int = BIG_STEPS, session_id: str = BIG) -> list:
+    """A failed run of n steps: think → call → result → decision loops, an error every 997 steps,
+    steps 5001–5004 missing."""
+    t0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
+    events: list = [SessionEvent(session_id=session_id, name="ten thousand steps", model="gpt-4o", agent_id="bulk-agent",
+                                 workflow="bulk", environment="test", started_at=t0)]
+    kinds = ["think", "tool_call", "tool_result", "decision"]
+    for seq in range(1, n + 1):
+        if 5001 <= seq <= 5004:
+            continue
+        kind = kinds[(seq - 1) % 4]
+        fields: dict = {"type": kind, "timestamp": t0 + timedelta(seconds=seq), "tokens_in": 100, "tokens_out": 10,
+                        "cost_usd": 0.0001}
+        if kind == "tool_call":
+            fields.update(tool_name="lookup", tool_args={"row": seq}, tool_call_id=f"c{seq}")
+        elif kind == "tool_result":
+            fields.update(tool_name="lookup", tool_call_id=f"c{seq - 1}", content=f'{{"row": {seq}}}')
+            if seq % 997 == 3:
+                fields.update(status="error", error_class="LookupError", content=f"row {seq} not found")
+        else:
+            fields["content"] = f"Step {seq}: looking at row {seq}."
+        events.append(StepEvent(session_id=session_id, event_id=f"e{seq}", seq=seq, **fields))
+    events.append(SessionEndEvent(session_id=session_id, status="failed", error_class="LookupError",
+                                  outcome="Stopped after too many lookup errors", ended_at=t0 + timedelta(seconds=n + 1)))
+    return events
+
+
+@pytest.fixture
+def big_store(empty_store) -> Store:
+    ingest(empty_store, big_events())
+    return empty_store
+
+
+def page(path: str, *, params: dict | None = None, state: dict | None = None, timeout: float = 30) -> AppTest:
+    """AppTest of one page through the app's navigation (with its door and sidebar)."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    at.switch_page(path)
+    return at.run()
+
+
+def texts(at: AppTest) -> str:
+    """Everything the page shows as text, in one string (for 'is it on the page' checks)."""
+    parts = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "text", "code", "info", "warning", "error", "success",
+                 "metric"):
+        for el in getattr(at, kind):
+            parts.append(str(getattr(el, "value", "")))
+            parts.append(str(getattr(el, "label", "")))
+    parts += [b.label for b in at.button]
+    return "\n".join(parts)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def served_app(db_url: str, **env: str):
+    """`streamlit run streamlit_app.py` (what `make run` starts) on a free port of 127.0.0.1; yields its base URL."""
+    import httpx
+
+    port = free_port()
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [str(REPO / ".venv" / "bin" / "streamlit"), "run", "streamlit_app.py", "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"],
+        cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}, stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"the app exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
+            try:
+                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the app did not answer /_stcore/health within 60 s")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def emit_agent_spans(tracer, conversation: str, queries: tuple[str, ...] = ("status of PO-1",)) -> None:
+    """OpenTelemetry GenAI spans of one small agent run: the agent, a model call, a search per query."""
+    conv = {"gen_ai.conversation.id": conversation}
+    with tracer.start_as_current_span("invoke_agent triage",
+                                      attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage", **conv}):
+        with tracer.start_as_current_span("chat gpt-4o", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 120,
+                "gen_ai.usage.output_tokens": 12, **conv}):
+            pass
+        for query in queries:
+            with tracer.start_as_current_span("execute_tool search", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.arguments": f'{{"q": "{query}"}}', **conv}):
+                pass

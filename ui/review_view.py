@@ -1,0 +1,73 @@
+"""The review queue: runs by verdict with every note on them, and marking a run."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from replay_core.store import SessionFilter, Store
+
+from .common import (
+    PAGE_TIMELINE,
+    REVIEW_CHOICES,
+    REVIEW_LABELS,
+    fmt_when,
+    load_timeline,
+    md,
+    note_line,
+    status_label,
+    url_choice,
+)
+
+PAGE_SIZE = 20
+DEFAULT_STATE = "needs_attention"
+
+
+def pick_state() -> str:
+    chosen = url_choice("Show runs marked", "review", list(REVIEW_CHOICES), format_func=REVIEW_CHOICES.get,
+                        placeholder=REVIEW_CHOICES[DEFAULT_STATE])
+    return chosen or DEFAULT_STATE
+
+
+def mark_run_form(store: Store, author: str | None) -> None:
+    rows = store.list_sessions(limit=100)
+    names = {r["id"]: f"{r['name'] or r['id']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}" for r in rows}
+    with st.form("mark_run", clear_on_submit=True, border=False):
+        sid = st.selectbox("Run", list(names), format_func=names.get, index=None, placeholder="Pick a run…")
+        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True)
+        text = st.text_area("Note", placeholder="What should the team know about this run?")
+        name = st.text_input("Your name", value=author or "")
+        if st.form_submit_button("Save note", type="primary"):
+            if sid is None:
+                st.error("Pick the run the note is about.")
+                return
+            st.session_state["reviewer"] = name.strip() or None
+            store.annotate(sid, label, text.strip(), author=name.strip() or None)
+            st.toast("Note saved.")
+
+
+def reviewed_runs(store: Store, state: str) -> None:
+    flt = SessionFilter(review=state)
+    total = store.count_sessions(flt)
+    if total == 0:
+        st.info(f"No run is marked “{REVIEW_CHOICES[state]}” right now." if state != "unreviewed"
+                else "Every run has been reviewed.")
+        return
+    st.markdown(f"**{total} run{'s' if total != 1 else ''}** · {REVIEW_CHOICES[state]}")
+    pages = -(-total // PAGE_SIZE)
+    page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
+    for row in store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE):
+        notes = store.annotations(row["id"])
+        with st.container(border=True):
+            st.markdown(f"**{md(row['name'] or row['id'])}** · {status_label(row['status'])} · {row['steps']} steps · "
+                        f"started {fmt_when(row['started_at'])}")
+            if row.get("outcome"):
+                st.caption(md(row["outcome"]))
+            seq_of = {}
+            if any(n["event_id"] for n in notes):
+                timeline = load_timeline(store, row["id"])
+                wanted = {n["event_id"] for n in notes}
+                seq_of = {s.event_id: s.seq for s in timeline.steps if s.event_id in wanted}
+            for note in notes:
+                seq = seq_of.get(note["event_id"])
+                st.markdown(note_line(note, f"on step {seq}" if seq is not None else ""))
+            st.page_link(PAGE_TIMELINE, label="Open the timeline", icon="🎞️", query_params={"session": row["id"]})

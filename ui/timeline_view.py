@@ -1,0 +1,445 @@
+"""The timeline's parts: the run in one sentence, the scrubber, the steps around the cursor,
+the selected step and the agent's state there.
+
+Only a window of steps around the cursor is drawn, so a 10,000-step run costs what a
+20-step one does once it is open.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from typing import Any
+
+import altair as alt
+import orjson
+import streamlit as st
+
+from replay_core.snapshot import Snapshot
+from replay_core.store import Store
+from replay_core.timeline import Timeline
+
+from .common import (
+    REVIEW_LABELS,
+    note_line,
+    fmt_cost,
+    fmt_duration,
+    fmt_when,
+    md,
+    short,
+    status_label,
+    step_label,
+    url_choice,
+)
+from .structure import Structure, node_label
+
+BEFORE, AFTER = 6, 9  # steps drawn around the cursor
+SHORTCUTS = {"prev": "Left", "next": "Right", "next_error": "E"}  # keys shown on the buttons
+MAX_MESSAGES = 12
+LONG_TEXT, MAX_TEXT = 1500, 20_000  # characters: longer text goes in a code box, and is cut
+MAX_TREE_NODES = 200
+ROLE_AVATARS = {"system": "⚙️", "tool": "🔧", "user": "user", "assistant": "assistant"}
+
+
+# ------------------------------------------------------------------ the cursor
+
+
+def is_error(step) -> bool:
+    return step.type == "error" or step.status == "error"
+
+
+def jump_targets(tl: Timeline, pos: int) -> dict[str, int | None]:
+    """Seq to jump to for each button (None when there is nowhere to go)."""
+    steps = tl.steps
+    seq_at = lambda p: steps[p].seq  # noqa: E731
+    starts = [c.positions[0] for c in tl.cycles]
+    errors = tl.error_positions()
+    here = tl.cycle_index[pos]
+    this_start = tl.cycles[here].positions[0] if here is not None else None
+    i = bisect_left(starts, pos)
+    prev_cycle = this_start if this_start is not None and this_start < pos else (starts[i - 1] if i > 0 else None)
+    j = bisect_right(starts, pos)
+    next_cycle = starts[j] if j < len(starts) else None
+    k = bisect_left(errors, pos)
+    m = bisect_right(errors, pos)
+    return {
+        "first": seq_at(0) if pos > 0 else None,
+        "prev_cycle": seq_at(prev_cycle) if prev_cycle is not None else None,
+        "prev": seq_at(pos - 1) if pos > 0 else None,
+        "next": seq_at(pos + 1) if pos + 1 < len(steps) else None,
+        "next_cycle": seq_at(next_cycle) if next_cycle is not None else None,
+        "prev_error": seq_at(errors[k - 1]) if k > 0 else None,
+        "next_error": seq_at(errors[m]) if m < len(errors) else None,
+        "last": seq_at(len(steps) - 1) if pos < len(steps) - 1 else None,
+    }
+
+
+def _go(seq: int) -> None:
+    st.session_state["step"] = seq
+
+
+def scrubber(tl: Timeline, noted: set[int]) -> int:
+    """The slider (bound to `?step=`), the strip of errors and gaps, the jump buttons; returns the position."""
+    first, last = tl.steps[0].seq, tl.steps[-1].seq
+    current = st.session_state.get("step")
+    if isinstance(current, int) and not first <= current <= last:
+        st.session_state["step"] = min(max(current, first), last)
+    if last > first:
+        seq = st.slider("Step", min_value=first, max_value=last, key="step", bind="query-params",
+                        help="Drag to move through the run; the address bar keeps the step, so the link can be shared.")
+        _strip(tl, seq, noted)
+    else:
+        seq = first
+    pos = tl.position_of(seq)
+    targets = jump_targets(tl, pos)
+    buttons = [
+        ("first", "First", ":material/first_page:"), ("prev_cycle", "Cycle", ":material/fast_rewind:"),
+        ("prev", "Step", ":material/chevron_left:"), ("next", "Step", ":material/chevron_right:"),
+        ("next_cycle", "Cycle", ":material/fast_forward:"), ("prev_error", "Error", ":material/arrow_back:"),
+        ("next_error", "Error", ":material/arrow_forward:"), ("last", "Last", ":material/last_page:"),
+    ]
+    tips = {"first": "First step", "prev_cycle": "Start of this or the previous cycle", "prev": "Previous step",
+            "next": "Next step", "next_cycle": "Start of the next cycle", "prev_error": "Previous error",
+            "next_error": "Next error", "last": "Last step"}
+    for col, (name, label, icon) in zip(st.columns(len(buttons), gap="small"), buttons, strict=True):
+        target = targets[name]
+        where = f": step {target}" if target is not None else ": nowhere to go"
+        col.button(label, key=f"jump_{name}", icon=icon, disabled=target is None, on_click=_go, args=(target,),
+                   width="stretch", help=tips[name] + where, shortcut=SHORTCUTS.get(name))
+    if tl.steps[pos].seq != seq:
+        st.info(f"Step {seq} was never received; showing step {tl.steps[pos].seq}, the next one that was.")
+    return pos
+
+
+def _strip(tl: Timeline, seq: int, noted: set[int]) -> None:
+    """A thin bar under the slider: errors in red, notes in orange, missing steps in grey, the cursor in blue."""
+    ticks = [{"seq": tl.steps[p].seq, "what": "error"} for p in tl.error_positions()]
+    ticks += [{"seq": s, "what": "note"} for s in sorted(noted)]
+    ticks.append({"seq": seq, "what": "you are here"})
+    gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing"} for g in tl.gaps]
+    x = alt.X("seq:Q", scale=alt.Scale(domain=[tl.steps[0].seq, tl.steps[-1].seq], nice=False),
+              axis=alt.Axis(title=None, format="d", tickCount=10, grid=False))
+    y = alt.Y("lane:N", axis=None)  # one band: marks get a height without a y axis
+    color = alt.Color("what:N", legend=None,
+                      scale=alt.Scale(domain=["error", "note", "missing", "you are here"],
+                                      range=["#d62728", "#ff9f1c", "#b0b0b0", "#1f77b4"]))
+    tip = [alt.Tooltip("what:N", title="what"), alt.Tooltip("seq:Q", title="step", format="d")]
+    layers = [alt.Chart(alt.Data(values=ticks)).mark_tick(thickness=3, size=22).encode(x=x, y=y, color=color, tooltip=tip)]
+    if gaps:
+        layers.insert(0, alt.Chart(alt.Data(values=gaps)).mark_rect(opacity=0.7).encode(x=x, x2="end:Q", y=y, color=color,
+                                                                                         tooltip=tip))
+    st.altair_chart(alt.layer(*layers), width="stretch", height=60)
+    st.caption("Red: errors · orange: notes · grey: missing steps · blue: where you are")
+
+
+# ------------------------------------------------------------------ the run
+
+
+def run_header(tl: Timeline, run_notes: list[dict]) -> None:
+    s = tl.session
+    st.title(s.get("name") or s["id"])
+    dims = [("Agent", s.get("agent_id")), ("Model", s.get("model")), ("Workflow", s.get("workflow")),
+            ("Environment", s.get("environment")), ("Version", s.get("agent_version")),
+            ("Tags", ", ".join(s.get("tags") or [])), ("Started", fmt_when(s.get("started_at")))]
+    st.caption(" · ".join(f"{k}: {md(v)}" for k, v in dims if v) + f" · id: {md(s['id'])}")
+    sentence = tl.summary()
+    if s.get("outcome"):
+        sentence += f" Outcome: {s['outcome']}"
+    box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
+    box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
+    totals = tl.totals.at(len(tl.steps) - 1) if tl.steps else None
+    cols = st.columns(6)
+    cols[0].metric("Steps", f"{len(tl.steps):,}")
+    cols[1].metric("Cycles", f"{len(tl.cycles):,}")
+    cols[2].metric("Errors", f"{totals['errors']:,}" if totals else "0")
+    cols[3].metric("Tokens", f"{totals['tokens_in'] + totals['tokens_out']:,}" if totals else "0")
+    cols[4].metric("Cost", fmt_cost(totals["cost_usd"]) if totals and tl.session.get("cost_usd") is not None else "—")
+    cols[5].metric("Duration", fmt_duration(s.get("duration_s")))
+    if tl.gaps:
+        missing = sum(g.last_missing - g.first_missing + 1 for g in tl.gaps)
+        labels = ", ".join(g.label for g in tl.gaps[:5]) + (" …" if len(tl.gaps) > 5 else "")
+        st.warning(md(f"{missing} step{'s' if missing != 1 else ''} never arrived ({labels}). "
+                      "The timeline shows where they are missing; nothing was filled in."), icon="🕳️")
+    if s.get("status") == "incomplete":
+        st.warning(md(f"This run stopped sending events at {fmt_when(s.get('last_event_at'))} without saying it had finished."),
+                   icon="⚠️")
+    for note in run_notes:
+        st.markdown(note_line(note))
+
+
+# ------------------------------------------------------------------ steps around the cursor
+
+
+def row_label(step, *, current: bool, noted: bool) -> str:
+    what = step_label(step.type)
+    if step.tool_name:
+        what += f" · {step.tool_name}"
+    text = short(step.content or step.error_class or _args_text(step.tool_args), 70)
+    flags = (" ❗" if is_error(step) else "") + (" 📝" if noted else "")
+    return md(f"{'▶ ' if current else ''}{step.seq}  {what}{flags}" + (f" — {text}" if text else ""))
+
+
+def _args_text(args: Any) -> str:
+    if args is None:
+        return ""
+    return args if isinstance(args, str) else orjson.dumps(args).decode()
+
+
+def step_window(tl: Timeline, pos: int, noted: set[int]) -> None:
+    """The steps around the cursor, under a heading per decision cycle, with missing steps shown."""
+    lo, hi = max(0, pos - BEFORE), min(len(tl.steps), pos + AFTER + 1)
+    with st.container(gap="xxsmall"):
+        _rows(tl, pos, noted, lo, hi)
+
+
+def _rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> None:
+    if lo > 0:
+        st.caption(f"… {lo} earlier step{'s' if lo != 1 else ''}")
+    shown_cycle: object = object()
+    for p in range(lo, hi):
+        step = tl.steps[p]
+        if p > lo and step.seq - tl.steps[p - 1].seq > 1:
+            a, b = tl.steps[p - 1].seq + 1, step.seq - 1
+            st.markdown(f"🕳️ *{'step ' + str(a) if a == b else f'steps {a}–{b}'} missing: never received*")
+        cycle = tl.cycle_index[p]
+        if cycle != shown_cycle:
+            shown_cycle = cycle
+            if cycle is None:
+                st.caption("Outside any cycle")
+            else:
+                c = tl.cycles[cycle]
+                st.caption(f"Cycle {cycle + 1} of {len(tl.cycles)} · steps {c.first_seq}–{c.last_seq}")
+        st.button(row_label(step, current=p == pos, noted=step.seq in noted), key=f"row_{step.seq}",
+                  type="primary" if p == pos else "tertiary", on_click=_go, args=(step.seq,), wrap=False)
+    if hi < len(tl.steps):
+        st.caption(f"… {len(tl.steps) - hi} later step{'s' if len(tl.steps) - hi != 1 else ''}")
+
+
+# ------------------------------------------------------------------ the selected step
+
+
+def _answered_call(tl: Timeline, pos: int):
+    """The tool call a result answers (same tool_call_id, looking back a little)."""
+    step = tl.steps[pos]
+    if step.type not in ("tool_result", "error", "observation") or not step.tool_call_id:
+        return None
+    for back in range(pos - 1, max(-1, pos - 200), -1):
+        earlier = tl.steps[back]
+        if earlier.type == "tool_call" and earlier.tool_call_id == step.tool_call_id:
+            return earlier
+    return None
+
+
+def show_text(text: str | None) -> None:
+    """Prose as escaped markdown; JSON as a tree; anything long or structured as code."""
+    if not text:
+        return
+    stripped = text.strip()
+    if stripped[:1] in "[{":
+        try:
+            st.json(orjson.loads(stripped), expanded=2)
+            return
+        except orjson.JSONDecodeError:
+            pass
+    if len(stripped) > LONG_TEXT or stripped.count("\n") > 8:
+        shown = stripped if len(stripped) <= MAX_TEXT else stripped[:MAX_TEXT] + f"\n… ({len(stripped) - MAX_TEXT:,} more characters)"
+        st.code(shown, language=None, wrap_lines=True)
+    else:
+        st.markdown(md(stripped).replace("\n", "  \n"))
+
+
+def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> None:
+    step = tl.steps[pos]
+    cycle = tl.cycle_index[pos]
+    where = f"cycle {cycle + 1} of {len(tl.cycles)}" if cycle is not None else "outside any cycle"
+    st.subheader(f"{step_label(step.type)} · step {step.seq}", anchor=False)
+    facts = [where]
+    if step.status != "ok":
+        facts.append(f"{'❌' if step.status == 'error' else '⛔'} {step.status}" + (f" ({step.error_class})" if step.error_class else ""))
+    elif step.error_class:
+        facts.append(step.error_class)
+    if step.timestamp:
+        facts.append(step.timestamp.strftime("%H:%M:%S UTC"))
+    if step.duration_ms is not None:
+        facts.append(f"took {fmt_duration(step.duration_ms / 1000)}")
+    if step.tokens_in or step.tokens_out:
+        facts.append(f"{step.tokens_in or 0:,} tokens in / {step.tokens_out or 0:,} out")
+    if step.cost_usd is not None:
+        facts.append(fmt_cost(step.cost_usd))
+    if step.retry:
+        facts.append(f"retry {step.retry}")
+    for name in ("agent_id", "model"):
+        if getattr(step, name):
+            facts.append(str(getattr(step, name)))
+    st.caption(md(" · ".join(facts)))
+    inside = structure.ancestors(pos)
+    if inside:
+        st.caption("Inside: " + " › ".join(md(short(node_label(tl.steps, structure.nodes[p]), 60)) for p in inside))
+    call = _answered_call(tl, pos)
+    if call is not None:
+        st.caption(f"Answers the call at step {call.seq}: {md(call.tool_name or 'tool')}({md(short(_args_text(call.tool_args), 80))})")
+    if step.type == "tool_call":
+        st.markdown(f"Calls **{md(step.tool_name or 'a tool')}** with:")
+        if isinstance(step.tool_args, (dict, list)):
+            st.json(step.tool_args, expanded=2)
+        else:
+            st.code(_args_text(step.tool_args) or "(no arguments)", language=None, wrap_lines=True)
+    if is_error(step):
+        st.error(md(f"This step failed{': ' + step.error_class if step.error_class else ''}."), icon="❌")
+    show_text(step.content)
+    for note in notes:
+        st.markdown(note_line(note))
+    with st.expander("Everything recorded for this step"):
+        st.json(step.to_json_dict(), expanded=1)
+
+
+# ------------------------------------------------------------------ state at the step
+
+
+def _message_text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # multimodal parts
+        content = "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
+    return "" if content is None else str(content)
+
+
+def context_view(snap: Snapshot) -> None:
+    """What the agent had in front of it, as chat bubbles (the latest messages)."""
+    if snap.context_source == "recorded":
+        st.caption(f"As the agent recorded it at step {snap.context_seq}.")
+    else:
+        st.caption("Rebuilt from the steps before this one (the agent did not record its context).")
+    context = snap.context
+    if isinstance(context, dict) and isinstance(context.get("messages"), list):
+        context = context["messages"]
+    if not isinstance(context, list) or not all(isinstance(m, dict) and "role" in m for m in context):
+        if context:
+            st.json(context, expanded=1)
+        else:
+            st.caption("Nothing yet: this is the start of the run.")
+        return
+    if not context:
+        st.caption("Nothing yet: this is the start of the run.")
+        return
+    hidden = max(0, len(context) - MAX_MESSAGES)
+    if hidden:
+        st.caption(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
+    for message in context[hidden:]:
+        role = str(message.get("role"))
+        with st.chat_message(role if role in ("user", "assistant") else role.title(), avatar=ROLE_AVATARS.get(role, "💬")):
+            show_text(_message_text(message))
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function", {}) if isinstance(call, dict) else {}
+                st.code(f"{fn.get('name', 'tool')}({fn.get('arguments', '')})", language=None, wrap_lines=True)
+
+
+def totals_view(snap: Snapshot) -> None:
+    t = snap.totals
+    cols = st.columns(4)
+    cols[0].metric("Tokens in", f"{t['tokens_in']:,}")
+    cols[1].metric("Tokens out", f"{t['tokens_out']:,}")
+    cols[2].metric("Cost so far", fmt_cost(t["cost_usd"]))
+    cols[3].metric("Time since start", fmt_duration(t["elapsed_s"]))
+    cols = st.columns(4)
+    cols[0].metric("Tool calls", f"{t['tool_calls']:,}")
+    cols[1].metric("Errors", f"{t['errors']:,}")
+    cols[2].metric("Retries", f"{t['retries']:,}")
+    if t["cost_unknown_steps"]:
+        cols[3].metric("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown")
+
+
+def state_view(snap: Snapshot) -> None:
+    for key, value in snap.state.items():
+        st.markdown(f"**{md(key.replace('_', ' ').capitalize())}**")
+        if isinstance(value, (dict, list)):
+            st.json(value, expanded=1)
+        else:
+            show_text(str(value))
+
+
+def structure_view(tl: Timeline, structure: Structure, pos: int) -> None:
+    nodes = structure.walk()
+    if not nodes:
+        st.caption("This run is flat: no agents, groups or retries are nested in it.")
+        return
+    inside = set(structure.ancestors(pos))
+    lines = []
+    for node in nodes[:MAX_TREE_NODES]:
+        label = md(node_label(tl.steps, node))
+        if node.position in inside or node.position == pos:
+            label = f"**{label}** ← you are here"
+        lines.append(f"{'    ' * node.depth}- {label}")
+    st.markdown("\n".join(lines))
+    if len(nodes) > MAX_TREE_NODES:
+        st.caption(f"{len(nodes) - MAX_TREE_NODES} more groups not shown.")
+
+
+def notes_by_seq(tl: Timeline, notes: list[dict]) -> tuple[list[dict], dict[int, list[dict]]]:
+    """Run notes, and step notes keyed by the step's seq."""
+    seq_of = {}
+    wanted = {n["event_id"] for n in notes if n["event_id"]}
+    if wanted:
+        seq_of = {s.event_id: s.seq for s in tl.steps if s.event_id in wanted}
+    by_seq: dict[int, list[dict]] = defaultdict(list)
+    run_notes = []
+    for note in notes:
+        if note["event_id"] is None:
+            run_notes.append(note)
+        elif note["event_id"] in seq_of:
+            by_seq[seq_of[note["event_id"]]].append(note)
+    return run_notes, dict(by_seq)
+
+
+# ------------------------------------------------------------------ review and delete
+
+
+def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:
+    with st.form("review", clear_on_submit=True, border=False):
+        target = st.radio("Mark", ["This run", f"Step {step.seq}"], horizontal=True, key="review_target")
+        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, key="review_label")
+        text = st.text_area("Note", placeholder="What happened here? Anyone opening this run will see it.", key="review_text")
+        name = st.text_input("Your name", value=author or "", key="review_author")
+        if st.form_submit_button("Save note", type="primary"):
+            event_id = step.event_id if target != "This run" else None
+            st.session_state["reviewer"] = name.strip() or None
+            store.annotate(tl.id, label, text.strip(), event_id=event_id, author=name.strip() or None)
+            st.toast("Note saved.")
+            st.rerun()
+
+
+def delete_run(store: Store, tl: Timeline) -> bool:
+    """The editor's delete, behind a confirmation; True once the run is gone."""
+    with st.expander("Delete this run"):
+        sure = st.checkbox("Yes, delete this run with its steps, notes and attachments. This cannot be undone.",
+                           key="delete_sure")
+        if st.button("Delete run", disabled=not sure, key="delete_run"):
+            store.delete_sessions([tl.id])
+            return True
+    return False
+
+
+# ------------------------------------------------------------------ which run
+
+
+def _forget_step() -> None:
+    st.session_state.pop("step", None)
+
+
+def session_picker(store: Store, recent: int = 30) -> str | None:
+    """The run shown, bound to `?session=`; lists the latest runs plus the one in the link."""
+    wanted = st.query_params.get("session")
+    rows = store.list_sessions(limit=recent)
+    if wanted and wanted not in {r["id"] for r in rows}:
+        row = store.get_session(wanted)
+        if row is None:
+            st.error(md(f"There is no run with the id “{wanted}”. It may have been deleted; pick another one."))
+        else:
+            rows.insert(0, row)
+    if not rows:
+        st.info("No runs recorded yet: there is nothing to show on a timeline. Load the demo runs with "
+                "`agent-replay demo`, or import a trace on the **Import** page.")
+        return None
+    names = {r["id"]: f"{r['name'] or r['id']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}" for r in rows}
+    with st.sidebar:
+        return url_choice("Run", "session", list(names), format_func=names.get, on_change=_forget_step,
+                          placeholder="Pick a run…")
