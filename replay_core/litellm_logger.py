@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm  # noqa: E402
 from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
 
 from .recorder import Recorder, Session  # noqa: E402
@@ -44,6 +45,13 @@ class ReplayLogger(CustomLogger):
     def __init__(self, recorder: Recorder):
         super().__init__()
         self.recorder = recorder
+        # litellm drops a logger whose class and public str attributes equal one it holds:
+        # this keeps the loggers of two recorders apart
+        self.recorder_id = recorder.id
+
+    def detach(self) -> None:
+        """Leave every litellm callback list (the recorder is closing)."""
+        litellm.logging_callback_manager.remove_callback_from_all_lists(self)
 
     def log_pre_api_call(self, model, messages, kwargs):
         self._guarded(self._started, kwargs)
@@ -60,8 +68,9 @@ class ReplayLogger(CustomLogger):
     async def async_log_failure_event(self, kwargs, response_obj, start_time, end_time):
         self._guarded(self._finished, kwargs, True)
 
-    @staticmethod
-    def _guarded(hook, *args) -> None:
+    def _guarded(self, hook, *args) -> None:
+        if self.recorder.closed:
+            return
         try:
             hook(*args)
         except Exception:  # recording must never break the agent's model call

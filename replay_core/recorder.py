@@ -318,7 +318,10 @@ class Recorder(_Steps):
                 sink = HttpSink(url, token or os.environ.get("AGENT_REPLAY_TOKEN"))
             else:
                 sink = DatabaseSink(config.database_url(url))
+        self.id = _new_id()
         self.call_timeout = call_timeout
+        self.closed = False
+        self._logger = None
         self._lock = threading.Lock()
         self._open: dict[str, Session] = {}
         self._calls: dict[str, tuple[Session, _Pending]] = {}
@@ -401,10 +404,13 @@ class Recorder(_Steps):
         return decorate(fn) if fn is not None else decorate
 
     def litellm_logger(self):
-        """A litellm CustomLogger recording every completion: `litellm.callbacks = [recorder.litellm_logger()]`."""
-        from .litellm_logger import ReplayLogger
+        """This recorder's litellm CustomLogger (one per recorder, removed from litellm on close):
+        `litellm.callbacks = [recorder.litellm_logger()]`."""
+        if self._logger is None:
+            from .litellm_logger import ReplayLogger
 
-        return ReplayLogger(self)
+            self._logger = ReplayLogger(self)
+        return self._logger
 
     # ------------------------------------------------------------------ model calls (integrations)
 
@@ -548,6 +554,9 @@ class Recorder(_Steps):
         deadline = time.monotonic() + settle
         while self._calls and time.monotonic() < deadline:
             time.sleep(0.01)
+        if self._logger is not None:
+            self._logger.detach()
+        self.closed = True
         self._release_expired(expire_all=True)
         return self._shipper.close()
 
