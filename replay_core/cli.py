@@ -297,6 +297,99 @@ def _stat(name: str, value: Any) -> str:
     return _fmt(value)
 
 
+# ---------------------------------------------------------------------------- replay / compare
+
+
+@app.command("replay")
+def replay_cmd(
+    session: Annotated[str, typer.Argument(help="Session id to replay.")],
+    model: Annotated[list[str], typer.Option("--model", help="litellm model string (e.g. openai/gpt-4o-mini) or 'recorded'; repeat to fan out.")],
+    from_step: Annotated[int | None, typer.Option("--from", help="First step (seq) to replay (default: the first).")] = None,
+    to_step: Annotated[int | None, typer.Option("--to", help="Last step (seq) to replay (default: the last).")] = None,
+    fallback_model: Annotated[str | None, typer.Option("--fallback-model", help="With --model recorded: the live model asked where the recording has no answer.")] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server (vLLM, Ollama, LM Studio), e.g. http://127.0.0.1:11434/v1.")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key.")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
+    system_prompt: Annotated[Path | None, typer.Option("--system-prompt", help="File with the system prompt to use.")] = None,
+    system_mode: Annotated[str, typer.Option("--system-mode", help="replace the original system prompt, or append to it.")] = "replace",
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Budget: steps (default: twice the range plus 20).")] = None,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", help="Budget: USD of known cost.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Budget: seconds per replay.")] = 600.0,
+    workers: Annotated[int, typer.Option("--workers", help="Replays run at once.")] = 4,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Re-run steps --from..--to of a session with other models (what-if), and compare each replay with it."""
+    from .replay import ReplayError, estimate, replay_many
+    from .replay_config import Budget, ConfigError, configs_for
+
+    store = open_store(db)
+    try:
+        prompt = system_prompt.read_text() if system_prompt else None
+    except OSError as exc:
+        fail(f"--system-prompt: cannot read {system_prompt}: {exc.strerror or exc}")
+    try:
+        configs = configs_for(
+            model, fallback_model=fallback_model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
+            max_tokens=max_tokens, system_prompt=prompt, system_mode=system_mode,
+            budget=Budget(max_steps=max_steps, max_cost_usd=max_cost, timeout_s=timeout),
+        )
+        estimates = estimate(store, session, from_step, to_step, configs)
+        if not json:
+            for e in estimates:
+                cost = "unknown cost" if e.cost_usd is None else f"~${e.cost_usd:.4f}"
+                out.print(f"estimate {e.model}: {e.turns} model turns, ~{e.tokens_in:,} tokens in, ~{e.tokens_out:,} out, {cost}")
+        results = replay_many(store, session, from_step, to_step, configs, max_workers=workers)
+    except (ReplayError, ConfigError) as exc:
+        fail(str(exc))
+    if json:
+        print_json({"source": session, "estimate": [e.to_dict() for e in estimates], "replays": [r.to_dict() for r in results]})
+        return
+    for r in results:
+        cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+        out.print(f"\n{r.model} → {r.session}")
+        out.print(f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}")
+        out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
+
+
+@app.command("compare")
+def compare_cmd(
+    a: Annotated[str, typer.Argument(help="Session A (e.g. the original).")],
+    b: Annotated[str, typer.Argument(help="Session B (e.g. a replay).")],
+    include: Annotated[list[str] | None, typer.Option("--include", help="Also compare: ids, timing, tokens, cost, model.")] = None,
+    whole: Annotated[bool, typer.Option("--whole", help="Compare a replay with its whole source, not only the replayed range.")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Align two runs step by step and name the first step where they differ."""
+    from .compare import compare
+
+    store = open_store(db)
+    try:
+        result = compare(store, a, b, include=include or (), whole=whole)
+    except KeyError as exc:
+        fail(f"no such session: {exc.args[0]}")
+    except ValueError as exc:
+        fail(f"--include: {exc}")
+    if json:
+        print_json(result.to_dict())
+        return
+    div = result.first_divergence
+    out.print(f"first divergence ({div.kind}): {div.summary}" if div else "no divergence: same steps, same outcome")
+    table = Table("A seq", "", "B seq", "type", "tool", "difference")
+    for row in result.rows:
+        mark = "=" if row.same else ("≠" if row.paired else ("<" if row.b is None else ">"))
+        step = row.a or row.b
+        table.add_row(_fmt(row.a.seq if row.a else None), mark, _fmt(row.b.seq if row.b else None), step.type,
+                      _fmt(step.tool_name), row.kind or "")
+    out.print(table)
+    totals = Table("", "A", "B")
+    for key in result.totals["a"]:
+        totals.add_row(key, _fmt(result.totals["a"][key]), _fmt(result.totals["b"][key]))
+    out.print(totals)
+
+
 # ---------------------------------------------------------------------------- maintenance
 
 

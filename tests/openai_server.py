@@ -34,6 +34,9 @@ class OpenAIServer:
     def __init__(self, default: Reply | None = None):
         self.replies: deque[Reply] = deque()
         self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []  # request headers, in the order of `requests`
+        self.in_flight = 0
+        self.max_in_flight = 0  # most requests being served at once (fan-out tests)
         self.default = default
         self._lock = threading.Lock()
         self._counter = 0
@@ -55,10 +58,14 @@ class OpenAIServer:
                     payload = json.loads(raw or b"{}")
                 except ValueError:
                     payload = {"_raw": raw.decode(errors="replace")}
-                reply = server._next(payload)
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                self._send(reply)
+                reply = server._next(payload, dict(self.headers))
+                server._enter()
+                try:
+                    if reply.delay_s:
+                        time.sleep(reply.delay_s)
+                    self._send(reply)
+                finally:
+                    server._leave()
 
             def _send(self, reply: Reply):
                 body = reply.body
@@ -94,9 +101,19 @@ class OpenAIServer:
         with self._lock:
             self.replies.extend(replies)
 
-    def _next(self, payload: dict) -> Reply:
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _next(self, payload: dict, headers: dict[str, str] | None = None) -> Reply:
         with self._lock:
             self.requests.append(payload)
+            self.headers.append(headers or {})
             self._counter += 1
             if self.replies:
                 return self.replies.popleft()

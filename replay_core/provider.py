@@ -1,0 +1,173 @@
+"""Calling a model through litellm for a replay: one request, its retries, its cost.
+
+litellm is imported inside `ask` only (it costs seconds), with its bundled price list
+(no download). Provider failures become a `ProviderError` naming a short error class;
+rate limits are retried here with exponential backoff (the HTTP client's own retries
+are switched off so the count is ours). A cost litellm cannot work out is None
+(unknown), never 0.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .replay_config import ReplayConfig
+
+
+class ProviderError(Exception):
+    """A model call that failed: timeout, rate limit, auth, server error, malformed response…"""
+
+    def __init__(self, error_class: str, message: str, latency_ms: float = 0.0):
+        super().__init__(f"{error_class}: {message}")
+        self.error_class = error_class
+        self.message = message
+        self.latency_ms = latency_ms  # time spent on the failed call, retries included
+
+
+@dataclass
+class ToolCallOut:
+    id: str
+    name: str
+    arguments: Any  # parsed JSON, or the raw string when it did not parse
+    raw_arguments: str
+
+
+@dataclass
+class ModelAnswer:
+    content: str | None
+    tool_calls: list[ToolCallOut] = field(default_factory=list)
+    model: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_ms: float = 0.0
+    retries: int = 0
+
+
+def load_litellm():
+    """litellm, imported on first use with its bundled price list and without its banners."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _error_class(exc: BaseException) -> str:
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, ValueError) and type(seen).__name__ == "JSONDecodeError":
+            return "MalformedResponse"
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    for noise in ("litellm.", "OpenAIException - ", f"{type(exc).__name__}: "):
+        text = text.replace(noise, "")
+    return text[:500]
+
+
+def ask(config: ReplayConfig, model: str, messages: list[dict], tools: list[dict], timeout_s: float) -> ModelAnswer:
+    """One chat completion, retried on rate limits; raises ProviderError."""
+    litellm = load_litellm()
+    kwargs: dict[str, Any] = {
+        "model": model, "messages": messages, "timeout": timeout_s, "max_retries": 0, **config.params,
+    }
+    if tools:
+        kwargs["tools"] = tools
+    for name in ("temperature", "top_p", "max_tokens", "api_base", "input_cost_per_token", "output_cost_per_token"):
+        value = getattr(config, name)
+        if value is not None:
+            kwargs[name] = value
+    key = config.api_key()
+    if key is not None:
+        kwargs["api_key"] = key
+    retries = 0
+    started = time.perf_counter()
+    while True:
+        try:
+            response = litellm.completion(**kwargs)
+            break
+        except litellm.RateLimitError as exc:
+            if retries >= config.retries:
+                raise ProviderError("RateLimitError", _message(exc), _since(started)) from None
+            time.sleep(config.backoff_s * (2**retries))
+            retries += 1
+        except Exception as exc:  # every provider failure ends the replay, named
+            raise ProviderError(_error_class(exc), _message(exc), _since(started)) from None
+    return _answer(litellm, response, retries, _since(started))
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _answer(litellm, response, retries: int, latency_ms: float) -> ModelAnswer:
+    choices = getattr(response, "choices", None) or []
+    message = getattr(choices[0], "message", None) if choices else None
+    if message is None:
+        raise ProviderError("MalformedResponse", "the response holds no message")
+    calls = []
+    for call in getattr(message, "tool_calls", None) or []:
+        fn = getattr(call, "function", None)
+        if fn is None or not getattr(fn, "name", None):
+            raise ProviderError("MalformedResponse", "a tool call without a function name")
+        raw = fn.arguments or "{}"
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = raw
+        calls.append(ToolCallOut(getattr(call, "id", None) or f"call_{uuid.uuid4().hex[:12]}", fn.name, parsed, raw))
+    usage = getattr(response, "usage", None)
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    if cost is None:
+        try:
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:  # a model litellm has no price for: unknown, not free
+            cost = None
+    return ModelAnswer(
+        content=message.content or None,
+        tool_calls=calls,
+        model=getattr(response, "model", None),
+        tokens_in=getattr(usage, "prompt_tokens", None),
+        tokens_out=getattr(usage, "completion_tokens", None),
+        cost_usd=float(cost) if cost is not None else None,
+        latency_ms=latency_ms,
+        retries=retries,
+    )
+
+
+# ---------------------------------------------------------------------------- prices
+
+
+@cache
+def _price_table() -> dict[str, dict]:
+    """litellm's bundled price list, read as JSON (importing litellm takes seconds)."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return {}
+    path = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
+    return orjson.loads(path.read_bytes()) if path.exists() else {}
+
+
+def prices(model: str, config: ReplayConfig | None = None) -> tuple[float, float] | None:
+    """USD per input and output token, or None when unknown."""
+    if config is not None and config.input_cost_per_token is not None and config.output_cost_per_token is not None:
+        return config.input_cost_per_token, config.output_cost_per_token
+    table = _price_table()
+    for name in (model, model.split("/", 1)[-1]):
+        entry = table.get(name)
+        if entry and entry.get("input_cost_per_token") is not None and entry.get("output_cost_per_token") is not None:
+            return float(entry["input_cost_per_token"]), float(entry["output_cost_per_token"])
+    return None
