@@ -125,14 +125,15 @@ def export_cmd(
     sessions: Annotated[list[str] | None, typer.Argument(help="Session ids.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Export every session.")] = False,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")] = None,
-    format: Annotated[str, typer.Option("--format", help="native")] = "native",
+    format: Annotated[str, typer.Option("--format", help="native (JSONL), or otlp-json (OpenTelemetry GenAI spans).")] = "native",
     db: DbOption = None,
 ) -> None:
-    """Export sessions as native JSONL."""
-    from .formats import native
+    """Export sessions as native JSONL, or as OTLP/JSON for OpenTelemetry tools."""
+    from .formats import native, otlp_export
 
-    if format != "native":
-        fail(f"--format: unknown export format {format!r}; known: native")
+    writers = {"native": native.write, "otlp-json": otlp_export.write}
+    if format not in writers:
+        fail(f"--format: unknown export format {format!r}; known: {', '.join(writers)}")
     store = open_store(db)
     ids = store.session_ids() if all_ else list(sessions or [])
     if not ids:
@@ -142,10 +143,10 @@ def export_cmd(
         fail(f"no such session: {', '.join(missing)}")
     if output:
         with output.open("wb") as fp:
-            n = native.write(store.export_events(ids), fp)
+            n = writers[format](store.export_events(ids), fp)
         err.print(f"wrote {n} events of {len(ids)} sessions to {output}")
     else:
-        native.write(store.export_events(ids), sys.stdout.buffer)
+        writers[format](store.export_events(ids), sys.stdout.buffer)
 
 
 # ---------------------------------------------------------------------------- reading

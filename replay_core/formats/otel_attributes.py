@@ -1,0 +1,474 @@
+"""What a span's attributes say about an agent step.
+
+Three vocabularies are in the wild and often mixed in one trace: the OpenTelemetry GenAI
+semantic conventions (current names and the deprecated ones older instrumentations
+still write: `gen_ai.system`, `gen_ai.prompt.N.*`, `gen_ai.usage.prompt_tokens`…),
+OpenInference (`openinference.span.kind`, flattened `llm.input_messages.N.message.*`,
+`llm.token_count.*`, `tool.name`…) and the quirks of real exporters (any-agent's
+`genai.output`, double-encoded or Python-repr tool arguments). This module reads them
+into step fields; `Attrs` remembers which attributes a field used so that every other
+attribute is kept in the step's metadata, never dropped.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+import orjson
+
+AGENT, MODEL, TOOL, OTHER = "agent", "model", "tool", "other"
+
+MODEL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "call_llm", "responses"}
+TOOL_OPERATIONS = {"execute_tool", "retrieval"}
+AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
+TOOL_CALL_PART = "tool_call"
+TOOL_RESPONSE_PART = "tool_call_response"
+
+
+class Attrs:
+    """A span's attributes plus the set of keys that a step field has used."""
+
+    __slots__ = ("values", "used")
+
+    def __init__(self, values: dict[str, Any]):
+        self.values = values
+        self.used: set[str] = set()
+
+    def peek(self, key: str) -> Any:
+        return self.values.get(key)
+
+    def get(self, *keys: str) -> Any:
+        """The first of `keys` that holds a value (marked used), else None."""
+        for key in keys:
+            value = self.values.get(key)
+            if value is not None and value != "":
+                self.used.add(key)
+                return value
+        return None
+
+    def use(self, *keys: str) -> None:
+        self.used.update(k for k in keys if k in self.values)
+
+    def indexed(self, prefix: str) -> list[dict[str, Any]]:
+        """Flattened `prefix.N.rest` keys as a list of {rest: value} (marked used); a list value works too."""
+        direct = self.values.get(prefix)
+        if isinstance(direct, list):
+            self.used.add(prefix)
+            return [flatten(item) if isinstance(item, dict) else {"": item} for item in direct]
+        items: dict[int, dict[str, Any]] = {}
+        pattern = _index_pattern(prefix)
+        for key, value in self.values.items():
+            match = pattern.match(key)
+            if match:
+                items.setdefault(int(match.group(1)), {})[match.group(2)] = value
+                self.used.add(key)
+        return [items[i] for i in sorted(items)]
+
+    def leftover(self) -> dict[str, Any]:
+        return {k: v for k, v in self.values.items() if k not in self.used}
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _index_pattern(prefix: str) -> re.Pattern[str]:
+    if prefix not in _PATTERNS:
+        _PATTERNS[prefix] = re.compile(re.escape(prefix) + r"\.(\d+)\.(.+)$")
+    return _PATTERNS[prefix]
+
+
+def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested attribute maps (as some span dumps write them) as dotted keys."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, dict):
+            out.update(flatten(item, name + "."))
+        else:
+            out[name] = item
+    return out
+
+
+def split_indexed(flat: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """`{prefix.N.rest: v}` inside one flattened item → list of {rest: v}, in index order."""
+    items: dict[int, dict[str, Any]] = {}
+    pattern = _index_pattern(prefix)
+    for key, value in flat.items():
+        match = pattern.match(key)
+        if match:
+            items.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    if isinstance(flat.get(prefix), list):
+        return [flatten(v) if isinstance(v, dict) else {"": v} for v in flat[prefix]]
+    return [items[i] for i in sorted(items)]
+
+
+# ---------------------------------------------------------------------------- span kinds
+
+
+def span_class(attrs: Attrs) -> str:
+    """agent (a grouping operation), model (an LLM call), tool (a tool execution) or other."""
+    op = attrs.peek("gen_ai.operation.name")
+    oi = str(attrs.peek("openinference.span.kind") or "").upper()
+    tl = attrs.peek("traceloop.span.kind")
+    attrs.use("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")
+    if op in MODEL_OPERATIONS or oi == "LLM" or attrs.peek("llm.request.type") in ("chat", "completion"):
+        attrs.use("llm.request.type")
+        return MODEL
+    if op in TOOL_OPERATIONS or oi in ("TOOL", "RETRIEVER") or tl == "tool":
+        return TOOL
+    if op in AGENT_OPERATIONS or oi in ("AGENT", "CHAIN") or tl in ("agent", "workflow", "task"):
+        return AGENT
+    if op is None and not oi and (attrs.peek("gen_ai.request.model") or attrs.peek("gen_ai.response.model")):
+        return MODEL
+    return OTHER
+
+
+# ---------------------------------------------------------------------------- values
+
+
+def json_value(value: Any) -> Any:
+    """JSON text decoded (None when it is not JSON); other values as they are."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def tool_arguments(value: Any) -> Any:
+    """Tool arguments as data: JSON text, JSON text encoded twice, or a Python literal (repr) are decoded."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        decoded = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        decoded = _python_literal(text)
+        if decoded is None:
+            return value
+    if isinstance(decoded, str) and decoded.strip()[:1] in ("{", "["):
+        again = tool_arguments(decoded)
+        return again if not isinstance(again, str) else decoded
+    return decoded
+
+
+def _python_literal(text: str) -> Any:
+    if text[:1] not in ("{", "[", "(") or len(text) > 1_000_000:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return None
+    return value
+
+
+def text(value: Any) -> str | None:
+    """A value as step text: strings as they are, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def count(value: Any) -> int | None:
+    n = number(value)
+    return int(n) if n is not None and n >= 0 else None
+
+
+# ---------------------------------------------------------------------------- usage
+
+
+def tokens(attrs: Attrs) -> tuple[int | None, int | None]:
+    tokens_in = count(attrs.get("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+                                "llm.usage.prompt_tokens"))
+    tokens_out = count(attrs.get("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
+                                 "llm.usage.completion_tokens"))
+    for key in ("llm.token_count.total", "llm.usage.total_tokens", "gen_ai.usage.total_tokens"):
+        total = count(attrs.peek(key))
+        if total is not None and total == (tokens_in or 0) + (tokens_out or 0):
+            attrs.use(key)  # derivable from the two counts kept
+    return tokens_in, tokens_out
+
+
+def cost(attrs: Attrs) -> float | None:
+    total = number(attrs.get("gen_ai.usage.cost", "llm.cost.total"))
+    if total is not None:
+        return total
+    parts = [("gen_ai.usage.input_cost", "gen_ai.usage.output_cost"), ("llm.cost.prompt", "llm.cost.completion")]
+    for first, second in parts:
+        a, b = number(attrs.peek(first)), number(attrs.peek(second))
+        if a is not None or b is not None:
+            attrs.use(first, second)
+            return (a or 0.0) + (b or 0.0)
+    return None
+
+
+def has_usage(attrs: Attrs) -> bool:
+    keys = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "gen_ai.usage.output_tokens",
+            "gen_ai.usage.completion_tokens", "llm.token_count.completion", "gen_ai.usage.cost", "llm.cost.total")
+    return any(attrs.peek(k) is not None for k in keys)
+
+
+# ---------------------------------------------------------------------------- messages
+
+
+def input_messages(attrs: Attrs) -> list[dict] | None:
+    """The model's input as OpenAI-shaped chat messages, from whichever convention holds it."""
+    system = attrs.get("gen_ai.system_instructions")
+    for key in ("gen_ai.input.messages", "gen_ai.prompt"):
+        raw = attrs.peek(key)
+        decoded = json_value(raw) if isinstance(raw, str) else raw
+        if isinstance(decoded, list):
+            attrs.use(key)
+            messages = [m for item in decoded if isinstance(item, dict) for m in openai_messages(item)]
+            return _with_system(system, messages)
+    for prefix, read in (("gen_ai.prompt", _flat_genai_message), ("llm.input_messages", _flat_openinference_message)):
+        items = attrs.indexed(prefix)
+        if items:
+            return _with_system(system, [m for item in items for m in read(item)])
+    return _with_system(system, []) or None
+
+
+def _with_system(system: Any, messages: list[dict]) -> list[dict]:
+    if system is None:
+        return messages
+    decoded = json_value(system) if isinstance(system, str) else system
+    if isinstance(decoded, list):
+        content = "".join(p.get("content", "") for p in decoded if isinstance(p, dict) and p.get("type") == "text")
+    else:
+        content = system if isinstance(system, str) else text(system)
+    return [{"role": "system", "content": content}, *messages]
+
+
+def openai_messages(message: dict) -> list[dict]:
+    """A GenAI-convention message ({role, parts}) as OpenAI chat messages; OpenAI ones pass through."""
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return [message]
+    extra = {k: v for k, v in message.items() if k not in ("role", "parts")}
+    texts, calls, responses, others = [], [], [], []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            texts.append(part.get("content") or "")
+        elif kind == TOOL_CALL_PART:
+            calls.append(_openai_call(part.get("id"), part.get("name"), part.get("arguments")))
+        elif kind == TOOL_RESPONSE_PART:
+            responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": text(part.get("response"))})
+        else:
+            others.append(part)
+    out: list[dict] = []
+    if texts or calls or others or not responses:
+        msg: dict[str, Any] = {"role": message.get("role"), "content": "".join(texts) if texts else None}
+        if calls:
+            msg["tool_calls"] = calls
+        if others:
+            msg["parts"] = others
+        out.append(msg | extra)
+    return out + responses
+
+
+def genai_message(message: dict) -> dict:
+    """An OpenAI chat message in the GenAI convention's {role, parts} shape (inverse of openai_messages)."""
+    extra = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls", "tool_call_id", "parts")}
+    role = message.get("role")
+    if role == "tool" and "tool_call_id" in message:
+        part = {"type": TOOL_RESPONSE_PART, "id": message["tool_call_id"], "response": message.get("content")}
+        return {"role": role, "parts": [part]} | extra
+    parts: list[Any] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append({"type": "text", "content": content})
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        parts.append({"type": TOOL_CALL_PART, "id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
+    parts += message.get("parts") or []
+    return {"role": role, "parts": parts} | extra
+
+
+def _openai_call(call_id: Any, name: Any, arguments: Any) -> dict:
+    args = arguments if isinstance(arguments, str) or arguments is None else text(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _flat_genai_message(item: dict) -> list[dict]:
+    """Deprecated `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` keys of one message."""
+    msg: dict[str, Any] = {"role": item.get("role"), "content": item.get("content")}
+    calls = split_indexed(item, "tool_calls")
+    if calls:
+        msg["tool_calls"] = [_openai_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
+    if item.get("tool_call_id") is not None:
+        msg["tool_call_id"] = item["tool_call_id"]
+    return [msg]
+
+
+def _flat_openinference_message(item: dict) -> list[dict]:
+    """One `llm.input_messages.N.message.*` message (text, content items, tool calls)."""
+    get = lambda key: item.get(f"message.{key}", item.get(key))  # noqa: E731 - flattened or nested dumps
+    content = get("content")
+    contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
+    if content is None and contents:
+        texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
+        content = "".join(t for t in texts if isinstance(t, str))
+    msg: dict[str, Any] = {"role": get("role"), "content": content}
+    calls = split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
+    if calls:
+        msg["tool_calls"] = [_openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"),
+                                          c.get("tool_call.function.arguments")) for c in calls]
+    for key in ("tool_call_id", "name"):
+        if get(key) is not None:
+            msg[key] = get(key)
+    return [msg]
+
+
+# ---------------------------------------------------------------------------- model output
+
+
+def model_output(attrs: Attrs) -> tuple[str | None, list[dict]]:
+    """(answer text, tool calls [{id, name, arguments}]) of a model span, from whichever convention holds them."""
+    raw = attrs.peek("gen_ai.output.messages")
+    decoded = json_value(raw) if isinstance(raw, str) else raw
+    if isinstance(decoded, list):
+        attrs.use("gen_ai.output.messages")
+        return _from_messages([m for item in decoded if isinstance(item, dict) for m in openai_messages(item)])
+    for prefix, read in (("gen_ai.completion", _flat_genai_message), ("llm.output_messages", _flat_openinference_message)):
+        items = attrs.indexed(prefix)
+        if items:
+            return _from_messages([m for item in items for m in read(item)])
+    key, value, was_json = exporter_output(attrs)
+    if value is None:
+        value = attrs.get("gen_ai.completion", "output.value")
+        was_json = True
+    answer, calls = output_value(value, was_json)
+    if key and isinstance(json_value(value) if was_json else None, dict):
+        attrs.used.discard(key)  # a whole generation object: more than its text and calls, so kept
+    return answer, calls
+
+
+def exporter_output(attrs: Attrs) -> tuple[str | None, Any, bool]:
+    """(key, value, is JSON) of any-agent's `genai.output` / `gen_ai.output` and its `…output.type`."""
+    for key in ("genai.output", "gen_ai.output"):
+        if attrs.peek(key) is not None:
+            kind = attrs.get(f"{key}.type", "gen_ai.output.type")
+            return key, attrs.get(key), kind != "text"
+    return None, None, False
+
+
+def output_value(value: Any, maybe_json: bool) -> tuple[str | None, list[dict]]:
+    """Text and tool calls out of an output value that may be JSON of a known shape."""
+    if value is None:
+        return None, []
+    decoded = json_value(value) if maybe_json and isinstance(value, str) else value
+    if isinstance(decoded, list) and decoded and all(isinstance(c, dict) and _call_name(c) for c in decoded):
+        return None, [_call(c) for c in decoded]
+    if isinstance(decoded, dict):
+        found = _from_generation(decoded)
+        if found is not None:
+            return found
+    return text(value), []
+
+
+def _from_generation(value: dict) -> tuple[str | None, list[dict]] | None:
+    """An OpenAI message / LangChain ChatGeneration / {text} object, or None when it is none of them."""
+    message = value.get("message") if isinstance(value.get("message"), dict) else value
+    calls = message.get("tool_calls") or (message.get("additional_kwargs") or {}).get("tool_calls")
+    content = message.get("content", value.get("text"))
+    if not calls and not isinstance(content, str):
+        return None
+    return (content or None) if isinstance(content, str) else None, [_call(c) for c in calls or [] if isinstance(c, dict)]
+
+
+def _from_messages(messages: list[dict]) -> tuple[str | None, list[dict]]:
+    texts = [m["content"] for m in messages if isinstance(m.get("content"), str)]
+    calls = [_call(c) for m in messages for c in m.get("tool_calls") or []]
+    return ("\n".join(texts) if texts else None), calls
+
+
+def _call_name(call: dict) -> Any:
+    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    return call.get("name") or call.get("tool.name") or fn.get("name")
+
+
+def _call(call: dict) -> dict:
+    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    args = next((call[k] for k in ("arguments", "tool.args", "args", "input") if k in call), fn.get("arguments"))
+    return {"id": call.get("id") or call.get("tool_call_id"), "name": _call_name(call), "arguments": tool_arguments(args)}
+
+
+# ---------------------------------------------------------------------------- tools
+
+
+def tool_name(attrs: Attrs, span_name: str) -> str:
+    name = attrs.get("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
+    if name:
+        return str(name)
+    return span_name.removeprefix("execute_tool ").strip() or span_name
+
+
+def tool_call_id(attrs: Attrs) -> str | None:
+    value = attrs.get("gen_ai.tool.call.id", "tool_call.id", "tool.call_id")
+    return None if value is None else str(value)
+
+
+def tool_args(attrs: Attrs) -> Any:
+    raw = attrs.get("gen_ai.tool.call.arguments", "gen_ai.tool.args", "input.value", "traceloop.entity.input")
+    return tool_arguments(raw)
+
+
+def tool_result(attrs: Attrs) -> str | None:
+    """The tool's answer as text; an exporter's JSON-encoded string is decoded once."""
+    value = attrs.get("gen_ai.tool.call.result")
+    if value is not None:
+        return text(value)
+    _, value, was_json = exporter_output(attrs)
+    if value is not None:
+        decoded = json_value(value) if was_json else None
+        return decoded if isinstance(decoded, str) else text(value)
+    return text(attrs.get("output.value", "traceloop.entity.output"))
+
+
+# ---------------------------------------------------------------------------- agents and sessions
+
+
+def agent_name(attrs: Attrs) -> str | None:
+    value = attrs.get("gen_ai.agent.name", "agent.name", "gen_ai.agent.id")
+    return None if value is None else str(value)
+
+
+def model_name(attrs: Attrs) -> str | None:
+    value = attrs.get("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+    return None if value is None else str(value)
+
+
+def requested_model(attrs: Attrs) -> str | None:
+    value = attrs.get("gen_ai.request.model", "llm.model_name")
+    return None if value is None else str(value)
+
+
+def conversation_id(attrs: dict[str, Any]) -> str | None:
+    value = attrs.get("gen_ai.conversation.id") or attrs.get("session.id")
+    return None if value in (None, "") else str(value)
+
+
+def root_output(attrs: Attrs) -> str | None:
+    """The run's final answer when its root span records one."""
+    raw = attrs.peek("gen_ai.output.messages")
+    if raw is not None or attrs.peek("output.value") is not None:
+        answer, _ = model_output(attrs)
+        return answer
+    return None
