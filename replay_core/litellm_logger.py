@@ -26,13 +26,12 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
 
 from .recorder import Recorder, Session  # noqa: E402
+from .recording import parse_args  # noqa: E402
 
 SESSION_KEY = "agent_replay_session"
 CALL_TYPES = frozenset({"completion", "acompletion"})
@@ -118,15 +117,6 @@ def _present(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v not in (None, "", {}, [], False)}
 
 
-def _arguments(raw: Any) -> Any:
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return raw  # kept as the model wrote it
-
-
 def success_steps(slo: dict, kwargs: dict) -> list[dict]:
     """A `think` + `tool_call`s, or a `decision`, from a successful completion."""
     response = slo.get("response") if isinstance(slo.get("response"), dict) else {}
@@ -151,7 +141,7 @@ def success_steps(slo: dict, kwargs: dict) -> list[dict]:
     steps = [first]
     for call in calls:
         function = call.get("function") or {}
-        steps.append({"type": "tool_call", "tool_name": function.get("name"), "tool_args": _arguments(function.get("arguments")),
+        steps.append({"type": "tool_call", "tool_name": function.get("name"), "tool_args": parse_args(function.get("arguments")),
                       "tool_call_id": call.get("id"), "model": common["model"], "timestamp": common["timestamp"]})
     return steps
 

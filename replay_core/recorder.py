@@ -326,7 +326,8 @@ class Recorder(_Steps):
         self._open: dict[str, Session] = {}
         self._calls: dict[str, tuple[Session, _Pending]] = {}
         self.spool = Spool(spool_dir or default_spool_dir(), sink.key)
-        self._shipper = Shipper(sink, self.spool, batch_size=batch_size, interval=flush_interval, before_send=self._release_expired)
+        self._shipper = Shipper(sink, self.spool, batch_size=batch_size, interval=flush_interval,
+                                before_send=self._release_expired)
 
     # ------------------------------------------------------------------ sessions
 

@@ -13,12 +13,17 @@ from urllib.parse import quote
 
 import httpx
 import orjson
+from sqlalchemy import exc as sa
 
 from .events import SessionEndEvent, SessionEvent, StepEvent
 from .formats import Event
+from .ingest import ingest
+from .store import Store
 
 SOURCE = "sdk"
 STEPS_PER_REQUEST = 500
+# down, unreachable, locked, or a concurrent writer of the same event: worth another try later
+_TRANSIENT = (sa.OperationalError, sa.InterfaceError, sa.IntegrityError, sa.DisconnectionError, sa.TimeoutError, OSError)
 
 
 class SinkUnavailable(Exception):
@@ -42,17 +47,11 @@ class DatabaseSink:
         self._store = None
 
     def send(self, events: Sequence[Event]) -> None:
-        from sqlalchemy import exc as sa
-
-        from .ingest import ingest
-        from .store import Store
-
         try:
             if self._store is None:
                 self._store = Store(self.url)
             ingest(self._store, events, source=SOURCE)
-        except (sa.OperationalError, sa.InterfaceError, sa.IntegrityError, sa.DisconnectionError, sa.TimeoutError, OSError) as exc:
-            # down, unreachable, locked, or a concurrent writer of the same event: try again later
+        except _TRANSIENT as exc:
             self.close()
             raise SinkUnavailable(f"database unavailable: {_first_line(exc)}") from exc
         except Exception as exc:  # the values themselves (e.g. NUL in PostgreSQL text)

@@ -40,7 +40,8 @@ def test_no_failure_runs_the_script_alone(store, recorder):
     recorder.flush()
 
     assert (fb.success, fb.agent_invoked, fb.agent_response, fb.error) == (True, False, None, None)
-    assert [(a.name, a.ok, a.result) for a in fb.steps] == [("open billing", True, "clicked #billing"), ("click May", True, "clicked #may")]
+    assert [(a.name, a.ok, a.result) for a in fb.steps] == [
+        ("open billing", True, "clicked #billing"), ("click May", True, "clicked #may")]
     assert calls == [] and done == ["#billing", "#may"]
     steps = steps_of(store, run.id)
     block = steps[0]

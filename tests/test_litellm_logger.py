@@ -48,7 +48,8 @@ def landed(store: Store, sid: str, count: int, timeout: float = 15.0) -> list:
 
 
 def call(server: OpenAIServer, **kwargs):
-    return litellm.completion(model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0, **kwargs)
+    return litellm.completion(model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0,
+                              **kwargs)
 
 
 def acall(server: OpenAIServer, **kwargs):
