@@ -15,6 +15,7 @@ from ui.common import PAGE_RUNS, current_role, get_store, load_run, reviewer_nam
 store = get_store()
 session_id = tv.session_picker(store)
 if session_id is None:
+    st.title("Timeline")
     st.caption("Pick a run in the sidebar, or open one from the **Runs** page.")
     st.stop()
 run = load_run(store, session_id)

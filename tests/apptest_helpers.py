@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+import streamlit.testing.v1.app_test as app_test_module
+from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from replay_core.demo import load_demo
@@ -22,8 +24,24 @@ from replay_core.store import Store
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "streamlit_app.py")
 FAILED_CODING = "demo-02-coding-format-price-failed"
+DEFAULT_PAGE = "pages/runs.py"
 BIG = "big-run"
 BIG_STEPS = 10_000
+
+
+class _NavigationOnly(PagesManager):
+    """What the served app does at start (see streamlit_app.py): never the old `pages/` folder mode.
+
+    AppTest resets that switch before every run, and with it a page would run on its
+    own, skipping the entry script with its sign-in door and navigation.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+
+app_test_module.PagesManager = _NavigationOnly
 
 
 def point_app_at(monkeypatch, url: str) -> None:
@@ -108,8 +126,10 @@ def page(path: str, *, params: dict | None = None, state: dict | None = None, ti
         at.session_state[key] = value
     for key, value in (params or {}).items():
         at.query_params[key] = value
-    at.switch_page(path)
-    return at.run()
+    at.run()  # the default page (the runs list): now the navigation's pages are known
+    if path != DEFAULT_PAGE:
+        at.switch_page(path).run()
+    return at
 
 
 def texts(at: AppTest) -> str:

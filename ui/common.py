@@ -16,7 +16,8 @@ from replay_core.timeline import Timeline, open_timeline
 from .structure import Structure, build_structure
 
 # Query parameter names a page understands, so one page can deep-link to another.
-FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review")
+FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review",
+                 "failed_tool", "error_class", "has")  # the last three: analytics drill-downs (SessionFilter)
 
 STEP_LABELS = {
     "think": ("💭", "Thought"),
@@ -139,7 +140,7 @@ def filter_from_params(params) -> SessionFilter:
 
 def filter_params(flt: SessionFilter) -> dict[str, str]:
     """The inverse of filter_from_params, for links to the runs list."""
-    out = {k: getattr(flt, k) for k in ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "review")}
+    out = {k: getattr(flt, k) for k in FILTER_PARAMS if k not in ("since", "until", "q")}
     out["q"] = flt.text
     if flt.since:
         out["since"] = flt.since.date().isoformat()

@@ -46,15 +46,14 @@ def render_live(store: Store) -> None:
     if n > 1:
         st.dataframe(
             [{"Run": r["name"] or r["id"], "Agent": r["agent_id"], "Model": r["model"], "Steps": r["steps"],
-              "Errors": r["errors"], "Last step": ago(r["last_event_at"])} for r in running],
+              "Last step": ago(r["last_event_at"])} for r in running],
             hide_index=True,
         )
 
 
 def tail(store: Store, row: dict) -> None:
     sid = row["id"]
-    facts = [f"{row['steps']:,} steps", f"{row['errors']} error{'s' if row['errors'] != 1 else ''}",
-             fmt_cost(row["cost_usd"]), f"last step {ago(row['last_event_at'])}"]
+    facts = [f"{row['steps']:,} steps", fmt_cost(row["cost_usd"]), f"last step {ago(row['last_event_at'])}"]
     facts += [str(row[k]) for k in ("agent_id", "model") if row.get(k)]
     st.subheader(row["name"] or sid, anchor=False)
     st.caption(md(" · ".join(facts)))

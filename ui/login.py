@@ -67,7 +67,7 @@ def sign_out_button() -> None:
         return
     role = st.session_state["role"]
     st.sidebar.caption(f"Signed in as {'an editor' if role == EDITOR else 'a viewer'}.")
-    if st.sidebar.button("Sign out"):
+    if st.sidebar.button("Sign out", key="sign_out"):
         del st.session_state["role"]
         if _signed_in_email():
             st.logout()

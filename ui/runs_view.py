@@ -92,7 +92,6 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
             "Started": r["started_at"],
             "Duration": fmt_duration(r["duration_s"]),
             "Steps": r["steps"],
-            "Errors": r["errors"],
             "Cost": r["cost_usd"],
             "Review": _review_of(store, r["id"]),
         }

@@ -1,0 +1,88 @@
+"""The app shell: navigation over the pages that exist, and the sign-in door."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_helpers import APP, REPO, demo_db, demo_store, page  # noqa: F401  (fixtures)
+from streamlit.testing.v1 import AppTest
+
+
+def test_every_page_runs_without_an_exception_on_the_demo(demo_store):
+    import streamlit_app
+
+    existing = [path for path, *_ in streamlit_app.PAGES if (REPO / path).exists()]
+    assert {"pages/runs.py", "pages/timeline.py", "pages/live.py", "pages/review.py", "pages/import_runs.py"} <= set(existing)
+    for path in existing:
+        at = page(path)
+        assert not at.exception, path
+        assert at.title, path
+
+
+def test_the_default_page_is_the_runs_list(demo_store):
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    assert at.title[0].value == "Runs"
+    assert at.session_state["role"] == "editor"
+
+
+@pytest.fixture
+def door(demo_store, monkeypatch):
+    monkeypatch.setenv("AGENT_REPLAY_PASSWORD", "look-only")
+    monkeypatch.setenv("AGENT_REPLAY_EDITOR_PASSWORD", "can-change")
+    return AppTest.from_file(APP, default_timeout=30)
+
+
+@pytest.mark.parametrize(("password", "role"), [("look-only", "viewer"), ("can-change", "editor")])
+def test_the_password_opens_the_door_with_a_role(door, password, role):
+    at = door.run()
+    assert at.title[0].value == "⏪ Agent Replay"
+    assert not at.dataframe  # nothing from the store is shown before signing in
+    at.text_input[0].set_value("wrong")
+    at.button(key="FormSubmitter:sign_in-Sign in").click().run()
+    assert at.error[0].value.startswith("That password is not right.")
+    assert "role" not in at.session_state
+    at.text_input[0].set_value(password)
+    at.button(key="FormSubmitter:sign_in-Sign in").click().run()
+    assert at.session_state["role"] == role
+    assert at.title[0].value == "Runs"
+    assert f"Signed in as {'an editor' if role == 'editor' else 'a viewer'}." in [c.value for c in at.sidebar.caption]
+    at.button(key="sign_out").click().run()
+    assert "role" not in at.session_state
+    assert at.title[0].value == "⏪ Agent Replay"
+
+
+def test_every_page_is_behind_the_door(door):
+    door.run()
+    for path in ("pages/timeline.py", "pages/live.py", "pages/review.py", "pages/import_runs.py"):
+        at = door.switch_page(path).run()
+        assert at.title[0].value == "⏪ Agent Replay", path
+
+
+def test_passwords_can_come_from_secrets(demo_store):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets["AGENT_REPLAY_PASSWORD"] = "from-secrets"
+    at.run()
+    assert at.title[0].value == "⏪ Agent Replay"
+    at.text_input[0].set_value("from-secrets")
+    at.button(key="FormSubmitter:sign_in-Sign in").click().run()
+    assert at.session_state["role"] == "viewer"
+
+
+@pytest.mark.parametrize(("email", "role"), [("lead@example.com", "editor"), ("guest@example.com", "viewer")])
+def test_oidc_users_get_a_role_from_the_editor_list(demo_store, email, role):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets["auth"] = {"redirect_uri": "http://localhost/oauth2callback", "cookie_secret": "x" * 32}
+    at.secrets["AGENT_REPLAY_EDITORS"] = ["Lead@Example.com"]
+    at.user = {"is_logged_in": True, "email": email, "name": "Someone"}
+    at.run()
+    assert not at.exception
+    assert at.session_state["role"] == role
+    assert at.title[0].value == "Runs"
+
+
+def test_signed_out_oidc_visitors_see_the_sign_in_button(demo_store):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.secrets["auth"] = {"redirect_uri": "http://localhost/oauth2callback", "cookie_secret": "x" * 32}
+    at.run()
+    assert [b.label for b in at.button] == ["Sign in with your company account"]
+    assert not at.text_input  # no shared password configured

@@ -1,0 +1,223 @@
+"""The timeline page through AppTest: deep links, jumps, gaps, notes, delete, big runs, empty states."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_helpers import (  # noqa: F401  (fixtures)
+    BIG,
+    FAILED_CODING,
+    big_store,
+    demo_db,
+    demo_store,
+    empty_store,
+    page,
+    texts,
+)
+
+from replay_core.events import SessionEvent, StepEvent
+from replay_core.ingest import ingest
+from replay_core.store import SessionFilter
+from replay_core.timeline import open_timeline
+from ui.structure import build_structure, node_label
+from ui.timeline_view import jump_targets
+
+TIMELINE = "pages/timeline.py"
+MULTI_AGENT = "demo-04-multi-agent-competitor-brief"
+GAP_RUN = "demo-14-docs-crawl-gap"
+
+
+def row_buttons(at) -> list[str]:
+    return [b.label for b in at.button if b.key and b.key.startswith("row_")]
+
+
+def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
+    assert not at.exception
+    assert at.title[0].value == "PAY-412: add currency to format_price"
+    summary = at.error[0].value
+    assert summary.startswith("Failed after 8 cycles \\(25 steps\\); first error at step 18 \\(run\\_tests TestFailure\\)")
+    assert "Outcome\\: Tests still failing after 2 fix attempts" in summary
+    assert at.slider(key="step").value == 18
+    assert at.subheader[0].value == "📦 Tool result · step 18"
+    assert "This step failed\\: TestFailure\\." in [e.value for e in at.error]
+    assert any("TypeError: format_price() got an unexpected keyword argument 'rounding'" in c.value for c in at.code)
+    assert [m.label for m in at.metric[:6]] == ["Steps", "Cycles", "Errors", "Tokens", "Cost", "Duration"]
+    assert [m.value for m in at.metric[:3]] == ["25", "8", "3"]
+    # The window: the cursor's row is marked, grouped under cycle headings.
+    rows = row_buttons(at)
+    assert rows[6].startswith("▶ 18  📦 Tool result · run\\_tests ❗")
+    assert len(rows) == 6 + 1 + 7  # six before, the cursor, the rest of the run
+    assert "Cycle 5 of 8 · steps 16–18" in [c.value for c in at.caption]
+
+
+def test_the_agent_saw_its_recorded_context(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
+    assert "As the agent recorded it at step 2." in [c.value for c in at.caption]
+    assert [m.name for m in at.chat_message][:2] == ["System", "user"]
+
+
+def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
+    at.button(key="jump_next_error").click().run()
+    assert at.slider(key="step").value == 23
+    assert at.query_params["step"] == "23"
+    at.button(key="jump_next_cycle").click().run()
+    assert at.slider(key="step").value == 24
+    at.button(key="jump_first").click().run()
+    assert at.slider(key="step").value == 1
+    assert "step" not in at.query_params  # the default is not written to the link
+    assert at.button(key="jump_prev").disabled
+    at.button(key="jump_last").click().run()
+    assert at.slider(key="step").value == 25
+    assert at.button(key="jump_next").disabled
+    at.button(key="row_20").click().run()
+    assert at.slider(key="step").value == 20
+    assert at.subheader[0].value == "🔧 Tool call · step 20"
+
+
+def test_jump_targets_follow_cycles_and_errors(demo_store):
+    tl = open_timeline(demo_store, FAILED_CODING)
+    at_18 = jump_targets(tl, tl.position_of(18))
+    assert at_18 == {"first": 1, "prev_cycle": 16, "prev": 17, "next": 19, "next_cycle": 19, "prev_error": None,
+                     "next_error": 23, "last": 25}
+    at_16 = jump_targets(tl, tl.position_of(16))  # a cycle's first step goes back to the previous cycle
+    assert (at_16["prev_cycle"], at_16["next_cycle"]) == (11, 19)
+    at_1 = jump_targets(tl, 0)  # the input step belongs to no cycle
+    assert at_1 == {"first": None, "prev_cycle": None, "prev": None, "next": 2, "next_cycle": 2, "prev_error": None,
+                    "next_error": 18, "last": 25}
+
+
+def test_missing_steps_are_shown_as_missing(demo_store):
+    at = page(TIMELINE, params={"session": GAP_RUN, "step": "42"})
+    assert not at.exception
+    assert any("5 steps never arrived \\(steps 40–44 missing\\)" in w.value for w in at.warning)
+    assert "Step 42 was never received; showing step 45, the next one that was." in [i.value for i in at.info]
+    assert at.subheader[0].value.endswith("step 45")
+    assert "🕳️ *steps 40–44 missing: never received*" in [m.value for m in at.markdown]
+
+
+def test_an_incomplete_run_says_so(demo_store):
+    running = demo_store.list_sessions(SessionFilter(status="running"))[0]["id"]
+    assert demo_store.expire_idle(idle=__import__("datetime").timedelta(0)) == 1
+    at = page(TIMELINE, params={"session": running})
+    assert at.warning[0].value.startswith("Incomplete\\: stopped sending events after")
+    assert any(w.value.startswith("This run stopped sending events at") for w in at.warning)
+
+
+def test_multi_agent_structure(demo_store):
+    at = page(TIMELINE, params={"session": MULTI_AGENT, "step": "9"})
+    assert not at.exception
+    inside = [c.value for c in at.caption if c.value.startswith("Inside:")]
+    assert inside == ["Inside: 🧩 orchestrator\\: weekly competitor brief \\(steps 2–26, 24 ste… › "
+                      "🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13…"]
+    tree = next(m.value for m in at.markdown if m.value.startswith("- "))
+    assert tree.splitlines()[1] == ("    - **🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13 steps inside\\)** "
+                                    "← you are here")
+
+
+def test_structure_of_retries_and_spans(demo_store):
+    tl = open_timeline(demo_store, "demo-03-shipment-status-retries")
+    structure = build_structure(tl.steps)
+    labels = [node_label(tl.steps, n) for n in structure.walk()]
+    assert labels == ["🔁 retries of step 6 (http_get) (steps 6–11, 4 steps inside, 1 error)",
+                      "🔁 retries of step 12 (steps 12–13, 1 step inside)"]
+    assert structure.ancestors(tl.position_of(9)) == [tl.position_of(6)]
+
+
+def test_goal_and_memory_show_when_recorded(demo_store):
+    at = page(TIMELINE, params={"session": "demo-10-browser-change-address", "step": "6"})
+    assert not at.exception
+    assert [t.label for t in at.tabs] == ["What the agent saw", "Totals so far", "Structure", "Review", "Goal & memory"]
+    assert "**Goal**" in [m.value for m in at.markdown]
+
+
+def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
+    at.radio(key="review_target").set_value("Step 18")
+    at.radio(key="review_label").set_value("bad")
+    at.text_area(key="review_text").set_value("Edited callers before reading the tests: see step 19.")
+    at.text_input(key="review_author").set_value("Ana")
+    at.button(key="FormSubmitter:review-Save note").click().run()
+    notes = demo_store.annotations(FAILED_CODING)
+    assert [(n["label"], n["text"], n["author"], n["event_id"]) for n in notes] == [
+        ("bad", "Edited callers before reading the tests: see step 19.", "Ana", "e0018")]
+    note_lines = [m.value for m in at.markdown if m.value.startswith("👎 Bad")]
+    assert note_lines == [f"👎 Bad — Ana: Edited callers before reading the tests\\: see step 19\\. · "
+                          f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"]
+    assert row_buttons(at)[6].endswith("📝 — FF\\.F\\.\\.FF\\.\\.F\\.F\\.\\.")
+    # A run-level note shows under the summary, for everyone opening the run.
+    at.radio(key="review_target").set_value("This run")
+    at.radio(key="review_label").set_value("needs_attention")
+    at.button(key="FormSubmitter:review-Save note").click().run()
+    assert demo_store.count_sessions(SessionFilter(review="needs_attention")) == 1
+    assert any(m.value.startswith("🚩 Needs attention — Ana") for m in at.markdown)
+
+
+def test_editors_can_delete_a_run(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING})
+    assert at.button(key="delete_run").disabled
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete_run").click().run()
+    assert demo_store.get_session(FAILED_CODING) is None
+    assert at.title[0].value == "Runs"
+
+
+def test_viewers_cannot_delete(demo_store, monkeypatch):
+    monkeypatch.setenv("AGENT_REPLAY_PASSWORD", "look")
+    at = page(TIMELINE, params={"session": FAILED_CODING}, state={"role": "viewer"})
+    assert not at.exception
+    assert not [b for b in at.button if b.key == "delete_run"]
+    assert at.title[0].value == "PAY-412: add currency to format_price"
+
+
+def test_unknown_run_in_the_link(demo_store):
+    at = page(TIMELINE, params={"session": "no-such-run"})
+    assert not at.exception
+    assert at.error[0].value.startswith("There is no run with the id “no\\-such\\-run”")
+    assert at.title[0].value == "Timeline"
+    assert "Pick a run in the sidebar, or open one from the **Runs** page." in [c.value for c in at.caption]
+
+
+def test_empty_database(empty_store):
+    at = page(TIMELINE)
+    assert not at.exception
+    assert at.info[0].value.startswith("No runs recorded yet: there is nothing to show on a timeline.")
+
+
+def test_a_run_without_steps(empty_store):
+    ingest(empty_store, [SessionEvent(session_id="bare", name="just opened")])
+    at = page(TIMELINE, params={"session": "bare"})
+    assert not at.exception
+    assert at.info[-1].value.startswith("This run has no steps yet.")
+
+
+def test_a_one_step_run_has_no_slider(empty_store):
+    ingest(empty_store, [StepEvent(session_id="one", type="think", content="only thought")])
+    at = page(TIMELINE, params={"session": "one"})
+    assert not at.exception
+    assert not at.slider
+    assert at.subheader[0].value == "💭 Thought · step 1"
+
+
+def test_text_from_a_trace_is_never_markup(empty_store):
+    evil = "<img src=x onerror=alert(1)> **bold** [link](http://evil.test) :red[red] $x$"
+    ingest(empty_store, [StepEvent(session_id="evil", type="think", content=evil),
+                         StepEvent(session_id="evil", type="decision", content="done")])
+    at = page(TIMELINE, params={"session": "evil", "step": "1"})
+    shown = [m.value for m in at.markdown if "img" in m.value]
+    assert shown == ["\\<img src\\=x onerror\\=alert\\(1\\)\\> \\*\\*bold\\*\\* \\[link\\]\\(http\\:"
+                     "//evil\\.test\\) \\:red\\[red\\] \\$x\\$"]
+    assert not at.html
+
+
+@pytest.mark.parametrize("step", ["5003", "9999"])
+def test_a_ten_thousand_step_run_renders_only_a_window(big_store, step):
+    at = page(TIMELINE, params={"session": BIG, "step": step}, timeout=60)
+    assert not at.exception
+    assert at.metric[0].value == "9,996"
+    assert len(row_buttons(at)) <= 16
+    if step == "5003":
+        assert "Step 5003 was never received; showing step 5005, the next one that was." in [i.value for i in at.info]
+    else:
+        assert at.subheader[0].value == "📦 Tool result · step 9999"
+    assert "1 earlier step" not in texts(at)
