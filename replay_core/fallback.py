@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .recorder import Session, Span, ToolCall, call_arguments, record_exception
+from .recorder import Session, Span, ToolCall, call_arguments, record_exception, signature_of
 
 SCRIPT_AGENT = "script"
 
@@ -56,7 +56,7 @@ class FallbackBlock(Span):
         When it raises, the failure is recorded and the rest of the block is skipped."""
         start = time.perf_counter()
         try:
-            with ToolCall(self.run, name, call_arguments(fn, args, kwargs), agent_id=SCRIPT_AGENT) as call:
+            with ToolCall(self.run, name, call_arguments(signature_of(fn), args, kwargs), agent_id=SCRIPT_AGENT) as call:
                 result = call.done(fn(*args, **kwargs))
         except Exception as exc:
             self.steps.append(Action(name, False, error=exc, duration_ms=(time.perf_counter() - start) * 1000))

@@ -20,7 +20,6 @@ import inspect
 import os
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -39,7 +38,7 @@ _JSON_FIELDS = ("tool_args", "context", "metadata")
 
 
 def _new_id() -> str:
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()  # random like uuid4, at a tenth of its cost
 
 
 def _json_safe(value: Any) -> Any:
@@ -60,11 +59,18 @@ def as_text(value: Any) -> str | None:
     return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def call_arguments(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+def signature_of(fn: Callable) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins have none
+        return None
+
+
+def call_arguments(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> dict[str, Any]:
     """The arguments of a call by parameter name (`self` left out, `**kwargs` spread)."""
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-    except (TypeError, ValueError):
+        bound = signature.bind(*args, **kwargs)
+    except (AttributeError, TypeError):
         return {"args": list(args), "kwargs": kwargs}
     out: dict[str, Any] = {}
     for name, value in bound.arguments.items():
@@ -225,7 +231,7 @@ class Session(_Steps):
             if fields.get(name) is not None:
                 fields[name] = _json_safe(fields[name])
         try:
-            return StepEvent(session_id=self.id, type=type, **fields)
+            return StepEvent(session_id=self.id, type=type, **{k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
             raise ValueError(f"{type} step: {describe_validation_error(exc)}") from None
 
@@ -381,10 +387,11 @@ class Recorder(_Steps):
 
         def decorate(fn: Callable) -> Callable:
             tool_name = name or fn.__name__
+            signature = signature_of(fn)
 
             def begin(args: tuple, kwargs: dict) -> ToolCall:
                 run = self.current
-                return ToolCall(run, tool_name, call_arguments(fn, args, kwargs) if run else {}, auto=True)
+                return ToolCall(run, tool_name, call_arguments(signature, args, kwargs) if run else {}, auto=True)
 
             if inspect.iscoroutinefunction(fn):
 
