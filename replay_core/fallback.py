@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .recorder import Session, Span, ToolCall, call_arguments, record_exception, signature_of
+from .recorder import Session, Span
+from .tool_call import ToolCall, call_arguments, signature_of
 
 SCRIPT_AGENT = "script"
 
@@ -74,7 +75,7 @@ class FallbackBlock(Span):
             if self.error is not None:
                 self.metadata["error_class"] = type(self.error).__name__
             if exc is not None and not handed_over:  # KeyboardInterrupt and the like: no hand-over
-                record_exception(self.run, exc)
+                self.run.record_exception(exc)
                 self.metadata["success"] = self.success = False
                 self.close("error", type(exc).__name__)
             else:
@@ -83,13 +84,13 @@ class FallbackBlock(Span):
 
     def _hand_over(self, exc: Exception) -> None:
         self.error = exc
-        record_exception(self.run, exc, agent_id=SCRIPT_AGENT)
+        self.run.record_exception(exc, agent_id=SCRIPT_AGENT)
         self.agent_invoked = True
         self.success = False
         try:
             self.agent_response = self.agent(self.task, exc)
         except Exception as agent_exc:
             self.agent_error = agent_exc
-            record_exception(self.run, agent_exc, metadata={"during": "fallback agent"})
+            self.run.record_exception(agent_exc, metadata={"during": "fallback agent"})
         else:
             self.success = True

@@ -20,7 +20,6 @@ import inspect
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -30,6 +29,8 @@ from pydantic import ValidationError
 
 from . import config
 from .events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, now_utc
+from .step_order import AutoCall, Held, Reserved, StepOrder
+from .tool_call import ToolCall, as_text, call_arguments, signature_of
 
 _current_run: ContextVar[Session | None] = ContextVar("agent_replay_run", default=None)
 _current_parent: ContextVar[str | None] = ContextVar("agent_replay_parent", default=None)
@@ -44,82 +45,6 @@ def _new_id() -> str:
 def _json_safe(value: Any) -> Any:
     """A JSON copy: later changes to the agent's objects do not change what was recorded."""
     return orjson.loads(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS))
-
-
-def _canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
-def as_text(value: Any) -> str | None:
-    """A tool result as step content: strings as they are, anything else as JSON."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-def signature_of(fn: Callable) -> inspect.Signature | None:
-    try:
-        return inspect.signature(fn)
-    except (TypeError, ValueError):  # some builtins have none
-        return None
-
-
-def call_arguments(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The arguments of a call by parameter name (`self` left out, `**kwargs` spread)."""
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except (AttributeError, TypeError):
-        return {"args": list(args), "kwargs": kwargs}
-    out: dict[str, Any] = {}
-    for name, value in bound.arguments.items():
-        kind = bound.signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_KEYWORD:
-            out.update(value)
-        elif name not in ("self", "cls"):
-            out[name] = list(value) if kind is inspect.Parameter.VAR_POSITIONAL else value
-    return out
-
-
-def record_exception(run: Session, exc: BaseException, **fields: Any) -> None:
-    """An error step for `exc`, once: the innermost span or tool it passed through records it."""
-    if getattr(exc, "_agent_replay_recorded", False):
-        return
-    run.error(exc, **fields)
-    try:
-        exc._agent_replay_recorded = True
-    except AttributeError:  # exceptions with __slots__: may be recorded again further out
-        pass
-
-
-class _Pending:
-    """A model call in flight: steps recorded after it wait until its own steps arrive."""
-
-    __slots__ = ("key", "events", "deadline", "parent", "abandoned")
-
-    def __init__(self, key: str, deadline: float, parent: str | None):
-        self.key, self.deadline, self.parent = key, deadline, parent
-        self.events: list[StepEvent] | None = None
-        self.abandoned = False
-
-
-class _Reserved:
-    """A span's place in the order: it takes its seq when reached; its step comes at close."""
-
-    __slots__ = ("placed", "seq", "event")
-
-    def __init__(self):
-        self.placed, self.seq, self.event = False, None, None
-
-
-class _AutoCall:
-    """A tool call made by a decorated tool: dropped when it repeats a call the model asked for."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, event: StepEvent):
-        self.event = event
 
 
 class _Steps:
@@ -180,12 +105,9 @@ class Session(_Steps):
     with the exception's class when one escapes."""
 
     def __init__(self, recorder: Recorder, session_id: str, *, numbered: bool = True):
-        self.recorder, self.id, self.numbered = recorder, session_id, numbered
+        self.recorder, self.id = recorder, session_id
+        self.order = StepOrder(numbered)
         self.ended = False
-        self._seq = 0
-        self._queue: deque = deque()
-        self._open_calls: dict[str, tuple[str | None, bytes]] = {}  # model tool calls not answered yet
-        self._aliases: dict[str, str] = {}  # decorated tool's call id -> the model's call id
         self._token = None
 
     def _run(self) -> Session:
@@ -198,7 +120,7 @@ class Session(_Steps):
     def __exit__(self, exc_type, exc, tb) -> bool:
         try:
             if exc is not None and not self.ended:
-                record_exception(self, exc)
+                self.record_exception(exc)
                 self.end("failed", outcome=str(exc) or None, error_class=type(exc).__name__)
             elif not self.ended:
                 self.end()
@@ -237,8 +159,22 @@ class Session(_Steps):
 
     def record(self, type: str, **fields: Any) -> str:
         event = self.build(type, **fields)
-        self.recorder._enqueue(self, event)
+        self.add(event)
         return event.event_id
+
+    def add(self, item: StepEvent | AutoCall) -> None:
+        """Queue a built step (or a decorated tool's call) in this run's order."""
+        self.recorder._enqueue(self, item)
+
+    def record_exception(self, exc: BaseException, **fields: Any) -> None:
+        """An error step for `exc`, once: the innermost span or tool it passed through records it."""
+        if getattr(exc, "_agent_replay_recorded", False):
+            return
+        self.error(exc, **fields)
+        try:
+            exc._agent_replay_recorded = True
+        except AttributeError:  # exceptions with __slots__: may be recorded again further out
+            pass
 
 
 class Span:
@@ -261,7 +197,7 @@ class Span:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is not None:
-            record_exception(self.run, exc)
+            self.run.record_exception(exc)
         self.close("error" if exc is not None else "ok", type(exc).__name__ if exc is not None else None)
         return False
 
@@ -273,36 +209,6 @@ class Span:
             metadata=self.metadata or None, **self.fields,
         )
         self.run.recorder._complete(self.run, self._slot, event)
-
-
-class ToolCall:
-    """A tool call being recorded: the call when it starts, then its result or its error, with
-    the duration. Without a run it records nothing and only times the call."""
-
-    def __init__(self, run: Session | None, tool_name: str, args: dict, *, agent_id: str | None = None, auto: bool = False):
-        self.run, self.tool_name, self.agent_id = run, tool_name, agent_id
-        self._t0 = time.perf_counter()
-        if run is not None:
-            event = run.build("tool_call", tool_name=tool_name, tool_args=args, agent_id=agent_id)
-            self.call_id, self.parent_id = event.tool_call_id, event.parent_id
-            run.recorder._enqueue(run, _AutoCall(event) if auto else event)
-
-    def _fields(self) -> dict[str, Any]:
-        return {"tool_name": self.tool_name, "tool_call_id": self.call_id, "agent_id": self.agent_id,
-                "parent_id": self.parent_id, "duration_ms": (time.perf_counter() - self._t0) * 1000}
-
-    def done(self, result: Any) -> Any:
-        if self.run is not None:
-            self.run.tool_result(result=result, **self._fields())
-        return result
-
-    def __enter__(self) -> ToolCall:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc is not None and self.run is not None:
-            record_exception(self.run, exc, **self._fields())
-        return False
 
 
 class Recorder(_Steps):
@@ -330,7 +236,7 @@ class Recorder(_Steps):
         self._logger = None
         self._lock = threading.Lock()
         self._open: dict[str, Session] = {}
-        self._calls: dict[str, tuple[Session, _Pending]] = {}
+        self._calls: dict[str, tuple[Session, Held]] = {}
         self.spool = Spool(spool_dir or default_spool_dir(), sink.key)
         self._shipper = Shipper(sink, self.spool, batch_size=batch_size, interval=flush_interval,
                                 before_send=self._release_expired)
@@ -424,132 +330,54 @@ class Recorder(_Steps):
 
     def call_started(self, run: Session, key: str) -> None:
         """Hold the place of a model call whose steps will come later (from a logging thread)."""
-        if not run.numbered:
+        if not run.order.numbered:
             return
         with self._lock:
-            if key in self._calls:
-                return
-            pending = _Pending(key, time.monotonic() + self.call_timeout, _current_parent.get())
-            self._calls[key] = (run, pending)
-            run._queue.append(pending)
+            if key not in self._calls:
+                self._calls[key] = (run, run.order.hold(key, _current_parent.get(), self.call_timeout))
 
     def call_finished(self, key: str, steps: Callable[[], list[dict]], run: Session | None) -> None:
         """Record a model call's steps (dicts of step fields) in the place `call_started` held,
         or, without one, in `run` now."""
         with self._lock:
-            held = self._calls.pop(key, None)
-        if held is None and run is None:
+            run, held = self._calls.pop(key, (run, None))
+        if run is None:
             return
-        run, pending = held if held is not None else (run, None)
-        parent = pending.parent if pending is not None else _current_parent.get()
+        parent = held.parent if held is not None else _current_parent.get()
         events = [run.build(fields.pop("type"), parent_id=parent, **fields) for fields in steps()]
         with self._lock:
-            if pending is not None and not pending.abandoned:
-                pending.events = events
-                out = self._drain(run)
+            if held is not None:
+                self._shipper.put(run.order.fill(held, events))
             else:
-                out = [e for e in (self._place(run, ev) for ev in events) if e is not None]
-            self._shipper.put(out)
+                self._shipper.put([ready for event in events for ready in run.order.add(event)])
 
-    # ------------------------------------------------------------------ ordering
+    # ------------------------------------------------------------------ ordering (under the lock)
 
-    def _enqueue(self, run: Session, item: StepEvent | _AutoCall) -> None:
+    def _enqueue(self, run: Session, item: StepEvent | AutoCall) -> None:
         with self._lock:
-            if run._queue:
-                run._queue.append(item)
-                out = self._drain(run)
-            else:
-                placed = self._place(run, item)
-                out = [placed] if placed is not None else []
-            self._shipper.put(out)
+            self._shipper.put(run.order.add(item))
 
-    def _reserve(self, run: Session) -> _Reserved:
-        slot = _Reserved()
+    def _reserve(self, run: Session) -> Reserved:
         with self._lock:
-            if run._queue:
-                run._queue.append(slot)
-            else:
-                self._place(run, slot)
-        return slot
+            return run.order.reserve()
 
-    def _complete(self, run: Session, slot: _Reserved, event: StepEvent) -> None:
+    def _complete(self, run: Session, slot: Reserved, event: StepEvent) -> None:
         with self._lock:
-            if slot.placed:
-                event.seq = slot.seq
-                self._shipper.put([event])
-            else:
-                slot.event = event
+            self._shipper.put(run.order.complete(slot, event))
 
-    def _place(self, run: Session, item) -> StepEvent | None:
-        """Number one item in order; resolves decorated tool calls against the model's calls."""
-        if isinstance(item, _Reserved):
-            item.placed = True
-            item.seq = self._number(run)
-            if item.event is not None:
-                item.event.seq = item.seq
-            return item.event
-        if isinstance(item, _AutoCall):
-            event = item.event
-            model_call = self._match_call(run, event)
-            if model_call is not None:
-                run._aliases[event.tool_call_id] = model_call
-                return None
-        else:
-            event = item
-            if event.type == "tool_call" and event.tool_call_id:
-                run._open_calls[event.tool_call_id] = (event.tool_name, _canonical(event.tool_args))
-        if event.type in ("tool_result", "error") and event.tool_call_id:
-            event.tool_call_id = run._aliases.pop(event.tool_call_id, event.tool_call_id)
-            run._open_calls.pop(event.tool_call_id, None)
-        event.seq = self._number(run)
-        return event
-
-    @staticmethod
-    def _number(run: Session) -> int | None:
-        if not run.numbered:
-            return None
-        run._seq += 1
-        return run._seq
-
-    @staticmethod
-    def _match_call(run: Session, event: StepEvent) -> str | None:
-        """The model's open call this execution answers: same tool and arguments, else same tool."""
-        args = _canonical(event.tool_args)
-        same_tool = [cid for cid, (tool, _) in run._open_calls.items() if tool == event.tool_name]
-        exact = [cid for cid in same_tool if run._open_calls[cid][1] == args]
-        chosen = (exact or same_tool or [None])[0]
-        if chosen is not None:
-            del run._open_calls[chosen]
-        return chosen
-
-    def _drain(self, run: Session, *, expire_all: bool = False) -> list[StepEvent]:
-        """Number the queued items up to the first model call still in flight (or past its deadline)."""
-        out: list[StepEvent] = []
-        now = time.monotonic()
-        queue = run._queue
-        while queue:
-            head = queue[0]
-            if isinstance(head, _Pending):
-                if head.events is None and now < head.deadline and not expire_all:
-                    break
-                queue.popleft()
-                if head.events is None:  # given up on: its steps, if they come, are placed when they come
-                    head.abandoned = True
-                    self._calls.pop(head.key, None)
-                items = head.events or ()
-            else:
-                queue.popleft()
-                items = (head,)
-            out.extend(e for e in (self._place(run, item) for item in items) if e is not None)
-        return out
+    def _in_flight(self) -> bool:
+        with self._lock:
+            return any(not held.abandoned for _, held in self._calls.values())
 
     def _release_expired(self, *, expire_all: bool = False) -> None:
+        """Let steps waiting behind model calls past their deadline go (all of them when closing)."""
         with self._lock:
-            runs = {id(r): r for r, _ in self._calls.values()}
-            runs.update({id(r): r for r in self._open.values()})
+            runs = {id(r): r for r in self._open.values()}
+            runs.update({id(r): r for r, _ in self._calls.values()})
             for run in runs.values():
-                if run._queue:
-                    self._shipper.put(self._drain(run, expire_all=expire_all))
+                if run.order.waiting:
+                    self._shipper.put(run.order.release(expire_all=expire_all))
+            self._calls = {key: (run, held) for key, (run, held) in self._calls.items() if not held.abandoned}
 
     # ------------------------------------------------------------------ delivery
 
@@ -560,7 +388,7 @@ class Recorder(_Steps):
     def close(self, settle: float = 5.0) -> bool:
         """Wait up to `settle` seconds for model calls in flight, deliver, stop. True when all was delivered."""
         deadline = time.monotonic() + settle
-        while self._calls and time.monotonic() < deadline:
+        while self._in_flight() and time.monotonic() < deadline:
             time.sleep(0.01)
         if self._logger is not None:
             self._logger.detach()
