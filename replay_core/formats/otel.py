@@ -20,6 +20,7 @@ import base64
 import binascii
 import json
 import re
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -154,7 +155,7 @@ def any_value(value: Any) -> Any:
         if name == "stringvalue" or name == "boolvalue":
             return item
         if name == "intvalue":
-            return int(item)
+            return safe_ints(int(item))
         if name == "doublevalue":
             return float(item)
         if name == "arrayvalue":
@@ -251,13 +252,14 @@ def sdk_span(raw: Any, where: str, document: dict | None) -> Span:
         raise ValueError("context.trace_id and context.span_id are required")
     status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
     events = [
-        {"name": e.get("name"), "time_ns": to_ns(e.get("timestamp")), "attributes": oa.flatten(e.get("attributes") or {})}
+        {"name": e.get("name"), "time_ns": to_ns(e.get("timestamp")),
+         "attributes": safe_ints(oa.flatten(e.get("attributes") or {}))}
         for e in raw.get("events") or []
         if isinstance(e, dict)
     ]
     resource = raw.get("resource") if isinstance(raw.get("resource"), dict) else {}
     trace_state = context.get("trace_state")
-    otel = {"kind": kind_of(raw.get("kind", raw.get("span_kind"))), "links": raw.get("links") or None,
+    otel = {"kind": kind_of(raw.get("kind", raw.get("span_kind"))), "links": safe_ints(raw.get("links")) or None,
             "trace_state": trace_state if trace_state not in ("[]", {}, {"entries": {}}) else None}
     return Span(
         trace_id=trace_id,
@@ -268,9 +270,9 @@ def sdk_span(raw: Any, where: str, document: dict | None) -> Span:
         end_ns=to_ns(raw.get("end_time")),
         status=status_of(status.get("status_code", raw.get("status_code"))),
         status_message=status.get("description") or raw.get("status_message") or None,
-        attributes=oa.flatten(raw.get("attributes") or {}),
+        attributes=safe_ints(oa.flatten(raw.get("attributes") or {})),
         events=events,
-        resource=oa.flatten(resource.get("attributes") or {}),
+        resource=safe_ints(oa.flatten(resource.get("attributes") or {})),
         otel=otel,
         where=where,
         document=document,
@@ -310,7 +312,7 @@ def sdk_spans(data: bytes, filename: str) -> Iterator[Span | BadRecord]:
     for line, value in json_values(data, filename):
         where = f"{filename}:{line}"
         if isinstance(value, dict) and isinstance(value.get("spans"), list):
-            document = {k: v for k, v in value.items() if k != "spans"}
+            document = safe_ints({k: v for k, v in value.items() if k != "spans"})
             items = [(f"{where} spans[{i}]", s) for i, s in enumerate(value["spans"])]
         elif isinstance(value, list):
             document, items = None, [(f"{where} [{i}]", s) for i, s in enumerate(value)]
@@ -433,9 +435,10 @@ def _read_session(draft: SessionDraft) -> None:
             draft.parts.append(part)
         elif kind != oa.TOOL:
             draft.parts.append(_other_part(span, attrs[id(span)], kind))
+    open_calls = _OpenCalls(emitted)
     for span in draft.spans:
         if classes[id(span)] == oa.TOOL:
-            draft.parts += _tool_parts(span, attrs[id(span)], emitted)
+            draft.parts += _tool_parts(span, attrs[id(span)], open_calls)
     for part in draft.parts:
         part.fields.setdefault("agent_id", agents[id(part.span)])
     model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
@@ -444,10 +447,7 @@ def _read_session(draft: SessionDraft) -> None:
             fields = {"type": "tool_call", "tool_name": c.call["name"], "tool_args": c.call["arguments"],
                       "tool_call_id": c.call["id"], "timestamp": ns_time(c.span.end_ns), "agent_id": agents[id(c.span)]}
             draft.parts.append(Part(c.span, f"call.{c.index}", fields, c.span.end_ns, True))
-    for span in draft.spans:
-        if span.parent_id is None and classes[id(span)] != oa.MODEL and not model_usage:
-            _take_usage(draft, span, attrs[id(span)])
-    _session_fields(draft, attrs, classes)
+    _session_fields(draft, attrs, classes, model_usage)
     for part in draft.parts:
         if part.role == "step":
             part.fields["metadata"] = _step_metadata(part.span, attrs[id(part.span)])
@@ -490,9 +490,9 @@ def _model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     return Part(span, "step", fields, span.start_ns, False), calls
 
 
-def _tool_parts(span: Span, a: oa.Attrs, emitted: list[_Call]) -> list[Part]:
+def _tool_parts(span: Span, a: oa.Attrs, emitted: _OpenCalls) -> list[Part]:
     name, call_id, args = oa.tool_name(a, span.name), oa.tool_call_id(a), oa.tool_args(a)
-    match = _match_call(span, name, call_id, args, emitted)
+    match = emitted.answer(span, name, call_id, args)
     if match is not None:
         call_id = call_id or match.call["id"]
         args = args if args is not None else match.call["arguments"]
@@ -509,18 +509,31 @@ def _tool_parts(span: Span, a: oa.Attrs, emitted: list[_Call]) -> list[Part]:
     return [Part(span, "step", call, span.start_ns, False), Part(span, "result", result, span.end_ns, True)]
 
 
-def _match_call(span: Span, name: str, call_id: str | None, args: Any, emitted: list[_Call]) -> _Call | None:
-    """The model-emitted call this tool execution answers: same id, else same name and arguments, else same name."""
-    open_calls = [c for c in emitted if not c.matched]
-    found = next((c for c in open_calls if call_id and c.call["id"] == call_id), None)
-    if found is None:
-        earlier = [c for c in open_calls
-                   if (c.call["id"] is None or call_id is None) and (c.span.start_ns or 0) <= (span.start_ns or 0)]
-        same_name = [c for c in earlier if c.call["name"] == name]
-        found = next((c for c in same_name if args is None or c.call["arguments"] == args), same_name[0] if same_name else None)
-    if found is not None:
-        found.matched = True
-    return found
+class _OpenCalls:
+    """Calls models emitted that no tool span has answered yet, findable by id in O(1)."""
+
+    def __init__(self, calls: list[_Call]):
+        self.open = list(calls)
+        self.by_id: dict[str, deque[_Call]] = defaultdict(deque)
+        for c in calls:
+            if c.call["id"]:
+                self.by_id[c.call["id"]].append(c)
+
+    def answer(self, span: Span, name: str, call_id: str | None, args: Any) -> _Call | None:
+        """The call this tool execution answers: same id, else (ids missing) same name and arguments, else same name."""
+        found = self.by_id[call_id].popleft() if call_id and self.by_id.get(call_id) else None
+        if found is None:
+            start = span.start_ns or 0
+            same_name = [c for c in self.open if c.call["name"] == name and (c.call["id"] is None or call_id is None)
+                         and (c.span.start_ns or 0) <= start]
+            exact = (c for c in same_name if args is None or c.call["arguments"] == args)
+            found = next(exact, same_name[0] if same_name else None)
+            if found is not None and found.call["id"]:
+                self.by_id[found.call["id"]].remove(found)
+        if found is not None:
+            found.matched = True
+            self.open.remove(found)
+        return found
 
 
 def _other_part(span: Span, a: oa.Attrs, kind: str) -> Part:
@@ -536,16 +549,16 @@ def _other_part(span: Span, a: oa.Attrs, kind: str) -> Part:
     return Part(span, "step", fields, span.start_ns, False)
 
 
-def _take_usage(draft: SessionDraft, span: Span, a: oa.Attrs) -> None:
-    """Run-level token and cost totals on a root span, when no model call reports its own."""
+def _run_totals(a: oa.Attrs) -> dict[str, Any]:
+    """Token and cost totals a root span records for the whole run, for the session's metadata
+    (where every importer keeps totals no step carries)."""
     if not oa.has_usage(a):
-        return
-    part = next(p for p in draft.parts if p.span is span and p.role == "step")
-    part.fields["tokens_in"], part.fields["tokens_out"] = oa.tokens(a)
-    part.fields["cost_usd"] = oa.cost(a)
+        return {}
+    tokens_in, tokens_out = oa.tokens(a)
+    return {k: v for k, v in (("tokens_in", tokens_in), ("tokens_out", tokens_out), ("cost_usd", oa.cost(a))) if v is not None}
 
 
-def _session_fields(draft: SessionDraft, attrs: dict[int, oa.Attrs], classes: dict[int, str]) -> None:
+def _session_fields(draft: SessionDraft, attrs: dict[int, oa.Attrs], classes: dict[int, str], model_usage: bool) -> None:
     roots = [s for s in draft.spans if s.parent_id is None]
     first = roots[0] if roots else None
     fields: dict[str, Any] = {}
@@ -558,7 +571,8 @@ def _session_fields(draft: SessionDraft, attrs: dict[int, oa.Attrs], classes: di
         fields["model"] = step.fields.get("model") or next(models, None)
         resource = first.resource
         fields["environment"] = resource.get("deployment.environment.name") or resource.get("deployment.environment")
-        fields["metadata"] = _session_metadata(draft, first)
+        totals = {} if model_usage or classes[id(first)] == oa.MODEL else _run_totals(a)
+        fields["metadata"] = _session_metadata(draft, first) | totals
         failed = [s for s in draft.spans if s.status == "error" and (s.parent_id is None or classes[id(s)] == oa.AGENT)]
         if failed:
             error_class, message = _failure(failed[0], attrs[id(failed[0])])
@@ -581,7 +595,7 @@ def _document_outcome(document: dict | None) -> str | None:
     return oa.text(value)
 
 
-def _session_metadata(draft: SessionDraft, first: Span) -> dict | None:
+def _session_metadata(draft: SessionDraft, first: Span) -> dict[str, Any]:
     otel = {"trace_ids": list(dict.fromkeys(s.trace_id for s in draft.spans))}
     resource = {k: v for k, v in first.resource.items() if k != SESSION_OVERRIDE and not k.startswith("deployment.environment")}
     if resource:
@@ -590,7 +604,7 @@ def _session_metadata(draft: SessionDraft, first: Span) -> dict | None:
     document = {k: v for k, v in (first.document or {}).items() if k != "final_output"}
     if document:
         out["document"] = document
-    return safe_ints(out)
+    return out
 
 
 def _step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
@@ -607,7 +621,7 @@ def _step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
     leftover = {k: v for k, v in a.leftover().items() if not k.startswith(OVERRIDE)}
     if leftover:
         out["attributes"] = leftover
-    return safe_ints(out)
+    return out
 
 
 # ---------------------------------------------------------------------------- overrides, order, validation

@@ -58,9 +58,9 @@ class Attrs:
             self.used.add(prefix)
             return [flatten(item) if isinstance(item, dict) else {"": item} for item in direct]
         items: dict[int, dict[str, Any]] = {}
-        pattern = _index_pattern(prefix)
+        pattern, start = _index_pattern(prefix), prefix + "."
         for key, value in self.values.items():
-            match = pattern.match(key)
+            match = pattern.match(key) if key.startswith(start) else None
             if match:
                 items.setdefault(int(match.group(1)), {})[match.group(2)] = value
                 self.used.add(key)
