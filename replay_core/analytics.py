@@ -36,7 +36,7 @@ DTYPES = {
     "environment": pl.String, "agent_version": pl.String, "status": pl.String, "error_class": pl.String,
     "started_at": UTC_TIME, "ended_at": UTC_TIME, "first_error_at": UTC_TIME, "tags": pl.List(pl.String),
     "meta_tokens_in": pl.Float64, "meta_tokens_out": pl.Float64, "meta_cost_usd": pl.Float64,  # JSON numbers
-    "replay_of": pl.String, "replay_model": pl.String, "divergence_seq": pl.Float64,
+    "replay_of": pl.String, "replay_model": pl.String, "replay_outcome": pl.String,
     "steps": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cost_usd": pl.Float64,
     "cost_unknown_steps": pl.Int64, "retried_steps": pl.Int64, "errored_steps": pl.Int64,
     "blocked_steps": pl.Int64, "approvals": pl.Int64, "fallback_blocks": pl.Int64, "fallback_agent": pl.Int64,
@@ -137,7 +137,6 @@ def _derive(runs: pl.DataFrame) -> pl.DataFrame:
         *(pl.col(c).fill_null(0) for c in COUNTS),
         tokens_in=pl.coalesce("tokens_in", pl.col("meta_tokens_in").cast(pl.Int64), pl.lit(0)),
         tokens_out=pl.coalesce("tokens_out", pl.col("meta_tokens_out").cast(pl.Int64), pl.lit(0)),
-        divergence_seq=pl.col("divergence_seq").cast(pl.Int64),
         cost_usd=pl.coalesce("cost_usd", "meta_cost_usd"),
         cost_from_session=step_cost.is_null() & pl.col("meta_cost_usd").is_not_null(),
         duration_ms=pl.when(pl.col("status") != "running").then(_ms_between("started_at", "ended_at")),
@@ -319,13 +318,21 @@ def loops(data: RunData, by: str | None = None) -> pl.DataFrame:
 
 
 def fanout(store: Store, session_id: str) -> pl.DataFrame:
-    """A run and its what-if replays side by side: model, status, divergence, tokens, cost, latency."""
+    """A run and its what-if replays side by side: model, status, where each replay first
+    parted from the run (by `compare`: the run's seq and a sentence), tokens, cost, latency."""
+    from .compare import compare
+
     original = load(store, SessionFilter(ids=(session_id,))).runs.with_columns(role=pl.lit("original"))
     replays = load(store, SessionFilter(replay_of=session_id)).runs.with_columns(role=pl.lit("replay"))
-    both = pl.concat([original, replays])
-    return both.select(
-        "role", "session_id", pl.coalesce("replay_model", "model").alias("model"), "status", "divergence_seq",
-        "tokens_in", "tokens_out", "cost_usd", "duration_ms",
+    found = {rid: compare(store, session_id, rid).first_divergence for rid in replays["session_id"]}
+    divergence = pl.DataFrame(
+        {"session_id": list(found), "divergence_seq": [d and d.a_seq for d in found.values()],
+         "divergence": [d and d.summary for d in found.values()]},
+        schema={"session_id": pl.String, "divergence_seq": pl.Int64, "divergence": pl.String},
+    )
+    return pl.concat([original, replays]).join(divergence, on="session_id", how="left").select(
+        "role", "session_id", pl.coalesce("replay_model", "model").alias("model"), "status", "replay_outcome",
+        "divergence_seq", "divergence", "tokens_in", "tokens_out", "cost_usd", "duration_ms",
         pl.col("step_durations").list.eval(pl.element().quantile(0.5, "linear")).list.first().alias("step_p50_ms"),
     ).sort("role", "model", "session_id", nulls_last=True)
 

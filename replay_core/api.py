@@ -29,14 +29,14 @@ from .auth import Access
 from .events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent
 from .ingest import IngestReport, ingest
 from .snapshot import state_at
-from .store import REVIEW_LABELS, SessionFilter, Store
+from .store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store
 from .timeline import open_timeline
 
 API_PREFIX = "/api/v1"
 SOURCE = "http"
 MAX_LIMIT = 500
 MAX_LISTED_ERRORS = 50
-FILTER_FIELDS = ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of")
+FILTER_FIELDS = ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of", "failed_tool", "error_class")
 REVIEW_STATES = (*REVIEW_LABELS, "unreviewed")
 OTLP_MEDIA = ("application/x-protobuf", "application/protobuf", "application/json")
 
@@ -104,6 +104,7 @@ def session_filter(params: Mapping[str, str], *, strict: bool = True) -> Session
         checked(name, str)
     checked("status", one_of("status", tuple(s.value for s in SessionStatus)))
     checked("review", one_of("review", REVIEW_STATES))
+    checked("has", one_of("has", HAS_FLAGS))
     checked("since", lambda raw: _parse_when("since", raw, end=False))
     checked("until", lambda raw: _parse_when("until", raw, end=True))
     text = (params.get("q") or "").strip()

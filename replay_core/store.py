@@ -515,7 +515,7 @@ class Store:
             sessions.c.tags, self._json_number(meta, "tokens_in").label("meta_tokens_in"),
             self._json_number(meta, "tokens_out").label("meta_tokens_out"), self._json_number(meta, "cost_usd").label("meta_cost_usd"),
             sessions.c.replay_of, sessions.c.replay_config["model"].as_string().label("replay_model"),
-            self._json_number(meta, "divergence_seq").label("divergence_seq"),
+            meta["replay_outcome"].as_string().label("replay_outcome"),
         ).where(*self._filter_clause(flt)).order_by(sessions.c.started_at, sessions.c.id)
         with self.engine.connect() as conn:
             return self._rows(conn, query)

@@ -309,29 +309,38 @@ def test_empty_database(store):
 
 
 def test_fanout_side_by_side(store):
-    base = [
-        session("s", 1, 8, model="gpt-4o"),
-        step("s", 1, "think", 1, 8, 1, duration_ms=400, tokens_in=100, tokens_out=10, cost_usd=0.01),
-        step("s", 2, "decision", 1, 8, 2, duration_ms=600, tokens_in=120, tokens_out=12, cost_usd=0.012),
-        end("s", "succeeded", 1, 8, 3),
-    ]
-    for rid, model, status, diverged, ms in (("r1", "gpt-4o-mini", "succeeded", None, 200), ("r2", "claude", "failed", 2, 900)):
-        base += [
-            session(rid, 1, 9, model=model, replay_of="s", replay_from=1, replay_to=2, replay_config={"model": model},
-                    metadata={"divergence_seq": diverged} if diverged else None),
-            step(rid, 1, "think", 1, 9, 1, duration_ms=ms, tokens_in=100, tokens_out=20),
-            end(rid, status, 1, 9, 5),
+    def run(sid, hour, query, *, ms, cost, **fields):
+        return [
+            session(sid, 1, hour, **fields),
+            step(sid, 1, "think", 1, hour, 1, content="look it up", duration_ms=ms, tokens_in=100, tokens_out=10, cost_usd=cost),
+            step(sid, 2, "tool_call", 1, hour, 2, tool_name="search", tool_args={"q": query}, tool_call_id="c1", duration_ms=10),
+            step(sid, 3, "tool_result", 1, hour, 3, tool_name="search", tool_call_id="c1", content="found", duration_ms=30),
+            step(sid, 4, "decision", 1, hour, 4, content="done", duration_ms=ms, tokens_in=120, tokens_out=12, cost_usd=cost),
         ]
-    ingest(store, [parse_event({"schema": "agent-replay/v1", **o}) for o in base])
-    table = analytics.fanout(store, "s")
-    assert rows(table) == [
-        {"role": "original", "session_id": "s", "model": "gpt-4o", "status": "succeeded", "divergence_seq": None,
-         "tokens_in": 220, "tokens_out": 22, "cost_usd": pytest.approx(0.022), "duration_ms": 3000.0, "step_p50_ms": 500.0},
-        {"role": "replay", "session_id": "r2", "model": "claude", "status": "failed", "divergence_seq": 2,
-         "tokens_in": 100, "tokens_out": 20, "cost_usd": None, "duration_ms": 5000.0, "step_p50_ms": 900.0},
-        {"role": "replay", "session_id": "r1", "model": "gpt-4o-mini", "status": "succeeded", "divergence_seq": None,
-         "tokens_in": 100, "tokens_out": 20, "cost_usd": None, "duration_ms": 5000.0, "step_p50_ms": 200.0},
+
+    def replay(model):
+        return {"model": model, "replay_of": "s", "replay_from": 1, "replay_to": 4, "replay_config": {"model": model}}
+
+    events = [
+        *run("s", 8, "x", ms=400, cost=0.01, model="gpt-4o"), end("s", "succeeded", 1, 8, 5),
+        *run("r1", 9, "x", ms=200, cost=None, **replay("gpt-4o-mini"), metadata={"replay_outcome": "completed"}),
+        end("r1", "succeeded", 1, 9, 6),
+        *run("r2", 10, "y", ms=900, cost=0.05, **replay("claude"), metadata={"replay_outcome": "diverged"})[:3],
+        end("r2", "incomplete", 1, 10, 3),
     ]
+    ingest(store, [parse_event({"schema": "agent-replay/v1", **o}) for o in events])
+    table = analytics.fanout(store, "s")
+    assert table.drop("divergence").to_dicts() == [
+        {"role": "original", "session_id": "s", "model": "gpt-4o", "status": "succeeded", "replay_outcome": None,
+         "divergence_seq": None, "tokens_in": 220, "tokens_out": 22, "cost_usd": 0.02, "duration_ms": 5000.0,
+         "step_p50_ms": 215.0},  # durations 10 30 400 400: (30 + 400) / 2
+        {"role": "replay", "session_id": "r2", "model": "claude", "status": "incomplete", "replay_outcome": "diverged",
+         "divergence_seq": 2, "tokens_in": 100, "tokens_out": 10, "cost_usd": 0.05, "duration_ms": 3000.0, "step_p50_ms": 455.0},  # think 900, call 10
+        {"role": "replay", "session_id": "r1", "model": "gpt-4o-mini", "status": "succeeded", "replay_outcome": "completed",
+         "divergence_seq": None, "tokens_in": 220, "tokens_out": 22, "cost_usd": None, "duration_ms": 6000.0, "step_p50_ms": 115.0},
+    ]
+    said = dict(zip(table["session_id"], table["divergence"], strict=True))
+    assert said["s"] is None and said["r1"] is None and "search" in said["r2"] and "'y'" in said["r2"]
 
 
 # ---------------------------------------------------------------------------- the demo runs
