@@ -29,23 +29,26 @@ PAGES = [
 ]
 
 
-def navigation():
+def navigation(*, visible: bool):
+    """The pages that exist; registered even behind the door, so a deep link survives signing in."""
     sections: dict[str, list[st.Page]] = {}
     for path, title, icon, url, section in PAGES:
         if (HERE / path).exists():
             page = st.Page(path, title=title, icon=icon, url_path=url, default=url == "runs")
             sections.setdefault(section, []).append(page)
-    return st.navigation(sections)
+    return st.navigation(sections, position="sidebar" if visible else "hidden")
 
 
 def main() -> None:
     from ui.common import expire_idle, get_store
-    from ui.login import gate, sign_out_button
+    from ui.login import sign_in, sign_out_button, signed_in_role
 
     st.set_page_config(page_title="Agent Replay", page_icon="⏪", layout="wide")
-    gate()
+    role = signed_in_role()
+    nav = navigation(visible=role is not None)
+    if role is None:
+        sign_in()
     expire_idle(get_store())
-    nav = navigation()
     sign_out_button()
     nav.run()
 

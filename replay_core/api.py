@@ -213,14 +213,15 @@ class IngestAPI:
 
     def routes(self) -> list[Route]:
         guarded = self._guarded
+        sid = "{session_id:path}"  # ids may hold "/" (sent URL-encoded); the specific routes come first
         return [
             Route("/healthz", self._wrap(self.healthz), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions", guarded(self.create_session), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions", guarded(self.list_sessions), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{{session_id}}", guarded(self.get_session), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{{session_id}}/steps", guarded(self.add_steps), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions/{{session_id}}/end", guarded(self.end_session), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions/{{session_id}}/snapshot", guarded(self.snapshot), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/steps", guarded(self.add_steps), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/end", guarded(self.end_session), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/snapshot", guarded(self.snapshot), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}", guarded(self.get_session), methods=["GET"]),
             Route("/v1/traces", guarded(self.otlp_traces), methods=["POST"]),
         ]
 

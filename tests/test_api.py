@@ -497,3 +497,16 @@ def test_otlp_body_limit(client, store):
     res = client.post("/v1/traces", content=body, headers={**AUTH, "Content-Type": "application/x-protobuf"})
     assert res.status_code == 413
     assert store.count_sessions() == 0
+
+
+def test_session_ids_with_slashes_and_spaces(client, store):
+    from urllib.parse import quote
+
+    sid = "team-a/run 7"
+    path = f"/api/v1/sessions/{quote(sid, safe='')}"
+    assert client.post("/api/v1/sessions", json={"session_id": sid}, headers=AUTH).status_code == 200
+    assert client.post(f"{path}/steps", json=steps(4), headers=AUTH).json()["steps"] == 4
+    assert client.get(f"{path}/snapshot?step=2", headers=AUTH).json()["seq"] == 2
+    assert client.post(f"{path}/end", json={"status": "failed"}, headers=AUTH).status_code == 200
+    assert client.get(path, headers=AUTH).json()["session"]["status"] == "failed"
+    assert store.get_session(sid)["steps"] == 4

@@ -25,8 +25,8 @@ def _signed_in_email() -> str | None:
         return None
 
 
-def gate() -> str:
-    """Return the visitor's role, or draw the sign-in form and stop the run."""
+def signed_in_role() -> str | None:
+    """The visitor's role, or None while the door is closed for them."""
     secrets = _secrets()
     access = Access.load(secrets=secrets)
     oidc = "auth" in secrets
@@ -36,9 +36,13 @@ def gate() -> str:
     email = _signed_in_email() if oidc else None
     if email:
         st.session_state["role"] = access.role_for_email(email)
-    if "role" in st.session_state:
-        return st.session_state["role"]
-    _sign_in_form(access, oidc)
+    return st.session_state.get("role")
+
+
+def sign_in() -> None:
+    """Draw the door (password form and/or single sign-on button) and stop the run."""
+    secrets = _secrets()
+    _sign_in_form(Access.load(secrets=secrets), "auth" in secrets)
     st.stop()
 
 

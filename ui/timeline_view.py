@@ -93,19 +93,16 @@ def scrubber(tl: Timeline, noted: set[int]) -> int:
     pos = tl.position_of(seq)
     targets = jump_targets(tl, pos)
     buttons = [
-        ("first", "First", ":material/first_page:"), ("prev_cycle", "Cycle", ":material/fast_rewind:"),
-        ("prev", "Step", ":material/chevron_left:"), ("next", "Step", ":material/chevron_right:"),
-        ("next_cycle", "Cycle", ":material/fast_forward:"), ("prev_error", "Error", ":material/arrow_back:"),
-        ("next_error", "Error", ":material/arrow_forward:"), ("last", "Last", ":material/last_page:"),
+        ("first", "First", ":material/first_page:"), ("prev_cycle", "Previous cycle", ":material/fast_rewind:"),
+        ("prev", "Previous", ":material/chevron_left:"), ("next", "Next", ":material/chevron_right:"),
+        ("next_cycle", "Next cycle", ":material/fast_forward:"), ("prev_error", "Previous error", ":material/arrow_back:"),
+        ("next_error", "Next error", ":material/arrow_forward:"), ("last", "Last", ":material/last_page:"),
     ]
-    tips = {"first": "First step", "prev_cycle": "Start of this or the previous cycle", "prev": "Previous step",
-            "next": "Next step", "next_cycle": "Start of the next cycle", "prev_error": "Previous error",
-            "next_error": "Next error", "last": "Last step"}
-    for col, (name, label, icon) in zip(st.columns(len(buttons), gap="small"), buttons, strict=True):
-        target = targets[name]
-        where = f": step {target}" if target is not None else ": nowhere to go"
-        col.button(label, key=f"jump_{name}", icon=icon, disabled=target is None, on_click=_go, args=(target,),
-                   width="stretch", help=tips[name] + where, shortcut=SHORTCUTS.get(name))
+    with st.container(horizontal=True, gap="small"):
+        for name, label, icon in buttons:
+            target = targets[name]
+            st.button(label, key=f"jump_{name}", icon=icon, disabled=target is None, on_click=_go, args=(target,),
+                      help=f"Step {target}" if target is not None else "Nowhere to go", shortcut=SHORTCUTS.get(name))
     if tl.steps[pos].seq != seq:
         st.info(f"Step {seq} was never received; showing step {tl.steps[pos].seq}, the next one that was.")
     return pos

@@ -1,0 +1,90 @@
+"""One browser smoke test: Debian's Chromium, driven by Playwright, on the served app with the demo runs.
+
+Screenshots go to test-output/browser/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from apptest_helpers import FAILED_CODING, REPO, demo_db, served_app  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+OUT = REPO / "test-output" / "browser"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def settled(pg) -> None:
+    """Wait until Streamlit has finished the run: no skeletons, no 'running' indicator."""
+    pg.wait_for_selector("[data-testid=stAppViewContainer]", timeout=30_000)
+    pg.wait_for_function(
+        "() => !document.querySelector('[data-testid=stSkeleton]') && !document.querySelector('[data-testid=stStatusWidget]')",
+        timeout=30_000,
+    )
+
+
+def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
+    OUT.mkdir(parents=True, exist_ok=True)
+    db = tmp_path / "demo.db"
+    shutil.copy(demo_db, db)
+    with served_app(f"sqlite:///{db}") as base:
+        pg = browser.new_page(viewport={"width": 1500, "height": 1400})
+        # A deep link first, on a fresh server: it must go through the entry script's navigation.
+        pg.goto(f"{base}/timeline?session={FAILED_CODING}&step=18")
+        settled(pg)
+        pg.get_by_text("PAY-412: add currency to format_price").first.wait_for()
+        pg.get_by_text("Tool result · step 18").wait_for()
+        settled(pg)
+        body = pg.inner_text("body")
+        assert "Failed after 8 cycles (25 steps); first error at step 18" in body
+        assert "Tool result · step 18" in body
+        assert "This step failed: TestFailure." in body
+        assert "Import" in pg.inner_text("[data-testid=stSidebarNav]")
+        assert "streamlit app" not in pg.inner_text("[data-testid=stSidebarNav]")
+        pg.screenshot(path=str(OUT / "timeline.png"), full_page=True)
+        # The next-error button moves the cursor and the address bar.
+        pg.locator(".st-key-jump_next_error button").first.click()
+        pg.wait_for_url("**step=23**")
+        pg.get_by_text("Tool result · step 23").wait_for()
+        # The runs list.
+        pg.goto(base)
+        settled(pg)
+        pg.get_by_text("18 runs").wait_for()
+        settled(pg)
+        assert pg.locator("[data-testid=stDataFrame]").count() == 1
+        pg.screenshot(path=str(OUT / "runs.png"), full_page=True)
+
+
+def test_the_door_holds_on_a_deep_link(browser, demo_db, tmp_path):
+    db = tmp_path / "demo.db"
+    shutil.copy(demo_db, db)
+    with served_app(f"sqlite:///{db}", AGENT_REPLAY_PASSWORD="look-only") as base:
+        pg = browser.new_page(viewport={"width": 1200, "height": 900})
+        pg.goto(f"{base}/timeline?session={FAILED_CODING}")
+        pg.get_by_text("This dashboard is private.").wait_for()
+        settled(pg)
+        body = pg.inner_text("body")
+        assert "This dashboard is private. Sign in to see the runs." in body
+        assert "PAY-412" not in body
+        pg.locator("input[type=password]").fill("look-only")
+        pg.get_by_role("button", name="Sign in").click()
+        pg.get_by_text("PAY-412: add currency to format_price").first.wait_for(timeout=30_000)
+        assert "/timeline?session=" in pg.url  # the deep link survived the door
+        settled(pg)
+        pg.screenshot(path=str(OUT / "signed-in.png"), full_page=True)
