@@ -69,16 +69,16 @@ class Span:
 
 
 def to_ns(value: Any) -> int | None:
-    """Epoch nanoseconds from nanoseconds (int or text) or ISO-8601 text; None when absent."""
+    """Epoch nanoseconds from an epoch number (ns as OTLP writes it; µs, ms or s told by size) or ISO-8601 text."""
     if value is None or value == "" or isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value or None
-    if isinstance(value, float):
-        return int(value) or None
     text = str(value).strip()
-    if text.isdigit():
-        return int(text) or None
+    if isinstance(value, int | float) or text.isdigit():
+        number = int(text) if text.isdigit() else value
+        for limit, scale in ((1e17, 1), (1e14, 1_000), (1e11, 1_000_000)):
+            if number >= limit:
+                return int(number * scale)
+        return int(number * 1_000_000_000) or None
     parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return (parsed - EPOCH) // timedelta(microseconds=1) * 1000

@@ -20,7 +20,6 @@ import hashlib
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import IO, Any
 
 import orjson
@@ -34,6 +33,7 @@ SCOPE = {"name": "agent-replay"}
 ENVELOPE = ("schema_", "session_id", "kind")
 SESSION_FIELDS = tuple(f for f in SessionEvent.model_fields if f not in ENVELOPE)
 STEP_FIELDS = tuple(f for f in StepEvent.model_fields if f not in ENVELOPE)
+STEP_DEFAULTS = {name: f.default for name, f in StepEvent.model_fields.items() if not f.is_required()}
 MODEL_TYPES = ("think", "decision")
 TURN_BREAKS = ("think", "decision", "input", "span")  # a model's tool calls are the ones before the next of these
 SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
@@ -59,8 +59,6 @@ def _hex(*parts: str, size: int) -> str:
 
 def _json(value: Any) -> Any:
     """A value as JSON data (datetimes as ISO text), for comparing and for override attributes."""
-    if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
     return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z))
 
 
@@ -93,16 +91,15 @@ class _Planner:
     def plan(self) -> list[_Planned]:
         answers = self._answers()
         answered = set(answers.values())
-        listed = self._listed_calls()
+        made_by = self._calls_made()
+        in_chat = {j for calls in made_by.values() for j in calls if j not in answers}  # travel inside their chat span
         for i, step in enumerate(self.steps):
-            if i in answered or (step.type == "tool_call" and i not in answers and i in listed.get("any", ())):
+            if i in answered or i in in_chat:
                 continue
             if step.type in MODEL_TYPES:
-                calls = [self.steps[j] for j in listed.get(i, ())]
-                planned = self._chat(step, calls)
-                for n, j in enumerate(listed.get(i, ())):
-                    if j not in answers:
-                        planned.roles[f"call.{n}"] = self.steps[j]
+                calls = made_by.get(i, [])
+                planned = self._chat(step, [self.steps[j] for j in calls])
+                planned.roles.update({f"call.{n}": self.steps[j] for n, j in enumerate(calls) if j in in_chat})
             elif step.type == "tool_call" and i in answers:
                 planned = self._tool(step, self.steps[answers[i]])
             elif step.type == "span":
@@ -118,27 +115,23 @@ class _Planner:
         waiting: dict[tuple, deque[int]] = defaultdict(deque)
         out: dict[int, int] = {}
         for i, step in enumerate(self.steps):
+            key = (step.tool_call_id,) if step.tool_call_id else (None, step.tool_name)
             if step.type == "tool_call":
-                waiting[(step.tool_call_id,) if step.tool_call_id else (None, step.tool_name)].append(i)
-            elif step.type in ("tool_result", "error"):
-                key = (step.tool_call_id,) if step.tool_call_id else (None, step.tool_name)
-                if step.tool_name or step.tool_call_id:
-                    if waiting.get(key):
-                        out[waiting[key].popleft()] = i
+                waiting[key].append(i)
+            elif step.type in ("tool_result", "error") and (step.tool_name or step.tool_call_id) and waiting.get(key):
+                out[waiting[key].popleft()] = i
         return out
 
-    def _listed_calls(self) -> dict:
-        """Model step index → the tool_call indexes it made (those before the next model/input/span step)."""
-        listed: dict[Any, list[int]] = {"any": []}
+    def _calls_made(self) -> dict[int, list[int]]:
+        """Model step index → the tool_call indexes it made: those before the next model, input or span step."""
+        made: dict[int, list[int]] = {}
         current: int | None = None
         for i, step in enumerate(self.steps):
             if step.type in TURN_BREAKS:  # a failed model call made no calls
                 current = i if step.type in MODEL_TYPES and step.status != "error" else None
             elif step.type == "tool_call" and current is not None:
-                listed.setdefault(current, []).append(i)
-                listed["any"].append(i)
-        listed["any"] = set(listed["any"])
-        return listed
+                made.setdefault(current, []).append(i)
+        return made
 
     # -- spans
 
@@ -250,8 +243,7 @@ def _overrides(session: _Session, planned: list[_Planned]) -> None:
             if name in ("event_id", "seq"):
                 continue
             want = _json(getattr(native, name))
-            default = StepEvent.model_fields[name].default
-            got = _json(derived.get(name, default if not callable(default) else None))
+            got = _json(derived.get(name, STEP_DEFAULTS.get(name)))
             if want != got:
                 mine[name] = want
         part.span.attributes[f"{otel.OVERRIDE}{part.role}"] = otel_json(mine)
