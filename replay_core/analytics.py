@@ -40,7 +40,7 @@ DTYPES = {
     "steps": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cost_usd": pl.Float64,
     "cost_unknown_steps": pl.Int64, "retried_steps": pl.Int64, "errored_steps": pl.Int64,
     "blocked_steps": pl.Int64, "approvals": pl.Int64, "fallback_blocks": pl.Int64, "fallback_agent": pl.Int64,
-    "phases": pl.String, "durations": pl.String, "tool_name": pl.String, "tool_calls": pl.Int64,
+    "phases": pl.String, "durations_us": pl.String, "tool_name": pl.String, "tool_calls": pl.Int64,
     "errored": pl.Int64, "args": pl.String, "seq": pl.Int64, "ok_seq": pl.Int64,
 }
 COUNTS = ("steps", "cost_unknown_steps", "retried_steps", "errored_steps", "blocked_steps", "approvals",
@@ -142,13 +142,13 @@ def _derive(runs: pl.DataFrame) -> pl.DataFrame:
         duration_ms=pl.when(pl.col("status") != "running").then(_ms_between("started_at", "ended_at")),
         first_error_ms=_ms_between("started_at", "first_error_at"),
         cycles=_cycles(pl.col("phases").fill_null("")),
-        step_durations=pl.col("durations").str.split(",").cast(pl.List(pl.Float64)),
+        step_durations=pl.col("durations_us").str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000),
     )
     cost_known = pl.col("cost_from_session") | (
         (pl.col("cost_unknown_steps") == 0) & (pl.col("cost_usd").is_not_null() | (pl.col("tokens_in") + pl.col("tokens_out") == 0))
     )
     return runs.with_columns(cost_known=cost_known).drop(
-        "phases", "durations", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session"
+        "phases", "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session"
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import (
+    BigInteger,
     Engine,
     Text,
     and_,
@@ -523,7 +524,8 @@ class Store:
     def step_rollup(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
         """Per run, one pass over its steps: counts and sums, plus two packed strings —
         `phases` (one cycle phase digit per step in order, `e` for errors; what cycle
-        counting needs) and `durations` (comma-separated step durations in ms)."""
+        counting needs) and `durations_us` (comma-separated step durations in whole microseconds:
+        integers print several times faster than floats)."""
         phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
         if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
             phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
@@ -543,7 +545,7 @@ class Store:
             _count_if(_FALLBACK_BLOCK).label("fallback_blocks"),
             _count_if(self._agent_fallback()).label("fallback_agent"),
             phases.label("phases"),
-            func.aggregate_strings(cast(steps.c.duration_ms, Text), ",").label("durations"),
+            func.aggregate_strings(cast(cast(steps.c.duration_ms * 1000, BigInteger), Text), ",").label("durations_us"),
         ).where(*self._steps_of(flt)).group_by(steps.c.session_id)
         with self.engine.connect() as conn:
             return self._rows(conn, query)
