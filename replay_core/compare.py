@@ -198,9 +198,11 @@ def signature(step: StepEvent) -> tuple[str, str | None]:
 
 
 def _short(value: Any, limit: int = 80) -> str:
+    """A value for a sentence: text in quotes on one line, cut at `limit`; other values as JSON."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return f"“{text}”" if isinstance(value, str) else text
 
 
 def _call(step: StepEvent) -> str:

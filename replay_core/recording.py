@@ -213,24 +213,28 @@ class Recording:
         self.range_steps = steps[start:end]
         self.lead, self.turns = split_turns(self.range_steps)
         self.covers_end = end == len(steps)
-        self.base, self.prefix, self.context_source = self._base_context(store, start)
+        self.base, self.prefix, self.covered, self.context_source = self._base_context(store, start)
         self._calls: dict[tuple[str, str], list[RecordedCall]] | None = None
         self._answers: dict[str, Turn] | None = None
         self._start_log: MessageLog | None = None
 
-    def _base_context(self, store: Store | None, start: int) -> tuple[list[dict], list[StepEvent], str]:
-        """Recorded chat context at or before from_step plus the steps after it, else all steps rebuilt.
+    def _base_context(self, store: Store | None, start: int) -> tuple[list[dict], list[StepEvent], int, str]:
+        """Messages before the range: base, the steps to rebuild after it, how many lead steps base covers.
 
-        A context recorded on a step is what the agent sent to get that step, so it
-        covers the steps before it, and the steps from it on are rebuilt after it.
+        The base is the chat context recorded last at or before the range's first model
+        step: what the agent sent to get that step, so it covers every step before it
+        (including lead steps of the range, which are then not rebuilt twice). Without a
+        recorded chat context, every step before the range is rebuilt.
         """
         steps = self.timeline.steps
-        if start < len(steps) and store is not None:
-            snap = state_at(self.timeline, steps[start].seq, store)
+        if self.turns and store is not None:
+            snap = state_at(self.timeline, self.turns[0].first_seq, store)
             if snap.context_source == "recorded" and is_chat(snap.context):
                 at = self.timeline.position_of(snap.context_seq)
-                return [dict(m) for m in snap.context], steps[at:start], f"recorded at step {snap.context_seq}"
-        return [], steps[:start], "rebuilt from the steps"
+                base = [dict(m) for m in snap.context]
+                source = f"recorded at step {snap.context_seq}"
+                return (base, steps[at:start], 0, source) if at <= start else (base, [], at - start, source)
+        return [], steps[:start], 0, "rebuilt from the steps"
 
     # ------------------------------------------------------------------ context
 
@@ -243,7 +247,7 @@ class Recording:
     def messages(self, new_steps: list[StepEvent]) -> list[dict]:
         """What the model sees after `new_steps` of the replay (no prompt change applied)."""
         log = self.start_log()
-        log.extend(new_steps)
+        log.extend(new_steps[self.covered :])
         return log.messages()
 
     def system_prompt(self) -> str:
@@ -287,7 +291,7 @@ class Recording:
         """The original turn that answered request messages with this request_key."""
         if self._answers is None:
             self._answers = {}
-            log, done = self.start_log(), 0
+            log, done = self.start_log(), self.covered
             for turn in self.turns:
                 upto = next(i for i in range(done, len(self.range_steps)) if self.range_steps[i].seq == turn.first_seq)
                 log.extend(self.range_steps[done:upto])
@@ -323,6 +327,7 @@ def _inferred_tool(name: str, calls: list[Any]) -> dict:
                 seen.pop("type")
             elif {seen.get("type"), kind} == {"integer", "number"}:
                 seen["type"] = "number"
+    props = dict(sorted(props.items()))  # stored JSON may not keep key order (PostgreSQL JSONB)
     required = [k for k in props if dict_calls and all(k in c for c in dict_calls)]
     return {
         "type": "function",

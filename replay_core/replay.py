@@ -145,7 +145,7 @@ class _Replay:
         self.written = 0
         self.last_flush = 0.0
         self.log = rec.start_log()  # the replay's chat messages so far
-        self.logged = 0  # steps already in the log
+        self.logged = rec.covered  # steps already in the log (lead steps the recorded context covers)
         self.next_seq = rec.from_step
         self.turn = 0  # the original turn the replay stands at
         self.on_script = True  # every turn so far made the original's calls
@@ -252,7 +252,9 @@ class _Replay:
         answer, served = self._ask(messages, timeout)
         turn_steps = served if served is not None else self._record(answer, original, messages)
         calls = [s for s in turn_steps if s.type == "tool_call"]
-        if Counter(call_key(s) for s in calls) == original.call_keys:
+        same = Counter(call_key(s) for s in calls) == original.call_keys
+        live_first = self.config.tool_mode == "live" and any((c.tool_name or "") in self.live_tools for c in calls)
+        if same and not live_first:  # the original's calls: the environment says what it said then
             call_ids = _pair_call_ids(original.calls, calls)
             for step in original.env:
                 self._copy(step, call_ids=call_ids)
@@ -263,6 +265,8 @@ class _Replay:
         if not calls:
             raise _Stop("final_answer", "the model gave its final answer")
         self._answer_calls(calls)
+        if same:
+            self.turn = max(self.turn, original.index + 1)
 
     def _ask(self, messages: list[dict], timeout: tuple[float, bool]) -> tuple[ModelAnswer | None, list[StepEvent] | None]:
         """The model's answer: served from the recording (steps) or asked live (answer)."""
@@ -414,9 +418,17 @@ def replay(
     end it `failed` with every step kept. Raises ReplayError only for bad input.
     """
     rec = open_recording(store, session_id, from_step, to_step)
-    if config.model != RECORDED or config.fallback_model:
+    if _needs_model(config):
         load_litellm()  # before the clock starts: its import is not the replay's overhead
     return _Replay(store, rec, config, live_tools or {}, on_progress).run()
+
+
+def _needs_model(config: ReplayConfig) -> bool:
+    """True when the config may call a live model; its API key must then be there (ConfigError if not)."""
+    live = config.model != RECORDED or config.fallback_model is not None
+    if live:
+        config.api_key()
+    return live
 
 
 def replay_many(
@@ -427,7 +439,7 @@ def replay_many(
     if not configs:
         raise ReplayError("name at least one model")
     open_recording(store, session_id, from_step, to_step)  # bad input fails here, before anything runs
-    if any(c.model != RECORDED or c.fallback_model for c in configs):
+    if [c for c in configs if _needs_model(c)]:
         load_litellm()  # once, before the threads start
     lock = threading.Lock()
 
@@ -472,7 +484,7 @@ def estimate(store: Store, session_id: str, from_step: int | None, to_step: int 
     tools_chars = len(orjson.dumps(rec.tools()))
     base = sum(len(orjson.dumps(m)) for m in rec.base) + sum(_chars(s) for s in rec.prefix) + tools_chars
     tokens_in = tokens_out = 0
-    seen = 0
+    seen = rec.covered
     by_seq = {s.seq: i for i, s in enumerate(rec.range_steps)}
     running = base
     for turn in rec.turns:

@@ -34,7 +34,7 @@ class OpenAIServer:
     def __init__(self, default: Reply | None = None):
         self.replies: deque[Reply] = deque()
         self.requests: list[dict] = []
-        self.headers: list[dict[str, str]] = []  # request headers, in the order of `requests`
+        self.headers: list[dict[str, str]] = []  # request headers (lower-case names), in the order of `requests`
         self.in_flight = 0
         self.max_in_flight = 0  # most requests being served at once (fan-out tests)
         self.default = default
@@ -58,7 +58,7 @@ class OpenAIServer:
                     payload = json.loads(raw or b"{}")
                 except ValueError:
                     payload = {"_raw": raw.decode(errors="replace")}
-                reply = server._next(payload, dict(self.headers))
+                reply = server._next(payload, {k.lower(): v for k, v in self.headers.items()})
                 server._enter()
                 try:
                     if reply.delay_s:

@@ -80,8 +80,8 @@ def test_demo_pair_diverges_at_step_6_with_different_arguments(store):
     div = result.first_divergence
     assert (div.a_seq, div.b_seq, div.kind) == (6, 6, "different arguments")
     assert div.summary == (
-        "Step 6: both called search_flights, with different arguments — depart_date: A '2026-12-17', B '2025-12-17'; "
-        "return_date: A '2026-12-21', B '2025-12-21'."
+        "Step 6: both called search_flights, with different arguments — depart_date: A “2026-12-17”, B “2025-12-17”; "
+        "return_date: A “2026-12-21”, B “2025-12-21”."
     )
     assert [r.kind for r in result.rows] == [
         None, None, None, None, None, "different arguments", "different result", "different text",
