@@ -180,6 +180,7 @@ class Shipper:
         self._cond = threading.Condition()
         self._send_lock = threading.Lock()
         self._stopping = self._closed = False
+        self._all_delivered = True  # as of close
         self._failures = 0
         self._retry_at = 0.0
         adopted = self._guarded(spool.adopt_orphans)
@@ -199,6 +200,7 @@ class Shipper:
                     self._cond.notify()
                 return
         with self._send_lock:  # recorded after close: keep it for the next recorder
+            self._all_delivered = False
             log.warning("agent-replay: %d events recorded after close were spooled to %s", len(events), self.spool.path)
             self.spool.append(events)
             self.spool.close()
@@ -214,6 +216,8 @@ class Shipper:
 
     def flush(self, *, force: bool = True) -> bool:
         """Send what is buffered and spooled; True when nothing is left undelivered."""
+        if self._closed:  # nothing to send: what came after close went straight to the spool
+            return self._all_delivered
         with self._send_lock:
             if self.before_send is not None:
                 self.before_send()
@@ -278,8 +282,8 @@ class Shipper:
     def close(self) -> bool:
         """Stop the thread, send what is left (spooling it if that fails); True when all was delivered."""
         with self._cond:
-            if self._closed:
-                return not self.spool.pending
+            if self._stopping:
+                return self._all_delivered
             self._stopping = True
             self._cond.notify()
         self._thread.join()
@@ -288,9 +292,10 @@ class Shipper:
             self._closed = True
             leftover, self._buffer = self._buffer, []
         with self._send_lock:
-            if leftover:
+            if leftover:  # only when the spool could not be written either
                 self._keep(leftover)
             self.sink.close()
             self.spool.close()
+            self._all_delivered = delivered and not leftover
         atexit.unregister(self.close)
-        return delivered
+        return self._all_delivered

@@ -340,6 +340,20 @@ def test_a_spool_left_by_a_process_is_adopted_by_the_next_recorder(sqlite_store,
     assert spool_lines(tmp_path) == 0
 
 
+def test_steps_recorded_after_close_are_kept_for_the_next_recorder(sqlite_store, make_recorder, tmp_path):
+    rec = make_recorder(sqlite_store.url)
+    run = rec.session("late")
+    run.think("before close")
+    assert rec.close() is True
+    run.think("after close")
+    run.end()
+    assert rec.flush() is False
+    assert spool_lines(tmp_path) == 2
+    assert make_recorder(sqlite_store.url).flush() is True
+    assert rows(sqlite_store, run.id, "seq", "content") == [(1, "before close"), (2, "after close")]
+    assert sqlite_store.get_session(run.id)["status"] == "succeeded"
+
+
 SCRIPT = """
 import sys
 from replay_core.recorder import Recorder
