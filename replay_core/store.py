@@ -504,7 +504,7 @@ class Store:
     @staticmethod
     def _rows(conn: Connection, query) -> tuple[list[str], list[tuple]]:
         result = conn.execute(query)
-        return list(result.keys()), [tuple(r) for r in result]
+        return list(result.keys()), [tuple(r) for r in result.all()]
 
     def run_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
         """One row per run: dimensions, status, times, session-level totals, replay facts."""
@@ -517,7 +517,7 @@ class Store:
             self._json_number(meta, "tokens_out").label("meta_tokens_out"), self._json_number(meta, "cost_usd").label("meta_cost_usd"),
             sessions.c.replay_of, sessions.c.replay_config["model"].as_string().label("replay_model"),
             meta["replay_outcome"].as_string().label("replay_outcome"),
-        ).where(*self._filter_clause(flt)).order_by(sessions.c.started_at, sessions.c.id)
+        ).where(*self._filter_clause(flt))
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 

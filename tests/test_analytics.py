@@ -423,3 +423,14 @@ def test_stats_refuses_bad_options(sqlite_store):
     assert bad_by.stderr.strip().startswith("error: --by: unknown dimension 'colour'; expected one of day, hour, model")
     bad_since = _stats(sqlite_store.url, "--since", "yesterday")
     assert bad_since.returncode == 1 and "--since: expected a date (2026-05-01) or an ISO date-time" in bad_since.stderr
+
+
+def test_drill_parameters_parse_from_links(fixed):
+    from replay_core.api import session_filter
+
+    flt = session_filter({"has": "loop", "failed_tool": "grep", "error_class": "Boom", "since": "2026-05-01"})
+    assert (flt.has, flt.failed_tool, flt.error_class, flt.since) == ("loop", "grep", "Boom", T0)
+    assert fixed.session_ids(flt) == []  # c loops, but never failed grep
+    with pytest.raises(ValueError, match="has: expected one of retry, error, intervention, fallback, loop, got 'mood'"):
+        session_filter({"has": "mood"})
+    assert session_filter({"has": "mood"}, strict=False).has is None
