@@ -1,0 +1,106 @@
+"""The what-if page through the app (AppTest): range from the timeline, estimate, launch, results, links."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import pytest
+
+from apptest_helpers import FAILED_CODING, demo_db, demo_store, page, texts  # noqa: F401  (fixtures)
+from openai_server import OpenAIServer
+from replay_core.compare import compare
+from replay_core.replay_config import PROVIDER_KEYS
+from ui.common import md
+
+PAGE = "pages/whatif.py"
+
+
+@pytest.fixture
+def no_provider(monkeypatch):
+    for name in (*PROVIDER_KEYS, "AGENT_REPLAY_API_BASE", "AGENT_REPLAY_MODELS", "AGENT_REPLAY_API_KEY_ENV"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def local_server(monkeypatch, no_provider):
+    with OpenAIServer() as server:
+        monkeypatch.setenv("AGENT_REPLAY_API_BASE", server.base_url)
+        monkeypatch.setenv("AGENT_REPLAY_MODELS", "openai/fake-model")
+        yield server
+
+
+def links(at) -> list[tuple[str, str, dict]]:
+    return [(pl.proto.page, pl.proto.label, {k: v[0] for k, v in parse_qs(pl.proto.query_string).items()})
+            for pl in at.get("page_link")]
+
+
+def test_arriving_from_the_timeline_preselects_the_cycle_of_the_step(demo_store, no_provider):
+    at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
+    assert not at.exception
+    [cycles] = at.select_slider
+    assert cycles.value == (2, 7)  # cycle 3 (steps 8–10) to the last one
+    assert "Steps 8–25: 18 steps, 6 model turns. The model starts from the context recorded at step 2." in texts(at)
+    [models] = at.multiselect
+    assert (models.options, models.value) == (["recorded"], ["recorded"])
+    [est] = at.dataframe
+    assert est.value["model"].tolist() == ["recorded"] and est.value["cost (≈)"].tolist() == ["$0.0000"]
+
+
+def test_without_a_provider_the_page_says_how_to_set_one_up_and_offers_recorded(demo_store, no_provider):
+    at = page(PAGE, params={"session": FAILED_CODING})
+    info = " ".join(i.value for i in at.info)
+    assert "No model provider is set up" in info and "`OPENAI_API_KEY`" in info and "`AGENT_REPLAY_API_BASE`" in info
+    assert "the model `recorded` replays the run from its own answers" in info
+    at.button(key="launch").click().run()
+    [result] = at.session_state["whatif_results"]["results"]
+    assert (result["model"], result["status"], result["first_divergence"]) == ("recorded", "failed", None)
+    assert at.dataframe[-1].value["first divergence"].tolist() == ["none: same steps as the original"]
+
+
+def test_launch_against_the_local_server_then_open_the_comparison(demo_store, local_server):
+    local_server.script(local_server.tool_calls(("read_file", {"path": "tests/pricing/test_format.py"}),
+                                                content="Read the tests first."))
+    at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
+    assert not at.info  # a provider is set up: no advice shown
+    [models] = at.multiselect
+    assert models.options == ["openai/fake-model", "recorded"] and models.value == []
+    assert at.button(key="launch").disabled  # nothing to launch yet
+    models.set_value(["openai/fake-model", "recorded"]).run()
+    assert at.dataframe[0].value["model"].tolist() == ["openai/fake-model", "recorded"]
+    at.button(key="launch").click().run()
+    assert not at.exception
+    live_run, null_run = at.session_state["whatif_results"]["results"]
+    assert (live_run["status"], live_run["outcome"], live_run["steps"]) == ("incomplete", "diverged", 2)
+    assert (null_run["status"], null_run["first_divergence"]) == ("failed", None)
+    table = at.dataframe[-1].value
+    assert table["model"].tolist() == ["openai/fake-model", "recorded"]
+    assert table["first divergence"].tolist()[0] == live_run["first_divergence"]["summary"]
+    assert table["first divergence"].tolist()[0].startswith("Step 8: A thought “format_price is tiny")
+    assert table["cost"].tolist() == ["unknown", "$0.0000"]
+    assert ("timeline", "Timeline of the openai/fake\\-model replay", {"session": live_run["session"]}) in links(at)
+    assert ("compare", "Compare the openai/fake\\-model replay with the original",
+            {"a": FAILED_CODING, "b": live_run["session"]}) in links(at)
+    assert local_server.requests[0]["model"] == "fake-model"
+
+    cmp = page("pages/compare.py", params={"a": FAILED_CODING, "b": live_run["session"]})
+    assert not cmp.exception
+    expected = compare(demo_store, FAILED_CODING, live_run["session"]).first_divergence
+    assert cmp.error[0].value == md(f"First divergence — different text: {expected.summary}")
+
+
+def test_viewers_cannot_launch(demo_store, no_provider, monkeypatch):
+    monkeypatch.setenv("AGENT_REPLAY_PASSWORD", "look")
+    monkeypatch.setenv("AGENT_REPLAY_EDITOR_PASSWORD", "change")
+    at = page(PAGE, params={"session": FAILED_CODING}, state={"role": "viewer"})
+    assert at.button(key="launch").disabled
+    assert "Only editors can launch replays (they cost money)." in texts(at)
+
+
+def test_an_edited_system_prompt_is_shown_as_a_diff_against_the_original(demo_store, no_provider):
+    at = page(PAGE, params={"session": FAILED_CODING})
+    at.radio(key="prompt_mode").set_value("Edit it").run()
+    at.text_area(key=f"prompt_{FAILED_CODING}").set_value("You are a careful coding agent. Read the tests first.").run()
+    diff = at.code[0].value.splitlines()
+    assert diff[:2] == ["--- original", "+++ replay"]
+    assert diff[3].startswith("-You are a coding agent working in the shop-backend repository.")
+    assert diff[4] == "+You are a careful coding agent. Read the tests first."
