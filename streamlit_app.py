@@ -8,6 +8,7 @@ navigation between the pages that exist.
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import streamlit as st
@@ -62,4 +63,10 @@ else:  # imported by `streamlit run` / uvicorn: the server
     # folder (old multipage mode), skipping this script and its sign-in door, until some
     # session happens to call st.navigation. This app always navigates with st.navigation.
     PagesManager.uses_pages_directory = False
-    app = st.App(HERE / "streamlit_app.py", routes=api.routes())
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        api.tcp_nodelay_on_listening_sockets()
+        yield
+
+    app = st.App(HERE / "streamlit_app.py", routes=api.routes(), lifespan=lifespan)

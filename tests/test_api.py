@@ -510,3 +510,37 @@ def test_session_ids_with_slashes_and_spaces(client, store):
     assert client.post(f"{path}/end", json={"status": "failed"}, headers=AUTH).status_code == 200
     assert client.get(path, headers=AUTH).json()["session"]["status"] == "failed"
     assert store.get_session(sid)["steps"] == 4
+
+
+def test_listening_sockets_get_tcp_nodelay():
+    import socket
+
+    from replay_core.api import tcp_nodelay_on_listening_sockets
+
+    server = socket.socket(socket.AF_INET)  # as Streamlit binds it: protocol 0, so asyncio leaves Nagle on
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    assert server.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+    try:
+        assert tcp_nodelay_on_listening_sockets() >= 1
+        assert server.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        with socket.create_connection(server.getsockname()):
+            accepted, _ = server.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        server.close()
+
+
+def test_drill_down_filters_in_the_api(client):
+    open_run(client, "tool-fail")
+    client.post("/api/v1/sessions/tool-fail/steps", headers=AUTH, json=[
+        {"type": "tool_call", "tool_name": "run_tests", "tool_call_id": "c1"},
+        {"type": "tool_result", "tool_name": "run_tests", "tool_call_id": "c1", "status": "error", "error_class": "TestFailure"}])
+    open_run(client, "fine")
+    client.post("/api/v1/sessions/fine/steps", headers=AUTH, json=[{"type": "think", "content": "ok"}])
+    for query in ("failed_tool=run_tests", "error_class=TestFailure", "has=error"):
+        assert [s["id"] for s in client.get(f"/api/v1/sessions?{query}", headers=AUTH).json()["sessions"]] == ["tool-fail"]
+    res = client.get("/api/v1/sessions?has=everything", headers=AUTH)
+    assert res.status_code == 422
+    assert res.json()["errors"][0]["loc"] == "has"

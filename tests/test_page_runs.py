@@ -109,3 +109,13 @@ def test_empty_database_explains_how_to_get_runs(empty_store):
     assert not at.exception
     assert at.info[0].value.startswith("No runs recorded yet. Load the demo runs with `agent-replay demo`")
     assert not at.dataframe
+
+
+def test_drill_down_filters_from_analytics_links(demo_store):
+    for params in ({"failed_tool": "run_tests"}, {"error_class": "TestFailure"}, {"has": "retry"}, {"source": "demo"}):
+        at = page(RUNS, params=params)
+        assert not at.exception
+        assert table_ids(at) == [r["id"] for r in demo_store.list_sessions(filter_from_params(params))], params
+        assert at.expander[0].label == "More filters"
+    assert table_ids(page(RUNS, params={"failed_tool": "run_tests"})) == [FAILED_CODING]
+    assert len(table_ids(page(RUNS, params={"has": "retry"}))) == len(demo_store.session_ids(SessionFilter(has="retry")))

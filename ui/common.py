@@ -32,6 +32,8 @@ STEP_LABELS = {
 STATUS_LABELS = {"succeeded": "✅ succeeded", "failed": "❌ failed", "running": "⏳ running", "incomplete": "⚠️ incomplete"}
 REVIEW_LABELS = {"good": "👍 Good", "bad": "👎 Bad", "needs_attention": "🚩 Needs attention"}
 REVIEW_CHOICES = {**REVIEW_LABELS, "unreviewed": "Not reviewed yet"}
+HAS_LABELS = {"error": "Errors", "retry": "Retries", "fallback": "A fallback to the agent", "intervention": "Human intervention",
+              "loop": "A loop (the same call repeated)"}
 PAGE_TIMELINE = "pages/timeline.py"
 PAGE_RUNS = "pages/runs.py"
 EXPIRE_EVERY_S = 30.0

@@ -10,7 +10,7 @@ import streamlit as st
 from replay_core.events import SessionStatus
 from replay_core.store import SessionFilter, Store
 
-from .common import REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, fmt_duration, status_label, url_choice
+from .common import HAS_LABELS, REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, fmt_duration, status_label, url_choice
 
 PAGE_SIZE = 25
 DIMENSIONS = (
@@ -44,17 +44,25 @@ def _day(value: date | None, *, end: bool) -> datetime | None:
 
 def filter_bar(store: Store) -> SessionFilter:
     """The sidebar filters; every one is in the URL, so a filtered list can be shared."""
-    side = st.sidebar
-    with side:
+    more = ("environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source")
+    with st.sidebar:
         st.header("Filter runs")
         q = st.text_input("Search step content", key="q", bind="query-params", placeholder="e.g. timeout, refund")
         status = _pick("Status", "status", [s.value for s in SessionStatus], lambda s: STATUS_LABELS.get(s, s))
         review = _pick("Review", "review", list(REVIEW_CHOICES), REVIEW_CHOICES.get)
-        dims = {key: _pick(label, key, _choices(store.url, key)) for key, label in DIMENSIONS}
-        tag = _pick("Tag", "tag", _choices(store.url, "tags"))
+        dims = {key: _pick(label, key, _choices(store.url, key)) for key, label in DIMENSIONS[:3]}
         since = st.date_input("Started on or after", value=None, key="since", bind="query-params")
         until = st.date_input("Started on or before", value=None, key="until", bind="query-params")
-    return SessionFilter(status=status, review=review, tag=tag, text=(q or "").strip() or None,
+        with st.expander("More filters", expanded=any(st.query_params.get(k) for k in more)):
+            dims |= {key: _pick(label, key, _choices(store.url, key)) for key, label in DIMENSIONS[3:]}
+            tag = _pick("Tag", "tag", _choices(store.url, "tags"))
+            has = _pick("Runs with", "has", list(HAS_LABELS), HAS_LABELS.get)
+            failed_tool = st.text_input("A failed call to the tool", key="failed_tool", bind="query-params",
+                                        placeholder="e.g. run_tests")
+            error_class = st.text_input("Error class", key="error_class", bind="query-params", placeholder="e.g. TimeoutError")
+            source = _pick("Source", "source", _choices(store.url, "source"))
+    return SessionFilter(status=status, review=review, tag=tag, text=(q or "").strip() or None, has=has, source=source,
+                         failed_tool=failed_tool.strip() or None, error_class=error_class.strip() or None,
                          since=_day(since, end=False), until=_day(until, end=True), **dims)
 
 
