@@ -88,3 +88,25 @@ def test_the_door_holds_on_a_deep_link(browser, demo_db, tmp_path):
         assert "/timeline?session=" in pg.url  # the deep link survived the door
         settled(pg)
         pg.screenshot(path=str(OUT / "signed-in.png"), full_page=True)
+
+
+def test_an_agent_posting_over_http_appears_live(browser, tmp_path):
+    import httpx
+
+    token = "live-token"
+    with served_app(f"sqlite:///{tmp_path / 'live.db'}", AGENT_REPLAY_API_TOKENS=token) as base:
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.goto(f"{base}/live")
+        pg.get_by_text("No run is sending steps right now.").wait_for(timeout=30_000)
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+            http.post("/api/v1/sessions", json={"session_id": "live-1", "name": "Refund for order A-17"}).raise_for_status()
+            http.post("/api/v1/sessions/live-1/steps", json=[{"type": "think", "content": "Look the order up first."}]
+                      ).raise_for_status()
+            # No reload: the page's fragment redraws itself.
+            pg.get_by_text("Look the order up first.").wait_for(timeout=15_000)
+            http.post("/api/v1/sessions/live-1/steps", json={"type": "tool_call", "tool_name": "get_order",
+                                                              "tool_args": {"order_id": "A-17"}}).raise_for_status()
+            pg.get_by_text("Tool call · get_order").wait_for(timeout=15_000)
+        assert "Refund for order A-17" in pg.inner_text("body")
+        assert pg.url == f"{base}/live"
+        pg.screenshot(path=str(OUT / "live.png"), full_page=True)

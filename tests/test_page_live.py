@@ -16,7 +16,8 @@ ONCALL = "demo-18-oncall-checkout-5xx-running"
 
 
 def tail_lines(at) -> list[str]:
-    return [line for m in at.markdown for line in m.value.split("  \n") if line.startswith("`")]
+    return [line for m in at.markdown for line in m.value.split("  \n") if line.startswith(("`", "**"))
+            and not line.startswith("**1 run") and " running** ·" not in line]
 
 
 def test_the_running_demo_run_tails(demo_store):

@@ -110,6 +110,9 @@ def test_multi_agent_structure(demo_store):
     inside = [c.value for c in at.caption if c.value.startswith("Inside:")]
     assert inside == ["Inside: 🧩 orchestrator\\: weekly competitor brief \\(steps 2–26, 24 ste… › "
                       "🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13…"]
+    rows = row_buttons(at)
+    assert rows[0].startswith("3  💭 Thought")  # the run's own agent is not repeated
+    assert rows[2].startswith("5  \\[researcher\\] 💭 Thought")
     tree = next(m.value for m in at.markdown if m.value.startswith("- "))
     assert tree.splitlines()[1] == ("    - **🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13 steps inside\\)** "
                                     "← you are here")

@@ -53,7 +53,9 @@ def render_live(store: Store) -> None:
 
 def tail(store: Store, row: dict) -> None:
     sid = row["id"]
-    facts = [f"{row['steps']:,} steps", fmt_cost(row["cost_usd"]), f"last step {ago(row['last_event_at'])}"]
+    facts = [f"{row['steps']:,} steps", f"last step {ago(row['last_event_at'])}"]
+    if row["cost_usd"] is not None:
+        facts.insert(1, fmt_cost(row["cost_usd"]))
     facts += [str(row[k]) for k in ("agent_id", "model") if row.get(k)]
     st.subheader(row["name"] or sid, anchor=False)
     st.caption(md(" · ".join(facts)))
@@ -65,11 +67,11 @@ def tail(store: Store, row: dict) -> None:
     steps = store.load_steps(sid, from_seq=max(0, last - TAIL + 1))
     lines = []
     for step in steps[-TAIL:]:
-        when = step.timestamp.strftime("%H:%M:%S") if step.timestamp else "--:--:--"
+        when = f"`{step.timestamp.strftime('%H:%M:%S')}` " if step.timestamp else ""
         what = step_label(step.type) + (f" · {step.tool_name}" if step.tool_name else "")
         flag = " ❗" if step.type == "error" or step.status == "error" else ""
         text = short(step.content or step.error_class, 100)
-        lines.append(f"`{when}` **{step.seq}** {md(what)}{flag}" + (f" — {md(text)}" if text else ""))
+        lines.append(f"{when}**{step.seq}** {md(what)}{flag}" + (f" — {md(text)}" if text else ""))
     st.markdown("  \n".join(lines))
 
 

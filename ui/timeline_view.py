@@ -167,8 +167,11 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
 # ------------------------------------------------------------------ steps around the cursor
 
 
-def row_label(step, *, current: bool, noted: bool) -> str:
+def row_label(step, *, current: bool, noted: bool, run_agent: str | None = None) -> str:
+    """'▶ 18  📦 Tool result · run_tests ❗ — FF.F..' (with the agent's name when it is not the run's own)."""
     what = step_label(step.type)
+    if step.agent_id and step.agent_id != run_agent:
+        what = f"[{step.agent_id}] {what}"
     if step.tool_name:
         what += f" · {step.tool_name}"
     text = short(step.content or step.error_class or _args_text(step.tool_args), 70)
@@ -206,7 +209,8 @@ def _rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> None:
             else:
                 c = tl.cycles[cycle]
                 st.caption(f"Cycle {cycle + 1} of {len(tl.cycles)} · steps {c.first_seq}–{c.last_seq}")
-        st.button(row_label(step, current=p == pos, noted=step.seq in noted), key=f"row_{step.seq}",
+        label = row_label(step, current=p == pos, noted=step.seq in noted, run_agent=tl.session.get("agent_id"))
+        st.button(label, key=f"row_{step.seq}",
                   type="primary" if p == pos else "tertiary", on_click=_go, args=(step.seq,), wrap=False)
     if hi < len(tl.steps):
         st.caption(f"… {len(tl.steps) - hi} later step{'s' if len(tl.steps) - hi != 1 else ''}")
