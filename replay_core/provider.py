@@ -53,6 +53,9 @@ class ModelAnswer:
     retries: int = 0
 
 
+_UNPRICED: set[str | None] = set()  # models completion_cost has no price for
+
+
 def load_litellm():
     """litellm, imported on first use with its bundled price list and without its banners."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -131,15 +134,16 @@ def _answer(litellm, response, retries: int, latency_ms: float) -> ModelAnswer:
         calls.append(ToolCallOut(getattr(call, "id", None) or f"call_{uuid.uuid4().hex[:12]}", fn.name, parsed, raw))
     usage = getattr(response, "usage", None)
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-    if cost is None:
+    model = getattr(response, "model", None)
+    if cost is None and model not in _UNPRICED:
         try:
             cost = litellm.completion_cost(completion_response=response)
-        except Exception:  # a model litellm has no price for: unknown, not free
-            cost = None
+        except Exception:  # a model litellm has no price for: unknown, not free (and not asked again)
+            _UNPRICED.add(model)
     return ModelAnswer(
         content=message.content or None,
         tool_calls=calls,
-        model=getattr(response, "model", None),
+        model=model,
         tokens_in=getattr(usage, "prompt_tokens", None),
         tokens_out=getattr(usage, "completion_tokens", None),
         cost_usd=float(cost) if cost is not None else None,
