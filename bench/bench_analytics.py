@@ -161,7 +161,7 @@ def dashboard(store: Store, flt: SessionFilter, load=analytics.load) -> None:
     """Everything the analytics page computes for one period: both periods' reads, every chart's frame."""
     data = load(store, flt)
     before = analytics.previous_period(flt)
-    analytics.change(analytics.headline(data), analytics.headline(load(store, before)))
+    analytics.change(analytics.headline(data), analytics.headline(load(store, before, detail=False)))
     for metric, by in ((analytics.volume, "day"), (analytics.step_latency, "model"), (analytics.usage, "model"),
                        (analytics.tools, None), (analytics.error_classes, None), (analytics.retries, "day"),
                        (analytics.fallbacks, "day"), (analytics.interventions, "day"), (analytics.loops, "day")):
@@ -201,29 +201,38 @@ def main() -> None:
         halves = SessionFilter(since=T0 + timedelta(days=DAYS / 2), until=T0 + timedelta(days=DAYS))  # and the half before
         whole = SessionFilter(since=T0, until=T0 + timedelta(days=DAYS))
 
-        def cold(flt: SessionFilter) -> float:
-            store = Store(url, migrate=False)  # a new engine: no connection, nothing cached
-            start = time.perf_counter()
+        def cold(flt: SessionFilter) -> tuple[float, float]:
+            """Wall and CPU seconds (all threads) of the dashboard on a new engine: nothing cached."""
+            store = Store(url, migrate=False)
+            start, cpu = time.perf_counter(), _cpu()
             dashboard(store, flt)
-            elapsed = time.perf_counter() - start
+            elapsed = time.perf_counter() - start, _cpu() - cpu
             store.close()
             return elapsed
 
         cold(halves)  # the OS file cache is warm for every figure below, as on a running server
-        cold_halves = min(cold(halves) for _ in range(3))
-        cold_whole = min(cold(whole) for _ in range(3))
+        cold_halves, cpu_halves = min(cold(halves) for _ in range(3))
+        cold_whole, _ = min(cold(whole) for _ in range(3))
 
-        cached = st.cache_data(show_spinner=False)(lambda url, key, _flt: analytics.load(Store(url, migrate=False), _flt))
+        cached = st.cache_data(show_spinner=False)(
+            lambda url, key, detail, _flt: analytics.load(Store(url, migrate=False), _flt, detail=detail))
         store = Store(url, migrate=False)
-        page_load = lambda s, f: cached(url, repr(f), f)  # noqa: E731  (the page's cache, keyed like it)
+        page_load = lambda s, f, detail=True: cached(url, repr(f), detail, f)  # noqa: E731  (the page's cache, keyed like it)
         dashboard(store, halves, page_load)
         warm = min(_timed(dashboard, store, halves, page_load) for _ in range(5))
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         base = baseline_scan(path)
         report("analytics_dashboard_cold_1M_steps_two_periods", cold_halves, "s", "<= 1.5", base, higher_is_better=False)
         report("analytics_dashboard_cold_90_days_one_period", cold_whole, "s", "<= 1.5", base, higher_is_better=False)
+        # CPU seconds over 2 cores: what the wall time is on an otherwise idle 2-core machine, about
+        report("analytics_dashboard_cold_cpu_seconds", cpu_halves, "cpu s", "<= 3 (2 cores)", None, higher_is_better=False)
         report("analytics_dashboard_warm_cached", warm * 1000, "ms", "cached", cold_halves * 1000, higher_is_better=False)
         report("analytics_peak_rss", rss_mb, "MB", "<= 1536", None, higher_is_better=False)
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _timed(fn, *args) -> float:

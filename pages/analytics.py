@@ -27,12 +27,13 @@ BOUND = {"since": date.fromisoformat, "until": date.fromisoformat, "q": str}  # 
 
 
 @st.cache_data(ttl=60, show_spinner="Crunching runs…")
-def _load(url: str, flt_items: tuple) -> analytics.RunData:
-    return analytics.load(get_store(), SessionFilter(**dict(flt_items)))
+def _load(url: str, flt_items: tuple, detail: bool) -> analytics.RunData:
+    return analytics.load(get_store(), SessionFilter(**dict(flt_items)), detail=detail)
 
 
-def load(flt: SessionFilter) -> analytics.RunData:
-    return _load(get_store().url, tuple(asdict(flt).items()))
+def load(flt: SessionFilter, *, detail: bool = True) -> analytics.RunData:
+    """A period's data, computed once a minute at most (keyed by database and filter)."""
+    return _load(get_store().url, tuple(asdict(flt).items()), detail)
 
 
 def period_filter(flt: SessionFilter) -> SessionFilter:
@@ -194,7 +195,7 @@ def page() -> None:
         st.info("No run matches this period and these filters. Widen the period or clear a filter in the sidebar.")
         return
     before = analytics.previous_period(flt)
-    headline(data, load(before) if before else None)
+    headline(data, load(before, detail=False) if before else None)
 
     left, right = st.columns(2)
     with left:

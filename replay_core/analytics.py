@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from datetime import datetime, timedelta
 
 import polars as pl
@@ -30,11 +31,12 @@ import polars as pl
 from .events import now_utc
 from .store import SessionFilter, Store
 
-UTC_TIME = pl.Datetime("us", "UTC")
+SQL_TIME = "%Y-%m-%d %H:%M:%S%.f"  # how both databases print a stored (UTC) timestamp as text
+TIMES = ("started_at", "ended_at", "first_error_at")
 DTYPES = {
     "session_id": pl.String, "agent_id": pl.String, "model": pl.String, "workflow": pl.String,
     "environment": pl.String, "agent_version": pl.String, "status": pl.String, "error_class": pl.String,
-    "started_at": UTC_TIME, "ended_at": UTC_TIME, "first_error_at": UTC_TIME, "tags": pl.List(pl.String),
+    "started_at": pl.String, "ended_at": pl.String, "first_error_at": pl.String, "tags": pl.String,  # parsed in _frame
     "meta_tokens_in": pl.Float64, "meta_tokens_out": pl.Float64, "meta_cost_usd": pl.Float64,  # JSON numbers
     "replay_of": pl.String, "replay_model": pl.String, "replay_outcome": pl.String,
     "steps": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cost_usd": pl.Float64,
@@ -79,15 +81,25 @@ class RunData:
 
 def _frame(columns_rows: tuple[list[str], list[tuple]]) -> pl.DataFrame:
     columns, rows = columns_rows
-    return pl.DataFrame(rows, schema=[(c, DTYPES[c]) for c in columns], orient="row")
+    frame = pl.DataFrame(rows, schema=[(c, DTYPES[c]) for c in columns], orient="row")
+    return frame.with_columns(
+        *(pl.col(c).str.to_datetime(SQL_TIME, time_unit="us", time_zone="UTC") for c in TIMES if c in columns),
+        *([pl.col("tags").str.json_decode(pl.List(pl.String))] if "tags" in columns else []),
+    )
 
 
-def load(store: Store, flt: SessionFilter | None = None) -> RunData:
-    """Read the runs matching `flt` and everything the metrics need about their steps."""
+def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True) -> RunData:
+    """Read the runs matching `flt` and everything the metrics need about their steps.
+
+    `detail=False` reads only what `headline` needs, for the period a dashboard compares
+    with: step latencies, cycles and loops are left out (null), about a third less work."""
+    reads = [store.run_rows, partial(store.step_rollup, sequences=detail), store.step_breakdown]
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        parts = [pool.submit(lambda read=read: _frame(read(flt)))
-                 for read in (store.run_rows, store.step_rollup, store.step_breakdown, store.repeated_calls)]
-        sessions, rollup, breakdown, repeats = (p.result() for p in parts)
+        parts = [pool.submit(lambda read=read: _frame(read(flt))) for read in [*reads, *([store.repeated_calls] if detail else [])]]
+        sessions, rollup, breakdown, *more = (p.result() for p in parts)
+    repeats = more[0] if detail else pl.DataFrame(schema={c: DTYPES[c] for c in ("session_id", "tool_name", "args", "seq", "ok_seq")})
+    if not detail:
+        rollup = rollup.with_columns(phases=pl.lit(None, pl.String), durations_us=pl.lit(None, pl.String))
     tools = (
         breakdown.filter(pl.col("tool_name").is_not_null())
         .group_by("session_id", "tool_name")
@@ -109,7 +121,10 @@ def load(store: Store, flt: SessionFilter | None = None) -> RunData:
     runs = sessions
     for part in per_run:
         runs = runs.join(part, on="session_id", how="left")
-    return RunData(runs=_derive(runs), tools=tools, errors=errors)
+    runs = _derive(runs)
+    if not detail:
+        runs = runs.with_columns(pl.lit(None, runs.schema[c]).alias(c) for c in ("cycles", "loops", "redundant_calls", "step_durations"))
+    return RunData(runs=runs, tools=tools, errors=errors)
 
 
 def _loops_per_run(repeats: pl.DataFrame) -> pl.DataFrame:

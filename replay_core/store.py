@@ -479,6 +479,8 @@ class Store:
     # ------------------------------------------------------------------ analytics reads
     # Narrow reads for replay_core.analytics, aggregated here because SQL does it without
     # moving a million rows through Python. Never step content. Each returns (columns, rows).
+    # Times and tags come as text (UTC 'YYYY-MM-DD HH:MM:SS[.ffffff]', JSON): polars parses
+    # them in bulk far faster than per-row objects are made.
 
     def _steps_of(self, flt: SessionFilter | None) -> list:
         clauses = self._filter_clause(flt)
@@ -512,8 +514,9 @@ class Store:
         query = select(
             sessions.c.id.label("session_id"), sessions.c.agent_id, sessions.c.model, sessions.c.workflow,
             sessions.c.environment, sessions.c.agent_version, sessions.c.status, sessions.c.error_class,
-            sessions.c.started_at, func.coalesce(sessions.c.ended_at, sessions.c.last_event_at).label("ended_at"),
-            sessions.c.tags, self._json_number(meta, "tokens_in").label("meta_tokens_in"),
+            cast(sessions.c.started_at, Text).label("started_at"),
+            cast(func.coalesce(sessions.c.ended_at, sessions.c.last_event_at), Text).label("ended_at"),
+            cast(sessions.c.tags, Text).label("tags"), self._json_number(meta, "tokens_in").label("meta_tokens_in"),
             self._json_number(meta, "tokens_out").label("meta_tokens_out"), self._json_number(meta, "cost_usd").label("meta_cost_usd"),
             sessions.c.replay_of, sessions.c.replay_config["model"].as_string().label("replay_model"),
             meta["replay_outcome"].as_string().label("replay_outcome"),
@@ -521,15 +524,19 @@ class Store:
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
-    def step_rollup(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
-        """Per run, one pass over its steps: counts and sums, plus two packed strings —
-        `phases` (one cycle phase digit per step in order, `e` for errors; what cycle
+    def step_rollup(self, flt: SessionFilter | None = None, *, sequences: bool = True) -> tuple[list[str], list[tuple]]:
+        """Per run, one pass over its steps: counts and sums, and with `sequences` two packed
+        strings — `phases` (one cycle phase digit per step in order, `e` for errors; what cycle
         counting needs) and `durations_us` (comma-separated step durations in whole microseconds:
         integers print several times faster than floats)."""
-        phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
-        if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
-            phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
-        # older SQLite: GROUP BY session_id walks ix_steps_session_id_seq, so rows arrive in seq order
+        packed = []
+        if sequences:
+            phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
+            if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
+                phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
+            # older SQLite: GROUP BY session_id walks ix_steps_session_id_seq, so rows arrive in seq order
+            durations = func.aggregate_strings(cast(cast(steps.c.duration_ms * 1000, BigInteger), Text), ",")
+            packed = [phases.label("phases"), durations.label("durations_us")]
         query = select(
             steps.c.session_id,
             func.count().label("steps"),
@@ -539,13 +546,12 @@ class Store:
             _count_if(and_(steps.c.cost_usd.is_(None), or_(steps.c.tokens_in > 0, steps.c.tokens_out > 0))).label("cost_unknown_steps"),
             _count_if(steps.c.retry > 0).label("retried_steps"),
             _count_if(_ERRORED).label("errored_steps"),
-            func.min(case((_ERRORED, steps.c.timestamp))).label("first_error_at"),
+            cast(func.min(case((_ERRORED, steps.c.timestamp))), Text).label("first_error_at"),
             _count_if(steps.c.status == "blocked").label("blocked_steps"),
             _count_if(self._approval()).label("approvals"),
             _count_if(_FALLBACK_BLOCK).label("fallback_blocks"),
             _count_if(self._agent_fallback()).label("fallback_agent"),
-            phases.label("phases"),
-            func.aggregate_strings(cast(cast(steps.c.duration_ms * 1000, BigInteger), Text), ",").label("durations_us"),
+            *packed,
         ).where(*self._steps_of(flt)).group_by(steps.c.session_id)
         with self.engine.connect() as conn:
             return self._rows(conn, query)
@@ -557,7 +563,7 @@ class Store:
                 steps.c.session_id, steps.c.tool_name, steps.c.error_class,
                 _count_if(steps.c.type == "tool_call").label("tool_calls"), _count_if(_ERRORED).label("errored"),
             )
-            .where(or_(steps.c.tool_name.is_not(None), _ERRORED), *self._steps_of(flt))
+            .where(or_(steps.c.type == "tool_call", _ERRORED), *self._steps_of(flt))
             .group_by(steps.c.session_id, steps.c.tool_name, steps.c.error_class)
         )
         with self.engine.connect() as conn:

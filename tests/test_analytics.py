@@ -434,3 +434,9 @@ def test_drill_parameters_parse_from_links(fixed):
     with pytest.raises(ValueError, match="has: expected one of retry, error, intervention, fallback, loop, got 'mood'"):
         session_filter({"has": "mood"})
     assert session_filter({"has": "mood"}, strict=False).has is None
+
+
+def test_a_light_load_has_the_headline_and_leaves_the_rest_out(fixed, data):
+    light = analytics.load(fixed, detail=False)
+    assert analytics.headline(light).to_dicts() == analytics.headline(data).to_dicts()
+    assert light.runs.select("cycles", "loops", "redundant_calls", "step_durations").null_count().row(0) == (5, 5, 5, 5)
