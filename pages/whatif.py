@@ -7,12 +7,13 @@ links here). Launching costs money, so it needs the editor role.
 from __future__ import annotations
 
 import difflib
+import json
 import threading
 import time
 
 import streamlit as st
 
-from replay_core.replay import Progress, ReplayError, estimate, open_recording, replay_many
+from replay_core.replay import Progress, ReplayError, estimate_for, open_recording, replay_many
 from replay_core.replay_config import (
     RECORDED, Budget, ConfigError, configs_for, configured_models, configured_providers, default_api_base,
     default_api_key_env,
@@ -99,6 +100,8 @@ with st.expander("Model settings"):
     api_key_env = right.text_input("API key variable", value=default_api_key_env() or "", placeholder="OPENAI_API_KEY",
                                    help="The NAME of the environment variable holding the key; the key itself is never stored.")
     fallback = left.text_input("Fallback for `recorded`", placeholder="a live model, asked where the run departs")
+    params_text = right.text_input("Other litellm parameters", key="params", placeholder='{"top_p": 0.9, "seed": 7}',
+                                   help="A JSON object passed to litellm as it is.")
 
 original_prompt = rec.system_prompt()
 prompt_mode = st.radio("System prompt", ["Keep the original", "Edit it", "Append to it"], horizontal=True, key="prompt_mode")
@@ -126,19 +129,24 @@ with st.expander("Budget per replay"):
 configs = []
 if models:
     try:
+        params = json.loads(params_text) if params_text.strip() else {}
+        if not isinstance(params, dict):
+            raise ConfigError("Other litellm parameters: give a JSON object, e.g. {\"top_p\": 0.9}")
         configs = configs_for(
-            models, fallback_model=fallback.strip() or None, temperature=temperature, max_tokens=max_tokens,
+            models, fallback_model=fallback.strip() or None, temperature=temperature, max_tokens=max_tokens, params=params,
             api_base=api_base.strip() or None, api_key_env=api_key_env.strip() or None, system_prompt=system_prompt,
             system_mode=system_mode, budget=Budget(max_steps=int(max_steps), max_cost_usd=max_cost, timeout_s=timeout),
         )
     except ConfigError as exc:
         st.error(md(str(exc)))
+    except ValueError as exc:  # JSON that does not parse
+        st.error(md(f"Other litellm parameters: not JSON ({exc})"))
 if configs:
     st.subheader("Estimate")
     st.dataframe(
         [{"model": e.model, "model turns": e.turns, "tokens in (≈)": e.tokens_in, "tokens out (≈)": e.tokens_out,
           "cost (≈)": "unknown" if e.cost_usd is None else fmt_cost(e.cost_usd), "notes": "; ".join(e.notes)}
-         for e in estimate(store, session_id, from_step, to_step, configs)],
+         for e in estimate_for(rec, configs)],
         hide_index=True,
     )
 

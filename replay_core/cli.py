@@ -312,6 +312,8 @@ def replay_cmd(
     api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key.")] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", help="Another litellm parameter as NAME=VALUE (VALUE read as JSON when it parses); repeatable.")] = None,
+    tool_mode: Annotated[str, typer.Option("--tool-mode", help="recorded: answer tool calls from the recording; none: offer the model no tools.")] = "recorded",
     system_prompt: Annotated[Path | None, typer.Option("--system-prompt", help="File with the system prompt to use.")] = None,
     system_mode: Annotated[str, typer.Option("--system-mode", help="replace the original system prompt, or append to it.")] = "replace",
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Budget: steps (default: twice the range plus 20).")] = None,
@@ -323,7 +325,7 @@ def replay_cmd(
 ) -> None:
     """Re-run steps --from..--to of a session with other models (what-if), and compare each replay with it."""
     from .replay import ReplayError, estimate, replay_many
-    from .replay_config import Budget, ConfigError, configs_for
+    from .replay_config import Budget, ConfigError, configs_for, parse_params
 
     store = open_store(db)
     try:
@@ -333,7 +335,8 @@ def replay_cmd(
     try:
         configs = configs_for(
             model, fallback_model=fallback_model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
-            max_tokens=max_tokens, system_prompt=prompt, system_mode=system_mode,
+            max_tokens=max_tokens, system_prompt=prompt, system_mode=system_mode, params=parse_params(param or []),
+            tool_mode=tool_mode,
             budget=Budget(max_steps=max_steps, max_cost_usd=max_cost, timeout_s=timeout),
         )
         estimates = estimate(store, session, from_step, to_step, configs)

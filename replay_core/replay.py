@@ -478,9 +478,13 @@ def _chars(step: StepEvent) -> int:
 
 
 def estimate(store: Store, session_id: str, from_step: int | None, to_step: int | None, configs: list[ReplayConfig]) -> list[Estimate]:
+    """Tokens and cost per model for replaying this range (see estimate_for)."""
+    return estimate_for(open_recording(store, session_id, from_step, to_step), configs)
+
+
+def estimate_for(rec: Recording, configs: list[ReplayConfig]) -> list[Estimate]:
     """Tokens and cost per model: each original turn's context (its recorded input tokens, else
     about 4 characters a token) in, the original's answers out, at the model's list price."""
-    rec = open_recording(store, session_id, from_step, to_step)
     tools_chars = len(orjson.dumps(rec.tools()))
     base = sum(len(orjson.dumps(m)) for m in rec.base) + sum(_chars(s) for s in rec.prefix) + tools_chars
     tokens_in = tokens_out = 0

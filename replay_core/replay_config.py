@@ -6,6 +6,7 @@ secret: the API key is named by the environment variable that holds it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields
@@ -148,3 +149,17 @@ def configs_for(models: list[str], *, fallback_model: str | None = None, **setti
     if not names:
         raise ConfigError("model: name at least one model")
     return [ReplayConfig(model=m, fallback_model=fallback_model if m == RECORDED else None, **settings) for m in dict.fromkeys(names)]
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """`NAME=VALUE` pairs (VALUE as JSON when it parses, else text) for `ReplayConfig.params`."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"params: expected NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = json.loads(value)
+        except ValueError:
+            out[name.strip()] = value
+    return out

@@ -104,3 +104,10 @@ def test_an_edited_system_prompt_is_shown_as_a_diff_against_the_original(demo_st
     assert diff[:2] == ["--- original", "+++ replay"]
     assert diff[3].startswith("-You are a coding agent working in the shop-backend repository.")
     assert diff[4] == "+You are a careful coding agent. Read the tests first."
+
+
+def test_other_litellm_parameters_must_be_a_json_object(demo_store, no_provider):
+    at = page(PAGE, params={"session": FAILED_CODING})
+    at.text_input(key="params").set_value("[1, 2]").run()
+    assert at.error[0].value == md('Other litellm parameters: give a JSON object, e.g. {"top_p": 0.9}')
+    assert at.button(key="launch").disabled

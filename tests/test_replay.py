@@ -17,7 +17,7 @@ from replay_core.formats import UnknownFormat
 from replay_core.ingest import import_file
 from replay_core.recording import MessageLog, Recording, canonical_args, split_turns
 from replay_core.replay import ReplayError, estimate, open_recording, replay, replay_many
-from replay_core.replay_config import Budget, ConfigError, ReplayConfig, configs_for
+from replay_core.replay_config import Budget, ConfigError, ReplayConfig, configs_for, parse_params
 from replay_core.snapshot import rebuild_messages
 from replay_core.store import SessionFilter
 from replay_core.timeline import open_timeline
@@ -428,6 +428,12 @@ def test_config_errors_name_the_setting(settings, message):
         ReplayConfig(**settings)
 
 
+def test_params_from_the_command_line():
+    assert parse_params(["top_p=0.5", "stop=[\"END\"]", "user=ana"]) == {"top_p": 0.5, "stop": ["END"], "user": "ana"}
+    with pytest.raises(ConfigError, match="params: expected NAME=VALUE, got 'top_p'"):
+        parse_params(["top_p"])
+
+
 def test_config_round_trips_through_its_stored_form():
     config = ReplayConfig(model="openai/x", temperature=0.1, api_base="http://127.0.0.1:1/v1", budget=Budget(max_steps=9))
     assert ReplayConfig.from_json(orjson.loads(orjson.dumps(config.to_json()))) == config
@@ -443,8 +449,11 @@ def test_cli_replay_json_through_the_local_server(demo, server):
         pytest.skip("the CLI path is the same on both databases")
     server.default = server.text("Done.")
     res = CliRunner().invoke(app, ["replay", FLIGHT, "--from", "11", "--to", "11", "--model", "openai/fake-model",
-                                   "--model", "recorded", "--api-base", server.base_url, "--json", "--db", demo.url])
+                                   "--model", "recorded", "--api-base", server.base_url, "--param", "top_p=0.5",
+                                   "--param", "seed=7", "--tool-mode", "none", "--json", "--db", demo.url])
     assert res.exit_code == 0, res.output
+    [request] = server.requests
+    assert (request["top_p"], request["seed"], "tools" in request) == (0.5, 7, False)
     body = orjson.loads(res.stdout)
     assert [e["model"] for e in body["estimate"]] == ["openai/fake-model", "recorded"]
     live_run, null_run = body["replays"]
