@@ -23,7 +23,6 @@ from .store import Store
 from .timeline import Timeline
 
 TEXT_TYPES = ("think", "decision")
-MODEL_TYPES = ("think", "decision", "tool_call")
 ANSWER_TYPES = ("tool_result", "observation", "error")
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 

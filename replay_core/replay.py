@@ -37,7 +37,7 @@ from .replay_config import RECORDED, ReplayConfig
 from .store import Store
 from .timeline import open_timeline
 
-OUTCOMES = ("completed", "final_answer", "diverged", "budget", "provider_error", "error")
+# replay outcome -> the replay session's status ("error": a fault of the replay itself)
 STATUS_OF = {"completed": "succeeded", "final_answer": "succeeded", "diverged": "incomplete", "budget": "incomplete",
              "provider_error": "failed", "error": "failed"}
 LiveTools = dict[str, Callable[..., Any]]
@@ -53,7 +53,7 @@ class ReplayResult:
     session: str
     model: str
     status: str  # the replay session's status
-    outcome: str  # one of OUTCOMES
+    outcome: str  # a key of STATUS_OF: completed, final_answer, diverged, budget, provider_error, error
     message: str
     error_class: str | None = None
     steps: int = 0
@@ -154,6 +154,7 @@ class _Replay:
         range_len = len(rec.range_steps)
         self.max_steps = config.budget.max_steps or 2 * range_len + 20
         self.started = time.monotonic()
+        self.known_cost = 0.0  # what the budget counts: the costs that are known
         self.result = ReplayResult(self.session_id, config.label, "running", "", "")
 
     # ------------------------------------------------------------------ storing
@@ -232,8 +233,8 @@ class _Replay:
             raise _Stop("completed", f"reached the end of the range (step {self.rec.to_step})")
         if len(self.steps) >= self.max_steps:
             raise _Stop("budget", f"step budget spent ({len(self.steps)} of {self.max_steps} steps)")
-        spent = self.result.cost_usd
-        if b.max_cost_usd is not None and spent is not None and spent >= b.max_cost_usd:
+        spent = self.known_cost
+        if b.max_cost_usd is not None and spent >= b.max_cost_usd:
             raise _Stop("budget", f"cost budget spent (${spent:.4f} of ${b.max_cost_usd:.4f})")
         if b.timeout_s is not None:
             remaining = b.timeout_s - (time.monotonic() - self.started)
@@ -325,8 +326,10 @@ class _Replay:
         for s in steps:
             self.result.tokens_in += s.tokens_in or 0
             self.result.tokens_out += s.tokens_out or 0
-            if s.cost_usd is not None and self.result.cost_usd is not None:
-                self.result.cost_usd = round(self.result.cost_usd + s.cost_usd, 8)
+            if s.cost_usd is not None:
+                self.known_cost += s.cost_usd
+                if self.result.cost_usd is not None:
+                    self.result.cost_usd = round(self.result.cost_usd + s.cost_usd, 8)
 
     def _answer_calls(self, calls: list[StepEvent]) -> None:
         """Calls off the original's script: each answered from anywhere in the recording, or live."""

@@ -15,7 +15,7 @@ from replay_core.compare import compare
 from replay_core.demo import load_demo, read_demo
 from replay_core.formats import UnknownFormat
 from replay_core.ingest import import_file
-from replay_core.recording import MessageLog, Recording, canonical_args, split_turns
+from replay_core.recording import MessageLog, Recording, canonical_args, request_key, split_turns
 from replay_core.replay import ReplayError, estimate, open_recording, replay, replay_many
 from replay_core.replay_config import Budget, ConfigError, ReplayConfig, configs_for, parse_params
 from replay_core.snapshot import rebuild_messages
@@ -357,7 +357,7 @@ def test_message_log_equals_rebuilt_messages_at_every_step():
             log.extend([step])
             assert log.messages() == rebuild_messages(steps[: i + 1]), (sid, step.seq)
             if i % 25 == 0:
-                assert log.copy().key() == MessageLog([], steps[: i + 1]).key()
+                assert log.copy().key() == MessageLog([], steps[: i + 1]).key() == request_key(log.messages())
 
 
 def test_turns_and_inferred_tool_schemas(demo):
