@@ -41,6 +41,12 @@ ENVIRONMENTS = ["prod", "staging", "dev"]
 VERSIONS = ["1.4.0", "1.5.0", "1.5.1"]
 TAGS = ["support", "coding", "sql", "travel", "browser", "weekly"]
 ERRORS = ["TimeoutError", "RateLimitError", "TestFailure", "InvalidArgument"]
+# Step content as long as real runs write it (the dashboard must not read any of it).
+WORDS = ("the order lookup returned three rows so check the refund policy before answering and keep the customer "
+         "informed about the shipment status while the retry budget lasts ").split()
+TEXT = " ".join(WORDS[i % len(WORDS)] for i in range(2000))
+CONTENT = {"input": (50, 400), "think": (100, 900), "decision": (60, 500), "tool_result": (80, 1500), "observation": (80, 600),
+           "error": (40, 300)}
 
 
 def _ts(value: datetime) -> str:
@@ -77,7 +83,10 @@ def _session_steps(sid: str, n: int, start: datetime, rng: random.Random, failed
         tin = rng.randint(200, 4000) if tokens else None
         tout = rng.randint(10, 300) if tokens else None
         cost = None if not tokens or model.startswith("ollama") and rng.random() < 0.5 else round(tin * 2.5e-6 + tout * 1e-5, 6)
-        rows.append((sid, seq, f"e{seq}", parent, kind, _ts(clock), float(duration), model if tokens else None, tool,
+        low, high = CONTENT.get(kind, (0, 0))
+        start = rng.randrange(len(TEXT) - high - 1)
+        content = TEXT[start : start + rng.randint(low, high)] if high else None
+        rows.append((sid, seq, f"e{seq}", parent, kind, _ts(clock), float(duration), model if tokens else None, content, tool,
                      None if args is None else orjson.dumps(args).decode(), call_id, status, error, retry, tin, tout, cost,
                      None if meta is None else orjson.dumps(meta).decode()))
 
@@ -120,9 +129,9 @@ def build_database(path: Path, seed: int = 11) -> None:
     db.execute("PRAGMA synchronous=OFF")
     session_rows, step_rows = [], []
     step_sql = (
-        "insert into steps (session_id, seq, event_id, parent_id, type, timestamp, duration_ms, model, tool_name, tool_args,"
-        " tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, redacted)"
-        " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)"
+        "insert into steps (session_id, seq, event_id, parent_id, type, timestamp, duration_ms, model, content, tool_name,"
+        " tool_args, tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, redacted)"
+        " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)"
     )
     for i, n in enumerate(_lengths(rng)):
         sid = f"run-{i:05d}"

@@ -534,7 +534,7 @@ class Store:
             phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
             if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
                 phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
-            # older SQLite: GROUP BY session_id walks ix_steps_session_id_seq, so rows arrive in seq order
+            # older SQLite: GROUP BY session_id walks ix_steps_rollup (session_id, seq, …): rows arrive in seq order
             durations = func.aggregate_strings(cast(cast(steps.c.duration_ms * 1000, BigInteger), Text), ",")
             packed = [phases.label("phases"), durations.label("durations_us")]
         query = select(
