@@ -108,7 +108,6 @@ def session_filter(params: Mapping[str, str], *, strict: bool = True) -> Session
     checked("status", one_of("status", tuple(s.value for s in SessionStatus)))
     checked("review", one_of("review", REVIEW_STATES))
     checked("has", one_of("has", HAS_FLAGS))
-    checked("has", one_of("has", HAS_FLAGS))
     checked("since", lambda raw: _parse_when("since", raw, end=False))
     checked("until", lambda raw: _parse_when("until", raw, end=True))
     text = (params.get("q") or "").strip()
