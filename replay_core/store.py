@@ -212,7 +212,9 @@ class Store:
         seen: set[str] = set()
         next_seq = 1
         if existed:
-            seen.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid)))
+            ids = list({step.identity() for step in batch})
+            for part in _chunks(ids):
+                seen.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
             next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1
         batch_max = max((s.seq for s in batch if s.seq is not None), default=0)
         next_seq = max(next_seq, batch_max + 1)
@@ -343,7 +345,7 @@ class Store:
                     func.coalesce(func.sum(steps.c.tokens_in), 0).label("tokens_in"),
                     func.coalesce(func.sum(steps.c.tokens_out), 0).label("tokens_out"),
                     func.sum(steps.c.cost_usd).label("cost_usd"),
-                    func.sum(case((steps.c.type == "error", 1), else_=0)).label("errors"),
+                    func.sum(case((or_(steps.c.type == "error", steps.c.status == "error"), 1), else_=0)).label("errors"),
                     func.max(steps.c.seq).label("max_seq"),
                 )
                 .where(steps.c.session_id.in_(part))

@@ -119,14 +119,24 @@ class Timeline:
         if errors:
             first = self.steps[errors[0]]
             what = first.tool_name and f"{first.tool_name} " or ""
-            text = (first.content or first.error_class or "").strip().splitlines()
-            detail = f": {text[0][:120]}" if text else ""
+            line = _telling_line(first.content or "")
+            detail = f": {line[:160].rstrip('.')}" if line else ""
             parts.append(f"first error at step {first.seq} ({what}{first.error_class or 'error'}){detail}")
         if self.session.get("error_class") and status == "failed":
             parts.append(f"ended with {self.session['error_class']}")
         if self.gaps:
             parts.append(", ".join(g.label for g in self.gaps))
         return "; ".join(parts) + "."
+
+
+def _telling_line(text: str) -> str:
+    """The line of an error's output a reviewer wants first: one naming an error, else the last."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    for ln in lines:
+        lowered = ln.lower()
+        if "error" in lowered or "exception" in lowered or "failed" in lowered:
+            return ln
+    return lines[-1] if lines else ""
 
 
 def find_gaps(seqs: list[int]) -> list[Gap]:
