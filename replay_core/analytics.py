@@ -1,7 +1,7 @@
 """Run metrics: what the analytics page and `agent-replay stats` show.
 
-`load(store, flt)` reads three narrow, pre-aggregated tables from the Store (one row per
-run; per run and tool / error class; repeated tool calls), in parallel because they are
+`load(store, flt)` makes four narrow reads of the Store (the runs; one aggregated row per
+run; per run, tool and error class; repeated tool calls), in parallel because they are
 independent passes over the steps, and shapes them into a `RunData`. Every metric is
 then a pure polars function of a RunData and an optional dimension (`by`), returning a
 tidy frame sorted by its keys. Nothing here reads step content.
@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 from datetime import datetime, timedelta
+from functools import partial
 
 import polars as pl
 
@@ -93,13 +93,13 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True)
 
     `detail=False` reads only what `headline` needs, for the period a dashboard compares
     with: step latencies, cycles and loops are left out (null), about a third less work."""
-    reads = [store.run_rows, partial(store.step_rollup, sequences=detail), store.step_breakdown]
+    reads = {"runs": store.run_rows, "rollup": partial(store.step_rollup, sequences=detail), "breakdown": store.step_breakdown}
+    if detail:
+        reads["repeats"] = store.repeated_calls
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        parts = [pool.submit(lambda read=read: _frame(read(flt))) for read in [*reads, *([store.repeated_calls] if detail else [])]]
-        sessions, rollup, breakdown, *more = (p.result() for p in parts)
-    repeats = more[0] if detail else pl.DataFrame(schema={c: DTYPES[c] for c in ("session_id", "tool_name", "args", "seq", "ok_seq")})
-    if not detail:
-        rollup = rollup.with_columns(phases=pl.lit(None, pl.String), durations_us=pl.lit(None, pl.String))
+        futures = {name: pool.submit(lambda read=read: _frame(read(flt))) for name, read in reads.items()}
+    got = {name: future.result() for name, future in futures.items()}
+    sessions, breakdown = got["runs"], got["breakdown"]
     tools = (
         breakdown.filter(pl.col("tool_name").is_not_null())
         .group_by("session_id", "tool_name")
@@ -113,25 +113,22 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True)
         .agg(errors=pl.col("errored").sum())
         .sort("session_id", "error_class", nulls_last=True)
     )
-    per_run = [
-        rollup,
-        tools.group_by("session_id").agg(tool_calls=pl.col("calls").sum(), tool_failures=pl.col("failures").sum()),
-        _loops_per_run(repeats),
-    ]
+    per_run = [got["rollup"], tools.group_by("session_id").agg(tool_calls=pl.col("calls").sum(), tool_failures=pl.col("failures").sum())]
+    if detail:
+        per_run.append(_loops_per_run(got["repeats"]))
     runs = sessions
     for part in per_run:
         runs = runs.join(part, on="session_id", how="left")
-    runs = _derive(runs)
-    if not detail:
-        runs = runs.with_columns(pl.lit(None, runs.schema[c]).alias(c) for c in ("cycles", "loops", "redundant_calls", "step_durations"))
-    return RunData(runs=runs, tools=tools, errors=errors)
+    return RunData(runs=_derive(runs, detail), tools=tools, errors=errors)
 
 
 def _loops_per_run(repeats: pl.DataFrame) -> pl.DataFrame:
     per_call = repeats.group_by("session_id", "tool_name", "args").agg(
         calls=pl.len(), redundant=(pl.col("seq") > pl.col("ok_seq").min()).sum()
     )
-    return per_call.group_by("session_id").agg(loops=(pl.col("calls") >= 3).sum(), redundant_calls=pl.col("redundant").sum())
+    return per_call.group_by("session_id").agg(
+        loops=(pl.col("calls") >= 3).sum().cast(pl.Int64), redundant_calls=pl.col("redundant").sum().cast(pl.Int64)
+    )
 
 
 def _ms_between(start: str, end: str) -> pl.Expr:
@@ -143,27 +140,34 @@ def _cycles(phases: pl.Expr) -> pl.Expr:
     new cycle opens at each fall; errors join the current cycle."""
     digits = phases.str.replace_all("e", "", literal=True)
     falls = digits.str.split("").list.eval(pl.element().cast(pl.Int8).diff().lt(0).sum()).list.first()
-    return pl.when(phases.str.len_bytes() > 0).then(falls.fill_null(0) + 1).otherwise(0)
+    return pl.when(phases.str.len_bytes() > 0).then(falls.fill_null(0) + 1).otherwise(0).cast(pl.Int64)
 
 
-def _derive(runs: pl.DataFrame) -> pl.DataFrame:
-    step_cost = pl.col("cost_usd")
+def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
+    if detail:  # from the packed step sequences
+        sequences = [
+            _cycles(pl.col("phases").fill_null("")).alias("cycles"),
+            pl.col("durations_us").str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000).alias("step_durations"),
+        ]
+    else:
+        sequences = [*(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),
+                     pl.lit(None, pl.List(pl.Float64)).alias("step_durations")]
     runs = runs.with_columns(
-        *(pl.col(c).fill_null(0) for c in COUNTS),
+        *(pl.col(c).fill_null(0) for c in COUNTS if c in runs.columns),
+        *sequences,
         tokens_in=pl.coalesce("tokens_in", pl.col("meta_tokens_in").cast(pl.Int64), pl.lit(0)),
         tokens_out=pl.coalesce("tokens_out", pl.col("meta_tokens_out").cast(pl.Int64), pl.lit(0)),
         cost_usd=pl.coalesce("cost_usd", "meta_cost_usd"),
-        cost_from_session=step_cost.is_null() & pl.col("meta_cost_usd").is_not_null(),
+        cost_from_session=pl.col("cost_usd").is_null() & pl.col("meta_cost_usd").is_not_null(),
         duration_ms=pl.when(pl.col("status") != "running").then(_ms_between("started_at", "ended_at")),
         first_error_ms=_ms_between("started_at", "first_error_at"),
-        cycles=_cycles(pl.col("phases").fill_null("")),
-        step_durations=pl.col("durations_us").str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000),
     )
     cost_known = pl.col("cost_from_session") | (
         (pl.col("cost_unknown_steps") == 0) & (pl.col("cost_usd").is_not_null() | (pl.col("tokens_in") + pl.col("tokens_out") == 0))
     )
     return runs.with_columns(cost_known=cost_known).drop(
-        "phases", "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session"
+        "phases", "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session",
+        strict=False,
     )
 
 
