@@ -66,7 +66,15 @@ else:  # imported by `streamlit run` / uvicorn: the server
 
     @asynccontextmanager
     async def lifespan(_app):
+        import asyncio
+        from functools import cache
+
+        from replay_core import retention
+        from replay_core.store import Store
+
         api.tcp_nodelay_on_listening_sockets()
+        sweeper = asyncio.create_task(retention.run_periodically(cache(Store)))
         yield
+        sweeper.cancel()
 
     app = st.App(HERE / "streamlit_app.py", routes=api.routes(), lifespan=lifespan)

@@ -26,3 +26,13 @@ def database_url(explicit: str | None = None) -> str:
 def idle_timeout() -> timedelta:
     """How long a run may go without events before it counts as incomplete."""
     return timedelta(minutes=float(os.environ.get("AGENT_REPLAY_IDLE_MINUTES", "30")))
+
+
+def retention_days() -> float | None:
+    """Runs older than this many days are deleted on schedule; unset means keep everything."""
+    value = os.environ.get("AGENT_REPLAY_RETENTION_DAYS")
+    return float(value) if value else None
+
+
+def retention_keeps_annotated() -> bool:
+    return os.environ.get("AGENT_REPLAY_RETENTION_KEEP_ANNOTATED", "").lower() in ("1", "true", "yes")
