@@ -23,7 +23,7 @@ PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90, "All time": None}
 PICK = "pick"  # the point-selection parameter of every chart
 NONE = "(none)"  # how a missing dimension value is drawn
 DRILL = "_analytics_drill"  # the runs a selected point stands for, between two runs of the page
-BOUND = {"since": date.fromisoformat, "until": date.fromisoformat, "q": str}  # the filter bar's URL-bound widgets
+BOUND = {"since": date.fromisoformat, "until": date.fromisoformat, "q": str, "failed_tool": str, "error_class": str}  # URL-bound widgets
 
 
 @st.cache_data(ttl=60, show_spinner="Crunching runs…")

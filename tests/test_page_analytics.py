@@ -195,8 +195,6 @@ def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page, demo_db):
 
 
 @pytest.mark.browser
-@pytest.mark.xfail(strict=True, reason="the runs page's filter bar (ui/runs_view.filter_bar) does not apply has / failed_tool "
-                                       "/ error_class from the URL yet: the link is right, the list is not narrowed")
 def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
     from replay_core.store import Store
 

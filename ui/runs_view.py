@@ -62,7 +62,7 @@ def filter_bar(store: Store) -> SessionFilter:
             error_class = st.text_input("Error class", key="error_class", bind="query-params", placeholder="e.g. TimeoutError")
             source = _pick("Source", "source", _choices(store.url, "source"))
     return SessionFilter(status=status, review=review, tag=tag, text=(q or "").strip() or None, has=has, source=source,
-                         failed_tool=failed_tool.strip() or None, error_class=error_class.strip() or None,
+                         failed_tool=(failed_tool or "").strip() or None, error_class=(error_class or "").strip() or None,
                          since=_day(since, end=False), until=_day(until, end=True), **dims)
 
 
