@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .events import StepEvent
-from .formats import BadRecord, Event, detect, get_format
+from .formats import BadRecord, DocumentError, Event, detect, get_format
 from .redact import Redactor, default_redactor
 from .store import Store
 
@@ -102,8 +102,11 @@ def read_events(data: bytes, filename: str, fmt: str = "auto") -> tuple[list[Eve
     reader = detect(data, filename) if fmt == "auto" else get_format(fmt)
     events: list[Event] = []
     bad: list[BadRecord] = []
-    for item in reader.read(data, filename):
-        (bad if isinstance(item, BadRecord) else events).append(item)
+    try:
+        for item in reader.read(data, filename):
+            (bad if isinstance(item, BadRecord) else events).append(item)
+    except DocumentError as exc:  # the file cannot be read at all
+        bad.append(exc.record)
     return events, bad, reader.name
 
 

@@ -27,6 +27,15 @@ class BadRecord:
         return f"{self.where}: {self.reason}"
 
 
+class DocumentError(ValueError):
+    """A file a reader cannot read at all. Readers raise it; the pipeline turns it into a
+    refusal of the file with `record` (where it breaks and why)."""
+
+    def __init__(self, record: BadRecord):
+        super().__init__(str(record))
+        self.record = record
+
+
 class Format(Protocol):
     name: str  # what --format takes
     label: str  # what a person reads

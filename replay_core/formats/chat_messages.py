@@ -22,7 +22,7 @@ import orjson
 
 from . import BadRecord, Event
 from .cassette import Interaction, is_cassette, read_cassette
-from .jsondoc import DocumentError, is_json_lines, json_lines, load_json
+from .jsondoc import is_json_lines, json_lines, load_json
 from .runs import Run, compact, stable_id
 
 TEXT_PARTS = ("text", "input_text", "output_text")
@@ -315,11 +315,7 @@ def _exchange_of_record(rec: Any, where: str) -> Exchange | BadRecord:
 
 def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes) -> Iterator[Event | BadRecord]:
     """Events of a transcript (one message list), a request/response log, or a cassette."""
-    try:
-        records = list(_records(data, filename, path_fragment))
-    except DocumentError as exc:
-        yield exc.record
-        return
+    records = list(_records(data, filename, path_fragment))
     base = stable_id(filename, data)
     new_id = lambda n: f"{base}-{n}" if n else base  # noqa: E731
     exchanges: list[Exchange] = []

@@ -15,15 +15,7 @@ from typing import Any
 
 import orjson
 
-from . import BadRecord
-
-
-class DocumentError(ValueError):
-    """The file is not readable as JSON at all; `record` says where it breaks."""
-
-    def __init__(self, record: BadRecord):
-        super().__init__(str(record))
-        self.record = record
+from . import BadRecord, DocumentError
 
 
 def _decode_error(filename: str, exc: orjson.JSONDecodeError, line_offset: int = 0) -> BadRecord:

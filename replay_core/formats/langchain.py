@@ -19,7 +19,7 @@ import orjson
 
 from . import BadRecord, Event
 from .chat_messages import parse_arguments, text_of
-from .jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
+from .jsondoc import has_key, is_json_lines, json_lines, load_json, starts_json
 from .runs import Run, compact, parse_time
 
 LLM_TYPES = ("llm", "chat_model")
@@ -159,11 +159,7 @@ class LangChainFormat:
                 else:
                     yield BadRecord(f"{filename}:{item[0]}", "expected a run object")
         else:
-            try:
-                doc = load_json(data, filename)
-            except DocumentError as exc:
-                yield exc.record
-                return
+            doc = load_json(data, filename)
             doc = doc.get("runs", doc) if isinstance(doc, dict) and isinstance(doc.get("runs"), list) else doc
             runs = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else [doc] if isinstance(doc, dict) else []
         if not runs or not all("run_type" in r or "child_runs" in r for r in runs):

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import BadRecord, Event
-from .jsondoc import DocumentError, has_key, load_json, starts_json
+from .jsondoc import has_key, load_json, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
 ELEMENT_TYPES = ("agent_step_start", "agent_step_stop", "observation", "agent_completion", "execution_result", "screenshot")
@@ -125,11 +125,7 @@ class NotteFormat:
             has_key(head, "type", t) for t in ("agent_step_start", "agent_completion", "execution_result"))
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
-        try:
-            doc = load_json(data, filename)
-        except DocumentError as exc:
-            yield exc.record
-            return
+        doc = load_json(data, filename)
         status = doc if isinstance(doc, dict) else {}
         elements = status.get("steps") if status else doc
         if not isinstance(elements, list):

@@ -20,6 +20,7 @@ import base64
 import binascii
 import json
 import re
+from abc import ABC, abstractmethod
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -740,11 +741,12 @@ def _proto_damage(data: bytes) -> str:
     return "a resource_spans message inside the file is not valid protobuf"
 
 
-class _SpanFormat:
+class _SpanFormat(ABC):
     """A container of spans: subclasses decode `spans`, the mapping to events is shared."""
 
+    @abstractmethod
     def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
-        raise NotImplementedError
+        """The file's spans in file order (BadRecord for a span that cannot be read)."""
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
         return spans_to_events(self.spans(data, filename))
@@ -765,11 +767,7 @@ class OtlpJsonFormat(_SpanFormat):
             for item in json_lines(data, filename):
                 yield item if isinstance(item, BadRecord) else (item[1], f"{filename}:{item[0]}")
             return
-        try:
-            doc = load_json(data, filename)
-        except DocumentError as exc:
-            yield exc.record
-            return
+        doc = load_json(data, filename)
         for i, item in enumerate(doc if isinstance(doc, list) else [doc]):
             yield item, filename if not isinstance(doc, list) else f"{filename} [{i}]"
 
@@ -820,10 +818,7 @@ class OtelSpansFormat(_SpanFormat):
         return starts_json(first) and has_key(first, "span_id") and has_key(first, "trace_id") and has_key(first, "start_time")
 
     def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
-        try:
-            yield from sdk_spans(data, filename)
-        except DocumentError as exc:
-            yield exc.record
+        return sdk_spans(data, filename)
 
 
 OTLP_JSON = OtlpJsonFormat()
@@ -847,8 +842,11 @@ def events_from_otlp(data: bytes, content_type: str) -> list[Event]:
     else:
         raise OtlpError(f"Content-Type {content_type!r}: expected application/json or application/x-protobuf")
     events, bad = [], []
-    for item in spans_to_events(reader.spans(data, "request"), assign_seq=False):
-        (bad if isinstance(item, BadRecord) else events).append(item)
+    try:
+        for item in spans_to_events(reader.spans(data, "request"), assign_seq=False):
+            (bad if isinstance(item, BadRecord) else events).append(item)
+    except DocumentError as exc:
+        bad.append(exc.record)
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise OtlpError(f"{bad[0]}{more}")

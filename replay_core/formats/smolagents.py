@@ -20,7 +20,7 @@ from typing import Any
 
 from . import BadRecord, Event
 from .chat_messages import Conversation, parse_arguments, text_of
-from .jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
+from .jsondoc import has_key, is_json_lines, json_lines, load_json, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
 FINAL_TOOL = "final_answer"
@@ -238,11 +238,7 @@ class SmolagentsFormat:
                 else:
                     yield from _benchmark_run(rec, f"{filename}:{number}", f"{base}-{number}").events()
             return
-        try:
-            doc = load_json(data, filename)
-        except DocumentError as exc:
-            yield exc.record
-            return
+        doc = load_json(data, filename)
         if isinstance(doc, dict) and "intermediate_steps" in doc:
             yield from _benchmark_run(doc, filename, stable_id(filename, data, 1)).events()
             return

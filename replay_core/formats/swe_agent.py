@@ -24,7 +24,7 @@ import orjson
 
 from . import BadRecord, Event
 from .chat_messages import Conversation, text_of
-from .jsondoc import DocumentError, has_key, load_json, starts_json
+from .jsondoc import has_key, load_json, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
@@ -74,11 +74,7 @@ class SweAgentFormat:
             has_key(head, "environment") or has_key(head, "info") or has_key(head, "thought"))
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
-        try:
-            doc = load_json(data, filename)
-        except DocumentError as exc:
-            yield exc.record
-            return
+        doc = load_json(data, filename)
         if not isinstance(doc, dict) or not isinstance(doc.get("trajectory", doc.get("history")), list):
             yield BadRecord(filename, "expected an object with a 'trajectory' or 'history' list")
             return
@@ -194,11 +190,7 @@ class MiniSweAgentFormat:
             b"<returncode>" in head or b"mswea_bash_command" in head or any(s.encode() in head for s in SUBMIT_MARKERS))
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
-        try:
-            doc = load_json(data, filename)
-        except DocumentError as exc:
-            yield exc.record
-            return
+        doc = load_json(data, filename)
         info: dict = {}
         if isinstance(doc, dict):
             info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
