@@ -17,7 +17,7 @@ from replay_core import api
 
 HERE = Path(__file__).resolve().parent
 
-# (file, title, icon, url path, section). Pages other engineers add appear once their file exists.
+# (file, title, icon, url path, section)
 PAGES = [
     ("pages/runs.py", "Runs", ":material/list:", "runs", "Runs"),
     ("pages/timeline.py", "Timeline", ":material/timeline:", "timeline", "Runs"),
@@ -31,12 +31,11 @@ PAGES = [
 
 
 def navigation(*, visible: bool):
-    """The pages that exist; registered even behind the door, so a deep link survives signing in."""
+    """All pages, registered even behind the door, so a deep link survives signing in."""
     sections: dict[str, list[st.Page]] = {}
     for path, title, icon, url, section in PAGES:
-        if (HERE / path).exists():
-            page = st.Page(path, title=title, icon=icon, url_path=url, default=url == "runs")
-            sections.setdefault(section, []).append(page)
+        page = st.Page(path, title=title, icon=icon, url_path=url, default=url == "runs")
+        sections.setdefault(section, []).append(page)
     return st.navigation(sections, position="sidebar" if visible else "hidden")
 
 
