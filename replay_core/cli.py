@@ -77,15 +77,18 @@ def import_cmd(
     progress = _progress(enabled=not json and sys.stderr.isatty())
     with progress:
         task = progress.add_task("importing", total=len(paths))
+        records = progress.add_task("records read", total=None)
         for path in paths:
             progress.update(task, description=f"importing {path.name}")
+            progress.reset(records)
             try:
                 data = path.read_bytes()
             except OSError as exc:
                 refused.append(f"{path}: {exc.strerror or exc}")
                 continue
             try:
-                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad)
+                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad,
+                                      progress=lambda n: progress.update(records, completed=n))
             except ImportRejected as exc:
                 refused += [str(e) for e in exc.errors]
                 refused.append(f"{path}: refused, nothing stored ({len(exc.errors)} bad records; --skip-bad imports the rest)")

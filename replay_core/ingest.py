@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -97,24 +97,41 @@ def _store_attachments(store: Store, pending: list[tuple[str, str, dict]]) -> No
         have.add((event_id, found.get("name")))
 
 
-def read_events(data: bytes, filename: str, fmt: str = "auto") -> tuple[list[Event], list[BadRecord], str]:
-    """Parse a whole file: its events, its bad records, and the format used."""
+PROGRESS_EVERY = 5000
+
+
+def read_events(
+    data: bytes, filename: str, fmt: str = "auto", *, progress: Callable[[int], None] | None = None
+) -> tuple[list[Event], list[BadRecord], str]:
+    """Parse a whole file: its events, its bad records, and the format used.
+
+    `progress`, when given, is told how many records were read, every few thousand.
+    """
     reader = detect(data, filename) if fmt == "auto" else get_format(fmt)
     events: list[Event] = []
     bad: list[BadRecord] = []
     try:
-        for item in reader.read(data, filename):
+        for n, item in enumerate(reader.read(data, filename), start=1):
             (bad if isinstance(item, BadRecord) else events).append(item)
+            if progress and n % PROGRESS_EVERY == 0:
+                progress(n)
     except DocumentError as exc:  # the file cannot be read at all
         bad.append(exc.record)
     return events, bad, reader.name
 
 
 def import_bytes(
-    store: Store, data: bytes, filename: str, *, fmt: str = "auto", skip_bad: bool = False, redactor: Redactor | None = None
+    store: Store,
+    data: bytes,
+    filename: str,
+    *,
+    fmt: str = "auto",
+    skip_bad: bool = False,
+    redactor: Redactor | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> IngestReport:
     """Import one file's content. Bad records refuse the file whole unless `skip_bad`."""
-    events, bad, used = read_events(data, filename, fmt)
+    events, bad, used = read_events(data, filename, fmt, progress=progress)
     if bad and not skip_bad:
         raise ImportRejected(bad)
     report = ingest(store, events, redactor=redactor, source=used)
