@@ -328,7 +328,7 @@ def test_null_replay_reproduces_every_real_sample_with_model_turns(sqlite_store,
     try:
         report = import_file(sqlite_store, FIXTURES / sample)
     except UnknownFormat:
-        pytest.skip(f"no importer reads {sample} yet")
+        pytest.skip(f"{sample} is a fixture of attributes or protobuf text, not a trace file an importer reads")
     replayed = 0
     for sid in report.sessions:
         try:
