@@ -30,9 +30,14 @@ def main() -> None:
 
         raw()
         base = min(timed(raw)[1] for _ in range(5)) * 1000
-        open_ms = min(timed(open_timeline, store, sid)[1] for _ in range(5)) * 1000
+        def ready():  # what the timeline page needs before it can draw: the session open, its first state
+            timeline = open_timeline(store, sid)
+            state_at(timeline, 1, store)
+            return timeline
+
+        open_ms = min(timed(ready)[1] for _ in range(5)) * 1000
         report("open_session_10k_steps", open_ms, "ms", "<= 250", base, higher_is_better=False)
-        tl = open_timeline(store, sid)
+        tl = ready()
         rng = random.Random(1)
         seqs = [rng.randint(1, 10_000) for _ in range(50)]
         state_ms = max(timed(state_at, tl, q, store)[1] for q in seqs) * 1000

@@ -7,6 +7,7 @@ OpenAI chat shape that replay also sends to a model.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,16 +48,23 @@ def _arguments_json(args: Any) -> str:
     return orjson.dumps(args if args is not None else {}).decode()
 
 
-def rebuild_messages(steps: list[StepEvent]) -> list[dict]:
+def rebuild_messages(steps: list[StepEvent], marks: list[tuple[int, int | None]] | None = None) -> list[dict]:
     """Chat messages an agent would have seen, rebuilt from its recorded steps.
 
     think/decision → assistant text; tool_call → assistant tool call (merged into the
     assistant turn before it); tool_result, and tool errors → tool message answering
     its call; input → user (or the role the source gave); observation → user or tool.
+
+    With `marks`, appends for each step where the messages stood just before it: how
+    many there were, and how many tool calls the last one held (None unless it is an
+    assistant turn) — so any prefix can be cut from one rebuild (see messages_before).
     """
     messages: list[dict] = []
     pending: dict[str, str] = {}  # tool_call_id -> tool name, for calls not answered yet
     for step in steps:
+        if marks is not None:
+            last = messages[-1] if messages else None
+            marks.append((len(messages), len(last.get("tool_calls", ())) if last and last["role"] == "assistant" else None))
         kind = step.type
         meta = step.metadata or {}
         if kind in ("think", "decision"):
@@ -102,27 +110,70 @@ def source_state(steps: list[StepEvent]) -> dict[str, Any]:
     return state
 
 
+@dataclass
+class _Index:
+    """What state_at needs from a whole session, built once per opened timeline."""
+
+    messages: list[dict]  # rebuild_messages over every step
+    marks: list[tuple[int, int | None]]  # per step: where `messages` stood before it
+    context_positions: list[int]  # steps with a recorded context
+    state_positions: list[int]  # steps with recorded source state
+
+
+def _index(timeline: Timeline) -> _Index:
+    found = timeline.cache.get("snapshot")
+    if found is None:
+        marks: list[tuple[int, int | None]] = []
+        messages = rebuild_messages(timeline.steps, marks)
+        steps = timeline.steps
+        found = timeline.cache["snapshot"] = _Index(
+            messages=messages,
+            marks=marks,
+            context_positions=[i for i, s in enumerate(steps) if s.event_id in timeline.context_ids],
+            state_positions=[i for i, s in enumerate(steps) if isinstance((s.metadata or {}).get("state"), dict)],
+        )
+    return found
+
+
+def messages_before(timeline: Timeline, pos: int) -> list[dict]:
+    """rebuild_messages(steps[:pos]), cut from the session's one rebuild.
+
+    The message dicts are shared with the index (copying thousands per slider move costs
+    more than the rest of state_at): treat them as read-only.
+    """
+    index = _index(timeline)
+    count, calls = index.marks[pos]
+    out = index.messages[:count]
+    if out and calls is not None and len(out[-1].get("tool_calls", ())) != calls:
+        last = dict(out[-1])  # the last assistant turn had fewer tool calls at this point
+        if calls:
+            last["tool_calls"] = last["tool_calls"][:calls]
+        else:
+            del last["tool_calls"]
+        out[-1] = last
+    return out
+
+
 def state_at(timeline: Timeline, seq: int, store: Store | None = None) -> Snapshot:
-    """State at the step with `seq` (or the first step after it)."""
+    """State at the step with `seq` (or the first step after it). O(1) totals; one keyed read at most."""
     pos = timeline.position_of(seq)
-    step = timeline.steps[pos]
+    index = _index(timeline)
     context, source, context_seq = None, "rebuilt", None
-    if store is not None and timeline.context_ids:
-        for back in range(pos, -1, -1):
-            earlier = timeline.steps[back]
-            if earlier.event_id in timeline.context_ids:
-                context = store.step_context(timeline.id, earlier.event_id)
-                source, context_seq = "recorded", earlier.seq
-                break
+    with_context = bisect_right(index.context_positions, pos)
+    if store is not None and with_context:
+        earlier = timeline.steps[index.context_positions[with_context - 1]]
+        context = store.step_context(timeline.id, earlier.event_id)
+        source, context_seq = "recorded", earlier.seq
     if context is None:
-        context = rebuild_messages(timeline.steps[:pos])
+        context = messages_before(timeline, pos)
+    stated = index.state_positions[: bisect_right(index.state_positions, pos)]
     return Snapshot(
         position=pos,
-        step=step,
+        step=timeline.steps[pos],
         cycle=timeline.cycle_index[pos],
         context=context,
         context_source=source,
         context_seq=context_seq,
         totals=timeline.totals.at(pos),
-        state=source_state(timeline.steps[: pos + 1]),
+        state=source_state([timeline.steps[i] for i in stated]),
     )

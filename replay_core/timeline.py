@@ -86,6 +86,7 @@ class Timeline:
     totals: RunningTotals
     context_ids: set[str] = field(default_factory=set)
     _seqs: list[int] = field(default_factory=list, repr=False)
+    cache: dict = field(default_factory=dict, repr=False)  # derived indexes (snapshot) built on first use
 
     @property
     def id(self) -> str:

@@ -90,3 +90,29 @@ def test_find_gaps():
     assert find_gaps([1, 2, 5, 5, 6, 9]) == find_gaps([1, 2, 5, 6, 9])
     assert [g.label for g in find_gaps([1, 3])] == ["step 2 missing"]
     assert find_gaps([]) == []
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from replay_core.snapshot import messages_before  # noqa: E402
+from replay_core.timeline import build_timeline  # noqa: E402
+
+KINDS = st.sampled_from(["think", "tool_call", "tool_result", "observation", "decision", "error", "input", "span"])
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), max_size=40))
+def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
+    """The cut from the one rebuild equals rebuilding the prefix from scratch, everywhere."""
+    steps = [
+        StepEvent(session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name=tool,
+                  tool_call_id=f"c{i // 2}" if with_id else None, content=f"text {i}", tool_args={"i": i})
+        for i, (kind, tool, with_id) in enumerate(spec)
+    ]
+    if not steps:
+        return
+    tl = build_timeline({"id": "p"}, steps)
+    for pos in range(len(steps)):
+        assert messages_before(tl, pos) == rebuild_messages(steps[:pos])
+    assert messages_before(tl, len(steps) - 1) == rebuild_messages(steps[:-1])  # cutting never changes the index
