@@ -416,7 +416,7 @@ class Store:
             for r in conn.execute(query):
                 values = dict(zip(STEP_COLUMNS, r, strict=True))
                 values["session_id"] = session_id
-                out.append(StepEvent.model_construct(**values))
+                out.append(StepEvent.trusted(values))
         return out
 
     def step_types(self, session_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -471,7 +471,7 @@ class Store:
             contexts = self.step_contexts(sid)
             for step in self.load_steps(sid):
                 values = step.__dict__ | {"context": contexts.get(step.event_id)}
-                yield StepEvent.model_construct(**values)
+                yield StepEvent.trusted(values)
             if status not in (SessionStatus.RUNNING, SessionStatus.INCOMPLETE):
                 yield SessionEndEvent(
                     session_id=sid, status=status, outcome=row["outcome"],
