@@ -52,6 +52,19 @@ class UTCDateTime(TypeDecorator):
             value = value.astimezone(UTC)
         return value.replace(tzinfo=None)
 
+    def bind_processor(self, dialect):
+        if dialect.name != "sqlite":
+            return super().bind_processor(dialect)
+
+        def to_text(value):  # SQLAlchemy's own SQLite DATETIME text, ~10x faster than its processor
+            if value is None:
+                return None
+            if value.tzinfo is not None and value.utcoffset():
+                value = value.astimezone(UTC)
+            return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+        return to_text
+
     def process_result_value(self, value, dialect):
         if value is None:
             return None

@@ -52,6 +52,7 @@ STEP_COLUMNS = (
     "content", "tool_name", "tool_args", "tool_call_id", "status", "error_class", "retry",
     "tokens_in", "tokens_out", "cost_usd", "metadata", "redacted",
 )
+_SEQ, _EVENT_ID = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id")
 REVIEW_LABELS = ("good", "bad", "needs_attention")
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
@@ -219,26 +220,26 @@ class Store:
         batch_max = max((s.seq for s in batch if s.seq is not None), default=0)
         next_seq = max(next_seq, batch_max + 1)
         rows, contexts, dupes, latest = [], [], 0, None
+        row_of = itemgetter(*STEP_COLUMNS)
         for step in batch:
             event_id = step.identity()
             if event_id in seen:
                 dupes += 1
                 continue
             seen.add(event_id)
-            values = step.__dict__
-            row = {name: values[name] for name in STEP_COLUMNS}
-            row["session_id"] = sid
-            row["event_id"] = event_id
+            row = list(row_of(step.__dict__))
+            row[_EVENT_ID] = event_id
             if step.seq is None:
-                row["seq"] = next_seq
+                row[_SEQ] = next_seq
                 next_seq += 1
+            row.append(sid)
             if step.context is not None:
-                contexts.append({"session_id": sid, "event_id": event_id, "context": step.context})
+                contexts.append((sid, event_id, step.context))
             if step.timestamp is not None and (latest is None or step.timestamp > latest):
                 latest = step.timestamp
             rows.append(row)
-        _bulk_insert(conn, steps, rows)
-        _bulk_insert(conn, step_contexts, contexts)
+        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), rows)
+        _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), contexts)
         return len(rows), dupes, latest
 
     def expire_idle(self, idle: timedelta | None = None, now: datetime | None = None) -> int:
@@ -638,26 +639,25 @@ class Store:
             return conn.scalar(select(attachments.c.data).where(attachments.c.id == attachment_id))
 
 
-def _bulk_insert(conn: Connection, table, rows: list[dict]) -> None:
+def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> None:
     """executemany straight to the driver, with SQLAlchemy's own bind processors.
 
-    The same rows through `conn.execute(insert(table), rows)` spend most of their time
-    in per-row parameter processing; this keeps the types' conversions (JSON, UTC
-    datetimes) and skips the rest. Every row must have the same keys.
+    `rows` are sequences of values in the order of `names` (lists are converted in place).
+    The same rows through `conn.execute(insert(table), dicts)` spend most of their time in
+    per-row parameter processing; this keeps the types' conversions (JSON, UTC
+    datetimes) and skips the rest.
     """
     if not rows:
         return
     dialect = conn.dialect
-    names = list(rows[0])
-    procs = [table.c[n].type._cached_bind_processor(dialect) for n in names]
     quote = dialect.identifier_preparer.quote
     mark = "?" if dialect.paramstyle == "qmark" else "%s"
     sql = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES ({', '.join([mark] * len(names))})"
-    getter = itemgetter(*names)
-    converted = [(i, p) for i, p in enumerate(procs) if p is not None]
+    procs = [(i, table.c[n].type._cached_bind_processor(dialect)) for i, n in enumerate(names)]
+    converted = [(i, p) for i, p in procs if p is not None]
     params = []
     for row in rows:
-        values = list(getter(row))
+        values = list(row)
         for i, proc in converted:
             if values[i] is not None:
                 values[i] = proc(values[i])
