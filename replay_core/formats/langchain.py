@@ -6,11 +6,15 @@ execution order (`dotted_order`, else start time): `llm`/`chat_model` runs → t
 tool_call per tool call the model made; `tool` runs → tool_result (tool_call first
 when no model call announced it), `error` set → status error; every other run type
 (chain, agent, retriever, prompt, parser…) → a span. Parent links follow the tree.
-The root's `error` fails the session; its text output is the outcome.
+A tool run's output may be the ToolMessage itself (its content is the result), and
+an error is LangChain's `repr(exc)` plus traceback: the class and message are kept,
+the traceback stays in metadata. The root's `error` fails the session; its text
+output is the outcome.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -27,15 +31,29 @@ _CONSUMED = ("id", "name", "run_type", "start_time", "end_time", "inputs", "outp
              "trace_id", "dotted_order", "child_run_ids", "prompt_tokens", "completion_tokens", "total_cost", "tags")
 
 
+_ERROR_CLASS = re.compile(r"[A-Za-z_][\w.]*")
+_TRACEBACK = "Traceback (most recent call last)"
+
+
 def _plain(value: Any) -> str | None:
-    """A run output as text: a string, the usual output keys, else compact JSON."""
+    """A run output as text: a string, the usual output keys, a message's content, else compact JSON."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, dict):
         for key in ("output", "answer", "result", "text", "content"):
             if isinstance(value.get(key), str):
                 return value[key]
+        message = _message_dict(value.get("output"))
+        if "content" in message:
+            return text_of(message["content"])
     return orjson.dumps(value, default=str).decode()
+
+
+def _error(error: Any) -> tuple[str, str]:
+    """Class name and message of a run error: `Cls('msg')Traceback…` (LangChain tracers) or `Cls: msg`."""
+    message = str(error).split(_TRACEBACK)[0].strip() or str(error)
+    head = _ERROR_CLASS.match(message)
+    return (head.group(0) if head else message)[:200], message
 
 
 def _message_dict(msg: Any) -> dict:
@@ -65,7 +83,7 @@ class _Trace:
     def __init__(self, run: Run, children: dict[str, list[dict]]):
         self.run = run
         self.children = children
-        self.calls: dict[str, str] = {}  # tool name -> open tool_call event id (announced by a model)
+        self.calls: dict[str, str] = {}  # open tool_call id (announced by a model) -> tool name
 
     def walk(self, node: dict, parent: str | None, where: str) -> None:
         rid = str(node.get("id") or f"{where}")
@@ -75,7 +93,7 @@ class _Trace:
         error = node.get("error")
         rest = {k: v for k, v in node.items() if k not in _CONSUMED}
         common = {"where": where, "parent_id": parent, "timestamp": started, "duration_ms": duration,
-                  "status": "error" if error else "ok", "error_class": str(error).split(":")[0][:200] if error else None}
+                  "status": "error" if error else "ok", "error_class": _error(error)[0] if error else None}
         extra = rest.get("extra") if isinstance(rest.get("extra"), dict) else {}
         if kind in LLM_TYPES:
             self._llm(rid, node, common, extra, rest)
@@ -108,7 +126,7 @@ class _Trace:
                       cost_usd=node.get("total_cost"), metadata={**rest, "name": node.get("name"), "error": node.get("error")})
         for j, call in enumerate(calls):
             key = f"{rid}.call{j}"
-            self.calls[call.get("name")] = call.get("id") or key
+            self.calls[call.get("id") or key] = call.get("name")
             self.run.step(key, "tool_call", where=common["where"], parent_id=common["parent_id"], timestamp=common["timestamp"],
                           tool_name=call.get("name"), tool_args=call.get("args"), tool_call_id=call.get("id") or key)
 
@@ -116,14 +134,19 @@ class _Trace:
         name = node.get("name")
         inputs = node.get("inputs") or {}
         args = parse_arguments(inputs.get("input")) if set(inputs) == {"input"} else inputs
-        call_id = self.calls.pop(name, None)
+        extra = rest.get("extra") if isinstance(rest.get("extra"), dict) else {}
+        announced = extra.get("tool_call_id")
+        call_id = announced if announced in self.calls else next((cid for cid, n in self.calls.items() if n == name), None)
+        self.calls.pop(call_id, None)
         if call_id is None:
             call_id = f"{rid}.call"
             self.run.step(call_id, "tool_call", where=common["where"], parent_id=common["parent_id"], timestamp=common["timestamp"],
                           tool_name=name, tool_args=args, tool_call_id=call_id)
-        content = node.get("error") if node.get("error") else _plain(node.get("outputs"))
+        error = node.get("error")
+        content = _error(error)[1] if error else _plain(node.get("outputs"))
         self.run.step(rid, "tool_result", **common, tool_name=name, tool_call_id=call_id, content=content,
-                      metadata={**rest, "outputs": node.get("outputs") if not isinstance(node.get("outputs"), str) else None})
+                      metadata={**rest, "outputs": node.get("outputs") if not isinstance(node.get("outputs"), str) else None,
+                                "error": error if error and error != content else None})
 
 
 def _roots(runs: list[dict]) -> tuple[list[dict], dict[str, list[dict]]]:
@@ -179,7 +202,8 @@ class LangChainFormat:
                 run.session["model"] = model
             ended = parse_time(root.get("end_time"))
             if error:
-                run.finish("failed", outcome=str(error)[:2000], error_class=str(error).split(":")[0][:200], ended_at=ended)
+                error_class, message = _error(error)
+                run.finish("failed", outcome=message[:2000], error_class=error_class, ended_at=ended)
             elif root.get("end_time") or root.get("outputs") is not None:
                 run.finish("succeeded", outcome=_plain(root.get("outputs")), ended_at=ended)
             yield from run.events()
