@@ -7,8 +7,11 @@ summary, memory, next goal — and its `action`), `execution_result` (the action
 `success` and `message`) and `screenshot`. The state goes to the step's
 `metadata["state"]` (what the timeline shows as goal/memory), the action becomes a
 tool_call (a `completion` action is the run's decision), and every screenshot becomes
-an attachment of its step. An agent status response (`{"task", "success", "answer",
-"steps": [...]}`) carries the run's task and outcome too.
+an attachment of its step. An execution no completion announced (a plain session
+trajectory, which notte-core 1.10 records without agent elements) gets its own
+tool_call from the action it carries; its `started_at`/`ended_at` give time and
+duration and `exception_detail.error_type` the error class. An agent status response
+(`{"task", "success", "answer", "steps": [...]}`) carries the run's task and outcome too.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .runs import Run, compact, parse_time, stable_id
 
 ELEMENT_TYPES = ("agent_step_start", "agent_step_stop", "observation", "agent_completion", "execution_result", "screenshot")
 COMPLETION = "completion"
+_DESCRIPTIVE = ("type", "category", "description")  # action fields that are not arguments
 _MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"), (b"RIFF", "image/webp"), (b"GIF8", "image/gif"))
 
 
@@ -74,16 +78,29 @@ class _Trajectory:
         elif kind == "agent_completion":
             self._completion(i, value, common, extra)
         elif kind == "execution_result":
-            action = value.get("action") if isinstance(value.get("action"), dict) else {}
-            ok = value.get("success") is not False
-            rest = {k: v for k, v in value.items() if k not in ("action", "success", "message")}
-            self.run.step(f"e{i}", "tool_result", **common, tool_name=action.get("type") or self.action_name,
-                          tool_call_id=self.action_key, content=str(value.get("message") or ""), status="ok" if ok else "error",
-                          error_class=None if ok else "action_failed", metadata={**extra, **rest, "action": action or None})
-            self.action_key = None
+            self._execution(i, value, common, extra)
         else:
             self.run.step(f"s{i}", "observation", **common, content="screenshot",
                           metadata={**extra, "screenshot": _without_raw(value), "attachment": _attachment(value, f"screenshot-{i}")})
+
+    def _execution(self, i: int, value: dict, common: dict, extra: dict) -> None:
+        action = value.get("action") if isinstance(value.get("action"), dict) else {}
+        started, ended = parse_time(value.get("started_at")), parse_time(value.get("ended_at"))
+        duration = (ended - started).total_seconds() * 1000 if started and ended and ended >= started else None
+        if self.action_key is None and action:
+            self.action_key, self.action_name = f"e{i}.action", action.get("type")
+            self.run.step(self.action_key, "tool_call", **common, timestamp=started, tool_name=self.action_name,
+                          tool_call_id=self.action_key,
+                          tool_args={k: v for k, v in action.items() if k not in _DESCRIPTIVE and v is not None})
+        ok = value.get("success") is not False
+        detail = value.get("exception_detail") if isinstance(value.get("exception_detail"), dict) else {}
+        rest = {k: v for k, v in value.items() if k not in ("action", "success", "message", "started_at", "ended_at")}
+        self.run.step(f"e{i}", "tool_result", **common, timestamp=started, duration_ms=duration,
+                      tool_name=action.get("type") or self.action_name, tool_call_id=self.action_key,
+                      content=str(value.get("message") or ""), status="ok" if ok else "error",
+                      error_class=None if ok else str(detail.get("error_type") or "action_failed"),
+                      metadata={**extra, **rest, "action": action or None})
+        self.action_key = None
 
     def _observation(self, i: int, value: dict, common: dict, extra: dict) -> None:
         meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
@@ -93,7 +110,8 @@ class _Trajectory:
         if space.get("description"):
             text = f"{text}\n{space['description']}".strip()
         rest = {k: v for k, v in value.items() if k != "screenshot"}
-        self.run.step(f"o{i}", "observation", **common, content=text, timestamp=parse_time(meta.get("timestamp")),
+        stamp = parse_time(meta.get("timestamp") or value.get("started_at"))
+        self.run.step(f"o{i}", "observation", **common, content=text, timestamp=stamp,
                       metadata={**extra, **rest, "screenshot": _without_raw(value.get("screenshot")),
                                 "attachment": _attachment(value.get("screenshot"), f"observation-{i}")})
 
