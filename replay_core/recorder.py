@@ -20,6 +20,7 @@ import inspect
 import os
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -47,7 +48,7 @@ def _json_safe(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS))
 
 
-class _Steps:
+class _Steps(ABC):
     """One method per step type. A Session records into itself, a Recorder into its current session.
 
     Every method returns the step's event_id and takes the contract's step fields as
@@ -55,8 +56,9 @@ class _Steps:
     agent_id, status, retry, timestamp, parent_id, ...).
     """
 
+    @abstractmethod
     def _run(self) -> Session:
-        raise NotImplementedError
+        """The session the steps go to."""
 
     def step(self, type: str, content: str | None = None, **fields: Any) -> str:
         return self._run().record(type, content=content, **fields)
