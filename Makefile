@@ -30,6 +30,7 @@ run: install
 		--server.headless true --browser.gatherUsageStats false
 
 test: install-dev
+	bash scripts/test-services.sh
 	$(BIN)/python -m pytest
 
 bench: install-dev
