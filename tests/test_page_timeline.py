@@ -18,7 +18,7 @@ from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest import ingest
 from replay_core.store import SessionFilter
 from replay_core.timeline import open_timeline
-from ui.structure import build_structure, node_label
+from replay_core.structure import build_structure, node_label
 from ui.timeline_view import jump_targets
 
 TIMELINE = "pages/timeline.py"

@@ -13,7 +13,7 @@ from replay_core.api import session_filter
 from replay_core.store import SessionFilter, Store
 from replay_core.timeline import Timeline, open_timeline
 
-from .structure import Structure, build_structure
+from replay_core.structure import Structure, build_structure
 
 # Query parameter names a page understands, so one page can deep-link to another.
 FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review",

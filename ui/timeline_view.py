@@ -31,7 +31,7 @@ from .common import (
     step_label,
     url_choice,
 )
-from .structure import Structure, node_label
+from replay_core.structure import Structure, node_label
 
 BEFORE, AFTER = 6, 9  # steps drawn around the cursor
 SHORTCUTS = {"prev": "Left", "next": "Right", "next_error": "E"}  # keys shown on the buttons
