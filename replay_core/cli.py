@@ -423,6 +423,24 @@ def db_upgrade(db: DbOption = None) -> None:
     out.print(f"database at newest schema: {store.engine.url.render_as_string(hide_password=True)}")
 
 
+@app.command("deliver-spool")
+def deliver_spool_cmd(
+    to: Annotated[str | None, typer.Option("--to", help="Where the recorder was sending: a database URL or the app's http(s) URL "
+                                            "(default: the recorder's own default).")] = None,
+    token: Annotated[str | None, typer.Option("--token", help="API token for an http(s) destination (default: AGENT_REPLAY_TOKEN).")] = None,
+    spool_dir: Annotated[Path | None, typer.Option("--spool-dir", help="Spool folder (default: AGENT_REPLAY_SPOOL_DIR, "
+                                                    "else ~/.cache/agent-replay/spool).")] = None,
+) -> None:
+    """Send what recorders kept in their local spool (their destination was down) to that destination now."""
+    from .recorder import Recorder
+
+    recorder = Recorder(to, token=token, spool_dir=str(spool_dir) if spool_dir else None)
+    had_events = recorder.spool.pending  # spools left by earlier recorders for this destination are adopted on start
+    if not recorder.close(settle=0):
+        fail(f"the destination is still unreachable; events stay spooled in {recorder.spool.path.parent}")
+    out.print("spool delivered: nothing left to send" if had_events else "no spooled events for this destination")
+
+
 @app.command("retention")
 def retention_cmd(
     days: Annotated[float, typer.Option("--days", help="Delete runs that started more than this many days ago.")],

@@ -493,3 +493,29 @@ def test_http_body_limit_splits_batches_and_sets_aside_what_cannot_fit(sqlite_st
         assert rec.flush() is True
     assert [s.content.split()[0] for s in sqlite_store.load_steps("big-run")] == [str(i) for i in range(12) if i != 5]
     assert "413" in rec.spool.rejected_path.read_text()
+
+
+def test_cli_delivers_a_spool_once_the_destination_is_back(sqlite_store, make_recorder, tmp_path):
+    import subprocess
+    import sys
+
+    later = tmp_path / "not-yet"  # the database's folder does not exist: the destination is down
+    url = f"sqlite:///{later / 'runs.db'}"
+    first = make_recorder(url)
+    with first.session("kept while the database was away") as run:
+        run.think("on disk until delivered")
+    assert first.close() is False and spool_lines(tmp_path) == 3
+
+    def deliver(to: str):
+        cmd = [sys.executable, "-m", "replay_core.cli", "deliver-spool", "--to", to, "--spool-dir", str(tmp_path / "spool")]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    away = deliver(url)
+    assert away.returncode == 1 and "still unreachable" in away.stderr and "Traceback" not in away.stderr
+    assert spool_lines(tmp_path) == 3
+    assert "no spooled events" in deliver(sqlite_store.url).stdout  # another destination's spool is not touched
+    later.mkdir()
+    back = deliver(url)
+    assert back.returncode == 0 and "spool delivered" in back.stdout, back.stderr
+    assert rows(Store(url), run.id, "seq", "content") == [(1, "on disk until delivered")]
+    assert spool_lines(tmp_path) == 0
