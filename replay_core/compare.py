@@ -20,7 +20,7 @@ import orjson
 
 from .cycles import cycle_of_steps
 from .events import StepEvent
-from .recording import parse_args
+from .formats.jsondoc import parse_arguments
 from .store import Store
 
 # Compared by default; everything a run *did*.
@@ -177,7 +177,7 @@ def normalise(step: StepEvent, include: Iterable[str] = ()) -> dict[str, Any]:
     for group in include:
         names += OPTIONAL[group]
     out = {name: getattr(step, name, None) for name in names}
-    out["tool_args"] = parse_args(out["tool_args"])
+    out["tool_args"] = parse_arguments(out["tool_args"])
     meta = {k: v for k, v in (step.metadata or {}).items() if k not in REPLAY_MARKERS}
     out["metadata"] = meta or None
     out["retry"] = out["retry"] or 0
@@ -206,7 +206,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def _call(step: StepEvent) -> str:
-    args = parse_args(step.tool_args)
+    args = parse_arguments(step.tool_args)
     if isinstance(args, dict):
         inner = ", ".join(f"{k}={_short(v, 40)}" for k, v in args.items())
     else:
@@ -241,7 +241,7 @@ def _where(a_seq: int | None, b_seq: int | None) -> str:
 
 
 def _arg_changes(a: StepEvent, b: StepEvent) -> str:
-    args_a, args_b = parse_args(a.tool_args), parse_args(b.tool_args)
+    args_a, args_b = parse_arguments(a.tool_args), parse_arguments(b.tool_args)
     if not (isinstance(args_a, dict) and isinstance(args_b, dict)):
         return f"A {_short(args_a)}, B {_short(args_b)}"
     keys = [k for k in dict.fromkeys([*args_a, *args_b]) if args_a.get(k, ...) != args_b.get(k, ...)]

@@ -31,7 +31,7 @@ import litellm  # noqa: E402
 from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
 
 from .recorder import Recorder, Session  # noqa: E402
-from .recording import parse_args  # noqa: E402
+from .formats.jsondoc import parse_arguments  # noqa: E402
 
 SESSION_KEY = "agent_replay_session"
 CALL_TYPES = frozenset({"completion", "acompletion"})
@@ -141,7 +141,7 @@ def success_steps(slo: dict, kwargs: dict) -> list[dict]:
     steps = [first]
     for call in calls:
         function = call.get("function") or {}
-        steps.append({"type": "tool_call", "tool_name": function.get("name"), "tool_args": parse_args(function.get("arguments")),
+        steps.append({"type": "tool_call", "tool_name": function.get("name"), "tool_args": parse_arguments(function.get("arguments")),
                       "tool_call_id": call.get("id"), "model": common["model"], "timestamp": common["timestamp"]})
     return steps
 

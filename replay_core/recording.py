@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from .events import StepEvent
+from .formats.jsondoc import parse_arguments
 from .snapshot import rebuild_messages, state_at
 from .store import Store
 from .timeline import Timeline
@@ -27,19 +28,9 @@ ANSWER_TYPES = ("tool_result", "observation", "error")
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 
 
-def parse_args(args: Any) -> Any:
-    """Tool arguments as data: a JSON string is parsed, anything else kept as it is."""
-    if isinstance(args, str):
-        try:
-            return orjson.loads(args)
-        except orjson.JSONDecodeError:
-            return args
-    return args
-
-
 def canonical_args(args: Any) -> str:
     """Arguments as canonical JSON (parsed when given as a JSON string, keys sorted)."""
-    args = parse_args(args)
+    args = parse_arguments(args)
     return orjson.dumps(args if args is not None else {}, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
 
 
@@ -266,7 +257,7 @@ class Recording:
         by_name: dict[str, list[Any]] = {}
         for step in self.timeline.steps:
             if step.type == "tool_call" and step.tool_name:
-                by_name.setdefault(step.tool_name, []).append(parse_args(step.tool_args))
+                by_name.setdefault(step.tool_name, []).append(parse_arguments(step.tool_args))
         return [_inferred_tool(name, calls) for name, calls in by_name.items()]
 
     # ------------------------------------------------------------------ answers

@@ -22,7 +22,7 @@ import orjson
 
 from . import BadRecord, Event
 from .cassette import Interaction, is_cassette, read_cassette
-from .jsondoc import is_json_lines, json_lines, load_json
+from .jsondoc import is_json_lines, json_lines, load_json, parse_arguments
 from .runs import Run, compact, stable_id
 
 TEXT_PARTS = ("text", "input_text", "output_text")
@@ -44,16 +44,6 @@ def other_parts(content: Any) -> list | None:
         return None
     parts = [p for p in content if not (isinstance(p, str) or (isinstance(p, dict) and p.get("type", "text") in TEXT_PARTS))]
     return parts or None
-
-
-def parse_arguments(raw: Any) -> Any:
-    """Tool arguments: JSON text decoded when it is JSON, otherwise kept as given."""
-    if isinstance(raw, str):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw
-    return raw
 
 
 class Conversation:

@@ -77,3 +77,13 @@ def first_record(head: bytes) -> Any:
 
 def starts_json(head: bytes) -> bool:
     return head.lstrip()[:1] in (b"{", b"[")
+
+
+def parse_arguments(raw: Any) -> Any:
+    """Tool arguments: JSON text decoded when it is JSON, otherwise kept as given."""
+    if isinstance(raw, str):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+    return raw

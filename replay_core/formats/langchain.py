@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 
 from . import BadRecord, Event
-from .chat_messages import parse_arguments, text_of
-from .jsondoc import has_key, is_json_lines, json_lines, load_json, starts_json
+from .chat_messages import text_of
+from .jsondoc import has_key, is_json_lines, json_lines, load_json, parse_arguments, starts_json
 from .runs import Run, compact, parse_time
 
 LLM_TYPES = ("llm", "chat_model")
