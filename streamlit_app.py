@@ -1,7 +1,7 @@
 """Agent Replay: the UI and the HTTP API in one process (`streamlit run streamlit_app.py`).
 
 `streamlit run` finds the `st.App` below and serves it with uvicorn: the pages, plus
-the routes of `replay_core.api` (`/api/v1/...`, `/v1/traces`, `/healthz`). Each
+the routes of `replay_core.server.api` (`/api/v1/...`, `/v1/traces`, `/healthz`). Each
 browser session then runs this file as the page script: the sign-in door, then the
 navigation between the pages that exist.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from replay_core import api
+from replay_core.server import api
 
 HERE = Path(__file__).resolve().parent
 
@@ -68,8 +68,8 @@ else:  # imported by `streamlit run` / uvicorn: the server
         import asyncio
         from functools import cache
 
-        from replay_core import retention
-        from replay_core.store import Store
+        from replay_core.storage import retention
+        from replay_core.storage.store import Store
 
         api.tcp_nodelay_on_listening_sockets()
         sweeper = asyncio.create_task(retention.run_periodically(cache(Store)))

@@ -27,8 +27,8 @@ from common import TOOLS, report  # noqa: E402
 
 import streamlit as st  # noqa: E402
 
-from replay_core import analytics  # noqa: E402
-from replay_core.store import SessionFilter, Store  # noqa: E402
+from replay_core.understand import analytics  # noqa: E402
+from replay_core.storage.store import SessionFilter, Store  # noqa: E402
 
 SESSIONS = 20_000
 STEPS = 1_000_000

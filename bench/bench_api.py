@@ -16,8 +16,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from common import generated_objects, report, timed  # noqa: E402
 
 from replay_core.events import parse_event  # noqa: E402
-from replay_core.ingest import ingest  # noqa: E402
-from replay_core.store import Store  # noqa: E402
+from replay_core.ingest.pipeline import ingest  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 
 SESSIONS, PER_SESSION, BATCH = 20, 2_000, 500
 STEPS = SESSIONS * PER_SESSION

@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_objects, report, timed  # noqa: E402
 
-from replay_core.compare import compare, compare_steps, signature  # noqa: E402
+from replay_core.understand.compare import compare, compare_steps, signature  # noqa: E402
 from replay_core.events import StepEvent, parse_event  # noqa: E402
-from replay_core.ingest import ingest  # noqa: E402
-from replay_core.store import Store  # noqa: E402
+from replay_core.ingest.pipeline import ingest  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 
 N = 5000
 

@@ -16,8 +16,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report, timed  # noqa: E402
 
-from replay_core.ingest import import_bytes  # noqa: E402
-from replay_core.store import Store  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 
 FIX = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 REPEAT = 2000

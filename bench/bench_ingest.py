@@ -14,8 +14,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_jsonl, report, timed  # noqa: E402
 
-from replay_core.ingest import import_bytes  # noqa: E402
-from replay_core.store import Store  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 
 N_SESSIONS, PER_SESSION = 200, 1000
 STEPS = N_SESSIONS * PER_SESSION

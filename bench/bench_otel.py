@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_objects, report, timed  # noqa: E402
 
 from replay_core.events import parse_event  # noqa: E402
-from replay_core.formats import BadRecord, otel, otlp_export  # noqa: E402
-from replay_core.ingest import import_bytes  # noqa: E402
-from replay_core.store import Store  # noqa: E402
+from replay_core.ingest.formats import BadRecord, otel, otlp_export  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 
 N_SESSIONS, PER_SESSION = 50, 1000
 

@@ -25,8 +25,8 @@ def main() -> None:
 
     from replay_core.demo import load_demo, shifted
     from replay_core.events import SessionEndEvent
-    from replay_core.ingest import ingest
-    from replay_core.store import Store
+    from replay_core.ingest.pipeline import ingest
+    from replay_core.storage.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/pages.db"

@@ -22,9 +22,9 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report, timed  # noqa: E402
 
-from replay_core.ingest import import_bytes  # noqa: E402
-from replay_core.recorder import Recorder  # noqa: E402
-from replay_core.store import Store  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.sdk.recorder import Recorder  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 
 N = 50_000
 TOOL_CALLS = 20_000

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report  # noqa: E402
 
-from replay_core.redact import Redactor  # noqa: E402
+from replay_core.ingest.redact import Redactor  # noqa: E402
 
 THOUGHTS = [
     "The user wants a refund for order {order}; look the order up first.",

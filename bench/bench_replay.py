@@ -19,10 +19,10 @@ sys.path.insert(0, str(ROOT.parent / "tests"))
 from common import generated_jsonl, report, timed  # noqa: E402
 from openai_server import OpenAIServer  # noqa: E402
 
-from replay_core.ingest import import_bytes  # noqa: E402
-from replay_core.replay import open_recording, replay  # noqa: E402
-from replay_core.replay_config import ReplayConfig  # noqa: E402
-from replay_core.store import Store  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.whatif.replay import open_recording, replay  # noqa: E402
+from replay_core.whatif.replay_config import ReplayConfig  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 
 STEPS = 2000
 LIVE_TO = 400

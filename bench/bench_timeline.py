@@ -10,10 +10,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_jsonl, report, timed  # noqa: E402
 
-from replay_core.ingest import import_bytes  # noqa: E402
-from replay_core.snapshot import state_at  # noqa: E402
-from replay_core.store import Store  # noqa: E402
-from replay_core.timeline import open_timeline  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.understand.snapshot import state_at  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
+from replay_core.understand.timeline import open_timeline  # noqa: E402
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from replay_core import analytics
-from replay_core.store import SessionFilter
+from replay_core.understand import analytics
+from replay_core.storage.store import SessionFilter
 from ui.common import PAGE_RUNS, filter_params, fmt_cost, fmt_duration, get_store
 from ui.runs_view import filter_bar
 

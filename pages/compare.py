@@ -10,7 +10,7 @@ import json
 
 import streamlit as st
 
-from replay_core.compare import OPTIONAL, Row, compare, describe
+from replay_core.understand.compare import OPTIONAL, Row, compare, describe
 from ui.common import PAGE_TIMELINE, fmt_cost, fmt_duration, fmt_when, get_store, md, short, status_label, step_label, url_choice
 
 WINDOW = 40  # rows shown around the first divergence unless all are asked for

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from replay_core.formats import registry
+from replay_core.ingest.formats import registry
 from ui.common import PAGE_TIMELINE, get_store
 from ui.import_view import import_all
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from replay_core.snapshot import state_at
+from replay_core.understand.snapshot import state_at
 from ui import timeline_view as tv
 from ui.common import PAGE_RUNS, current_role, get_store, load_run, reviewer_name
 

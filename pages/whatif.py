@@ -13,12 +13,12 @@ import time
 
 import streamlit as st
 
-from replay_core.replay import Progress, ReplayError, estimate_for, open_recording, replay_many
-from replay_core.replay_config import (
+from replay_core.whatif.replay import Progress, ReplayError, estimate_for, open_recording, replay_many
+from replay_core.whatif.replay_config import (
     RECORDED, Budget, ConfigError, configs_for, configured_models, configured_providers, default_api_base,
     default_api_key_env,
 )
-from replay_core.store import SessionFilter
+from replay_core.storage.store import SessionFilter
 from ui.common import PAGE_TIMELINE, current_role, fmt_cost, fmt_when, get_store, load_timeline, md, short, status_label, url_choice
 
 PAGE_COMPARE = "pages/compare.py"

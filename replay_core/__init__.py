@@ -1,7 +1,58 @@
 """Agent Replay core: record, import, inspect, replay and compare AI agent runs.
 
-Nothing heavy is imported here (litellm in particular is imported only by the code
-that calls a model), so `import replay_core` stays fast.
+The public face, for the names users type:
+
+    from replay_core import Recorder, open_store, import_file, open_timeline, state_at, compare, replay
+
+Each name is imported on first use (PEP 562), so `import replay_core` loads none of
+SQLAlchemy, polars or litellm. The wings below are where the code lives; see
+docs/architecture.md for what each owns and may import.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# public name → module that defines it
+_PUBLIC = {
+    "Recorder": "replay_core.sdk.recorder",
+    "Store": "replay_core.storage.store",
+    "SessionFilter": "replay_core.storage.store",
+    "open_store": "replay_core.storage.store",
+    "import_file": "replay_core.ingest.pipeline",
+    "import_bytes": "replay_core.ingest.pipeline",
+    "open_timeline": "replay_core.understand.timeline",
+    "state_at": "replay_core.understand.snapshot",
+    "compare": "replay_core.understand.compare",
+    "replay": "replay_core.whatif.replay",
+    "replay_many": "replay_core.whatif.replay",
+    "ReplayConfig": "replay_core.whatif.replay_config",
+}
+
+__all__ = sorted(_PUBLIC)
+
+if TYPE_CHECKING:
+    from .ingest.pipeline import import_bytes, import_file
+    from .sdk.recorder import Recorder
+    from .storage.store import SessionFilter, Store, open_store
+    from .understand.compare import compare
+    from .understand.snapshot import state_at
+    from .understand.timeline import open_timeline
+    from .whatif.replay import replay, replay_many
+    from .whatif.replay_config import ReplayConfig
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'replay_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .store import SessionFilter, Store
+from .storage.store import SessionFilter, Store
 
 app = typer.Typer(help="Record, import, inspect, replay and compare AI agent runs.", no_args_is_help=True, add_completion=False)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
@@ -69,7 +69,7 @@ def import_cmd(
     json: JsonOption = False,
 ) -> None:
     """Import trace files (format detected from content)."""
-    from .ingest import ImportRejected, IngestReport, import_bytes
+    from .ingest.pipeline import ImportRejected, IngestReport, import_bytes
 
     store = open_store(db)
     total = IngestReport()
@@ -132,7 +132,7 @@ def export_cmd(
     db: DbOption = None,
 ) -> None:
     """Export sessions as native JSONL, or as OTLP/JSON for OpenTelemetry tools."""
-    from .formats import native, otlp_export
+    from .ingest.formats import native, otlp_export
 
     writers = {"native": native.write, "otlp-json": otlp_export.write}
     if format not in writers:
@@ -174,7 +174,7 @@ def sessions_cmd(
     json: JsonOption = False,
 ) -> None:
     """List sessions, newest first."""
-    from .timeline import count_cycles
+    from .understand.timeline import count_cycles
 
     store = open_store(db)
     store.expire_idle()
@@ -199,8 +199,8 @@ def show_cmd(
     json: JsonOption = False,
 ) -> None:
     """A session: its steps, cycles, gaps, and optionally the state at one step."""
-    from .snapshot import state_at
-    from .timeline import open_timeline
+    from .understand.snapshot import state_at
+    from .understand.timeline import open_timeline
 
     store = open_store(db)
     store.expire_idle()
@@ -255,8 +255,8 @@ def stats_cmd(
     json: JsonOption = False,
 ) -> None:
     """Headline run metrics, optionally per group. p50_ms / p95_ms are run durations."""
-    from .analytics import DIMENSIONS, headline, load
-    from .api import session_filter
+    from .understand.analytics import DIMENSIONS, headline, load
+    from .server.api import session_filter
 
     if by is not None and by not in DIMENSIONS:
         fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
@@ -327,8 +327,8 @@ def replay_cmd(
     json: JsonOption = False,
 ) -> None:
     """Re-run steps --from..--to of a session with other models (what-if), and compare each replay with it."""
-    from .replay import ReplayError, estimate, replay_many
-    from .replay_config import Budget, ConfigError, configs_for, parse_params
+    from .whatif.replay import ReplayError, estimate, replay_many
+    from .whatif.replay_config import Budget, ConfigError, configs_for, parse_params
 
     store = open_store(db)
     try:
@@ -370,7 +370,7 @@ def compare_cmd(
     json: JsonOption = False,
 ) -> None:
     """Align two runs step by step and name the first step where they differ."""
-    from .compare import compare
+    from .understand.compare import compare
 
     store = open_store(db)
     try:
@@ -432,7 +432,7 @@ def deliver_spool_cmd(
                                                     "else ~/.cache/agent-replay/spool).")] = None,
 ) -> None:
     """Send what recorders kept in their local spool (their destination was down) to that destination now."""
-    from .recorder import Recorder
+    from .sdk.recorder import Recorder
 
     recorder = Recorder(to, token=token, spool_dir=str(spool_dir) if spool_dir else None)
     had_events = recorder.spool.pending  # spools left by earlier recorders for this destination are adopted on start

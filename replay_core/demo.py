@@ -12,9 +12,9 @@ from pathlib import Path
 
 from . import config
 from .events import now_utc
-from .formats import Event
-from .ingest import IngestReport, ingest, read_events
-from .store import Store
+from .ingest.formats import Event
+from .ingest.pipeline import IngestReport, ingest, read_events
+from .storage.store import Store
 
 TIME_FIELDS = ("started_at", "ended_at", "timestamp")
 

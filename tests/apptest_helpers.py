@@ -18,8 +18,8 @@ from streamlit.testing.v1 import AppTest
 
 from replay_core.demo import load_demo
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.ingest import ingest
-from replay_core.store import Store
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "streamlit_app.py")

@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from replay_core import analytics
-from replay_core.compare import compare
+from replay_core.understand import analytics
+from replay_core.understand.compare import compare
 from replay_core.demo import load_demo
 from replay_core.events import parse_event
-from replay_core.ingest import ingest
-from replay_core.store import HAS_FLAGS, SessionFilter
-from replay_core.timeline import count_cycles
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import HAS_FLAGS, SessionFilter
+from replay_core.understand.timeline import count_cycles
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
@@ -426,7 +426,7 @@ def test_stats_refuses_bad_options(sqlite_store):
 
 
 def test_drill_parameters_parse_from_links(fixed):
-    from replay_core.api import session_filter
+    from replay_core.server.api import session_filter
 
     flt = session_filter({"has": "loop", "failed_tool": "grep", "error_class": "Boom", "since": "2026-05-01"})
     assert (flt.has, flt.failed_tool, flt.error_class, flt.since) == ("loop", "grep", "Boom", T0)

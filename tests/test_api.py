@@ -9,9 +9,9 @@ import pytest
 from apptest_helpers import emit_agent_spans
 from starlette.testclient import TestClient
 
-from replay_core.api import create_app, session_filter
-from replay_core.auth import Access
-from replay_core.store import SessionFilter
+from replay_core.server.api import create_app, session_filter
+from replay_core.server.auth import Access
+from replay_core.storage.store import SessionFilter
 
 TOKEN = "test-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -416,7 +416,7 @@ def test_passwords_open_roles_editor_first():
 
 
 def test_settings_come_from_env_before_the_secrets_file(tmp_path):
-    from replay_core.auth import read_secrets_files
+    from replay_core.server.auth import read_secrets_files
 
     project, home = tmp_path / "project.toml", tmp_path / "home.toml"
     project.write_text('AGENT_REPLAY_PASSWORD = "from-project"\nAGENT_REPLAY_API_TOKENS = "p1,p2"\n')
@@ -515,7 +515,7 @@ def test_session_ids_with_slashes_and_spaces(client, store):
 def test_listening_sockets_get_tcp_nodelay():
     import socket
 
-    from replay_core.api import tcp_nodelay_on_listening_sockets
+    from replay_core.server.api import tcp_nodelay_on_listening_sockets
 
     server = socket.socket(socket.AF_INET)  # as Streamlit binds it: protocol 0, so asyncio leaves Nagle on
     server.bind(("127.0.0.1", 0))

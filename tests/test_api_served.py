@@ -7,7 +7,7 @@ import httpx
 import pytest
 from apptest_helpers import emit_agent_spans, served_app
 
-from replay_core.store import Store
+from replay_core.storage.store import Store
 
 TOKEN = "served-token-42"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay_core.cli import app
-from replay_core.compare import KINDS, MAX_EDITS, align, compare, compare_steps, lcs_pairs, normalise
+from replay_core.understand.compare import KINDS, MAX_EDITS, align, compare, compare_steps, lcs_pairs, normalise
 from replay_core.demo import load_demo, read_demo
 from replay_core.events import StepEvent
 

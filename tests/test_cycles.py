@@ -3,7 +3,7 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay_core.cycles import NO_CYCLE, cycle_of_steps, group_cycles
+from replay_core.understand.cycles import NO_CYCLE, cycle_of_steps, group_cycles
 
 
 @dataclass
@@ -66,7 +66,7 @@ def test_cycles_partition_members_contiguously_in_order(types):
 @given(st.lists(TYPES, max_size=100))
 def test_phase_rule(types):
     """Within a cycle, a new cycle begins exactly when a phase drops below the highest reached."""
-    from replay_core.cycles import PHASES
+    from replay_core.understand.cycles import PHASES
 
     index = cycle_of_steps(types)
     highest, current = -1, None

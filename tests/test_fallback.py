@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from replay_core.recorder import Recorder
-from replay_core.store import Store
+from replay_core.sdk.recorder import Recorder
+from replay_core.storage.store import Store
 
 TASK = "download the May invoice"
 

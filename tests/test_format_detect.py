@@ -9,8 +9,8 @@ from conftest import FIXTURES
 from typer.testing import CliRunner
 
 from replay_core.cli import app
-from replay_core.formats import UnknownFormat, detect
-from replay_core.ingest import ImportRejected, import_bytes
+from replay_core.ingest.formats import UnknownFormat, detect
+from replay_core.ingest.pipeline import ImportRejected, import_bytes
 
 EXPECTED = {
     "anthropic/test_anthropic_tools_history_legacy.yaml": "anthropic",

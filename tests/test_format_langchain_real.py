@@ -22,7 +22,7 @@ from langchain_core.tools import tool
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from langsmith import schemas
 
-from replay_core.ingest import import_file
+from replay_core.ingest.pipeline import import_file
 
 FIXTURE = FIXTURES / "langchain/langchain_core_real_run.json"
 MODEL = "fake-gpt-4o-mini"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from conftest import FIXTURES
 
-from replay_core.ingest import import_file
-from replay_core.snapshot import state_at
-from replay_core.timeline import open_timeline
+from replay_core.ingest.pipeline import import_file
+from replay_core.understand.snapshot import state_at
+from replay_core.understand.timeline import open_timeline
 
 PNG_1X1 = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489")
 

@@ -14,7 +14,7 @@ import shutil
 
 from conftest import FIXTURES
 
-from replay_core.ingest import import_file
+from replay_core.ingest.pipeline import import_file
 
 FIXTURE = FIXTURES / "notte/notte_core_session_trajectory.json"
 SEARCH = "https://shop.example.com/search?q=notte+sticker"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 from conftest import FIXTURES
 
-from replay_core.ingest import import_bytes, import_file
+from replay_core.ingest.pipeline import import_bytes, import_file
 
 
 def test_cassette_with_history_and_parallel_tool_calls(store):

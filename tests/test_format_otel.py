@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 from replay_core.cli import app
 from replay_core.demo import demo_files
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.formats import detect, otel, otlp_export
-from replay_core.ingest import ImportRejected, import_bytes, read_events
-from replay_core.store import Store
+from replay_core.ingest.formats import detect, otel, otlp_export
+from replay_core.ingest.pipeline import ImportRejected, import_bytes, read_events
+from replay_core.storage.store import Store
 
 OTEL = FIXTURES / "otel"
 SESSION_KEYS = ("name", "agent_id", "model", "workflow", "environment", "agent_version", "status", "outcome", "error_class",
@@ -440,7 +440,7 @@ def _awkward_run() -> list:
 
 
 def test_round_trip_awkward_runs(source, store):
-    from replay_core.ingest import ingest
+    from replay_core.ingest.pipeline import ingest
 
     ingest(source, _awkward_run(), source="native")
     assert len(source.session_ids()) == 3

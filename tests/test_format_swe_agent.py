@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import FIXTURES
 
-from replay_core.ingest import import_file
+from replay_core.ingest.pipeline import import_file
 
 
 def _one(store, relpath):

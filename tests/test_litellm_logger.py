@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO
 from openai_server import OpenAIServer
 
-from replay_core.recorder import Recorder
-from replay_core.store import Store
+from replay_core.sdk.recorder import Recorder
+from replay_core.storage.store import Store
 
 MESSAGES = [{"role": "system", "content": "You are a support agent."}, {"role": "user", "content": "Where is order A-17?"}]
 
@@ -170,7 +170,7 @@ def test_the_session_comes_from_metadata_else_the_current_one_else_nothing_is_re
 
 
 def test_importing_the_recorder_does_not_import_litellm():
-    code = "import sys, replay_core.recorder, replay_core.spool, replay_core.fallback; print('litellm' in sys.modules)"
+    code = "import sys, replay_core.sdk.recorder, replay_core.sdk.spool, replay_core.sdk.fallback; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stdout.strip() == "False"

@@ -5,9 +5,9 @@ import io
 import pytest
 
 from replay_core.demo import demo_files, read_demo
-from replay_core.formats import native
-from replay_core.ingest import import_bytes, ingest
-from replay_core.store import Store
+from replay_core.ingest.formats import native
+from replay_core.ingest.pipeline import import_bytes, ingest
+from replay_core.storage.store import Store
 
 DEMO = demo_files()
 

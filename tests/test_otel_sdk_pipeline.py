@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from replay_core.formats import otel
-from replay_core.ingest import import_bytes, read_events
+from replay_core.ingest.formats import otel
+from replay_core.ingest.pipeline import import_bytes, read_events
 
 
 class OrderNotFound(Exception):

@@ -10,8 +10,8 @@ import pytest
 from apptest_helpers import demo_db, demo_store, empty_store, page, served_app, texts  # noqa: F401  (fixtures)
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.ingest import ingest
-from replay_core.store import SessionFilter
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import SessionFilter
 
 ANALYTICS = "pages/analytics.py"
 CHARTS = ["Runs by status", "Success rate", "Step latency by model", "Cost and tokens", "Tool failure rate", "Error classes",
@@ -142,7 +142,7 @@ def browser_page(demo_db):
 
 @pytest.mark.browser
 def test_deep_links_set_the_shared_filters(browser_page, demo_db):
-    from replay_core.store import Store
+    from replay_core.storage.store import Store
 
     base, tab = browser_page
     store = Store(f"sqlite:///{demo_db}")
@@ -180,7 +180,7 @@ def marked_day(label: str) -> date:
 
 @pytest.mark.browser
 def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page, demo_db):
-    from replay_core.store import Store
+    from replay_core.storage.store import Store
 
     base, tab = browser_page
     store = Store(f"sqlite:///{demo_db}")
@@ -196,7 +196,7 @@ def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page, demo_db):
 
 @pytest.mark.browser
 def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
-    from replay_core.store import Store
+    from replay_core.storage.store import Store
 
     base, tab = browser_page
     label = click_mark(base, tab, "rate: 100%;  : retry")

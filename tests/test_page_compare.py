@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from apptest_helpers import big_events, demo_db, demo_store, empty_store, page, texts  # noqa: F401  (fixtures)
 from replay_core.events import StepEvent
-from replay_core.ingest import ingest
-from replay_core.replay import replay
-from replay_core.replay_config import ReplayConfig
+from replay_core.ingest.pipeline import ingest
+from replay_core.whatif.replay import replay
+from replay_core.whatif.replay_config import ReplayConfig
 from ui.common import md
 
 PAGE = "pages/compare.py"

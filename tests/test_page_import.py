@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 from apptest_helpers import REPO, demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
 
-from replay_core.formats import registry
+from replay_core.ingest.formats import registry
 
 IMPORT = "pages/import_runs.py"
 DEMO_FILE = REPO / "data" / "demo" / "01-refund-defective-backpack.jsonl"

@@ -8,8 +8,8 @@ from apptest_helpers import demo_db, demo_store, empty_store, page  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 from replay_core.events import SessionEvent, StepEvent, now_utc
-from replay_core.ingest import ingest
-from replay_core.store import SessionFilter
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import SessionFilter
 
 LIVE = "pages/live.py"
 ONCALL = "demo-18-oncall-checkout-5xx-running"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apptest_helpers import FAILED_CODING, demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
 
-from replay_core.store import SessionFilter
+from replay_core.storage.store import SessionFilter
 
 REVIEW = "pages/review.py"
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from apptest_helpers import FAILED_CODING, demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
 
 from replay_core.events import SessionEvent
-from replay_core.ingest import ingest
-from replay_core.store import SessionFilter
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import SessionFilter
 from ui.common import filter_from_params, filter_params
 
 RUNS = "pages/runs.py"

@@ -15,10 +15,10 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
 )
 
 from replay_core.events import SessionEvent, StepEvent
-from replay_core.ingest import ingest
-from replay_core.store import SessionFilter
-from replay_core.timeline import open_timeline
-from replay_core.structure import build_structure, node_label
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import SessionFilter
+from replay_core.understand.timeline import open_timeline
+from replay_core.understand.structure import build_structure, node_label
 from ui.timeline_view import jump_targets
 
 TIMELINE = "pages/timeline.py"

@@ -8,8 +8,8 @@ import pytest
 
 from apptest_helpers import FAILED_CODING, demo_db, demo_store, page, texts  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
-from replay_core.compare import compare
-from replay_core.replay_config import PROVIDER_KEYS
+from replay_core.understand.compare import compare
+from replay_core.whatif.replay_config import PROVIDER_KEYS
 from ui.common import md
 
 PAGE = "pages/whatif.py"

@@ -17,11 +17,11 @@ import orjson
 import pytest
 import uvicorn
 
-from replay_core.api import create_app
-from replay_core.auth import Access
-from replay_core.recorder import Recorder
-from replay_core.sinks import DatabaseSink, SinkRejected, SinkUnavailable
-from replay_core.store import Store
+from replay_core.server.api import create_app
+from replay_core.server.auth import Access
+from replay_core.sdk.recorder import Recorder
+from replay_core.sdk.sinks import DatabaseSink, SinkRejected, SinkUnavailable
+from replay_core.storage.store import Store
 
 from conftest import PG_ADMIN_URL, REPO
 
@@ -356,7 +356,7 @@ def test_steps_recorded_after_close_are_kept_for_the_next_recorder(sqlite_store,
 
 SCRIPT = """
 import sys
-from replay_core.recorder import Recorder
+from replay_core import Recorder
 rec = Recorder(sys.argv[1], spool_dir=sys.argv[2], flush_interval=3600)
 run = rec.session("exits without close", session_id="child-run")
 for i in range(5):
@@ -410,7 +410,7 @@ def test_a_model_call_in_flight_holds_the_steps_after_it(sqlite_store, make_reco
 
 
 class Served:
-    """The app's API (replay_core.api) served by uvicorn on 127.0.0.1 in a thread."""
+    """The app's API (replay_core.server.api) served by uvicorn on 127.0.0.1 in a thread."""
 
     def __init__(self, app, port: int = 0):
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))

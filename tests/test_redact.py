@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.redact import REDACTED, Redactor, default_redactor
+from replay_core.ingest.redact import REDACTED, Redactor, default_redactor
 
 try:
     from secrets_corpus import COUNTS, JWT, NOT_SECRETS, PLACEMENTS, SECRETS, fake, hexs

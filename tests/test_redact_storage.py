@@ -6,8 +6,8 @@ Checked the blunt way: every row of every table is dumped as text and searched.
 from sqlalchemy import select
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.ingest import ingest
-from replay_core.models import metadata
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.tables import metadata
 from secrets_corpus import PLACEMENTS, SECRETS
 
 

@@ -11,16 +11,16 @@ from typer.testing import CliRunner
 
 from openai_server import OpenAIServer, Reply
 from replay_core.cli import app
-from replay_core.compare import compare
+from replay_core.understand.compare import compare
 from replay_core.demo import load_demo, read_demo
-from replay_core.formats import UnknownFormat
-from replay_core.ingest import import_file
-from replay_core.recording import MessageLog, Recording, canonical_args, request_key, split_turns
-from replay_core.replay import ReplayError, estimate, open_recording, replay, replay_many
-from replay_core.replay_config import Budget, ConfigError, ReplayConfig, configs_for, parse_params
-from replay_core.snapshot import rebuild_messages
-from replay_core.store import SessionFilter
-from replay_core.timeline import open_timeline
+from replay_core.ingest.formats import UnknownFormat
+from replay_core.ingest.pipeline import import_file
+from replay_core.whatif.recording import MessageLog, Recording, canonical_args, request_key, split_turns
+from replay_core.whatif.replay import ReplayError, estimate, open_recording, replay, replay_many
+from replay_core.whatif.replay_config import Budget, ConfigError, ReplayConfig, configs_for, parse_params
+from replay_core.understand.snapshot import rebuild_messages
+from replay_core.storage.store import SessionFilter
+from replay_core.understand.timeline import open_timeline
 
 from conftest import FIXTURES
 
@@ -379,7 +379,7 @@ def test_turns_and_inferred_tool_schemas(demo):
 
 def test_recorded_tool_schemas_are_used_when_the_source_has_them(demo):
     from replay_core.events import SessionEvent
-    from replay_core.ingest import ingest
+    from replay_core.ingest.pipeline import ingest
 
     schema = {"name": "search_flights", "description": "Search flights.", "input_schema": {"type": "object", "properties": {}}}
     ingest(demo, [SessionEvent(session_id=FLIGHT, metadata={"tools": [schema]})])

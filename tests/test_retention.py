@@ -2,8 +2,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from replay_core.events import SessionEvent, StepEvent
-from replay_core.ingest import ingest
-from replay_core.retention import apply_policy, run_periodically
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.retention import apply_policy, run_periodically
 
 
 def _runs(store):

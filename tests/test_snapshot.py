@@ -3,9 +3,9 @@
 from datetime import UTC, datetime, timedelta
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.ingest import ingest
-from replay_core.snapshot import rebuild_messages, state_at
-from replay_core.timeline import find_gaps, open_timeline
+from replay_core.ingest.pipeline import ingest
+from replay_core.understand.snapshot import rebuild_messages, state_at
+from replay_core.understand.timeline import find_gaps, open_timeline
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -95,8 +95,8 @@ def test_find_gaps():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from replay_core.snapshot import messages_before  # noqa: E402
-from replay_core.timeline import build_timeline  # noqa: E402
+from replay_core.understand.snapshot import messages_before  # noqa: E402
+from replay_core.understand.timeline import build_timeline  # noqa: E402
 
 KINDS = st.sampled_from(["think", "tool_call", "tool_result", "observation", "decision", "error", "input", "span"])
 

@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import text
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.ingest import ImportRejected, import_bytes, ingest
-from replay_core.store import SessionFilter
+from replay_core.ingest.pipeline import ImportRejected, import_bytes, ingest
+from replay_core.storage.store import SessionFilter
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -139,7 +139,7 @@ def test_malformed_file_is_refused_whole_with_line_numbers(store):
 def test_failed_write_keeps_what_was_stored(store, monkeypatch):
     ingest(store, [SessionEvent(session_id="r1"), step("r1", 1)])
     before = store.load_steps("r1")
-    from replay_core import store as store_module
+    from replay_core.storage import store as store_module
 
     def boom(*a, **k):
         raise RuntimeError("disk full")

@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 import streamlit as st
 
 from replay_core import config
-from replay_core.api import session_filter
-from replay_core.store import SessionFilter, Store
-from replay_core.timeline import Timeline, open_timeline
+from replay_core.server.api import session_filter
+from replay_core.storage.store import SessionFilter, Store
+from replay_core.understand.timeline import Timeline, open_timeline
 
-from replay_core.structure import Structure, build_structure
+from replay_core.understand.structure import Structure, build_structure
 
 # Query parameter names a page understands, so one page can deep-link to another.
 FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from replay_core.ingest import ImportRejected, import_bytes
-from replay_core.store import Store
+from replay_core.ingest.pipeline import ImportRejected, import_bytes
+from replay_core.storage.store import Store
 
 
 @dataclass

@@ -7,7 +7,7 @@ from datetime import datetime
 import streamlit as st
 
 from replay_core.events import now_utc
-from replay_core.store import SessionFilter, Store
+from replay_core.storage.store import SessionFilter, Store
 
 from .common import PAGE_TIMELINE, expire_idle, fmt_cost, get_store, md, short, step_label, url_choice
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from replay_core.auth import EDITOR, Access
+from replay_core.server.auth import EDITOR, Access
 
 
 def _secrets() -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from replay_core.store import SessionFilter, Store
+from replay_core.storage.store import SessionFilter, Store
 
 from .common import (
     PAGE_TIMELINE,

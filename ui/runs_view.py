@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import streamlit as st
 
 from replay_core.events import SessionStatus
-from replay_core.store import SessionFilter, Store
+from replay_core.storage.store import SessionFilter, Store
 
 from .common import HAS_LABELS, REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, fmt_duration, status_label, url_choice
 

@@ -15,9 +15,9 @@ import altair as alt
 import orjson
 import streamlit as st
 
-from replay_core.snapshot import Snapshot
-from replay_core.store import Store
-from replay_core.timeline import Timeline
+from replay_core.understand.snapshot import Snapshot
+from replay_core.storage.store import Store
+from replay_core.understand.timeline import Timeline
 
 from .common import (
     REVIEW_LABELS,
@@ -31,7 +31,7 @@ from .common import (
     step_label,
     url_choice,
 )
-from replay_core.structure import Structure, node_label
+from replay_core.understand.structure import Structure, node_label
 
 BEFORE, AFTER = 6, 9  # steps drawn around the cursor
 SHORTCUTS = {"prev": "Left", "next": "Right", "next_error": "E"}  # keys shown on the buttons

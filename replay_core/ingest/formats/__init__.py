@@ -1,0 +1,39 @@
+"""Readers and writers of trace formats, one module per format behind one interface.
+
+A reader turns a file's bytes into contract events (or `BadRecord`s naming where and
+why a record was refused); `detect` places a file by its content, not its name.
+"""
+
+from __future__ import annotations
+
+from .reader import SNIFF_BYTES, BadRecord, DocumentError, Event, Format, UnknownFormat
+
+__all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "UnknownFormat", "detect", "get_format", "registry"]
+
+
+def registry() -> dict[str, Format]:
+    """Known formats, in detection order (most specific first)."""
+    from . import anthropic, langchain, native, notte, openai_chat, otel, smolagents, swe_agent
+
+    formats: list[Format] = [native.FORMAT]
+    formats += [otel.OTLP_JSON, otel.OTLP_PROTO, otel.OTEL_SPANS]
+    # agent formats, most specific first; a generic "list of chat messages" last
+    formats += [swe_agent.SWE_AGENT, swe_agent.MINI_SWE_AGENT, smolagents.FORMAT, notte.FORMAT, langchain.FORMAT,
+                anthropic.FORMAT, openai_chat.FORMAT]
+    return {f.name: f for f in formats}
+
+
+def get_format(name: str) -> Format:
+    formats = registry()
+    if name not in formats:
+        raise UnknownFormat(f"unknown format {name!r}; known formats: {', '.join(formats)}")
+    return formats[name]
+
+
+def detect(data: bytes, filename: str) -> Format:
+    head = data[:SNIFF_BYTES]
+    for fmt in registry().values():
+        if fmt.sniff(head, filename):
+            return fmt
+    known = ", ".join(f"{f.name} ({f.label})" for f in registry().values())
+    raise UnknownFormat(f"{filename}: cannot tell which format this file is in; known formats: {known}")

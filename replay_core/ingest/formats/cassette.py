@@ -1,0 +1,92 @@
+"""VCR cassettes: recorded HTTP exchanges with a model provider, as test suites keep them.
+
+A cassette is YAML with `interactions: [{request, response}]`. Bodies are JSON text,
+or `!!binary` base64 of gzip-compressed JSON (`Content-Encoding: gzip`); the time of
+an exchange is only in the response's `Date` header. This module opens all of that
+into plain request/response bodies for the chat importers.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import orjson
+import yaml
+
+from .reader import BadRecord
+from .jsondoc import DocumentError
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass
+class Interaction:
+    """One recorded request and its response, bodies decoded when they are JSON."""
+
+    index: int
+    uri: str
+    request: Any
+    response: Any
+    status: int | None
+    date: datetime | None
+    where: str
+
+
+def is_cassette(head: bytes, path_fragment: bytes) -> bool:
+    """A YAML cassette whose requests go to a URI containing `path_fragment`."""
+    return head.lstrip().startswith(b"interactions:") and path_fragment in head
+
+
+def _body(raw: Any) -> Any:
+    if isinstance(raw, dict):
+        raw = raw.get("string")
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = raw.encode()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.decode("utf-8", "replace")
+
+
+def _header(headers: Any, name: str) -> str | None:
+    for key, value in (headers or {}).items():
+        if key.lower() == name:
+            return value[0] if isinstance(value, list) and value else value
+    return None
+
+
+def read_cassette(data: bytes, filename: str) -> list[Interaction]:
+    """The interactions of a cassette, or DocumentError naming the line where it breaks."""
+    try:
+        doc = yaml.load(data, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
+        raise DocumentError(BadRecord(f"{filename}:{line}", f"invalid YAML ({exc.problem}); is the file truncated?")) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
+        raise DocumentError(BadRecord(filename, "interactions: expected a list of recorded requests"))
+    out = []
+    for i, item in enumerate(doc["interactions"]):
+        where = f"{filename}:interactions[{i}]"
+        if not isinstance(item, dict) or not isinstance(item.get("request"), dict):
+            raise DocumentError(BadRecord(where, "expected {request, response}"))
+        request, response = item["request"], item.get("response") or {}
+        try:
+            req_body, resp_body = _body(request.get("body")), _body(response.get("body"))
+        except (OSError, EOFError) as exc:
+            raise DocumentError(BadRecord(where, f"response body: cannot gunzip ({exc})")) from None
+        date = _header(response.get("headers"), "date")
+        try:
+            when = parsedate_to_datetime(date) if date else None
+        except (TypeError, ValueError):
+            when = None
+        status = (response.get("status") or {}).get("code")
+        out.append(Interaction(i, str(request.get("uri") or ""), req_body, resp_body, status, when, where))
+    return out

@@ -1,0 +1,332 @@
+"""Chat messages → steps, for OpenAI-shaped and Anthropic-shaped message lists.
+
+Both provider shapes say the same things differently: what the user or system said
+(`input`), what the model thought or answered (`think`, or `decision` for an answer
+that calls no tool), which tools it called (`tool_call`) and what they returned
+(`tool_result`, `error` status only when the source flags it). `Conversation` holds the
+two mappings and remembers open tool calls so a result gets its tool's name.
+
+Request/response logs (JSON Lines, VCR cassettes) are turned into runs here too: a
+request that repeats the conversation so far plus new messages continues the same run
+(the usual agent loop), any other request starts a new run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import orjson
+
+from .reader import BadRecord, Event
+from .cassette import Interaction, is_cassette, read_cassette
+from .jsondoc import is_json_lines, json_lines, load_json, parse_arguments
+from .runs import Run, compact, stable_id
+
+TEXT_PARTS = ("text", "input_text", "output_text")
+
+
+def text_of(content: Any) -> str | None:
+    """The text of a message content: a string, or the text parts of a part list joined."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p if isinstance(p, str) else p.get("text") for p in content if isinstance(p, str) or isinstance(p, dict)]
+        return "\n".join(t for t in texts if isinstance(t, str))
+    return orjson.dumps(content).decode()
+
+
+def other_parts(content: Any) -> list | None:
+    """Non-text parts of a part list (images, audio, documents), kept in metadata."""
+    if not isinstance(content, list):
+        return None
+    parts = [p for p in content if not (isinstance(p, str) or (isinstance(p, dict) and p.get("type", "text") in TEXT_PARTS))]
+    return parts or None
+
+
+class Conversation:
+    """Maps one run's chat messages to steps, in order."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.calls: dict[str, str | None] = {}  # open tool_call_id -> tool name
+
+    def add(self, key: str, type: str, fields: dict[str, Any], first: dict[str, Any] | None) -> None:
+        """One step; `first` (tokens, model, message metadata) goes to the message's first step only."""
+        if first:
+            meta = {**(first.get("metadata") or {}), **(fields.get("metadata") or {})}
+            fields = {**first, **fields, "metadata": meta}
+            first.clear()
+        self.run.step(key, type, **fields)
+
+    def call(self, key: str, name: str | None, args: Any, call_id: str | None, common: dict, first: dict | None, meta=None) -> None:
+        if call_id:
+            self.calls[call_id] = name
+        self.add(key, "tool_call", {**common, "tool_name": name, "tool_args": args, "tool_call_id": call_id, "metadata": meta}, first)
+
+    def result(self, key: str, call_id: str | None, content: Any, error: bool, common: dict, first: dict | None, meta=None, name=None) -> None:
+        opened = self.calls.pop(call_id, None) if call_id else None
+        name = name or opened
+        fields = {**common, "tool_name": name, "tool_call_id": call_id, "content": text_of(content), "metadata": meta}
+        if error:
+            fields["status"] = "error"
+        self.add(key, "tool_result", fields, first)
+
+    # ------------------------------------------------------------------ OpenAI shape
+
+    def openai(self, msg: dict, key: str, common: dict | None = None, first: dict | None = None) -> None:
+        """role system/user/developer → input; assistant → think/decision + tool_call; tool → tool_result."""
+        common = common or {}
+        first = dict(first or {})
+        role = msg.get("role")
+        extra = {k: v for k, v in msg.items() if k not in _OPENAI_KEYS and v is not None}
+        extra["content_parts"] = other_parts(msg.get("content"))
+        text = text_of(msg.get("content"))
+        if role == "assistant":
+            calls = list(msg.get("tool_calls") or [])
+            if msg.get("function_call"):
+                calls.append({"function": msg["function_call"]})
+            if msg.get("reasoning_content"):
+                self.add(f"{key}.reasoning", "think", {**common, "content": msg["reasoning_content"], "metadata": {"reasoning": True}}, first)
+            if text or not calls:
+                self.add(key, "think" if calls else "decision", {**common, "content": text or "", "metadata": extra}, first)
+                extra = None
+            for j, call in enumerate(calls):
+                fn = call.get("function") or {}
+                rest = {k: v for k, v in call.items() if k not in ("id", "type", "function")}
+                self.call(f"{key}.call{j}", fn.get("name"), parse_arguments(fn.get("arguments")), call.get("id"), common, first,
+                          meta={**(extra or {}), **rest} if j == 0 else rest)
+        elif role in ("tool", "function"):
+            error = msg.get("is_error") is True or msg.get("status") == "error"
+            extra.pop("is_error", None)
+            self.result(key, msg.get("tool_call_id"), msg.get("content"), error, common, first, meta=extra, name=msg.get("name"))
+        else:
+            self.add(key, "input", {**common, "content": text or "", "metadata": {"role": role, "name": msg.get("name"), **extra}}, first)
+
+    # ------------------------------------------------------------------ Anthropic shape
+
+    def anthropic(self, msg: dict, key: str, common: dict | None = None, first: dict | None = None) -> None:
+        """text/thinking/tool_use blocks of the assistant, text/tool_result blocks of the user."""
+        common = common or {}
+        first = dict(first or {})
+        role = msg.get("role")
+        content = msg.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        extra = {k: v for k, v in msg.items() if k not in ("role", "content") and v is not None}
+        if extra:
+            first["metadata"] = {**(first.get("metadata") or {}), **extra}
+        if role == "assistant":
+            acts = any(isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use") for b in blocks)
+            for j, block in enumerate(blocks):
+                self._assistant_block(block, f"{key}.{j}", acts, common, first)
+            return
+        texts, parts = [], []
+        for j, block in enumerate(blocks):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_result":
+                rest = {k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content", "is_error")}
+                rest["content_parts"] = other_parts(block.get("content"))
+                self.result(f"{key}.{j}", block.get("tool_use_id"), block.get("content"), block.get("is_error") is True, common, first, meta=rest)
+            elif kind == "text":
+                texts.append(block.get("text") or "")
+                rest = {k: v for k, v in block.items() if k not in ("type", "text")}
+                if rest:
+                    parts.append(rest)
+            else:
+                parts.append(block)
+        if texts or parts:
+            meta = {"role": role, "content_parts": parts or None}
+            self.add(key, "input", {**common, "content": "\n".join(texts), "metadata": meta}, first)
+
+    def _assistant_block(self, block: Any, key: str, acts: bool, common: dict, first: dict) -> None:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "thinking":
+            meta = {k: v for k, v in block.items() if k not in ("type", "thinking")}
+            self.add(key, "think", {**common, "content": block.get("thinking") or "", "metadata": meta}, first)
+        elif kind == "redacted_thinking":
+            self.add(key, "think", {**common, "content": "", "metadata": {"redacted_thinking": block.get("data")}}, first)
+        elif kind == "text":
+            meta = {k: v for k, v in block.items() if k not in ("type", "text")}
+            self.add(key, "think" if acts else "decision", {**common, "content": block.get("text") or "", "metadata": meta}, first)
+        elif kind in ("tool_use", "server_tool_use"):
+            meta = {k: v for k, v in block.items() if k not in ("type", "id", "name", "input")}
+            meta["server_tool"] = kind == "server_tool_use" or None
+            self.call(key, block.get("name"), block.get("input"), block.get("id"), common, first, meta=meta)
+        elif isinstance(kind, str) and kind.endswith("_tool_result"):
+            meta = {"block_type": kind, **{k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content")}}
+            content = block.get("content")
+            self.result(key, block.get("tool_use_id"), content if isinstance(content, str | list) else orjson.dumps(content).decode(),
+                        False, common, first, meta=meta)
+        else:
+            self.add(key, "observation", {**common, "content": "", "metadata": {"block": block}}, first)
+
+
+_OPENAI_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "reasoning_content"})
+
+
+# ---------------------------------------------------------------------- request/response logs
+
+
+@dataclass
+class Reply:
+    """What a provider answered to one request."""
+
+    message: dict | None = None
+    model: str | None = None
+    response_id: str | None = None
+    created: datetime | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    error_class: str | None = None
+    error: str | None = None
+
+
+class Dialect(Protocol):
+    """What differs between providers: message shape, where the history is, how replies look."""
+
+    name: str
+
+    def map(self, conv: Conversation, msg: dict, key: str, common: dict | None = None, first: dict | None = None) -> None: ...
+
+    def history(self, request: dict) -> list[dict]: ...
+
+    def reply(self, response: Any, status: int | None) -> Reply: ...
+
+    def is_messages(self, obj: Any) -> bool: ...
+
+
+@dataclass
+class Exchange:
+    request: dict
+    reply: Reply | None
+    where: str
+    when: datetime | None = None
+
+
+def _signature(msg: dict) -> tuple:
+    """What identifies a message when a later request repeats it (fields may be re-serialised)."""
+    content = msg.get("content")
+    ids = [c.get("id") for c in msg.get("tool_calls") or [] if isinstance(c, dict)]
+    if isinstance(content, list):
+        ids += [b.get("id") or b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")]
+    ids.append(msg.get("tool_call_id"))
+    return msg.get("role"), (text_of(content) or "").strip(), tuple(i for i in ids if i)
+
+
+_REQUEST_SKIP = ("messages", "model", "tools", "system")
+
+
+def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[[int], str], where: str) -> list[Run]:
+    """Runs from request/response pairs, a request continuing the run whose transcript it repeats."""
+    runs: list[Run] = []
+    run: Run | None = None
+    conv: Conversation | None = None
+    transcript: list[tuple] = []
+    for ex in exchanges:
+        history = dialect.history(ex.request)
+        sigs = [_signature(m) for m in history]
+        reply = ex.reply or Reply()
+        when = reply.created or ex.when
+        if run is None or sigs[: len(transcript)] != transcript or len(sigs) < len(transcript):
+            model = reply.model or ex.request.get("model")
+            run = Run(reply.response_id or new_id(len(runs)), ex.where, model=model, started_at=when,
+                      metadata=compact({"tools": ex.request.get("tools")}))
+            conv, transcript = Conversation(run), []
+            runs.append(run)
+        for i in range(len(transcript), len(history)):
+            dialect.map(conv, history[i], f"m{i}")
+        transcript = sigs
+        params = {k: v for k, v in ex.request.items() if k not in _REQUEST_SKIP}
+        first = {"model": reply.model or ex.request.get("model"), "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+                 "metadata": compact({**reply.meta, "request": params or None, "response_id": reply.response_id})}
+        n = len(history)
+        if reply.message is not None:
+            dialect.map(conv, reply.message, f"m{n}", {"timestamp": when}, first)
+            transcript = sigs + [_signature(reply.message)]
+        if reply.error_class:
+            run.step(f"m{n}.error", "error", content=reply.error, status="error", error_class=reply.error_class, timestamp=when,
+                     model=first["model"], metadata=first["metadata"])
+            run.finish("failed", outcome=reply.error, error_class=reply.error_class, ended_at=when)
+        elif run.end is not None:
+            run.end = None  # a later request carried on after a failed one: the run is not over
+    return runs
+
+
+def _records(data: bytes, filename: str, path_fragment: bytes) -> Iterator[Exchange | list | BadRecord]:
+    """Exchanges of a cassette or log file, or the one message list of a transcript file."""
+    if is_cassette(data[:4096], b"interactions") and path_fragment in data:
+        for item in read_cassette(data, filename):
+            yield _exchange_of_interaction(item)
+        return
+    if is_json_lines(data):
+        for item in json_lines(data, filename):
+            if isinstance(item, BadRecord):
+                yield item
+            else:
+                yield _exchange_of_record(item[1], f"{filename}:{item[0]}")
+        return
+    doc = load_json(data, filename)
+    if isinstance(doc, list) and doc and all(isinstance(m, dict) and "role" in m for m in doc):
+        yield doc
+    elif isinstance(doc, list):
+        for i, rec in enumerate(doc):
+            yield _exchange_of_record(rec, f"{filename}:[{i}]")
+    else:
+        yield _exchange_of_record(doc, filename)
+
+
+def _exchange_of_interaction(item: Interaction) -> Exchange | BadRecord:
+    if not isinstance(item.request, dict):
+        return BadRecord(item.where, "request body: expected a JSON object")
+    return Exchange(item.request, None, item.where, item.date) if item.response is None else Exchange(
+        item.request, _RAW(item.response, item.status), item.where, item.date)
+
+
+class _RAW:
+    """A response body not yet read by a dialect (the reply shape depends on the provider)."""
+
+    def __init__(self, body: Any, status: int | None):
+        self.body, self.status = body, status
+
+
+def _exchange_of_record(rec: Any, where: str) -> Exchange | BadRecord:
+    if not isinstance(rec, dict):
+        return BadRecord(where, f"expected a JSON object, got {type(rec).__name__}")
+    if isinstance(rec.get("request"), dict):
+        return Exchange(rec["request"], _RAW(rec.get("response"), rec.get("status")), where)
+    if "messages" in rec:
+        request = {k: v for k, v in rec.items() if k != "response"}
+        return Exchange(request, _RAW(rec.get("response"), None), where)
+    return Exchange({}, _RAW(rec, None), where)
+
+
+def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes) -> Iterator[Event | BadRecord]:
+    """Events of a transcript (one message list), a request/response log, or a cassette."""
+    records = list(_records(data, filename, path_fragment))
+    base = stable_id(filename, data)
+    new_id = lambda n: f"{base}-{n}" if n else base  # noqa: E731
+    exchanges: list[Exchange] = []
+    for rec in records:
+        if isinstance(rec, BadRecord):
+            yield rec
+        elif isinstance(rec, list):
+            if not dialect.is_messages(rec):
+                yield BadRecord(filename, f"not a {dialect.name} message list")
+                return
+            run = Run(new_id(0), filename)
+            conv = Conversation(run)
+            for i, msg in enumerate(rec):
+                dialect.map(conv, msg, f"m{i}")
+            yield from run.events()
+        else:
+            if isinstance(rec.reply, _RAW):
+                rec.reply = dialect.reply(rec.reply.body, rec.reply.status) if rec.reply.body is not None else None
+            if rec.reply is None and not dialect.history(rec.request):
+                yield BadRecord(rec.where, f"neither a request with messages nor a {dialect.name} response")
+                continue
+            exchanges.append(rec)
+    for run in exchange_runs(dialect, exchanges, new_id, filename):
+        yield from run.events()

@@ -1,0 +1,853 @@
+"""OpenTelemetry traces as runs: OTLP/JSON, OTLP protobuf, and SDK span dumps.
+
+The three containers carry the same thing, spans with attributes, so each reader only
+decodes its container into `Span`s and one mapping turns spans into contract events:
+- sessions come from `gen_ai.conversation.id` / `session.id`, else one per trace;
+- agent/workflow spans → `span`; model calls → `think` (+ a `tool_call` for each call
+  they emit that no tool span answers); tool executions → `tool_call` + `tool_result`
+  (status `error` when the span failed); a failed model or other span → `error`;
+- steps are ordered by time (span start; a tool's result at its end), event ids derive
+  from span ids (re-importing stores nothing twice), parent links follow the span tree
+  and a span whose parent was never exported hangs under its trace's root;
+- attributes are read by otel_attributes; whatever no field used stays in the step's
+  metadata, and `agent_replay.*` attributes (written by our own OTLP export) restore
+  the contract fields the GenAI conventions have no name for.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from abc import ABC, abstractmethod
+from collections import defaultdict, deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from ...events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error
+from .reader import BadRecord, Event
+from . import otel_attributes as oa
+from .jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+OVERRIDE = "agent_replay."
+SESSION_OVERRIDE = "agent_replay.session"
+KINDS = ("unspecified", "internal", "server", "client", "producer", "consumer")
+_HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
+_TEXT_ONLY = bytes(range(0x20)).replace(b"\t", b"").replace(b"\n", b"").replace(b"\r", b"")
+
+
+class OtlpError(ValueError):
+    """OTLP input that cannot be imported; the message says where and why."""
+
+
+@dataclass
+class Span:
+    """One span, whatever container it came in; ids are lowercase hex."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int | None
+    end_ns: int | None
+    status: str  # unset | ok | error
+    status_message: str | None
+    attributes: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    resource: dict[str, Any] = field(default_factory=dict)
+    otel: dict[str, Any] = field(default_factory=dict)  # kind, scope, links, trace_state…: kept in metadata
+    where: str = ""
+    document: dict[str, Any] | None = None  # fields of the file around the spans (any-agent's final_output)
+
+
+# ---------------------------------------------------------------------------- small decoders
+
+
+def to_ns(value: Any) -> int | None:
+    """Epoch nanoseconds from an epoch number (ns as OTLP writes it; µs, ms or s told by size) or ISO-8601 text."""
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if isinstance(value, int | float) or text.isdigit():
+        number = int(text) if text.isdigit() else value
+        for limit, scale in ((1e17, 1), (1e14, 1_000), (1e11, 1_000_000)):
+            if number >= limit:
+                return int(number * scale)
+        return int(number * 1_000_000_000) or None
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return (parsed - EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def ns_time(ns: int | None) -> datetime | None:
+    return None if ns is None else EPOCH + timedelta(microseconds=ns // 1000)
+
+
+def time_ns(value: datetime) -> int:
+    return (value - EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def span_hex(value: Any, size: int) -> str | None:
+    """An id as lowercase hex: from hex (optionally 0x…), base64 (protobuf's JSON) or a decimal integer."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:0{size * 2}x}" if value else None
+    text = str(value).strip()
+    if len(text) == size * 2 and _HEX.match(text):
+        return text.lower()
+    if text.lower().startswith("0x") and _HEX.match(text):
+        number = int(text, 16)
+        return f"{number:0{size * 2}x}" if number else None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) == size:
+        return raw.hex() if any(raw) else None
+    if text.isdigit():
+        return f"{int(text):0{size * 2}x}"
+    raise ValueError(f"not a {size}-byte id (hex, base64 or integer): {text[:60]!r}")
+
+
+def status_of(value: Any) -> str:
+    text = str(value if value is not None else "").lower()
+    if text in ("2", "error") or text.endswith("error"):
+        return "error"
+    if text in ("1", "ok") or text.endswith("ok"):
+        return "ok"
+    return "unset"
+
+
+def kind_of(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return KINDS[value] if 0 <= value < len(KINDS) else str(value)
+    return str(value).lower().rsplit(".", 1)[-1].removeprefix("span_kind_")
+
+
+def safe_ints(value: Any) -> Any:
+    """Integers too big for a 64-bit JSON column become text."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        return str(value)
+    if isinstance(value, list):
+        return [safe_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: safe_ints(v) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------------------- OTLP (JSON encoding of the protobuf)
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP AnyValue ({"stringValue": …} …) as plain data."""
+    if not isinstance(value, dict):
+        return value
+    for key, item in value.items():
+        name = key.replace("_", "").lower()
+        if name == "stringvalue" or name == "boolvalue":
+            return item
+        if name == "intvalue":
+            return safe_ints(int(item))
+        if name == "doublevalue":
+            return float(item)
+        if name == "arrayvalue":
+            return [any_value(v) for v in (item or {}).get("values", [])]
+        if name == "kvlistvalue":
+            return key_values((item or {}).get("values", []))
+        if name == "bytesvalue":
+            return item
+    return None
+
+
+def key_values(items: Any) -> dict[str, Any]:
+    if isinstance(items, dict):  # already a plain mapping (a lenient writer)
+        return items
+    return {kv["key"]: any_value(kv.get("value")) for kv in items or [] if isinstance(kv, dict) and "key" in kv}
+
+
+def _pick(obj: dict, *names: str) -> Any:
+    for name in names:
+        if name in obj:
+            return obj[name]
+    return None
+
+
+def otlp_spans(doc: Any, where: str) -> Iterator[Span | BadRecord]:
+    """Spans of one ExportTraceServiceRequest in its JSON encoding (camelCase or proto field names)."""
+    if not isinstance(doc, dict):
+        yield BadRecord(where, "expected an OTLP/JSON object with resourceSpans")
+        return
+    resource_spans = _pick(doc, "resourceSpans", "resource_spans")
+    if not isinstance(resource_spans, list):
+        yield BadRecord(where, "resourceSpans: expected a list")
+        return
+    for i, rs in enumerate(resource_spans):
+        if not isinstance(rs, dict):
+            yield BadRecord(f"{where} resourceSpans[{i}]", "expected an object")
+            continue
+        resource = key_values((rs.get("resource") or {}).get("attributes"))
+        groups = _pick(rs, "scopeSpans", "scope_spans", "instrumentationLibrarySpans") or []
+        for j, group in enumerate(groups):
+            scope = _pick(group, "scope", "instrumentationLibrary") or {}
+            scope_info = {k: v for k, v in (("name", scope.get("name")), ("version", scope.get("version")),
+                                            ("attributes", key_values(scope.get("attributes")))) if v}
+            for k, raw in enumerate(group.get("spans") or []):
+                path = f"{where} resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                try:
+                    yield _otlp_span(raw, resource, scope_info, path)
+                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                    yield BadRecord(path, str(exc))
+
+
+def _otlp_span(raw: dict, resource: dict, scope: dict, where: str) -> Span:
+    trace_id = span_hex(_pick(raw, "traceId", "trace_id"), 16)
+    span_id = span_hex(_pick(raw, "spanId", "span_id"), 8)
+    if trace_id is None or span_id is None:
+        raise ValueError("traceId and spanId are required")
+    status = raw.get("status") or {}
+    events = [
+        {"name": e.get("name"), "time_ns": to_ns(_pick(e, "timeUnixNano", "time_unix_nano")),
+         "attributes": key_values(e.get("attributes"))}
+        for e in raw.get("events") or []
+    ]
+    otel = {"kind": kind_of(raw.get("kind")), "scope": scope or None, "links": raw.get("links") or None,
+            "trace_state": _pick(raw, "traceState", "trace_state") or None}
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=span_hex(_pick(raw, "parentSpanId", "parent_span_id"), 8),
+        name=str(raw.get("name") or ""),
+        start_ns=to_ns(_pick(raw, "startTimeUnixNano", "start_time_unix_nano")),
+        end_ns=to_ns(_pick(raw, "endTimeUnixNano", "end_time_unix_nano")),
+        status=status_of(status.get("code")),
+        status_message=status.get("message") or None,
+        attributes=key_values(raw.get("attributes")),
+        events=events,
+        resource=resource,
+        otel=otel,
+        where=where,
+    )
+
+
+# ---------------------------------------------------------------------------- SDK span dumps
+
+
+def sdk_span(raw: Any, where: str, document: dict | None) -> Span:
+    """A span as the Python SDK's `to_json()` or an exporter's dump writes it (any-agent, Phoenix…)."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a span object, got {type(raw).__name__}")
+    context = raw.get("context") or {}
+    parent = raw.get("parent") if isinstance(raw.get("parent"), dict) else {}
+    trace_id = span_hex(context.get("trace_id", raw.get("trace_id")), 16)
+    span_id = span_hex(context.get("span_id", raw.get("span_id")), 8)
+    if trace_id is None or span_id is None:
+        raise ValueError("context.trace_id and context.span_id are required")
+    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    events = [
+        {"name": e.get("name"), "time_ns": to_ns(e.get("timestamp")),
+         "attributes": safe_ints(oa.flatten(e.get("attributes") or {}))}
+        for e in raw.get("events") or []
+        if isinstance(e, dict)
+    ]
+    resource = raw.get("resource") if isinstance(raw.get("resource"), dict) else {}
+    trace_state = context.get("trace_state")
+    otel = {"kind": kind_of(raw.get("kind", raw.get("span_kind"))), "links": safe_ints(raw.get("links")) or None,
+            "trace_state": trace_state if trace_state not in ("[]", {}, {"entries": {}}) else None}
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=span_hex(raw["parent_id"] if "parent_id" in raw else parent.get("span_id"), 8),
+        name=str(raw.get("name") or ""),
+        start_ns=to_ns(raw.get("start_time")),
+        end_ns=to_ns(raw.get("end_time")),
+        status=status_of(status.get("status_code", raw.get("status_code"))),
+        status_message=status.get("description") or raw.get("status_message") or None,
+        attributes=safe_ints(oa.flatten(raw.get("attributes") or {})),
+        events=events,
+        resource=safe_ints(oa.flatten(resource.get("attributes") or {})),
+        otel=otel,
+        where=where,
+        document=document,
+    )
+
+
+def json_values(data: bytes, filename: str) -> Iterator[tuple[int, Any]]:
+    """Every JSON value in the file (one, JSON Lines, or concatenated pretty-printed objects) with its line.
+
+    The standard decoder keeps 128-bit integer ids exact (orjson would turn them into
+    floats). A broken value raises DocumentError naming its line and column.
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(BadRecord(f"{filename}: byte {exc.start}", "not UTF-8 text")) from None
+    decoder = json.JSONDecoder()
+    pos, end, line, counted = 0, len(text), 1, 0
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= end:
+            return
+        try:
+            value, next_pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            where = f"{filename}:{exc.lineno}:{exc.colno}"
+            raise DocumentError(BadRecord(where, f"invalid JSON ({exc.msg}); is the file truncated?")) from None
+        line += text.count("\n", counted, pos)
+        counted = pos
+        yield line, value
+        pos = next_pos
+
+
+def sdk_spans(data: bytes, filename: str) -> Iterator[Span | BadRecord]:
+    """Spans of a dump: `{"spans": [...], …}`, a list of spans, or spans one after another."""
+    for line, value in json_values(data, filename):
+        where = f"{filename}:{line}"
+        if isinstance(value, dict) and isinstance(value.get("spans"), list):
+            document = safe_ints({k: v for k, v in value.items() if k != "spans"})
+            items = [(f"{where} spans[{i}]", s) for i, s in enumerate(value["spans"])]
+        elif isinstance(value, list):
+            document, items = None, [(f"{where} [{i}]", s) for i, s in enumerate(value)]
+        else:
+            document, items = None, [(where, value)]
+        for item_where, raw in items:
+            try:
+                yield sdk_span(raw, item_where, document)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                yield BadRecord(item_where, str(exc))
+
+
+# ---------------------------------------------------------------------------- spans → events
+
+
+@dataclass
+class Part:
+    """One step a span yields: `step` (every span), `result` (tool spans), `call.N` (calls a model emitted)."""
+
+    span: Span
+    role: str
+    fields: dict[str, Any]
+    t_ns: int | None
+    ends: bool  # placed at the span's end (results, emitted calls) rather than its start
+
+
+@dataclass
+class SessionDraft:
+    """The steps and session fields read from one session's spans, before validation."""
+
+    session_id: str
+    spans: list[Span]
+    trees: _Trees
+    parts: list[Part] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+    final: bool = False  # the source says how the run ended
+
+
+@dataclass
+class _Call:
+    span: Span
+    index: int
+    call: dict[str, Any]
+    matched: bool = False
+
+
+class _Trees:
+    """Parent links, roots and depths of a set of spans, orphans attached to their trace's root."""
+
+    def __init__(self, spans: list[Span]):
+        self.by_id = {(s.trace_id, s.span_id): s for s in spans}
+        self.roots: dict[str, Span] = {}
+        for s in sorted(spans, key=_start_key):
+            if s.parent_id is None:
+                self.roots.setdefault(s.trace_id, s)
+        self.parent: dict[int, Span | None] = {}
+        for s in spans:
+            found = self.by_id.get((s.trace_id, s.parent_id)) if s.parent_id else None
+            if found is None and s.parent_id:
+                root = self.roots.get(s.trace_id)
+                found = root if root is not s else None
+            self.parent[id(s)] = found
+        self._depth: dict[int, int] = {}
+
+    def depth(self, span: Span) -> int:
+        if id(span) not in self._depth:
+            seen, node, n = {id(span)}, self.parent[id(span)], 0
+            while node is not None and id(node) not in seen:
+                seen.add(id(node))
+                node, n = self.parent[id(node)], n + 1
+            self._depth[id(span)] = n
+        return self._depth[id(span)]
+
+
+def _start_key(span: Span) -> tuple:
+    return (span.start_ns if span.start_ns is not None else 2**63,)
+
+
+def draft_sessions(spans: Iterable[Span]) -> list[SessionDraft]:
+    """Group spans into sessions and read each span's steps (no overrides applied yet)."""
+    unique: dict[tuple[str, str], Span] = {}
+    for span in spans:
+        unique.setdefault((span.trace_id, span.span_id), span)
+    all_spans = list(unique.values())
+    trees = _Trees(all_spans)
+    by_trace: dict[str, list[Span]] = {}
+    for span in all_spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    sessions: dict[str, SessionDraft] = {}
+    for trace_id, members in by_trace.items():
+        root = trees.roots.get(trace_id)
+        ordered = ([root] if root else []) + sorted((s for s in members if s is not root), key=_start_key)
+        sid = next((c for c in (oa.conversation_id(s.attributes) for s in ordered) if c), trace_id)
+        sessions.setdefault(sid, SessionDraft(sid, [], trees)).spans.extend(members)
+    drafts = list(sessions.values())
+    for draft in drafts:
+        _read_session(draft)
+    return drafts
+
+
+def _read_session(draft: SessionDraft) -> None:
+    trees = draft.trees
+    order = {id(s): i for i, s in enumerate(draft.spans)}
+    draft.spans.sort(key=lambda s: (*_start_key(s), trees.depth(s), order[id(s)]))
+    attrs = {id(s): oa.Attrs(s.attributes) for s in draft.spans}
+    classes = {id(s): oa.span_class(attrs[id(s)]) for s in draft.spans}
+    for s in draft.spans:
+        if oa.conversation_id(s.attributes) == draft.session_id:
+            attrs[id(s)].use("gen_ai.conversation.id", "session.id")
+    emitted: list[_Call] = []
+    agents: dict[int, str | None] = {}
+    for span in draft.spans:  # parents start first: an agent's name reaches its descendants
+        parent = trees.parent[id(span)]
+        agents[id(span)] = oa.agent_name(attrs[id(span)]) or (agents.get(id(parent)) if parent is not None else None)
+    for span in draft.spans:  # model calls first, so that every tool span can find the call it answers
+        kind = classes[id(span)]
+        if kind == oa.MODEL:
+            part, calls = _model_part(span, attrs[id(span)])
+            emitted += [_Call(span, i, c) for i, c in enumerate(calls)]
+            draft.parts.append(part)
+        elif kind != oa.TOOL:
+            draft.parts.append(_other_part(span, attrs[id(span)], kind))
+    open_calls = _OpenCalls(emitted)
+    for span in draft.spans:
+        if classes[id(span)] == oa.TOOL:
+            draft.parts += _tool_parts(span, attrs[id(span)], open_calls)
+    for part in draft.parts:
+        part.fields.setdefault("agent_id", agents[id(part.span)])
+    model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
+    for c in emitted:
+        if not c.matched:
+            fields = {"type": "tool_call", "tool_name": c.call["name"], "tool_args": c.call["arguments"],
+                      "tool_call_id": c.call["id"], "timestamp": ns_time(c.span.end_ns), "agent_id": agents[id(c.span)]}
+            draft.parts.append(Part(c.span, f"call.{c.index}", fields, c.span.end_ns, True))
+    _session_fields(draft, attrs, classes, model_usage)
+    for part in draft.parts:
+        if part.role == "step":
+            part.fields["metadata"] = _step_metadata(part.span, attrs[id(part.span)])
+
+
+def _duration(span: Span) -> float | None:
+    if span.start_ns is None or span.end_ns is None:
+        return None
+    return max(span.end_ns - span.start_ns, 0) / 1e6
+
+
+def _failure(span: Span, attrs: oa.Attrs) -> tuple[str | None, str | None]:
+    """(error class, message) of a failed span, from its exception event, error.type and status."""
+    for event in span.events:
+        if event.get("name") == "exception":
+            ev = event.get("attributes") or {}
+            error_type = ev.get("exception.type")
+            if error_type is None or error_type == attrs.peek("error.type"):
+                error_type = attrs.get("error.type")
+            return error_type, ev.get("exception.message") or span.status_message
+    return attrs.get("error.type"), span.status_message
+
+
+def _start_fields(span: Span, type_: str) -> dict[str, Any]:
+    return {"type": type_, "timestamp": ns_time(span.start_ns), "duration_ms": _duration(span)}
+
+
+def _model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
+    fields = _start_fields(span, "think")
+    fields["model"] = oa.model_name(a)
+    fields["tokens_in"], fields["tokens_out"] = oa.tokens(a)
+    fields["cost_usd"] = oa.cost(a)
+    fields["context"] = oa.input_messages(a)
+    answer, calls = oa.model_output(a)
+    fields["content"] = answer
+    if span.status == "error":
+        error_class, message = _failure(span, a)
+        fields.update(type="error", status="error", error_class=error_class, content=message or answer)
+        calls = []
+    return Part(span, "step", fields, span.start_ns, False), calls
+
+
+def _tool_parts(span: Span, a: oa.Attrs, emitted: _OpenCalls) -> list[Part]:
+    name, call_id, args = oa.tool_name(a, span.name), oa.tool_call_id(a), oa.tool_args(a)
+    match = emitted.answer(span, name, call_id, args)
+    if match is not None:
+        call_id = call_id or match.call["id"]
+        args = args if args is not None else match.call["arguments"]
+    call = {"type": "tool_call", "timestamp": ns_time(span.start_ns), "tool_name": name, "tool_args": args,
+            "tool_call_id": call_id}
+    if oa.has_usage(a):  # the model call that chose this tool, recorded on the tool's span
+        call.update(model=oa.model_name(a), cost_usd=oa.cost(a))
+        call["tokens_in"], call["tokens_out"] = oa.tokens(a)
+    result = {"type": "tool_result", "timestamp": ns_time(span.end_ns), "duration_ms": _duration(span), "tool_name": name,
+              "tool_call_id": call_id, "content": oa.tool_result(a)}
+    if span.status == "error":
+        error_class, message = _failure(span, a)
+        result.update(status="error", error_class=error_class, content=result["content"] or message)
+    return [Part(span, "step", call, span.start_ns, False), Part(span, "result", result, span.end_ns, True)]
+
+
+class _OpenCalls:
+    """Calls models emitted that no tool span has answered yet, findable by id in O(1)."""
+
+    def __init__(self, calls: list[_Call]):
+        self.open = list(calls)
+        self.by_id: dict[str, deque[_Call]] = defaultdict(deque)
+        for c in calls:
+            if c.call["id"]:
+                self.by_id[c.call["id"]].append(c)
+
+    def answer(self, span: Span, name: str, call_id: str | None, args: Any) -> _Call | None:
+        """The call this tool execution answers: same id, else (ids missing) same name and arguments, else same name."""
+        found = self.by_id[call_id].popleft() if call_id and self.by_id.get(call_id) else None
+        if found is None:
+            start = span.start_ns or 0
+            same_name = [c for c in self.open if c.call["name"] == name and (c.call["id"] is None or call_id is None)
+                         and (c.span.start_ns or 0) <= start]
+            exact = (c for c in same_name if args is None or c.call["arguments"] == args)
+            found = next(exact, same_name[0] if same_name else None)
+            if found is not None and found.call["id"]:
+                self.by_id[found.call["id"]].remove(found)
+        if found is not None:
+            found.matched = True
+            self.open.remove(found)
+        return found
+
+
+def _other_part(span: Span, a: oa.Attrs, kind: str) -> Part:
+    fields = _start_fields(span, "span")
+    fields["content"] = span.name or None
+    if kind == oa.AGENT:
+        fields["model"] = oa.requested_model(a)
+    if span.status == "error":
+        error_class, message = _failure(span, a)
+        fields.update(status="error", error_class=error_class)
+        if kind != oa.AGENT:
+            fields.update(type="error", content=message or span.name or None)
+    return Part(span, "step", fields, span.start_ns, False)
+
+
+def _run_totals(a: oa.Attrs) -> dict[str, Any]:
+    """Token and cost totals a root span records for the whole run, for the session's metadata
+    (where every importer keeps totals no step carries)."""
+    if not oa.has_usage(a):
+        return {}
+    tokens_in, tokens_out = oa.tokens(a)
+    return {k: v for k, v in (("tokens_in", tokens_in), ("tokens_out", tokens_out), ("cost_usd", oa.cost(a))) if v is not None}
+
+
+def _session_fields(draft: SessionDraft, attrs: dict[int, oa.Attrs], classes: dict[int, str], model_usage: bool) -> None:
+    roots = [s for s in draft.spans if s.parent_id is None]
+    first = roots[0] if roots else None
+    fields: dict[str, Any] = {}
+    if first is not None:
+        a = attrs[id(first)]
+        step = next(p for p in draft.parts if p.span is first and p.role == "step")
+        fields.update(name=first.name or None, agent_id=step.fields.get("agent_id"), started_at=ns_time(first.start_ns),
+                      workflow=a.get("gen_ai.workflow.name"), agent_version=a.get("gen_ai.agent.version"))
+        models = (p.fields["model"] for p in draft.parts if p.fields.get("model"))
+        fields["model"] = step.fields.get("model") or next(models, None)
+        resource = first.resource
+        fields["environment"] = resource.get("deployment.environment.name") or resource.get("deployment.environment")
+        totals = {} if model_usage or classes[id(first)] == oa.MODEL else _run_totals(a)
+        fields["metadata"] = _session_metadata(draft, first) | totals
+        failed = [s for s in draft.spans if s.status == "error" and (s.parent_id is None or classes[id(s)] == oa.AGENT)]
+        if failed:
+            error_class, message = _failure(failed[0], attrs[id(failed[0])])
+            fields.update(status="failed", error_class=error_class, outcome=message)
+        elif all(r.end_ns is not None for r in roots):
+            fields["status"] = "succeeded"
+        if fields.get("status"):
+            draft.final = True
+            fields["ended_at"] = ns_time(max(r.end_ns or 0 for r in roots) or None)
+            answer = oa.root_output(attrs[id(roots[-1])]) or _document_outcome(first.document)
+            fields["outcome"] = fields.get("outcome") or answer
+    draft.fields = fields
+
+
+def _document_outcome(document: dict | None) -> str | None:
+    """A dump's `final_output` (any-agent); Python's "None" written as text means no answer."""
+    value = (document or {}).get("final_output")
+    if value in (None, "", "None", "null") or value == {} or value == []:
+        return None
+    return oa.text(value)
+
+
+def _session_metadata(draft: SessionDraft, first: Span) -> dict[str, Any]:
+    otel = {"trace_ids": list(dict.fromkeys(s.trace_id for s in draft.spans))}
+    resource = {k: v for k, v in first.resource.items() if k != SESSION_OVERRIDE and not k.startswith("deployment.environment")}
+    if resource:
+        otel["resource"] = resource
+    out: dict[str, Any] = {"otel": otel}
+    document = {k: v for k, v in (first.document or {}).items() if k != "final_output"}
+    if document:
+        out["document"] = document
+    return out
+
+
+def _step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
+    otel: dict[str, Any] = {"trace_id": span.trace_id, "span_id": span.span_id, "name": span.name}
+    if span.parent_id:
+        otel["parent_span_id"] = span.parent_id
+    if span.status_message:
+        otel["status_message"] = span.status_message
+    otel.update({k: v for k, v in span.otel.items() if v})
+    events = [{k: v for k, v in e.items() if v not in (None, {})} for e in span.events]
+    if events:
+        otel["events"] = events
+    out: dict[str, Any] = {"otel": otel}
+    leftover = {k: v for k, v in a.leftover().items() if not k.startswith(OVERRIDE)}
+    if leftover:
+        out["attributes"] = leftover
+    return out
+
+
+# ---------------------------------------------------------------------------- overrides, order, validation
+
+
+def _override(raw: Any, where: str) -> dict[str, Any]:
+    value = oa.json_value(raw) if isinstance(raw, str) else raw
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {str(raw)[:80]!r}")
+    return value
+
+
+def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Event | BadRecord]:
+    """Contract events of one drafted session: overrides applied, steps ordered and numbered."""
+    out: list[Event | BadRecord] = []
+    parts = draft.parts
+    for part in parts:
+        key = OVERRIDE + part.role
+        if key in part.span.attributes:
+            try:
+                part.fields.update(_override(part.span.attributes[key], key))
+            except ValueError as exc:
+                out.append(BadRecord(part.span.where, str(exc)))
+    anchors = {id(p.span): p for p in parts if p.role == "step"}
+    trees = draft.trees
+    order = {id(s): i for i, s in enumerate(draft.spans)}
+    parts.sort(key=lambda p: (
+        p.t_ns if p.t_ns is not None else 2**63,
+        0 if p.ends and (p.span.end_ns or 0) > (p.span.start_ns or 0) else 1,
+        trees.depth(p.span), order[id(p.span)], p.role != "step", p.role,
+    ))
+    parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
+    steps: list[StepEvent] = []
+    for n, part in enumerate(parts, start=1):
+        fields = part.fields
+        fields.setdefault("event_id", part.span.span_id if part.role == "step" else f"{part.span.span_id}.{part.role}")
+        if "parent_id" not in fields:
+            parent = trees.parent[id(part.span)]
+            anchor = anchors.get(id(parent)) if parent is not None else None
+            fields["parent_id"] = anchor.fields.get("event_id") if anchor else part.span.parent_id
+        if "seq" not in fields and assign_seq:
+            fields["seq"] = n
+        try:
+            steps.append(StepEvent(session_id=draft.session_id, **{k: v for k, v in fields.items() if v is not None}))
+        except (ValidationError, TypeError) as exc:
+            reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            out.append(BadRecord(f"{part.span.where} ({part.role})", reason))
+    session = dict(draft.fields)
+    raw = next((s.resource[SESSION_OVERRIDE] for s in draft.spans if SESSION_OVERRIDE in s.resource), None)
+    if raw is not None:
+        try:
+            session.update(_override(raw, SESSION_OVERRIDE))
+        except ValueError as exc:
+            out.append(BadRecord(draft.spans[0].where, str(exc)))
+    end_keys = ("status", "outcome", "error_class", "ended_at")
+    end = {k: session.pop(k, None) for k in end_keys}
+    final = end["status"] in ("succeeded", "failed")
+    try:
+        events: list[Event] = [SessionEvent(session_id=draft.session_id, **{k: v for k, v in session.items() if v is not None})]
+        events += steps
+        if final:
+            events.append(SessionEndEvent(session_id=draft.session_id, **{k: v for k, v in end.items() if v is not None}))
+    except ValidationError as exc:
+        return out + [BadRecord(draft.spans[0].where, describe_validation_error(exc))]
+    return events + out
+
+
+def spans_to_events(spans: Iterable[Span | BadRecord], *, assign_seq: bool = True) -> Iterator[Event | BadRecord]:
+    """The whole mapping: spans (and the readers' refusals, passed on) → contract events."""
+    good: list[Span] = []
+    for item in spans:
+        if isinstance(item, BadRecord):
+            yield item
+        else:
+            good.append(item)
+    for draft in draft_sessions(good):
+        yield from session_events(draft, assign_seq=assign_seq)
+
+
+# ---------------------------------------------------------------------------- readers
+
+
+def _has_control_bytes(head: bytes) -> bool:
+    return any(b in _TEXT_ONLY for b in head)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int | None, int]:
+    value, shift = 0, 0
+    while pos < len(data) and shift < 64:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    return None, pos
+
+
+def _proto_damage(data: bytes) -> str:
+    """Where the top level of an ExportTraceServiceRequest breaks, for a clear refusal."""
+    pos, n = 0, 0
+    while pos < len(data):
+        start = pos
+        tag, pos = _varint(data, pos)
+        if tag is None:
+            return f"byte {start}: field tag cut off (the file is truncated)"
+        if tag != 0x0A:
+            return f"byte {start}: unexpected field {tag >> 3} (wire type {tag & 7}); not an ExportTraceServiceRequest"
+        length, pos = _varint(data, pos)
+        if length is None:
+            return f"byte {start}: length of resource_spans[{n}] cut off (the file is truncated)"
+        if pos + length > len(data):
+            return f"byte {start}: resource_spans[{n}] needs {length} bytes, only {len(data) - pos} left (the file is truncated)"
+        pos += length
+        n += 1
+    return "a resource_spans message inside the file is not valid protobuf"
+
+
+class _SpanFormat(ABC):
+    """A container of spans: subclasses decode `spans`, the mapping to events is shared."""
+
+    @abstractmethod
+    def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
+        """The file's spans in file order (BadRecord for a span that cannot be read)."""
+
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+        return spans_to_events(self.spans(data, filename))
+
+
+class OtlpJsonFormat(_SpanFormat):
+    """OTLP/JSON: an ExportTraceServiceRequest, or one per line as the collector's file exporter writes."""
+
+    name = "otlp-json"
+    label = "OpenTelemetry OTLP/JSON"
+
+    def sniff(self, head: bytes, filename: str) -> bool:
+        first = head[:8192]
+        return starts_json(first) and (has_key(first, "resourceSpans") or has_key(first, "resource_spans"))
+
+    def documents(self, data: bytes, filename: str) -> Iterator[tuple[Any, str] | BadRecord]:
+        if is_json_lines(data):
+            for item in json_lines(data, filename):
+                yield item if isinstance(item, BadRecord) else (item[1], f"{filename}:{item[0]}")
+            return
+        doc = load_json(data, filename)
+        for i, item in enumerate(doc if isinstance(doc, list) else [doc]):
+            yield item, filename if not isinstance(doc, list) else f"{filename} [{i}]"
+
+    def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
+        for item in self.documents(data, filename):
+            if isinstance(item, BadRecord):
+                yield item
+            else:
+                yield from otlp_spans(*item)
+
+
+class OtlpProtoFormat(_SpanFormat):
+    """Binary protobuf ExportTraceServiceRequest (what OTLP/HTTP sends as application/x-protobuf)."""
+
+    name = "otlp-proto"
+    label = "OpenTelemetry OTLP protobuf"
+
+    def sniff(self, head: bytes, filename: str) -> bool:
+        if not head or head[0] != 0x0A:
+            return False
+        length, pos = _varint(head, 1)
+        # field 1 (resource_spans) whose body opens with resource, scope_spans or schema_url,
+        # and bytes that no text file holds (protobuf tags and lengths are control bytes)
+        opens_request = length is not None and pos < len(head) and head[pos] in (0x0A, 0x12, 0x1A)
+        return opens_request and _has_control_bytes(head[:4096])
+
+    def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        try:
+            request = ExportTraceServiceRequest.FromString(data)
+        except DecodeError:
+            yield BadRecord(filename, f"not a valid OTLP protobuf ExportTraceServiceRequest: {_proto_damage(data)}")
+            return
+        yield from otlp_spans(MessageToDict(request), filename)
+
+
+class OtelSpansFormat(_SpanFormat):
+    """Span dumps: the SDK's `span.to_json()` objects (a list, one after another) or `{"spans": [...]}`."""
+
+    name = "otel-spans"
+    label = "OpenTelemetry SDK span dump (JSON)"
+
+    def sniff(self, head: bytes, filename: str) -> bool:
+        first = head[:65536]
+        return starts_json(first) and has_key(first, "span_id") and has_key(first, "trace_id") and has_key(first, "start_time")
+
+    def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
+        return sdk_spans(data, filename)
+
+
+OTLP_JSON = OtlpJsonFormat()
+OTLP_PROTO = OtlpProtoFormat()
+OTEL_SPANS = OtelSpansFormat()
+FORMATS = (OTLP_JSON, OTLP_PROTO, OTEL_SPANS)
+
+
+def events_from_otlp(data: bytes, content_type: str) -> list[Event]:
+    """Events of one OTLP/HTTP export request (`POST /v1/traces`), for the HTTP API.
+
+    Steps carry no seq: each batch is placed after what the session already holds, in
+    span start order (batches arrive as spans end, children before their parents).
+    Raises OtlpError naming the first problem; nothing is returned half-read.
+    """
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media == "application/json":
+        reader = OTLP_JSON
+    elif media in ("application/x-protobuf", "application/protobuf"):
+        reader = OTLP_PROTO
+    else:
+        raise OtlpError(f"Content-Type {content_type!r}: expected application/json or application/x-protobuf")
+    events, bad = [], []
+    try:
+        for item in spans_to_events(reader.spans(data, "request"), assign_seq=False):
+            (bad if isinstance(item, BadRecord) else events).append(item)
+    except DocumentError as exc:
+        bad.append(exc.record)
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise OtlpError(f"{bad[0]}{more}")
+    return events

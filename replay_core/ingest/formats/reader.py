@@ -1,0 +1,51 @@
+"""What a reader is and what it gives back: the one interface every format module implements.
+
+Kept apart from the package's registry so that readers import it without importing the registry
+(no import cycle between the package and its readers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from ...events import SessionEndEvent, SessionEvent, StepEvent
+
+Event = SessionEvent | StepEvent | SessionEndEvent
+SNIFF_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """A record a reader refused: `where` is `file:line` (or a path inside the document)."""
+
+    where: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+class DocumentError(ValueError):
+    """A file a reader cannot read at all. Readers raise it; the pipeline turns it into a
+    refusal of the file with `record` (where it breaks and why)."""
+
+    def __init__(self, record: BadRecord):
+        super().__init__(str(record))
+        self.record = record
+
+
+class Format(Protocol):
+    name: str  # what --format takes
+    label: str  # what a person reads
+
+    def sniff(self, head: bytes, filename: str) -> bool:
+        """True when the first bytes of a file look like this format."""
+
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+        """Events of the whole file, in file order."""
+
+
+class UnknownFormat(ValueError):
+    pass

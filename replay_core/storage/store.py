@@ -1,0 +1,712 @@
+"""The Store: the only code that speaks SQL.
+
+SQLite (WAL, foreign keys, busy timeout) by default, PostgreSQL by URL; the same code
+and the same tests run on both. Schema changes go through the alembic migrations in
+`replay_core/migrations`, applied when a Store opens.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from operator import itemgetter
+from typing import Any
+
+import orjson
+from sqlalchemy import (
+    BigInteger,
+    Engine,
+    Text,
+    and_,
+    cast,
+    case,
+    create_engine,
+    delete,
+    event,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection
+
+from .. import config
+from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
+from .tables import annotations, attachments, metadata, sessions, step_contexts, steps
+
+CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
+
+SESSION_FIELDS = (
+    "name", "agent_id", "model", "workflow", "environment", "agent_version", "status",
+    "outcome", "error_class", "started_at", "ended_at", "tags", "metadata", "source",
+    "replay_of", "replay_from", "replay_to", "replay_config",
+)
+STEP_COLUMNS = (
+    "seq", "event_id", "parent_id", "type", "timestamp", "duration_ms", "agent_id", "model",
+    "content", "tool_name", "tool_args", "tool_call_id", "status", "error_class", "retry",
+    "tokens_in", "tokens_out", "cost_usd", "metadata", "redacted",
+)
+_SEQ, _EVENT_ID = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id")
+REVIEW_LABELS = ("good", "bad", "needs_attention")
+# SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
+# a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
+HAS_FLAGS = ("retry", "error", "intervention", "fallback", "loop")
+
+
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _chunks(items: Sequence, size: int = CHUNK) -> Iterator[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+@dataclass
+class WriteResult:
+    """What one `Store.write` did."""
+
+    sessions: list[str] = field(default_factory=list)
+    steps: int = 0
+    duplicates: int = 0
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """The filters shared by the runs list, the CLI and analytics."""
+
+    status: str | None = None
+    model: str | None = None
+    agent_id: str | None = None
+    workflow: str | None = None
+    environment: str | None = None
+    agent_version: str | None = None
+    tag: str | None = None
+    source: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    text: str | None = None
+    review: str | None = None
+    replay_of: str | None = None
+    ids: tuple[str, ...] | None = None
+    failed_tool: str | None = None  # runs where this tool failed
+    error_class: str | None = None  # runs that ended with, or had an errored step of, this class
+    has: str | None = None  # runs with one of HAS_FLAGS
+
+
+class Store:
+    """Storage for sessions, steps, contexts, attachments and annotations."""
+
+    def __init__(self, url: str | None = None, *, migrate: bool = True, engine: Engine | None = None):
+        self.url = config.database_url(url)
+        self.engine = engine or make_engine(self.url)
+        self._write_lock = threading.Lock()
+        if migrate:
+            self.upgrade()
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def upgrade(self) -> None:
+        """Bring the schema to the newest migration (idempotent)."""
+        from .migrations import upgrade_to_head
+
+        upgrade_to_head(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ writing
+
+    def write(
+        self, events: Iterable[SessionEvent | StepEvent | SessionEndEvent], *, default_source: str | None = None
+    ) -> WriteResult:
+        """Store validated, redacted events in one transaction.
+
+        Idempotent: a step whose event_id the session already holds is skipped and
+        counted as a duplicate. Steps without seq are placed after the last one.
+        """
+        opened: dict[str, dict[str, Any]] = {}
+        ended: dict[str, SessionEndEvent] = {}
+        by_session: dict[str, list[StepEvent]] = defaultdict(list)
+        order: dict[str, None] = {}
+        for ev in events:
+            order.setdefault(ev.session_id)
+            if ev.kind == "step":
+                by_session[ev.session_id].append(ev)
+            elif ev.kind == "session":
+                fields = opened.setdefault(ev.session_id, {})
+                for name in SESSION_FIELDS:
+                    value = getattr(ev, name)
+                    if value is not None:
+                        fields[name] = value
+            else:
+                ended[ev.session_id] = ev
+        ids = list(order)
+        result = WriteResult(sessions=ids)
+        if not ids:
+            return result
+        now = now_utc()
+        with self._write_lock, self.engine.begin() as conn:
+            known = self._existing_sessions(conn, ids)
+            self._upsert_sessions(conn, ids, known, opened, by_session, now, default_source)
+            last_seen: dict[str, datetime] = {}
+            for sid, batch in by_session.items():
+                inserted, dupes, latest = self._insert_steps(conn, sid, batch, sid in known)
+                result.steps += inserted
+                result.duplicates += dupes
+                last_seen[sid] = latest or now
+            for sid, latest in last_seen.items():
+                revive = sid in known and known[sid] == SessionStatus.INCOMPLETE and sid not in ended
+                values: dict[str, Any] = {"last_event_at": latest}
+                if revive:
+                    values["status"] = SessionStatus.RUNNING.value
+                conn.execute(
+                    update(sessions)
+                    .where(sessions.c.id == sid)
+                    .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < latest))
+                    .values(**values)
+                )
+            for sid, end in ended.items():
+                ended_at = end.ended_at or last_seen.get(sid) or now
+                conn.execute(
+                    update(sessions)
+                    .where(sessions.c.id == sid)
+                    .values(status=end.status, outcome=end.outcome, error_class=end.error_class, ended_at=ended_at)
+                )
+        return result
+
+    def _existing_sessions(self, conn: Connection, ids: Sequence[str]) -> dict[str, str]:
+        known: dict[str, str] = {}
+        for part in _chunks(ids):
+            for sid, status in conn.execute(select(sessions.c.id, sessions.c.status).where(sessions.c.id.in_(part))):
+                known[sid] = status
+        return known
+
+    def _upsert_sessions(self, conn, ids, known, opened, by_session, now, default_source) -> None:
+        new_rows = []
+        for sid in ids:
+            fields = opened.get(sid, {})
+            if sid in known:
+                if fields:
+                    conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
+                continue
+            started = fields.get("started_at")
+            if started is None:
+                stamps = [s.timestamp for s in by_session.get(sid, ()) if s.timestamp]
+                started = min(stamps) if stamps else now
+            row = {name: fields.get(name) for name in SESSION_FIELDS}
+            row.update(id=sid, started_at=started, created_at=now, status=fields.get("status") or "running")
+            row["source"] = row["source"] or default_source
+            new_rows.append(row)
+        if new_rows:
+            conn.execute(insert(sessions), new_rows)
+
+    def _insert_steps(self, conn, sid: str, batch: list[StepEvent], existed: bool):
+        seen: set[str] = set()
+        next_seq = 1
+        if existed:
+            ids = list({step.identity() for step in batch})
+            for part in _chunks(ids):
+                seen.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
+            next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1
+        batch_max = max((s.seq for s in batch if s.seq is not None), default=0)
+        next_seq = max(next_seq, batch_max + 1)
+        rows, contexts, dupes, latest = [], [], 0, None
+        row_of = itemgetter(*STEP_COLUMNS)
+        for step in batch:
+            event_id = step.identity()
+            if event_id in seen:
+                dupes += 1
+                continue
+            seen.add(event_id)
+            row = list(row_of(step.__dict__))
+            row[_EVENT_ID] = event_id
+            if step.seq is None:
+                row[_SEQ] = next_seq
+                next_seq += 1
+            row.append(sid)
+            if step.context is not None:
+                contexts.append((sid, event_id, step.context))
+            if step.timestamp is not None and (latest is None or step.timestamp > latest):
+                latest = step.timestamp
+            rows.append(row)
+        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), rows)
+        _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), contexts)
+        return len(rows), dupes, latest
+
+    def expire_idle(self, idle: timedelta | None = None, now: datetime | None = None) -> int:
+        """Mark running sessions with no event for longer than `idle` as incomplete."""
+        cutoff = (now or now_utc()) - (idle if idle is not None else config.idle_timeout())
+        stale = and_(
+            sessions.c.status == SessionStatus.RUNNING.value,
+            func.coalesce(sessions.c.last_event_at, sessions.c.started_at, sessions.c.created_at) < cutoff,
+        )
+        with self.engine.begin() as conn:
+            return conn.execute(update(sessions).where(stale).values(status=SessionStatus.INCOMPLETE.value)).rowcount
+
+    # ------------------------------------------------------------------ reading sessions
+
+    def _filter_clause(self, flt: SessionFilter | None):
+        clauses = []
+        if flt is None:
+            return clauses
+        for name in ("status", "model", "agent_id", "workflow", "environment", "agent_version", "source", "replay_of"):
+            value = getattr(flt, name)
+            if value:
+                clauses.append(sessions.c[name] == value)
+        if flt.since:
+            clauses.append(sessions.c.started_at >= flt.since)
+        if flt.until:
+            clauses.append(sessions.c.started_at < flt.until)
+        if flt.ids is not None:
+            clauses.append(sessions.c.id.in_(flt.ids))
+        if flt.tag:
+            clauses.append(cast(sessions.c.tags, Text).like(f"%{_json_dumps(flt.tag)}%"))
+        if flt.text:
+            pattern = f"%{flt.text.lower()}%"
+            clauses.append(
+                or_(
+                    func.lower(sessions.c.name).like(pattern),
+                    exists().where(steps.c.session_id == sessions.c.id).where(func.lower(steps.c.content).like(pattern)),
+                )
+            )
+        if flt.failed_tool:
+            clauses.append(self._has_step(steps.c.tool_name == flt.failed_tool, _ERRORED))
+        if flt.error_class:
+            clauses.append(or_(sessions.c.error_class == flt.error_class, self._has_step(steps.c.error_class == flt.error_class, _ERRORED)))
+        if flt.has:
+            clauses.append(self._has(flt.has))
+        if flt.review:
+            labelled = exists().where(annotations.c.session_id == sessions.c.id).where(annotations.c.label == flt.review)
+            if flt.review == "unreviewed":
+                labelled = ~exists().where(annotations.c.session_id == sessions.c.id)
+            clauses.append(labelled)
+        return clauses
+
+    @staticmethod
+    def _has_step(*conditions):
+        return exists().where(steps.c.session_id == sessions.c.id, *conditions)
+
+    def _has(self, flag: str):
+        if flag == "loop":
+            args = func.coalesce(cast(steps.c.tool_args, Text), "")
+            repeated = (
+                select(steps.c.tool_name)
+                .where(steps.c.session_id == sessions.c.id, *_LOOP_CALL)
+                .group_by(steps.c.tool_name, args)
+                .having(func.count() >= 3)
+            )
+            return exists(repeated)
+        conditions = {
+            "retry": steps.c.retry > 0,
+            "error": _ERRORED,
+            "intervention": or_(steps.c.status == "blocked", self._approval()),
+            "fallback": self._agent_fallback(),
+        }
+        if flag not in conditions:
+            raise ValueError(f"has: expected one of {', '.join(HAS_FLAGS)}, got {flag!r}")
+        return self._has_step(conditions[flag])
+
+    def count_sessions(self, flt: SessionFilter | None = None) -> int:
+        with self.engine.connect() as conn:
+            return conn.scalar(select(func.count()).select_from(sessions).where(*self._filter_clause(flt)))
+
+    def list_sessions(self, flt: SessionFilter | None = None, *, limit: int = 50, offset: int = 0) -> list[dict]:
+        """One page of sessions, newest first, with per-session step aggregates."""
+        query = (
+            select(sessions)
+            .where(*self._filter_clause(flt))
+            .order_by(sessions.c.started_at.desc(), sessions.c.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+            totals = self._step_totals(conn, [r["id"] for r in rows])
+        for row in rows:
+            row.update(totals.get(row["id"], _EMPTY_TOTALS))
+            row["duration_s"] = _duration(row)
+        return rows
+
+    def _step_totals(self, conn, ids: Sequence[str]) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for part in _chunks(list(ids)):
+            query = (
+                select(
+                    steps.c.session_id,
+                    func.count().label("steps"),
+                    func.coalesce(func.sum(steps.c.tokens_in), 0).label("tokens_in"),
+                    func.coalesce(func.sum(steps.c.tokens_out), 0).label("tokens_out"),
+                    func.sum(steps.c.cost_usd).label("cost_usd"),
+                    func.sum(case((or_(steps.c.type == "error", steps.c.status == "error"), 1), else_=0)).label("errors"),
+                    func.max(steps.c.seq).label("max_seq"),
+                )
+                .where(steps.c.session_id.in_(part))
+                .group_by(steps.c.session_id)
+            )
+            for r in conn.execute(query):
+                out[r.session_id] = {
+                    "steps": r.steps, "tokens_in": int(r.tokens_in), "tokens_out": int(r.tokens_out),
+                    "cost_usd": r.cost_usd, "errors": int(r.errors), "max_seq": r.max_seq,
+                }
+        return out
+
+    def get_session(self, session_id: str) -> dict | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+            if row is None:
+                return None
+            out = dict(row._mapping)
+            out.update(self._step_totals(conn, [session_id]).get(session_id, _EMPTY_TOTALS))
+        out["duration_s"] = _duration(out)
+        return out
+
+    def session_ids(self, flt: SessionFilter | None = None) -> list[str]:
+        with self.engine.connect() as conn:
+            query = select(sessions.c.id).where(*self._filter_clause(flt)).order_by(sessions.c.started_at, sessions.c.id)
+            return list(conn.scalars(query))
+
+    def distinct_values(self, column: str) -> list[str]:
+        """Values present in one session dimension, for filter pickers."""
+        col = sessions.c[column]
+        with self.engine.connect() as conn:
+            return [v for v in conn.scalars(select(col).distinct().where(col.is_not(None)).order_by(col))]
+
+    def delete_sessions(self, ids: Sequence[str]) -> int:
+        """Delete sessions; steps, contexts, attachments and annotations go with them."""
+        n = 0
+        with self._write_lock, self.engine.begin() as conn:
+            for part in _chunks(list(ids)):
+                conn.execute(update(sessions).where(sessions.c.replay_of.in_(part)).values(replay_of=None))
+                for table in (step_contexts, steps, attachments, annotations):
+                    conn.execute(delete(table).where(table.c.session_id.in_(part)))
+                n += conn.execute(delete(sessions).where(sessions.c.id.in_(part))).rowcount
+        return n
+
+    def delete_older_than(self, days: float, *, keep_annotated: bool = False, now: datetime | None = None) -> int:
+        """Retention: drop runs that started more than `days` ago."""
+        cutoff = (now or now_utc()) - timedelta(days=days)
+        query = select(sessions.c.id).where(sessions.c.started_at < cutoff)
+        if keep_annotated:
+            query = query.where(~exists().where(annotations.c.session_id == sessions.c.id))
+        with self.engine.connect() as conn:
+            ids = list(conn.scalars(query))
+        return self.delete_sessions(ids)
+
+    # ------------------------------------------------------------------ reading steps
+
+    def load_steps(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[StepEvent]:
+        """Steps of a session in order (seq, then timestamp), without their context."""
+        cols = [steps.c[name] for name in STEP_COLUMNS]
+        query = select(*cols).where(steps.c.session_id == session_id)
+        if from_seq is not None:
+            query = query.where(steps.c.seq >= from_seq)
+        if to_seq is not None:
+            query = query.where(steps.c.seq <= to_seq)
+        query = query.order_by(steps.c.seq, steps.c.timestamp, steps.c.id)
+        out = []
+        with self.engine.connect() as conn:
+            for r in conn.execute(query):
+                values = dict(zip(STEP_COLUMNS, r, strict=True))
+                values["session_id"] = session_id
+                out.append(StepEvent.trusted(values))
+        return out
+
+    def step_types(self, session_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Step types in order, per session: all cycle counting needs, without content."""
+        out: dict[str, list[str]] = {sid: [] for sid in session_ids}
+        with self.engine.connect() as conn:
+            for part in _chunks(list(session_ids)):
+                query = (
+                    select(steps.c.session_id, steps.c.type)
+                    .where(steps.c.session_id.in_(part))
+                    .order_by(steps.c.session_id, steps.c.seq, steps.c.timestamp, steps.c.id)
+                )
+                for sid, kind in conn.execute(query):
+                    out[sid].append(kind)
+        return out
+
+    def step_context(self, session_id: str, event_id: str) -> Any:
+        with self.engine.connect() as conn:
+            return conn.scalar(
+                select(step_contexts.c.context)
+                .where(step_contexts.c.session_id == session_id)
+                .where(step_contexts.c.event_id == event_id)
+            )
+
+    def context_event_ids(self, session_id: str) -> set[str]:
+        """Which steps of a session have a recorded context (without loading it)."""
+        with self.engine.connect() as conn:
+            return set(conn.scalars(select(step_contexts.c.event_id).where(step_contexts.c.session_id == session_id)))
+
+    def step_contexts(self, session_id: str) -> dict[str, Any]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(step_contexts.c.event_id, step_contexts.c.context).where(step_contexts.c.session_id == session_id)
+            )
+            return {event_id: ctx for event_id, ctx in rows}
+
+    def export_events(self, session_ids: Iterable[str]) -> Iterator[SessionEvent | StepEvent | SessionEndEvent]:
+        """The native events of whole sessions, contexts included: what export writes."""
+        for sid in session_ids:
+            row = self.get_session(sid)
+            if row is None:
+                raise KeyError(sid)
+            status = row["status"]
+            fields = {k: row[k] for k in SESSION_FIELDS if row.get(k) is not None}
+            if status in (SessionStatus.RUNNING, SessionStatus.INCOMPLETE):
+                fields.pop("status", None)
+                fields.pop("ended_at", None)
+            else:
+                for name in ("status", "outcome", "error_class", "ended_at"):
+                    fields.pop(name, None)
+            yield SessionEvent(session_id=sid, **fields)
+            contexts = self.step_contexts(sid)
+            for step in self.load_steps(sid):
+                values = step.__dict__ | {"context": contexts.get(step.event_id)}
+                yield StepEvent.trusted(values)
+            if status not in (SessionStatus.RUNNING, SessionStatus.INCOMPLETE):
+                yield SessionEndEvent(
+                    session_id=sid, status=status, outcome=row["outcome"],
+                    error_class=row["error_class"], ended_at=row["ended_at"],
+                )
+
+    # ------------------------------------------------------------------ analytics reads
+    # Narrow reads for replay_core.analytics, aggregated here because SQL does it without
+    # moving a million rows through Python. Never step content. Each returns (columns, rows).
+    # Times and tags come as text (UTC 'YYYY-MM-DD HH:MM:SS[.ffffff]', JSON): polars parses
+    # them in bulk far faster than per-row objects are made.
+
+    def _steps_of(self, flt: SessionFilter | None) -> list:
+        clauses = self._filter_clause(flt)
+        return [steps.c.session_id.in_(select(sessions.c.id).where(*clauses))] if clauses else []
+
+    def _json_true(self, column, key: str):
+        if self.dialect == "sqlite":  # json_extract cannot tell true from 1
+            return func.json_type(column, f"$.{key}") == "true"
+        return column[key].as_string() == "true"
+
+    def _json_number(self, column, key: str):
+        """A number from a JSON object, NULL when it is anything else (never a cast error)."""
+        if self.dialect == "sqlite":
+            return case((func.json_type(column, f"$.{key}").in_(("integer", "real")), func.json_extract(column, f"$.{key}")))
+        return case((func.jsonb_typeof(column[key]) == "number", column[key].as_float()))
+
+    def _approval(self):
+        return and_(steps.c.type == "input", self._json_true(steps.c.metadata, "approval"))
+
+    def _agent_fallback(self):
+        return and_(_FALLBACK_BLOCK, self._json_true(steps.c.metadata, "agent_invoked"))
+
+    @staticmethod
+    def _rows(conn: Connection, query) -> tuple[list[str], list[tuple]]:
+        result = conn.execute(query)
+        return list(result.keys()), [tuple(r) for r in result.all()]
+
+    def run_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """One row per run: dimensions, status, times, session-level totals, replay facts."""
+        meta = sessions.c.metadata
+        query = select(
+            sessions.c.id.label("session_id"), sessions.c.agent_id, sessions.c.model, sessions.c.workflow,
+            sessions.c.environment, sessions.c.agent_version, sessions.c.status, sessions.c.error_class,
+            cast(sessions.c.started_at, Text).label("started_at"),
+            cast(func.coalesce(sessions.c.ended_at, sessions.c.last_event_at), Text).label("ended_at"),
+            cast(sessions.c.tags, Text).label("tags"), self._json_number(meta, "tokens_in").label("meta_tokens_in"),
+            self._json_number(meta, "tokens_out").label("meta_tokens_out"), self._json_number(meta, "cost_usd").label("meta_cost_usd"),
+            sessions.c.replay_of, sessions.c.replay_config["model"].as_string().label("replay_model"),
+            meta["replay_outcome"].as_string().label("replay_outcome"),
+        ).where(*self._filter_clause(flt))
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    def step_rollup(self, flt: SessionFilter | None = None, *, sequences: bool = True) -> tuple[list[str], list[tuple]]:
+        """Per run, one pass over its steps: counts and sums, and with `sequences` two packed
+        strings — `phases` (one cycle phase digit per step in order, `e` for errors; what cycle
+        counting needs) and `durations_us` (comma-separated step durations in whole microseconds:
+        integers print several times faster than floats)."""
+        packed = []
+        if sequences:
+            phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
+            if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
+                phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
+            # older SQLite: GROUP BY session_id walks ix_steps_rollup (session_id, seq, …): rows arrive in seq order
+            durations = func.aggregate_strings(cast(cast(steps.c.duration_ms * 1000, BigInteger), Text), ",")
+            packed = [phases.label("phases"), durations.label("durations_us")]
+        query = select(
+            steps.c.session_id,
+            func.count().label("steps"),
+            func.sum(steps.c.tokens_in).label("tokens_in"),
+            func.sum(steps.c.tokens_out).label("tokens_out"),
+            func.sum(steps.c.cost_usd).label("cost_usd"),
+            _count_if(and_(steps.c.cost_usd.is_(None), or_(steps.c.tokens_in > 0, steps.c.tokens_out > 0))).label("cost_unknown_steps"),
+            _count_if(steps.c.retry > 0).label("retried_steps"),
+            _count_if(_ERRORED).label("errored_steps"),
+            cast(func.min(case((_ERRORED, steps.c.timestamp))), Text).label("first_error_at"),
+            _count_if(steps.c.status == "blocked").label("blocked_steps"),
+            _count_if(self._approval()).label("approvals"),
+            _count_if(_FALLBACK_BLOCK).label("fallback_blocks"),
+            _count_if(self._agent_fallback()).label("fallback_agent"),
+            *packed,
+        ).where(*self._steps_of(flt)).group_by(steps.c.session_id)
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    def step_breakdown(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """Tool calls and errored steps per run, tool and error class."""
+        query = (
+            select(
+                steps.c.session_id, steps.c.tool_name, steps.c.error_class,
+                _count_if(steps.c.type == "tool_call").label("tool_calls"), _count_if(_ERRORED).label("errored"),
+            )
+            .where(or_(steps.c.type == "tool_call", _ERRORED), *self._steps_of(flt))
+            .group_by(steps.c.session_id, steps.c.tool_name, steps.c.error_class)
+        )
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    def repeated_calls(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """Tool calls (retries aside) whose tool and arguments occur more than once in
+        their run, each with the seq of its first successful result (None if it got none)."""
+        args = func.coalesce(cast(steps.c.tool_args, Text), "").label("args")
+        calls = (
+            select(steps.c.session_id, steps.c.seq, steps.c.tool_name, args, steps.c.tool_call_id)
+            .where(*_LOOP_CALL, *self._steps_of(flt))
+            .cte("calls")
+        )
+        key = (calls.c.session_id, calls.c.tool_name, calls.c.args)
+        repeated = select(*key).group_by(*key).having(func.count() > 1).cte("repeated")
+        result = steps.alias("result")
+        ok_seq = (
+            select(func.min(result.c.seq))
+            .where(result.c.session_id == calls.c.session_id, result.c.tool_call_id == calls.c.tool_call_id,
+                   result.c.type == "tool_result", result.c.status == "ok")
+            .scalar_subquery()
+        )
+        query = select(*key, calls.c.seq, ok_seq.label("ok_seq")).join(
+            repeated, and_(*(c == repeated.c[c.name] for c in key))
+        )
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    # ------------------------------------------------------------------ annotations & attachments
+
+    def annotate(self, session_id: str, label: str, text: str = "", *, event_id: str | None = None, author: str | None = None) -> int:
+        if label not in REVIEW_LABELS:
+            raise ValueError(f"label: expected one of {', '.join(REVIEW_LABELS)}, got {label!r}")
+        with self._write_lock, self.engine.begin() as conn:
+            if conn.scalar(select(sessions.c.id).where(sessions.c.id == session_id)) is None:
+                raise KeyError(session_id)
+            res = conn.execute(
+                insert(annotations).values(
+                    session_id=session_id, event_id=event_id, label=label, text=text, author=author, created_at=now_utc()
+                )
+            )
+            return res.inserted_primary_key[0]
+
+    def annotations(self, session_id: str) -> list[dict]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(annotations).where(annotations.c.session_id == session_id).order_by(annotations.c.created_at, annotations.c.id)
+            )
+            return [dict(r._mapping) for r in rows]
+
+    def add_attachment(self, session_id: str, data: bytes, *, event_id: str | None = None, name: str | None = None, mime_type: str | None = None) -> int:
+        with self._write_lock, self.engine.begin() as conn:
+            res = conn.execute(
+                insert(attachments).values(
+                    session_id=session_id, event_id=event_id, name=name, mime_type=mime_type, data=data, created_at=now_utc()
+                )
+            )
+            return res.inserted_primary_key[0]
+
+    def list_attachments(self, session_id: str) -> list[dict]:
+        """Attachment descriptions without their bytes."""
+        cols = [c for c in attachments.c if c.name != "data"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*cols).where(attachments.c.session_id == session_id).order_by(attachments.c.id))
+            return [dict(r._mapping) for r in rows]
+
+    def attachment_data(self, attachment_id: int) -> bytes | None:
+        with self.engine.connect() as conn:
+            return conn.scalar(select(attachments.c.data).where(attachments.c.id == attachment_id))
+
+
+def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> None:
+    """executemany straight to the driver, with SQLAlchemy's own bind processors.
+
+    `rows` are sequences of values in the order of `names` (lists are converted in place).
+    The same rows through `conn.execute(insert(table), dicts)` spend most of their time in
+    per-row parameter processing; this keeps the types' conversions (JSON, UTC
+    datetimes) and skips the rest.
+    """
+    if not rows:
+        return
+    dialect = conn.dialect
+    quote = dialect.identifier_preparer.quote
+    mark = "?" if dialect.paramstyle == "qmark" else "%s"
+    sql = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES ({', '.join([mark] * len(names))})"
+    procs = [(i, table.c[n].type._cached_bind_processor(dialect)) for i, n in enumerate(names)]
+    converted = [(i, p) for i, p in procs if p is not None]
+    params = []
+    for row in rows:
+        values = list(row)
+        for i, proc in converted:
+            if values[i] is not None:
+                values[i] = proc(values[i])
+        params.append(tuple(values))
+    conn.exec_driver_sql(sql, params)
+
+
+# Analytics: a step counts as errored when it is an error or its status says so.
+_ERRORED = or_(steps.c.type == "error", steps.c.status == "error")
+_FALLBACK_BLOCK = and_(steps.c.type == "span", steps.c.metadata["block"].as_string() == "fallback")
+_LOOP_CALL = (steps.c.type == "tool_call", steps.c.retry == 0, steps.c.tool_name.is_not(None))  # calls a loop is made of
+_PHASE_CODES = {"think": "0", "tool_call": "1", "tool_result": "2", "observation": "3", "decision": "4", "error": "e"}
+
+
+def _count_if(condition):
+    return func.sum(case((condition, 1), else_=0))
+
+
+_EMPTY_TOTALS = {"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": None, "errors": 0, "max_seq": None}
+
+
+def _duration(row: dict) -> float | None:
+    start, end = row.get("started_at"), row.get("ended_at") or row.get("last_event_at")
+    return (end - start).total_seconds() if start and end else None
+
+
+def make_engine(url: str) -> Engine:
+    """An engine with orjson for JSON columns and SQLite set up for concurrent use."""
+    kwargs: dict[str, Any] = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
+    if url.startswith("sqlite"):
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    engine = create_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+__all__ = ["Store", "SessionFilter", "WriteResult", "REVIEW_LABELS", "make_engine", "metadata"]
+
+
+def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
+    """The Store at `url` (`--db` → `AGENT_REPLAY_DB_URL` → the embedded SQLite file), migrated."""
+    return Store(url, migrate=migrate)

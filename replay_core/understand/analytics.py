@@ -1,0 +1,400 @@
+"""Run metrics: what the analytics page and `agent-replay stats` show.
+
+`load(store, flt)` makes four narrow reads of the Store (the runs; one aggregated row per
+run; per run, tool and error class; repeated tool calls), in parallel because they are
+independent passes over the steps, and shapes them into a `RunData`. Every metric is
+then a pure polars function of a RunData and an optional dimension (`by`), returning a
+tidy frame sorted by its keys. Nothing here reads step content.
+
+Definitions (docs/analytics.md explains them to users):
+- success rate: succeeded / finished runs (running runs are not counted yet);
+- run duration: end (or last event, for incomplete runs) minus start; `p50_ms` in stats;
+- step latency: steps' duration_ms; time to first error: first errored step minus start;
+- errored step: type `error` or status `error`; a tool failure: an errored step naming a tool;
+- cost: known amounts are summed; a run whose model calls lack a price counts as unknown;
+- retry rate: share of runs with a retried step (retry > 0);
+- fallback rate: fallback blocks where the agent took over / all fallback blocks;
+- loop: the same tool with the same arguments three times or more in a run (retries
+  aside); redundant call: a call repeating one whose successful result was already seen.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from functools import partial
+
+import polars as pl
+
+from ..events import now_utc
+from ..storage.store import SessionFilter, Store
+
+SQL_TIME = "%Y-%m-%d %H:%M:%S%.f"  # how both databases print a stored (UTC) timestamp as text
+TIMES = ("started_at", "ended_at", "first_error_at")
+DTYPES = {
+    "session_id": pl.String, "agent_id": pl.String, "model": pl.String, "workflow": pl.String,
+    "environment": pl.String, "agent_version": pl.String, "status": pl.String, "error_class": pl.String,
+    "started_at": pl.String, "ended_at": pl.String, "first_error_at": pl.String, "tags": pl.String,  # parsed in _frame
+    "meta_tokens_in": pl.Float64, "meta_tokens_out": pl.Float64, "meta_cost_usd": pl.Float64,  # JSON numbers
+    "replay_of": pl.String, "replay_model": pl.String, "replay_outcome": pl.String,
+    "steps": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cost_usd": pl.Float64,
+    "cost_unknown_steps": pl.Int64, "retried_steps": pl.Int64, "errored_steps": pl.Int64,
+    "blocked_steps": pl.Int64, "approvals": pl.Int64, "fallback_blocks": pl.Int64, "fallback_agent": pl.Int64,
+    "phases": pl.String, "durations_us": pl.String, "tool_name": pl.String, "tool_calls": pl.Int64,
+    "errored": pl.Int64, "args": pl.String, "seq": pl.Int64, "ok_seq": pl.Int64,
+}
+COUNTS = ("steps", "cost_unknown_steps", "retried_steps", "errored_steps", "blocked_steps", "approvals",
+          "fallback_blocks", "fallback_agent", "tool_calls", "tool_failures", "loops", "redundant_calls")
+
+# Dimension name → (expression over the runs frame, the SessionFilter field a value maps to).
+DIMENSIONS: dict[str, tuple[pl.Expr | None, str | None]] = {
+    "day": (pl.col("started_at").dt.truncate("1d"), None),
+    "hour": (pl.col("started_at").dt.truncate("1h"), None),
+    "model": (pl.col("model"), "model"),
+    "agent": (pl.col("agent_id"), "agent_id"),
+    "workflow": (pl.col("workflow"), "workflow"),
+    "environment": (pl.col("environment"), "environment"),
+    "agent_version": (pl.col("agent_version"), "agent_version"),
+    "tag": (None, "tag"),  # a run counts once under each of its tags
+    "status": (pl.col("status"), "status"),
+}
+BUCKETS = {"day": timedelta(days=1), "hour": timedelta(hours=1)}
+PERCENTILES = (50, 95, 99)
+
+
+@dataclass(frozen=True)
+class RunData:
+    """The runs behind a dashboard, reduced to what the metrics need.
+
+    runs: one row per run — dimensions, status, duration_ms, first_error_ms, token and
+    cost totals (cost_known), step counts, cycles, loops, redundant_calls and the list
+    of its step durations. tools: per run and tool, calls and failures. errors: per run
+    and error class, errored steps.
+    """
+
+    runs: pl.DataFrame
+    tools: pl.DataFrame
+    errors: pl.DataFrame
+
+
+def _frame(columns_rows: tuple[list[str], list[tuple]]) -> pl.DataFrame:
+    columns, rows = columns_rows
+    frame = pl.DataFrame(rows, schema=[(c, DTYPES[c]) for c in columns], orient="row")
+    return frame.with_columns(
+        *(pl.col(c).str.to_datetime(SQL_TIME, time_unit="us", time_zone="UTC") for c in TIMES if c in columns),
+        *([pl.col("tags").str.json_decode(pl.List(pl.String))] if "tags" in columns else []),
+    )
+
+
+def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True) -> RunData:
+    """Read the runs matching `flt` and everything the metrics need about their steps.
+
+    `detail=False` reads only what `headline` needs, for the period a dashboard compares
+    with: step latencies, cycles and loops are left out (null), about a third less work."""
+    reads = {"runs": store.run_rows, "rollup": partial(store.step_rollup, sequences=detail), "breakdown": store.step_breakdown}
+    if detail:
+        reads["repeats"] = store.repeated_calls
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        futures = {name: pool.submit(lambda read=read: _frame(read(flt))) for name, read in reads.items()}
+    got = {name: future.result() for name, future in futures.items()}
+    sessions, breakdown = got["runs"], got["breakdown"]
+    tools = (
+        breakdown.filter(pl.col("tool_name").is_not_null())
+        .group_by("session_id", "tool_name")
+        .agg(calls=pl.col("tool_calls").sum(), failures=pl.col("errored").sum())
+        .sort("session_id", "tool_name")
+    )
+    run_classes = sessions.filter(pl.col("error_class").is_not_null()).select("session_id", "error_class", errored=pl.lit(0, pl.Int64))
+    errors = (
+        pl.concat([breakdown.filter(pl.col("errored") > 0).select(run_classes.columns), run_classes])
+        .group_by("session_id", "error_class")
+        .agg(errors=pl.col("errored").sum())
+        .sort("session_id", "error_class", nulls_last=True)
+    )
+    per_run = [got["rollup"], tools.group_by("session_id").agg(tool_calls=pl.col("calls").sum(), tool_failures=pl.col("failures").sum())]
+    if detail:
+        per_run.append(_loops_per_run(got["repeats"]))
+    runs = sessions
+    for part in per_run:
+        runs = runs.join(part, on="session_id", how="left")
+    return RunData(runs=_derive(runs, detail), tools=tools, errors=errors)
+
+
+def _loops_per_run(repeats: pl.DataFrame) -> pl.DataFrame:
+    per_call = repeats.group_by("session_id", "tool_name", "args").agg(
+        calls=pl.len(), redundant=(pl.col("seq") > pl.col("ok_seq").min()).sum()
+    )
+    return per_call.group_by("session_id").agg(
+        loops=(pl.col("calls") >= 3).sum().cast(pl.Int64), redundant_calls=pl.col("redundant").sum().cast(pl.Int64)
+    )
+
+
+def _ms_between(start: str, end: str) -> pl.Expr:
+    return (pl.col(end) - pl.col(start)).dt.total_microseconds() / 1000
+
+
+def _cycles(phases: pl.Expr) -> pl.Expr:
+    """Cycles from the phase string (design §4): within a cycle phases never fall, so a
+    new cycle opens at each fall; errors join the current cycle."""
+    digits = phases.str.replace_all("e", "", literal=True)
+    falls = digits.str.split("").list.eval(pl.element().cast(pl.Int8).diff().lt(0).sum()).list.first()
+    return pl.when(phases.str.len_bytes() > 0).then(falls.fill_null(0) + 1).otherwise(0).cast(pl.Int64)
+
+
+def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
+    if detail:  # from the packed step sequences
+        sequences = [
+            _cycles(pl.col("phases").fill_null("")).alias("cycles"),
+            pl.col("durations_us").str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000).alias("step_durations"),
+        ]
+    else:
+        sequences = [*(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),
+                     pl.lit(None, pl.List(pl.Float64)).alias("step_durations")]
+    runs = runs.with_columns(
+        *(pl.col(c).fill_null(0) for c in COUNTS if c in runs.columns),
+        *sequences,
+        tokens_in=pl.coalesce("tokens_in", pl.col("meta_tokens_in").cast(pl.Int64), pl.lit(0)),
+        tokens_out=pl.coalesce("tokens_out", pl.col("meta_tokens_out").cast(pl.Int64), pl.lit(0)),
+        cost_usd=pl.coalesce("cost_usd", "meta_cost_usd"),
+        cost_from_session=pl.col("cost_usd").is_null() & pl.col("meta_cost_usd").is_not_null(),
+        duration_ms=pl.when(pl.col("status") != "running").then(_ms_between("started_at", "ended_at")),
+        first_error_ms=_ms_between("started_at", "first_error_at"),
+    )
+    cost_known = pl.col("cost_from_session") | (
+        (pl.col("cost_unknown_steps") == 0) & (pl.col("cost_usd").is_not_null() | (pl.col("tokens_in") + pl.col("tokens_out") == 0))
+    )
+    return runs.with_columns(cost_known=cost_known).drop(
+        "phases", "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session",
+        strict=False,
+    )
+
+
+# ---------------------------------------------------------------------------- grouping
+
+
+def _check(by: str | None) -> None:
+    if by is not None and by not in DIMENSIONS:
+        raise ValueError(f"by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
+
+
+def _grouped(runs: pl.DataFrame, by: str | None) -> tuple[pl.DataFrame, list[str]]:
+    """The runs with a column named `by` holding each run's group."""
+    _check(by)
+    if by is None:
+        return runs, []
+    if by == "tag":
+        return runs.with_columns(tag=pl.col("tags")).explode("tag", empty_as_null=True), ["tag"]
+    return runs.with_columns(DIMENSIONS[by][0].alias(by)), [by]
+
+
+def _aggregate(frame: pl.DataFrame, keys: list[str], *aggs: pl.Expr) -> pl.DataFrame:
+    """One row per group (one row in all without keys), sorted by the keys, missing values last."""
+    if not keys:
+        return frame.select(*aggs)
+    return frame.group_by(keys).agg(*aggs).sort(keys, nulls_last=True)
+
+
+def _per_run(data: RunData, table: pl.DataFrame, by: str | None) -> tuple[pl.DataFrame, list[str]]:
+    """A per-run table (tools, errors) with each row's group from its run."""
+    runs, keys = _grouped(data.runs, by)
+    return table.join(runs.select("session_id", *keys), on="session_id"), keys
+
+
+def _ratio(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
+    return pl.when(denominator > 0).then(numerator / denominator)
+
+
+def _percentiles(column: str, prefix: str) -> list[pl.Expr]:
+    return [pl.col(column).quantile(p / 100, "linear").alias(f"{prefix}p{p}_ms") for p in PERCENTILES]
+
+
+def _count_runs(condition: pl.Expr) -> pl.Expr:
+    return condition.sum().cast(pl.Int64)
+
+
+RUNS = pl.len().cast(pl.Int64).alias("runs")
+SUCCESS_RATE = _ratio(_count_runs(pl.col("status") == "succeeded"), _count_runs(pl.col("status") != "running"))
+RETRY_RATE = _ratio(_count_runs(pl.col("retried_steps") > 0), pl.len())
+TOOL_FAILURE_RATE = _ratio(pl.col("tool_failures").sum(), pl.col("tool_calls").sum())
+FALLBACK_RATE = _ratio(pl.col("fallback_agent").sum(), pl.col("fallback_blocks").sum())
+
+
+# ---------------------------------------------------------------------------- metrics
+
+
+def headline(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """The numbers a team looks at first; `p50_ms`/`p95_ms` are run durations."""
+    runs, keys = _grouped(data.runs, by)
+    return _aggregate(
+        runs, keys, RUNS,
+        SUCCESS_RATE.alias("success_rate"),
+        pl.col("duration_ms").quantile(0.5, "linear").alias("p50_ms"),
+        pl.col("duration_ms").quantile(0.95, "linear").alias("p95_ms"),
+        pl.col("tokens_in").sum().alias("tokens_in"),
+        pl.col("tokens_out").sum().alias("tokens_out"),
+        pl.col("cost_usd").sum().alias("cost_usd"),
+        RETRY_RATE.alias("retry_rate"),
+        TOOL_FAILURE_RATE.alias("tool_failure_rate"),
+        FALLBACK_RATE.alias("fallback_rate"),
+    )
+
+
+def volume(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Runs, by final status, and the success rate."""
+    runs, keys = _grouped(data.runs, by)
+    by_status = [_count_runs(pl.col("status") == s).alias(s) for s in ("succeeded", "failed", "incomplete", "running")]
+    return _aggregate(runs, keys, RUNS, *by_status, SUCCESS_RATE.alias("success_rate"))
+
+
+def durations(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Run duration percentiles (finished and incomplete runs) and time to first error."""
+    runs, keys = _grouped(data.runs, by)
+    return _aggregate(
+        runs, keys, RUNS, *_percentiles("duration_ms", "duration_"),
+        _count_runs(pl.col("first_error_ms").is_not_null()).alias("runs_with_error"),
+        *_percentiles("first_error_ms", "first_error_"),
+    )
+
+
+def step_latency(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Percentiles of step duration_ms over the steps that recorded one."""
+    runs, keys = _grouped(data.runs, by)
+    steps = runs.select(*keys, "step_durations").explode("step_durations").drop_nulls("step_durations")
+    return _aggregate(steps, keys, pl.len().cast(pl.Int64).alias("steps"), *_percentiles("step_durations", ""))
+
+
+def usage(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Tokens and cost, in total and per run; runs with an unknown cost counted apart."""
+    runs, keys = _grouped(data.runs, by)
+    known = pl.col("cost_known")
+    return _aggregate(
+        runs, keys, RUNS,
+        pl.col("tokens_in").sum().alias("tokens_in"),
+        pl.col("tokens_out").sum().alias("tokens_out"),
+        pl.col("cost_usd").sum().alias("cost_usd"),
+        _count_runs(~known).alias("runs_cost_unknown"),
+        pl.col("tokens_in").mean().alias("tokens_in_per_run"),
+        pl.col("tokens_out").mean().alias("tokens_out_per_run"),
+        pl.col("cost_usd").filter(known).mean().alias("cost_per_run"),
+    )
+
+
+def retries(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Runs that retried a step, and how many steps were retries."""
+    runs, keys = _grouped(data.runs, by)
+    return _aggregate(
+        runs, keys, RUNS, _count_runs(pl.col("retried_steps") > 0).alias("runs_with_retry"),
+        RETRY_RATE.alias("retry_rate"), pl.col("retried_steps").sum().alias("retried_steps"),
+    )
+
+
+def tools(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Per tool: calls, failures, failure rate and the runs where it failed."""
+    table, keys = _per_run(data, data.tools, by)
+    return _aggregate(
+        table, [*keys, "tool_name"],
+        pl.col("calls").sum().alias("calls"), pl.col("failures").sum().alias("failures"),
+        _ratio(pl.col("failures").sum(), pl.col("calls").sum()).alias("failure_rate"),
+        _count_runs(pl.col("failures") > 0).alias("runs_with_failure"),
+    )
+
+
+def error_classes(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Errored steps per error class, and the runs that had one or ended with that class."""
+    table, keys = _per_run(data, data.errors, by)
+    return _aggregate(table, [*keys, "error_class"], pl.col("errors").sum().alias("errors"), RUNS)
+
+
+def interventions(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Blocked actions (status `blocked`) and approvals asked of a human."""
+    runs, keys = _grouped(data.runs, by)
+    stepped_in = (pl.col("blocked_steps") + pl.col("approvals")) > 0
+    return _aggregate(
+        runs, keys, RUNS, pl.col("blocked_steps").sum().alias("blocked_steps"), pl.col("approvals").sum().alias("approvals"),
+        _count_runs(stepped_in).alias("runs_with_intervention"), _ratio(_count_runs(stepped_in), pl.len()).alias("intervention_rate"),
+    )
+
+
+def fallbacks(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Fallback blocks, and how often the agent had to take over from the script."""
+    runs, keys = _grouped(data.runs, by)
+    return _aggregate(
+        runs, keys, RUNS, pl.col("fallback_blocks").sum().alias("blocks"), pl.col("fallback_agent").sum().alias("agent_invoked"),
+        FALLBACK_RATE.alias("fallback_rate"), _count_runs(pl.col("fallback_agent") > 0).alias("runs_with_fallback"),
+    )
+
+
+def loops(data: RunData, by: str | None = None) -> pl.DataFrame:
+    """Decision cycles per run, loops and redundant tool calls."""
+    runs, keys = _grouped(data.runs, by)
+    return _aggregate(
+        runs, keys, RUNS, pl.col("cycles").sum().alias("cycles"), pl.col("cycles").mean().alias("cycles_per_run"),
+        pl.col("loops").sum().alias("loops"), _count_runs(pl.col("loops") > 0).alias("runs_with_loops"),
+        pl.col("redundant_calls").sum().alias("redundant_calls"),
+    )
+
+
+def fanout(store: Store, session_id: str) -> pl.DataFrame:
+    """A run and its what-if replays side by side: model, status, where each replay first
+    parted from the run (by `compare`: the run's seq and a sentence), tokens, cost, latency."""
+    from .compare import compare
+
+    original = load(store, SessionFilter(ids=(session_id,))).runs.with_columns(role=pl.lit("original"))
+    replays = load(store, SessionFilter(replay_of=session_id)).runs.with_columns(role=pl.lit("replay"))
+    found = {rid: compare(store, session_id, rid).first_divergence for rid in replays["session_id"]}
+    divergence = pl.DataFrame(
+        {"session_id": list(found), "divergence_seq": [d and d.a_seq for d in found.values()],
+         "divergence": [d and d.summary for d in found.values()]},
+        schema={"session_id": pl.String, "divergence_seq": pl.Int64, "divergence": pl.String},
+    )
+    return pl.concat([original, replays]).join(divergence, on="session_id", how="left").select(
+        "role", "session_id", pl.coalesce("replay_model", "model").alias("model"), "status", "replay_outcome",
+        "divergence_seq", "divergence", "tokens_in", "tokens_out", "cost_usd", "duration_ms",
+        pl.col("step_durations").list.eval(pl.element().quantile(0.5, "linear")).list.first().alias("step_p50_ms"),
+    ).sort("role", "model", "session_id", nulls_last=True)
+
+
+# ---------------------------------------------------------------------------- periods and drill-down
+
+
+def previous_period(flt: SessionFilter, now: datetime | None = None) -> SessionFilter | None:
+    """The same filter over the period of the same length just before (None without a start)."""
+    if flt.since is None:
+        return None
+    until = flt.until or now or now_utc()
+    return replace(flt, since=flt.since - (until - flt.since), until=flt.since)
+
+
+def change(current: pl.DataFrame, previous: pl.DataFrame) -> pl.DataFrame:
+    """Headline numbers (from `headline` without `by`) against the previous period's."""
+    metrics = list(current.columns)
+    return pl.DataFrame(
+        {
+            "metric": metrics,
+            "current": [_number(current, m) for m in metrics],
+            "previous": [_number(previous, m) for m in metrics],
+        },
+        schema={"metric": pl.String, "current": pl.Float64, "previous": pl.Float64},
+    ).with_columns(change=pl.col("current") - pl.col("previous"))
+
+
+def _number(frame: pl.DataFrame, column: str) -> float | None:
+    value = frame[column][0] if frame.height else None
+    return None if value is None else float(value)
+
+
+def drill_filter(flt: SessionFilter, by: str | None = None, value=None, **narrow) -> SessionFilter | None:
+    """The filter for the runs behind one point of a chart: `flt` narrowed to the group
+    `by` = `value` (a time bucket's start for day/hour), and to `narrow` (status,
+    failed_tool, error_class, has=one of store.HAS_FLAGS). None when a missing value cannot be filtered on."""
+    _check(by)
+    if by in BUCKETS:
+        end = value + BUCKETS[by]
+        narrow |= {"since": max(value, flt.since or value), "until": min(end, flt.until or end)}
+    elif by is not None:
+        narrow[DIMENSIONS[by][1]] = value
+    if any(v is None for v in narrow.values()):
+        return None
+    return replace(flt, **narrow)

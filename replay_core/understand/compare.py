@@ -1,0 +1,506 @@
+"""Compare two runs down to the first step where they part ways (design.md §7).
+
+The steps of both runs are aligned in two passes of Myers' O(ND) diff: first on the
+whole normalised step (identical steps anchor the alignment, so an inserted or dropped
+step reads as such), then, between anchors, on the step signature (type, tool name), so
+that a changed step is paired with its counterpart. Each aligned pair that differs is
+diffed with DeepDiff on normalised fields; ids, times, durations, tokens, costs and the
+model name are left out unless asked for, so that "same behaviour" means the same.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import orjson
+
+from .cycles import cycle_of_steps
+from ..events import StepEvent
+from ..ingest.formats.jsondoc import parse_arguments
+from ..storage.store import Store
+
+# Compared by default; everything a run *did*.
+COMPARED = ("type", "tool_name", "tool_args", "content", "status", "error_class", "retry", "agent_id", "metadata")
+# Left out unless named in `include`.
+OPTIONAL = {
+    "ids": ("event_id", "tool_call_id", "parent_id"),
+    "timing": ("timestamp", "duration_ms"),
+    "tokens": ("tokens_in", "tokens_out"),
+    "cost": ("cost_usd",),
+    "model": ("model",),
+}
+# Metadata keys replay adds to say where a step came from; never part of what a step did.
+REPLAY_MARKERS = frozenset({"recorded", "source_seq", "live", "provider_retries", "latency_ms"})
+KINDS = (
+    "different tool", "different arguments", "different result", "different text",
+    "extra step", "missing step", "different outcome",
+)
+# Beyond this many edits the exact pass gives way to the signature pass alone, and that
+# one to a greedy walk (marked approximate): Myers costs O(D²) in Python.
+MAX_EDITS = 1200
+RESYNC_WINDOW = 64
+
+
+# ---------------------------------------------------------------------------- alignment
+
+
+def _myers(a: Sequence, b: Sequence, max_d: int) -> list[tuple[int, int]] | None:
+    """Index pairs of a longest common subsequence, or None when more than max_d edits."""
+    n, m = len(a), len(b)
+    if n == 0 or m == 0:
+        return []
+    v = {1: 0}
+    trace: list[dict[int, int]] = []
+    for d in range(min(n + m, max_d) + 1):
+        trace.append(v.copy())
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v[k - 1] < v[k + 1]):
+                x = v[k + 1]
+            else:
+                x = v[k - 1] + 1
+            y = x - k
+            while x < n and y < m and a[x] == b[y]:
+                x += 1
+                y += 1
+            v[k] = x
+            if x >= n and y >= m:
+                return _backtrack(trace, n, m)
+    return None
+
+
+def _backtrack(trace: list[dict[int, int]], x: int, y: int) -> list[tuple[int, int]]:
+    pairs: list[tuple[int, int]] = []
+    for d in range(len(trace) - 1, -1, -1):
+        v = trace[d]
+        k = x - y
+        if d == 0:
+            prev_x = prev_y = 0
+        else:
+            prev_k = k + 1 if (k == -d or (k != d and v[k - 1] < v[k + 1])) else k - 1
+            prev_x = v[prev_k]
+            prev_y = prev_x - prev_k
+        while x > prev_x and y > prev_y:
+            x -= 1
+            y -= 1
+            pairs.append((x, y))
+        x, y = prev_x, prev_y
+    pairs.reverse()
+    return pairs
+
+
+def _greedy(a: Sequence, b: Sequence) -> list[tuple[int, int]]:
+    """A fallback for runs with thousands of differences: walk both, resync on a near match."""
+    pairs, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            pairs.append((i, j))
+            i += 1
+            j += 1
+            continue
+        ahead_b = next((j2 for j2 in range(j + 1, min(len(b), j + RESYNC_WINDOW)) if b[j2] == a[i]), None)
+        ahead_a = next((i2 for i2 in range(i + 1, min(len(a), i + RESYNC_WINDOW)) if a[i2] == b[j]), None)
+        if ahead_b is not None and (ahead_a is None or ahead_b - j <= ahead_a - i):
+            j = ahead_b
+        elif ahead_a is not None:
+            i = ahead_a
+        else:
+            i += 1
+            j += 1
+    return pairs
+
+
+def lcs_pairs(a: Sequence, b: Sequence, max_d: int = MAX_EDITS) -> list[tuple[int, int]] | None:
+    """Matched index pairs of a and b (common prefix and suffix trimmed first)."""
+    n, m = len(a), len(b)
+    start = 0
+    while start < n and start < m and a[start] == b[start]:
+        start += 1
+    end_a, end_b = n, m
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a -= 1
+        end_b -= 1
+    middle = _myers(a[start:end_a], b[start:end_b], max_d)
+    if middle is None:
+        return None
+    return (
+        [(i, i) for i in range(start)]
+        + [(start + i, start + j) for i, j in middle]
+        + [(end_a + k, end_b + k) for k in range(n - end_a)]
+    )
+
+
+def align(keys_a: Sequence, keys_b: Sequence, sigs_a: Sequence, sigs_b: Sequence) -> tuple[list[tuple[int | None, int | None]], bool]:
+    """Alignment rows (i, j), (i, None) or (None, j) in order, and whether it is approximate.
+
+    Pass 1 matches identical steps; pass 2 pairs steps of the same signature between them.
+    Within a gap, steps only A has come before steps only B has.
+    """
+    anchors = lcs_pairs(keys_a, keys_b)
+    approximate = False
+    if anchors is None:  # thousands of changed steps: align on signatures alone
+        anchors, sig_only = [], lcs_pairs(sigs_a, sigs_b)
+        if sig_only is None:
+            sig_only, approximate = _greedy(sigs_a, sigs_b), True
+        pairs = sig_only
+    else:
+        pairs = []
+        prev_i = prev_j = -1
+        for i, j in [*anchors, (len(keys_a), len(keys_b))]:
+            gap_a, gap_b = sigs_a[prev_i + 1 : i], sigs_b[prev_j + 1 : j]
+            if gap_a and gap_b:
+                inner = lcs_pairs(gap_a, gap_b) or _greedy(gap_a, gap_b)
+                pairs += [(prev_i + 1 + x, prev_j + 1 + y) for x, y in inner]
+            if i < len(keys_a):
+                pairs.append((i, j))
+            prev_i, prev_j = i, j
+    rows: list[tuple[int | None, int | None]] = []
+    prev_i = prev_j = -1
+    for i, j in [*pairs, (len(sigs_a), len(sigs_b))]:
+        rows += [(x, None) for x in range(prev_i + 1, i)]
+        rows += [(None, y) for y in range(prev_j + 1, j)]
+        if i < len(sigs_a):
+            rows.append((i, j))
+        prev_i, prev_j = i, j
+    return rows, approximate
+
+
+# ---------------------------------------------------------------------------- normalising
+
+
+def normalise(step: StepEvent, include: Iterable[str] = ()) -> dict[str, Any]:
+    """The fields of a step that say what it did (plus any optional group in `include`)."""
+    names = list(COMPARED)
+    for group in include:
+        names += OPTIONAL[group]
+    out = {name: getattr(step, name, None) for name in names}
+    out["tool_args"] = parse_arguments(out["tool_args"])
+    meta = {k: v for k, v in (step.metadata or {}).items() if k not in REPLAY_MARKERS}
+    out["metadata"] = meta or None
+    out["retry"] = out["retry"] or 0
+    if out.get("timestamp") is not None:
+        out["timestamp"] = out["timestamp"].isoformat()
+    return out
+
+
+def step_key(norm: dict[str, Any]) -> bytes:
+    return orjson.dumps(norm, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+
+
+def signature(step: StepEvent) -> tuple[str, str | None]:
+    return (step.type, step.tool_name)
+
+
+# ---------------------------------------------------------------------------- describing
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """A value for a sentence: text in quotes on one line, cut at `limit`; other values as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return f"“{text}”" if isinstance(value, str) else text
+
+
+def _call(step: StepEvent) -> str:
+    args = parse_arguments(step.tool_args)
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={_short(v, 40)}" for k, v in args.items())
+    else:
+        inner = "" if args is None else _short(args, 60)
+    text = f"{step.tool_name or 'a tool'}({inner})"
+    return text if len(text) <= 160 else text[:159] + "…)"
+
+
+def describe(step: StepEvent) -> str:
+    """What a step did, as the rest of a sentence whose subject is the run ("A called …")."""
+    kind = step.type
+    if kind == "tool_call":
+        return f"called {_call(step)}"
+    if kind in ("tool_result", "observation") and (step.status == "error" or step.error_class):
+        return f"got an error from {step.tool_name or 'the tool'} ({step.error_class or 'error'}): {_short(step.content or '')}"
+    if kind == "tool_result":
+        return f"got {_short(step.content or '')} from {step.tool_name or 'the tool'}"
+    if kind == "error":
+        return f"hit an error ({step.error_class or 'error'}): {_short(step.content or '')}"
+    verbs = {"think": "thought", "decision": "answered", "input": "received the input", "observation": "observed", "span": "opened"}
+    return f"{verbs.get(kind, kind)} {_short(step.content or '')}"
+
+
+def _where(a_seq: int | None, b_seq: int | None) -> str:
+    if a_seq is not None and a_seq == b_seq:
+        return f"Step {a_seq}"
+    if a_seq is None:
+        return f"Step {b_seq} of B (after the end of A)"
+    if b_seq is None:
+        return f"Step {a_seq} of A (after the end of B)"
+    return f"Step {a_seq} of A (step {b_seq} of B)"
+
+
+def _arg_changes(a: StepEvent, b: StepEvent) -> str:
+    args_a, args_b = parse_arguments(a.tool_args), parse_arguments(b.tool_args)
+    if not (isinstance(args_a, dict) and isinstance(args_b, dict)):
+        return f"A {_short(args_a)}, B {_short(args_b)}"
+    keys = [k for k in dict.fromkeys([*args_a, *args_b]) if args_a.get(k, ...) != args_b.get(k, ...)]
+    parts = []
+    for k in keys[:3]:
+        va = _short(args_a[k], 40) if k in args_a else "(none)"
+        vb = _short(args_b[k], 40) if k in args_b else "(none)"
+        parts.append(f"{k}: A {va}, B {vb}")
+    more = f" (and {len(keys) - 3} more)" if len(keys) > 3 else ""
+    return "; ".join(parts) + more
+
+
+# ---------------------------------------------------------------------------- result
+
+
+@dataclass
+class Row:
+    """One line of the side-by-side view: a pair, or a step only one run has."""
+
+    a: StepEvent | None
+    b: StepEvent | None
+    norm_a: dict | None = field(default=None, repr=False)
+    norm_b: dict | None = field(default=None, repr=False)
+
+    @property
+    def paired(self) -> bool:
+        return self.a is not None and self.b is not None
+
+    @cached_property
+    def changed(self) -> tuple[str, ...]:
+        """Fields that differ (normalised); empty for an identical pair."""
+        if not self.paired:
+            return ()
+        return tuple(k for k in self.norm_a if self.norm_a[k] != self.norm_b.get(k))
+
+    @property
+    def same(self) -> bool:
+        return self.paired and not self.changed
+
+    @property
+    def kind(self) -> str | None:
+        if self.a is None:
+            return "extra step"
+        if self.b is None:
+            return "missing step"
+        if not self.changed:
+            return None
+        if self.a.type == "tool_call":
+            return "different arguments" if "tool_args" in self.changed else "different text"
+        if self.a.type in ("tool_result", "observation", "error"):
+            return "different result"
+        return "different text"
+
+    @cached_property
+    def diff(self) -> str:
+        """DeepDiff of the normalised pair, as sentences ('' for identical or one-sided rows)."""
+        if not self.paired or not self.changed:
+            return ""
+        from deepdiff import DeepDiff
+
+        text = DeepDiff(self.norm_a, self.norm_b, verbose_level=2).pretty()
+        return text.replace("root['", "['")
+
+    def to_dict(self, with_diff: bool = True) -> dict:
+        out = {
+            "a_seq": self.a.seq if self.a else None,
+            "b_seq": self.b.seq if self.b else None,
+            "type": (self.a or self.b).type,
+            "tool_name": (self.a or self.b).tool_name,
+            "same": self.same,
+            "kind": self.kind,
+        }
+        if self.paired and self.changed:
+            out["changed"] = list(self.changed)
+            if with_diff:
+                out["diff"] = self.diff
+        return out
+
+
+@dataclass
+class Divergence:
+    a_seq: int | None
+    b_seq: int | None
+    kind: str
+    summary: str
+    row: int | None  # index into Comparison.rows (None for a different outcome)
+
+    def to_dict(self) -> dict:
+        return {"a_seq": self.a_seq, "b_seq": self.b_seq, "kind": self.kind, "summary": self.summary, "row": self.row}
+
+
+@dataclass
+class Comparison:
+    a: dict  # session rows (with "id")
+    b: dict
+    rows: list[Row]
+    first_divergence: Divergence | None
+    totals: dict[str, dict]
+    source_range: tuple[int, int] | None = None  # the source cut to the replayed range, when one replays the other
+    approximate: bool = False
+
+    @property
+    def aligned(self) -> list[Row]:
+        return [r for r in self.rows if r.paired]
+
+    @property
+    def only_a(self) -> list[int]:
+        return [r.a.seq for r in self.rows if r.b is None]
+
+    @property
+    def only_b(self) -> list[int]:
+        return [r.b.seq for r in self.rows if r.a is None]
+
+    def to_dict(self, with_diffs: bool = True) -> dict:
+        return {
+            "a": self.a["id"],
+            "b": self.b["id"],
+            "source_range": list(self.source_range) if self.source_range else None,
+            "first_divergence": self.first_divergence.to_dict() if self.first_divergence else None,
+            "aligned": [r.to_dict(with_diffs) for r in self.aligned],
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "totals": self.totals,
+            "approximate": self.approximate,
+        }
+
+
+def totals_of(session: dict, steps: list[StepEvent]) -> dict[str, Any]:
+    """Steps, cycles, tokens, cost (None when no step had a known cost), duration, outcome."""
+    cycles = [c for c in cycle_of_steps([s.type for s in steps]) if c is not None]
+    costs = [s.cost_usd for s in steps if s.cost_usd is not None]
+    stamps = [s for s in steps if s.timestamp is not None]
+    duration = None
+    if stamps:
+        last = stamps[-1]
+        end = last.timestamp.timestamp() + (last.duration_ms or 0) / 1000
+        duration = round(end - stamps[0].timestamp.timestamp(), 3)
+    return {
+        "steps": len(steps),
+        "cycles": (cycles[-1] + 1) if cycles else 0,
+        "tokens_in": sum(s.tokens_in or 0 for s in steps),
+        "tokens_out": sum(s.tokens_out or 0 for s in steps),
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "duration_s": duration,
+        "status": session.get("status"),
+        "error_class": session.get("error_class"),
+    }
+
+
+def _first_divergence(rows: list[Row], a: dict, b: dict, compare_outcome: bool) -> Divergence | None:
+    for index, row in enumerate(rows):
+        if row.same:
+            continue
+        if row.paired:
+            kind = row.kind
+            return Divergence(row.a.seq, row.b.seq, kind, _pair_summary(row, kind), index)
+        return _gap_divergence(rows, index)
+    ended = "running" not in (a.get("status"), b.get("status"))  # a run still going has no outcome yet
+    if compare_outcome and ended and (a.get("status"), a.get("error_class")) != (b.get("status"), b.get("error_class")):
+        def outcome(s: dict) -> str:
+            return f"{s.get('status')}" + (f" ({s['error_class']})" if s.get("error_class") else "")
+
+        summary = f"Every step matches, but A ended {outcome(a)} and B ended {outcome(b)}."
+        return Divergence(None, None, "different outcome", summary, None)
+    return None
+
+
+def _pair_summary(row: Row, kind: str) -> str:
+    a, b = row.a, row.b
+    where = _where(a.seq, b.seq)
+    if kind == "different arguments":
+        return f"{where}: both called {a.tool_name}, with different arguments — {_arg_changes(a, b)}."
+    if kind == "different result":
+        return f"{where}: A {describe(a)}; B {describe(b)}."
+    fields = ", ".join(row.changed)
+    if "content" in row.changed:
+        return f"{where}: A {describe(a)}; B {describe(b)}."
+    return f"{where}: the {a.type} steps differ in {fields}."
+
+
+def _gap_divergence(rows: list[Row], index: int) -> Divergence:
+    """The first step only one run has: a missing or extra step, or a call of another tool."""
+    row = rows[index]
+    gap_end = next((k for k in range(index, len(rows)) if rows[k].paired), len(rows))
+    counterpart = next((rows[k].b for k in range(index, gap_end) if rows[k].a is None), None)
+    if row.a is not None:
+        a = row.a
+        b = counterpart or next((r.b for r in rows[gap_end:] if r.b is not None), None)
+        if counterpart is not None and a.type == counterpart.type and a.tool_name and counterpart.tool_name:
+            summary = f"{_where(a.seq, counterpart.seq)}: A {describe(a)}; B {describe(counterpart)}."
+            return Divergence(a.seq, counterpart.seq, "different tool", summary, index)
+        instead = f"; B {describe(counterpart)} instead" if counterpart is not None else ""
+        summary = f"{_where(a.seq, b.seq if b else None)}: A {describe(a)}; B has no such step{instead}."
+        return Divergence(a.seq, b.seq if b else None, "missing step", summary, index)
+    b = row.b
+    a_next = next((r.a for r in rows[index:] if r.a is not None), None)
+    a_seq = a_next.seq if a_next else None
+    summary = f"{_where(a_seq, b.seq)}: B {describe(b)}, a step A does not have."
+    return Divergence(a_seq, b.seq, "extra step", summary, index)
+
+
+def compare_steps(
+    steps_a: list[StepEvent], steps_b: list[StepEvent], session_a: dict, session_b: dict,
+    *, include: Iterable[str] = (), compare_outcome: bool = True,
+) -> Comparison:
+    """Compare two step lists (the library behind `compare`; sessions give ids and outcomes)."""
+    include = tuple(include)
+    unknown = [g for g in include if g not in OPTIONAL]
+    if unknown:
+        raise ValueError(f"include: unknown field group {unknown[0]!r}; known: {', '.join(OPTIONAL)}")
+    norm_a = [normalise(s, include) for s in steps_a]
+    norm_b = [normalise(s, include) for s in steps_b]
+    order, approximate = align(
+        [step_key(n) for n in norm_a], [step_key(n) for n in norm_b],
+        [signature(s) for s in steps_a], [signature(s) for s in steps_b],
+    )
+    rows = [
+        Row(steps_a[i] if i is not None else None, steps_b[j] if j is not None else None,
+            norm_a[i] if i is not None else None, norm_b[j] if j is not None else None)
+        for i, j in order
+    ]
+    return Comparison(
+        a=session_a,
+        b=session_b,
+        rows=rows,
+        first_divergence=_first_divergence(rows, session_a, session_b, compare_outcome),
+        totals={"a": totals_of(session_a, steps_a), "b": totals_of(session_b, steps_b)},
+        approximate=approximate,
+    )
+
+
+def replay_range(a: dict, b: dict) -> tuple[int, int] | None:
+    """The replayed range of A when B is a replay of A."""
+    if b.get("replay_of") == a["id"] and b.get("replay_from") is not None:
+        return (b["replay_from"], b.get("replay_to") if b.get("replay_to") is not None else 2**62)
+    return None
+
+
+def compare(store: Store, a_id: str, b_id: str, *, include: Iterable[str] = (), whole: bool = False) -> Comparison:
+    """Compare two stored sessions.
+
+    When one is a replay of the other, the source is cut to the replayed range (unless
+    `whole`), and outcomes are compared only when that range reaches the source's end.
+    """
+    a, b = store.get_session(a_id), store.get_session(b_id)
+    for sid, row in ((a_id, a), (b_id, b)):
+        if row is None:
+            raise KeyError(sid)
+    steps_a, steps_b = store.load_steps(a_id), store.load_steps(b_id)
+    cut = None if whole else (replay_range(a, b) or replay_range(b, a))
+    compare_outcome = True
+    if cut:
+        source_is_a = b.get("replay_of") == a_id
+        source = steps_a if source_is_a else steps_b
+        last_seq = source[-1].seq if source else 0
+        kept = [s for s in source if cut[0] <= s.seq <= cut[1]]
+        steps_a, steps_b = (kept, steps_b) if source_is_a else (steps_a, kept)
+        compare_outcome = cut[1] >= last_seq
+        cut = (cut[0], min(cut[1], last_seq))
+    result = compare_steps(steps_a, steps_b, a, b, include=include, compare_outcome=compare_outcome)
+    result.source_range = cut
+    return result

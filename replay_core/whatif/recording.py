@@ -1,0 +1,341 @@
+"""The original run seen as a source of answers for a replay (design.md §6).
+
+A replayed range is cut into model turns (a thought or answer and the tool calls that
+follow it) and what the environment said back before the next turn. The recording
+answers three questions: what the model saw before a turn (chat messages), what a tool
+call returned when the run made the same call (same tool, same canonical-JSON
+arguments), and what the model answered to the same request messages (the `recorded`
+model, keyed by a hash that leaves system messages out so prompt edits still match).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..events import StepEvent
+from ..ingest.formats.jsondoc import parse_arguments
+from ..understand.snapshot import rebuild_messages, state_at
+from ..storage.store import Store
+from ..understand.timeline import Timeline
+
+TEXT_TYPES = ("think", "decision")
+ANSWER_TYPES = ("tool_result", "observation", "error")
+CHAT_ROLES = ("system", "user", "assistant", "tool")
+
+
+def canonical_args(args: Any) -> str:
+    """Arguments as canonical JSON (parsed when given as a JSON string, keys sorted)."""
+    args = parse_arguments(args)
+    return orjson.dumps(args if args is not None else {}, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def call_key(step: StepEvent) -> tuple[str, str]:
+    return (step.tool_name or "", canonical_args(step.tool_args))
+
+
+def _message_bytes(msg: dict) -> bytes | None:
+    """A message as hashed: without call ids or argument formatting; None for system messages."""
+    if msg.get("role") == "system":
+        return None
+    item = {k: v for k, v in msg.items() if k != "tool_call_id"}
+    if item.get("tool_calls"):
+        item["tool_calls"] = [
+            {"name": c["function"]["name"], "arguments": canonical_args(c["function"].get("arguments"))} for c in item["tool_calls"]
+        ]
+    return orjson.dumps(item, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+
+
+def _feed(digest, messages: list[dict]) -> None:
+    for msg in messages:
+        data = _message_bytes(msg)
+        if data is not None:
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(data)
+
+
+def request_key(messages: list[dict]) -> str:
+    """Hash of request messages without system messages, call ids, or argument formatting."""
+    digest = hashlib.sha256()
+    _feed(digest, messages)
+    return digest.hexdigest()
+
+
+def _settled(messages: list[dict]) -> bool:
+    """True when later steps cannot change these messages: every call answered, no open assistant turn."""
+    if messages and messages[-1].get("role") == "assistant":
+        return False
+    called = {c.get("id") for m in messages for c in m.get("tool_calls") or ()}
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    return called <= answered
+
+
+class MessageLog:
+    """Chat messages of a growing list of steps, without rebuilding all of them each turn.
+
+    `rebuild_messages` only ever changes its last message and carries unanswered calls
+    forward, so once every call is answered and the last message is not the assistant's,
+    the messages so far are final: they are kept (and hashed) once, and only the steps
+    after that point are rebuilt. Equal to base + rebuild_messages(all steps) (tested).
+    """
+
+    def __init__(self, base: list[dict], steps: list[StepEvent] = ()):
+        self.base = base
+        self.done: list[dict] = []
+        self.tail: list[StepEvent] = []
+        self.tail_messages: list[dict] = []
+        self.digest = hashlib.sha256()
+        _feed(self.digest, base)
+        self.extend(list(steps))
+
+    def extend(self, steps: list[StepEvent]) -> None:
+        if not steps:
+            return
+        self.tail += steps
+        rebuilt = rebuild_messages(self.tail)
+        if _settled(rebuilt):
+            self.done += rebuilt
+            _feed(self.digest, rebuilt)
+            self.tail, self.tail_messages = [], []
+        else:
+            self.tail_messages = rebuilt
+
+    def messages(self) -> list[dict]:
+        return self.base + self.done + self.tail_messages
+
+    def key(self) -> str:
+        """request_key(self.messages()), from the running hash."""
+        digest = self.digest.copy()
+        _feed(digest, self.tail_messages)
+        return digest.hexdigest()
+
+    def copy(self) -> MessageLog:
+        other = MessageLog.__new__(MessageLog)
+        other.base, other.done, other.tail = self.base, list(self.done), list(self.tail)
+        other.tail_messages, other.digest = list(self.tail_messages), self.digest.copy()
+        return other
+
+
+def is_chat(context: Any) -> bool:
+    """True for a list of well-formed chat messages a provider would accept."""
+    if not isinstance(context, list) or not context:
+        return False
+    for msg in context:
+        if not isinstance(msg, dict) or msg.get("role") not in CHAT_ROLES:
+            return False
+        if msg["role"] == "tool" and not msg.get("tool_call_id"):
+            return False
+        for call in msg.get("tool_calls") or ():
+            if not isinstance(call, dict) or not call.get("id") or not isinstance(call.get("function"), dict):
+                return False
+    return True
+
+
+@dataclass
+class Turn:
+    """Model output of the original run and the environment's answer before the next one."""
+
+    index: int
+    steps: list[StepEvent]
+    env: list[StepEvent] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[StepEvent]:
+        return [s for s in self.steps if s.type == "tool_call"]
+
+    @property
+    def call_keys(self) -> Counter:
+        return Counter(call_key(s) for s in self.calls)
+
+    @property
+    def text_type(self) -> str | None:
+        """think or decision: what a text-only answer in this turn's place is."""
+        texts = [s.type for s in self.steps if s.type in TEXT_TYPES]
+        return texts[-1] if texts else None
+
+    @property
+    def first_seq(self) -> int:
+        return self.steps[0].seq
+
+    @property
+    def last_seq(self) -> int:
+        return (self.env or self.steps)[-1].seq
+
+
+def split_turns(steps: list[StepEvent]) -> tuple[list[StepEvent], list[Turn]]:
+    """Steps before the first model output, then the turns.
+
+    A thought or answer opens a turn; tool calls join the open turn until the
+    environment speaks, after which a call opens a new one.
+    """
+    lead: list[StepEvent] = []
+    turns: list[Turn] = []
+    for step in steps:
+        if step.type in TEXT_TYPES or (step.type == "tool_call" and (not turns or turns[-1].env)):
+            turns.append(Turn(len(turns), [step]))
+        elif step.type == "tool_call":
+            turns[-1].steps.append(step)
+        else:
+            (turns[-1].env if turns else lead).append(step)
+    return lead, turns
+
+
+@dataclass
+class RecordedCall:
+    call: StepEvent
+    answer: StepEvent | None  # the step that answered it, when the run recorded one
+
+
+class Recording:
+    """One session's range [from_step, to_step], ready to be replayed."""
+
+    def __init__(self, timeline: Timeline, store: Store | None, from_step: int, to_step: int):
+        self.timeline = timeline
+        self.session = timeline.session
+        self.from_step, self.to_step = from_step, to_step
+        steps = timeline.steps
+        start = next((i for i, s in enumerate(steps) if s.seq >= from_step), len(steps))
+        end = next((i for i, s in enumerate(steps) if s.seq > to_step), len(steps))
+        self.range_steps = steps[start:end]
+        self.lead, self.turns = split_turns(self.range_steps)
+        self.covers_end = end == len(steps)
+        self.base, self.prefix, self.covered, self.context_source = self._base_context(store, start)
+        self._calls: dict[tuple[str, str], list[RecordedCall]] | None = None
+        self._answers: dict[str, Turn] | None = None
+        self._start_log: MessageLog | None = None
+
+    def _base_context(self, store: Store | None, start: int) -> tuple[list[dict], list[StepEvent], int, str]:
+        """Messages before the range: base, the steps to rebuild after it, how many lead steps base covers.
+
+        The base is the chat context recorded last at or before the range's first model
+        step: what the agent sent to get that step, so it covers every step before it
+        (including lead steps of the range, which are then not rebuilt twice). Without a
+        recorded chat context, every step before the range is rebuilt.
+        """
+        steps = self.timeline.steps
+        if self.turns and store is not None:
+            snap = state_at(self.timeline, self.turns[0].first_seq, store)
+            if snap.context_source == "recorded" and is_chat(snap.context):
+                at = self.timeline.position_of(snap.context_seq)
+                base = [dict(m) for m in snap.context]
+                source = f"recorded at step {snap.context_seq}"
+                return (base, steps[at:start], 0, source) if at <= start else (base, [], at - start, source)
+        return [], steps[:start], 0, "rebuilt from the steps"
+
+    # ------------------------------------------------------------------ context
+
+    def start_log(self) -> MessageLog:
+        """The messages at the start of the range, ready to grow with the replay's steps."""
+        if self._start_log is None:
+            self._start_log = MessageLog(self.base, self.prefix)
+        return self._start_log.copy()
+
+    def messages(self, new_steps: list[StepEvent]) -> list[dict]:
+        """What the model sees after `new_steps` of the replay (no prompt change applied)."""
+        log = self.start_log()
+        log.extend(new_steps[self.covered :])
+        return log.messages()
+
+    def system_prompt(self) -> str:
+        """The original system prompt (empty when the run recorded none)."""
+        for msg in self.messages([]):
+            if msg.get("role") == "system":
+                return msg.get("content") or ""
+        return ""
+
+    def tools(self) -> list[dict]:
+        """Tool schemas: the source's own when recorded, else inferred from the recorded calls."""
+        recorded = (self.session.get("metadata") or {}).get("tools")
+        if isinstance(recorded, list) and recorded:
+            schemas = [t for t in (_openai_tool(t) for t in recorded) if t]
+            if schemas:
+                return schemas
+        by_name: dict[str, list[Any]] = {}
+        for step in self.timeline.steps:
+            if step.type == "tool_call" and step.tool_name:
+                by_name.setdefault(step.tool_name, []).append(parse_arguments(step.tool_args))
+        return [_inferred_tool(name, calls) for name, calls in by_name.items()]
+
+    # ------------------------------------------------------------------ answers
+
+    def find_call(self, name: str, args: Any) -> RecordedCall | None:
+        """The recorded call with the same tool and arguments: first at or after the range, else any."""
+        if self._calls is None:
+            self._calls = self._index_calls()
+        found = self._calls.get((name, canonical_args(args)), [])
+        return next((c for c in found if c.call.seq >= self.from_step), found[0] if found else None)
+
+    def _index_calls(self) -> dict[tuple[str, str], list[RecordedCall]]:
+        steps = self.timeline.steps
+        index: dict[tuple[str, str], list[RecordedCall]] = {}
+        for pos, step in enumerate(steps):
+            if step.type == "tool_call":
+                index.setdefault(call_key(step), []).append(RecordedCall(step, _answer_of(steps, pos)))
+        return index
+
+    def recorded_answer(self, key: str) -> Turn | None:
+        """The original turn that answered request messages with this request_key."""
+        if self._answers is None:
+            self._answers = {}
+            log, done = self.start_log(), self.covered
+            for turn in self.turns:
+                upto = next(i for i in range(done, len(self.range_steps)) if self.range_steps[i].seq == turn.first_seq)
+                log.extend(self.range_steps[done:upto])
+                done = upto
+                self._answers.setdefault(log.key(), turn)
+        return self._answers.get(key)
+
+    def turn_of_seq(self, seq: int) -> Turn | None:
+        return next((t for t in self.turns if t.first_seq <= seq <= t.last_seq), None)
+
+
+def _answer_of(steps: list[StepEvent], pos: int, lookahead: int = 200) -> StepEvent | None:
+    """The step that answered the call at `pos`: same call id, else the next result of that tool."""
+    call, later = steps[pos], steps[pos + 1 : pos + 1 + lookahead]
+    if call.tool_call_id:
+        hit = next((s for s in later if s.type in ANSWER_TYPES and s.tool_call_id == call.tool_call_id), None)
+        if hit is not None:
+            return hit
+    return next((s for s in later if s.type in ("tool_result", "error") and s.tool_name == call.tool_name), None)
+
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+
+
+def _inferred_tool(name: str, calls: list[Any]) -> dict:
+    dict_calls = [c for c in calls if isinstance(c, dict)]
+    props: dict[str, dict] = {}
+    for args in dict_calls:
+        for key, value in args.items():
+            kind = _JSON_TYPES.get(type(value))
+            seen = props.setdefault(key, {"type": kind} if kind else {})
+            if seen.get("type") not in (None, kind) and {seen["type"], kind} != {"integer", "number"}:
+                seen.pop("type")
+            elif {seen.get("type"), kind} == {"integer", "number"}:
+                seen["type"] = "number"
+    props = dict(sorted(props.items()))  # stored JSON may not keep key order (PostgreSQL JSONB)
+    required = [k for k in props if dict_calls and all(k in c for c in dict_calls)]
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"Tool used by the recorded run (schema inferred from {len(calls)} recorded call(s)).",
+            "parameters": {"type": "object", "properties": props, "required": required},
+        },
+    }
+
+
+def _openai_tool(tool: Any) -> dict | None:
+    """A recorded tool description in the OpenAI `tools` shape (OpenAI or Anthropic style)."""
+    if not isinstance(tool, dict):
+        return None
+    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+        return tool
+    if tool.get("name"):
+        params = tool.get("parameters") or tool.get("input_schema") or {"type": "object", "properties": {}}
+        return {"type": "function", "function": {"name": tool["name"], "description": tool.get("description", ""), "parameters": params}}
+    return None
