@@ -34,6 +34,7 @@ class SessionStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     INCOMPLETE = "incomplete"
+    UNKNOWN = "unknown"  # ended (a finished file), but the source recorded no outcome
 
 
 class StepStatus(StrEnum):

@@ -29,7 +29,7 @@ STEP_LABELS = {
     "input": ("💬", "Input"),
     "span": ("🧩", "Group"),
 }
-STATUS_LABELS = {"succeeded": "✅ succeeded", "failed": "❌ failed", "running": "⏳ running", "incomplete": "⚠️ incomplete"}
+STATUS_LABELS = {"succeeded": "✅ succeeded", "failed": "❌ failed", "running": "⏳ running", "incomplete": "⚠️ incomplete", "unknown": "❔ outcome not recorded"}
 REVIEW_LABELS = {"good": "👍 Good", "bad": "👎 Bad", "needs_attention": "🚩 Needs attention"}
 REVIEW_CHOICES = {**REVIEW_LABELS, "unreviewed": "Not reviewed yet"}
 HAS_LABELS = {"error": "Errors", "retry": "Retries", "fallback": "A fallback to the agent", "intervention": "Human intervention",

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import gc
+from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..events import StepEvent
-from .formats import BadRecord, DocumentError, Event, detect, get_format
+from .formats import BadRecord, DocumentError, Event, Ignored, detect, get_format
 from .redact import Redactor, default_redactor
 from ..storage.store import Store
 
@@ -102,18 +103,24 @@ PROGRESS_EVERY = 5000
 
 
 def read_events(
-    data: bytes, filename: str, fmt: str = "auto", *, progress: Callable[[int], None] | None = None
+    data: bytes, filename: str, fmt: str = "auto", *, progress: Callable[[int], None] | None = None,
+    ignored: Counter | None = None,
 ) -> tuple[list[Event], list[BadRecord], str]:
     """Parse a whole file: its events, its bad records, and the format used.
 
-    `progress`, when given, is told how many records were read, every few thousand.
+    `progress`, when given, is told how many records were read, every few thousand;
+    `ignored`, when given, counts by kind the records the reader chose not to use.
     """
     reader = detect(data, filename) if fmt == "auto" else get_format(fmt)
     events: list[Event] = []
     bad: list[BadRecord] = []
+    skipped = ignored if ignored is not None else Counter()
     try:
         for n, item in enumerate(reader.read(data, filename), start=1):
-            (bad if isinstance(item, BadRecord) else events).append(item)
+            if isinstance(item, Ignored):
+                skipped[item.kind] += 1
+            else:
+                (bad if isinstance(item, BadRecord) else events).append(item)
             if progress and n % PROGRESS_EVERY == 0:
                 progress(n)
     except DocumentError as exc:  # the file cannot be read at all
@@ -132,13 +139,15 @@ def import_bytes(
     progress: Callable[[int], None] | None = None,
 ) -> IngestReport:
     """Import one file's content. Bad records refuse the file whole unless `skip_bad`."""
+    ignored: Counter = Counter()
     with _collector_paused():
-        events, bad, used = read_events(data, filename, fmt, progress=progress)
+        events, bad, used = read_events(data, filename, fmt, progress=progress, ignored=ignored)
         if bad and not skip_bad:
             raise ImportRejected(bad)
         report = ingest(store, events, redactor=redactor, source=used)
     report.errors = bad
-    report.files = [{"file": filename, "format": used, "sessions": len(report.sessions), "steps": report.steps}]
+    report.files = [{"file": filename, "format": used, "sessions": len(report.sessions), "steps": report.steps,
+                     "ignored": dict(ignored)}]
     return report
 
 

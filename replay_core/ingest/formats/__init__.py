@@ -6,9 +6,9 @@ why a record was refused); `detect` places a file by its content, not its name.
 
 from __future__ import annotations
 
-from .reader import SNIFF_BYTES, BadRecord, DocumentError, Event, Format, UnknownFormat
+from .reader import SNIFF_BYTES, BadRecord, DocumentError, Event, Format, Ignored, UnknownFormat
 
-__all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "UnknownFormat", "detect", "get_format", "registry"]
+__all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Ignored", "UnknownFormat", "detect", "get_format", "registry"]
 
 
 def registry() -> dict[str, Format]:

@@ -27,6 +27,15 @@ class BadRecord:
         return f"{self.where}: {self.reason}"
 
 
+@dataclass(frozen=True)
+class Ignored:
+    """A record a reader read and chose not to turn into events (a progress line, a hook
+    notice…): yielded so the import can account for it by `kind` instead of losing it silently."""
+
+    where: str
+    kind: str
+
+
 class DocumentError(ValueError):
     """A file a reader cannot read at all. Readers raise it; the pipeline turns it into a
     refusal of the file with `record` (where it breaks and why)."""
@@ -43,7 +52,7 @@ class Format(Protocol):
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first bytes of a file look like this format."""
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
         """Events of the whole file, in file order."""
 
 
