@@ -270,7 +270,7 @@ class IngestAPI:
         if encoding == "gzip":
             unpacker = zlib.decompressobj(wbits=31)
             try:
-                data = unpacker.decompress(data, self.max_body + 1)
+                data = await run_in_threadpool(unpacker.decompress, data, self.max_body + 1)
             except zlib.error as exc:
                 raise ApiError(400, f"body: not valid gzip ({exc})") from None
             if len(data) > self.max_body or unpacker.unconsumed_tail:
@@ -286,7 +286,7 @@ class IngestAPI:
                 return empty
             raise ApiError(400, "body: empty, expected JSON", [{"loc": "body", "msg": "empty"}])
         try:
-            return orjson.loads(data)
+            return await run_in_threadpool(orjson.loads, data)  # a big body must not hold the event loop
         except orjson.JSONDecodeError as exc:
             raise ApiError(400, f"body: invalid JSON ({exc.args[0]})", [{"loc": "body", "msg": "invalid JSON"}]) from None
 
@@ -310,20 +310,20 @@ class IngestAPI:
 
     async def create_session(self, request: Request) -> Response:
         """POST /api/v1/sessions: open a run (or update its dimensions)."""
-        event = parse_event(await self.json_body(request), {"kind": "session"})
+        event = await run_in_threadpool(parse_event, await self.json_body(request), {"kind": "session"})
         return await self._ingest([event])
 
     async def add_steps(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/steps: one step or a batch, stored whole or not at all."""
         sid = request.path_params["session_id"]
         items = step_items(await self.json_body(request))
-        events = parse_events(items, "steps", {"kind": "step", "session_id": sid})
+        events = await run_in_threadpool(parse_events, items, "steps", {"kind": "step", "session_id": sid})
         return await self._ingest(events)
 
     async def end_session(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/end: close a run (an empty body means it succeeded)."""
         sid = request.path_params["session_id"]
-        event = parse_event(await self.json_body(request, empty={}), {"kind": "session_end", "session_id": sid})
+        event = await run_in_threadpool(parse_event, await self.json_body(request, empty={}), {"kind": "session_end", "session_id": sid})
         await self._session_or_404(sid)
         return await self._ingest([event])
 
