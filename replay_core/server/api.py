@@ -376,18 +376,17 @@ class IngestAPI:
 
     async def otlp_traces(self, request: Request) -> Response:
         """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter."""
-        from ..ingest.formats.otel import events_from_otlp
+        from ..ingest.otlp_receiver import receive
 
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";", 1)[0].strip().lower()
         if media not in OTLP_MEDIA:
             raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
         data = await self.body_bytes(request)
-        try:
-            events = events_from_otlp(data, content_type)
+        try:  # reading, mapping and storing all in the thread pool: /healthz and the UI keep answering
+            await run_in_threadpool(receive, self.store(), data, content_type)
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
-        await run_in_threadpool(ingest, self.store(), events, source="otlp-json" if media == "application/json" else "otlp-proto")
         # An empty ExportTraceServiceResponse: full success, in the encoding of the request.
         if media == "application/json":
             return Response(b"{}", media_type="application/json")
