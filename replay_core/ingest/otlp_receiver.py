@@ -12,7 +12,7 @@ is therefore read against what earlier batches of its traces left in the Store:
   by the tool span answering it when that arrives (the stored step becomes the tool's call,
   at its seq), and a tool span stored before the model call it answers suppresses the bare
   call: the same steps as when both arrive in one batch. Open calls of a trace are dropped
-  once its root arrives.
+  once it has been idle for AGENT_REPLAY_IDLE_MINUTES.
 Batches are handled one at a time per Store (a lock), so two requests of one trace cannot
 interleave between reading and committing that state.
 """
@@ -73,10 +73,9 @@ def receive(store: Store, data: bytes, content_type: str, *, redactor: Redactor 
         for from_sid, to_sid in moves:
             store.move_session_steps(from_sid, to_sid)
         report = ingest(store, events, redactor=redactor, source=source)
-        closed = [tid for tid in trace_ids if settles.get(tid, (None, False))[1]]
-        opened = [_row(p) for p in ledger.opened if p.trace_id not in closed]
+        opened = [_row(p) for p in ledger.opened]
         consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
-        store.otlp_commit(now_placed, consumed, opened, replaced, closed)
+        store.otlp_commit(now_placed, consumed, opened, replaced)
     report.steps += len(replaced)
     return report
 

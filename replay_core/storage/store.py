@@ -463,12 +463,13 @@ class Store:
         consumed: Sequence[tuple[str, str, str]],
         opened: Sequence[dict],
         replaced: Sequence[tuple[str, StepEvent]],
-        closed: Sequence[str],
+        idle: timedelta | None = None,
     ) -> None:
         """What one OTLP batch changed, in one transaction: where its traces live, the calls it answered
-        (`consumed` (trace_id, side, event_id)) or left open, stored steps a tool span took the place of
-        (`replaced`: (old event_id, the redacted step), keeping the old step's seq), and traces whose
-        root arrived (`closed`: their open calls are dropped)."""
+        (`consumed`: (trace_id, side, event_id)) or left open, and stored steps a tool span took the place
+        of (`replaced`: (old event id, the redacted step), keeping the old step's seq). Open calls of
+        traces that received nothing for longer than `idle` (AGENT_REPLAY_IDLE_MINUTES) are dropped:
+        such a trace is over, and the table stays as small as the traces in flight."""
         now = now_utc()
         t, o = otlp_traces.c, otlp_open_calls.c
         with self._write_lock, self.engine.begin() as conn:
@@ -486,8 +487,9 @@ class Store:
                 conn.execute(delete(otlp_open_calls).where(o.trace_id == tid, o.side == side, o.event_id == event_id))
             if opened:
                 conn.execute(insert(otlp_open_calls), list(opened))
-            for part in _chunks(list(closed)):
-                conn.execute(delete(otlp_open_calls).where(o.trace_id.in_(part)))
+            cutoff = now - (idle if idle is not None else config.idle_timeout())
+            stale = select(t.trace_id).where(t.updated_at < cutoff)
+            conn.execute(delete(otlp_open_calls).where(o.trace_id.in_(stale)))
             row_of = itemgetter(*STEP_COLUMNS)
             for old_event_id, step in replaced:
                 event_id = step.identity()

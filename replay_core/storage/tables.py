@@ -180,7 +180,7 @@ annotations = Table(
 # are exported before their parents). These two tables let a later batch join what earlier
 # ones stored: where each trace lives (`settled` once its root or its session.id was seen;
 # until then it lives in a provisional session named by the trace id), and the model calls and
-# tool executions an earlier batch left unanswered (dropped when the trace's root arrives).
+# tool executions an earlier batch left unanswered (dropped once the trace has been idle).
 otlp_traces = Table(
     "otlp_traces",
     metadata,
@@ -189,6 +189,7 @@ otlp_traces = Table(
     Column("settled", Boolean, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Index(None, "session_id"),
+    Index(None, "updated_at"),
 )
 
 otlp_open_calls = Table(

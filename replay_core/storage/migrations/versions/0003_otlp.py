@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("trace_id", name="pk_otlp_traces"),
     )
     op.create_index("ix_otlp_traces_session_id", "otlp_traces", ["session_id"])
+    op.create_index("ix_otlp_traces_updated_at", "otlp_traces", ["updated_at"])
     op.create_table(
         "otlp_open_calls",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -44,5 +45,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_otlp_open_calls_trace_id", table_name="otlp_open_calls")
     op.drop_table("otlp_open_calls")
+    op.drop_index("ix_otlp_traces_updated_at", table_name="otlp_traces")
     op.drop_index("ix_otlp_traces_session_id", table_name="otlp_traces")
     op.drop_table("otlp_traces")
