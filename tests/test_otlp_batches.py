@@ -39,6 +39,9 @@ def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
     with Served(api(store)) as base:
         provider = TracerProvider(resource=Resource.create({"service.name": "batch-test"}))
         exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces", headers=AUTH, timeout=120)
+        batches: list[list] = []
+        send = exporter.export
+        exporter.export = lambda spans: (batches.append([(s.context.trace_id, s.name) for s in spans]), send(spans))[1]
         provider.add_span_processor(BatchSpanProcessor(exporter, max_export_batch_size=37, schedule_delay_millis=20,
                                                        max_queue_size=TRACES * 100))
         tracer = provider.get_tracer("batch-test")
@@ -59,6 +62,18 @@ def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
                         pass
         assert provider.force_flush(600_000)
         provider.shutdown()
+    # the batches really split traces: roots after their first spans, tool spans after their model call
+    first_batch: dict[int, int] = {}
+    root_batch: dict[int, int] = {}
+    split_calls = 0
+    for n, batch in enumerate(batches):
+        for k, (trace, name) in enumerate(batch):
+            first_batch.setdefault(trace, n)
+            if name.startswith("invoke_agent"):
+                root_batch[trace] = n
+        split_calls += batch[-1][1].startswith("chat") and n + 1 < len(batches) and batches[n + 1][0][1].startswith("execute_tool")
+    assert len(root_batch) == TRACES and sum(root_batch[t] != first_batch[t] for t in root_batch) > TRACES // 2
+    assert split_calls > 0
     listed = store.list_sessions(limit=500)
     assert sorted(s["id"] for s in listed) == sorted(f"conv-{n}" for n in range(SESSIONS))
     for row in listed:
@@ -70,7 +85,7 @@ def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
         assert all(s.tool_call_id for s in steps if s.type == "tool_call")
         assert sorted(s.seq for s in steps) == list(range(1, len(steps) + 1))  # numbered without gaps
         assert row["status"] == "succeeded"
-    placed, still_open = store.otlp_state([s.metadata["otel"]["trace_id"] for s in store.load_steps("conv-0")])
+    placed, still_open = store.otlp_state([s.metadata["otel"]["trace_id"] for s in store.load_steps("conv-0") if s.metadata])
     assert set(sid for sid, _ in placed.values()) == {"conv-0"} and still_open == []
 
 
