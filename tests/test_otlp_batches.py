@@ -13,8 +13,11 @@ from collections import Counter
 import httpx
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay_core.ingest.formats import otel
+from replay_core.ingest.pipeline import import_bytes
 from test_recorder import TOKEN, Served, api
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -195,3 +198,61 @@ def test_healthz_answers_while_a_big_otlp_body_is_ingested(store):
     assert len(steps) == 20_000
     depth = {s.event_id: s.parent_id for s in steps}
     assert depth[f"{20_000:016x}"] == f"{19_999:016x}"  # the chain is kept
+
+
+def test_deleting_a_run_forgets_its_traces(store):
+    with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
+        assert http.post("/v1/traces", content=_body([CHAT]), headers={"Content-Type": "application/json"}).status_code == 200
+    placed, still_open = store.otlp_state([TRACE])
+    assert placed == {TRACE: (TRACE, False)} and [c["side"] for c in still_open] == ["call"]
+    store.delete_sessions([TRACE])
+    assert store.otlp_state([TRACE]) == ({}, [])
+
+
+# ---------------------------------------------------------------- linear on a deep chain, every path
+
+
+def _naive_depth(parent: dict[int, int | None], i: int) -> int:
+    seen, node, n = {i}, parent[i], 0
+    while node is not None and node not in seen:
+        seen.add(node)
+        node, n = parent[node], n + 1
+    return n
+
+
+@given(st.lists(st.integers(min_value=-1, max_value=60), min_size=1, max_size=60), st.randoms(use_true_random=False))
+@settings(max_examples=200, deadline=None)
+def test_depths_are_the_number_of_ancestors(parents, rng):
+    """Whatever the parent links (chains, forests, orphans, cycles), in whatever order depths are asked."""
+    n = len(parents)
+    spans = [otel.Span("t" * 32, f"{i:016x}", None if p < 0 else f"{p % n:016x}", "", i, i, "unset", None, {})
+             for i, p in enumerate(parents)]
+    trees = otel._Trees(spans)
+    index = {id(s): i for i, s in enumerate(spans)}
+    parent = {i: (index[id(trees.parent[id(s)])] if trees.parent[id(s)] is not None else None) for i, s in enumerate(spans)}
+    acyclic = {i for i in range(n) if _naive_depth(parent, i) == _walk_len(parent, i)}
+    asked = list(range(n))
+    rng.shuffle(asked)
+    got = {i: trees.depth(spans[i]) for i in asked}
+    for i in acyclic:
+        assert got[i] == _naive_depth(parent, i)
+
+
+def _walk_len(parent: dict[int, int | None], i: int) -> int:
+    """Ancestors up to a root, or -1 when the walk runs into a cycle."""
+    seen, node, n = {i}, parent[i], 0
+    while node is not None:
+        if node in seen:
+            return -1
+        seen.add(node)
+        node, n = parent[node], n + 1
+    return n
+
+
+def test_a_50000_deep_chain_imports_from_a_file(sqlite_store):
+    """The file import path (CLI, Import page) on the shape that was quadratic: no recursion limit either."""
+    report = import_bytes(sqlite_store, chain_body(50_000), "chain.json")
+    assert report.steps == 50_000
+    steps = sqlite_store.load_steps("c" * 32)
+    assert [s.event_id for s in steps[:3]] == [f"{i:016x}" for i in (1, 2, 3)]
+    assert steps[-1].parent_id == f"{49_999:016x}"
