@@ -256,3 +256,49 @@ def test_a_50000_deep_chain_imports_from_a_file(sqlite_store):
     steps = sqlite_store.load_steps("c" * 32)
     assert [s.event_id for s in steps[:3]] == [f"{i:016x}" for i in (1, 2, 3)]
     assert steps[-1].parent_id == f"{49_999:016x}"
+
+
+# ---------------------------------------------------------------- protobuf read from the messages
+
+
+def _proto_requests() -> list:
+    from conftest import FIXTURES
+    from google.protobuf import json_format, text_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from replay_core.ingest.formats import otlp_export
+
+    otel_dir = FIXTURES / "otel"
+    out = [text_format.Parse((otel_dir / "opentelemetry-proto_trace.protobuf-text").read_text(), ExportTraceServiceRequest())]
+    for name in ("opentelemetry-proto_trace.json", "edge_failed_and_totals.otlp.json"):
+        out.append(json_format.Parse((otel_dir / name).read_text(), ExportTraceServiceRequest(), ignore_unknown_fields=True))
+    exported = otlp_export.to_otlp([e for e in otel.events_from_otlp(_body([ROOT, CHAT, TOOL]), "application/json")])
+    out.append(json_format.ParseDict(exported, ExportTraceServiceRequest(), ignore_unknown_fields=True))
+    every_value = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+                   "scopeSpans": [{"scope": {"name": "lib", "version": "1"}, "spans": [
+        {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "spanId": "AAAAAAAAAAE=", "name": "all", "kind": 3,
+         "startTimeUnixNano": "1764000000000000000", "endTimeUnixNano": "1764000000500000000", "traceState": "k=v",
+         "status": {"code": 2, "message": "boom"},
+         "attributes": [{"key": "s", "value": {"stringValue": "x"}}, {"key": "i", "value": {"intValue": "-7"}},
+                        {"key": "b", "value": {"boolValue": True}}, {"key": "d", "value": {"doubleValue": 1.5}},
+                        {"key": "y", "value": {"bytesValue": "AAEC"}}, {"key": "none", "value": {}}, {"key": "", "value": {"stringValue": "e"}},
+                        {"key": "a", "value": {"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "2"}]}}},
+                        {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "in", "value": {"boolValue": False}}]}}}],
+         "events": [{"name": "exception", "timeUnixNano": "1764000000100000000",
+                     "attributes": [{"key": "exception.type", "value": {"stringValue": "E"}}]}, {}],
+         "links": [{"traceId": "AAAAAAAAAAAAAAAAAAAAAg==", "spanId": "AAAAAAAAAAI=", "attributes": []}]},
+        {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "spanId": "AAE=", "name": "short id"},
+        {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "name": "no span id"}]}]}]}
+    out.append(json_format.ParseDict(every_value, ExportTraceServiceRequest()))
+    return out
+
+
+def test_protobuf_spans_read_from_the_messages_equal_their_json_reading():
+    from google.protobuf.json_format import MessageToDict
+
+    for request in _proto_requests():
+        direct = list(otel.proto_spans(request, "request"))
+        via_json = list(otel.otlp_spans(MessageToDict(request), "request"))
+        assert direct == via_json
+        assert direct
+    assert [type(s).__name__ for s in direct] == ["Span", "BadRecord", "BadRecord"]

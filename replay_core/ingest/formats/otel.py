@@ -238,6 +238,72 @@ def _otlp_span(raw: dict, resource: dict, scope: dict, where: str) -> Span:
     )
 
 
+# ---------------------------------------------------------------------------- OTLP protobuf, read from the messages
+
+
+def _proto_id(raw: bytes, size: int) -> str | None:
+    if len(raw) == size:
+        return raw.hex() if any(raw) else None
+    return span_hex(base64.b64encode(raw).decode(), size) if raw else None  # refused as the JSON path refuses it
+
+
+def _proto_value(value: Any) -> Any:
+    """An AnyValue message as plain data, as any_value reads its JSON form (bytes as base64 text)."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return safe_ints(value.int_value)
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "array_value":
+        return [_proto_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return _proto_kvs(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return None
+
+
+def _proto_kvs(items: Any) -> dict[str, Any]:
+    return {kv.key: _proto_value(kv.value) for kv in items if kv.key}
+
+
+def proto_spans(request: Any, where: str) -> Iterator[Span | BadRecord]:
+    """Spans of a decoded ExportTraceServiceRequest, read field by field: the same Spans as
+    `otlp_spans(MessageToDict(request))`, without building the JSON form first (which cost
+    about half of reading a protobuf body)."""
+    from google.protobuf.json_format import MessageToDict
+
+    for i, rs in enumerate(request.resource_spans):
+        resource = _proto_kvs(rs.resource.attributes)
+        for j, group in enumerate(rs.scope_spans):
+            scope = group.scope
+            scope_info = {k: v for k, v in (("name", scope.name), ("version", scope.version),
+                                            ("attributes", _proto_kvs(scope.attributes))) if v}
+            for k, raw in enumerate(group.spans):
+                path = f"{where} resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                try:
+                    trace_id, span_id = _proto_id(raw.trace_id, 16), _proto_id(raw.span_id, 8)
+                    if trace_id is None or span_id is None:
+                        raise ValueError("traceId and spanId are required")
+                    events = [{"name": e.name or None, "time_ns": to_ns(e.time_unix_nano),
+                               "attributes": _proto_kvs(e.attributes)} for e in raw.events]
+                    otel = {"kind": kind_of(raw.kind or None), "scope": scope_info or None,
+                            "links": [MessageToDict(link) for link in raw.links] or None,
+                            "trace_state": raw.trace_state or None}
+                    yield Span(
+                        trace_id=trace_id, span_id=span_id, parent_id=_proto_id(raw.parent_span_id, 8),
+                        name=raw.name, start_ns=to_ns(raw.start_time_unix_nano), end_ns=to_ns(raw.end_time_unix_nano),
+                        status=status_of(raw.status.code), status_message=raw.status.message or None,
+                        attributes=_proto_kvs(raw.attributes), events=events, resource=resource, otel=otel, where=path,
+                    )
+                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                    yield BadRecord(path, str(exc))
+
+
 # ---------------------------------------------------------------------------- SDK span dumps
 
 
@@ -892,7 +958,6 @@ class OtlpProtoFormat(_SpanFormat):
         return opens_request and _has_control_bytes(head[:4096])
 
     def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
-        from google.protobuf.json_format import MessageToDict
         from google.protobuf.message import DecodeError
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -901,7 +966,7 @@ class OtlpProtoFormat(_SpanFormat):
         except DecodeError:
             yield BadRecord(filename, f"not a valid OTLP protobuf ExportTraceServiceRequest: {_proto_damage(data)}")
             return
-        yield from otlp_spans(MessageToDict(request), filename)
+        yield from proto_spans(request, filename)
 
 
 class OtelSpansFormat(_SpanFormat):
