@@ -12,6 +12,11 @@ decodes its container into `Span`s and one mapping turns spans into contract eve
 - attributes are read by otel_attributes; whatever no field used stays in the step's
   metadata, and `agent_replay.*` attributes (written by our own OTLP export) restore
   the contract fields the GenAI conventions have no name for.
+
+Everything is linear in spans (depths are memoised along each walk up the tree, so a
+50,000-deep parent chain costs what 50,000 siblings do). For OTLP arriving in batches,
+a `Ledger` carries what earlier batches of the same traces stored (their session, the
+calls left open); ingest/otlp_receiver.py keeps it in the Store.
 """
 
 from __future__ import annotations
