@@ -5,6 +5,12 @@ messages and tool calls, execute_tool), the shape instrumentations send: it is o
 OTLP export of generated runs with the `agent_replay.*` attributes removed. The baseline
 is orjson.loads of the same bytes, so the ratio says what reading spans into steps (and
 storing them) costs on top of parsing the JSON.
+
+`chain` (also run by default): one OTLP/JSON request holding a single parent chain of
+50,000 spans (the shape that was quadratic), posted to the served API (uvicorn on
+127.0.0.1, SQLite) while another client polls /healthz; it prints the request's seconds
+beside orjson.loads of the same body, and the health polls' p99 beside their p99 when idle.
+Run one part with `python bench/bench_otel.py chain` or `… import`.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import gc
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -25,6 +33,8 @@ from replay_core.ingest.pipeline import import_bytes  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
 
 N_SESSIONS, PER_SESSION = 50, 1000
+CHAIN = 50_000
+TOKEN = "bench-token"
 
 
 def genai_only(doc: dict) -> bytes:
@@ -55,5 +65,73 @@ def main() -> None:
     report(f"import_otlp_json_sqlite_{steps // 1000}k_steps", steps / import_s, "steps/s", ">= 10000", baseline)
 
 
+def chain_body(n: int) -> bytes:
+    t0 = 1_764_000_000_000_000_000
+    spans = []
+    for i in range(n):
+        span = {"traceId": "c" * 32, "spanId": f"{i + 1:016x}", "name": f"step {i}",
+                "startTimeUnixNano": str(t0 + i * 1000), "endTimeUnixNano": str(t0 + (2 * n - i) * 1000)}
+        if i:
+            span["parentSpanId"] = f"{i:016x}"
+        spans.append(span)
+    return orjson.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": spans}]}]})
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def _polls(client, stop: threading.Event, out: list[float], limit: int | None = None) -> None:
+    while not stop.is_set() and (limit is None or len(out) < limit):
+        start = time.perf_counter()
+        assert client.get("/healthz").status_code == 200
+        out.append(time.perf_counter() - start)
+
+
+def chain() -> None:
+    import httpx
+    import uvicorn
+
+    from replay_core.server.api import create_app
+    from replay_core.server.auth import Access
+
+    body = chain_body(CHAIN)
+    _, parse_s = timed(orjson.loads, body)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(f"sqlite:///{tmp}/chain.db")
+        app = create_app(store, access=Access(api_tokens=(TOKEN,)), max_body=64 * 1024 * 1024)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.01)
+        base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        with httpx.Client(base_url=base, timeout=60) as health, httpx.Client(base_url=base, timeout=600) as http:
+            idle: list[float] = []
+            _polls(health, threading.Event(), idle, limit=200)
+            busy: list[float] = []
+            stop = threading.Event()
+            poller = threading.Thread(target=_polls, args=(health, stop, busy))
+            poller.start()
+            res, post_s = timed(http.post, "/v1/traces", content=body,
+                                headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+            stop.set()
+            poller.join()
+            assert res.status_code == 200, res.text
+        server.should_exit = True
+        thread.join(10)
+        assert len(store.load_steps("c" * 32)) == CHAIN
+        store.close()
+    report(f"otlp_chain_{CHAIN // 1000}k_spans_{len(body) // 1024}kb_one_request", post_s, "s", "<= 2", parse_s,
+           higher_is_better=False)
+    report("healthz_p99_during_chain_ingest", _p99(busy) * 1000, "ms", "<= 100", _p99(idle) * 1000, higher_is_better=False)
+    print(f"# {len(busy)} health polls answered during the ingest, max {max(busy) * 1000:.1f} ms", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    part = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if part in ("all", "import"):
+        main()
+    if part in ("all", "chain"):
+        chain()

@@ -270,7 +270,7 @@ class IngestAPI:
         if encoding == "gzip":
             unpacker = zlib.decompressobj(wbits=31)
             try:
-                data = unpacker.decompress(data, self.max_body + 1)
+                data = await run_in_threadpool(unpacker.decompress, data, self.max_body + 1)
             except zlib.error as exc:
                 raise ApiError(400, f"body: not valid gzip ({exc})") from None
             if len(data) > self.max_body or unpacker.unconsumed_tail:
@@ -286,7 +286,7 @@ class IngestAPI:
                 return empty
             raise ApiError(400, "body: empty, expected JSON", [{"loc": "body", "msg": "empty"}])
         try:
-            return orjson.loads(data)
+            return await run_in_threadpool(orjson.loads, data)  # a big body must not hold the event loop
         except orjson.JSONDecodeError as exc:
             raise ApiError(400, f"body: invalid JSON ({exc.args[0]})", [{"loc": "body", "msg": "invalid JSON"}]) from None
 
@@ -310,20 +310,20 @@ class IngestAPI:
 
     async def create_session(self, request: Request) -> Response:
         """POST /api/v1/sessions: open a run (or update its dimensions)."""
-        event = parse_event(await self.json_body(request), {"kind": "session"})
+        event = await run_in_threadpool(parse_event, await self.json_body(request), {"kind": "session"})
         return await self._ingest([event])
 
     async def add_steps(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/steps: one step or a batch, stored whole or not at all."""
         sid = request.path_params["session_id"]
         items = step_items(await self.json_body(request))
-        events = parse_events(items, "steps", {"kind": "step", "session_id": sid})
+        events = await run_in_threadpool(parse_events, items, "steps", {"kind": "step", "session_id": sid})
         return await self._ingest(events)
 
     async def end_session(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/end: close a run (an empty body means it succeeded)."""
         sid = request.path_params["session_id"]
-        event = parse_event(await self.json_body(request, empty={}), {"kind": "session_end", "session_id": sid})
+        event = await run_in_threadpool(parse_event, await self.json_body(request, empty={}), {"kind": "session_end", "session_id": sid})
         await self._session_or_404(sid)
         return await self._ingest([event])
 
@@ -376,18 +376,17 @@ class IngestAPI:
 
     async def otlp_traces(self, request: Request) -> Response:
         """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter."""
-        from ..ingest.formats.otel import events_from_otlp
+        from ..ingest.otlp_receiver import receive
 
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";", 1)[0].strip().lower()
         if media not in OTLP_MEDIA:
             raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
         data = await self.body_bytes(request)
-        try:
-            events = events_from_otlp(data, content_type)
+        try:  # reading, mapping and storing all in the thread pool: /healthz and the UI keep answering
+            await run_in_threadpool(receive, self.store(), data, content_type)
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
-        await run_in_threadpool(ingest, self.store(), events, source="otlp-json" if media == "application/json" else "otlp-proto")
         # An empty ExportTraceServiceResponse: full success, in the encoding of the request.
         if media == "application/json":
             return Response(b"{}", media_type="application/json")

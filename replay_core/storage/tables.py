@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Float,
@@ -173,4 +174,34 @@ annotations = Table(
     Column("text", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Index(None, "session_id"),
+)
+
+# OTLP arrives in batches, and a trace's spans may be spread over several (children end and
+# are exported before their parents). These two tables let a later batch join what earlier
+# ones stored: where each trace lives (`settled` once its root or its session.id was seen;
+# until then it lives in a provisional session named by the trace id), and the model calls and
+# tool executions an earlier batch left unanswered (dropped once the trace has been idle).
+otlp_traces = Table(
+    "otlp_traces",
+    metadata,
+    Column("trace_id", String(32), primary_key=True),
+    Column("session_id", String(200), nullable=False),
+    Column("settled", Boolean, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index(None, "session_id"),
+    Index(None, "updated_at"),
+)
+
+otlp_open_calls = Table(
+    "otlp_open_calls",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trace_id", String(32), nullable=False),
+    Column("side", String(10), nullable=False),  # "call": a model emitted it; "tool": a tool span no call matched
+    Column("event_id", String(200), nullable=False),  # the stored step standing for it
+    Column("name", Text),
+    Column("call_id", Text),
+    Column("arguments", JSONType),
+    Column("t_ns", BigInteger),
+    Index(None, "trace_id"),
 )

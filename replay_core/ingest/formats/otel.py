@@ -12,6 +12,11 @@ decodes its container into `Span`s and one mapping turns spans into contract eve
 - attributes are read by otel_attributes; whatever no field used stays in the step's
   metadata, and `agent_replay.*` attributes (written by our own OTLP export) restore
   the contract fields the GenAI conventions have no name for.
+
+Everything is linear in spans (depths are memoised along each walk up the tree, so a
+50,000-deep parent chain costs what 50,000 siblings do). For OTLP arriving in batches,
+a `Ledger` carries what earlier batches of the same traces stored (their session, the
+calls left open); ingest/otlp_receiver.py keeps it in the Store.
 """
 
 from __future__ import annotations
@@ -238,6 +243,72 @@ def _otlp_span(raw: dict, resource: dict, scope: dict, where: str) -> Span:
     )
 
 
+# ---------------------------------------------------------------------------- OTLP protobuf, read from the messages
+
+
+def _proto_id(raw: bytes, size: int) -> str | None:
+    if len(raw) == size:
+        return raw.hex() if any(raw) else None
+    return span_hex(base64.b64encode(raw).decode(), size) if raw else None  # refused as the JSON path refuses it
+
+
+def _proto_value(value: Any) -> Any:
+    """An AnyValue message as plain data, as any_value reads its JSON form (bytes as base64 text)."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return safe_ints(value.int_value)
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "array_value":
+        return [_proto_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return _proto_kvs(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return None
+
+
+def _proto_kvs(items: Any) -> dict[str, Any]:
+    return {kv.key: _proto_value(kv.value) for kv in items if kv.key}
+
+
+def proto_spans(request: Any, where: str) -> Iterator[Span | BadRecord]:
+    """Spans of a decoded ExportTraceServiceRequest, read field by field: the same Spans as
+    `otlp_spans(MessageToDict(request))`, without building the JSON form first (which cost
+    about half of reading a protobuf body)."""
+    from google.protobuf.json_format import MessageToDict
+
+    for i, rs in enumerate(request.resource_spans):
+        resource = _proto_kvs(rs.resource.attributes)
+        for j, group in enumerate(rs.scope_spans):
+            scope = group.scope
+            scope_info = {k: v for k, v in (("name", scope.name), ("version", scope.version),
+                                            ("attributes", _proto_kvs(scope.attributes))) if v}
+            for k, raw in enumerate(group.spans):
+                path = f"{where} resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                try:
+                    trace_id, span_id = _proto_id(raw.trace_id, 16), _proto_id(raw.span_id, 8)
+                    if trace_id is None or span_id is None:
+                        raise ValueError("traceId and spanId are required")
+                    events = [{"name": e.name or None, "time_ns": to_ns(e.time_unix_nano),
+                               "attributes": _proto_kvs(e.attributes)} for e in raw.events]
+                    otel = {"kind": kind_of(raw.kind or None), "scope": scope_info or None,
+                            "links": [MessageToDict(link) for link in raw.links] or None,
+                            "trace_state": raw.trace_state or None}
+                    yield Span(
+                        trace_id=trace_id, span_id=span_id, parent_id=_proto_id(raw.parent_span_id, 8),
+                        name=raw.name, start_ns=to_ns(raw.start_time_unix_nano), end_ns=to_ns(raw.end_time_unix_nano),
+                        status=status_of(raw.status.code), status_message=raw.status.message or None,
+                        attributes=_proto_kvs(raw.attributes), events=events, resource=resource, otel=otel, where=path,
+                    )
+                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                    yield BadRecord(path, str(exc))
+
+
 # ---------------------------------------------------------------------------- SDK span dumps
 
 
@@ -338,6 +409,7 @@ class Part:
     fields: dict[str, Any]
     t_ns: int | None
     ends: bool  # placed at the span's end (results, emitted calls) rather than its start
+    replaces: str | None = None  # event id of a stored step (an earlier batch's emitted call) this one takes the place of
 
 
 @dataclass
@@ -348,16 +420,57 @@ class SessionDraft:
     spans: list[Span]
     trees: _Trees
     parts: list[Part] = field(default_factory=list)
+    ledger: Ledger | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     final: bool = False  # the source says how the run ended
 
 
 @dataclass
 class _Call:
-    span: Span
+    span: Span | None  # None: a call stored from an earlier batch (`prior`)
     index: int
     call: dict[str, Any]
+    start_ns: int | None = None
+    prior: PriorCall | None = None
     matched: bool = False
+
+
+@dataclass
+class PriorCall:
+    """What an earlier batch of a trace left unanswered: a call a model emitted (`side` "call", stored as
+    its `call.N` step) or a tool execution no call matched (`side` "tool", stored as its tool_call step)."""
+
+    trace_id: str
+    side: str
+    event_id: str
+    name: str | None
+    call_id: str | None
+    arguments: Any
+    t_ns: int | None
+
+
+@dataclass
+class Replace:
+    """A step of this batch that takes the place of a stored one: the tool span answering a model's call
+    that an earlier batch stored as a bare `call.N` step becomes that step (kept at its seq)."""
+
+    old_event_id: str
+    step: StepEvent
+
+
+@dataclass
+class Ledger:
+    """What a receiver of OTLP batches knows of their traces from earlier batches, and what a batch changed.
+
+    `session_of` names the session a trace already lives in; `prior` lists each trace's open calls;
+    the mapping fills `consumed` (prior calls this batch answered) and `opened` (calls and tool spans of
+    this batch left unanswered), which the receiver stores for the next batch.
+    """
+
+    session_of: dict[str, str] = field(default_factory=dict)
+    prior: dict[str, list[PriorCall]] = field(default_factory=dict)
+    consumed: list[PriorCall] = field(default_factory=list)
+    opened: list[PriorCall] = field(default_factory=list)
 
 
 class _Trees:
@@ -379,21 +492,34 @@ class _Trees:
         self._depth: dict[int, int] = {}
 
     def depth(self, span: Span) -> int:
-        if id(span) not in self._depth:
-            seen, node, n = {id(span)}, self.parent[id(span)], 0
-            while node is not None and id(node) not in seen:
-                seen.add(id(node))
-                node, n = self.parent[id(node)], n + 1
-            self._depth[id(span)] = n
-        return self._depth[id(span)]
+        """How many ancestors the span has: one walk up to the first span of known depth, then every
+        span on the way is memoised, so depths of all n spans cost O(n) together (a 50,000-deep
+        chain included: no recursion). A parent cycle (bad input) counts up to where it closes."""
+        known = self._depth
+        if id(span) in known:
+            return known[id(span)]
+        path: list[Span] = []
+        on_path: set[int] = set()
+        node: Span | None = span
+        while node is not None and id(node) not in known and id(node) not in on_path:
+            path.append(node)
+            on_path.add(id(node))
+            node = self.parent[id(node)]
+        base = known[id(node)] + 1 if node is not None and id(node) in known else 0
+        for n, item in enumerate(reversed(path)):
+            known[id(item)] = base + n
+        return known[id(span)]
 
 
 def _start_key(span: Span) -> tuple:
     return (span.start_ns if span.start_ns is not None else 2**63,)
 
 
-def draft_sessions(spans: Iterable[Span]) -> list[SessionDraft]:
-    """Group spans into sessions and read each span's steps (no overrides applied yet)."""
+def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[SessionDraft]:
+    """Group spans into sessions and read each span's steps (no overrides applied yet).
+
+    With a `ledger` (spans arriving in batches), a trace an earlier batch placed stays in its session
+    and calls left open by earlier batches can be answered."""
     unique: dict[tuple[str, str], Span] = {}
     for span in spans:
         unique.setdefault((span.trace_id, span.span_id), span)
@@ -406,8 +532,9 @@ def draft_sessions(spans: Iterable[Span]) -> list[SessionDraft]:
     for trace_id, members in by_trace.items():
         root = trees.roots.get(trace_id)
         ordered = ([root] if root else []) + sorted((s for s in members if s is not root), key=_start_key)
-        sid = next((c for c in (oa.conversation_id(s.attributes) for s in ordered) if c), trace_id)
-        sessions.setdefault(sid, SessionDraft(sid, [], trees)).spans.extend(members)
+        sid = ledger.session_of.get(trace_id) if ledger else None
+        sid = sid or next((c for c in (oa.conversation_id(s.attributes) for s in ordered) if c), trace_id)
+        sessions.setdefault(sid, SessionDraft(sid, [], trees, ledger=ledger)).spans.extend(members)
     drafts = list(sessions.values())
     for draft in drafts:
         _read_session(draft)
@@ -432,19 +559,38 @@ def _read_session(draft: SessionDraft) -> None:
         kind = classes[id(span)]
         if kind == oa.MODEL:
             part, calls = _model_part(span, attrs[id(span)])
-            emitted += [_Call(span, i, c) for i, c in enumerate(calls)]
+            emitted += [_Call(span, i, c, span.start_ns) for i, c in enumerate(calls)]
             draft.parts.append(part)
         elif kind != oa.TOOL:
             draft.parts.append(_other_part(span, attrs[id(span)], kind))
-    open_calls = _OpenCalls(emitted)
+    ledger = draft.ledger
+    prior = [p for t in dict.fromkeys(s.trace_id for s in draft.spans) for p in ledger.prior.get(t, ())] if ledger else []
+    if prior:
+        _answered_before(emitted, [p for p in prior if p.side == "tool"], ledger)
+    prior_calls = [_Call(None, -1, {"name": p.name, "id": p.call_id, "arguments": p.arguments}, p.t_ns, p)
+                   for p in prior if p.side == "call"]
+    open_calls = _OpenCalls(prior_calls + emitted)
     for span in draft.spans:
         if classes[id(span)] == oa.TOOL:
-            draft.parts += _tool_parts(span, attrs[id(span)], open_calls)
+            parts, match = _tool_parts(span, attrs[id(span)], open_calls)
+            draft.parts += parts
+            if ledger is None:
+                continue
+            if match is not None and match.prior is not None:
+                parts[0].replaces = match.prior.event_id
+                ledger.consumed.append(match.prior)
+            elif match is None:
+                call = parts[0].fields
+                ledger.opened.append(PriorCall(span.trace_id, "tool", span.span_id, call["tool_name"], call["tool_call_id"],
+                                               call["tool_args"], span.start_ns))
     for part in draft.parts:
         part.fields.setdefault("agent_id", agents[id(part.span)])
     model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
     for c in emitted:
         if not c.matched:
+            if ledger is not None:
+                ledger.opened.append(PriorCall(c.span.trace_id, "call", f"{c.span.span_id}.call.{c.index}", c.call["name"],
+                                               c.call["id"], c.call["arguments"], c.span.start_ns))
             fields = {"type": "tool_call", "tool_name": c.call["name"], "tool_args": c.call["arguments"],
                       "tool_call_id": c.call["id"], "timestamp": ns_time(c.span.end_ns), "agent_id": agents[id(c.span)]}
             draft.parts.append(Part(c.span, f"call.{c.index}", fields, c.span.end_ns, True))
@@ -491,7 +637,23 @@ def _model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     return Part(span, "step", fields, span.start_ns, False), calls
 
 
-def _tool_parts(span: Span, a: oa.Attrs, emitted: _OpenCalls) -> list[Part]:
+def _answered_before(emitted: list[_Call], tools: list[PriorCall], ledger: Ledger) -> None:
+    """Calls of this batch's models that a tool span stored by an earlier batch already answered
+    (batches delivered out of order): same id, else same name (and arguments when both have them)."""
+    by_id = {t.call_id: t for t in tools if t.call_id}
+    for c in emitted:
+        found = by_id.pop(c.call["id"], None) if c.call["id"] else None
+        if found is None:
+            found = next((t for t in tools if t.name == c.call["name"] and t not in ledger.consumed
+                          and (t.call_id is None or c.call["id"] is None)
+                          and (t.arguments is None or c.call["arguments"] is None or t.arguments == c.call["arguments"])
+                          and (t.t_ns or 0) >= (c.start_ns or 0)), None)
+        if found is not None and found not in ledger.consumed:
+            c.matched = True
+            ledger.consumed.append(found)
+
+
+def _tool_parts(span: Span, a: oa.Attrs, emitted: _OpenCalls) -> tuple[list[Part], _Call | None]:
     name, call_id, args = oa.tool_name(a, span.name), oa.tool_call_id(a), oa.tool_args(a)
     match = emitted.answer(span, name, call_id, args)
     if match is not None:
@@ -507,7 +669,7 @@ def _tool_parts(span: Span, a: oa.Attrs, emitted: _OpenCalls) -> list[Part]:
     if span.status == "error":
         error_class, message = _failure(span, a)
         result.update(status="error", error_class=error_class, content=result["content"] or message)
-    return [Part(span, "step", call, span.start_ns, False), Part(span, "result", result, span.end_ns, True)]
+    return [Part(span, "step", call, span.start_ns, False), Part(span, "result", result, span.end_ns, True)], match
 
 
 class _OpenCalls:
@@ -526,7 +688,7 @@ class _OpenCalls:
         if found is None:
             start = span.start_ns or 0
             same_name = [c for c in self.open if c.call["name"] == name and (c.call["id"] is None or call_id is None)
-                         and (c.span.start_ns or 0) <= start]
+                         and (c.start_ns or 0) <= start]
             exact = (c for c in same_name if args is None or c.call["arguments"] == args)
             found = next(exact, same_name[0] if same_name else None)
             if found is not None and found.call["id"]:
@@ -656,6 +818,7 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
     ))
     parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
     steps: list[StepEvent] = []
+    replaces: list[Replace] = []
     for n, part in enumerate(parts, start=1):
         fields = part.fields
         fields.setdefault("event_id", part.span.span_id if part.role == "step" else f"{part.span.span_id}.{part.role}")
@@ -666,7 +829,8 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
         if "seq" not in fields and assign_seq:
             fields["seq"] = n
         try:
-            steps.append(StepEvent(session_id=draft.session_id, **{k: v for k, v in fields.items() if v is not None}))
+            step = StepEvent(session_id=draft.session_id, **{k: v for k, v in fields.items() if v is not None})
+            (replaces.append(Replace(part.replaces, step)) if part.replaces else steps.append(step))
         except (ValidationError, TypeError) as exc:
             reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
             out.append(BadRecord(f"{part.span.where} ({part.role})", reason))
@@ -687,18 +851,22 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
             events.append(SessionEndEvent(session_id=draft.session_id, **{k: v for k, v in end.items() if v is not None}))
     except ValidationError as exc:
         return out + [BadRecord(draft.spans[0].where, describe_validation_error(exc))]
-    return events + out
+    return events + replaces + out
 
 
-def spans_to_events(spans: Iterable[Span | BadRecord], *, assign_seq: bool = True) -> Iterator[Event | BadRecord]:
-    """The whole mapping: spans (and the readers' refusals, passed on) → contract events."""
+def spans_to_events(
+    spans: Iterable[Span | BadRecord], *, assign_seq: bool = True, ledger: Ledger | None = None
+) -> Iterator[Event | Replace | BadRecord]:
+    """The whole mapping: spans (and the readers' refusals, passed on) → contract events.
+
+    `Replace` items come only with a `ledger` (a batch answering calls an earlier batch stored)."""
     good: list[Span] = []
     for item in spans:
         if isinstance(item, BadRecord):
             yield item
         else:
             good.append(item)
-    for draft in draft_sessions(good):
+    for draft in draft_sessions(good, ledger):
         yield from session_events(draft, assign_seq=assign_seq)
 
 
@@ -795,7 +963,6 @@ class OtlpProtoFormat(_SpanFormat):
         return opens_request and _has_control_bytes(head[:4096])
 
     def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
-        from google.protobuf.json_format import MessageToDict
         from google.protobuf.message import DecodeError
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -804,7 +971,7 @@ class OtlpProtoFormat(_SpanFormat):
         except DecodeError:
             yield BadRecord(filename, f"not a valid OTLP protobuf ExportTraceServiceRequest: {_proto_damage(data)}")
             return
-        yield from otlp_spans(MessageToDict(request), filename)
+        yield from proto_spans(request, filename)
 
 
 class OtelSpansFormat(_SpanFormat):
@@ -827,27 +994,50 @@ OTEL_SPANS = OtelSpansFormat()
 FORMATS = (OTLP_JSON, OTLP_PROTO, OTEL_SPANS)
 
 
-def events_from_otlp(data: bytes, content_type: str) -> list[Event]:
-    """Events of one OTLP/HTTP export request (`POST /v1/traces`), for the HTTP API.
-
-    Steps carry no seq: each batch is placed after what the session already holds, in
-    span start order (batches arrive as spans end, children before their parents).
-    Raises OtlpError naming the first problem; nothing is returned half-read.
-    """
+def otlp_reader(content_type: str) -> _SpanFormat:
+    """The reader for an OTLP/HTTP body by its Content-Type."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media == "application/json":
-        reader = OTLP_JSON
-    elif media in ("application/x-protobuf", "application/protobuf"):
-        reader = OTLP_PROTO
-    else:
-        raise OtlpError(f"Content-Type {content_type!r}: expected application/json or application/x-protobuf")
-    events, bad = [], []
-    try:
-        for item in spans_to_events(reader.spans(data, "request"), assign_seq=False):
-            (bad if isinstance(item, BadRecord) else events).append(item)
-    except DocumentError as exc:
-        bad.append(exc.record)
+        return OTLP_JSON
+    if media in ("application/x-protobuf", "application/protobuf"):
+        return OTLP_PROTO
+    raise OtlpError(f"Content-Type {content_type!r}: expected application/json or application/x-protobuf")
+
+
+def _refuse(bad: list[BadRecord]) -> None:
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise OtlpError(f"{bad[0]}{more}")
+
+
+def spans_from_otlp(data: bytes, content_type: str) -> list[Span]:
+    """The spans of one OTLP/HTTP export request; OtlpError names the first problem."""
+    spans, bad = [], []
+    try:
+        for item in otlp_reader(content_type).spans(data, "request"):
+            (bad if isinstance(item, BadRecord) else spans).append(item)
+    except DocumentError as exc:
+        bad.append(exc.record)
+    _refuse(bad)
+    return spans
+
+
+def events_from_spans(spans: list[Span], ledger: Ledger | None = None) -> list[Event | Replace]:
+    """Events of one request's spans, without seq (see events_from_otlp); OtlpError on the first bad one."""
+    events, bad = [], []
+    for item in spans_to_events(spans, assign_seq=False, ledger=ledger):
+        (bad if isinstance(item, BadRecord) else events).append(item)
+    _refuse(bad)
     return events
+
+
+def events_from_otlp(data: bytes, content_type: str) -> list[Event]:
+    """Events of one OTLP/HTTP export request read on its own (no earlier batches considered).
+
+    Steps carry no seq: each batch is placed after what the session already holds, in
+    span start order (batches arrive as spans end, children before their parents).
+    `ingest.otlp_receiver` is what `POST /v1/traces` uses: it joins a batch to what earlier
+    batches of its traces stored. Raises OtlpError naming the first problem; nothing is
+    returned half-read.
+    """
+    return events_from_spans(spans_from_otlp(data, content_type))
