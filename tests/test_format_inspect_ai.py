@@ -240,3 +240,17 @@ def test_mutated_eval_zips_give_clean_refusals(data):
             doc = confuse(doc, data.draw)
         mutated = _rezip(raw, {member: orjson.dumps(doc)})
     check_clean(mutated, "mutated.eval", "inspect_ai")
+
+
+@needs_samples
+def test_cli_import_and_null_replay_of_an_eval_zip(sqlite_store):
+    from typer.testing import CliRunner
+
+    from replay_core.cli import app
+
+    res = CliRunner().invoke(app, ["import", str(MMLU_EVAL), "--db", sqlite_store.url])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["replay", "inspect-Dj4Li7NchTfQSiX7eKXLLN-1-e1", "--model", "recorded", "--json", "--db", sqlite_store.url])
+    assert res.exit_code == 0, res.output
+    [run] = orjson.loads(res.stdout)["replays"]
+    assert run["first_divergence"] is None and run["status"] == "failed" and run["steps"] == 2

@@ -232,3 +232,17 @@ def test_shuffled_events_still_pair_results_by_cause():
     steps = [e for e in read_events(orjson.dumps(events), "shuffled.json", "openhands")[0] if e.kind == "step"]
     calls = {s.tool_call_id for s in steps if s.type == "tool_call"}
     assert all(s.tool_call_id in calls for s in steps if s.type == "tool_result" and s.tool_call_id)
+
+
+def test_cli_import_and_null_replay_of_an_eval_record(sqlite_store):
+    from typer.testing import CliRunner
+
+    from replay_core.cli import app
+
+    res = CliRunner().invoke(app, ["import", str(OH / "openagentsafety_output.jsonl"), "--db", sqlite_store.url])
+    assert res.exit_code == 0, res.output
+    sid = sorted(s["id"] for s in sqlite_store.list_sessions())[1]  # safety-misconfig-…, ended with finish
+    res = CliRunner().invoke(app, ["replay", sid, "--model", "recorded", "--json", "--db", sqlite_store.url])
+    assert res.exit_code == 0, res.output
+    [run] = orjson.loads(res.stdout)["replays"]
+    assert run["first_divergence"] is None and run["status"] == "succeeded" and run["steps"] == 19
