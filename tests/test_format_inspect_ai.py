@@ -107,6 +107,7 @@ def test_tool_events_pair_with_the_model_calls(store):
     assert (results[1].status, results[1].error_class, results[1].content) == ("error", "permission", "Permission denied: /tmp/notes.txt")
     assert sum(s.tokens_in or 0 for s in steps) == 120 + 160 + 190
     assert steps[1].content == "I should list the directory first." and steps[1].metadata["input_tokens_cache_read"] == 64
+    assert (steps[1].duration_ms, steps[1].metadata["stop_reason"], steps[2].duration_ms) == (1000, "tool_calls", None)  # once per call
     session = store.get_session(first)
     assert session["status"] == "failed" and "epoch:2" in session["tags"]
     broken = store.get_session(second)

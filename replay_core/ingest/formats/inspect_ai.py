@@ -135,6 +135,8 @@ class _Sample:
     def step(self, key: str, type: str, where: str, usage: dict | None = None, **fields: Any) -> None:
         usage = usage or {}
         meta = {**(usage.get("metadata") or {}), **(fields.pop("metadata", None) or {}), "phase": self.phase()}
+        if usage.get("duration_ms") is not None:
+            fields["duration_ms"] = usage["duration_ms"]
         self.run.step(key, type, where=where, tokens_in=usage.get("tokens_in"), tokens_out=usage.get("tokens_out"),
                       metadata=meta, **fields)
 
@@ -229,17 +231,11 @@ class _Sample:
                       error_class="model_error")
             return
         working = event.get("working_time")
-        first = len(self.run.steps)
+        # what belongs to the whole call rides with the usage onto its first step
+        usage["duration_ms"] = working * 1000 if isinstance(working, int | float) and working >= 0 else None
+        usage["metadata"] = {**(usage["metadata"] or {}), "stop_reason": _dict(choices[0]).get("stop_reason") if choices else None,
+                             "config": event.get("config") or None, "role": event.get("role")}
         self.assistant(msg, *_content(self.refs(msg.get("content"))), key, where, when, usage, model)
-        if len(self.run.steps) > first and isinstance(working, int | float) and working >= 0:
-            step = self.run.steps[first]
-            self.run.steps[first] = step.model_copy(update={"duration_ms": working * 1000})
-        if len(self.run.steps) > first:
-            step = self.run.steps[first]
-            extra = compact({"stop_reason": _dict(choices[0]).get("stop_reason") if choices else None,
-                             "config": event.get("config") or None, "role": event.get("role")})
-            if extra:
-                self.run.steps[first] = step.model_copy(update={"metadata": {**(step.metadata or {}), **extra}})
 
     def tool(self, event: dict, key: str, where: str, when) -> None:
         call_id = event.get("id") or key
