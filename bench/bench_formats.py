@@ -90,9 +90,44 @@ def langchain() -> bytes:
     return orjson.dumps(root)
 
 
+def openhands() -> bytes:
+    """The real trajectory's run/read pairs, repeated with fresh event ids, causes and model response ids."""
+    events = orjson.loads((FIX / "openhands/wrong_initial_state.json").read_bytes())
+    out, body = events[:1], events[1:-1]
+    for i in range(REPEAT):
+        for ev in body:
+            ev = orjson.loads(orjson.dumps(ev))
+            ev["id"] = ev["id"] + 10 * (i + 1)
+            if "cause" in ev:
+                ev["cause"] = ev["cause"] + 10 * (i + 1)
+            ev["tool_call_metadata"]["model_response"]["id"] += f"-{i}"
+            out.append(ev)
+    return orjson.dumps(out + events[-1:])
+
+
+def inspect_ai() -> bytes:
+    """The hand-made log's tool-using sample, its events repeated with fresh tool call ids."""
+    doc = orjson.loads((FIX / "inspect_ai/tool_events_handmade.json").read_bytes())
+    sample = doc["samples"][0]
+    body = [e for e in sample["events"] if e["event"] in ("model", "tool")]
+    events = sample["events"][:3]
+    for i in range(REPEAT):
+        for ev in body:
+            ev = orjson.loads(orjson.dumps(ev))
+            if ev["event"] == "tool":
+                ev["id"] += f"_{i}"
+            for choice in ev.get("output", {}).get("choices", []):
+                for call in choice["message"].get("tool_calls") or []:
+                    call["id"] += f"_{i}"
+            events.append(ev)
+    sample["events"] = events
+    doc["samples"] = [sample]
+    return orjson.dumps(doc)
+
+
 def main() -> None:
     makers = {"swe_agent": swe_agent, "mini_swe_agent": mini_swe_agent, "openai_chat": openai_chat, "anthropic": anthropic,
-              "smolagents": smolagents, "notte": notte, "langchain": langchain}
+              "smolagents": smolagents, "notte": notte, "langchain": langchain, "openhands": openhands, "inspect_ai": inspect_ai}
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in makers.items():
             data = make()

@@ -163,7 +163,8 @@ class Store:
                 inserted, dupes, latest = self._insert_steps(conn, sid, batch, sid in known)
                 result.steps += inserted
                 result.duplicates += dupes
-                last_seen[sid] = latest or now
+                if inserted:  # a re-import that adds nothing must not move last_event_at to the import time
+                    last_seen[sid] = latest or now
             for sid, latest in last_seen.items():
                 revive = sid in known and known[sid] == SessionStatus.INCOMPLETE and sid not in ended
                 values: dict[str, Any] = {"last_event_at": latest}
