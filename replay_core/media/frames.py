@@ -26,6 +26,7 @@ class Shot:
     step: StepEvent
     attachment: dict | None  # the screenshot shown (None: no screenshot so far in the run)
     own: bool  # False: an earlier step's screenshot, shown dimmed
+    goal: str = ""  # the agent's goal as last recorded at or before this step
 
 
 def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None) -> list[Shot]:
@@ -35,11 +36,12 @@ def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None) -
     for a in store.list_attachments(session_id):
         if (a.get("mime_type") or "").startswith("image/") and a.get("event_id"):
             by_step[a["event_id"]] = a
-    out, last = [], None
+    out, last, goal = [], None, ""
     for step in steps:
         own = by_step.get(step.event_id)
         last = own or last
-        out.append(Shot(step, last, own is not None))
+        goal = goal_of(step) or goal
+        out.append(Shot(step, last, own is not None, goal))
     return out
 
 
@@ -89,9 +91,10 @@ def card(step: StepEvent, size: tuple[int, int]) -> Image.Image:
     return img
 
 
-def caption(step: StepEvent, *, note: str = "") -> str:
+def caption(step: StepEvent, *, goal: str = "", note: str = "") -> str:
     when = step.timestamp.strftime("%H:%M:%S") if step.timestamp else "time not recorded"
-    parts = [f"step {step.seq}", step.type, action_of(step), goal_of(step) and f"goal: {goal_of(step)}", when, note]
+    goal = goal or goal_of(step)
+    parts = [f"step {step.seq}", step.type, action_of(step), goal and f"goal: {goal}", when, note]
     return "  ·  ".join(p for p in parts if p)
 
 
@@ -115,5 +118,5 @@ def render(store: Store, shot: Shot, size: tuple[int, int] = SIZE, *, note: str 
     if bar:
         d = ImageDraw.Draw(frame)
         d.rectangle([0, body_h, size[0], size[1]], fill=(24, 26, 32))
-        d.text((16, body_h + 20), caption(shot.step, note=note)[:150], fill=(240, 240, 240), font=_font(20))
+        d.text((16, body_h + 20), caption(shot.step, goal=shot.goal, note=note)[:150], fill=(240, 240, 240), font=_font(20))
     return frame
