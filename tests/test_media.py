@@ -243,3 +243,44 @@ def test_cli_films_a_run_and_a_pair_side_by_side(sqlite_store, tmp_path):
         assert gif.n_frames > 1 and gif.size == SIZE
     bad = runner.invoke(app, ["video", "no-such-run", "-o", str(tmp_path / "x.mp4"), "--db", sqlite_store.url])
     assert bad.exit_code == 1 and str(bad.exception) == "no session 'no-such-run'"  # main() prints it as one line
+
+
+# ------------------------------------------------------------------ importers
+
+def test_computer_use_screenshots_in_anthropic_and_openai_transcripts_become_attachments(store):
+    import orjson
+
+    shot = base64.b64encode(page("desktop")).decode()
+    anthropic = {"messages": [
+        {"role": "user", "content": "open the settings"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "computer",
+                                           "input": {"action": "left_click", "coordinate": [320, 200]}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": shot}}]}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Settings are open."}]},
+    ]}
+    report = import_bytes(store, orjson.dumps(anthropic), "computer_use.json", fmt="anthropic")
+    sid = report.sessions[0]
+    result = next(s for s in store.load_steps(sid) if s.type == "tool_result")
+    listed = screenshots(store, sid)
+    assert [(a["event_id"], a["mime_type"], a["width"]) for a in listed] == [(result.event_id, "image/png", 640)]
+    assert "desktop" not in orjson.dumps(result.metadata).decode() and shot not in orjson.dumps(result.metadata).decode()
+    openai = [{"role": "user", "content": [{"type": "text", "text": "what is on screen?"},
+                                           {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{shot}"}}]},
+              {"role": "assistant", "content": "A settings window."}]
+    report = import_bytes(store, orjson.dumps(openai), "vision.json", fmt="openai_chat")
+    first = store.load_steps(report.sessions[0])[0]
+    assert first.type == "input" and first.metadata["content_parts"] == [{"type": "image_url", "moved_to": "attachments"}]
+    assert [a["event_id"] for a in screenshots(store, report.sessions[0])] == [first.event_id]
+    assert len(store.thumbnails([listed[0]["sha256"]])) == 1  # the same screenshot in both files: one blob
+
+
+def test_a_click_in_the_arguments_is_drawn_on_the_screen_it_acted_on(sqlite_store):
+    ingest(sqlite_store, [SessionEvent(session_id="cu", name="computer use"),
+                          StepEvent(session_id="cu", event_id="r0", seq=1, type="tool_result", tool_name="computer", content="screen"),
+                          StepEvent(session_id="cu", event_id="c1", seq=2, type="tool_call", tool_name="computer",
+                                    tool_args={"action": "left_click", "coordinate": [320, 200]}),
+                          StepEvent(session_id="cu", event_id="t2", seq=3, type="think", content="wait")])
+    attach_image(sqlite_store, "cu", "r0", page("before the click"))
+    got = [(s.step.seq, s.own, s.acted_on, s.target) for s in shots(sqlite_store, "cu")]
+    assert got == [(1, True, False, None), (2, False, True, {"x": 320.0, "y": 200.0}), (3, False, False, None)]

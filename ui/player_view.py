@@ -50,9 +50,11 @@ def player(store: Store, tl: Timeline, pos: int) -> bool:
                 st.info("No screenshot yet at this point of the run.")
             else:
                 st.image(render(store, shot, bar=False), width="stretch")
-                if not shot.own:
+                if shot.acted_on:
+                    st.caption(f"Step {shot.step.seq} acted on the last screen before it; red: where.")
+                elif not shot.own:
                     st.caption(f"No screenshot at step {shot.step.seq}: showing the last one before it, dimmed.")
-                elif shot.attachment.get("target"):
+                elif shot.target:
                     st.caption("Red: where the agent acted (click point or element).")
         with strip:
             filmstrip(store, run_shots, tl.steps[pos].seq)

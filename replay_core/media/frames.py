@@ -28,6 +28,12 @@ class Shot:
     attachment: dict | None  # the screenshot shown (None: no screenshot so far in the run)
     own: bool  # False: an earlier step's screenshot, shown dimmed
     goal: str = ""  # the agent's goal as last recorded at or before this step
+    target: dict | None = None  # where the step acted: the attachment's, or a click point in the step's arguments
+
+    @property
+    def acted_on(self) -> bool:
+        """An action on the last screen (a click at x, y): that screen is what the agent acted on, not stale."""
+        return not self.own and self.attachment is not None and self.target is not None
 
 
 def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None) -> list[Shot]:
@@ -42,8 +48,18 @@ def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None) -
         own = by_step.get(step.event_id)
         last = own or last
         goal = goal_of(step) or goal
-        out.append(Shot(step, last, own is not None, goal))
+        target = (own or {}).get("target") or (click_point(step) if own is None else None)
+        out.append(Shot(step, last, own is not None, goal, target))
     return out
+
+
+def click_point(step: StepEvent) -> dict | None:
+    """A click recorded in the action's arguments: computer use's `coordinate: [x, y]`, or `x`/`y`."""
+    args = step.tool_args if step.type == "tool_call" and isinstance(step.tool_args, dict) else {}
+    xy = args.get("coordinate") if isinstance(args.get("coordinate"), list | tuple) else (args.get("x"), args.get("y"))
+    if len(xy) == 2 and all(isinstance(v, int | float) and not isinstance(v, bool) for v in xy):
+        return {"x": float(xy[0]), "y": float(xy[1])}
+    return None
 
 
 def action_of(step: StepEvent) -> str:
@@ -117,8 +133,10 @@ def render(store: Store, shot: Shot, size: tuple[int, int] = SIZE, *, note: str 
     else:
         fitted, scale = _fitted(store, shot.attachment["id"], shot.attachment.get("sha256"), (size[0], body_h))
         fitted = fitted.copy()
-        if shot.own:
-            draw_target(fitted, shot.attachment.get("target"), (scale, scale))
+        if shot.own or shot.acted_on:
+            draw_target(fitted, shot.target, (scale, scale))
+            if shot.acted_on:
+                note = "; ".join(n for n in (note, "the screen it acted on (the last screenshot before this step)") if n)
         else:
             fitted = Image.blend(fitted, Image.new("RGB", fitted.size, (255, 255, 255)), 0.55)
             note = "; ".join(n for n in (note, "no screenshot at this step: the last one shown") if n)
