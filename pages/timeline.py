@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from replay_core.understand.snapshot import state_at
+from ui import player_view
 from ui import timeline_view as tv
 from ui.common import PAGE_RUNS, current_role, get_store, load_run, reviewer_name
 
@@ -31,6 +32,7 @@ if not tl.steps:
 noted = set(step_notes)
 pos = tv.scrubber(tl, noted)
 step = tl.steps[pos]
+player_view.player(store, tl, pos)
 left, right = st.columns([2, 3], gap="large")
 with left:
     tv.step_window(tl, pos, noted)

@@ -178,9 +178,28 @@ class SessionEndEvent(_Event):
     ended_at: UTCDatetime | None = None
 
 
-Event = Annotated[SessionEvent | StepEvent | SessionEndEvent, Field(discriminator="kind")]
+class AttachmentEvent(_Event):
+    """An image (a screenshot) of a step that was recorded before it: the SDK's `run.screenshot()`
+    and the HTTP attachments route send one. The bytes go to the media store, never to `steps`."""
+
+    kind: Literal["attachment"] = "attachment"
+    event_id: Annotated[str, Field(min_length=1, max_length=200)]  # the step it belongs to
+    media_type: Annotated[str, Field(max_length=100)] | None = None
+    data: Annotated[str, Field(max_length=15_000_000)] | None = None  # base64; a 10 MB image at most
+    url: Annotated[str, Field(max_length=2000)] | None = None  # kept as a reference, never fetched
+    name: Annotated[str, Field(max_length=300)] | None = None
+    target: dict[str, Any] | None = None  # {"x", "y"} or {"box": [x, y, w, h]} in image pixels
+
+    @model_validator(mode="after")
+    def _data_or_url(self) -> AttachmentEvent:
+        if (self.data is None) == (self.url is None):
+            raise ValueError("an attachment has `data` (base64) or `url`, one of the two")
+        return self
+
+
+Event = Annotated[SessionEvent | StepEvent | SessionEndEvent | AttachmentEvent, Field(discriminator="kind")]
 _EVENT = TypeAdapter(Event)
-KINDS = ("session", "step", "session_end")
+KINDS = ("session", "step", "session_end", "attachment")
 
 
 class EventError(ValueError):
@@ -191,7 +210,7 @@ class EventError(ValueError):
         self.reason = reason
 
 
-def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent:
+def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent | AttachmentEvent:
     """Validate one decoded JSON object against the contract."""
     if not isinstance(obj, dict):
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")

@@ -21,12 +21,12 @@ GROUND = {"events", "config"}
 # wing → the wings it may import (besides itself and the ground floor)
 ALLOWED = {
     "storage": set(),
-    "ingest": {"storage"},
-    "understand": {"storage", "ingest"},
-    "whatif": {"storage", "ingest", "understand"},
-    "sdk": {"storage", "ingest"},
-    "team": {"storage"},
     "media": {"storage"},
+    "ingest": {"storage", "media"},
+    "understand": {"storage", "ingest", "media"},
+    "whatif": {"storage", "ingest", "understand", "media"},
+    "sdk": {"storage", "ingest", "media"},
+    "team": {"storage"},
     "server": {"storage", "ingest", "understand", "whatif", "team", "media"},
 }
 TOP = {"cli", "demo", ""}  # the package face and the thin shells over everything

@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..events import StepEvent
+from ..events import AttachmentEvent, StepEvent
+from ..media.attachments import attach_image
+from ..media.images import CheckedImage, MediaError, check, check_target
 from .formats import BadRecord, DocumentError, Event, Ignored, detect, get_format
 from .redact import Redactor, default_redactor
 from ..storage.store import Store
@@ -31,6 +33,7 @@ class IngestReport:
     redacted: int = 0
     errors: list[BadRecord] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)
+    media_refused: list[str] = field(default_factory=list)  # images not kept, each naming its step (the steps are kept)
 
     def add(self, other: IngestReport) -> None:
         self.sessions += [s for s in other.sessions if s not in self.sessions]
@@ -38,10 +41,13 @@ class IngestReport:
         self.duplicates += other.duplicates
         self.redacted += other.redacted
         self.errors += other.errors
+        self.media_refused += other.media_refused
 
     def to_dict(self) -> dict:
         out = asdict(self)
         out["errors"] = [str(e) for e in self.errors]
+        if not self.media_refused:  # said only when there is something to say
+            del out["media_refused"]
         return out
 
 
@@ -65,37 +71,102 @@ def ingest(
     clean: list[Event] = []
     redacted = 0
     attachments: list[tuple[str, str, dict]] = []
+    refused: list[str] = []
     for ev in events:
-        if isinstance(ev, StepEvent) and ev.metadata and "attachment" in ev.metadata:
-            ev = _set_aside_attachment(ev, attachments)
+        if isinstance(ev, AttachmentEvent):
+            _set_aside_attachment_event(ev, attachments, refused)
+            continue
+        if isinstance(ev, StepEvent) and ev.metadata and _CARRIERS & ev.metadata.keys():
+            ev = _set_aside_attachments(ev, attachments, refused)
         before = ev.redacted if isinstance(ev, StepEvent) else 0
         ev = redactor.event(ev)
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
     written = store.write(clean, default_source=source)
-    _store_attachments(store, attachments)
-    return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted)
+    _store_attachments(store, attachments, refused)
+    return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted,
+                        media_refused=refused)
 
 
-def _set_aside_attachment(step: StepEvent, pending: list[tuple[str, str, dict]]) -> StepEvent:
-    """A screenshot an importer put in metadata["attachment"] goes to the attachments table, not the step row."""
+# where a step carries images: `attachments` (the native contract: [{"media_type", "data" (base64) | "url",
+# "name", "target"}]) or `attachment` (a reader's one screenshot: {"data_b64", "mime_type", "name"})
+_CARRIERS = frozenset({"attachment", "attachments"})
+
+
+def _set_aside_attachments(step: StepEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> StepEvent:
+    """Images leave the step row for the media store, checked first: an image that cannot be kept is
+    named in the step's metadata (`attachments_refused`) and in the report, and the step is kept."""
     meta = dict(step.metadata)
-    found = meta.pop("attachment")
-    if isinstance(found, dict) and found.get("data_b64"):
-        found = {**found, "data": base64.b64decode(found["data_b64"])}
-        pending.append((step.session_id, step.identity(), found))
+    items = meta.pop("attachments", None)
+    one = meta.pop("attachment", None)
+    items = (items if isinstance(items, list) else [items] if items is not None else []) + ([one] if one is not None else [])
+    urls, reasons = [], []
+    for i, item in enumerate(items):
+        where = f"session {step.session_id}, step {step.seq if step.seq is not None else step.event_id}, attachment {i + 1}"
+        try:
+            found = _attachment_of(item)
+        except MediaError as exc:
+            reasons.append(f"{where}: {exc}")
+            continue
+        if "url" in found:
+            urls.append(found["url"])  # kept as a reference; never fetched (no request leaves for a trace's URL)
+        else:
+            pending.append((step.session_id, step.identity(), found))
+    if urls:
+        meta["attachment_urls"] = urls
+    if reasons:
+        meta["attachments_refused"] = reasons
+        refused += reasons
     return step.model_copy(update={"metadata": meta or None})
 
 
-def _store_attachments(store: Store, pending: list[tuple[str, str, dict]]) -> None:
-    """Add set-aside attachments once: a re-import does not add the same (step, name) again."""
+def _set_aside_attachment_event(ev: AttachmentEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> None:
+    """An image sent after its step: kept when it can be, else named in the report (never half-stored)."""
+    if ev.url is not None:
+        refused.append(f"session {ev.session_id}, step {ev.event_id}: an attachment by URL is kept only inline in a step")
+        return
+    try:
+        pending.append((ev.session_id, ev.event_id, _attachment_of(ev.model_dump(exclude_none=True))))
+    except MediaError as exc:
+        refused.append(f"session {ev.session_id}, step {ev.event_id}: {exc}")
+
+
+def _attachment_of(item) -> dict:
+    if not isinstance(item, dict):
+        raise MediaError(f"an attachment is an object, not {type(item).__name__}")
+    if isinstance(item.get("url"), str) and not (item.get("data") or item.get("data_b64")):
+        return {"url": item["url"][:2000]}
+    encoded = item.get("data") if item.get("data") is not None else item.get("data_b64")
+    if not isinstance(encoded, str):
+        raise MediaError("an attachment needs `data` (base64) or `url`")
+    try:
+        data = base64.b64decode(encoded)
+    except (ValueError, TypeError):
+        raise MediaError("`data` is not valid base64") from None
+    declared = item.get("media_type") or item.get("mime_type")
+    found = {"data": data, "media_type": declared, "name": item.get("name"), "target": check_target(item.get("target"))}
+    if (declared or "image/").startswith("image/"):
+        found["image"] = check(data, declared)
+    return found
+
+
+def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refused: list[str]) -> None:
+    """Images through the media store (once per hash and step); other bytes once per (step, name)."""
     known: dict[str, set] = {}
+    runs: dict[str, bool] = {}
     for sid, event_id, found in pending:
+        if not runs.setdefault(sid, store.get_session(sid) is not None):
+            refused.append(f"session {sid}, step {event_id}: no such run (send the run's session or steps first)")
+            continue
+        image: CheckedImage | None = found.get("image")
+        if image is not None:
+            attach_image(store, sid, event_id, image.data, media_type=image.mime_type, name=found.get("name"), target=found.get("target"))
+            continue
         have = known.setdefault(sid, {(a["event_id"], a["name"]) for a in store.list_attachments(sid)})
         if (event_id, found.get("name")) in have:
             continue
-        store.add_attachment(sid, found["data"], event_id=event_id, name=found.get("name"), mime_type=found.get("mime_type"))
+        store.add_attachment(sid, found["data"], event_id=event_id, name=found.get("name"), mime_type=found.get("media_type"))
         have.add((event_id, found.get("name")))
 
 

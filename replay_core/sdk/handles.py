@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 if TYPE_CHECKING:
-    from ..events import SessionEndEvent, StepEvent
+    from ..events import AttachmentEvent, SessionEndEvent, StepEvent
     from .step_order import AutoCall, Reserved
 
 current_run: ContextVar[Any] = ContextVar("agent_replay_run", default=None)
@@ -39,6 +39,8 @@ class Sequencer(Protocol):
     def _complete(self, run: Run, slot: Reserved, event: StepEvent) -> None: ...
 
     def _closed_run(self, run: Run, event: SessionEndEvent) -> None: ...
+
+    def _deliver(self, run: Run, event: AttachmentEvent) -> None: ...
 
 
 class Run(Protocol):

@@ -182,6 +182,11 @@ class Recorder(StepMethods):
         with self._lock:
             self._shipper.put(run.order.add(item))
 
+    def _deliver(self, run: Session, event) -> None:
+        """An attachment event: no seq of its own, so it bypasses the run's order."""
+        with self._lock:
+            self._shipper.put([event])
+
     def _reserve(self, run: Session) -> Reserved:
         with self._lock:
             return run.order.reserve()

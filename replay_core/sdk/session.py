@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..events import SessionEndEvent, StepEvent, describe_validation_error, now_utc
+from ..events import AttachmentEvent, SessionEndEvent, StepEvent, describe_validation_error, now_utc
 from .fallback import FallbackBlock
 from .handles import Sequencer, current_parent, current_run, json_safe, new_id
 from .span import Span
@@ -62,6 +63,12 @@ class StepMethods(ABC):
         fields.setdefault("status", "error")
         return self.step("error", error, **fields)
 
+    def screenshot(self, image: Any, step: str | None = None, target: Any = None, *, name: str | None = None) -> str:
+        """Attach a screenshot (PNG/JPEG bytes, a path or a PIL image) to `step` (an event_id), else to the
+        run's latest step; `target` is the click point (x, y) or the element's box (x, y, w, h).
+        Returns the step's event_id. A broken or oversized image raises here, at the call."""
+        return self._run().attach(image, step, target, name)
+
     def span(self, name: str, **fields: Any) -> Span:
         """A parent operation: `with run.span("retrieve"):` makes the steps inside its children."""
         return Span(self._run(), name, fields)
@@ -79,6 +86,7 @@ class Session(StepMethods):
         self.recorder, self.id = recorder, session_id
         self.order = StepOrder(numbered)
         self.ended = False
+        self.last_event_id: str | None = None  # the step a screenshot goes to when none is named
         self._token = None
 
     def _run(self) -> Session:
@@ -124,14 +132,30 @@ class Session(StepMethods):
             if fields.get(name) is not None:
                 fields[name] = json_safe(fields[name])
         try:
-            return StepEvent(session_id=self.id, type=type, **{k: v for k, v in fields.items() if v is not None})
+            step = StepEvent(session_id=self.id, type=type, **{k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
             raise ValueError(f"{type} step: {describe_validation_error(exc)}") from None
+        self.last_event_id = event_id
+        return step
 
     def record(self, type: str, **fields: Any) -> str:
         event = self.build(type, **fields)
         self.add(event)
         return event.event_id
+
+    def attach(self, image: Any, step: str | None, target: Any, name: str | None) -> str:
+        """The screenshot as an attachment event, checked now and delivered in order after its step."""
+        from ..media.images import as_bytes, check, check_target
+
+        event_id = step or self.last_event_id
+        if event_id is None:
+            raise ValueError("screenshot: no step recorded yet in this run to attach it to (give step=...)")
+        data, declared = as_bytes(image)
+        checked = check(data, declared)
+        event = AttachmentEvent(session_id=self.id, event_id=event_id, media_type=checked.mime_type, name=name,
+                                data=base64.b64encode(data).decode(), target=check_target(target))
+        self.recorder._deliver(self, event)
+        return event_id
 
     def add(self, item: StepEvent | AutoCall) -> None:
         """Queue a built step (or a decorated tool's call) in this run's order."""

@@ -15,7 +15,7 @@ import httpx
 import orjson
 from sqlalchemy import exc as sa
 
-from ..events import SessionEndEvent, SessionEvent, StepEvent
+from ..events import AttachmentEvent, SessionEndEvent, SessionEvent, StepEvent
 from ..ingest.formats import Event
 from ..ingest.pipeline import ingest
 from ..storage.store import Store
@@ -84,6 +84,9 @@ class HttpSink:
             steps = [ev.to_json_dict() for ev in group if isinstance(ev, StepEvent)]
             for start in range(0, len(steps), STEPS_PER_REQUEST):
                 self._post(f"{path}/steps", steps[start : start + STEPS_PER_REQUEST])
+            for ev in group:
+                if isinstance(ev, AttachmentEvent):
+                    self._post(f"{path}/steps/{quote(ev.event_id, safe='')}/attachments", ev.to_json_dict())
             for ev in group:
                 if isinstance(ev, SessionEndEvent):
                     self._post(f"{path}/end", ev.to_json_dict())

@@ -10,6 +10,7 @@ never waits on the database.
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import stat
@@ -29,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .auth import Access
-from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent
+from ..events import AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
 from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store
@@ -133,7 +134,7 @@ def _int_param(params: Mapping[str, str], name: str, default: int | None, low: i
 
 # ---------------------------------------------------------------- bodies
 
-_MODELS = {"session": SessionEvent, "step": StepEvent, "session_end": SessionEndEvent}
+_MODELS = {"session": SessionEvent, "step": StepEvent, "session_end": SessionEndEvent, "attachment": AttachmentEvent}
 
 
 def _validation_failed(errors: list[dict]) -> ApiError:
@@ -221,7 +222,9 @@ class IngestAPI:
             Route("/healthz", self._wrap(self.healthz), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions", guarded(self.create_session), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions", guarded(self.list_sessions), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/steps/{{event_id}}/attachments", guarded(self.add_attachment), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions/{sid}/steps", guarded(self.add_steps), methods=["POST"]),
+            Route(f"{API_PREFIX}/attachments/{{attachment_id:int}}", guarded(self.get_attachment), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}/end", guarded(self.end_session), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions/{sid}/snapshot", guarded(self.snapshot), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}", guarded(self.get_session), methods=["GET"]),
@@ -319,6 +322,52 @@ class IngestAPI:
         items = step_items(await self.json_body(request))
         events = await run_in_threadpool(parse_events, items, "steps", {"kind": "step", "session_id": sid})
         return await self._ingest(events)
+
+    async def add_attachment(self, request: Request) -> Response:
+        """POST /api/v1/sessions/{id}/steps/{event_id}/attachments: a screenshot of a step, as the raw image
+        (content-type image/*), multipart (field `file`, optional `target` JSON), or JSON {media_type, data (base64), target}."""
+        sid, event_id = request.path_params["session_id"], request.path_params["event_id"]
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind.startswith("image/"):
+            body = {"media_type": kind, "data": base64.b64encode(await self.body_bytes(request)).decode()}
+        elif kind == "multipart/form-data":
+            body = await self._multipart_image(request)
+        else:
+            body = await self.json_body(request)
+            if not isinstance(body, dict):
+                raise ApiError(422, "body: expected a JSON object {media_type, data, target}")
+        event = parse_event(body, {"kind": "attachment", "session_id": sid, "event_id": event_id})
+        await self._session_or_404(sid)
+        report: IngestReport = await run_in_threadpool(ingest, self.store(), [event], source=SOURCE)
+        if report.media_refused:
+            raise ApiError(422, report.media_refused[0], [{"loc": "body.data", "msg": r} for r in report.media_refused])
+        return json_response({"session_id": sid, "event_id": event_id, "stored": True})
+
+    async def _multipart_image(self, request: Request) -> dict:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            raise ApiError(413, f"body larger than {self.max_body / 1024 / 1024:g} MB (AGENT_REPLAY_MAX_BODY_MB)")
+        async with request.form(max_files=1, max_fields=4, max_part_size=self.max_body) as form:
+            upload = form.get("file")
+            if upload is None or isinstance(upload, str):
+                raise ApiError(422, "multipart: expected a `file` part holding the image")
+            data = await upload.read()
+            target = form.get("target")
+        body = {"media_type": upload.content_type, "data": base64.b64encode(data).decode(), "name": upload.filename}
+        if isinstance(target, str) and target.strip():
+            try:
+                body["target"] = orjson.loads(target)
+            except orjson.JSONDecodeError:
+                raise ApiError(422, "multipart: `target` is JSON: {\"x\", \"y\"} or {\"box\": [x, y, w, h]}") from None
+        return body
+
+    async def get_attachment(self, request: Request) -> Response:
+        """GET /api/v1/attachments/{id}: the bytes, with their media type."""
+        attachment_id = request.path_params["attachment_id"]
+        data = await run_in_threadpool(self.store().attachment_data, attachment_id)
+        if data is None:
+            raise ApiError(404, f"no attachment {attachment_id}")
+        return Response(data, media_type=_sniff_media_type(data), headers={"x-content-type-options": "nosniff"})
 
     async def end_session(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/end: close a run (an empty body means it succeeded)."""
@@ -424,6 +473,14 @@ def tcp_nodelay_on_listening_sockets() -> int:
 def routes(store: Store | None = None, *, access: Access | None = None, max_body: int | None = None) -> list[Route]:
     """The API's routes, for `st.App(routes=...)`."""
     return IngestAPI(store, access=access, max_body=max_body).routes()
+
+
+def _sniff_media_type(data: bytes) -> str:
+    """From the bytes, not from what a trace declared: a stored "image" is never served as HTML."""
+    for magic, kind in ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"), (b"GIF8", "image/gif")):
+        if data.startswith(magic):
+            return kind
+    return "image/webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else "application/octet-stream"
 
 
 def create_app(store: Store | None = None, *, access: Access | None = None, max_body: int | None = None) -> Starlette:

@@ -158,9 +158,25 @@ attachments = Table(
     Column("event_id", String(200)),
     Column("name", String(300)),
     Column("mime_type", String(100)),
-    Column("data", LargeBinary, nullable=False),
+    Column("data", LargeBinary),  # bytes of attachments stored before 0007; newer ones point at media_blobs
     Column("created_at", UTCDateTime, nullable=False),
+    Column("sha256", String(64), ForeignKey("media_blobs.sha256")),
+    Column("target", JSONType),  # where the step acted on the image: {"x", "y"} or {"box": [x, y, w, h]}
     Index(None, "session_id", "event_id"),
+)
+
+# image bytes, once per content hash however many steps show them (a page that did not change)
+media_blobs = Table(
+    "media_blobs",
+    metadata,
+    Column("sha256", String(64), primary_key=True),
+    Column("mime_type", String(100), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("width", Integer),
+    Column("height", Integer),
+    Column("data", LargeBinary, nullable=False),
+    Column("thumbnail", LargeBinary),
+    Column("created_at", UTCDateTime, nullable=False),
 )
 
 annotations = Table(

@@ -348,6 +348,11 @@ class Comparison:
         return [r for r in self.rows if r.paired]
 
     @property
+    def seq_pairs(self) -> list[tuple[int | None, int | None]]:
+        """The alignment as (A seq, B seq), None where only one side has the step (the side-by-side video)."""
+        return [(r.a.seq if r.a else None, r.b.seq if r.b else None) for r in self.rows]
+
+    @property
     def only_a(self) -> list[int]:
         return [r.a.seq for r in self.rows if r.b is None]
 

@@ -13,13 +13,23 @@ __all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Igno
 
 def registry() -> dict[str, Format]:
     """Known formats, in detection order (most specific first)."""
-    from . import anthropic, inspect_ai, langchain, native, notte, openai_chat, openhands, otel, smolagents, swe_agent
+    from . import anthropic, browser_use, inspect_ai, langchain, native, notte, openai_chat, openhands, otel, smolagents, swe_agent
 
     formats: list[Format] = [native.FORMAT]
     formats += [otel.OTLP_JSON, otel.OTLP_PROTO, otel.OTEL_SPANS]
     # agent formats, most specific first; a generic "list of chat messages" last
-    formats += [openhands.FORMAT, inspect_ai.FORMAT, swe_agent.SWE_AGENT, swe_agent.MINI_SWE_AGENT, smolagents.FORMAT, notte.FORMAT, langchain.FORMAT,
-                anthropic.FORMAT, openai_chat.FORMAT]
+    formats += [
+        openhands.FORMAT,
+        inspect_ai.FORMAT,
+        swe_agent.SWE_AGENT,
+        swe_agent.MINI_SWE_AGENT,
+        browser_use.FORMAT,
+        smolagents.FORMAT,
+        notte.FORMAT,
+        langchain.FORMAT,
+        anthropic.FORMAT,
+        openai_chat.FORMAT,
+    ]
     return {f.name: f for f in formats}
 
 

@@ -39,11 +39,42 @@ def text_of(content: Any) -> str | None:
 
 
 def other_parts(content: Any) -> list | None:
-    """Non-text parts of a part list (images, audio, documents), kept in metadata."""
+    """Non-text parts of a part list (audio, documents…), kept in metadata; an image part leaves only a
+    stub here, its bytes go to the step's `attachments` (see `image_attachments`)."""
     if not isinstance(content, list):
         return None
-    parts = [p for p in content if not (isinstance(p, str) or (isinstance(p, dict) and p.get("type", "text") in TEXT_PARTS))]
+    parts = [_stub(p) for p in content if not (isinstance(p, str) or (isinstance(p, dict) and p.get("type", "text") in TEXT_PARTS))]
     return parts or None
+
+
+def _image(part: Any) -> dict | None:
+    """A native attachment for an Anthropic `image` block (base64 source) or an OpenAI `image_url`/`input_image`
+    part holding a data: URL; None for anything else (a plain URL is kept as a reference, never fetched)."""
+    if not isinstance(part, dict):
+        return None
+    source = part.get("source")
+    if part.get("type") == "image" and isinstance(source, dict) and source.get("type") == "base64":
+        return {"media_type": source.get("media_type"), "data": source.get("data")}
+    url = part.get("image_url")
+    url = url.get("url") if isinstance(url, dict) else url
+    if part.get("type") in ("image_url", "input_image") and isinstance(url, str):
+        head, _, data = url.partition(",")
+        if head.startswith("data:") and head.endswith(";base64"):
+            return {"media_type": head[5:-7], "data": data}
+        return {"url": url}
+    return None
+
+
+def _stub(part: Any) -> Any:
+    return {"type": part.get("type"), "moved_to": "attachments"} if _image(part) is not None else part
+
+
+def image_attachments(content: Any) -> list[dict] | None:
+    """The image parts of a part list (or of a tool result's content list) as native attachments."""
+    if not isinstance(content, list):
+        return None
+    found = [a for a in map(_image, content) if a is not None]
+    return found or None
 
 
 class Conversation:
@@ -83,6 +114,7 @@ class Conversation:
         role = msg.get("role")
         extra = {k: v for k, v in msg.items() if k not in _OPENAI_KEYS and v is not None}
         extra["content_parts"] = other_parts(msg.get("content"))
+        extra["attachments"] = image_attachments(msg.get("content"))
         text = text_of(msg.get("content"))
         if role == "assistant":
             calls = list(msg.get("tool_calls") or [])
@@ -128,6 +160,7 @@ class Conversation:
             if kind == "tool_result":
                 rest = {k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content", "is_error")}
                 rest["content_parts"] = other_parts(block.get("content"))
+                rest["attachments"] = image_attachments(block.get("content"))
                 self.result(f"{key}.{j}", block.get("tool_use_id"), block.get("content"), block.get("is_error") is True, common, first, meta=rest)
             elif kind == "text":
                 texts.append(block.get("text") or "")
@@ -137,7 +170,7 @@ class Conversation:
             else:
                 parts.append(block)
         if texts or parts:
-            meta = {"role": role, "content_parts": parts or None}
+            meta = {"role": role, "content_parts": other_parts(parts), "attachments": image_attachments(parts)}
             self.add(key, "input", {**common, "content": "\n".join(texts), "metadata": meta}, first)
 
     def _assistant_block(self, block: Any, key: str, acts: bool, common: dict, first: dict) -> None:

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from ...events import SessionEndEvent, SessionEvent, StepEvent
+from ...events import AttachmentEvent, SessionEndEvent, SessionEvent, StepEvent
 
-Event = SessionEvent | StepEvent | SessionEndEvent
+Event = SessionEvent | StepEvent | SessionEndEvent | AttachmentEvent
 SNIFF_BYTES = 256 * 1024
 
 
