@@ -13,10 +13,11 @@ __all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Igno
 
 def registry() -> dict[str, Format]:
     """Known formats, in detection order (most specific first)."""
-    from . import anthropic, langchain, native, notte, openai_chat, otel, smolagents, swe_agent
+    from . import anthropic, claude_code, codex_cli, gemini_cli, langchain, native, notte, openai_chat, otel, smolagents, swe_agent
 
     formats: list[Format] = [native.FORMAT]
     formats += [otel.OTLP_JSON, otel.OTLP_PROTO, otel.OTEL_SPANS]
+    formats += [claude_code.FORMAT, codex_cli.FORMAT, gemini_cli.FORMAT]  # coding agents' own session logs
     # agent formats, most specific first; a generic "list of chat messages" last
     formats += [swe_agent.SWE_AGENT, swe_agent.MINI_SWE_AGENT, smolagents.FORMAT, notte.FORMAT, langchain.FORMAT,
                 anthropic.FORMAT, openai_chat.FORMAT]
