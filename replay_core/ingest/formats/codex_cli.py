@@ -8,8 +8,10 @@ yet stays a call, marked pending). Exit codes come from `exec_command_end`, from
 JSON-encoded output `{"output", "metadata": {"exit_code"}}`, or (0.154) from the
 `item_completed` CommandExecution item completed while the call was open.
 
-`token_count` totals are cumulative: each rise over the previous total is put on the model
-steps written since (never summed), the last total kept in the session's metadata.
+`token_count` totals are cumulative and written more than once: the last total of each turn,
+less the previous turn's, is that turn's usage, put on the turn's first model step
+(`metadata.usage.scope = "turn"`; never summed); the last total is kept in the session's
+metadata. (Per response is not safe: 0.47 writes a response's count before its items, 0.154 after.)
 `event_msg`s that repeat a response item (agent_reasoning, agent_message, user_message,
 item_completed UserMessage/AgentMessage/Reasoning, token_usage_record) are Ignored as
 duplicates. `task_started`/`task_complete` (or, in older rollouts, a user message) open
@@ -34,6 +36,7 @@ DUPLICATE_EVENTS = frozenset({"agent_reasoning", "agent_message", "user_message"
 DUPLICATE_ITEMS = frozenset({"UserMessage", "AgentMessage", "Reasoning"})
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+CONTEXT_PREFIXES = ("<", "# AGENTS.md")  # context Codex injects as user messages, not prompts
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
 
 
@@ -70,8 +73,9 @@ class _Rollout:
         self.effort: str | None = None
         self.turn = 0
         self.turn_id: str | None = None
+        self.tasks = False  # whether the rollout marks turns with task_started
         self.total: dict[str, int] = {}
-        self.unpriced: list[dict] = []  # model steps written since the last token_count rise
+        self.turn_totals: dict[int, dict[str, int]] = {}  # turn -> its last cumulative total
         self.last_kind: str | None = None
 
     def add(self, key: str, type: str, where: str, when, model_step: bool = False, **fields: Any) -> dict:
@@ -81,7 +85,6 @@ class _Rollout:
         if model_step:
             spec["model"] = self.model
             meta["reasoning_effort"] = self.effort
-            self.unpriced.append(spec)
         self.specs.append(spec)
         self.last_kind = type
         return spec
@@ -96,7 +99,7 @@ class _Rollout:
                 final = p.get("phase") == "final_answer" or p.get("phase") is None
                 self.add(key, "decision" if final else "think", where, when, True, content=text, metadata=meta)
             else:
-                if role == "user" and not text.lstrip().startswith("<") and self.last_kind not in (None, "input") and self.turn_id is None:
+                if role == "user" and not self.tasks and not text.lstrip().startswith(CONTEXT_PREFIXES):
                     self.turn += 1  # older rollouts have no task_started: a user prompt opens the turn
                 self.add(key, "input", where, when, content=text, metadata={"role": role, **meta})
         elif kind == "reasoning":
@@ -136,25 +139,32 @@ class _Rollout:
             self.add(key, "observation", where, when, content=text_of(p.get("content")) or "", metadata={"item": p})
 
     def token_count(self, p: dict) -> bool:
+        """Keep the turn's latest cumulative total; False when the record holds no total or goes backwards."""
         info = p.get("info")
         total = info.get("total_token_usage") if isinstance(info, dict) else None
         if not isinstance(total, dict):
             return False
         now = {k: _int(total.get(k)) or 0 for k in USAGE_KEYS}
-        if any(now[k] < self.total.get(k, 0) for k in USAGE_KEYS) or now == self.total:
-            return bool(now == self.total)  # a repeat (used: nothing new), or a total that went down (not used)
-        delta = {k: now[k] - self.total.get(k, 0) for k in USAGE_KEYS}
+        if any(now[k] < self.total.get(k, 0) for k in USAGE_KEYS):
+            return False
         self.total = now
-        target = self.unpriced[0] if self.unpriced else next((s for s in reversed(self.specs) if "model" in s), None)
-        if target is not None:
-            target["tokens_in"] = target.get("tokens_in", 0) + delta["input_tokens"]
-            target["tokens_out"] = target.get("tokens_out", 0) + delta["output_tokens"]
-            usage = target["metadata"].setdefault("usage", {})
-            for k, v in delta.items():
-                usage[k] = usage.get(k, 0) + v
-        self.unpriced = []
+        self.turn_totals[self.turn] = now
         return True
 
+    def price(self) -> None:
+        """Each turn's usage (its last total less the previous turn's) on the turn's first model step."""
+        before: dict[str, int] = {}
+        firsts: dict[int, dict] = {}
+        for spec in self.specs:
+            if "model" in spec:
+                firsts.setdefault(spec["metadata"]["turn"], spec)
+        for turn, total in sorted(self.turn_totals.items()):
+            delta = {k: total[k] - before.get(k, 0) for k in USAGE_KEYS}
+            target = firsts.get(turn)
+            if target is not None and any(delta.values()):
+                target["tokens_in"], target["tokens_out"] = delta["input_tokens"], delta["output_tokens"]
+                target["metadata"]["usage"] = {**delta, "scope": "turn"}
+                before = total
     def command_done(self, item: dict) -> None:
         """A CommandExecution/FileChange completed while a call was open: its exit code is that call's."""
         code = _int(item.get("exit_code"))
@@ -164,6 +174,7 @@ class _Rollout:
             self.exits[call_id] = code if code is not None else max(self.exits.get(call_id, 0), 1)
 
     def steps(self) -> None:
+        self.price()
         for spec in self.specs:
             fields = {k: v for k, v in spec.items() if not k.startswith("_") and k not in ("key", "type")}
             call_id = spec.get("tool_call_id")
@@ -235,6 +246,7 @@ class CodexCliFormat:
                     yield Ignored(where, "token_count/no-info")
             elif kind == "event_msg" and sub in ("task_started", "task_complete", "turn_aborted"):
                 if sub == "task_started":
+                    state.tasks = True
                     state.turn += 1
                     state.turn_id = p.get("turn_id") if isinstance(p.get("turn_id"), str) else None
                 elif sub == "turn_aborted":
