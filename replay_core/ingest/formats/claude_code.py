@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat_messages import other_parts, text_of
-from .jsondoc import has_key, json_lines, starts_json
+from .jsondoc import has_key, json_objects, starts_json
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time
 
@@ -288,16 +288,12 @@ class ClaudeCodeFormat:
         sessions: dict[str, list[_Line]] = {}
         extras: dict[str, dict] = {}
         summaries: list[tuple[int, dict]] = []
-        for item in json_lines(data, filename):
+        for item in json_objects(data, filename, "type"):
             if isinstance(item, BadRecord):
                 yield item
                 continue
             n, rec = item
-            where = f"{filename}:{n}"
-            kind = rec.get("type") if isinstance(rec, dict) else None
-            if not isinstance(kind, str):
-                yield BadRecord(where, "expected a JSON object with a 'type'")
-                continue
+            where, kind = f"{filename}:{n}", rec["type"]
             if kind == "summary":
                 summaries.append((n, rec))
                 continue

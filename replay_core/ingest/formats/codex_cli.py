@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from .chat_messages import text_of
-from .jsondoc import first_record, has_key, json_lines, parse_arguments, starts_json
+from .jsondoc import first_record, has_key, json_objects, parse_arguments, starts_json
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time, stable_id
 
@@ -203,14 +203,12 @@ class CodexCliFormat:
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
         records: list[tuple[int, dict]] = []
-        for item in json_lines(data, filename):
+        for item in json_objects(data, filename, "type"):
             if isinstance(item, BadRecord):
                 yield item
                 continue
             n, rec = item
-            if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
-                yield BadRecord(f"{filename}:{n}", "expected a JSON object with a 'type'")
-            elif not isinstance(rec.get("payload"), dict):
+            if not isinstance(rec.get("payload"), dict):
                 yield BadRecord(f"{filename}:{n}", f"{rec['type']}: 'payload' must be an object")
             else:
                 records.append((n, rec))

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .chat_messages import text_of
-from .jsondoc import first_record, has_key, is_json_lines, json_lines, load_json, starts_json
+from .jsondoc import first_record, has_key, is_json_lines, json_objects, load_json, starts_json
 from .reader import BadRecord, DocumentError, Event, Ignored
 from .runs import Run, compact, parse_time, stable_id
 
@@ -119,26 +119,24 @@ class GeminiCliFormat:
     label = "Gemini CLI session recordings ({sessionId, projectHash, messages} JSON or JSONL)"
 
     def sniff(self, head: bytes, filename: str) -> bool:
-        if not starts_json(head) or not has_key(head, "sessionId") or not has_key(head, "startTime"):
+        if not starts_json(head) or not has_key(head, "sessionId"):
             return False
         first = first_record(head)
-        if isinstance(first, dict):
-            return "projectHash" in first or "messages" in first
-        return has_key(head, "projectHash") or has_key(head, "messages")
+        if isinstance(first, dict) and "sessionId" in first:
+            return "projectHash" in first or "messages" in first and has_key(head, "type", "gemini")
+        return has_key(head, "projectHash") or has_key(head, "messages") and has_key(head, "type", "gemini")
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
         header: dict[str, Any] = {}
         messages: dict[str, tuple[str, dict]] = {}  # id -> (where, message), in first-seen order
         if is_json_lines(data):
-            for item in json_lines(data, filename):
+            for item in json_objects(data, filename):
                 if isinstance(item, BadRecord):
                     yield item
                     continue
                 n, rec = item
                 where = f"{filename}:{n}"
-                if not isinstance(rec, dict):
-                    yield BadRecord(where, "expected a JSON object")
-                elif "$set" in rec:
+                if "$set" in rec:
                     if isinstance(rec["$set"], dict):
                         header.update({k: v for k, v in rec["$set"].items() if k != "messages"})
                     else:
