@@ -202,7 +202,7 @@ class CodexCliFormat:
         return has_key(head, "type", "session_meta") and has_key(head, "payload") and has_key(head, "cli_version")
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
-        records: list[tuple[int, dict]] = []
+        records: list[tuple[int, dict, Any]] = []  # line, record, its time
         for item in json_objects(data, filename, "type"):
             if isinstance(item, BadRecord):
                 yield item
@@ -211,10 +211,10 @@ class CodexCliFormat:
             if not isinstance(rec.get("payload"), dict):
                 yield BadRecord(f"{filename}:{n}", f"{rec['type']}: 'payload' must be an object")
             else:
-                records.append((n, rec))
-        meta_rec = next((r["payload"] for _, r in records if r["type"] == "session_meta"), {})
+                records.append((n, rec, parse_time(rec.get("timestamp"))))
+        meta_rec = next((r["payload"] for _, r, _ in records if r["type"] == "session_meta"), {})
         sid = meta_rec.get("id") or meta_rec.get("session_id")
-        times = [t for t in (parse_time(r.get("timestamp")) for _, r in records) if t]
+        times = [t for _, _, t in records if t]
         meta = {k: meta_rec.get(k) for k in ("cwd", "originator", "source", "model_provider", "history_mode") if isinstance(meta_rec.get(k), str)}
         if isinstance(meta_rec.get("git"), dict):
             meta["git"] = meta_rec["git"]
@@ -224,9 +224,8 @@ class CodexCliFormat:
                   started_at=started, metadata=compact(meta))
         state = _Rollout(run, filename)
         error_last = None
-        for n, rec in records:
+        for n, rec, when in records:
             kind, p, where = rec["type"], rec["payload"], f"{filename}:{n}"
-            when = parse_time(rec.get("timestamp"))
             key = f"l{rec['ordinal']}" if isinstance(rec.get("ordinal"), int) and not isinstance(rec.get("ordinal"), bool) else f"n{n}"
             sub = p.get("type")
             if kind == "session_meta":
