@@ -107,3 +107,17 @@ def test_last_turn_api_error_fails_the_session_and_summary_names_it(store, tmp_p
     session = store.get_session(import_file(store, path).sessions[0])
     assert (session["status"], session["outcome"]) == ("failed", "API Error: 529 overloaded")
     assert session["model"] == "claude-haiku-4-5-20251001"  # the synthetic error message is not the model
+
+
+def test_summary_names_the_session_and_unknown_lines_are_counted_by_kind(store, tmp_path):
+    lines = SIDECHAIN.read_bytes().rstrip(b"\n").split(b"\n")
+    leaf = orjson.loads(lines[-1])["uuid"]
+    extra = [{"type": "summary", "summary": "Border colours research", "leafUuid": leaf},
+             {"type": "summary", "summary": "another session's", "leafUuid": "not-here"},
+             {"type": "progress", "sessionId": "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358", "data": {"type": "hook_progress"}}]
+    path = tmp_path / "with-summary.jsonl"
+    path.write_bytes(b"\n".join([*map(orjson.dumps, extra), *lines]) + b"\n")
+    assert detect(path.read_bytes(), str(path)).name == "claude_code"  # even when the first line is a summary
+    report = import_file(store, path)
+    assert store.get_session(report.sessions[0])["name"] == "Border colours research"
+    assert report.files[0]["ignored"] == {"summary": 1, "progress": 1}
