@@ -159,15 +159,12 @@ class Store:
             untimed_ok = {sid for sid, end in ended.items() if end.status == SessionStatus.UNKNOWN}  # finished files
             self._upsert_sessions(conn, ids, known, opened, by_session, now, default_source, untimed_ok)
             last_seen: dict[str, datetime] = {}
-            stamped: dict[str, datetime] = {}  # the latest time the new steps themselves carry
             for sid, batch in by_session.items():
                 inserted, dupes, latest = self._insert_steps(conn, sid, batch, sid in known)
                 result.steps += inserted
                 result.duplicates += dupes
-                if inserted or latest is not None:  # a batch of duplicates only brought nothing new
+                if inserted:  # a re-import that adds nothing must not move last_event_at to the import time
                     last_seen[sid] = latest or now
-                if latest is not None:
-                    stamped[sid] = latest
             for sid, latest in last_seen.items():
                 revive = sid in known and known[sid] == SessionStatus.INCOMPLETE and sid not in ended
                 values: dict[str, Any] = {"last_event_at": latest}
@@ -181,7 +178,7 @@ class Store:
                 )
             for sid, end in ended.items():
                 if end.status == SessionStatus.UNKNOWN:  # a finished file: its own times or none, never the import time
-                    ended_at = end.ended_at or stamped.get(sid)
+                    ended_at = end.ended_at or max((s.timestamp for s in by_session.get(sid, ()) if s.timestamp), default=None)
                 else:
                     ended_at = end.ended_at or last_seen.get(sid) or now
                 conn.execute(
