@@ -7,6 +7,7 @@ ratio says how much the mapping and storing cost on top of reading the file.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -16,11 +17,12 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report, timed  # noqa: E402
 
-from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes, read_events  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
 
 FIX = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 REPEAT = 2000
+READERS_GOAL = {name: ">= 20000 steps/s read (issue 10)" for name in ("claude_code", "codex_cli", "gemini_cli")}
 
 
 def swe_agent() -> bytes:
@@ -125,11 +127,50 @@ def inspect_ai() -> bytes:
     return orjson.dumps(doc)
 
 
+def _renamed(line: bytes, i: int, keys: tuple[bytes, ...]) -> bytes:
+    """A JSON line with the values of the id-like keys given made unique for copy `i`."""
+    for key in keys:
+        line = re.sub(rb'("' + key + rb'":\s*")([^"]+)"', lambda m: m.group(1) + m.group(2) + f"-{i}".encode() + b'"', line)
+    return line
+
+
+def claude_code() -> bytes:
+    """The real yepanywhere session's 48 lines repeated, uuids, message ids and tool ids renamed per copy."""
+    lines = (FIX / "claude_code/yepanywhere_claude-basic_native.jsonl").read_bytes().strip().split(b"\n")
+    keys = (b"uuid", b"parentUuid", b"id", b"tool_use_id", b"leafUuid", b"sourceToolAssistantUUID")
+    return b"\n".join(_renamed(line, i, keys) for i in range(REPEAT // 2) for line in lines) + b"\n"
+
+
+def codex_cli() -> bytes:
+    """The real 0.47 rollout's response items and token counts repeated (one session_meta), call ids renamed."""
+    lines = (FIX / "codex_cli/yoavf_codex-pomodoro-timer_rollout.jsonl").read_bytes().strip().split(b"\n")
+    body = [line for line in lines[1:] if b'"turn_context"' not in line]
+    return b"\n".join([lines[0], *(_renamed(line, i, (b"call_id",)) for i in range(REPEAT // 6) for line in body)]) + b"\n"
+
+
+def gemini_cli() -> bytes:
+    """The real recording's messages repeated, message and tool-call ids renamed."""
+    doc = orjson.loads((FIX / "gemini_cli/yoavf_gemini-cli-pomodoro-timer.json").read_bytes())
+    base, doc["messages"] = doc["messages"], []
+    for i in range(REPEAT // 6):
+        for msg in base:
+            msg = orjson.loads(orjson.dumps(msg))
+            msg["id"] = f"{msg['id']}-{i}"
+            for call in msg.get("toolCalls") or []:
+                call["id"] = f"{call['id']}-{i}"
+            doc["messages"].append(msg)
+    return orjson.dumps(doc)
+
+
 def main() -> None:
     makers = {"swe_agent": swe_agent, "mini_swe_agent": mini_swe_agent, "openai_chat": openai_chat, "anthropic": anthropic,
-              "smolagents": smolagents, "notte": notte, "langchain": langchain, "openhands": openhands, "inspect_ai": inspect_ai}
+              "smolagents": smolagents, "notte": notte, "langchain": langchain, "openhands": openhands, "inspect_ai": inspect_ai,
+              "claude_code": claude_code, "codex_cli": codex_cli, "gemini_cli": gemini_cli}
+    only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in makers.items():
+            if only and name not in only:
+                continue
             data = make()
             if data.lstrip().startswith(b"{") and b"\n{" in data:
                 _, parse = timed(lambda: [orjson.loads(x) for x in data.split(b"\n") if x])
@@ -139,6 +180,10 @@ def main() -> None:
             result, seconds = timed(import_bytes, store, data, f"bench.{name}", fmt=name)
             store.close()
             steps = result.steps
+            if name in READERS_GOAL:  # issue 10: each coding-agent reader reads >= 20,000 steps/s (reading alone, then with storing)
+                (events, _, _), read_s = timed(read_events, data, f"bench.{name}", name)
+                read_steps = sum(1 for e in events if e.kind == "step")
+                report(f"read_{name}_{read_steps}", read_steps / read_s, "steps/s", READERS_GOAL[name], read_steps / parse)
             report(f"import_{name}_sqlite_{steps}", steps / seconds, "steps/s", "measured; no budget in design.md §9", steps / parse)
 
 

@@ -157,7 +157,8 @@ class Store:
         now = now_utc()
         with self._write_lock, self.engine.begin() as conn:
             known = self._existing_sessions(conn, ids)
-            self._upsert_sessions(conn, ids, known, opened, by_session, now, default_source)
+            untimed_ok = {sid for sid, end in ended.items() if end.status == SessionStatus.UNKNOWN}  # finished files
+            self._upsert_sessions(conn, ids, known, opened, by_session, now, default_source, untimed_ok)
             last_seen: dict[str, datetime] = {}
             for sid, batch in by_session.items():
                 inserted, dupes, latest = self._insert_steps(conn, sid, batch, sid in known)
@@ -177,7 +178,10 @@ class Store:
                     .values(**values)
                 )
             for sid, end in ended.items():
-                ended_at = end.ended_at or last_seen.get(sid) or now
+                if end.status == SessionStatus.UNKNOWN:  # a finished file: its own times or none, never the import time
+                    ended_at = end.ended_at or max((s.timestamp for s in by_session.get(sid, ()) if s.timestamp), default=None)
+                else:
+                    ended_at = end.ended_at or last_seen.get(sid) or now
                 conn.execute(
                     update(sessions)
                     .where(sessions.c.id == sid)
@@ -192,7 +196,9 @@ class Store:
                 known[sid] = status
         return known
 
-    def _upsert_sessions(self, conn, ids, known, opened, by_session, now, default_source) -> None:
+    def _upsert_sessions(self, conn, ids, known, opened, by_session, now, default_source, untimed_ok=frozenset()) -> None:
+        """New sessions start at their first step's time, or now (a live run) — never now for a
+        finished file without times (`untimed_ok`): it gets no start at all."""
         new_rows = []
         for sid in ids:
             fields = opened.get(sid, {})
@@ -203,7 +209,7 @@ class Store:
             started = fields.get("started_at")
             if started is None:
                 stamps = [s.timestamp for s in by_session.get(sid, ()) if s.timestamp]
-                started = min(stamps) if stamps else now
+                started = min(stamps) if stamps else None if sid in untimed_ok else now
             row = {name: fields.get(name) for name in SESSION_FIELDS}
             row.update(id=sid, started_at=started, created_at=now, status=fields.get("status") or "running")
             row["source"] = row["source"] or default_source

@@ -404,7 +404,8 @@ def _first_divergence(rows: list[Row], a: dict, b: dict, compare_outcome: bool) 
             kind = row.kind
             return Divergence(row.a.seq, row.b.seq, kind, _pair_summary(row, kind), index)
         return _gap_divergence(rows, index)
-    ended = "running" not in (a.get("status"), b.get("status"))  # a run still going has no outcome yet
+    # a run still going has no outcome yet, and a finished file that recorded none (`unknown`) has none to compare
+    ended = not {"running", "unknown"} & {a.get("status"), b.get("status")}
     if compare_outcome and ended and (a.get("status"), a.get("error_class")) != (b.get("status"), b.get("error_class")):
         def outcome(s: dict) -> str:
             return f"{s.get('status')}" + (f" ({s['error_class']})" if s.get("error_class") else "")

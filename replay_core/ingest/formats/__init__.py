@@ -13,10 +13,12 @@ __all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Igno
 
 def registry() -> dict[str, Format]:
     """Known formats, in detection order (most specific first)."""
-    from . import anthropic, browser_use, inspect_ai, langchain, native, notte, openai_chat, openhands, otel, smolagents, swe_agent
+    from . import (anthropic, browser_use, claude_code, codex_cli, gemini_cli, inspect_ai, langchain, native, notte, openai_chat,
+                   openhands, otel, smolagents, swe_agent)
 
     formats: list[Format] = [native.FORMAT]
     formats += [otel.OTLP_JSON, otel.OTLP_PROTO, otel.OTEL_SPANS]
+    formats += [claude_code.FORMAT, codex_cli.FORMAT, gemini_cli.FORMAT]  # coding agents' own session logs
     # agent formats, most specific first; a generic "list of chat messages" last
     formats += [
         openhands.FORMAT,

@@ -41,6 +41,17 @@ def json_lines(data: bytes, filename: str) -> Iterator[tuple[int, Any] | BadReco
             yield BadRecord(f"{filename}:{number}", f"invalid JSON ({exc.msg}); is the line truncated?")
 
 
+def json_objects(data: bytes, filename: str, key: str | None = None) -> Iterator[tuple[int, dict] | BadRecord]:
+    """Like `json_lines`, with a BadRecord for a line that is not an object (or lacks text under `key`)."""
+    for item in json_lines(data, filename):
+        if isinstance(item, BadRecord):
+            yield item
+        elif not isinstance(item[1], dict) or key is not None and not isinstance(item[1].get(key), str):
+            yield BadRecord(f"{filename}:{item[0]}", f"expected a JSON object with a '{key}'" if key else "expected a JSON object")
+        else:
+            yield item
+
+
 def is_json_lines(data: bytes) -> bool:
     """More than one non-blank line, the first of which is a whole JSON object by itself."""
     stripped = data.strip()

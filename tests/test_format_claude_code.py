@@ -1,0 +1,123 @@
+"""Claude Code transcripts (`claude_code`) on real sessions, and what the reader must not claim.
+
+Real files (tests/fixtures/SOURCES.md):
+- claude_code/yepanywhere_claude-basic_native.jsonl — kzahel/yepanywhere
+  packages/server/test/fixtures/captured/claude-basic-2026-09-12/native.jsonl @ 76ea6130fd9532a373f389636e996665f3a2838c
+- claude_code/daaain_sidechain_integrated.jsonl — daaain/claude-code-log test/test_data/sidechain_integrated.jsonl
+  @ 579edc0fc04a09fc3df17aed7fb5cdb4d4766565 (MIT; real session trimmed by that project)
+Supplement: claude_code/subagents/agent-test-hash-123.jsonl — d-kimuson/claude-code-viewer
+  mock-global-claude-dir/projects/sample-project/agent-test-hash-123.jsonl @ 953ad642232e70e4371c70383c3c9981590830bb (hand-written mock)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import orjson
+from conftest import FIXTURES
+
+from replay_core.ingest.formats import anthropic, detect
+from replay_core.ingest.pipeline import import_file
+
+BASIC = FIXTURES / "claude_code/yepanywhere_claude-basic_native.jsonl"
+SIDECHAIN = FIXTURES / "claude_code/daaain_sidechain_integrated.jsonl"
+SUBAGENT = FIXTURES / "claude_code/subagents/agent-test-hash-123.jsonl"
+
+
+def test_transcripts_are_claimed_by_claude_code_not_anthropic():
+    for path in (BASIC, SIDECHAIN, SUBAGENT):
+        assert detect(path.read_bytes(), str(path)).name == "claude_code"
+    # the Anthropic reader, tried first before, would take them: order matters
+    assert anthropic.FORMAT.sniff(BASIC.read_bytes(), str(BASIC))
+
+
+def test_a_plain_anthropic_message_log_is_not_claude_code():
+    for path in (FIXTURES / "anthropic/messages_transcript.json", FIXTURES / "anthropic/test_anthropic_tools_history_legacy.yaml"):
+        assert detect(path.read_bytes(), str(path)).name == "anthropic"
+
+
+def test_real_session_steps_tools_tokens_and_times(store):
+    report = import_file(store, BASIC)
+    assert report.files[0]["format"] == "claude_code"
+    assert report.sessions == ["30499b10-b34f-4546-a431-c77d14d042e1"]
+    session = store.get_session(report.sessions[0])
+    steps = store.load_steps(report.sessions[0])
+    assert Counter(s.type for s in steps) == {"think": 6, "tool_call": 5, "tool_result": 5, "input": 2, "decision": 2}
+    # 48 lines: 36 in the uuid chain (20 entries give steps, 15 attachments + 1 system line are ignored by kind)
+    # plus 12 meta lines: 3 custom-title (the name), 9 ignored
+    ignored = report.files[0]["ignored"]
+    assert ignored["queue-operation"] == 4 and ignored["atis-latch"] == 3 and ignored["last-prompt"] == 2
+    assert ignored["attachment/total_tokens_reminder"] == 5 and ignored["system/stop_hook_summary"] == 1
+    assert sum(ignored.values()) == 48 - 20 - 3
+    calls = [s for s in steps if s.type == "tool_call"]
+    assert [c.tool_name for c in calls] == ["Read", "Write", "Bash", "Bash", "Read"]
+    assert calls[0].tool_args == {"file_path": "/fixture/project/notes.txt"}
+    results = {s.tool_call_id: s for s in steps if s.type == "tool_result"}
+    assert set(results) == {c.tool_call_id for c in calls}  # every call has its result
+    failed = results[calls[3].tool_call_id]
+    assert (failed.status, failed.tool_name, failed.content) == ("error", "Bash", "Exit code 7\nFIXTURE_FAILURE")
+    assert failed.metadata["tool_use_result"].startswith("Error: Exit code 7")  # toolUseResult as a string
+    assert results[calls[0].tool_call_id].metadata["tool_use_result"]["file"]["numLines"] == 3  # ... or an object
+    # the two parallel Bash calls come before their results (tree order, not a chain walk)
+    seqs = {s.event_id: s.seq for s in steps}
+    assert seqs[calls[3].event_id] < seqs[failed.event_id] and seqs[calls[2].event_id] < seqs[calls[3].event_id]
+    # usage once per API message: 5 messages over 13 lines, the first step of each carries it (cache tokens included)
+    priced = [s for s in steps if s.tokens_in is not None]
+    assert len(priced) == 5 == len({s.metadata["message_id"] for s in steps if s.type != "input" and s.type != "tool_result"})
+    raw = orjson.loads(BASIC.read_bytes().split(b"\n")[18])["message"]["usage"]
+    assert priced[0].tokens_in == raw["input_tokens"] + raw["cache_creation_input_tokens"] + raw["cache_read_input_tokens"]
+    assert priced[0].metadata["usage"]["cache_read_input_tokens"] == raw["cache_read_input_tokens"]
+    assert session["model"] == "claude-haiku-4-5-20251001" and session["agent_version"] == "2.1.258"
+    assert session["name"] == "Yep Anywhere Session"  # custom-title
+    assert session["status"] == "unknown"  # a transcript records no outcome
+    assert session["started_at"].isoformat().startswith("2026-09-12T09:53:53.153")  # the first chain line (an attachment)
+    assert session["ended_at"].isoformat().startswith("2026-09-12T09:55:02.736")
+    assert steps[-1].type == "decision" and steps[-1].content == "Continuation verified."
+
+
+def test_inline_sub_agent_is_a_span_under_its_task_call(store):
+    report = import_file(store, SIDECHAIN)
+    assert len(report.sessions) == 1
+    steps = store.load_steps(report.sessions[0])
+    assert [s.type for s in steps] == ["tool_call", "span", "think", "tool_call", "tool_result", "tool_result", "decision"]
+    task, span = steps[0], steps[1]
+    assert (task.tool_name, span.parent_id, span.metadata["agent_id"]) == ("Task", task.event_id, "e1c84ba5")
+    assert all(s.parent_id == span.event_id and s.agent_id == "subagent-e1c84ba5" for s in steps[2:5])
+    assert steps[3].tool_name == "Grep" and steps[5].tool_call_id == task.tool_call_id and steps[5].parent_id is None
+    assert steps[0].tokens_in == 3 + 141272 and steps[2].tokens_in == 3 + 19830
+    assert store.get_session(report.sessions[0])["status"] == "unknown"
+
+
+def test_separate_sub_agent_file_is_a_linked_child_session(store):
+    report = import_file(store, SUBAGENT)
+    assert report.sessions == ["5c0375b4-57a5-4f26-b12d-d022ee4e51b7/agent-test-hash-123"]
+    session = store.get_session(report.sessions[0])
+    assert session["metadata"]["parent_session"] == "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+    assert "subagent" in session["tags"]
+    assert [s.type for s in store.load_steps(report.sessions[0])] == ["input", "decision"]
+
+
+def test_last_turn_api_error_fails_the_session_and_summary_names_it(store, tmp_path):
+    lines = BASIC.read_bytes().rstrip(b"\n").split(b"\n")
+    last = orjson.loads(lines[-1])
+    error = dict(last, uuid="err-1", parentUuid=last["uuid"], isApiErrorMessage=True, timestamp="2026-09-12T09:56:00.000Z",
+                 message={"id": "msg_err", "model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "API Error: 529 overloaded"}]})
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join([*lines, orjson.dumps(error)]) + b"\n")
+    session = store.get_session(import_file(store, path).sessions[0])
+    assert (session["status"], session["outcome"]) == ("failed", "API Error: 529 overloaded")
+    assert session["model"] == "claude-haiku-4-5-20251001"  # the synthetic error message is not the model
+
+
+def test_summary_names_the_session_and_unknown_lines_are_counted_by_kind(store, tmp_path):
+    lines = SIDECHAIN.read_bytes().rstrip(b"\n").split(b"\n")
+    leaf = orjson.loads(lines[-1])["uuid"]
+    extra = [{"type": "summary", "summary": "Border colours research", "leafUuid": leaf},
+             {"type": "summary", "summary": "another session's", "leafUuid": "not-here"},
+             {"type": "progress", "sessionId": "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358", "data": {"type": "hook_progress"}}]
+    path = tmp_path / "with-summary.jsonl"
+    path.write_bytes(b"\n".join([*map(orjson.dumps, extra), *lines]) + b"\n")
+    assert detect(path.read_bytes(), str(path)).name == "claude_code"  # even when the first line is a summary
+    report = import_file(store, path)
+    assert store.get_session(report.sessions[0])["name"] == "Border colours research"
+    assert report.files[0]["ignored"] == {"summary": 1, "progress": 1}
