@@ -1,0 +1,118 @@
+"""The account of one file read by one reader: what was read, used, ignored, refused, made.
+
+An import that says "imported" while it made an empty run out of a file it did not
+understand is worse than a refusal. So every file is accounted for: its records (the
+container's unit — a JSONL line, a JSON list item, one JSON object — unless the reader
+names its own with `Records`), those the reader ignored by kind (with where the first few
+were), the bad ones, and the steps made. `used` is what is left: records the reader took.
+
+Detection reads the file with every reader whose sniff passes and keeps the one that uses
+the largest share (`coverage`); the registry order breaks ties. A file is refused when even
+the best uses less than `MIN_COVERAGE` of its records, or when it has records and would give
+no steps. Half is the threshold: a reader that understands fewer than half of a file's records
+is guessing about what the file is, and the runs it would make show a partial picture as if
+it were whole; a reader that uses most of them and names what it skipped is telling the truth.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..events import StepEvent
+from .formats import BadRecord, DocumentError, Event, Format, Ignored, Records
+from .formats.shape import Shape
+
+MIN_COVERAGE = 0.5
+EXAMPLES = 3  # where the first few ignored records of each kind were
+PROGRESS_EVERY = 5000
+
+
+@dataclass
+class FileAccount:
+    """One reader's reading of one file."""
+
+    file: str
+    format: str
+    records: int
+    unit: str
+    events: list[Event] = field(default_factory=list)
+    bad: list[BadRecord] = field(default_factory=list)
+    ignored: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    steps: int = 0
+
+    @property
+    def ignored_total(self) -> int:
+        return sum(self.ignored.values())
+
+    @property
+    def used(self) -> int:
+        return max(0, self.records - self.ignored_total - len(self.bad))
+
+    @property
+    def coverage(self) -> float:
+        return self.used / self.records if self.records else 1.0
+
+    def summary(self) -> str:
+        """`swe_agent: 0 of 49 lines used (49 ignored: type=user 20, type=progress 19…), 0 steps`."""
+        text = f"{self.format}: {self.used} of {self.records} {self.unit} used"
+        if self.ignored:
+            kinds = ", ".join(f"{k} {n}" for k, n in self.ignored.most_common(3)) + ("…" if len(self.ignored) > 3 else "")
+            text += f" ({self.ignored_total} ignored: {kinds})"
+        if self.bad:
+            text += f", {len(self.bad)} bad"
+        return text + f", {self.steps} steps"
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "format": self.format, "records": self.records, "unit": self.unit, "used": self.used,
+                "ignored": dict(self.ignored.most_common()), "ignored_examples": self.examples,
+                "bad": len(self.bad), "steps": self.steps}
+
+
+def account(reader: Format, data: bytes, filename: str, shape: Shape,
+            progress: Callable[[int], None] | None = None) -> FileAccount:
+    """Read the whole file with `reader` and account for every record."""
+    acc = FileAccount(filename, reader.name, shape.records, shape.unit)
+    try:
+        for n, item in enumerate(reader.read(data, filename), start=1):
+            if isinstance(item, StepEvent):
+                acc.steps += 1
+                acc.events.append(item)
+            elif isinstance(item, Ignored):
+                acc.ignored[item.kind] += 1
+                seen = acc.examples.setdefault(item.kind, [])
+                if len(seen) < EXAMPLES:
+                    seen.append(item.where)
+            elif isinstance(item, BadRecord):
+                acc.bad.append(item)
+            elif isinstance(item, Records):
+                acc.records, acc.unit = item.count, item.unit
+            else:
+                acc.events.append(item)
+            if progress and n % PROGRESS_EVERY == 0:
+                progress(n)
+    except DocumentError as exc:  # the file cannot be read at all
+        acc.bad.append(exc.record)
+    except RecursionError:  # a pathologically nested document
+        acc.bad.append(BadRecord(filename, "nested too deeply to read"))
+    return acc
+
+
+def refusal(acc: FileAccount | None) -> str | None:
+    """Why the best reading of a file is not good enough to store, or None when it is."""
+    if acc is None:
+        return "no reader recognises it"
+    if acc.records and acc.steps == 0 and not acc.bad:
+        return "it would give no steps"
+    if acc.coverage < MIN_COVERAGE and not acc.bad:
+        return f"the best reader uses {acc.used} of {acc.records} {acc.unit} (under {MIN_COVERAGE:.0%})"
+    return None
+
+
+def mostly_ignored(acc: FileAccount) -> str | None:
+    """The warning a forced reader gets when it ignores most of the file."""
+    if acc.records and acc.coverage < MIN_COVERAGE:
+        return f"{acc.file}: --format {acc.format} ignored most of the file: {acc.summary()}"
+    return None
