@@ -142,6 +142,49 @@ def _file_line(f: dict) -> str:
     return text + f", {f['steps']} steps ({f['stored']} new)"
 
 
+@app.command("watch")
+def watch_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (followed recursively) that agents are writing.")],
+    format: Annotated[str, typer.Option("--format", help="auto, or a format name.")] = "auto",
+    since: Annotated[str | None, typer.Option("--since", help="Only files changed within this long, e.g. 30m, 2h, 1d.")] = None,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 1.0,
+    once: Annotated[bool, typer.Option("--once", help="Poll once and exit.")] = False,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Import the good lines of a chunk with bad ones.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Follow agents' log files as they are written: new lines are imported as they appear (restart-safe)."""
+    from .ingest.formats import get_format
+    from .ingest.watch import Watcher, parse_duration
+
+    if format != "auto":
+        try:
+            get_format(format)
+        except ValueError as exc:
+            fail(f"--format: {exc}")
+    try:
+        window = parse_duration(since) if since else None
+    except ValueError as exc:
+        fail(f"--since: {exc}")
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail(f"no such file or folder: {', '.join(missing)}")
+    store = open_store(db)
+    watcher = Watcher(store, paths, fmt=format, since=window, skip_bad=skip_bad)
+
+    def said(found) -> None:
+        if found.steps:
+            out.print(f"{found.steps} new steps from {found.files} files ({len(found.sessions)} runs)")
+        for problem in found.problems:
+            err.print(problem)
+
+    if not once:
+        err.print(f"watching {', '.join(map(str, paths))} every {interval:g}s (Ctrl-C stops)")
+    try:
+        watcher.run(interval=interval, polls=1 if once else None, report=said)
+    except KeyboardInterrupt:
+        pass
+
+
 def _progress(enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -25,6 +25,7 @@ from .formats import BadRecord, DocumentError, Event, Format, Ignored, Records
 from .formats.shape import Shape
 
 MIN_COVERAGE = 0.5
+NO_STEPS = "it would give no steps"
 EXAMPLES = 3  # where the first few ignored records of each kind were
 PROGRESS_EVERY = 5000
 
@@ -105,7 +106,7 @@ def refusal(acc: FileAccount | None) -> str | None:
     if acc is None:
         return "no reader recognises it"
     if acc.records and acc.steps == 0 and not acc.bad:
-        return "it would give no steps"
+        return NO_STEPS
     if acc.coverage < MIN_COVERAGE and not acc.bad:
         return f"the best reader uses {acc.used} of {acc.records} {acc.unit} (under {MIN_COVERAGE:.0%})"
     return None

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..events import SessionEndEvent, SessionStatus, StepEvent
-from .accounting import FileAccount, account, mostly_ignored, refusal
+from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
 from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, registry
 from .formats.shape import describe, shape_of
 from .redact import Redactor, default_redactor
@@ -173,9 +173,12 @@ def import_bytes(
         if acc.bad and not skip_bad:
             raise ImportRejected(acc.bad)
         if acc.records and acc.steps == 0 and not live:
-            raise FileRefused(filename, "it would give no steps", [acc], describe(data))
+            raise FileRefused(filename, NO_STEPS, [acc], describe(data))
         ends_runs = getattr(get_format(acc.format), "ends_runs", True)
-        events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
+        if live and ends_runs:  # a part of a foreign file: its reader's seq restarts each part; the Store places the steps
+            events = [ev.model_copy(update={"seq": None}) if isinstance(ev, StepEvent) else ev for ev in acc.events]
+        else:
+            events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
         report = ingest(store, events, redactor=redactor, source=acc.format)
     report.errors = acc.bad
     warning = mostly_ignored(acc)

@@ -38,7 +38,7 @@ from sqlalchemy.engine import Connection
 
 from .. import config
 from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
-from .tables import annotations, attachments, metadata, sessions, step_contexts, steps
+from .tables import annotations, attachments, metadata, sessions, step_contexts, steps, watch_offsets
 
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
 
@@ -605,6 +605,21 @@ class Store:
         )
         with self.engine.connect() as conn:
             return self._rows(conn, query)
+
+    # ------------------------------------------------------------------ watch offsets
+
+    def watch_offset(self, path: str) -> dict | None:
+        """Where `watch` has read `path` up to: {path, inode, offset, format, updated_at}, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(watch_offsets).where(watch_offsets.c.path == path)).first()
+            return dict(row._mapping) if row else None
+
+    def save_watch_offset(self, path: str, *, inode: int | None, offset: int, format: str | None) -> None:
+        values = {"inode": inode, "offset": offset, "format": format, "updated_at": now_utc()}
+        with self._write_lock, self.engine.begin() as conn:
+            done = conn.execute(update(watch_offsets).where(watch_offsets.c.path == path).values(**values)).rowcount
+            if not done:
+                conn.execute(insert(watch_offsets).values(path=path, **values))
 
     # ------------------------------------------------------------------ annotations & attachments
 

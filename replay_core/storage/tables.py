@@ -174,3 +174,15 @@ annotations = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Index(None, "session_id"),
 )
+
+# Where `agent-replay watch` has read up to in each file it follows: restart-safe tailing.
+# `inode` and `size` tell a file replaced (new inode, or shorter than what was read) from one appended to.
+watch_offsets = Table(
+    "watch_offsets",
+    metadata,
+    Column("path", String(1000), primary_key=True),
+    Column("inode", BigInteger),
+    Column("offset", BigInteger, nullable=False),
+    Column("format", String(100)),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
