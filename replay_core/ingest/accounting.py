@@ -43,6 +43,7 @@ class FileAccount:
     ignored: Counter = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
     steps: int = 0
+    broken: bool = False  # the reader stopped part-way (a document it cannot read): nothing of it is used
 
     @property
     def ignored_total(self) -> int:
@@ -50,7 +51,7 @@ class FileAccount:
 
     @property
     def used(self) -> int:
-        return max(0, self.records - self.ignored_total - len(self.bad))
+        return 0 if self.broken else max(0, self.records - self.ignored_total - len(self.bad))
 
     @property
     def coverage(self) -> float:
@@ -96,9 +97,43 @@ def account(reader: Format, data: bytes, filename: str, shape: Shape,
                 progress(n)
     except DocumentError as exc:  # the file cannot be read at all
         acc.bad.append(exc.record)
+        _stopped(acc)
     except RecursionError:  # a pathologically nested document
         acc.bad.append(BadRecord(filename, "nested too deeply to read"))
+        _stopped(acc)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        # a value of a type the reader did not expect (a list where an object belongs…): the file is
+        # refused by where it breaks, as a bad record, never as a traceback
+        acc.bad.append(BadRecord(_locate(reader, data, filename), f"cannot be read as {reader.name}: "
+                                 f"unexpected {type(exc).__name__} ({str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})"))
+        _stopped(acc)
     return acc
+
+
+def _stopped(acc: FileAccount) -> None:
+    """A reading that broke off: what it had made is dropped, so --skip-bad never stores half a file."""
+    acc.events, acc.steps, acc.broken = [], 0, True
+
+
+LOCATE_LINES = 5000
+
+
+def _locate(reader: Format, data: bytes, filename: str) -> str:
+    """`file:line` of the first JSON line that breaks the reader by itself (JSON Lines), else the file."""
+    lines = data.split(b"\n")
+    if len(lines) < 2 or len(lines) > LOCATE_LINES:
+        return filename
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            for _ in reader.read(line + b"\n", filename):
+                pass
+        except DocumentError:
+            continue
+        except Exception:  # noqa: BLE001 - this line is the one that breaks it
+            return f"{filename}:{number}"
+    return filename
 
 
 def refusal(acc: FileAccount | None) -> str | None:
