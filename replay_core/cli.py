@@ -64,6 +64,17 @@ def _when(value: Any) -> str:
 # ---------------------------------------------------------------------------- import / export
 
 
+def _check_format(name: str) -> None:
+    """--format: auto, or a reader that exists (else one line naming the known ones)."""
+    from .ingest.formats import get_format
+
+    if name != "auto":
+        try:
+            get_format(name)
+        except ValueError as exc:
+            fail(f"--format: {exc}")
+
+
 @app.command("import")
 def import_cmd(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (read recursively) to import.")],
@@ -73,14 +84,9 @@ def import_cmd(
     json: JsonOption = False,
 ) -> None:
     """Import trace files (format detected from content); every file is accounted for or refused."""
-    from .ingest.formats import get_format
     from .ingest.pipeline import ImportRejected, IngestReport, files_under, import_bytes
 
-    if format != "auto":
-        try:
-            get_format(format)
-        except ValueError as exc:
-            fail(f"--format: {exc}")
+    _check_format(format)
     store = open_store(db)
     total = IngestReport()
     refused: list[str] = []
@@ -153,14 +159,9 @@ def watch_cmd(
     db: DbOption = None,
 ) -> None:
     """Follow agents' log files as they are written: new lines are imported as they appear (restart-safe)."""
-    from .ingest.formats import get_format
     from .ingest.watch import Watcher, parse_duration
 
-    if format != "auto":
-        try:
-            get_format(format)
-        except ValueError as exc:
-            fail(f"--format: {exc}")
+    _check_format(format)
     try:
         window = parse_duration(since) if since else None
     except ValueError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import FIXTURES
+from test_format_detect import EXPECTED as DETECTED
 from typer.testing import CliRunner
 
 from replay_core.cli import app
@@ -28,21 +29,7 @@ SAMPLES = Path("/work/shared/samples")
 # Every real file an existing reader reads, with the format detection must pick.
 READABLE = {
     **{f"fixtures/{p}": f for p, f in {
-        "anthropic/test_anthropic_tools_history_legacy.yaml": "anthropic",
-        "anthropic/messages_transcript.json": "anthropic",
-        "openai_chat/openinference_test_tool_calls.yaml": "openai_chat",
-        "openai_chat/openllmetry_test_chat_tool_calls.yaml": "openai_chat",
-        "openai_chat/chat_log.jsonl": "openai_chat",
-        "swe_agent/klieret__swe-agent-test-repo-i1.traj": "swe_agent",
-        "swe_agent/networking_1.traj": "swe_agent",
-        "swe_agent/new_layout_exit_cost.traj": "swe_agent",
-        "mini_swe_agent/github_issue.traj.json": "mini_swe_agent",
-        "mini_swe_agent/limits_exceeded.traj.json": "mini_swe_agent",
-        "smolagents/decentralized_run_023f7ac8_messages.jsonl": "smolagents",
-        "smolagents/gpt-4o__tool-calling__math__2025-07-24.line2.jsonl": "smolagents",
-        "smolagents/memory_steps_failed.json": "smolagents",
-        "notte/notte_agent_status.json": "notte",
-        "notte/notte_trajectory_failed.json": "notte",
+        **DETECTED,  # the fixtures detection is tested on
         "notte/notte_core_session_trajectory.json": "notte",
         "langchain/langsmith_agent_run.json": "langchain",
         "langchain/langsmith_flat_runs.jsonl": "langchain",

@@ -126,21 +126,19 @@ def test_watch_restarted_in_the_middle_imports_every_line_once(tmp_path):
         finally:
             store.close()
 
-    first = subprocess.Popen(watch, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        subprocess.run([*writer, "1", "21"], check=True, timeout=60)
-        assert wait_for(20) == 20
-    finally:
-        first.send_signal(signal.SIGINT)
-        first.wait(timeout=30)
+    def watched_while_writing(start: int, stop: int) -> int:
+        """A watch process running while the writer appends lines start..stop-1; stopped with Ctrl-C."""
+        proc = subprocess.Popen(watch, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            subprocess.run([*writer, str(start), str(stop)], check=True, timeout=60)
+            return wait_for(stop - 1)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+
+    assert watched_while_writing(1, 21) == 20
     subprocess.run([*writer, "21", "31"], check=True, timeout=60)  # written while nothing watches
-    second = subprocess.Popen(watch, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        subprocess.run([*writer, "31", "41"], check=True, timeout=60)
-        assert wait_for(40) == 40
-    finally:
-        second.send_signal(signal.SIGINT)
-        second.wait(timeout=30)
+    assert watched_while_writing(31, 41) == 40  # the restarted watch carries on from its offset
     store = Store(db)
     steps = store.load_steps("tail")
     assert [s.event_id for s in steps] == [f"e{n}" for n in range(1, 41)]  # each once, in order
