@@ -119,6 +119,7 @@ def import_cmd(
             progress.advance(task)
     result = total.to_dict()
     result["refused"] = refused
+    result["warnings"] = total.warnings
     result["errors"] += refused
     if json:
         print_json(result)

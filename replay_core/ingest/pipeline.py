@@ -47,6 +47,8 @@ class IngestReport:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["errors"] = [str(e) for e in self.errors]
+        if not self.warnings:  # said only when there is something to say (the HTTP API's answer stays as it was)
+            out.pop("warnings")
         return out
 
 
@@ -123,7 +125,11 @@ def read_file(data: bytes, filename: str, fmt: str = "auto", *, progress: Callab
     shape = shape_of(data)
     if fmt != "auto":
         return account(get_format(fmt), data, filename, shape, progress)
-    tried = [account(reader, data, filename, shape, progress) for reader in candidates(data, filename)]
+    tried: list[FileAccount] = []
+    for reader in candidates(data, filename):
+        tried.append(account(reader, data, filename, shape, progress))
+        if tried[-1].coverage == 1.0 and tried[-1].steps and not tried[-1].bad:
+            break  # every record used: no later reader can do better (ties go to the earlier one anyway)
     best = max(tried, key=lambda a: a.coverage, default=None)  # first of the best: registry order breaks ties
     why = refusal(best)
     if why is not None and not (best is not None and best.bad):  # bad records are refused by where they are
