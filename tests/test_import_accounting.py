@@ -121,16 +121,16 @@ def test_zip_archives_are_described_by_their_members(store):
         assert describe(path.read_bytes()).startswith("ZIP archive holding ")
         assert "samples/" in describe(path.read_bytes())
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
-        zf.writestr("header.json", "{}")
-        zf.writestr("samples/1_epoch_1.json", "{}")
-        zf.writestr("samples/2_epoch_1.json", "{}")
+    with zipfile.ZipFile(buffer, "w") as zf:  # no agent's log: no reader, present or to come, should claim it
+        zf.writestr("README.md", "# exports")
+        zf.writestr("tables/1.csv", "a,b")
+        zf.writestr("tables/2.csv", "a,b")
     with pytest.raises(FileRefused) as exc:
-        import_bytes(store, buffer.getvalue(), "log.eval")
-    assert "It looks like ZIP archive holding header.json, samples/." in str(exc.value)
+        import_bytes(store, buffer.getvalue(), "export.zip")
+    assert "It looks like ZIP archive holding README.md, tables/." in str(exc.value)
     assert "known formats: native," in str(exc.value)
     with pytest.raises(ImportRejected):  # a reader forced onto it refuses by where it breaks
-        import_bytes(store, buffer.getvalue(), "log.eval", fmt="openai_chat")
+        import_bytes(store, buffer.getvalue(), "export.zip", fmt="openai_chat")
     assert store.session_ids() == []
 
 
