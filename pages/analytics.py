@@ -17,8 +17,8 @@ from replay_core.storage.store import SessionFilter
 from ui.common import PAGE_RUNS, filter_params, fmt_cost, fmt_duration, get_store
 from ui.runs_view import filter_bar
 
-STATUS_COLORS = alt.Scale(domain=["succeeded", "failed", "incomplete", "running"],
-                          range=["#2e9e5b", "#d64545", "#e8a33d", "#7a8ca6"])
+STATUS_COLORS = alt.Scale(domain=["succeeded", "failed", "incomplete", "unknown", "running"],
+                          range=["#2e9e5b", "#d64545", "#e8a33d", "#b0b0b0", "#7a8ca6"])
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90, "All time": None}
 PICK = "pick"  # the point-selection parameter of every chart
 NONE = "(none)"  # how a missing dimension value is drawn
@@ -200,7 +200,7 @@ def page() -> None:
     left, right = st.columns(2)
     with left:
         volume = analytics.volume(data, "day")
-        statuses = ["succeeded", "failed", "incomplete", "running"]
+        statuses = ["succeeded", "failed", "incomplete", "unknown", "running"]
         long = volume.select("day", *statuses).unpivot(statuses, index="day", variable_name="status", value_name="runs")
         show("volume", "Runs by status", drawn(volume),
              over_time(drawn(long.filter(pl.col("runs") > 0)), "runs", "status", scale=STATUS_COLORS),

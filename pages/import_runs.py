@@ -31,6 +31,16 @@ results = st.session_state.get("import_results")
 if results:
     st.dataframe([r.row() for r in results], hide_index=True)
     for r in results:
+        for warning in r.warnings:
+            st.warning(warning, icon="⚠️")
+        if r.outcome.startswith("Not imported") and r.errors:
+            st.error(r.errors[0], icon="🚫")
+            continue
+        examples = (r.account or {}).get("ignored_examples") or {}
+        if examples:
+            with st.expander(f"{r.file}: what the reader ignored"):
+                st.dataframe([{"Kind": k, "Count": r.account["ignored"][k], "First at": ", ".join(w)} for k, w in examples.items()],
+                             hide_index=True)
         if r.errors:
             with st.expander(f"{r.file}: {len(r.errors)} bad record{'s' if len(r.errors) != 1 else ''}", expanded=True):
                 st.code("\n".join(r.errors[:100]) + (f"\n… and {len(r.errors) - 100} more" if len(r.errors) > 100 else ""),

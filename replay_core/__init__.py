@@ -34,7 +34,7 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for editors and type checkers; at run time __getattr__ resolves the names
     from .ingest.pipeline import import_bytes, import_file
     from .sdk.recorder import Recorder
     from .storage.store import SessionFilter, Store, open_store

@@ -57,28 +57,45 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _when(value: Any) -> str:
+    return "time not recorded" if value is None else _fmt(value)
+
+
 # ---------------------------------------------------------------------------- import / export
+
+
+def _check_format(name: str) -> None:
+    """--format: auto, or a reader that exists (else one line naming the known ones)."""
+    from .ingest.formats import get_format
+
+    if name != "auto":
+        try:
+            get_format(name)
+        except ValueError as exc:
+            fail(f"--format: {exc}")
 
 
 @app.command("import")
 def import_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Files to import.")],
-    format: Annotated[str, typer.Option("--format", help="auto, or a format name.")] = "auto",
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (read recursively) to import.")],
+    format: Annotated[str, typer.Option("--format", help="auto, or a format name (forces that reader).")] = "auto",
     db: DbOption = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Import the good records of a file with bad ones, reporting each bad one.")] = False,
     json: JsonOption = False,
 ) -> None:
-    """Import trace files (format detected from content)."""
-    from .ingest.pipeline import ImportRejected, IngestReport, import_bytes
+    """Import trace files (format detected from content); every file is accounted for or refused."""
+    from .ingest.pipeline import ImportRejected, IngestReport, files_under, import_bytes
 
+    _check_format(format)
     store = open_store(db)
     total = IngestReport()
     refused: list[str] = []
+    files = list(files_under(paths))
     progress = _progress(enabled=not json and sys.stderr.isatty())
     with progress:
-        task = progress.add_task("importing", total=len(paths))
+        task = progress.add_task("importing", total=len(files))
         records = progress.add_task("records read", total=None)
-        for path in paths:
+        for path in files:
             progress.update(task, description=f"importing {path.name}")
             progress.reset(records)
             try:
@@ -90,16 +107,19 @@ def import_cmd(
                 report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad,
                                       progress=lambda n: progress.update(records, completed=n))
             except ImportRejected as exc:
-                refused += [str(e) for e in exc.errors]
+                refused += [str(e) for e in exc.errors[:20]]
+                if len(exc.errors) > 20:
+                    refused.append(f"… and {len(exc.errors) - 20} more bad records")
                 refused.append(f"{path}: refused, nothing stored ({len(exc.errors)} bad records; --skip-bad imports the rest)")
                 continue
-            except ValueError as exc:
+            except ValueError as exc:  # FileRefused: no reader accounts for the file
                 refused.append(str(exc))
                 continue
             total.add(report)
-            total.files += report.files
             progress.advance(task)
     result = total.to_dict()
+    result["refused"] = refused
+    result["warnings"] = total.warnings
     result["errors"] += refused
     if json:
         print_json(result)
@@ -108,10 +128,63 @@ def import_cmd(
             f"imported {len(total.sessions)} sessions, {total.steps} steps "
             f"({total.duplicates} duplicates skipped, {total.redacted} values redacted)"
         )
+        for f in total.files:
+            out.print(_file_line(f))
+        for line in total.warnings:
+            err.print(f"warning: {line}")
         for line in result["errors"]:
             err.print(line)
     if refused:
         raise typer.Exit(1)
+
+
+def _file_line(f: dict) -> str:
+    """`path: swe_agent, 49 of 49 list items used, 3 ignored (type=progress 3), 120 steps (12 new)`."""
+    text = f"  {f['file']}: {f['format']}, {f['used']} of {f['records']} {f['unit']} used"
+    if f["ignored"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in list(f["ignored"].items())[:4])
+        text += f", {sum(f['ignored'].values())} ignored ({kinds}{'…' if len(f['ignored']) > 4 else ''})"
+    if f["bad"]:
+        text += f", {f['bad']} bad skipped"
+    return text + f", {f['steps']} steps ({f['stored']} new)"
+
+
+@app.command("watch")
+def watch_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (followed recursively) that agents are writing.")],
+    format: Annotated[str, typer.Option("--format", help="auto, or a format name.")] = "auto",
+    since: Annotated[str | None, typer.Option("--since", help="Only files changed within this long, e.g. 30m, 2h, 1d.")] = None,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 1.0,
+    once: Annotated[bool, typer.Option("--once", help="Poll once and exit.")] = False,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Import the good lines of a chunk with bad ones.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Follow agents' log files as they are written: new lines are imported as they appear (restart-safe)."""
+    from .ingest.watch import Watcher, parse_duration
+
+    _check_format(format)
+    try:
+        window = parse_duration(since) if since else None
+    except ValueError as exc:
+        fail(f"--since: {exc}")
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail(f"no such file or folder: {', '.join(missing)}")
+    store = open_store(db)
+    watcher = Watcher(store, paths, fmt=format, since=window, skip_bad=skip_bad)
+
+    def said(found) -> None:
+        if found.steps:
+            out.print(f"{found.steps} new steps from {found.files} files ({len(found.sessions)} runs)")
+        for problem in found.problems:
+            err.print(problem)
+
+    if not once:
+        err.print(f"watching {', '.join(map(str, paths))} every {interval:g}s (Ctrl-C stops)")
+    try:
+        watcher.run(interval=interval, polls=1 if once else None, report=said)
+    except KeyboardInterrupt:
+        pass
 
 
 def _progress(enabled: bool):
@@ -157,7 +230,7 @@ def export_cmd(
 
 def session_summary_row(row: dict, cycles: int | None = None) -> dict:
     keys = ("id", "name", "status", "model", "agent_id", "workflow", "environment", "agent_version", "source",
-            "started_at", "ended_at", "steps", "tokens_in", "tokens_out", "cost_usd", "errors", "tags", "replay_of")
+            "started_at", "ended_at", "steps", "tokens_in", "tokens_out", "cost_usd", "totals_source", "errors", "tags", "replay_of")
     out = {k: row.get(k) for k in keys}
     if cycles is not None:
         out["cycles"] = cycles
@@ -166,7 +239,7 @@ def session_summary_row(row: dict, cycles: int | None = None) -> dict:
 
 @app.command("sessions")
 def sessions_cmd(
-    status: Annotated[str | None, typer.Option(help="running, succeeded, failed, incomplete")] = None,
+    status: Annotated[str | None, typer.Option(help="running, succeeded, failed, incomplete, unknown (ended, outcome not recorded)")] = None,
     model: Annotated[str | None, typer.Option()] = None,
     agent: Annotated[str | None, typer.Option(help="agent_id")] = None,
     limit: Annotated[int, typer.Option()] = 50,
@@ -174,8 +247,11 @@ def sessions_cmd(
     json: JsonOption = False,
 ) -> None:
     """List sessions, newest first."""
+    from .events import SessionStatus
     from .understand.timeline import count_cycles
 
+    if status is not None and status not in set(SessionStatus):
+        fail(f"--status: expected one of {', '.join(SessionStatus)}, got {status!r}")
     store = open_store(db)
     store.expire_idle()
     rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent), limit=limit)
@@ -186,7 +262,7 @@ def sessions_cmd(
         return
     table = Table("id", "name", "status", "model", "agent", "started", "steps", "cycles", "tokens", "cost $")
     for r in items:
-        table.add_row(r["id"], _fmt(r["name"]), r["status"], _fmt(r["model"]), _fmt(r["agent_id"]), _fmt(r["started_at"]),
+        table.add_row(r["id"], _fmt(r["name"]), r["status"], _fmt(r["model"]), _fmt(r["agent_id"]), _when(r["started_at"]),
                       str(r["steps"]), str(r["cycles"]), str(r["tokens_in"] + r["tokens_out"]), _fmt(r["cost_usd"]))
     out.print(table)
 
@@ -227,7 +303,9 @@ def show_cmd(
         return
     s = tl.session
     out.print(f"{s['id']}  {s.get('name') or ''}")
-    out.print(f"status {s['status']}  model {_fmt(s.get('model'))}  agent {_fmt(s.get('agent_id'))}  started {_fmt(s.get('started_at'))}")
+    out.print(f"status {s['status']}  model {_fmt(s.get('model'))}  agent {_fmt(s.get('agent_id'))}  started {_when(s.get('started_at'))}")
+    source = {"source": " (the source's run totals)", "steps+source": " (steps, and the source's run totals)"}.get(s.get("totals_source"), "")
+    out.print(f"tokens {s['tokens_in']:,} in / {s['tokens_out']:,} out  cost {_fmt(s.get('cost_usd'))}{source}")
     out.print(tl.summary())
     table = Table("seq", "cycle", "type", "status", "tool", "content")
     gap_after = {g.first_missing - 1: g for g in tl.gaps}

@@ -153,8 +153,9 @@ def test_headline(data):
 
 def test_volume_by_model_and_by_day(data):
     assert rows(analytics.volume(data, "model")) == [
-        {"model": "claude", "runs": 2, "succeeded": 1, "failed": 0, "incomplete": 0, "running": 1, "success_rate": 1.0},
-        {"model": "gpt-4o", "runs": 3, "succeeded": 1, "failed": 1, "incomplete": 1, "running": 0, "success_rate": pytest.approx(1 / 3)},
+        {"model": "claude", "runs": 2, "succeeded": 1, "failed": 0, "incomplete": 0, "unknown": 0, "running": 1, "success_rate": 1.0},
+        {"model": "gpt-4o", "runs": 3, "succeeded": 1, "failed": 1, "incomplete": 1, "unknown": 0, "running": 0,
+         "success_rate": pytest.approx(1 / 3)},
     ]
     by_day = analytics.volume(data, "day")
     assert by_day["day"].to_list() == [T0, T0 + timedelta(days=1)]

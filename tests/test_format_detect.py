@@ -87,7 +87,9 @@ def test_empty_runs_import_as_sessions_without_steps(store):
     notte = import_bytes(store, b"[]", "empty_notte.json", fmt="notte")
     for report in (swe, notte):
         assert report.steps == 0 and len(report.sessions) == 1
-        assert store.get_session(report.sessions[0])["status"] == "running"
+        session = store.get_session(report.sessions[0])
+        assert session["status"] == "unknown"  # a finished file that says nothing of its outcome
+        assert session["started_at"] is None and session["ended_at"] is None  # no times in the file: none made up
 
 
 def test_cli_import_auto_and_show(tmp_path):
@@ -106,4 +108,4 @@ def test_cli_import_auto_and_show(tmp_path):
     unknown.write_text("hello")
     refused = runner.invoke(app, ["import", str(unknown), "--db", db])
     assert refused.exit_code == 1
-    assert "cannot tell which format this file is in; known formats:" in " ".join(refused.stderr.split())
+    assert "not imported, no reader recognises it. It looks like plain text of 1 lines." in " ".join(refused.stderr.split())

@@ -41,10 +41,13 @@ def test_files_are_imported_each_with_its_result(empty_store):
     at.button[0].click().run()
     assert not at.exception
     rows = {r["File"]: r for r in results(at)}
-    assert rows["good.jsonl"] == {"File": "good.jsonl", "Result": "Imported", "Format": "native", "Runs": 1, "Steps": 2,
-                                       "Duplicates": 0, "Redacted": 1, "Errors": 0}
+    assert rows["good.jsonl"] == {"File": "good.jsonl", "Result": "Imported", "Format": "native", "Records": "3 of 3 lines used",
+                                  "Ignored": "", "Runs": 1, "Steps": 2, "Duplicates": 0, "Redacted": 1, "Errors": 0}
     assert rows["bad.jsonl"]["Result"] == "Refused: 1 bad record, nothing imported"
-    assert rows["notes.txt"]["Result"].startswith("Not imported: notes.txt: cannot tell which format this file is in")
+    assert rows["notes.txt"]["Result"] == "Not imported: no reader recognises it"
+    assert [e.value for e in at.error] == [
+        "notes.txt: not imported, no reader recognises it. It looks like plain text of 1 lines. Readers tried: none, no known "
+        "format's signature is in it (known formats: " + ", ".join(registry()) + ")"]
     assert rows["demo.jsonl"]["Steps"] == 17
     assert (rows["chat_log.jsonl"]["Format"], rows["chat_log.jsonl"]["Runs"], rows["chat_log.jsonl"]["Steps"]) == (
         "openai_chat", 2, 7)

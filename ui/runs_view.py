@@ -94,6 +94,7 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
             "Started": r["started_at"],
             "Duration": fmt_duration(r["duration_s"]),
             "Steps": r["steps"],
+            "Tokens": r["tokens_in"] + r["tokens_out"],  # the Store's run totals (steps, else the source's)
             "Cost": r["cost_usd"],
             "Model": r["model"],
             "Agent": r["agent_id"],

@@ -137,7 +137,7 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     st.title(s.get("name") or s["id"])
     dims = [("Agent", s.get("agent_id")), ("Model", s.get("model")), ("Workflow", s.get("workflow")),
             ("Environment", s.get("environment")), ("Version", s.get("agent_version")),
-            ("Tags", ", ".join(s.get("tags") or [])), ("Started", fmt_when(s.get("started_at")))]
+            ("Tags", ", ".join(s.get("tags") or [])), ("Started", fmt_when(s.get("started_at")) if s.get("started_at") else "time not recorded")]
     st.caption(" · ".join(f"{k}: {md(v)}" for k, v in dims if v) + f" · id: {md(s['id'])}")
     sentence = tl.summary()
     if s.get("outcome"):
@@ -149,8 +149,10 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     cols[0].metric("Steps", f"{len(tl.steps):,}")
     cols[1].metric("Cycles", f"{len(tl.cycles):,}")
     cols[2].metric("Errors", f"{totals['errors']:,}" if totals else "0")
-    cols[3].metric("Tokens", f"{totals['tokens_in'] + totals['tokens_out']:,}" if totals else "0")
-    cols[4].metric("Cost", fmt_cost(totals["cost_usd"]) if totals and tl.session.get("cost_usd") is not None else "—")
+    # the run's totals as the Store defines them (steps' sums, else the source's run totals)
+    cols[3].metric("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}",
+                   help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None)
+    cols[4].metric("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—")
     cols[5].metric("Duration", fmt_duration(s.get("duration_s")))
     if tl.gaps:
         missing = sum(g.last_missing - g.first_missing + 1 for g in tl.gaps)

@@ -10,15 +10,17 @@ from __future__ import annotations
 import base64
 import gc
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..events import AttachmentEvent, StepEvent
+from ..events import AttachmentEvent, SessionEndEvent, SessionStatus, StepEvent
 from ..media.attachments import attach_image
 from ..media.images import CheckedImage, MediaError, check, check_target
-from .formats import BadRecord, DocumentError, Event, Ignored, detect, get_format
+from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
+from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, registry
+from .formats.shape import describe, shape_of
 from .redact import Redactor, default_redactor
 from ..storage.store import Store
 
@@ -32,7 +34,8 @@ class IngestReport:
     duplicates: int = 0
     redacted: int = 0
     errors: list[BadRecord] = field(default_factory=list)
-    files: list[dict] = field(default_factory=list)
+    files: list[dict] = field(default_factory=list)  # per file: format, records, used, ignored by kind, steps…
+    warnings: list[str] = field(default_factory=list)  # e.g. a forced reader that ignored most of a file
     media_refused: list[str] = field(default_factory=list)  # images not kept, each naming its step (the steps are kept)
 
     def add(self, other: IngestReport) -> None:
@@ -42,12 +45,16 @@ class IngestReport:
         self.redacted += other.redacted
         self.errors += other.errors
         self.media_refused += other.media_refused
+        self.files += other.files
+        self.warnings += other.warnings
 
     def to_dict(self) -> dict:
         out = asdict(self)
         out["errors"] = [str(e) for e in self.errors]
         if not self.media_refused:  # said only when there is something to say
             del out["media_refused"]
+        if not self.warnings:  # said only when there is something to say (the HTTP API's answer stays as it was)
+            out.pop("warnings")
         return out
 
 
@@ -170,7 +177,35 @@ def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refus
         have.add((event_id, found.get("name")))
 
 
-PROGRESS_EVERY = 5000
+class FileRefused(UnknownFormat):
+    """A file no reader accounts for well enough (or that would give no steps): nothing stored.
+
+    The message names the readers tried, what each made of the file, and what the file looked like."""
+
+    def __init__(self, filename: str, reason: str, tried: list[FileAccount], looks: str):
+        self.filename, self.reason, self.tried, self.looks = filename, reason, tried, looks
+        readers = "; ".join(a.summary() for a in tried) if tried else (
+            "none, no known format's signature is in it (known formats: " + ", ".join(registry()) + ")")
+        super().__init__(f"{filename}: not imported, {reason}. It looks like {looks}. Readers tried: {readers}")
+
+
+def read_file(data: bytes, filename: str, fmt: str = "auto", *, progress: Callable[[int], None] | None = None) -> FileAccount:
+    """The accounted reading of one file: with `fmt`, or with the reader that accounts for most of it.
+
+    Raises FileRefused when detection finds no reader good enough (see ingest.accounting)."""
+    shape = shape_of(data)
+    if fmt != "auto":
+        return account(get_format(fmt), data, filename, shape, progress)
+    tried: list[FileAccount] = []
+    for reader in candidates(data, filename):
+        tried.append(account(reader, data, filename, shape, progress))
+        if tried[-1].coverage == 1.0 and tried[-1].steps and not tried[-1].bad:
+            break  # every record used: no later reader can do better (ties go to the earlier one anyway)
+    best = max(tried, key=lambda a: a.coverage, default=None)  # first of the best: registry order breaks ties
+    why = refusal(best)
+    if why is not None and not (best is not None and best.bad):  # bad records are refused by where they are
+        raise FileRefused(filename, why, tried, shape.text)
+    return best
 
 
 def read_events(
@@ -182,21 +217,18 @@ def read_events(
     `progress`, when given, is told how many records were read, every few thousand;
     `ignored`, when given, counts by kind the records the reader chose not to use.
     """
-    reader = detect(data, filename) if fmt == "auto" else get_format(fmt)
-    events: list[Event] = []
-    bad: list[BadRecord] = []
-    skipped = ignored if ignored is not None else Counter()
-    try:
-        for n, item in enumerate(reader.read(data, filename), start=1):
-            if isinstance(item, Ignored):
-                skipped[item.kind] += 1
-            else:
-                (bad if isinstance(item, BadRecord) else events).append(item)
-            if progress and n % PROGRESS_EVERY == 0:
-                progress(n)
-    except DocumentError as exc:  # the file cannot be read at all
-        bad.append(exc.record)
-    return events, bad, reader.name
+    acc = read_file(data, filename, fmt, progress=progress)
+    if ignored is not None:
+        ignored.update(acc.ignored)
+    return acc.events, acc.bad, acc.format
+
+
+def ended_as_unknown(events: list[Event]) -> list[Event]:
+    """A finished file's runs end: those whose source said nothing of how they ended get
+    status `unknown` (ended, outcome not recorded) instead of staying `running` forever."""
+    ended = {ev.session_id for ev in events if isinstance(ev, SessionEndEvent)}
+    opened = dict.fromkeys(ev.session_id for ev in events)
+    return events + [SessionEndEvent(session_id=sid, status=SessionStatus.UNKNOWN) for sid in opened if sid not in ended]
 
 
 def import_bytes(
@@ -208,18 +240,40 @@ def import_bytes(
     skip_bad: bool = False,
     redactor: Redactor | None = None,
     progress: Callable[[int], None] | None = None,
+    live: bool = False,
 ) -> IngestReport:
-    """Import one file's content. Bad records refuse the file whole unless `skip_bad`."""
-    ignored: Counter = Counter()
+    """Import one file's content, accounted. Bad records refuse the file whole unless `skip_bad`;
+    a file no reader accounts for is refused (FileRefused). Runs of a finished file end as
+    the source says, else `unknown`; `live` (a file still being written, `watch`) leaves them running."""
     with _collector_paused():
-        events, bad, used = read_events(data, filename, fmt, progress=progress, ignored=ignored)
-        if bad and not skip_bad:
-            raise ImportRejected(bad)
-        report = ingest(store, events, redactor=redactor, source=used)
-    report.errors = bad
-    report.files = [{"file": filename, "format": used, "sessions": len(report.sessions), "steps": report.steps,
-                     "ignored": dict(ignored)}]
+        acc = read_file(data, filename, fmt, progress=progress)
+        if acc.bad and not skip_bad:
+            raise ImportRejected(acc.bad)
+        if acc.records and acc.steps == 0 and not live:
+            raise FileRefused(filename, NO_STEPS, [acc], describe(data))
+        ends_runs = getattr(get_format(acc.format), "ends_runs", True)
+        if live and ends_runs:  # a part of a foreign file: its reader's seq restarts each part; the Store places the steps
+            events = [ev.model_copy(update={"seq": None}) if isinstance(ev, StepEvent) else ev for ev in acc.events]
+        else:
+            events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
+        report = ingest(store, events, redactor=redactor, source=acc.format)
+    report.errors = acc.bad
+    warning = mostly_ignored(acc)
+    report.warnings = [warning] if warning else []
+    report.files = [acc.to_dict() | {"sessions": len(report.sessions), "stored": report.steps, "duplicates": report.duplicates}]
     return report
+
+
+def files_under(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """The files named, and the files inside folders named (recursively, sorted, hidden ones left out)."""
+    for path in map(Path, paths):
+        if path.is_dir():
+            for found in sorted(path.rglob("*")):
+                rel = found.relative_to(path).parts
+                if found.is_file() and not any(part.startswith(".") for part in rel):
+                    yield found
+        else:
+            yield path
 
 
 @contextmanager

@@ -39,7 +39,7 @@ from sqlalchemy.engine import Connection
 
 from .. import config
 from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
-from .tables import annotations, attachments, media_blobs, metadata, otlp_open_calls, otlp_traces, sessions, step_contexts, steps
+from .tables import annotations, attachments, media_blobs, metadata, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
 
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
 
@@ -157,15 +157,17 @@ class Store:
         now = now_utc()
         with self._write_lock, self.engine.begin() as conn:
             known = self._existing_sessions(conn, ids)
-            untimed_ok = {sid for sid, end in ended.items() if end.status == SessionStatus.UNKNOWN}  # finished files
-            self._upsert_sessions(conn, ids, known, opened, by_session, now, default_source, untimed_ok)
+            self._upsert_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
             last_seen: dict[str, datetime] = {}
             for sid, batch in by_session.items():
-                inserted, dupes, latest = self._insert_steps(conn, sid, batch, sid in known)
+                inserted, dupes, _ = self._insert_steps(conn, sid, batch, sid in known)
                 result.steps += inserted
                 result.duplicates += dupes
-                if inserted:  # a re-import that adds nothing must not move last_event_at to the import time
-                    last_seen[sid] = latest or now
+                latest = max((s.timestamp for s in batch if s.timestamp is not None), default=None)
+                if latest is None and inserted and sid not in ended:
+                    latest = now  # a live run's steps without times: when they arrived is when they happened
+                if latest is not None:
+                    last_seen[sid] = latest
             for sid, latest in last_seen.items():
                 revive = sid in known and known[sid] == SessionStatus.INCOMPLETE and sid not in ended
                 values: dict[str, Any] = {"last_event_at": latest}
@@ -178,14 +180,14 @@ class Store:
                     .values(**values)
                 )
             for sid, end in ended.items():
-                if end.status == SessionStatus.UNKNOWN:  # a finished file: its own times or none, never the import time
-                    ended_at = end.ended_at or max((s.timestamp for s in by_session.get(sid, ()) if s.timestamp), default=None)
-                else:
-                    ended_at = end.ended_at or last_seen.get(sid) or now
+                # the source's end time, else its last event's: never the time of this write, so a
+                # re-import stores the same ended_at, and a file without times gives a run without them
+                ended_at = end.ended_at or last_seen.get(sid)
                 conn.execute(
                     update(sessions)
                     .where(sessions.c.id == sid)
-                    .values(status=end.status, outcome=end.outcome, error_class=end.error_class, ended_at=ended_at)
+                    .values(status=end.status, outcome=end.outcome, error_class=end.error_class,
+                            ended_at=ended_at if ended_at is not None else sessions.c.last_event_at)
                 )
         return result
 
@@ -196,9 +198,10 @@ class Store:
                 known[sid] = status
         return known
 
-    def _upsert_sessions(self, conn, ids, known, opened, by_session, now, default_source, untimed_ok=frozenset()) -> None:
-        """New sessions start at their first step's time, or now (a live run) — never now for a
-        finished file without times (`untimed_ok`): it gets no start at all."""
+    def _upsert_sessions(self, conn, ids, known, opened, by_session, now, default_source, ended) -> None:
+        """New sessions are inserted, known ones get the non-null fields sent. A run's start is the
+        source's, else its first step's time; the time of arrival only for a live run (not ended in
+        this batch: SDK, HTTP, watch), never for a finished file, which keeps `started_at` empty."""
         new_rows = []
         for sid in ids:
             fields = opened.get(sid, {})
@@ -209,7 +212,7 @@ class Store:
             started = fields.get("started_at")
             if started is None:
                 stamps = [s.timestamp for s in by_session.get(sid, ()) if s.timestamp]
-                started = min(stamps) if stamps else None if sid in untimed_ok else now
+                started = min(stamps) if stamps else (None if sid in ended else now)
             row = {name: fields.get(name) for name in SESSION_FIELDS}
             row.update(id=sid, started_at=started, created_at=now, status=fields.get("status") or "running")
             row["source"] = row["source"] or default_source
@@ -332,7 +335,7 @@ class Store:
         query = (
             select(sessions)
             .where(*self._filter_clause(flt))
-            .order_by(sessions.c.started_at.desc(), sessions.c.id)
+            .order_by(func.coalesce(sessions.c.started_at, sessions.c.created_at).desc(), sessions.c.id)
             .limit(limit)
             .offset(offset)
         )
@@ -340,7 +343,7 @@ class Store:
             rows = [dict(r._mapping) for r in conn.execute(query)]
             totals = self._step_totals(conn, [r["id"] for r in rows])
         for row in rows:
-            row.update(totals.get(row["id"], _EMPTY_TOTALS))
+            row.update(run_totals(row, totals.get(row["id"], _EMPTY_TOTALS)))
             row["duration_s"] = _duration(row)
         return rows
 
@@ -351,8 +354,8 @@ class Store:
                 select(
                     steps.c.session_id,
                     func.count().label("steps"),
-                    func.coalesce(func.sum(steps.c.tokens_in), 0).label("tokens_in"),
-                    func.coalesce(func.sum(steps.c.tokens_out), 0).label("tokens_out"),
+                    func.sum(steps.c.tokens_in).label("tokens_in"),
+                    func.sum(steps.c.tokens_out).label("tokens_out"),
                     func.sum(steps.c.cost_usd).label("cost_usd"),
                     func.sum(case((or_(steps.c.type == "error", steps.c.status == "error"), 1), else_=0)).label("errors"),
                     func.max(steps.c.seq).label("max_seq"),
@@ -362,7 +365,7 @@ class Store:
             )
             for r in conn.execute(query):
                 out[r.session_id] = {
-                    "steps": r.steps, "tokens_in": int(r.tokens_in), "tokens_out": int(r.tokens_out),
+                    "steps": r.steps, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
                     "cost_usd": r.cost_usd, "errors": int(r.errors), "max_seq": r.max_seq,
                 }
         return out
@@ -373,7 +376,7 @@ class Store:
             if row is None:
                 return None
             out = dict(row._mapping)
-            out.update(self._step_totals(conn, [session_id]).get(session_id, _EMPTY_TOTALS))
+            out.update(run_totals(out, self._step_totals(conn, [session_id]).get(session_id, _EMPTY_TOTALS)))
         out["duration_s"] = _duration(out)
         return out
 
@@ -705,6 +708,21 @@ class Store:
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
+    # ------------------------------------------------------------------ watch offsets
+
+    def watch_offset(self, path: str) -> dict | None:
+        """Where `watch` has read `path` up to: {path, inode, offset, format, updated_at}, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(watch_offsets).where(watch_offsets.c.path == path)).first()
+            return dict(row._mapping) if row else None
+
+    def save_watch_offset(self, path: str, *, inode: int | None, offset: int, format: str | None) -> None:
+        values = {"inode": inode, "offset": offset, "format": format, "updated_at": now_utc()}
+        with self._write_lock, self.engine.begin() as conn:
+            done = conn.execute(update(watch_offsets).where(watch_offsets.c.path == path).values(**values)).rowcount
+            if not done:
+                conn.execute(insert(watch_offsets).values(path=path, **values))
+
     # ------------------------------------------------------------------ annotations & attachments
 
     def annotate(self, session_id: str, label: str, text: str = "", *, event_id: str | None = None, author: str | None = None) -> int:
@@ -826,7 +844,30 @@ def _count_if(condition):
     return func.sum(case((condition, 1), else_=0))
 
 
-_EMPTY_TOTALS = {"steps": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": None, "errors": 0, "max_seq": None}
+_EMPTY_TOTALS = {"steps": 0, "tokens_in": None, "tokens_out": None, "cost_usd": None, "errors": 0, "max_seq": None}
+TOTALS = ("tokens_in", "tokens_out", "cost_usd")
+
+
+def run_totals(session: dict, step_sums: dict) -> dict:
+    """The one definition of a run's tokens and cost, for every view of it: per figure, the
+    steps' sum when any step carries it, else the source's run total (session metadata
+    `tokens_in`, `tokens_out`, `cost_usd`, as SWE-agent's `model_stats` gives), else none
+    (tokens 0, cost None). `totals_source` says which: "steps", "source", "steps+source", None."""
+    meta = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
+    out = dict(step_sums)
+    used = set()
+    for name in TOTALS:
+        if step_sums.get(name) is not None:
+            used.add("steps")
+            continue
+        value = meta.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            out[name] = int(value) if name != "cost_usd" else float(value)
+            used.add("source")
+    out["tokens_in"] = int(out.get("tokens_in") or 0)
+    out["tokens_out"] = int(out.get("tokens_out") or 0)
+    out["totals_source"] = "+".join(sorted(used, key=("steps", "source").index)) or None
+    return out
 
 
 def _duration(row: dict) -> float | None:

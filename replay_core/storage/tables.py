@@ -221,3 +221,15 @@ otlp_open_calls = Table(
     Column("t_ns", BigInteger),
     Index(None, "trace_id"),
 )
+
+# Where `agent-replay watch` has read up to in each file it follows: restart-safe tailing.
+# `inode` and `size` tell a file replaced (new inode, or shorter than what was read) from one appended to.
+watch_offsets = Table(
+    "watch_offsets",
+    metadata,
+    Column("path", String(1000), primary_key=True),
+    Column("inode", BigInteger),
+    Column("offset", BigInteger, nullable=False),
+    Column("format", String(100)),
+    Column("updated_at", UTCDateTime, nullable=False),
+)

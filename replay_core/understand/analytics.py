@@ -7,7 +7,8 @@ then a pure polars function of a RunData and an optional dimension (`by`), retur
 tidy frame sorted by its keys. Nothing here reads step content.
 
 Definitions (docs/analytics.md explains them to users):
-- success rate: succeeded / finished runs (running runs are not counted yet);
+- success rate: succeeded / runs with a known outcome (running runs are not counted yet, and
+  `unknown` runs — ended, outcome not recorded — are counted apart, never as failures);
 - run duration: end (or last event, for incomplete runs) minus start; `p50_ms` in stats;
 - step latency: steps' duration_ms; time to first error: first errored step minus start;
 - errored step: type `error` or status `error`; a tool failure: an errored step naming a tool;
@@ -215,7 +216,7 @@ def _count_runs(condition: pl.Expr) -> pl.Expr:
 
 
 RUNS = pl.len().cast(pl.Int64).alias("runs")
-SUCCESS_RATE = _ratio(_count_runs(pl.col("status") == "succeeded"), _count_runs(pl.col("status") != "running"))
+SUCCESS_RATE = _ratio(_count_runs(pl.col("status") == "succeeded"), _count_runs(~pl.col("status").is_in(["running", "unknown"])))
 RETRY_RATE = _ratio(_count_runs(pl.col("retried_steps") > 0), pl.len())
 TOOL_FAILURE_RATE = _ratio(pl.col("tool_failures").sum(), pl.col("tool_calls").sum())
 FALLBACK_RATE = _ratio(pl.col("fallback_agent").sum(), pl.col("fallback_blocks").sum())
@@ -244,7 +245,7 @@ def headline(data: RunData, by: str | None = None) -> pl.DataFrame:
 def volume(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Runs, by final status, and the success rate."""
     runs, keys = _grouped(data.runs, by)
-    by_status = [_count_runs(pl.col("status") == s).alias(s) for s in ("succeeded", "failed", "incomplete", "running")]
+    by_status = [_count_runs(pl.col("status") == s).alias(s) for s in ("succeeded", "failed", "incomplete", "unknown", "running")]
     return _aggregate(runs, keys, RUNS, *by_status, SUCCESS_RATE.alias("success_rate"))
 
 

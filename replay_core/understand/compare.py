@@ -387,9 +387,11 @@ def totals_of(session: dict, steps: list[StepEvent]) -> dict[str, Any]:
     return {
         "steps": len(steps),
         "cycles": (cycles[-1] + 1) if cycles else 0,
-        "tokens_in": sum(s.tokens_in or 0 for s in steps),
-        "tokens_out": sum(s.tokens_out or 0 for s in steps),
-        "cost_usd": round(sum(costs), 6) if costs else None,
+        # the Store's run totals when the session row carries them (steps' sums, else the source's)
+        "tokens_in": session["tokens_in"] if "tokens_in" in session else sum(s.tokens_in or 0 for s in steps),
+        "tokens_out": session["tokens_out"] if "tokens_out" in session else sum(s.tokens_out or 0 for s in steps),
+        "cost_usd": (round(session["cost_usd"], 6) if session["cost_usd"] is not None else None) if "cost_usd" in session
+        else (round(sum(costs), 6) if costs else None),
         "duration_s": duration,
         "status": session.get("status"),
         "error_class": session.get("error_class"),

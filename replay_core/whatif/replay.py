@@ -378,8 +378,8 @@ class _Replay:
         outcome_text = f"Replay {outcome.replace('_', ' ')}: {message}"
         if outcome in ("completed", "final_answer") and self.on_script and self.rec.covers_end and self.turn >= len(self.rec.turns):
             # The same calls to the end of the recording: the original's outcome stands (an
-            # unfinished original leaves the replay unfinished too; one that ended without a
-            # recorded outcome, `unknown`, leaves it unknown).
+            # unfinished original leaves the replay unfinished too; one that ended without a recorded
+            # outcome leaves the replay's outcome unrecorded too: `unknown`).
             ended = src.get("status") in ("succeeded", "failed", "unknown")
             status, error_class = (src["status"], src.get("error_class")) if ended else ("incomplete", None)
             outcome_text += f". It made the original's calls to the end of the recording; the original's outcome: {src.get('outcome') or src.get('status')}"

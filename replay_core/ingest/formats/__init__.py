@@ -6,9 +6,10 @@ why a record was refused); `detect` places a file by its content, not its name.
 
 from __future__ import annotations
 
-from .reader import SNIFF_BYTES, BadRecord, DocumentError, Event, Format, Ignored, UnknownFormat
+from .reader import SNIFF_BYTES, BadRecord, DocumentError, Event, Format, Ignored, Records, UnknownFormat
 
-__all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Ignored", "UnknownFormat", "detect", "get_format", "registry"]
+__all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Ignored", "Records", "UnknownFormat",
+           "candidates", "detect", "get_format", "registry"]
 
 
 def registry() -> dict[str, Format]:
@@ -42,10 +43,17 @@ def get_format(name: str) -> Format:
     return formats[name]
 
 
-def detect(data: bytes, filename: str) -> Format:
+def candidates(data: bytes, filename: str) -> list[Format]:
+    """Every reader whose sniff passes on the file's first bytes, in registry order: the import
+    reads the file with each and keeps the one that accounts for most of it (ingest.accounting)."""
     head = data[:SNIFF_BYTES]
-    for fmt in registry().values():
-        if fmt.sniff(head, filename):
-            return fmt
+    return [fmt for fmt in registry().values() if fmt.sniff(head, filename)]
+
+
+def detect(data: bytes, filename: str) -> Format:
+    """The first reader whose sniff passes (a quick guess; the import compares all of them)."""
+    found = candidates(data, filename)
+    if found:
+        return found[0]
     known = ", ".join(f"{f.name} ({f.label})" for f in registry().values())
     raise UnknownFormat(f"{filename}: cannot tell which format this file is in; known formats: {known}")

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from .reader import BadRecord, Event
+from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .cassette import Interaction, is_cassette, read_cassette
 from .jsondoc import is_json_lines, json_lines, load_json, parse_arguments
 from .runs import Run, compact, stable_id
@@ -291,7 +291,9 @@ def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[
 def _records(data: bytes, filename: str, path_fragment: bytes) -> Iterator[Exchange | list | BadRecord]:
     """Exchanges of a cassette or log file, or the one message list of a transcript file."""
     if is_cassette(data[:4096], b"interactions") and path_fragment in data:
-        for item in read_cassette(data, filename):
+        interactions = read_cassette(data, filename)
+        yield Records(len(interactions), "interactions")
+        for item in interactions:
             yield _exchange_of_interaction(item)
         return
     if is_json_lines(data):
@@ -325,7 +327,7 @@ class _RAW:
         self.body, self.status = body, status
 
 
-def _exchange_of_record(rec: Any, where: str) -> Exchange | BadRecord:
+def _exchange_of_record(rec: Any, where: str) -> Exchange | BadRecord | Ignored:
     if not isinstance(rec, dict):
         return BadRecord(where, f"expected a JSON object, got {type(rec).__name__}")
     if isinstance(rec.get("request"), dict):
@@ -333,7 +335,16 @@ def _exchange_of_record(rec: Any, where: str) -> Exchange | BadRecord:
     if "messages" in rec:
         request = {k: v for k, v in rec.items() if k != "response"}
         return Exchange(request, _RAW(rec.get("response"), None), where)
-    return Exchange({}, _RAW(rec, None), where)
+    if _is_response(rec):
+        return Exchange({}, _RAW(rec, None), where)
+    return Ignored(where, kind_of(rec), known=False)  # neither a request nor a reply: not ours to guess at
+
+
+def _is_response(rec: dict) -> bool:
+    """A provider's reply by itself: OpenAI `choices`, an Anthropic `message`, or an error body."""
+    if isinstance(rec.get("choices"), list) or isinstance(rec.get("error"), dict) or rec.get("type") == "error":
+        return True
+    return rec.get("type") == "message" and rec.get("role") == "assistant" and "content" in rec
 
 
 def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes) -> Iterator[Event | BadRecord]:
@@ -343,7 +354,7 @@ def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes
     new_id = lambda n: f"{base}-{n}" if n else base  # noqa: E731
     exchanges: list[Exchange] = []
     for rec in records:
-        if isinstance(rec, BadRecord):
+        if isinstance(rec, BadRecord | Ignored | Records):
             yield rec
         elif isinstance(rec, list):
             if not dialect.is_messages(rec):

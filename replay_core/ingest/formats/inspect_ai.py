@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from .reader import BadRecord, DocumentError, Event, Ignored
+from .reader import BadRecord, DocumentError, Event, Ignored, Records
 from .jsondoc import has_key, load_json, parse_arguments, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
@@ -265,10 +265,15 @@ class InspectAIFormat:
             return filename.endswith(".eval") or b"header.json" in head or b"_journal/start.json" in head
         return starts_json(head) and has_key(head, "eval") and has_key(head, "run_id") and has_key(head, "task_id")
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
-        if data[:4] == b"PK\x03\x04":
-            yield from self._zip(data, filename)
-            return
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
+        """A log's records are its samples' events (messages where a sample has none) and, in a ZIP,
+        its other members: the unit the reader ignores in, so the account adds up."""
+        count = [0]
+        items = list(self._zip(data, filename, count) if data[:4] == b"PK\x03\x04" else self._json(data, filename, count))
+        yield Records(count[0], "events and archive members" if data[:4] == b"PK\x03\x04" else "events")
+        yield from items
+
+    def _json(self, data: bytes, filename: str, count: list[int]) -> Iterator:
         doc = load_json(data, filename)
         if not isinstance(doc, dict) or not isinstance(doc.get("eval"), dict):
             raise DocumentError(BadRecord(filename, "expected an inspect_ai eval log: an object with 'eval'"))
@@ -276,9 +281,9 @@ class InspectAIFormat:
         if samples is not None and not isinstance(samples, list):
             raise DocumentError(BadRecord(f"{filename}:samples", f"expected a list, got {type(samples).__name__}"))
         for i, sample in enumerate(samples or ()):
-            yield from self._sample(doc, sample, _dict(doc).get("reductions"), f"{filename}:samples[{i}]", data, filename)
+            yield from self._sample(doc, sample, _dict(doc).get("reductions"), f"{filename}:samples[{i}]", data, filename, count)
 
-    def _zip(self, data: bytes, filename: str) -> Iterator:
+    def _zip(self, data: bytes, filename: str, count: list[int]) -> Iterator:
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
             names = archive.namelist()
@@ -300,6 +305,7 @@ class InspectAIFormat:
             raise DocumentError(BadRecord(f"{filename}!{head_name}", "expected an object with 'eval'"))
         reductions = member("reductions.json") if "reductions.json" in names else None
         samples = sorted((n for n in names if _SAMPLE_MEMBER.match(n)), key=_member_order)
+        count[0] += sum(1 for n in names if n not in samples and not n.endswith("/"))  # header, reductions and the ignored ones
         for name in names:
             if name.startswith("_journal/"):
                 yield Ignored(f"{filename}!{name}", "zip:_journal")
@@ -308,10 +314,11 @@ class InspectAIFormat:
             elif name not in samples and name not in ("header.json", "reductions.json") and not name.endswith("/"):
                 yield Ignored(f"{filename}!{name}", "zip:other")
         for name in samples:
-            yield from self._sample(header, member(name), reductions, f"{filename}!{name}", data, filename)
+            yield from self._sample(header, member(name), reductions, f"{filename}!{name}", data, filename, count)
 
-    def _sample(self, log: dict, sample: Any, reductions: Any, where: str, data: bytes, filename: str) -> Iterator:
+    def _sample(self, log: dict, sample: Any, reductions: Any, where: str, data: bytes, filename: str, count: list[int]) -> Iterator:
         if not isinstance(sample, dict):
+            count[0] += 1
             yield BadRecord(where, f"expected a sample object, got {type(sample).__name__}")
             return
         spec = _dict(log.get("eval"))
@@ -329,6 +336,7 @@ class InspectAIFormat:
         table = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else _dict(transcript.get("content"))
         mapped = _Sample(run, _Refs(table), where)
         events = sample.get("events") if isinstance(sample.get("events"), list) else _list(transcript.get("events"))
+        count[0] += len(events) if events else max(1, len(_list(sample.get("messages"))))
         try:
             if events:
                 for i, event in enumerate(events):

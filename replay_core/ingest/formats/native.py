@@ -14,6 +14,7 @@ from .reader import BadRecord, Event
 class NativeFormat:
     name = "native"
     label = "Agent Replay JSONL"
+    ends_runs = False  # the contract states a run's status itself: a run without session_end is still running
 
     def sniff(self, head: bytes, filename: str) -> bool:
         first = head.lstrip()[:4096]

@@ -21,7 +21,7 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event
+from .reader import BadRecord, Event, Records
 from .jsondoc import has_key, load_json, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
@@ -149,6 +149,7 @@ class NotteFormat:
         if not isinstance(elements, list):
             yield BadRecord(filename, "expected a list of {type, value} elements (or an agent status with 'steps')")
             return
+        yield Records(len(elements), "elements")
         extra = {k: v for k, v in status.items() if k not in ("steps", "task", "agent_id", "success", "answer", "created_at", "closed_at", "replay")}
         run = Run(status.get("agent_id") or stable_id(filename, data), filename, name=(status.get("task") or None) and str(status["task"])[:200],
                   agent_id="notte", started_at=parse_time(status.get("created_at")), metadata=compact(extra))

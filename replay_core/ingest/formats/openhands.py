@@ -167,7 +167,7 @@ class _Session:
         elif action == "finish":
             self._finish(key, where, usage, args, event, when, model, tcm)
         elif source != "agent" and not tcm:
-            yield Ignored(where, f"action:{action}")
+            yield Ignored(where, f"action:{action}", known=action is not None)  # no action at all: not an OpenHands event
         else:
             thought = _text(args.get("thought"))
             if thought:

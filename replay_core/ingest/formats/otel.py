@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error
-from .reader import BadRecord, Event
+from .reader import BadRecord, Event, Records
 from . import otel_attributes as oa
 from .jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
 
@@ -916,8 +916,11 @@ class _SpanFormat(ABC):
     def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
         """The file's spans in file order (BadRecord for a span that cannot be read)."""
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
-        return spans_to_events(self.spans(data, filename))
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Records]:
+        """A span is this format's record: counted first, so the import's account is in spans."""
+        spans = list(self.spans(data, filename))
+        yield Records(sum(1 for s in spans if not isinstance(s, BadRecord)), "spans")
+        yield from spans_to_events(iter(spans))
 
 
 class OtlpJsonFormat(_SpanFormat):

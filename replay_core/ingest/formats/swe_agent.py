@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .reader import BadRecord, Event
+from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .chat_messages import Conversation, text_of
 from .jsondoc import has_key, load_json, starts_json
 from .runs import Run, compact, parse_time, stable_id
@@ -60,6 +60,11 @@ def _end(run: Run, info: dict, success: str) -> None:
         run.finish("failed", outcome=outcome, error_class=str(status))
 
 
+def _is_message(msg: Any) -> bool:
+    """A chat message of the history (SWE-agent's have a role; other agents' event lists do not)."""
+    return isinstance(msg, dict) and isinstance(msg.get("role"), str)
+
+
 def _first_word(command: str) -> str | None:
     words = command.split()
     return words[0] if words else None
@@ -78,6 +83,13 @@ class SweAgentFormat:
         if not isinstance(doc, dict) or not isinstance(doc.get("trajectory", doc.get("history")), list):
             yield BadRecord(filename, "expected an object with a 'trajectory' or 'history' list")
             return
+        trajectory = doc.get("trajectory")
+        if isinstance(trajectory, list) and trajectory:
+            yield Records(len(trajectory), "trajectory entries")
+        else:
+            history = doc.get("history") if isinstance(doc.get("history"), list) else []
+            yield Records(len(history), "history messages")
+            yield from (Ignored(f"{filename}:history[{i}]", kind_of(m), known=False) for i, m in enumerate(history) if not _is_message(m))
         yield from self._run(doc, data, filename).events()
 
     def _run(self, doc: dict, data: bytes, filename: str) -> Run:
@@ -97,7 +109,7 @@ class SweAgentFormat:
         run = Run(problem.get("id") or stable_id(filename, data), filename, name=problem.get("id") or Path(filename).name.split(".")[0], model=model,
                   environment=doc.get("environment"), agent_id=agent_cfg.get("name") if isinstance(agent_cfg, dict) else None,
                   agent_version=info.get("swe_agent_version"), metadata=compact(meta))
-        history = [m for m in doc.get("history") or [] if isinstance(m, dict)]
+        history = [m for m in doc.get("history") or [] if _is_message(m)]
         trajectory = doc.get("trajectory")
         if isinstance(trajectory, list) and trajectory:
             self._inputs(run, history)
@@ -204,9 +216,12 @@ class MiniSweAgentFormat:
         meta = {**_model_stats(info), "info": {k: v for k, v in info.items() if k not in ("model_stats", "exit_status", "submission")} or None}
         if isinstance(doc, dict):
             meta.update({k: v for k, v in doc.items() if k not in ("info", "messages")})
+        yield Records(len(messages), "messages")
         run = Run(doc.get("instance_id") if isinstance(doc, dict) and doc.get("instance_id") else stable_id(filename, data), filename,
                   model=model_cfg.get("model_name"), agent_version=info.get("mini_version"), agent_id="mini-swe-agent", metadata=compact(meta))
-        self._messages(run, messages, filename)
+        yield from (Ignored(f"{filename}:messages[{i}]", kind_of(m), known=False) for i, m in enumerate(messages)
+                    if isinstance(m, dict) and not isinstance(m.get("role"), str))
+        self._messages(run, [m if _is_message(m) or not isinstance(m, dict) else None for m in messages], filename)
         if info:
             _end(run, info, "submitted")
         yield from run.events()
@@ -217,6 +232,8 @@ class MiniSweAgentFormat:
         submitted = False
         for i, msg in enumerate(messages):
             where = f"{filename}:messages[{i}]"
+            if msg is None:  # accounted as ignored by the caller
+                continue
             if not isinstance(msg, dict):
                 run.errors.append(BadRecord(where, "expected a chat message object"))
                 continue

@@ -1,0 +1,140 @@
+"""Bad input, for every reader: a truncated, reordered or type-confused copy of a real file either imports
+accounted (every record read, used, ignored or refused) or is refused with one line naming the file and
+where; never a traceback, never half-stored. Hypothesis, fixed seed, bounded examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import FIXTURES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replay_core.ingest.pipeline import FileRefused, ImportRejected, import_bytes
+from replay_core.storage.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+# one real file per reader (tests/fixtures/SOURCES.md); the reader is forced so each one meets the damage
+PER_READER = {
+    "native": REPO / "data/demo/01-refund-defective-backpack.jsonl",
+    "otlp-json": FIXTURES / "otel/edge_failed_and_totals.otlp.json",
+    "otel-spans": FIXTURES / "otel/TINYAGENT_trace.json",
+    "swe_agent": FIXTURES / "swe_agent/networking_1.traj",
+    "mini_swe_agent": FIXTURES / "mini_swe_agent/github_issue.traj.json",
+    "smolagents": FIXTURES / "smolagents/decentralized_run_023f7ac8_messages.jsonl",
+    "notte": FIXTURES / "notte/notte_agent_status.json",
+    "langchain": FIXTURES / "langchain/langsmith_agent_run.json",
+    "anthropic": FIXTURES / "anthropic/messages_transcript.json",
+    "openai_chat": FIXTURES / "openai_chat/chat_log.jsonl",
+}
+OTHER_TYPES = [None, 0, -1, 1.5, "", "x", True, [], {}, [1, "a"], {"k": None}]
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+def _replace(value, path, new):
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: _replace(value[head], rest, new)}
+    out = list(value)
+    out[head] = _replace(out[head], rest, new)
+    return out
+
+
+def _documents(data: bytes) -> tuple[list, bool]:
+    """The file as JSON values: its lines (JSONL) or its one document."""
+    try:
+        return [orjson.loads(data)], False
+    except orjson.JSONDecodeError:
+        return [orjson.loads(line) for line in data.split(b"\n") if line.strip()], True
+
+
+def _encode(docs: list, lines: bool) -> bytes:
+    if lines:
+        return b"\n".join(orjson.dumps(d) for d in docs) + b"\n"
+    return orjson.dumps(docs[0], option=orjson.OPT_INDENT_2)
+
+
+@st.composite
+def mutated(draw, data: bytes) -> bytes:
+    kind = draw(st.sampled_from(["truncate", "reorder", "confuse"]))
+    if kind == "truncate":
+        return data[: draw(st.integers(0, len(data) - 1))]
+    docs, lines = _documents(data)
+    if kind == "reorder":
+        if lines:
+            return _encode(draw(st.permutations(docs)), True)
+        lists = [p for p in _paths(docs[0]) if isinstance(_get(docs[0], p), list) and len(_get(docs[0], p)) > 1]
+        if not lists:
+            return data
+        where = draw(st.sampled_from(lists))
+        return _encode([_replace(docs[0], where, draw(st.permutations(_get(docs[0], where))))], False)
+    i = draw(st.integers(0, len(docs) - 1))
+    where = draw(st.sampled_from(list(_paths(docs[i]))))
+    docs[i] = _replace(docs[i], where, draw(st.sampled_from(OTHER_TYPES)))
+    return _encode(docs, lines)
+
+
+def _get(value, path):
+    for part in path:
+        value = value[part]
+    return value
+
+
+def _state(store: Store) -> dict:
+    return {sid: store.get_session(sid)["steps"] for sid in store.session_ids()}
+
+
+@pytest.mark.parametrize("fmt", sorted(PER_READER))
+def test_damaged_files_are_refused_cleanly_or_imported_accounted(fmt, tmp_path_factory):
+    original = PER_READER[fmt].read_bytes()
+    store = Store(f"sqlite:///{tmp_path_factory.mktemp(fmt) / 'm.db'}")
+
+    @settings(max_examples=30, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=mutated(original), skip_bad=st.booleans())
+    def check(data: bytes, skip_bad: bool) -> None:
+        before = _state(store)
+        try:
+            report = import_bytes(store, data, "damaged.json", fmt=fmt, skip_bad=skip_bad)
+        except (ImportRejected, FileRefused) as exc:
+            message = str(exc)
+            assert message.startswith("damaged.json") and "\n" not in message and "Traceback" not in message, message
+            assert _state(store) == before  # nothing half-stored
+            return
+        (acc,) = report.files
+        assert acc["used"] + sum(acc["ignored"].values()) + acc["bad"] == acc["records"] or acc["used"] == 0
+        assert len(report.errors) == acc["bad"] and (skip_bad or not report.errors)
+
+    check()
+    store.close()
+
+
+def test_a_type_confused_line_is_named_by_its_line(tmp_path):
+    lines = (FIXTURES / "openai_chat/chat_log.jsonl").read_bytes().split(b"\n")
+    second = orjson.loads(lines[1])
+    second["request"]["messages"][2]["tool_calls"] = [None]  # a call that is not an object
+    lines[1] = orjson.dumps(second)
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    with pytest.raises(ImportRejected) as exc:
+        import_bytes(store, b"\n".join(lines), "log.jsonl")
+    assert str(exc.value) == ("log.jsonl:2: cannot be read as openai_chat: unexpected AttributeError "
+                              "('NoneType' object has no attribute 'get')")
+    assert store.session_ids() == []
+    with pytest.raises(FileRefused) as skipped:  # the reader broke off: --skip-bad has no half-read file to store
+        import_bytes(store, b"\n".join(lines), "log.jsonl", skip_bad=True)
+    assert "openai_chat: 0 of 3 lines used, 1 bad, 0 steps" in str(skipped.value)
+    assert store.session_ids() == []
+    store.close()
