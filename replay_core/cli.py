@@ -66,10 +66,13 @@ def import_cmd(
     format: Annotated[str, typer.Option("--format", help="auto, or a format name.")] = "auto",
     db: DbOption = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Import the good records of a file with bad ones, reporting each bad one.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Let the files change the end, status, name and outcome of runs "
+                                          "that already ended (otherwise those are kept and each run is reported).")] = False,
     json: JsonOption = False,
 ) -> None:
     """Import trace files (format detected from content)."""
     from .ingest.pipeline import ImportRejected, IngestReport, import_bytes
+    from .storage.store import WriteRefused
 
     store = open_store(db)
     total = IngestReport()
@@ -87,11 +90,14 @@ def import_cmd(
                 refused.append(f"{path}: {exc.strerror or exc}")
                 continue
             try:
-                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad,
+                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad, replace=replace,
                                       progress=lambda n: progress.update(records, completed=n))
             except ImportRejected as exc:
                 refused += [str(e) for e in exc.errors]
                 refused.append(f"{path}: refused, nothing stored ({len(exc.errors)} bad records; --skip-bad imports the rest)")
+                continue
+            except WriteRefused as exc:
+                refused.append(f"{path}: {exc.reason}; nothing stored")
                 continue
             except ValueError as exc:
                 refused.append(str(exc))
@@ -108,6 +114,8 @@ def import_cmd(
             f"imported {len(total.sessions)} sessions, {total.steps} steps "
             f"({total.duplicates} duplicates skipped, {total.redacted} values redacted)"
         )
+        for line in total.conflicts:
+            err.print(f"kept: {line}")
         for line in result["errors"]:
             err.print(line)
     if refused:

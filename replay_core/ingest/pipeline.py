@@ -31,6 +31,7 @@ class IngestReport:
     redacted: int = 0
     errors: list[BadRecord] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # ended runs left as they were (no replace)
 
     def add(self, other: IngestReport) -> None:
         self.sessions += [s for s in other.sessions if s not in self.sessions]
@@ -38,6 +39,7 @@ class IngestReport:
         self.duplicates += other.duplicates
         self.redacted += other.redacted
         self.errors += other.errors
+        self.conflicts += other.conflicts
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -55,11 +57,15 @@ class ImportRejected(ValueError):
 
 
 def ingest(
-    store: Store, events: Iterable[Event], *, redactor: Redactor | None = None, source: str | None = None
+    store: Store, events: Iterable[Event], *, redactor: Redactor | None = None, source: str | None = None,
+    replace: bool = False, refuse_conflicts: bool = False,
 ) -> IngestReport:
     """Redact and store already-validated events in one transaction.
 
-    `source` names where new sessions came from when their own events do not say.
+    `source` names where new sessions came from when their own events do not say. An
+    ended run's end, status, name and outcome change only with `replace`; otherwise a
+    different value is reported in `conflicts` (or, with `refuse_conflicts`, refuses
+    the batch: `Store.write`).
     """
     redactor = redactor or default_redactor()
     clean: list[Event] = []
@@ -73,9 +79,10 @@ def ingest(
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
-    written = store.write(clean, default_source=source)
+    written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
     _store_attachments(store, attachments)
-    return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted)
+    return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted,
+                        conflicts=written.conflicts)
 
 
 def _set_aside_attachment(step: StepEvent, pending: list[tuple[str, str, dict]]) -> StepEvent:
@@ -137,6 +144,7 @@ def import_bytes(
     skip_bad: bool = False,
     redactor: Redactor | None = None,
     progress: Callable[[int], None] | None = None,
+    replace: bool = False,
 ) -> IngestReport:
     """Import one file's content. Bad records refuse the file whole unless `skip_bad`."""
     ignored: Counter = Counter()
@@ -144,7 +152,7 @@ def import_bytes(
         events, bad, used = read_events(data, filename, fmt, progress=progress, ignored=ignored)
         if bad and not skip_bad:
             raise ImportRejected(bad)
-        report = ingest(store, events, redactor=redactor, source=used)
+        report = ingest(store, events, redactor=redactor, source=used, replace=replace)
     report.errors = bad
     report.files = [{"file": filename, "format": used, "sessions": len(report.sessions), "steps": report.steps,
                      "ignored": dict(ignored)}]
