@@ -443,8 +443,18 @@ def deliver_spool_cmd(
     from .sdk.recorder import Recorder
 
     recorder = Recorder(to, token=token, spool_dir=str(spool_dir) if spool_dir else None)
+    dead_letters = recorder.spool.rejected_path
     had_events = recorder.spool.pending  # spools left by earlier recorders for this destination are adopted on start
-    if not recorder.close(settle=0):
+    before = recorder.spool.rejected_count()
+    delivered = recorder.close(settle=0)
+    reasons = recorder.spool.rejected_reasons(skip=before)
+    for reason in reasons:
+        err.print(f"refused: {reason}")
+    if reasons:
+        err.print(f"{len(reasons)} events refused by the destination, set aside in {dead_letters}")
+    elif before:
+        err.print(f"{before} events refused earlier are set aside in {dead_letters}")
+    if not delivered:
         fail(f"the destination is still unreachable; events stay spooled in {recorder.spool.path.parent}")
     out.print("spool delivered: nothing left to send" if had_events else "no spooled events for this destination")
 

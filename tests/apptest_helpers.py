@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -205,3 +207,40 @@ def emit_agent_spans(tracer, conversation: str, queries: tuple[str, ...] = ("sta
                     "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
                     "gen_ai.tool.call.arguments": f'{{"q": "{query}"}}', **conv}):
                 pass
+
+
+_SERVE_API = textwrap.dedent("""
+    import sys, uvicorn
+    from replay_core.server.api import create_app
+    from replay_core.server.auth import Access
+    from replay_core.storage.store import Store
+    app = create_app(Store(sys.argv[1]), access=Access(api_tokens=(sys.argv[3],)))
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+""")
+
+
+@contextmanager
+def served_api(db_url: str, token: str):
+    """The API alone under uvicorn in its own process; yields its base URL."""
+    import httpx
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE_API, db_url, str(port), token], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the API exited: {proc.stderr.read().decode(errors='replace')}")
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the API did not start within 60 s"
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(10)

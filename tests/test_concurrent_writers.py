@@ -5,64 +5,28 @@ Every step lands once, with its own seq, and no request gets a 5xx."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 
 import httpx
 import pytest
-from apptest_helpers import free_port
+from apptest_helpers import served_api
 from sqlalchemy import text
 
 from replay_core.storage.store import Store
 
 TOKEN = "writers-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-SERVE = textwrap.dedent("""
-    import sys, uvicorn
-    from replay_core.server.api import create_app
-    from replay_core.server.auth import Access
-    from replay_core.storage.store import Store
-    app = create_app(Store(sys.argv[1]), access=Access(api_tokens=(sys.argv[3],)))
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-""")
-
-
-@contextmanager
-def served_api(db_url: str):
-    """The API alone under uvicorn in its own process; yields its base URL."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, db_url, str(port), TOKEN], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the API exited: {proc.stderr.read().decode(errors='replace')}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the API did not start within 60 s"
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
 
 APPS, WRITERS, STEPS, PER_REQUEST = 2, 4, 500, 25
 
 
 def test_two_served_apps_with_four_writers_each_share_one_session(store):
     with ExitStack() as stack:
-        bases = [stack.enter_context(served_api(store.url)) for _ in range(APPS)]
+        bases = [stack.enter_context(served_api(store.url, TOKEN)) for _ in range(APPS)]
 
         def writer(app: int, thread: int) -> list[int]:
             statuses = []
