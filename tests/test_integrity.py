@@ -247,3 +247,47 @@ def test_unknown_routes_and_methods_answer_json(client):
     for res in (client.get("/api/v1/nothing"), client.delete("/api/v1/sessions", headers=AUTH)):
         assert res.status_code in (404, 405)
         assert res.headers["content-type"] == "application/json"
+
+
+def test_import_names_file_line_and_field_for_a_value_past_the_limits(store, tmp_path):
+    from replay_core.ingest.pipeline import ImportRejected, import_file
+
+    path = tmp_path / "long.jsonl"
+    path.write_text('{"schema":"agent-replay/v1","kind":"session","session_id":"f"}\n'
+                    '{"schema":"agent-replay/v1","kind":"step","session_id":"f","type":"tool_call","tool_name":"%s"}\n'
+                    '{"schema":"agent-replay/v1","kind":"step","session_id":"f","type":"think","seq":2147483648}\n' % ("t" * 300))
+    with pytest.raises(ImportRejected) as caught:
+        import_file(store, path)
+    lines = [str(e) for e in caught.value.errors]
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{path}:2") and "tool_name" in lines[0] and "\n" not in lines[0]
+    assert lines[1].startswith(f"{path}:3") and "seq" in lines[1]
+    assert store.count_sessions() == 0
+
+
+def test_errors_keep_the_keep_alive_connection_on_a_served_api(store):
+    import http.client
+
+    from apptest_helpers import served_api
+
+    with served_api(store.url, TOKEN) as base:
+        conn = http.client.HTTPConnection(base.removeprefix("http://"), timeout=30)
+        headers = {**AUTH, "Content-Type": "application/json"}
+        requests = [("POST", "/api/v1/sessions/r/steps", '[{"type":"think","seq":9223372036854775808}]', 422),
+                    ("GET", "/api/v1/sessions?q=%00", None, 422),
+                    ("GET", "/api/v1/sessions?offset=9223372036854775808", None, 422),
+                    ("POST", "/api/v1/sessions", '{"session_id":"x","replay_of":"nobody"}', 422),
+                    ("GET", "/api/v1/nothing", None, 404),
+                    ("POST", "/api/v1/sessions", "{not json", 400),
+                    ("GET", "/api/v1/sessions/missing", None, 404),
+                    ("GET", "/healthz", None, 200)]
+        sockets = set()
+        for method, path, body, status in requests:
+            conn.request(method, path, body=body, headers=headers)
+            res = conn.getresponse()
+            payload = res.read()
+            assert (res.status, res.getheader("content-type")) == (status, "application/json"), payload
+            assert not res.will_close
+            sockets.add(id(conn.sock))
+        assert len(sockets) == 1
+        conn.close()
