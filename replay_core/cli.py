@@ -330,6 +330,7 @@ def replay_cmd(
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Budget: steps (default: twice the range plus 20).")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", help="Budget: USD of known cost.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Budget: seconds per replay.")] = 600.0,
+    call_timeout: Annotated[float, typer.Option("--call-timeout", help="Seconds one model call may take.")] = 60.0,
     workers: Annotated[int, typer.Option("--workers", help="Replays run at once.")] = 4,
     db: DbOption = None,
     json: JsonOption = False,
@@ -347,7 +348,7 @@ def replay_cmd(
         configs = configs_for(
             model, fallback_model=fallback_model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
             max_tokens=max_tokens, system_prompt=prompt, system_mode=system_mode, params=parse_params(param or []),
-            tool_mode=tool_mode,
+            tool_mode=tool_mode, request_timeout_s=call_timeout,
             budget=Budget(max_steps=max_steps, max_cost_usd=max_cost, timeout_s=timeout),
         )
         estimates = estimate(store, session, from_step, to_step, configs)
@@ -360,12 +361,18 @@ def replay_cmd(
         fail(str(exc))
     if json:
         print_json({"source": session, "estimate": [e.to_dict() for e in estimates], "replays": [r.to_dict() for r in results]})
-        return
-    for r in results:
-        cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
-        out.print(f"\n{r.model} → {r.session}")
-        out.print(f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}")
-        out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
+    else:
+        for r in results:
+            cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+            out.print(f"\n{r.model} → {r.session}")
+            out.print(f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}")
+            out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
+    if results and all(r.outcome in REPLAY_FAILED for r in results):
+        err.print(f"no replay ran: {', '.join(f'{r.model}: {r.error_class or r.outcome}' for r in results)}")
+        raise typer.Exit(1)
+
+
+REPLAY_FAILED = ("provider_error", "error")  # outcomes of a replay that could not run (the others ran, whatever they found)
 
 
 @app.command("compare")
