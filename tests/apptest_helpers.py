@@ -157,30 +157,35 @@ def free_port() -> int:
 @contextmanager
 def served_app(db_url: str, **env: str):
     """`streamlit run streamlit_app.py` (what `make run` starts) on a free port of 127.0.0.1; yields its base URL."""
+    port = free_port()
+    argv = [str(REPO / ".venv" / "bin" / "streamlit"), "run", "streamlit_app.py", "--server.headless", "true",
+            "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
+            "--browser.gatherUsageStats", "false"]
+    with _served(argv, port, "/_stcore/health", cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}) as base:
+        yield base
+
+
+@contextmanager
+def _served(argv: list[str], port: int, health: str, **popen):
+    """Run `argv` (a server on 127.0.0.1:`port`) until `health` answers 200; yield its base URL; stop it."""
     import httpx
 
-    port = free_port()
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(
-        [str(REPO / ".venv" / "bin" / "streamlit"), "run", "streamlit_app.py", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}, stdout=log, stderr=subprocess.STDOUT,
-    )
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, **popen)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
                 log.seek(0)
-                raise RuntimeError(f"the app exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
+                raise RuntimeError(f"{argv[0]} exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
             try:
-                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
+                if httpx.get(f"{base}{health}", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("the app did not answer /_stcore/health within 60 s")
+                raise RuntimeError(f"{argv[0]} did not answer {health} within 60 s")
             time.sleep(0.2)
         yield base
     finally:
@@ -221,26 +226,7 @@ _SERVE_API = textwrap.dedent("""
 
 @contextmanager
 def served_api(db_url: str, token: str):
-    """The API alone under uvicorn in its own process; yields its base URL."""
-    import httpx
-
+    """The API alone under uvicorn in its own process (its own Store); yields its base URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", _SERVE_API, db_url, str(port), token], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the API exited: {proc.stderr.read().decode(errors='replace')}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the API did not start within 60 s"
-            time.sleep(0.1)
+    with _served([sys.executable, "-c", _SERVE_API, db_url, str(port), token], port, "/healthz") as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)

@@ -291,3 +291,18 @@ def test_errors_keep_the_keep_alive_connection_on_a_served_api(store):
             sockets.add(id(conn.sock))
         assert len(sockets) == 1
         conn.close()
+
+
+@pytest.mark.postgres
+def test_a_read_only_postgres_answers_503_and_healthz_degraded(pg_store):
+    from sqlalchemy import create_engine
+
+    engine = create_engine(pg_store.url, connect_args={"options": "-c default_transaction_read_only=on"})
+    ro = Store(pg_store.url, engine=engine, migrate=False)
+    with TestClient(create_app(ro, access=Access(api_tokens=(TOKEN,))), raise_server_exceptions=False) as c:
+        res = c.post("/api/v1/sessions/r/steps", json=[step()], headers=AUTH)
+        assert res.status_code == 503, res.text
+        assert res.headers["retry-after"] == "30" and "read-only" in res.json()["detail"]
+        health = c.get("/healthz").json()
+        assert health["status"] == "degraded" and "read-only" in health["reason"]
+    ro.close()

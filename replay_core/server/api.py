@@ -268,7 +268,7 @@ class IngestAPI:
             return exc
         if isinstance(exc, WriteRefused):
             return ApiError(exc.status, exc.reason, [{"loc": exc.field, "msg": exc.reason}])
-        if isinstance(exc, sa_exc.OperationalError):  # disk full, read-only file, locked, server gone
+        if _cannot_write_now(exc):  # disk full, read-only file or server, locked, server gone
             reason = _db_reason(exc)
             self.degraded = reason
             log.error("database cannot take the request: %s", reason)
@@ -458,6 +458,18 @@ def _flag(params: Mapping[str, str], name: str) -> bool:
     if raw in ("1", "true", "yes"):
         return True
     raise ApiError(422, f"{name}: expected true or false, got {raw!r}", [{"loc": name, "msg": "expected true or false"}])
+
+
+# PostgreSQL SQLSTATEs that say "not now" rather than "not this": read-only transaction,
+# and class 53 (insufficient resources: disk full, out of memory, too many connections).
+_NOT_NOW_STATES = ("25006", "53")
+
+
+def _cannot_write_now(exc: Exception) -> bool:
+    if isinstance(exc, sa_exc.OperationalError):
+        return True
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None) or ""
+    return isinstance(exc, sa_exc.DBAPIError) and state.startswith(_NOT_NOW_STATES)
 
 
 def _db_reason(exc: sa_exc.DBAPIError) -> str:
