@@ -306,3 +306,30 @@ def test_a_read_only_postgres_answers_503_and_healthz_degraded(pg_store):
         health = c.get("/healthz").json()
         assert health["status"] == "degraded" and "read-only" in health["reason"]
     ro.close()
+
+
+def test_cli_import_reports_kept_runs_and_replace_changes_them(store, tmp_path):
+    from typer.testing import CliRunner
+
+    from replay_core.cli import app
+
+    def write(name: str, status: str):
+        path = tmp_path / name
+        path.write_text('{"schema":"agent-replay/v1","kind":"session","session_id":"cli-run","name":"%s"}\n'
+                        '{"schema":"agent-replay/v1","kind":"session_end","session_id":"cli-run","status":"%s"}\n' % (name, status))
+        return str(path)
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["import", write("a.jsonl", "failed"), "--db", store.url]).exit_code == 0
+    res = runner.invoke(app, ["import", write("b.jsonl", "succeeded"), "--db", store.url])
+    assert res.exit_code == 0, res.output
+    assert "kept: session 'cli-run' already ended (failed)" in res.output
+    assert store.get_session("cli-run")["status"] == "failed"
+    res = runner.invoke(app, ["import", write("b.jsonl", "succeeded"), "--db", store.url, "--replace"])
+    assert res.exit_code == 0 and "kept:" not in res.output
+    assert (store.get_session("cli-run")["status"], store.get_session("cli-run")["name"]) == ("succeeded", "b.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"schema":"agent-replay/v1","kind":"session","session_id":"r2","replay_of":"ghost"}\n')
+    res = runner.invoke(app, ["import", str(bad), "--db", store.url])
+    said = " ".join(res.output.split())  # the console wraps long lines at its width
+    assert res.exit_code == 1 and f"{bad}: replay_of: session 'r2' names 'ghost'" in said and "Traceback" not in said
