@@ -8,6 +8,7 @@ contract is the one place that says what a run is made of.
 from __future__ import annotations
 
 import hashlib
+import threading
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
@@ -116,20 +117,35 @@ def _json_problem(value: Any) -> str | None:
 
 _ORJSON_DEPTH = 254  # orjson refuses to serialize deeper
 _DEPTH_PAD = _ORJSON_DEPTH - JSON_MAX_DEPTH
+_pads = threading.local()
+
+
+def _padded(value: Any) -> tuple[list, list]:
+    """`value` inside _DEPTH_PAD nested lists, from a chain kept per thread (built once)."""
+    chain = getattr(_pads, "chain", None)
+    if chain is None:
+        inner: list = [None]
+        outer = inner
+        for _ in range(_DEPTH_PAD - 1):
+            outer = [outer]
+        chain = _pads.chain = (outer, inner)
+    chain[1][0] = value
+    return chain
 
 
 def _json_ok(value: Any) -> Any:
-    """A JSON value the databases can store. The usual case costs one orjson pass in C:
-    the value wrapped in enough lists that orjson's own nesting limit falls at ours. Only
-    when that fails, or shows an escaped NUL, is the value walked to name the place."""
-    if value is None:
-        return value
-    padded = value
-    for _ in range(_DEPTH_PAD):
-        padded = [padded]
+    """A JSON value the databases can store, checked in C in the usual case: one orjson
+    pass (which fails past 254 levels, on integers past 64 bits, on non-JSON types) and a
+    count of brackets, which bounds the depth from above. Only a value with more brackets
+    than the depth limit is serialized again wrapped in enough lists that orjson's own
+    limit falls at ours; only one that fails is walked in Python to name the place."""
+    if value is None or isinstance(value, (int, float)):
+        return _json_scalar_ok(value)
     try:
-        data = orjson.dumps(padded, option=orjson.OPT_NON_STR_KEYS)
+        data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
     except (orjson.JSONEncodeError, TypeError):
+        data = None
+    if data is not None and data.count(b"[") + data.count(b"{") > JSON_MAX_DEPTH and not _shallow(value):
         data = None
     if data is None or b"\\u0000" in data:
         problem = _json_problem(value)
@@ -137,6 +153,25 @@ def _json_ok(value: Any) -> Any:
             raise ValueError(problem)
         if data is None:
             raise ValueError("not serializable as JSON")
+    return value
+
+
+def _shallow(value: Any) -> bool:
+    """Whether `value` nests at most JSON_MAX_DEPTH levels (orjson, padded)."""
+    outer, inner = _padded(value)
+    try:
+        orjson.dumps(outer, option=orjson.OPT_NON_STR_KEYS)
+        return True
+    except (orjson.JSONEncodeError, TypeError):
+        return False
+    finally:
+        inner[0] = None
+
+
+def _json_scalar_ok(value: Any) -> Any:
+    problem = None if value is None else _json_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 

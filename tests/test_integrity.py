@@ -333,3 +333,40 @@ def test_cli_import_reports_kept_runs_and_replace_changes_them(store, tmp_path):
     res = runner.invoke(app, ["import", str(bad), "--db", store.url])
     said = " ".join(res.output.split())  # the console wraps long lines at its width
     assert res.exit_code == 1 and f"{bad}: replay_of: session 'r2' names 'ghost'" in said and "Traceback" not in said
+
+
+# ---------------------------------------------------------------- the JSON rule, as a property
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+from replay_core.events import _json_ok, _json_problem  # noqa: E402
+
+_scalars = hs.none() | hs.booleans() | hs.integers(min_value=-(2**65), max_value=2**65) | hs.floats(allow_nan=False) | hs.text(
+    alphabet=hs.sampled_from("ab\x00\\u0{}[]\""), max_size=8)
+_json = hs.recursive(_scalars, lambda kids: hs.lists(kids, max_size=3) | hs.dictionaries(hs.text(alphabet="ab\x00", max_size=3), kids, max_size=3),
+                     max_leaves=20)
+
+
+def _deep(depth: int, leaf):
+    for _ in range(depth):
+        leaf = [leaf] if depth % 2 else {"k": leaf}
+    return leaf
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(value=_json, depth=hs.integers(min_value=0, max_value=140))
+def test_the_fast_json_check_agrees_with_the_walk_and_what_it_accepts_serializes(value, depth):
+    import orjson
+
+    value = _deep(depth, value) if depth > 120 else value
+    expected = _json_problem(value)
+    try:
+        _json_ok(value)
+        accepted = True
+    except ValueError as exc:
+        accepted = False
+        assert str(exc) == expected
+    assert accepted == (expected is None)
+    if accepted:  # the store's serializer, inside a few more levels as the API answers wrap it
+        assert b"\\u0000" not in orjson.dumps({"steps": [{"tool_args": value}]}).replace(b"\\\\", b"")
