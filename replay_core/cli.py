@@ -81,10 +81,13 @@ def import_cmd(
     format: Annotated[str, typer.Option("--format", help="auto, or a format name (forces that reader).")] = "auto",
     db: DbOption = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Import the good records of a file with bad ones, reporting each bad one.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Let the files change the end, status, name and outcome of runs "
+                                          "that already ended (otherwise those are kept and each run is reported).")] = False,
     json: JsonOption = False,
 ) -> None:
     """Import trace files (format detected from content); every file is accounted for or refused."""
     from .ingest.pipeline import ImportRejected, IngestReport, files_under, import_bytes
+    from .storage.store import WriteRefused
 
     _check_format(format)
     store = open_store(db)
@@ -104,13 +107,16 @@ def import_cmd(
                 refused.append(f"{path}: {exc.strerror or exc}")
                 continue
             try:
-                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad,
+                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad, replace=replace,
                                       progress=lambda n: progress.update(records, completed=n))
             except ImportRejected as exc:
                 refused += [str(e) for e in exc.errors[:20]]
                 if len(exc.errors) > 20:
                     refused.append(f"… and {len(exc.errors) - 20} more bad records")
                 refused.append(f"{path}: refused, nothing stored ({len(exc.errors)} bad records; --skip-bad imports the rest)")
+                continue
+            except WriteRefused as exc:
+                refused.append(f"{path}: {exc.reason}; nothing stored")
                 continue
             except ValueError as exc:  # FileRefused: no reader accounts for the file
                 refused.append(str(exc))
@@ -132,6 +138,8 @@ def import_cmd(
             out.print(_file_line(f))
         for line in total.warnings:
             err.print(f"warning: {line}")
+        for line in total.conflicts:
+            err.print(f"kept: {line}")
         for line in result["errors"]:
             err.print(line)
     if refused:
@@ -400,6 +408,7 @@ def replay_cmd(
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Budget: steps (default: twice the range plus 20).")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", help="Budget: USD of known cost.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Budget: seconds per replay.")] = 600.0,
+    call_timeout: Annotated[float, typer.Option("--call-timeout", help="Seconds one model call may take.")] = 60.0,
     workers: Annotated[int, typer.Option("--workers", help="Replays run at once.")] = 4,
     db: DbOption = None,
     json: JsonOption = False,
@@ -417,7 +426,7 @@ def replay_cmd(
         configs = configs_for(
             model, fallback_model=fallback_model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
             max_tokens=max_tokens, system_prompt=prompt, system_mode=system_mode, params=parse_params(param or []),
-            tool_mode=tool_mode,
+            tool_mode=tool_mode, request_timeout_s=call_timeout,
             budget=Budget(max_steps=max_steps, max_cost_usd=max_cost, timeout_s=timeout),
         )
         estimates = estimate(store, session, from_step, to_step, configs)
@@ -430,12 +439,18 @@ def replay_cmd(
         fail(str(exc))
     if json:
         print_json({"source": session, "estimate": [e.to_dict() for e in estimates], "replays": [r.to_dict() for r in results]})
-        return
-    for r in results:
-        cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
-        out.print(f"\n{r.model} → {r.session}")
-        out.print(f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}")
-        out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
+    else:
+        for r in results:
+            cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+            out.print(f"\n{r.model} → {r.session}")
+            out.print(f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}")
+            out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
+    if results and all(r.outcome in REPLAY_FAILED for r in results):
+        err.print(f"no replay ran: {', '.join(f'{r.model}: {r.error_class or r.outcome}' for r in results)}")
+        raise typer.Exit(1)
+
+
+REPLAY_FAILED = ("provider_error", "error")  # outcomes of a replay that could not run (the others ran, whatever they found)
 
 
 @app.command("compare")
@@ -551,8 +566,18 @@ def deliver_spool_cmd(
     from .sdk.recorder import Recorder
 
     recorder = Recorder(to, token=token, spool_dir=str(spool_dir) if spool_dir else None)
+    dead_letters = recorder.spool.rejected_path
     had_events = recorder.spool.pending  # spools left by earlier recorders for this destination are adopted on start
-    if not recorder.close(settle=0):
+    before = recorder.spool.rejected_count()
+    delivered = recorder.close(settle=0)
+    reasons = recorder.spool.rejected_reasons(skip=before)
+    for reason in reasons:
+        err.print(f"refused: {reason}")
+    if reasons:
+        err.print(f"{len(reasons)} events refused by the destination, set aside in {dead_letters}")
+    elif before:
+        err.print(f"{before} events refused earlier are set aside in {dead_letters}")
+    if not delivered:
         fail(f"the destination is still unreachable; events stay spooled in {recorder.spool.path.parent}")
     out.print("spool delivered: nothing left to send" if had_events else "no spooled events for this destination")
 

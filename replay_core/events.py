@@ -8,6 +8,7 @@ contract is the one place that says what a run is made of.
 from __future__ import annotations
 
 import hashlib
+import threading
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
@@ -53,7 +54,134 @@ def utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC)
 
 
-UTCDatetime = Annotated[datetime, AfterValidator(utc)]
+def _utc_checked(value: datetime) -> datetime:
+    try:
+        return utc(value)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise ValueError("date-time out of range once converted to UTC") from None
+
+
+UTCDatetime = Annotated[datetime, AfterValidator(_utc_checked)]
+
+# ---------------------------------------------------------------- limits
+# What SQLite and PostgreSQL both hold (storage/tables.py): identifiers are varchar(200),
+# environment/agent_version/source varchar(100), counts are 32-bit integers, PostgreSQL
+# text and jsonb refuse NUL, and orjson (every JSON column's serializer) nests at most
+# 254 levels and holds 64-bit integers. Checked here so that a bad value is a 422 (or a
+# file:line error) naming the field, the same on both databases, never a database error.
+ID_MAX = 200
+SHORT_MAX = 100
+INT_MAX = 2**31 - 1
+JSON_MAX_DEPTH = 128  # well under orjson's 254, so wire forms and API answers that wrap a value still serialize
+JSON_INT_MIN, JSON_INT_MAX = -(2**63), 2**64 - 1
+_NUL = "\x00"
+
+
+def _no_nul(value: str) -> str:
+    if _NUL in value:
+        raise ValueError("NUL character (\\x00) is not allowed")
+    return value
+
+
+def _json_problem(value: Any) -> str | None:
+    """Where a JSON value breaks the limits, and how; None when it is within them."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        at = f" at {where}" if where else ""
+        if isinstance(item, str):
+            if _NUL in item:
+                return f"NUL character (\\x00){at} is not allowed"
+        elif item is None or isinstance(item, (bool, float)):
+            continue
+        elif isinstance(item, int):
+            if not JSON_INT_MIN <= item <= JSON_INT_MAX:
+                return f"integer{at} outside the 64-bit range"
+        elif isinstance(item, (dict, list, tuple)):
+            if depth >= JSON_MAX_DEPTH:
+                return f"nested deeper than {JSON_MAX_DEPTH} levels"
+            if isinstance(item, dict):
+                for key, sub in item.items():
+                    if key is not None and not isinstance(key, (str, int, float, bool)):
+                        return f"key of type {type(key).__name__}{at}"
+                    name = str(key)
+                    if _NUL in name:
+                        return f"NUL character (\\x00) in a key{at}"
+                    stack.append((sub, f"{where}.{name}" if where else name, depth + 1))
+            else:
+                stack.extend((sub, f"{where}[{i}]", depth + 1) for i, sub in enumerate(item))
+        else:
+            return f"{type(item).__name__}{at} is not a JSON value"
+    return None
+
+
+_ORJSON_DEPTH = 254  # orjson refuses to serialize deeper
+_DEPTH_PAD = _ORJSON_DEPTH - JSON_MAX_DEPTH
+_pads = threading.local()
+
+
+def _padded(value: Any) -> tuple[list, list]:
+    """`value` inside _DEPTH_PAD nested lists, from a chain kept per thread (built once)."""
+    chain = getattr(_pads, "chain", None)
+    if chain is None:
+        inner: list = [None]
+        outer = inner
+        for _ in range(_DEPTH_PAD - 1):
+            outer = [outer]
+        chain = _pads.chain = (outer, inner)
+    chain[1][0] = value
+    return chain
+
+
+def _json_ok(value: Any) -> Any:
+    """A JSON value the databases can store, checked in C in the usual case: one orjson
+    pass (which fails past 254 levels, on integers past 64 bits, on non-JSON types) and a
+    count of brackets, which bounds the depth from above. Only a value with more brackets
+    than the depth limit is serialized again wrapped in enough lists that orjson's own
+    limit falls at ours; only one that fails is walked in Python to name the place."""
+    if value is None or isinstance(value, (int, float)):
+        return _json_scalar_ok(value)
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        data = None
+    if data is not None and data.count(b"[") + data.count(b"{") > JSON_MAX_DEPTH and not _shallow(value):
+        data = None
+    if data is None or b"\\u0000" in data:
+        problem = _json_problem(value)
+        if problem:
+            raise ValueError(problem)
+        if data is None:
+            raise ValueError("not serializable as JSON")
+    return value
+
+
+def _shallow(value: Any) -> bool:
+    """Whether `value` nests at most JSON_MAX_DEPTH levels (orjson, padded)."""
+    outer, inner = _padded(value)
+    try:
+        orjson.dumps(outer, option=orjson.OPT_NON_STR_KEYS)
+        return True
+    except (orjson.JSONEncodeError, TypeError):
+        return False
+    finally:
+        inner[0] = None
+
+
+def _json_scalar_ok(value: Any) -> Any:
+    problem = None if value is None else _json_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
+Ident = Annotated[str, Field(max_length=ID_MAX), AfterValidator(_no_nul)]
+Short = Annotated[str, Field(max_length=SHORT_MAX), AfterValidator(_no_nul)]
+Count = Annotated[int, Field(ge=0, le=INT_MAX)]
+Json = Annotated[Any, AfterValidator(_json_ok)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_json_ok)]
+Finite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Event(BaseModel):
@@ -62,8 +190,8 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", use_enum_values=True, validate_default=False)
 
     schema_: Literal["agent-replay/v1"] = Field(SCHEMA, alias="schema")
-    session_id: Annotated[str, Field(min_length=1, max_length=200)]
-    metadata: dict[str, Any] | None = None
+    session_id: Annotated[str, Field(min_length=1, max_length=ID_MAX), AfterValidator(_no_nul)]
+    metadata: JsonObject | None = None
 
     _known: ClassVar[frozenset[str]] = frozenset()
 
@@ -96,49 +224,49 @@ class SessionEvent(_Event):
     """Opens a run (or updates its dimensions when sent again)."""
 
     kind: Literal["session"] = "session"
-    name: str | None = None
-    agent_id: str | None = None
-    model: str | None = None
-    workflow: str | None = None
-    environment: str | None = None
-    agent_version: str | None = None
+    name: Text | None = None
+    agent_id: Ident | None = None
+    model: Ident | None = None
+    workflow: Ident | None = None
+    environment: Short | None = None
+    agent_version: Short | None = None
     status: SessionStatus | None = None
-    outcome: str | None = None
-    error_class: str | None = None
+    outcome: Text | None = None
+    error_class: Ident | None = None
     started_at: UTCDatetime | None = None
     ended_at: UTCDatetime | None = None
-    tags: list[str] | None = None
-    source: str | None = None
-    replay_of: str | None = None
-    replay_from: int | None = None
-    replay_to: int | None = None
-    replay_config: dict[str, Any] | None = None
+    tags: list[Text] | None = None
+    source: Short | None = None
+    replay_of: Ident | None = None
+    replay_from: Count | None = None
+    replay_to: Count | None = None
+    replay_config: JsonObject | None = None
 
 
 class StepEvent(_Event):
     """One event of a run."""
 
     kind: Literal["step"] = "step"
-    event_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    seq: Annotated[int, Field(ge=0)] | None = None
-    parent_id: str | None = None
+    event_id: Annotated[str, Field(min_length=1, max_length=ID_MAX), AfterValidator(_no_nul)] | None = None
+    seq: Count | None = None
+    parent_id: Ident | None = None
     type: StepType
     timestamp: UTCDatetime | None = None
-    duration_ms: Annotated[float, Field(ge=0)] | None = None
-    agent_id: str | None = None
-    model: str | None = None
-    content: str | None = None
-    tool_name: str | None = None
-    tool_args: Any = None
-    tool_call_id: str | None = None
+    duration_ms: Finite | None = None
+    agent_id: Ident | None = None
+    model: Ident | None = None
+    content: Text | None = None
+    tool_name: Ident | None = None
+    tool_args: Json = None
+    tool_call_id: Ident | None = None
     status: StepStatus = StepStatus.OK
-    error_class: str | None = None
-    retry: Annotated[int, Field(ge=0)] = 0
-    tokens_in: Annotated[int, Field(ge=0)] | None = None
-    tokens_out: Annotated[int, Field(ge=0)] | None = None
-    cost_usd: Annotated[float, Field(ge=0)] | None = None
-    context: Any = None
-    redacted: int = 0
+    error_class: Ident | None = None
+    retry: Count = 0
+    tokens_in: Count | None = None
+    tokens_out: Count | None = None
+    cost_usd: Finite | None = None
+    context: Json = None
+    redacted: Count = 0
 
     @classmethod
     def trusted(cls, values: dict[str, Any]) -> StepEvent:
@@ -173,8 +301,8 @@ class SessionEndEvent(_Event):
 
     kind: Literal["session_end"] = "session_end"
     status: SessionStatus = SessionStatus.SUCCEEDED
-    outcome: str | None = None
-    error_class: str | None = None
+    outcome: Text | None = None
+    error_class: Ident | None = None
     ended_at: UTCDatetime | None = None
 
 
@@ -229,8 +357,14 @@ def describe_validation_error(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         loc = [str(p) for p in err["loc"] if p not in KINDS]
-        parts.append(f"{'.'.join(loc) or 'record'}: {err['msg']}")
+        parts.append(f"{'.'.join(loc) or 'record'}: {error_message(err)}")
     return "; ".join(parts)
+
+
+def error_message(err: dict) -> str:
+    """pydantic's message for one error, without the "Value error, " of our own validators."""
+    msg = err["msg"]
+    return msg.removeprefix("Value error, ")
 
 
 def now_utc() -> datetime:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -155,30 +157,35 @@ def free_port() -> int:
 @contextmanager
 def served_app(db_url: str, **env: str):
     """`streamlit run streamlit_app.py` (what `make run` starts) on a free port of 127.0.0.1; yields its base URL."""
+    port = free_port()
+    argv = [str(REPO / ".venv" / "bin" / "streamlit"), "run", "streamlit_app.py", "--server.headless", "true",
+            "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
+            "--browser.gatherUsageStats", "false"]
+    with _served(argv, port, "/_stcore/health", cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}) as base:
+        yield base
+
+
+@contextmanager
+def _served(argv: list[str], port: int, health: str, **popen):
+    """Run `argv` (a server on 127.0.0.1:`port`) until `health` answers 200; yield its base URL; stop it."""
     import httpx
 
-    port = free_port()
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(
-        [str(REPO / ".venv" / "bin" / "streamlit"), "run", "streamlit_app.py", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}, stdout=log, stderr=subprocess.STDOUT,
-    )
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, **popen)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
                 log.seek(0)
-                raise RuntimeError(f"the app exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
+                raise RuntimeError(f"{argv[0]} exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
             try:
-                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
+                if httpx.get(f"{base}{health}", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("the app did not answer /_stcore/health within 60 s")
+                raise RuntimeError(f"{argv[0]} did not answer {health} within 60 s")
             time.sleep(0.2)
         yield base
     finally:
@@ -205,3 +212,21 @@ def emit_agent_spans(tracer, conversation: str, queries: tuple[str, ...] = ("sta
                     "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
                     "gen_ai.tool.call.arguments": f'{{"q": "{query}"}}', **conv}):
                 pass
+
+
+_SERVE_API = textwrap.dedent("""
+    import sys, uvicorn
+    from replay_core.server.api import create_app
+    from replay_core.server.auth import Access
+    from replay_core.storage.store import Store
+    app = create_app(Store(sys.argv[1]), access=Access(api_tokens=(sys.argv[3],)))
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+""")
+
+
+@contextmanager
+def served_api(db_url: str, token: str):
+    """The API alone under uvicorn in its own process (its own Store); yields its base URL."""
+    port = free_port()
+    with _served([sys.executable, "-c", _SERVE_API, db_url, str(port), token], port, "/healthz") as base:
+        yield base

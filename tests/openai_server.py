@@ -26,6 +26,8 @@ class Reply:
     body: Any = None  # dict → JSON; str/bytes → sent as is (malformed on purpose)
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    drop: bool = False  # close the connection without answering
 
 
 class OpenAIServer:
@@ -68,11 +70,15 @@ class OpenAIServer:
                     server._leave()
 
             def _send(self, reply: Reply):
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
                 body = reply.body
                 data = body if isinstance(body, bytes) else body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", reply.content_type)
                     self.send_header("content-length", str(len(data)))
                     for k, v in reply.headers.items():
                         self.send_header(k, v)

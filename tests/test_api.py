@@ -376,7 +376,7 @@ def test_snapshot_at_a_step(client):
     ("path", "status", "detail"),
     [
         ("/api/v1/sessions/run-1/snapshot", 422, "step: required query parameter"),
-        ("/api/v1/sessions/run-1/snapshot?step=two", 422, "step: expected an integer at least 0, got 'two'"),
+        ("/api/v1/sessions/run-1/snapshot?step=two", 422, "step: expected an integer between 0 and 2147483647, got 'two'"),
         ("/api/v1/sessions/ghost/snapshot?step=1", 404, "no session 'ghost'"),
         ("/api/v1/sessions/run-1/snapshot?step=1", 404, "session 'run-1' has no steps yet"),
     ],

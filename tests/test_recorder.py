@@ -315,14 +315,19 @@ def test_a_postgres_database_that_does_not_exist_yet(make_recorder, tmp_path):
 
 
 @pytest.mark.postgres
-def test_postgres_refusing_one_value_does_not_block_the_others(pg_store, make_recorder):
-    rec = make_recorder(pg_store.url)
+def test_a_nul_byte_the_agent_recorded_is_stored_as_a_replacement_character(store, make_recorder):
+    # The contract refuses NUL (PostgreSQL text cannot hold it); a live run cannot resend, so
+    # the SDK stores U+FFFD in its place, in text and in JSON strings and keys alike.
+    rec = make_recorder(store.url)
     with rec.session("nul byte") as run:
         for i in range(6):
             run.think("bad \x00 byte" if i == 2 else f"ok {i}")
+        run.tool_call("t\x00ool", {"k\x00": ["v\x00", "literal \\u0000 stays"]})
     assert rec.flush() is True
-    assert [s.content for s in pg_store.load_steps(run.id)] == ["ok 0", "ok 1", "ok 3", "ok 4", "ok 5"]
-    assert "bad" in rec.spool.rejected_path.read_text()
+    steps = store.load_steps(run.id)
+    assert [s.content for s in steps[:6]] == ["ok 0", "ok 1", "bad \ufffd byte", "ok 3", "ok 4", "ok 5"]
+    assert steps[6].tool_name == "t\ufffdool"
+    assert steps[6].tool_args == {"k\ufffd": ["v\ufffd", "literal \\u0000 stays"]}
 
 
 def test_a_spool_left_by_a_process_is_adopted_by_the_next_recorder(sqlite_store, make_recorder, tmp_path):

@@ -155,23 +155,27 @@ def test_rate_limits_beyond_the_retries_fail_the_replay(demo, server):
     server.script(server.error(429, "slow down", "rate_limit_error"), server.error(429, "slow down", "rate_limit_error"))
     result = replay(demo, FLIGHT, 11, None, live(server, retries=1))
     assert len(server.requests) == 2
-    assert (result.outcome, result.status, result.error_class) == ("provider_error", "failed", "RateLimitError")
+    assert (result.outcome, result.status, result.error_class) == ("provider_error", "failed", "rate_limit")
     row = demo.get_session(result.session)
-    assert (row["status"], row["error_class"]) == ("failed", "RateLimitError")
+    assert (row["status"], row["error_class"]) == ("failed", "rate_limit")
     [error] = demo.load_steps(result.session)
-    assert (error.seq, error.type, error.status, error.error_class) == (11, "error", "error", "RateLimitError")
+    assert (error.seq, error.type, error.status, error.error_class) == (11, "error", "error", "rate_limit")
     assert error.content == "Provider error from openai/fake-model: slow down"
 
 
 @pytest.mark.parametrize(
     ("failure", "error_class"),
     [
-        (OpenAIServer.error(500, "upstream exploded"), "InternalServerError"),
-        (OpenAIServer.error(401, "bad key", "invalid_api_key"), "AuthenticationError"),
-        (OpenAIServer.malformed(), "MalformedResponse"),
-        (Reply(body={}, delay_s=1.5), "Timeout"),
+        (OpenAIServer.error(500, "upstream exploded"), "server_error"),
+        (Reply(status=502, body="<html>502 Bad Gateway</html>", content_type="text/html"), "server_error"),
+        (OpenAIServer.error(401, "bad key", "invalid_api_key"), "auth"),
+        (OpenAIServer.error(400, "no such parameter", "invalid_request_error"), "bad_request"),
+        (OpenAIServer.malformed(), "bad_response"),
+        (Reply(body="<html><body>Sign in to the proxy</body></html>", content_type="text/html"), "bad_response"),
+        (Reply(drop=True), "connection"),
+        (Reply(body={}, delay_s=1.5), "timeout"),
     ],
-    ids=["server-error", "auth", "malformed", "timeout"],
+    ids=["server-error", "html-502", "auth", "bad-request", "malformed", "html-200", "connection-closed", "timeout"],
 )
 def test_a_provider_error_fails_the_replay_and_keeps_every_step(demo, server, failure, error_class):
     server.script(server.tool_calls(("search_flights", SEARCH_ARGS), content="Search."), failure)

@@ -36,6 +36,7 @@ class IngestReport:
     errors: list[BadRecord] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)  # per file: format, records, used, ignored by kind, steps…
     warnings: list[str] = field(default_factory=list)  # e.g. a forced reader that ignored most of a file
+    conflicts: list[str] = field(default_factory=list)  # ended runs left as they were (no replace)
     media_refused: list[str] = field(default_factory=list)  # images not kept, each naming its step (the steps are kept)
 
     def add(self, other: IngestReport) -> None:
@@ -47,6 +48,7 @@ class IngestReport:
         self.media_refused += other.media_refused
         self.files += other.files
         self.warnings += other.warnings
+        self.conflicts += other.conflicts
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -68,11 +70,15 @@ class ImportRejected(ValueError):
 
 
 def ingest(
-    store: Store, events: Iterable[Event], *, redactor: Redactor | None = None, source: str | None = None
+    store: Store, events: Iterable[Event], *, redactor: Redactor | None = None, source: str | None = None,
+    replace: bool = False, refuse_conflicts: bool = False,
 ) -> IngestReport:
     """Redact and store already-validated events in one transaction.
 
-    `source` names where new sessions came from when their own events do not say.
+    `source` names where new sessions came from when their own events do not say. An
+    ended run's end, status, name and outcome change only with `replace`; otherwise a
+    different value is reported in `conflicts` (or, with `refuse_conflicts`, refuses
+    the batch: `Store.write`).
     """
     redactor = redactor or default_redactor()
     clean: list[Event] = []
@@ -90,10 +96,10 @@ def ingest(
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
-    written = store.write(clean, default_source=source)
+    written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
     _store_attachments(store, attachments, refused)
     return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted,
-                        media_refused=refused)
+                        conflicts=written.conflicts, media_refused=refused)
 
 
 # where a step carries images: `attachments` (the native contract: [{"media_type", "data" (base64) | "url",
@@ -241,6 +247,7 @@ def import_bytes(
     redactor: Redactor | None = None,
     progress: Callable[[int], None] | None = None,
     live: bool = False,
+    replace: bool = False,
 ) -> IngestReport:
     """Import one file's content, accounted. Bad records refuse the file whole unless `skip_bad`;
     a file no reader accounts for is refused (FileRefused). Runs of a finished file end as
@@ -256,7 +263,7 @@ def import_bytes(
             events = [ev.model_copy(update={"seq": None}) if isinstance(ev, StepEvent) else ev for ev in acc.events]
         else:
             events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
-        report = ingest(store, events, redactor=redactor, source=acc.format)
+        report = ingest(store, events, redactor=redactor, source=acc.format, replace=replace)
     report.errors = acc.bad
     warning = mostly_ignored(acc)
     report.warnings = [warning] if warning else []

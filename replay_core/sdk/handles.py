@@ -7,6 +7,7 @@ Protocols instead of importing `recorder`: the recorder imports its parts, never
 from __future__ import annotations
 
 import os
+import re
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,9 +25,22 @@ def new_id() -> str:
     return os.urandom(16).hex()  # random like uuid4, at a tenth of its cost
 
 
+NUL_STAND_IN = "\ufffd"  # the contract refuses NUL; a live run cannot be asked to resend, so the SDK replaces it
+_ESCAPED_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+
+
 def json_safe(value: Any) -> Any:
-    """A JSON copy: later changes to the agent's objects do not change what was recorded."""
-    return orjson.loads(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS))
+    """A JSON copy: later changes to the agent's objects do not change what was recorded.
+    NUL characters (in strings and keys) become U+FFFD."""
+    data = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+    if b"\\u0000" in data:
+        data = _ESCAPED_NUL.sub(rb"\1\\ufffd", data)
+    return orjson.loads(data)
+
+
+def no_nul(value: Any) -> Any:
+    """A recorded string with NUL replaced by U+FFFD (the contract refuses NUL); other values as given."""
+    return value.replace("\x00", NUL_STAND_IN) if isinstance(value, str) and "\x00" in value else value
 
 
 class Sequencer(Protocol):

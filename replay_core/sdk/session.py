@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from ..events import AttachmentEvent, SessionEndEvent, StepEvent, describe_validation_error, now_utc
 from .fallback import FallbackBlock
-from .handles import Sequencer, current_parent, current_run, json_safe, new_id
+from .handles import Sequencer, current_parent, current_run, json_safe, new_id, no_nul
 from .span import Span
 from .step_order import AutoCall, StepOrder
 from .tool_call import as_text
@@ -111,7 +111,7 @@ class Session(StepMethods):
         """Close the run (once; later calls are ignored)."""
         if self.ended:
             return
-        event = SessionEndEvent(session_id=self.id, status=status, outcome=outcome, error_class=error_class, ended_at=now_utc())
+        event = SessionEndEvent(session_id=self.id, status=status, outcome=no_nul(outcome), error_class=no_nul(error_class), ended_at=now_utc())
         self.ended = True
         self.recorder._closed_run(self, event)
 
@@ -132,7 +132,7 @@ class Session(StepMethods):
             if fields.get(name) is not None:
                 fields[name] = json_safe(fields[name])
         try:
-            step = StepEvent(session_id=self.id, type=type, **{k: v for k, v in fields.items() if v is not None})
+            step = StepEvent(session_id=self.id, type=type, **{k: no_nul(v) for k, v in fields.items() if v is not None})
         except ValidationError as exc:
             raise ValueError(f"{type} step: {describe_validation_error(exc)}") from None
         self.last_event_id = event_id

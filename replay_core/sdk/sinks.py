@@ -31,7 +31,14 @@ class SinkUnavailable(Exception):
 
 
 class SinkRejected(Exception):
-    """The sink refused the batch itself; sending it again will not help."""
+    """The sink refused the batch itself; sending it again will not help.
+
+    With `refused` (event, reason) pairs, the sink has already narrowed the refusal: those
+    events were refused and every other event of the batch was delivered."""
+
+    def __init__(self, detail: str, *, refused: list[tuple[Event, str]] | None = None, errors: list[dict] | None = None):
+        super().__init__(detail)
+        self.refused, self.errors = refused, errors or []
 
 
 class DatabaseSink:
@@ -76,20 +83,45 @@ class HttpSink:
         self._client = httpx.Client(base_url=self.key, headers=headers, timeout=timeout, transport=transport)
 
     def send(self, events: Sequence[Event]) -> None:
+        """Deliver every event the API takes. Refused ones (4xx naming them) are narrowed down
+        to themselves — by the `steps[i]` the API names, else by halving — and raised together
+        in one SinkRejected(refused=...) after all the others were delivered."""
+        refused: list[tuple[Event, str]] = []
         for sid, group in _by_session(events).items():
             path = f"/api/v1/sessions/{quote(sid, safe='')}"
             for ev in group:
                 if isinstance(ev, SessionEvent):
-                    self._post("/api/v1/sessions", ev.to_json_dict())
-            steps = [ev.to_json_dict() for ev in group if isinstance(ev, StepEvent)]
+                    self._deliver("/api/v1/sessions", [ev], refused)
+            steps = [ev for ev in group if isinstance(ev, StepEvent)]
             for start in range(0, len(steps), STEPS_PER_REQUEST):
-                self._post(f"{path}/steps", steps[start : start + STEPS_PER_REQUEST])
+                self._deliver(f"{path}/steps", steps[start : start + STEPS_PER_REQUEST], refused, batch=True)
             for ev in group:
                 if isinstance(ev, AttachmentEvent):
                     self._post(f"{path}/steps/{quote(ev.event_id, safe='')}/attachments", ev.to_json_dict())
             for ev in group:
                 if isinstance(ev, SessionEndEvent):
-                    self._post(f"{path}/end", ev.to_json_dict())
+                    self._deliver(f"{path}/end", [ev], refused)
+        if refused:
+            raise SinkRejected(f"{len(refused)} of {len(events)} events refused", refused=refused)
+
+    def _deliver(self, path: str, events: list[Event], refused: list[tuple[Event, str]], *, batch: bool = False) -> None:
+        try:
+            self._post(path, [ev.to_json_dict() for ev in events] if batch else events[0].to_json_dict())
+            return
+        except SinkRejected as exc:
+            if len(events) == 1:
+                refused.append((events[0], str(exc)))
+                return
+            named = _named_items(exc.errors, len(events))
+        if named:
+            refused.extend((events[i], f"{self.key}{path}: {reason}") for i, reason in named.items())
+            rest = [ev for i, ev in enumerate(events) if i not in named]
+            if rest:
+                self._deliver(path, rest, refused, batch=batch)
+            return
+        half = len(events) // 2
+        self._deliver(path, events[:half], refused, batch=batch)
+        self._deliver(path, events[half:], refused, batch=batch)
 
     def _post(self, path: str, body) -> None:
         try:
@@ -99,8 +131,12 @@ class HttpSink:
         if res.status_code < 300:
             return
         detail = f"{self.key}{path}: HTTP {res.status_code} {res.text[:300]}"
-        if res.status_code in (400, 413, 422):
-            raise SinkRejected(detail)
+        if res.status_code in (400, 409, 413, 422):
+            try:
+                errors = res.json().get("errors") or []
+            except ValueError:
+                errors = []
+            raise SinkRejected(detail, errors=errors if isinstance(errors, list) else [])
         raise SinkUnavailable(detail)  # 401 (token), 404 (no API there), 5xx: keep and retry
 
     def close(self) -> None:
@@ -112,6 +148,17 @@ def _by_session(events: Sequence[Event]) -> dict[str, list[Event]]:
     for ev in events:
         groups.setdefault(ev.session_id, []).append(ev)
     return groups
+
+
+def _named_items(errors: list[dict], n: int) -> dict[int, str]:
+    """{index: reason} of the `steps[i].field` the API named; empty when it named none it sent."""
+    named: dict[int, str] = {}
+    for err in errors:
+        loc = str(err.get("loc", "")) if isinstance(err, dict) else ""
+        head, _, rest = loc.partition("]")
+        if head.startswith("steps[") and head[6:].isdigit() and int(head[6:]) < n:
+            named.setdefault(int(head[6:]), f"{rest.lstrip('.') or 'step'}: {err.get('msg')}")
+    return named
 
 
 def _first_line(exc: BaseException) -> str:

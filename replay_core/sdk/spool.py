@@ -116,6 +116,29 @@ class Spool:
         finally:
             os.close(fd)
 
+    def rejected_count(self) -> int:
+        """How many refused events the dead-letter file holds."""
+        try:
+            with open(self.rejected_path, "rb") as fh:
+                return sum(1 for _ in fh)
+        except FileNotFoundError:
+            return 0
+
+    def rejected_reasons(self, skip: int = 0) -> list[str]:
+        """The reasons of the dead-letter file's entries, after the first `skip`."""
+        try:
+            with open(self.rejected_path, "rb") as fh:
+                lines = fh.readlines()[skip:]
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(str(orjson.loads(line).get("reason")))
+            except (orjson.JSONDecodeError, AttributeError):
+                out.append("unreadable dead-letter line")
+        return out
+
     def adopt_orphans(self) -> int:
         """Move the events of spool files no live recorder holds into this one; returns how many."""
         adopted = 0
@@ -250,6 +273,11 @@ class Shipper:
         try:
             self.sink.send(events)
         except SinkRejected as exc:
+            if exc.refused is not None:  # the sink narrowed it down and delivered the rest
+                for event, reason in exc.refused:
+                    log.error("agent-replay: event refused, kept in %s: %s", self.spool.rejected_path, reason)
+                    self.spool.reject([event], reason)
+                return
             if len(events) == 1:
                 log.error("agent-replay: event refused, kept in %s: %s", self.spool.rejected_path, exc)
                 self.spool.reject(events, str(exc))

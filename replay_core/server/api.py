@@ -11,6 +11,7 @@ never waits on the database.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import socket
 import stat
@@ -25,15 +26,18 @@ import orjson
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from sqlalchemy import exc as sa_exc
+
 from .auth import Access
-from ..events import AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent
+from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
-from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store
+from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteRefused
 from ..understand.timeline import open_timeline
 
 API_PREFIX = "/api/v1"
@@ -43,6 +47,8 @@ MAX_LISTED_ERRORS = 50
 FILTER_FIELDS = ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of", "failed_tool", "error_class")
 REVIEW_STATES = (*REVIEW_LABELS, "unreviewed")
 OTLP_MEDIA = ("application/x-protobuf", "application/protobuf", "application/json")
+RETRY_AFTER_S = 30  # told to clients when the database cannot take writes (disk full, read-only, locked)
+log = logging.getLogger("agent_replay.api")
 
 
 def max_body_bytes() -> int:
@@ -91,7 +97,7 @@ def session_filter(params: Mapping[str, str], *, strict: bool = True) -> Session
         if not raw:
             return
         try:
-            values[name] = parse(raw)
+            values[name] = parse(_no_nul(name, raw))
         except ValueError:
             if strict:
                 raise
@@ -112,7 +118,17 @@ def session_filter(params: Mapping[str, str], *, strict: bool = True) -> Session
     checked("since", lambda raw: _parse_when("since", raw, end=False))
     checked("until", lambda raw: _parse_when("until", raw, end=True))
     text = (params.get("q") or "").strip()
+    if "\x00" in text:
+        if strict:
+            _no_nul("q", text)
+        text = ""
     return SessionFilter(**values, text=text or None)
+
+
+def _no_nul(name: str, raw: str) -> str:
+    if "\x00" in raw:
+        raise ValueError(f"{name}: NUL character (\\x00) is not allowed")
+    return raw
 
 
 def _int_param(params: Mapping[str, str], name: str, default: int | None, low: int, high: int | None = None) -> int | None:
@@ -167,7 +183,7 @@ def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict])
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             path = ".".join(str(p) for p in err["loc"])
-            errors.append({"loc": loc(path) if path else (where or "body"), "msg": err["msg"]})
+            errors.append({"loc": loc(path) if path else (where or "body"), "msg": error_message(err)})
         return None
 
 
@@ -208,6 +224,7 @@ class IngestAPI:
         self._store_lock = threading.Lock()
         self.access = access if access is not None else Access.load()
         self.max_body = max_body if max_body is not None else max_body_bytes()
+        self.degraded: str | None = None  # why the last write failed, until one succeeds
 
     def store(self) -> Store:
         with self._store_lock:
@@ -234,16 +251,37 @@ class IngestAPI:
     # -- plumbing
 
     def _wrap(self, handler: Callable[[Request], Awaitable[Response]]):
+        """Every answer JSON, whatever went wrong: a response (not an exception reaching the
+        server) also keeps the client's keep-alive connection open."""
+
         async def endpoint(request: Request) -> Response:
             try:
                 return await handler(request)
-            except ApiError as exc:
+            except Exception as exc:  # noqa: BLE001 — turned into an answer below, never a bare 500
+                exc = self._as_api_error(exc)
                 body: dict[str, Any] = {"detail": exc.detail}
                 if exc.errors:
                     body["errors"] = exc.errors
                 return json_response(body, exc.status, exc.headers)
 
         return endpoint
+
+    def _as_api_error(self, exc: Exception) -> ApiError:
+        if isinstance(exc, ApiError):
+            return exc
+        if isinstance(exc, WriteRefused):
+            return ApiError(exc.status, exc.reason, [{"loc": exc.field, "msg": exc.reason}])
+        if _cannot_write_now(exc):  # disk full, read-only file or server, locked, server gone
+            reason = _db_reason(exc)
+            self.degraded = reason
+            log.error("database cannot take the request: %s", reason)
+            return ApiError(503, f"the database cannot take this now ({reason}); try again later",
+                            headers={"Retry-After": str(RETRY_AFTER_S)})
+        if isinstance(exc, (sa_exc.DataError, sa_exc.IntegrityError)):
+            log.error("database refused values: %s", _db_reason(exc))
+            return ApiError(422, f"the database refused these values ({_db_reason(exc)})")
+        log.exception("unexpected error answering %s", type(exc).__name__)
+        return ApiError(500, f"internal error ({type(exc).__name__}); the request was not stored")
 
     def _guarded(self, handler: Callable[[Request], Awaitable[Response]]):
         async def checked(request: Request) -> Response:
@@ -293,10 +331,14 @@ class IngestAPI:
         except orjson.JSONDecodeError as exc:
             raise ApiError(400, f"body: invalid JSON ({exc.args[0]})", [{"loc": "body", "msg": "invalid JSON"}]) from None
 
-    async def _ingest(self, events: list) -> Response:
-        report: IngestReport = await run_in_threadpool(ingest, self.store(), events, source=SOURCE)
+    async def _ingest(self, events: list, request: Request) -> Response:
+        replace = _flag(request.query_params, "replace")
+        report: IngestReport = await run_in_threadpool(
+            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True))
+        self.degraded = None
         body = report.to_dict()
         body.pop("files", None)
+        body.pop("conflicts", None)  # refused above (409), so always empty here
         return json_response(body)
 
     async def _session_or_404(self, session_id: str) -> dict:
@@ -309,24 +351,26 @@ class IngestAPI:
 
     async def healthz(self, request: Request) -> Response:
         sessions = await run_in_threadpool(self.store().count_sessions)
+        if self.degraded:
+            return json_response({"status": "degraded", "reason": f"writes fail: {self.degraded}", "sessions": sessions})
         return json_response({"status": "ok", "sessions": sessions})
 
     async def create_session(self, request: Request) -> Response:
         """POST /api/v1/sessions: open a run (or update its dimensions)."""
         event = await run_in_threadpool(parse_event, await self.json_body(request), {"kind": "session"})
-        return await self._ingest([event])
+        return await self._ingest([event], request)
 
     async def add_steps(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/steps: one step or a batch, stored whole or not at all."""
-        sid = request.path_params["session_id"]
+        sid = _session_id(request)
         items = step_items(await self.json_body(request))
         events = await run_in_threadpool(parse_events, items, "steps", {"kind": "step", "session_id": sid})
-        return await self._ingest(events)
+        return await self._ingest(events, request)
 
     async def add_attachment(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/steps/{event_id}/attachments: a screenshot of a step, as the raw image
         (content-type image/*), multipart (field `file`, optional `target` JSON), or JSON {media_type, data (base64), target}."""
-        sid, event_id = request.path_params["session_id"], request.path_params["event_id"]
+        sid, event_id = _session_id(request), request.path_params["event_id"]
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind.startswith("image/"):
             body = {"media_type": kind, "data": base64.b64encode(await self.body_bytes(request)).decode()}
@@ -371,10 +415,10 @@ class IngestAPI:
 
     async def end_session(self, request: Request) -> Response:
         """POST /api/v1/sessions/{id}/end: close a run (an empty body means it succeeded)."""
-        sid = request.path_params["session_id"]
+        sid = _session_id(request)
         event = await run_in_threadpool(parse_event, await self.json_body(request, empty={}), {"kind": "session_end", "session_id": sid})
         await self._session_or_404(sid)
-        return await self._ingest([event])
+        return await self._ingest([event], request)
 
     async def list_sessions(self, request: Request) -> Response:
         """GET /api/v1/sessions: filters as on the runs page, newest first, paged."""
@@ -385,7 +429,7 @@ class IngestAPI:
             loc = str(exc).split(":", 1)[0]
             raise ApiError(422, str(exc), [{"loc": loc, "msg": str(exc).split(": ", 1)[-1]}]) from None
         limit = _int_param(params, "limit", 50, 1, MAX_LIMIT)
-        offset = _int_param(params, "offset", 0, 0)
+        offset = _int_param(params, "offset", 0, 0, INT_MAX)
         store = self.store()
 
         def page() -> dict:
@@ -396,7 +440,7 @@ class IngestAPI:
 
     async def get_session(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}: the run, its steps (without contexts), cycles and gaps."""
-        sid = request.path_params["session_id"]
+        sid = _session_id(request)
         await self._session_or_404(sid)
         timeline = await run_in_threadpool(open_timeline, self.store(), sid)
         body = {
@@ -410,8 +454,8 @@ class IngestAPI:
 
     async def snapshot(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}/snapshot?step=N: the agent's state at step N."""
-        sid = request.path_params["session_id"]
-        seq = _int_param(request.query_params, "step", None, 0)
+        sid = _session_id(request)
+        seq = _int_param(request.query_params, "step", None, 0, INT_MAX)
         await self._session_or_404(sid)
         store = self.store()
 
@@ -440,6 +484,46 @@ class IngestAPI:
         if media == "application/json":
             return Response(b"{}", media_type="application/json")
         return Response(b"", media_type="application/x-protobuf")
+
+
+def _session_id(request: Request) -> str:
+    """The session id in the path, refused (422) when no stored run could have it."""
+    sid = request.path_params["session_id"]
+    msg = None
+    if "\x00" in sid:
+        msg = "NUL character (\\x00) is not allowed"
+    elif len(sid) > ID_MAX:
+        msg = f"at most {ID_MAX} characters"
+    if msg:
+        raise ApiError(422, f"session_id: {msg}", [{"loc": "session_id", "msg": msg}])
+    return sid
+
+
+def _flag(params: Mapping[str, str], name: str) -> bool:
+    raw = (params.get(name) or "").strip().lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    raise ApiError(422, f"{name}: expected true or false, got {raw!r}", [{"loc": name, "msg": "expected true or false"}])
+
+
+# PostgreSQL SQLSTATEs that say "not now" rather than "not this": read-only transaction,
+# and class 53 (insufficient resources: disk full, out of memory, too many connections).
+_NOT_NOW_STATES = ("25006", "53")
+
+
+def _cannot_write_now(exc: Exception) -> bool:
+    if isinstance(exc, sa_exc.OperationalError):
+        return True
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None) or ""
+    return isinstance(exc, sa_exc.DBAPIError) and state.startswith(_NOT_NOW_STATES)
+
+
+def _db_reason(exc: sa_exc.DBAPIError) -> str:
+    """The driver's first line (e.g. "attempt to write a readonly database"), never the SQL."""
+    orig = getattr(exc, "orig", None) or exc
+    return (str(orig).strip().splitlines() or [type(orig).__name__])[0][:200]
 
 
 def tcp_nodelay_on_listening_sockets() -> int:
@@ -484,5 +568,10 @@ def _sniff_media_type(data: bytes) -> str:
 
 
 def create_app(store: Store | None = None, *, access: Access | None = None, max_body: int | None = None) -> Starlette:
-    """The API alone as an ASGI app (tests, or serving it without the UI)."""
-    return Starlette(routes=routes(store, access=access, max_body=max_body))
+    """The API alone as an ASGI app (tests, or serving it without the UI); its own 404s and
+    405s are JSON too."""
+
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        return json_response({"detail": exc.detail}, exc.status_code, exc.headers)
+
+    return Starlette(routes=routes(store, access=access, max_body=max_body), exception_handlers={HTTPException: http_error})

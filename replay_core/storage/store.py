@@ -35,6 +35,8 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from .. import config
@@ -69,13 +71,28 @@ def _chunks(items: Sequence, size: int = CHUNK) -> Iterator[Sequence]:
         yield items[start : start + size]
 
 
+ENDED = frozenset({SessionStatus.SUCCEEDED.value, SessionStatus.FAILED.value, SessionStatus.UNKNOWN.value})
+FINAL_FIELDS = ("status", "name", "outcome")  # what only an explicit replace changes on an ended run
+
+
 @dataclass
 class WriteResult:
-    """What one `Store.write` did."""
+    """What one `Store.write` did; `conflicts` names the ended runs whose end (or status,
+    name, outcome) the events would have changed, which was left as it was."""
 
     sessions: list[str] = field(default_factory=list)
     steps: int = 0
     duplicates: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+
+class WriteRefused(ValueError):
+    """Events the store will not take, nothing of the batch stored. `field` names what is
+    at fault; `status` is the HTTP answer that fits (422 a bad reference, 409 a conflict)."""
+
+    def __init__(self, reason: str, *, field: str, status: int = 422):
+        super().__init__(reason)
+        self.reason, self.field, self.status = reason, field, status
 
 
 @dataclass(frozen=True)
@@ -127,12 +144,22 @@ class Store:
     # ------------------------------------------------------------------ writing
 
     def write(
-        self, events: Iterable[SessionEvent | StepEvent | SessionEndEvent], *, default_source: str | None = None
+        self, events: Iterable[SessionEvent | StepEvent | SessionEndEvent], *, default_source: str | None = None,
+        replace: bool = False, refuse_conflicts: bool = False,
     ) -> WriteResult:
         """Store validated, redacted events in one transaction.
 
         Idempotent: a step whose event_id the session already holds is skipped and
         counted as a duplicate. Steps without seq are placed after the last one.
+
+        Safe across processes: the transaction holds the database's write lock on SQLite
+        (BEGIN IMMEDIATE) and, on PostgreSQL, a row lock on each session it writes, taken
+        before the session's last seq and known event ids are read; sessions are created
+        with INSERT … ON CONFLICT DO NOTHING, so two writers creating one run both succeed.
+
+        An ended run keeps its end, status, name and outcome unless `replace`: a different
+        value is left out and named in `conflicts`, or with `refuse_conflicts` refuses the
+        batch (WriteRefused, 409). A `replay_of` naming no stored run is refused (422).
         """
         opened: dict[str, dict[str, Any]] = {}
         ended: dict[str, SessionEndEvent] = {}
@@ -155,9 +182,18 @@ class Store:
         if not ids:
             return result
         now = now_utc()
-        with self._write_lock, self.engine.begin() as conn:
-            known = self._existing_sessions(conn, ids)
-            self._upsert_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
+        with self._write_lock, self._write_transaction() as conn:
+            known = self._existing_sessions(conn, ids, lock=True)
+            self._check_references(conn, ids, opened)
+            created = self._create_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
+            known.update(self._existing_sessions(conn, [sid for sid in ids if sid not in known and sid not in created], lock=True))
+            if not replace:
+                result.conflicts = self._keep_final(known, opened, ended)
+                if result.conflicts and refuse_conflicts:
+                    raise WriteRefused("; ".join(result.conflicts), field="status", status=409)
+            for sid, fields in opened.items():
+                if sid in known and fields:
+                    conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
             last_seen: dict[str, datetime] = {}
             for sid, batch in by_session.items():
                 inserted, dupes, _ = self._insert_steps(conn, sid, batch, sid in known)
@@ -169,7 +205,7 @@ class Store:
                 if latest is not None:
                     last_seen[sid] = latest
             for sid, latest in last_seen.items():
-                revive = sid in known and known[sid] == SessionStatus.INCOMPLETE and sid not in ended
+                revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
                 values: dict[str, Any] = {"last_event_at": latest}
                 if revive:
                     values["status"] = SessionStatus.RUNNING.value
@@ -191,24 +227,68 @@ class Store:
                 )
         return result
 
-    def _existing_sessions(self, conn: Connection, ids: Sequence[str]) -> dict[str, str]:
-        known: dict[str, str] = {}
-        for part in _chunks(ids):
-            for sid, status in conn.execute(select(sessions.c.id, sessions.c.status).where(sessions.c.id.in_(part))):
-                known[sid] = status
+    def _write_transaction(self):
+        """A write transaction: on SQLite it takes the write lock at BEGIN (IMMEDIATE), so a
+        read at its start cannot be overtaken by another process's write before ours."""
+        conn = self.engine.connect().execution_options(sqlite_immediate=True)
+        return _Transaction(conn)
+
+    def _existing_sessions(self, conn: Connection, ids: Sequence[str], *, lock: bool = False) -> dict[str, dict]:
+        """The stored status, name and outcome of those of `ids` that exist; with `lock`, their
+        rows stay locked (PostgreSQL: FOR UPDATE, in id order so writers never deadlock)."""
+        known: dict[str, dict] = {}
+        cols = (sessions.c.id, sessions.c.status, sessions.c.name, sessions.c.outcome, sessions.c.error_class)
+        for part in _chunks(sorted(ids)):
+            query = select(*cols).where(sessions.c.id.in_(part)).order_by(sessions.c.id)
+            if lock and self.dialect == "postgresql":
+                query = query.with_for_update()
+            for row in conn.execute(query):
+                known[row.id] = dict(row._mapping)
         return known
 
-    def _upsert_sessions(self, conn, ids, known, opened, by_session, now, default_source, ended) -> None:
-        """New sessions are inserted, known ones get the non-null fields sent. A run's start is the
-        source's, else its first step's time; the time of arrival only for a live run (not ended in
-        this batch: SDK, HTTP, watch), never for a finished file, which keeps `started_at` empty."""
+    def _check_references(self, conn: Connection, ids: Sequence[str], opened: dict[str, dict]) -> None:
+        wanted = {f["replay_of"] for f in opened.values() if f.get("replay_of")} - set(ids)
+        if not wanted:
+            return
+        found = set(self._existing_sessions(conn, list(wanted)))
+        for sid, fields in opened.items():
+            if fields.get("replay_of") and fields["replay_of"] not in found and fields["replay_of"] not in ids:
+                raise WriteRefused(f"replay_of: session {sid!r} names {fields['replay_of']!r}, which is not a stored run",
+                                   field="replay_of")
+
+    @staticmethod
+    def _keep_final(known: dict[str, dict], opened: dict[str, dict], ended: dict[str, SessionEndEvent]) -> list[str]:
+        """Drop what would change an ended run (in place); one line per run that it touched."""
+        conflicts = []
+        for sid, row in known.items():
+            if row["status"] not in ENDED:
+                continue
+            changed = []
+            fields = opened.get(sid, {})
+            for name in FINAL_FIELDS:
+                if name in fields and fields[name] != row[name]:
+                    changed.append(f"{name} {row[name]!r} → {fields.pop(name)!r}")
+            fields.pop("ended_at", None)
+            end = ended.get(sid)
+            if end is not None:
+                if (end.status, end.outcome, end.error_class) != (row["status"], row["outcome"], row["error_class"]):
+                    changed.append(f"end {row['status']!r} → {end.status!r}")
+                del ended[sid]
+            if changed:
+                conflicts.append(f"session {sid!r} already ended ({row['status']}); kept, not changed: {', '.join(changed)}"
+                                 " (replace to change it)")
+        return conflicts
+
+    def _create_sessions(self, conn, ids, known, opened, by_session, now, default_source, ended) -> set[str]:
+        """Insert the sessions not yet stored; returns those this transaction created (a
+        concurrent writer may have created the others first). A run's start is the source's, else
+        its first step's time; the time of arrival only for a live run (not ended in this batch:
+        SDK, HTTP, watch), never for a finished file, which keeps `started_at` empty."""
         new_rows = []
         for sid in ids:
-            fields = opened.get(sid, {})
             if sid in known:
-                if fields:
-                    conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
                 continue
+            fields = opened.get(sid, {})
             started = fields.get("started_at")
             if started is None:
                 stamps = [s.timestamp for s in by_session.get(sid, ()) if s.timestamp]
@@ -217,8 +297,14 @@ class Store:
             row.update(id=sid, started_at=started, created_at=now, status=fields.get("status") or "running")
             row["source"] = row["source"] or default_source
             new_rows.append(row)
-        if new_rows:
-            conn.execute(insert(sessions), new_rows)
+        if not new_rows:
+            return set()
+        dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+        created: set[str] = set()
+        for row in new_rows:  # one by one: RETURNING says which rows were ours
+            query = dialect.insert(sessions).values(**row).on_conflict_do_nothing(index_elements=["id"]).returning(sessions.c.id)
+            created.update(conn.scalars(query))
+        return created
 
     def _insert_steps(self, conn, sid: str, batch: list[StepEvent], existed: bool):
         seen: set[str] = set()
@@ -875,6 +961,26 @@ def _duration(row: dict) -> float | None:
     return (end - start).total_seconds() if start and end else None
 
 
+class _Transaction:
+    """`with`: a connection with its transaction begun; committed on success, else rolled back."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+
+    def __enter__(self) -> Connection:
+        self._tx = self.conn.begin()
+        return self.conn
+
+    def __exit__(self, kind, exc, tb) -> None:
+        try:
+            if kind is None:
+                self._tx.commit()
+            else:
+                self._tx.rollback()
+        finally:
+            self.conn.close()
+
+
 def make_engine(url: str) -> Engine:
     """An engine with orjson for JSON columns and SQLite set up for concurrent use."""
     kwargs: dict[str, Any] = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
@@ -883,7 +989,15 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    """SQLAlchemy's documented pysqlite recipe: the driver's own transaction handling is off
+    (isolation_level None, in `_sqlite_pragmas`) and BEGIN is ours to say, IMMEDIATE for writes."""
+    immediate = conn.get_execution_options().get("sqlite_immediate")
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -893,9 +1007,10 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA busy_timeout=30000")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
+    dbapi_conn.isolation_level = None  # BEGIN is emitted by _sqlite_begin
 
 
-__all__ = ["Store", "SessionFilter", "WriteResult", "REVIEW_LABELS", "make_engine", "metadata"]
+__all__ = ["Store", "SessionFilter", "WriteResult", "WriteRefused", "REVIEW_LABELS", "make_engine", "metadata"]
 
 
 def open_store(url: str | None = None, *, migrate: bool = True) -> Store:

@@ -1,7 +1,10 @@
 """Calling a model through litellm for a replay: one request, its retries, its cost.
 
 litellm is imported inside `ask` only (it costs seconds), with its bundled price list
-(no download). Provider failures become a `ProviderError` naming a short error class;
+(no download). Provider failures become a `ProviderError` naming what happened —
+timeout, connection, bad_response, rate_limit, server_error, auth, bad_request, other —
+read from the whole exception chain, because litellm reports a hang-up, an HTML page and
+a 500 alike as InternalServerError;
 rate limits are retried here with exponential backoff (the HTTP client's own retries
 are switched off so the count is ours). A cost litellm cannot work out is None
 (unknown), never 0.
@@ -65,13 +68,42 @@ def load_litellm():
     return litellm
 
 
-def _error_class(exc: BaseException) -> str:
+ERROR_CLASSES = ("timeout", "connection", "bad_response", "rate_limit", "server_error", "auth", "bad_request", "other")
+_TIMEOUTS = {"Timeout", "APITimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"}
+_CONNECTION = {"APIConnectionError", "RemoteProtocolError", "ConnectError", "ReadError", "WriteError", "NetworkError",
+               "ServiceUnavailableError"}
+_BAD_RESPONSE_WORDS = ("invalid response", "empty response", "expecting value", "unexpected content-type", "<html")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
     seen = exc
-    while seen is not None:
-        if isinstance(seen, ValueError) and type(seen).__name__ == "JSONDecodeError":
-            return "MalformedResponse"
+    while seen is not None and seen not in out:
+        out.append(seen)
         seen = seen.__cause__ or seen.__context__
-    return type(exc).__name__
+    return out
+
+
+def _error_class(exc: BaseException) -> str:
+    """What happened, from the exception and everything it was raised from (one of ERROR_CLASSES)."""
+    chain = _chain(exc)
+    names = {type(e).__name__ for e in chain}
+    if names & _TIMEOUTS or any(isinstance(e, TimeoutError) for e in chain):
+        return "timeout"
+    if "RateLimitError" in names:
+        return "rate_limit"
+    if names & {"AuthenticationError", "PermissionDeniedError"}:
+        return "auth"
+    if "JSONDecodeError" in names or any(w in str(e).lower() for e in chain for w in _BAD_RESPONSE_WORDS):
+        return "bad_response"
+    if names & _CONNECTION or any(isinstance(e, ConnectionError) for e in chain):
+        return "connection"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return "server_error"
+    if isinstance(status, int) and 400 <= status < 500:
+        return "bad_request"
+    return "other"
 
 
 def _message(exc: BaseException) -> str:
@@ -104,7 +136,7 @@ def ask(config: ReplayConfig, model: str, messages: list[dict], tools: list[dict
             break
         except litellm.RateLimitError as exc:
             if retries >= config.retries:
-                raise ProviderError("RateLimitError", _message(exc), _since(started)) from None
+                raise ProviderError("rate_limit", _message(exc), _since(started)) from None
             time.sleep(config.backoff_s * (2**retries))
             retries += 1
         except Exception as exc:  # every provider failure ends the replay, named
@@ -120,12 +152,12 @@ def _answer(litellm, response, retries: int, latency_ms: float) -> ModelAnswer:
     choices = getattr(response, "choices", None) or []
     message = getattr(choices[0], "message", None) if choices else None
     if message is None:
-        raise ProviderError("MalformedResponse", "the response holds no message")
+        raise ProviderError("bad_response", "the response holds no message")
     calls = []
     for call in getattr(message, "tool_calls", None) or []:
         fn = getattr(call, "function", None)
         if fn is None or not getattr(fn, "name", None):
-            raise ProviderError("MalformedResponse", "a tool call without a function name")
+            raise ProviderError("bad_response", "a tool call without a function name")
         raw = fn.arguments or "{}"
         try:
             parsed = orjson.loads(raw)

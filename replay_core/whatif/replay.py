@@ -289,7 +289,7 @@ class _Replay:
             answer = ask(config, model, apply_prompt(messages, config), self.tools, timeout[0])
         except ProviderError as exc:
             self.result.latency_ms += exc.latency_ms
-            if exc.error_class == "Timeout" and timeout[1]:
+            if exc.error_class == "timeout" and timeout[1]:
                 raise _Stop("budget", f"time budget spent ({config.budget.timeout_s:g} s) waiting for {model}") from None
             self._step(type="error", status="error", error_class=exc.error_class, model=model,
                        content=f"Provider error from {model}: {exc.message}")

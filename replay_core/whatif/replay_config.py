@@ -54,7 +54,7 @@ class ReplayConfig:
     budget: Budget = field(default_factory=Budget)
     retries: int = 3  # on rate limits, with exponential backoff
     backoff_s: float = 1.0
-    request_timeout_s: float = 120.0
+    request_timeout_s: float = 60.0  # per model call; the budget's timeout_s bounds the whole replay
     input_cost_per_token: float | None = None  # prices for models litellm does not know
     output_cost_per_token: float | None = None
 

@@ -176,7 +176,7 @@ def any_value(value: Any) -> Any:
 def key_values(items: Any) -> dict[str, Any]:
     if isinstance(items, dict):  # already a plain mapping (a lenient writer)
         return items
-    return {kv["key"]: any_value(kv.get("value")) for kv in items or [] if isinstance(kv, dict) and "key" in kv}
+    return {str(kv["key"]): any_value(kv.get("value")) for kv in items or [] if isinstance(kv, dict) and "key" in kv}
 
 
 def _pick(obj: dict, *names: str) -> Any:

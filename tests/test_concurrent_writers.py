@@ -1,0 +1,112 @@
+"""Writers in several processes on one database, SQLite and PostgreSQL (issue 12, finding 4):
+two served apps (uvicorn, each its own process and Store) with four writer threads each post
+steps without seq into one session; eight SDK processes open a fresh SQLite file at once.
+Every step lands once, with its own seq, and no request gets a 5xx."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+
+import httpx
+import pytest
+from apptest_helpers import served_api
+from sqlalchemy import text
+
+from replay_core.storage.store import Store
+
+TOKEN = "writers-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+APPS, WRITERS, STEPS, PER_REQUEST = 2, 4, 500, 25
+
+
+def test_two_served_apps_with_four_writers_each_share_one_session(store):
+    with ExitStack() as stack:
+        bases = [stack.enter_context(served_api(store.url, TOKEN)) for _ in range(APPS)]
+
+        def writer(app: int, thread: int) -> list[int]:
+            statuses = []
+            with httpx.Client(base_url=bases[app], headers=AUTH, timeout=60) as http:
+                for start in range(0, STEPS, PER_REQUEST):
+                    body = [{"type": "think", "event_id": f"a{app}-w{thread}-{n}", "content": f"{app}/{thread}/{n}"}
+                            for n in range(start, start + PER_REQUEST)]
+                    statuses.append(http.post("/api/v1/sessions/shared/steps", json=body).status_code)
+            return statuses
+
+        with ThreadPoolExecutor(APPS * WRITERS) as pool:
+            futures = [pool.submit(writer, a, t) for a in range(APPS) for t in range(WRITERS)]
+            statuses = [s for f in futures for s in f.result()]
+    assert set(statuses) == {200}
+    with store.engine.connect() as conn:
+        count, distinct_events, distinct_seqs, low, high = conn.execute(text(
+            "SELECT count(*), count(DISTINCT event_id), count(DISTINCT seq), min(seq), max(seq) FROM steps"
+            " WHERE session_id = 'shared'")).one()
+    total = APPS * WRITERS * STEPS
+    assert (count, distinct_events, distinct_seqs, low, high) == (total, total, total, 1, total)
+    assert store.count_sessions() == 1
+
+
+SDK_RUN = textwrap.dedent("""
+    import sys
+    from replay_core.sdk.recorder import Recorder
+    rec = Recorder(sys.argv[1], spool_dir=sys.argv[3])
+    with rec.session(f"process {sys.argv[2]}", session_id=f"p{sys.argv[2]}") as run:
+        for n in range(200):
+            run.think(f"step {n}")
+    assert rec.close(), "undelivered"
+""")
+
+
+def test_eight_sdk_processes_open_a_fresh_sqlite_file_at_once(tmp_path):
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    procs = [subprocess.Popen([sys.executable, "-c", SDK_RUN, url, str(i), str(tmp_path / f"spool{i}")],
+                              stderr=subprocess.PIPE) for i in range(8)]
+    failures = [p.stderr.read().decode(errors="replace") for p in procs if p.wait(120) != 0]
+    assert failures == []
+    store = Store(url)
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT session_id, count(*), count(DISTINCT seq), max(seq) FROM steps GROUP BY session_id")).all()
+    assert sorted(rows) == [(f"p{i}", 200, 200, 200) for i in range(8)]
+    assert all(not any(p.iterdir()) for p in tmp_path.glob("spool*") if p.is_dir())  # nothing spooled: no write failed
+    store.close()
+
+
+@pytest.mark.postgres
+def test_eight_processes_migrate_a_fresh_postgres_database_at_once(pg_database):
+    import psycopg
+
+    admin = psycopg.connect(pg_database.rsplit("/", 1)[0] + "/postgres", autocommit=True)
+    name = f"{pg_database.rsplit('/', 1)[1]}_fresh"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    url = pg_database.rsplit("/", 1)[0] + "/" + name
+    try:
+        script = "import sys\nfrom replay_core.storage.store import Store\nStore(sys.argv[1]).close()\n"
+        procs = [subprocess.Popen([sys.executable, "-c", script, url], stderr=subprocess.PIPE) for _ in range(8)]
+        failures = [p.stderr.read().decode(errors="replace") for p in procs if p.wait(120) != 0]
+        assert failures == []
+        store = Store(url, migrate=False)
+        assert store.count_sessions() == 0
+        store.close()
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def test_a_session_created_by_two_writers_at_once_is_one_run(store):
+    from replay_core.events import SessionEvent, StepEvent
+
+    def write(i: int):
+        other = Store(store.url, migrate=False)
+        try:
+            return other.write([SessionEvent(session_id="race", name="n"), StepEvent(session_id="race", type="think", event_id=f"e{i}")])
+        finally:
+            other.close()
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(write, range(8)))
+    assert sum(r.steps for r in results) == 8
+    assert sorted(s.seq for s in store.load_steps("race")) == list(range(1, 9))
