@@ -463,3 +463,72 @@ def explain(store: Store, session_id: str, *, include_replays: bool = False) -> 
     chain = causal_chain(steps, session, contradictions, turning, durations)
     notes = [how, f"{len(steps)} steps read; chain rules and the slow-operation rule are in replay_core/understand/explain.py."]
     return Explanation(session_id, status, session.get("outcome"), turning, chain, contradictions, notes)
+
+
+# ---------------------------------------------------------------------------- failure patterns
+
+
+@dataclass
+class FailurePattern:
+    """Failed runs of one workflow that turn, or start to go wrong, at the same kind of step."""
+
+    workflow: str | None
+    key: tuple  # ("diverge", tool, kind) or ("chain", tool, kind, error_class)
+    runs: list[str]
+    of: int  # failures of that workflow looked at
+
+    @property
+    def sentence(self) -> str:
+        where = f"failures of {self.workflow}" if self.workflow else "failures with no workflow"
+        if self.key[0] == "diverge":
+            _, tool, kind = self.key
+            what = f"diverge from a successful run at {tool or 'a step with no tool'} with {kind}"
+        else:
+            _, tool, kind, error_class = self.key
+            what = f"start going wrong at {tool or 'a step with no tool'} ({_KIND_WORDS.get(kind, kind)}" + (
+                f", {error_class})" if error_class else ")")
+        return f"{len(self.runs)} of {self.of} {where} {what}"
+
+    def to_dict(self) -> dict:
+        return {"workflow": self.workflow, "key": list(self.key), "runs": self.runs, "count": len(self.runs), "of": self.of,
+                "sentence": self.sentence}
+
+
+def pattern_key(result: Explanation, steps_by_seq: dict[int, StepEvent]) -> tuple:
+    """How a failed run is grouped: its turning point's tool and kind, else its chain head's tool, kind, error class."""
+    tp = result.turning_point
+    if tp is not None and tp.seq is not None:
+        step = steps_by_seq.get(tp.seq)
+        return ("diverge", step.tool_name if step else None, tp.kind)
+    head = result.head
+    if head is None:
+        return ("chain", None, "none", None)
+    return ("chain", head.tool, head.kind, head.error_class)
+
+
+def failure_patterns(store: Store, flt: SessionFilter | None = None, *, limit: int = 500) -> tuple[list[FailurePattern], int]:
+    """Failed, incomplete and unknown-outcome runs (replays left out) grouped by pattern_key, biggest group first.
+
+    Returns the groups and how many failing runs were left out past `limit` (newest first are kept).
+    """
+    from dataclasses import replace
+
+    base = flt or SessionFilter()
+    rows: list[dict] = []
+    for status in EXPLAINED:
+        if base.status in (None, status):
+            rows += store.list_sessions(replace(base, status=status), limit=limit + 1)
+    rows = [r for r in rows if not r.get("replay_of")]
+    rows.sort(key=lambda r: (r.get("started_at") is None, r.get("started_at")), reverse=True)
+    skipped = max(0, len(rows) - limit)
+    groups: dict[tuple, list[str]] = {}
+    totals: dict[str | None, int] = {}
+    for row in rows[:limit]:
+        result = explain(store, row["id"])
+        steps = {s.seq: s for s in store.load_steps(row["id"])}
+        wf = row.get("workflow")
+        totals[wf] = totals.get(wf, 0) + 1
+        groups.setdefault((wf, pattern_key(result, steps)), []).append(row["id"])
+    patterns = [FailurePattern(wf, key, sorted(ids), totals[wf]) for (wf, key), ids in groups.items()]
+    patterns.sort(key=lambda p: (-len(p.runs), p.workflow or "", str(p.key)))
+    return patterns, skipped
