@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from replay_core.understand.explain import EXPLAINED, explain
 from replay_core.understand.snapshot import state_at
 from ui import timeline_view as tv
 from ui.common import PAGE_RUNS, current_role, get_store, load_run, reviewer_name
@@ -27,10 +28,14 @@ tv.run_header(tl, run_notes)
 if not tl.steps:
     st.info("This run has no steps yet. Steps sent to it will appear here (and on the **Live** page as they arrive).")
     st.stop()
+explanation = explain(store, session_id) if (tl.session.get("status") or "unknown") in EXPLAINED else None
+tv.plain_header(tl, explanation)
 
 noted = set(step_notes)
 pos = tv.scrubber(tl, noted)
+tv.goto_and_search(tl, pos)
 step = tl.steps[pos]
+tv.action_links(tl, step.seq, explanation)
 left, right = st.columns([2, 3], gap="large")
 with left:
     tv.step_window(tl, pos, noted)
