@@ -368,15 +368,15 @@ def replay_cmd(
 @app.command("explain")
 def explain_cmd(
     session: Annotated[str, typer.Argument(help="Session id of a failed, incomplete or unknown-outcome run.")],
+    json: JsonOption = False,
     replays: Annotated[bool, typer.Option("--replays", help="Also compare with successful replays.")] = False,
     db: DbOption = None,
-    json: JsonOption = False,
 ) -> None:
     """Why did this run fail? Turning point, causal chain and contradictions, from what is recorded (no model)."""
     from .understand.explain import ExplainError, explain
 
     store = open_store(db)
-    store.expire_idle()
+    store.expire_idle()  # a run idle past the limit is explained as incomplete
     try:
         result = explain(store, session, include_replays=replays)
     except ExplainError as exc:
