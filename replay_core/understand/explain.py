@@ -86,6 +86,7 @@ class Contradiction:
     earlier_seq: int
     resource: str
     summary: str
+    earlier_summary: str = ""  # the same disagreement told from the earlier step's side
 
     def to_dict(self) -> dict:
         return {"seq": self.seq, "earlier_seq": self.earlier_seq, "resource": self.resource, "summary": self.summary}
@@ -219,7 +220,9 @@ def find_contradictions(steps: list[StepEvent]) -> list[Contradiction]:
             res = (_resources(args) or [key[1]])[0]
             out.append(Contradiction(step.seq, earlier.seq, res,
                                      f"{step.tool_name} on {res} returned something other than it did at step {earlier.seq}, "
-                                     "with no write to it in between"))
+                                     "with no write to it in between",
+                                     f"{step.tool_name} on {res} returned “{_cut(_first_line(earlier.content), 60)}”; the same "
+                                     f"call at step {step.seq} returned something else"))
         reads[key] = step
         for res in _resources(args):
             for hit_seq, line, text in hits.get(res, ()):
@@ -227,6 +230,8 @@ def find_contradictions(steps: list[StepEvent]) -> list[Contradiction]:
                     out.append(Contradiction(
                         step.seq, hit_seq, res,
                         f"step {hit_seq}'s search found “{_cut(text.strip(), 70)}” at {res}:{line}, but this read of {res} "
+                        f"({_lines(content)} lines) does not contain it",
+                        f"the search found “{_cut(text.strip(), 70)}” at {res}:{line}; the read of {res} at step {step.seq} "
                         f"({_lines(content)} lines) does not contain it"))
                     break
         for ln in content.splitlines():
@@ -389,8 +394,7 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
                       if s.type == "tool_call" and _is_write(s.tool_name) and c.resource in _resources(s.tool_args)), None)
         add(later, "contradiction", f"{later.tool_name} returned a result that contradicts step {c.earlier_seq}: {c.summary}.")
         earlier = steps[pos_of[c.earlier_seq]]
-        add(earlier, "contradiction", f"{earlier.tool_name or 'A tool'} reported on {c.resource} what the read at step {c.seq} "
-                                      f"does not bear out: {c.summary}.")
+        add(earlier, "contradiction", f"Contradicted later: {c.earlier_summary or c.summary}.")
         if acted is not None:
             add(acted, "acted_on", f"The agent then {describe(acted)}, acting on what step {c.seq} returned.")
     if turning is not None and turning.same_task and turning.seq is not None and turning.seq in pos_of and turning.seq <= fail.seq:
