@@ -13,8 +13,9 @@ import polars as pl
 import streamlit as st
 
 from replay_core.understand import analytics
+from replay_core.understand.explain import failure_patterns
 from replay_core.storage.store import SessionFilter
-from ui.common import PAGE_RUNS, filter_params, fmt_cost, fmt_duration, get_store
+from ui.common import PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_cost, fmt_duration, get_store, md
 from ui.runs_view import filter_bar
 
 STATUS_COLORS = alt.Scale(domain=["succeeded", "failed", "incomplete", "unknown", "running"],
@@ -181,6 +182,40 @@ def bars(frame: pl.DataFrame, x: str, y: str, *, fmt: str = ",.0f", sort: str = 
     )
 
 
+PATTERN = "_failure_pattern"  # the failure pattern whose runs are listed
+MAX_PATTERNS = 15
+
+
+@st.cache_data(ttl=60, show_spinner="Explaining failed runs…")
+def _patterns(url: str, flt_items: tuple) -> tuple[list, int]:
+    return failure_patterns(get_store(), SessionFilter(**dict(flt_items)))
+
+
+def patterns_section(flt: SessionFilter) -> None:
+    """Failed runs grouped by their turning point or the head of their causal chain; a button lists exactly those runs."""
+    st.subheader("Failure patterns")
+    patterns, skipped = _patterns(get_store().url, tuple(asdict(flt).items()))
+    if not patterns:
+        st.caption("No failed, incomplete or unknown-outcome runs in this period. 🎉")
+        return
+    st.caption("Each failed run is explained from what it recorded (no model) and grouped by where it diverged from a "
+               "successful run of the same task, else where its causal chain starts."
+               + (f" {skipped} older failing runs were left out." if skipped else ""))
+    for i, pattern in enumerate(patterns[:MAX_PATTERNS]):
+        text, action = st.columns([5, 1], vertical_alignment="center")
+        text.markdown(md(pattern.sentence))
+        if action.button(f"Open {len(pattern.runs)} run{'s' if len(pattern.runs) != 1 else ''}", key=f"pattern_{i}"):
+            st.session_state[PATTERN] = pattern.key, pattern.workflow
+    if len(patterns) > MAX_PATTERNS:
+        st.caption(f"{len(patterns) - MAX_PATTERNS} smaller patterns not shown.")
+    chosen = st.session_state.get(PATTERN)
+    pattern = next((p for p in patterns if chosen == (p.key, p.workflow)), None)
+    if pattern is not None:
+        st.markdown(f"**{md(pattern.sentence)}**:")
+        for sid in pattern.runs:
+            st.page_link(PAGE_TIMELINE, label=sid, icon=":material/timeline:", query_params={"session": sid})
+
+
 def page() -> None:
     if DRILL in st.session_state:
         open_runs(st.session_state.pop(DRILL))
@@ -264,6 +299,8 @@ def page() -> None:
         show("loops", "Loops", drawn(looping), over_time(drawn(loops), "runs_with_loops"), Drill(flt, "day", fixed={"has": "loop"}),
              empty=f"No run repeated a tool call with the same arguments 3+ times. {totals}",
              caption=f"Runs repeating a tool call with the same arguments 3+ times. {totals}")
+
+    patterns_section(flt)
 
     sources = data.runs.filter(pl.col("replay_of").is_not_null())["replay_of"].unique().sort().to_list()
     if sources:

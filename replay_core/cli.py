@@ -328,8 +328,13 @@ def show_cmd(
         out.print(f"totals: {snap.totals}")
         if snap.state:
             out.print(f"source state: {snap.state}")
-        out.print(f"context ({snap.context_source}{f' at step {snap.context_seq}' if snap.context_seq is not None else ''}):")
-        out.print(orjson.dumps(snap.context, option=orjson.OPT_INDENT_2).decode())
+        out.print(f"context ({snap.context_source}): {snap.agent.note()}")
+        for message, origin in zip(snap.context, snap.agent.origins, strict=True):
+            out.print(f"-- {message.get('role')} ({origin['source']} {'at' if origin['source'] == 'recorded' else 'from'} step {origin['seq']})")
+            out.print(orjson.dumps(message, option=orjson.OPT_INDENT_2).decode())
+        if snap.agent.recorded is not None:
+            out.print("recorded context (not chat messages; not sent by a replay):")
+            out.print(orjson.dumps(snap.agent.recorded, option=orjson.OPT_INDENT_2, default=str).decode())
 
 
 @app.command("stats")
@@ -451,6 +456,42 @@ def replay_cmd(
 
 
 REPLAY_FAILED = ("provider_error", "error")  # outcomes of a replay that could not run (the others ran, whatever they found)
+
+
+@app.command("explain")
+def explain_cmd(
+    session: Annotated[str, typer.Argument(help="Session id of a failed, incomplete or unknown-outcome run.")],
+    json: JsonOption = False,
+    replays: Annotated[bool, typer.Option("--replays", help="Also compare with successful replays.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Why did this run fail? Turning point, causal chain and contradictions, from what is recorded (no model)."""
+    from .understand.explain import ExplainError, explain
+
+    store = open_store(db)
+    store.expire_idle()  # a run idle past the limit is explained as incomplete
+    try:
+        result = explain(store, session, include_replays=replays)
+    except ExplainError as exc:
+        fail(str(exc))
+    if json:
+        print_json(result.to_dict())
+        return
+    out.print(f"{session}  {result.status}" + (f": {result.outcome}" if result.outcome else ""))
+    out.print(result.cause_line())
+    tp = result.turning_point
+    if tp:
+        out.print(f"\nturning point: step {_fmt(tp.seq)} against step {_fmt(tp.compared_seq)} of {tp.compared_with} ({tp.kind})")
+        out.print(f"  {tp.summary}")
+    out.print("\ncausal chain:")
+    for link in result.chain:
+        out.print(f"  step {link.seq:>5}  [{link.kind}] {link.summary}")
+    if result.contradictions:
+        out.print("\ncontradictions:")
+        for c in result.contradictions:
+            out.print(f"  step {c.seq} vs step {c.earlier_seq} ({c.resource}): {c.summary}")
+    for note in result.notes:
+        out.print(f"\nnote: {note}")
 
 
 @app.command("compare")

@@ -15,7 +15,7 @@ from replay_core.storage.store import SessionFilter
 
 ANALYTICS = "pages/analytics.py"
 CHARTS = ["Runs by status", "Success rate", "Step latency by model", "Cost and tokens", "Tool failure rate", "Error classes",
-          "Retries, fallbacks, interventions", "Loops"]
+          "Retries, fallbacks, interventions", "Loops", "Failure patterns"]
 
 
 # AppTest does not hand URL values to widgets bound with bind="query-params" (the filter bar's

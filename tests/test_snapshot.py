@@ -64,8 +64,14 @@ def test_state_at_prefers_recorded_context(store):
     ingest(store, RUN)
     tl = open_timeline(store, "r1")
     snap = state_at(tl, 12, store)
-    assert snap.context_source == "recorded" and snap.context_seq == 9
-    assert snap.context == [{"role": "system", "content": "recorded ctx"}]
+    # the context recorded at step 9 is what the agent sent to get step 9; step 9 itself is rebuilt after it
+    assert snap.context_source == "recorded+rebuilt" and snap.context_seq == 9
+    assert snap.context == [{"role": "system", "content": "recorded ctx"}, {"role": "user", "content": "Result of policy: 30 days"}]
+    assert snap.agent.origins == [{"source": "recorded", "seq": 9}, {"source": "rebuilt", "seq": 9}]
+    assert "1 message as recorded at step 9, then 1 rebuilt from steps 9–9" in snap.agent.note()
+    at9 = state_at(tl, 9, store)
+    assert at9.context_source == "recorded" and at9.context == [{"role": "system", "content": "recorded ctx"}]
+    assert state_at(tl, 8, store).context_source == "rebuilt"  # before the first recorded context
     # a seq inside the gap lands on the next real step
     assert state_at(tl, 10, store).step.seq == 12
 

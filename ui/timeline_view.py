@@ -38,6 +38,8 @@ SHORTCUTS = {"prev": "Left", "next": "Right", "next_error": "E"}  # keys shown o
 MAX_MESSAGES = 12
 LONG_TEXT, MAX_TEXT = 1500, 20_000  # characters: longer text goes in a code box, and is cut
 MAX_TREE_NODES = 200
+PAGE_WHATIF, PAGE_COMPARE = "pages/whatif.py", "pages/compare.py"
+ROW_TEXT = 160  # characters of a step's text on its row (the row wraps)
 ROLE_AVATARS = {"system": "⚙️", "tool": "🔧", "user": "user", "assistant": "assistant"}
 
 
@@ -166,6 +168,80 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
         st.markdown(note_line(note))
 
 
+def plain_header(tl: Timeline, explanation) -> None:
+    """For readers who are not engineers: what it was asked, how it ended, and why (the cause line)."""
+    asked = next((st_.content for st_ in tl.steps if st_.type == "input" and (st_.metadata or {}).get("role") != "system"), None)
+    s = tl.session
+    lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}",
+             f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else "")]
+    if explanation is not None:
+        lines.append(f"**Why:** {md(explanation.cause_line())}")
+    st.markdown("  \n".join(lines))
+    if explanation is None or not explanation.chain:
+        return
+    with st.container(horizontal=True, gap="small"):
+        for link in explanation.chain:
+            st.button(f"Step {link.seq}", key=f"cause_{link.seq}", on_click=_go, args=(link.seq,), help=link.summary,
+                      icon=":material/arrow_outward:" if link is explanation.head else None)
+    with st.expander("Causal chain and turning point"):
+        for link in explanation.chain:
+            st.markdown(f"**Step {link.seq}** — {md(link.summary)}")
+        tp = explanation.turning_point
+        if tp is not None:
+            st.markdown(f"**Turning point** (step {tp.seq} here, step {tp.compared_seq} of {md(tp.compared_with)}): {md(tp.summary)}")
+        for c in explanation.contradictions:
+            st.markdown(f"**Contradiction** at step {c.seq} (vs step {c.earlier_seq}): {md(c.summary)}")
+        for note in explanation.notes[:1]:
+            st.caption(md(note))
+
+
+def goto_and_search(tl: Timeline, pos: int) -> None:
+    """A go-to-step box, and search inside the run (content, tool names, arguments) with previous/next hit."""
+    left, right = st.columns([1, 3], vertical_alignment="bottom")
+    with left:
+        st.number_input("Go to step", min_value=tl.steps[0].seq, max_value=tl.steps[-1].seq, value=None, step=1,
+                        key="goto_step", on_change=lambda: _go(st.session_state["goto_step"]) if st.session_state["goto_step"]
+                        is not None else None, placeholder="step number")
+    with right:
+        query = st.text_input("Search in this run", key="run_search", placeholder="text, tool name or argument")
+    if not query:
+        return
+    hits = search_hits(tl, query)
+    if not hits:
+        st.caption(f"No step holds “{md(query)}”.")
+        return
+    before = [h for h in hits if h < tl.steps[pos].seq]
+    after = [h for h in hits if h > tl.steps[pos].seq]
+    here = tl.steps[pos].seq in hits
+    with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+        st.caption(f"{len(hits)} step{'s' if len(hits) != 1 else ''} match" + (f" (this is hit {hits.index(tl.steps[pos].seq) + 1})" if here else ""))
+        st.button("Previous hit", key="hit_prev", disabled=not before, on_click=_go, args=(before[-1] if before else None,),
+                  icon=":material/keyboard_arrow_up:")
+        st.button("Next hit", key="hit_next", disabled=not after, on_click=_go, args=(after[0] if after else None,),
+                  icon=":material/keyboard_arrow_down:")
+
+
+def search_hits(tl: Timeline, query: str) -> list[int]:
+    """Seqs of the steps whose content, tool name, arguments or error class hold `query` (case-insensitive)."""
+    needle = query.lower()
+    out = []
+    for step in tl.steps:
+        hay = " ".join(filter(None, (step.content, step.tool_name, _args_text(step.tool_args), step.error_class)))
+        if needle in hay.lower():
+            out.append(step.seq)
+    return out
+
+
+def action_links(tl: Timeline, seq: int, explanation) -> None:
+    """Replay from here (the what-if page at this step) and Compare with… (the turning-point run preselected)."""
+    with st.container(horizontal=True, gap="small"):
+        st.page_link(PAGE_WHATIF, label="Replay from here", icon=":material/replay:",
+                     query_params={"session": tl.id, "step": str(seq)})
+        other = explanation.turning_point.compared_with if explanation is not None and explanation.turning_point else None
+        st.page_link(PAGE_COMPARE, label=f"Compare with {other}" if other else "Compare with…", icon=":material/compare_arrows:",
+                     query_params={"a": tl.id, **({"b": other} if other else {})})
+
+
 # ------------------------------------------------------------------ steps around the cursor
 
 
@@ -176,7 +252,7 @@ def row_label(step, *, current: bool, noted: bool, run_agent: str | None = None)
         what = f"[{step.agent_id}] {what}"
     if step.tool_name:
         what += f" · {step.tool_name}"
-    text = short(step.content or step.error_class or _args_text(step.tool_args), 70)
+    text = short(step.content or step.error_class or _args_text(step.tool_args), ROW_TEXT)
     flags = (" ❗" if is_error(step) else "") + (" 📝" if noted else "")
     return md(f"{'▶ ' if current else ''}{step.seq}  {what}{flags}" + (f" — {text}" if text else ""))
 
@@ -213,7 +289,7 @@ def _rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> None:
                 st.caption(f"Cycle {cycle + 1} of {len(tl.cycles)} · steps {c.first_seq}–{c.last_seq}")
         label = row_label(step, current=p == pos, noted=step.seq in noted, run_agent=tl.session.get("agent_id"))
         st.button(label, key=f"row_{step.seq}",
-                  type="primary" if p == pos else "tertiary", on_click=_go, args=(step.seq,), wrap=False)
+                  type="primary" if p == pos else "tertiary", on_click=_go, args=(step.seq,))
     if hi < len(tl.steps):
         st.caption(f"… {len(tl.steps) - hi} later step{'s' if len(tl.steps) - hi != 1 else ''}")
 
@@ -234,21 +310,41 @@ def _answered_call(tl: Timeline, pos: int):
 
 
 def show_text(text: str | None) -> None:
-    """Prose as escaped markdown; JSON as a tree; anything long or structured as code."""
+    """Content exactly as recorded: JSON as a tree (the recorded text one click away), anything with a
+    line break or longer than a line verbatim in a code block (indentation kept, no typographic
+    replacements such as `->` into an arrow), a short line as plain text."""
     if not text:
         return
     stripped = text.strip()
     if stripped[:1] in "[{":
         try:
             st.json(orjson.loads(stripped), expanded=2)
+            with st.expander("As recorded"):
+                st.code(_cut(text), language=None, wrap_lines=True)
             return
         except orjson.JSONDecodeError:
             pass
-    if len(stripped) > LONG_TEXT or stripped.count("\n") > 8:
-        shown = stripped if len(stripped) <= MAX_TEXT else stripped[:MAX_TEXT] + f"\n… ({len(stripped) - MAX_TEXT:,} more characters)"
-        st.code(shown, language=None, wrap_lines=True)
+    if "\n" in stripped or len(stripped) > 200:
+        st.code(_cut(text), language=None, wrap_lines=True)
     else:
-        st.markdown(md(stripped).replace("\n", "  \n"))
+        st.text(text)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text) - MAX_TEXT:,} more characters)"
+
+
+def show_args(args: Any) -> None:
+    """A call's arguments: a tree, and each long or multi-line text value (a file's contents) verbatim in a code block."""
+    if isinstance(args, (dict, list)):
+        st.json(args, expanded=2)
+        if isinstance(args, dict):
+            for key, value in args.items():
+                if isinstance(value, str) and ("\n" in value or len(value) > 200):
+                    st.caption(f"{md(key)}, as recorded:")
+                    st.code(_cut(value), language=None, wrap_lines=True)
+    else:
+        st.code(_args_text(args) or "(no arguments)", language=None, wrap_lines=True)
 
 
 def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> None:
@@ -283,10 +379,7 @@ def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict])
         st.caption(f"Answers the call at step {call.seq}: {md(call.tool_name or 'tool')}({md(short(_args_text(call.tool_args), 80))})")
     if step.type == "tool_call":
         st.markdown(f"Calls **{md(step.tool_name or 'a tool')}** with:")
-        if isinstance(step.tool_args, (dict, list)):
-            st.json(step.tool_args, expanded=2)
-        else:
-            st.code(_args_text(step.tool_args) or "(no arguments)", language=None, wrap_lines=True)
+        show_args(step.tool_args)
     if is_error(step):
         st.error(md(f"This step failed{': ' + step.error_class if step.error_class else ''}."), icon="❌")
     show_text(step.content)
@@ -307,29 +400,26 @@ def _message_text(message: dict) -> str:
 
 
 def context_view(snap: Snapshot) -> None:
-    """What the agent had in front of it, as chat bubbles (the latest messages)."""
-    if snap.context_source == "recorded":
-        st.caption(f"As the agent recorded it at step {snap.context_seq}.")
-    else:
-        st.caption("Rebuilt from the steps before this one (the agent did not record its context).")
-    context = snap.context
-    if isinstance(context, dict) and isinstance(context.get("messages"), list):
-        context = context["messages"]
-    if not isinstance(context, list) or not all(isinstance(m, dict) and "role" in m for m in context):
-        if context:
-            st.json(context, expanded=1)
-        else:
-            st.caption("Nothing yet: this is the start of the run.")
-        return
+    """What the agent had in front of it, as chat bubbles (the latest messages), each saying where it came from.
+
+    These are exactly the messages a replay starting at this step sends to the model (snapshot.agent_context).
+    """
+    st.caption(md(snap.agent.note() + " This is what a replay from this step sends to the model."))
+    context, origins = snap.context, snap.agent.origins
+    if snap.agent.recorded is not None:
+        with st.expander("Context the source recorded (not chat messages)"):
+            st.json(snap.agent.recorded, expanded=1)
     if not context:
         st.caption("Nothing yet: this is the start of the run.")
         return
     hidden = max(0, len(context) - MAX_MESSAGES)
     if hidden:
         st.caption(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
-    for message in context[hidden:]:
+    for message, origin in zip(context[hidden:], origins[hidden:], strict=True):
         role = str(message.get("role"))
         with st.chat_message(role if role in ("user", "assistant") else role.title(), avatar=ROLE_AVATARS.get(role, "💬")):
+            where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
+            st.caption(f"{md(role)} · {where} step {origin['seq']}")
             show_text(_message_text(message))
             for call in message.get("tool_calls") or []:
                 fn = call.get("function", {}) if isinstance(call, dict) else {}

@@ -244,6 +244,7 @@ class IngestAPI:
             Route(f"{API_PREFIX}/attachments/{{attachment_id:int}}", guarded(self.get_attachment), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}/end", guarded(self.end_session), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions/{sid}/snapshot", guarded(self.snapshot), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/explain", guarded(self.explain), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}", guarded(self.get_session), methods=["GET"]),
             Route("/v1/traces", guarded(self.otlp_traces), methods=["POST"]),
         ]
@@ -466,6 +467,22 @@ class IngestAPI:
             return state_at(timeline, seq, store).to_dict()
 
         return json_response(await run_in_threadpool(snap))
+
+    async def explain(self, request: Request) -> Response:
+        """GET /api/v1/sessions/{id}/explain[?replays=1]: why a failed, incomplete or unknown-outcome run failed."""
+        from ..understand.explain import ExplainError, explain
+
+        sid = request.path_params["session_id"]
+        await self._session_or_404(sid)
+        replays = request.query_params.get("replays", "0") in ("1", "true", "yes")
+
+        def run() -> dict:
+            try:
+                return explain(self.store(), sid, include_replays=replays).to_dict()
+            except ExplainError as exc:
+                raise ApiError(409, str(exc)) from None
+
+        return json_response(await run_in_threadpool(run))
 
     async def otlp_traces(self, request: Request) -> Response:
         """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter."""

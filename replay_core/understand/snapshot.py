@@ -1,8 +1,14 @@
 """The agent's state at step n (design.md §5).
 
-The context shown is the latest one the source recorded at or before n; when the
-source recorded none, chat messages are rebuilt from the steps before n, in the
-OpenAI chat shape that replay also sends to a model.
+The context at step n is what the agent had in front of it when it produced step n:
+the latest chat context the source recorded at or before n (what it sent to get the
+step it was recorded at), plus that step and every later step before n rebuilt in the
+OpenAI chat shape; with no recorded chat context, every step before n rebuilt.
+`agent_context` is the one function that builds it: the state view, the CLI, the API
+and a replay starting at n (whatif.recording) all call it, so what the state view
+shows is exactly what a replay sends (property-tested against the fake provider).
+Each message carries its origin (recorded at step p, or rebuilt from step s) beside it,
+never inside it, so the messages stay byte-equal to what is sent.
 """
 
 from __future__ import annotations
@@ -17,16 +23,78 @@ from ..events import StepEvent
 from ..storage.store import Store
 from .timeline import Timeline
 
+CHAT_ROLES = ("system", "user", "assistant", "tool")
+
+
+def is_chat(context: Any) -> bool:
+    """True for a list of well-formed chat messages a provider would accept."""
+    if not isinstance(context, list) or not context:
+        return False
+    for msg in context:
+        if not isinstance(msg, dict) or msg.get("role") not in CHAT_ROLES:
+            return False
+        if msg["role"] == "tool" and not msg.get("tool_call_id"):
+            return False
+        for call in msg.get("tool_calls") or ():
+            if not isinstance(call, dict) or not call.get("id") or not isinstance(call.get("function"), dict):
+                return False
+    return True
+
+
+@dataclass
+class AgentContext:
+    """The chat messages the agent had before one step, and where each came from."""
+
+    messages: list[dict]  # read-only: shared with the session's cached rebuild
+    origins: list[dict]  # per message: {"source": "recorded", "seq": p} or {"source": "rebuilt", "seq": s}
+    base: list[dict]  # the recorded chat context used as the start ([] when none)
+    base_seq: int | None  # the step the base was recorded at
+    start: int  # position of the first rebuilt step (the base's step, or 0)
+    recorded: Any = None  # a recorded context that is not chat messages: shown beside, never sent
+
+    @property
+    def source(self) -> str:
+        rebuilt = len(self.messages) > len(self.base)
+        if self.base_seq is None:
+            return "rebuilt"
+        return "recorded+rebuilt" if rebuilt else "recorded"
+
+    def note(self) -> str:
+        """One sentence saying how these messages were put together."""
+        n_base, n_rebuilt = len(self.base), len(self.messages) - len(self.base)
+        if self.base_seq is None:
+            text = f"{n_rebuilt} message{'s' if n_rebuilt != 1 else ''} rebuilt from the steps before this one (no chat context recorded)"
+        elif n_rebuilt:
+            first = self.origins[n_base]["seq"]
+            text = (f"{n_base} message{'s' if n_base != 1 else ''} as recorded at step {self.base_seq}, then {n_rebuilt} "
+                    f"rebuilt from steps {first}–{self.origins[-1]['seq']}")
+        else:
+            text = f"{n_base} message{'s' if n_base != 1 else ''} as recorded at step {self.base_seq}"
+        if self.recorded is not None:
+            text += "; the source also recorded a context that is not chat messages (shown apart, not sent)"
+        return text + "."
+
+
 @dataclass
 class Snapshot:
     position: int
     step: StepEvent
     cycle: int | None
-    context: Any
-    context_source: str  # "recorded" (with context_seq) or "rebuilt"
-    context_seq: int | None
+    agent: AgentContext
     totals: dict[str, Any]
     state: dict[str, Any]
+
+    @property
+    def context(self) -> list[dict]:
+        return self.agent.messages
+
+    @property
+    def context_source(self) -> str:  # "recorded", "recorded+rebuilt" (both with context_seq) or "rebuilt"
+        return self.agent.source
+
+    @property
+    def context_seq(self) -> int | None:
+        return self.agent.base_seq
 
     def to_dict(self) -> dict:
         return {
@@ -36,7 +104,10 @@ class Snapshot:
             "step": self.step.to_json_dict(),
             "context_source": self.context_source,
             "context_seq": self.context_seq,
+            "context_note": self.agent.note(),
             "context": self.context,
+            "context_origins": self.agent.origins,
+            "recorded_context": self.agent.recorded,
             "totals": self.totals,
             "state": self.state,
         }
@@ -76,7 +147,7 @@ def rebuild_messages(steps: list[StepEvent], marks: list[tuple[int, int | None]]
             if last and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                messages.append({"role": "assistant", "tool_calls": [call]})  # no "content": None: litellm drops it
             pending[call_id] = step.tool_name or ""
         elif kind in ("tool_result", "observation", "error"):
             call_id = step.tool_call_id if step.tool_call_id in pending else _match_pending(pending, step.tool_name)
@@ -111,11 +182,53 @@ def source_state(steps: list[StepEvent]) -> dict[str, Any]:
 
 
 @dataclass
+class _Rebuild:
+    """rebuild_messages over steps[start:end] with its marks and each message's origin."""
+
+    start: int
+    messages: list[dict]
+    marks: list[tuple[int, int | None]]  # per step of the range: where `messages` stood before it
+    origins: list[dict]  # per message: the step that opened it
+
+    def cut(self, pos: int) -> tuple[list[dict], list[dict]]:
+        """rebuild_messages(steps[start:pos]) and their origins, cut from the one rebuild.
+
+        The message dicts are shared (copying thousands per slider move costs more than the
+        rest of state_at): treat them as read-only.
+        """
+        if pos - self.start >= len(self.marks):
+            return list(self.messages), list(self.origins)
+        count, calls = self.marks[pos - self.start]
+        out = self.messages[:count]
+        if out and calls is not None and len(out[-1].get("tool_calls", ())) != calls:
+            last = dict(out[-1])  # the last assistant turn had fewer tool calls at this point
+            if calls:
+                last["tool_calls"] = last["tool_calls"][:calls]
+            else:
+                del last["tool_calls"]
+            out[-1] = last
+        return out, self.origins[:count]
+
+
+def _rebuild(timeline: Timeline, start: int, end: int) -> _Rebuild:
+    key = ("snapshot", start, end)
+    found = timeline.cache.get(key)
+    if found is None:
+        steps = timeline.steps[start:end]
+        marks: list[tuple[int, int | None]] = []
+        messages = rebuild_messages(steps, marks)
+        origins: list[dict] = []
+        bounds = [m[0] for m in marks] + [len(messages)]
+        for i, step in enumerate(steps):
+            origins += [{"source": "rebuilt", "seq": step.seq}] * (bounds[i + 1] - bounds[i])
+        found = timeline.cache[key] = _Rebuild(start, messages, marks, origins)
+    return found
+
+
+@dataclass
 class _Index:
     """What state_at needs from a whole session, built once per opened timeline."""
 
-    messages: list[dict]  # rebuild_messages over every step
-    marks: list[tuple[int, int | None]]  # per step: where `messages` stood before it
     context_positions: list[int]  # steps with a recorded context
     state_positions: list[int]  # steps with recorded source state
 
@@ -123,12 +236,8 @@ class _Index:
 def _index(timeline: Timeline) -> _Index:
     found = timeline.cache.get("snapshot")
     if found is None:
-        marks: list[tuple[int, int | None]] = []
-        messages = rebuild_messages(timeline.steps, marks)
         steps = timeline.steps
         found = timeline.cache["snapshot"] = _Index(
-            messages=messages,
-            marks=marks,
             context_positions=[i for i, s in enumerate(steps) if s.event_id in timeline.context_ids],
             state_positions=[i for i, s in enumerate(steps) if isinstance((s.metadata or {}).get("state"), dict)],
         )
@@ -136,44 +245,47 @@ def _index(timeline: Timeline) -> _Index:
 
 
 def messages_before(timeline: Timeline, pos: int) -> list[dict]:
-    """rebuild_messages(steps[:pos]), cut from the session's one rebuild.
+    """rebuild_messages(steps[:pos]), cut from the session's one rebuild (read-only dicts)."""
+    return _rebuild(timeline, 0, len(timeline.steps)).cut(pos)[0]
 
-    The message dicts are shared with the index (copying thousands per slider move costs
-    more than the rest of state_at): treat them as read-only.
+
+def agent_context(timeline: Timeline, pos: int, store: Store | None = None) -> AgentContext:
+    """The chat messages the agent had when it produced the step at `pos` (the one definition).
+
+    The latest context recorded at or before `pos` is the base when it is chat messages
+    (it is what the agent sent to get the step it was recorded at); that step and every
+    later one before `pos` are rebuilt after it. Without a store, or with no recorded chat
+    context, every step before `pos` is rebuilt. One keyed read at most; the rebuilds are
+    cached per base, each over the steps up to the next recorded context, so scrubbing a
+    whole run rebuilds every step once.
     """
     index = _index(timeline)
-    count, calls = index.marks[pos]
-    out = index.messages[:count]
-    if out and calls is not None and len(out[-1].get("tool_calls", ())) != calls:
-        last = dict(out[-1])  # the last assistant turn had fewer tool calls at this point
-        if calls:
-            last["tool_calls"] = last["tool_calls"][:calls]
-        else:
-            del last["tool_calls"]
-        out[-1] = last
-    return out
+    found = bisect_right(index.context_positions, pos)
+    recorded = None
+    if store is not None and found:
+        at = index.context_positions[found - 1]
+        raw = store.step_context(timeline.id, timeline.steps[at].event_id)
+        if is_chat(raw):
+            end = index.context_positions[found] if found < len(index.context_positions) else len(timeline.steps)
+            messages, origins = _rebuild(timeline, at, end).cut(pos)
+            seq = timeline.steps[at].seq
+            base_origin = [{"source": "recorded", "seq": seq}] * len(raw)
+            return AgentContext(raw + messages, base_origin + origins, raw, seq, at)
+        recorded = raw
+    messages, origins = _rebuild(timeline, 0, len(timeline.steps)).cut(pos)
+    return AgentContext(messages, origins, [], None, 0, recorded)
 
 
 def state_at(timeline: Timeline, seq: int, store: Store | None = None) -> Snapshot:
     """State at the step with `seq` (or the first step after it). O(1) totals; one keyed read at most."""
     pos = timeline.position_of(seq)
     index = _index(timeline)
-    context, source, context_seq = None, "rebuilt", None
-    with_context = bisect_right(index.context_positions, pos)
-    if store is not None and with_context:
-        earlier = timeline.steps[index.context_positions[with_context - 1]]
-        context = store.step_context(timeline.id, earlier.event_id)
-        source, context_seq = "recorded", earlier.seq
-    if context is None:
-        context = messages_before(timeline, pos)
     stated = index.state_positions[: bisect_right(index.state_positions, pos)]
     return Snapshot(
         position=pos,
         step=timeline.steps[pos],
         cycle=timeline.cycle_index[pos],
-        context=context,
-        context_source=source,
-        context_seq=context_seq,
+        agent=agent_context(timeline, pos, store),
         totals=timeline.totals.at(pos),
         state=source_state([timeline.steps[i] for i in stated]),
     )

@@ -19,13 +19,12 @@ import orjson
 
 from ..events import StepEvent
 from ..ingest.formats.jsondoc import parse_arguments
-from ..understand.snapshot import rebuild_messages, state_at
+from ..understand.snapshot import agent_context, rebuild_messages
 from ..storage.store import Store
 from ..understand.timeline import Timeline
 
 TEXT_TYPES = ("think", "decision")
 ANSWER_TYPES = ("tool_result", "observation", "error")
-CHAT_ROLES = ("system", "user", "assistant", "tool")
 
 
 def canonical_args(args: Any) -> str:
@@ -120,21 +119,6 @@ class MessageLog:
         return other
 
 
-def is_chat(context: Any) -> bool:
-    """True for a list of well-formed chat messages a provider would accept."""
-    if not isinstance(context, list) or not context:
-        return False
-    for msg in context:
-        if not isinstance(msg, dict) or msg.get("role") not in CHAT_ROLES:
-            return False
-        if msg["role"] == "tool" and not msg.get("tool_call_id"):
-            return False
-        for call in msg.get("tool_calls") or ():
-            if not isinstance(call, dict) or not call.get("id") or not isinstance(call.get("function"), dict):
-                return False
-    return True
-
-
 @dataclass
 class Turn:
     """Model output of the original run and the environment's answer before the next one."""
@@ -211,18 +195,18 @@ class Recording:
     def _base_context(self, store: Store | None, start: int) -> tuple[list[dict], list[StepEvent], int, str]:
         """Messages before the range: base, the steps to rebuild after it, how many lead steps base covers.
 
-        The base is the chat context recorded last at or before the range's first model
-        step: what the agent sent to get that step, so it covers every step before it
-        (including lead steps of the range, which are then not rebuilt twice). Without a
-        recorded chat context, every step before the range is rebuilt.
+        The context before the range's first model step is snapshot.agent_context's, the
+        one the state view shows: a recorded chat base plus the steps since, rebuilt.
+        When the base was recorded after `start` (inside the range's lead steps), it
+        covers those lead steps, which are then not rebuilt twice.
         """
         steps = self.timeline.steps
-        if self.turns and store is not None:
-            snap = state_at(self.timeline, self.turns[0].first_seq, store)
-            if snap.context_source == "recorded" and is_chat(snap.context):
-                at = self.timeline.position_of(snap.context_seq)
-                base = [dict(m) for m in snap.context]
-                source = f"recorded at step {snap.context_seq}"
+        if self.turns:
+            ctx = agent_context(self.timeline, self.timeline.position_of(self.turns[0].first_seq), store)
+            if ctx.base_seq is not None:
+                base = [dict(m) for m in ctx.base]
+                source = f"recorded at step {ctx.base_seq}"
+                at = ctx.start
                 return (base, steps[at:start], 0, source) if at <= start else (base, [], at - start, source)
         return [], steps[:start], 0, "rebuilt from the steps"
 
