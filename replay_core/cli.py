@@ -453,6 +453,154 @@ def retention_cmd(
     n = open_store(db).delete_older_than(days, keep_annotated=keep_annotated)
     out.print(f"deleted {n} sessions older than {days:g} days")
 
+# ---------------------------------------------------------------------------- datasets and experiments
+
+dataset_app = typer.Typer(help="Datasets: named, versioned sets of recorded runs to run experiments on.", no_args_is_help=True)
+experiment_app = typer.Typer(help="Experiments: replay every case of a dataset with every model, scored.", no_args_is_help=True)
+app.add_typer(dataset_app, name="dataset")
+app.add_typer(experiment_app, name="experiment")
+
+
+def _cases(store: Store, runs, status, workflow, since, search, expected):
+    from .whatif import dataset as ds
+
+    flt = None
+    runs = [r.strip() for item in runs or [] for r in item.split(",") if r.strip()]
+    if not runs:
+        if not any((status, workflow, since, search)):
+            fail("name the runs (--runs ID …) or a filter (--status, --workflow, --since, --search)")
+        flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
+    return ds.resolve(store, runs=runs, flt=flt, expected=expected)
+
+
+RunsOption = Annotated[list[str] | None, typer.Option("--runs", help="Run ids (repeat the option).")]
+StatusOption = Annotated[str | None, typer.Option("--status", help="Runs with this status.")]
+WorkflowOption = Annotated[str | None, typer.Option("--workflow", help="Runs of this workflow.")]
+SinceOption = Annotated[str | None, typer.Option("--since", help="Runs started since: 7d, 12h, a date or an ISO time.")]
+SearchOption = Annotated[str | None, typer.Option("--search", help="Runs whose name or steps hold this text.")]
+ExpectedOption = Annotated[str | None, typer.Option("--expected", help="What counts as right for these cases (default: the original's final answer).")]
+
+
+@dataset_app.command("create")
+def dataset_create(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
+    search: SearchOption = None, expected: ExpectedOption = None,
+    match: Annotated[str, typer.Option("--match", help="How expected texts are matched: equals (normalised), contains, regex.")] = "equals",
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Make a dataset from run ids or a filter."""
+    from .whatif import dataset as ds
+
+    store = open_store(db)
+    try:
+        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
+        made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if json:
+        print_json({"id": made["id"], "name": made["name"], "version": made["version"], "cases": made["cases"]})
+        return
+    out.print(f"dataset {made['name']} (id {made['id']}, version {made['version']}): {made['cases']} cases")
+
+
+@dataset_app.command("add")
+def dataset_add(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
+    search: SearchOption = None, expected: ExpectedOption = None, db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Add runs to a dataset (its next version); runs it holds already are skipped."""
+    from .whatif import dataset as ds
+
+    store = open_store(db)
+    try:
+        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
+        made = ds.add(store, name, cases, made_from=made_from)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if json:
+        print_json({k: made[k] for k in ("id", "name", "version", "cases", "added")})
+        return
+    out.print(f"dataset {made['name']}: {made['added']} cases added, {made['cases']} in all (version {made['version']})")
+
+
+@dataset_app.command("list")
+def dataset_list(db: DbOption = None, json: JsonOption = False) -> None:
+    """Datasets with their case counts."""
+    rows = open_store(db).list_datasets()
+    if json:
+        print_json([{k: r[k] for k in ("id", "name", "version", "cases", "match", "description", "updated_at")} for r in rows])
+        return
+    table = Table("id", "name", "version", "cases", "match", "updated")
+    for r in rows:
+        table.add_row(str(r["id"]), r["name"], str(r["version"]), str(r["cases"]), r["match"], _fmt(r["updated_at"]))
+    out.print(table)
+
+
+@dataset_app.command("show")
+def dataset_show(name: Annotated[str, typer.Argument()], db: DbOption = None, json: JsonOption = False) -> None:
+    """A dataset's cases: run, status, what counts as right."""
+    from .whatif import dataset as ds
+
+    try:
+        shown = ds.show(open_store(db), name)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if json:
+        print_json(shown)
+        return
+    out.print(f"dataset {shown['name']} (id {shown['id']}, version {shown['version']}, match {shown['match']}): {len(shown['cases'])} cases")
+    table = Table("run", "name", "status", "expected", "version")
+    for c in shown["cases"]:
+        table.add_row(c["session"], _fmt(c["name"]), "run deleted" if c["missing"] else _fmt(c["status"]),
+                      c["expected"] if c["expected"] is not None else "(the original's final answer)", str(c["version"]))
+    out.print(table)
+
+
+@dataset_app.command("export")
+def dataset_export(
+    name: Annotated[str, typer.Argument()],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a dataset as JSON Lines (the runs themselves: `agent-replay export`)."""
+    from .whatif import dataset as ds
+
+    try:
+        text = "".join(line + "\n" for line in ds.export_lines(open_store(db), name))
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)
+
+
+@dataset_app.command("import")
+def dataset_import(
+    path: Annotated[Path, typer.Argument(help="A dataset's JSON Lines.")],
+    name: Annotated[str | None, typer.Option("--name", help="Store it under another name.")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Read a dataset written by `dataset export`; the runs must be in the database."""
+    from .whatif import dataset as ds
+
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+    try:
+        made = ds.import_lines(open_store(db), lines, where=str(path), name=name)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if json:
+        print_json({"id": made["id"], "name": made["name"], "version": made["version"], "cases": made["cases"]})
+        return
+    out.print(f"dataset {made['name']} (id {made['id']}): {made['cases']} cases")
+
+
 
 def main() -> None:
     try:
