@@ -481,6 +481,13 @@ SearchOption = Annotated[str | None, typer.Option("--search", help="Runs whose n
 ExpectedOption = Annotated[str | None, typer.Option("--expected", help="What counts as right for these cases (default: the original's final answer).")]
 
 
+def _print_dataset(made: dict, json: bool) -> None:
+    if json:
+        print_json({"id": made["id"], "name": made["name"], "version": made["version"], "cases": made["cases"]})
+    else:
+        out.print(f"dataset {made['name']} (id {made['id']}, version {made['version']}): {made['cases']} cases")
+
+
 @dataset_app.command("create")
 def dataset_create(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
@@ -499,10 +506,7 @@ def dataset_create(
         made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
-    if json:
-        print_json({"id": made["id"], "name": made["name"], "version": made["version"], "cases": made["cases"]})
-        return
-    out.print(f"dataset {made['name']} (id {made['id']}, version {made['version']}): {made['cases']} cases")
+    _print_dataset(made, json)
 
 
 @dataset_app.command("add")
@@ -595,10 +599,7 @@ def dataset_import(
         made = ds.import_lines(open_store(db), lines, where=str(path), name=name)
     except ds.DatasetError as exc:
         fail(str(exc))
-    if json:
-        print_json({"id": made["id"], "name": made["name"], "version": made["version"], "cases": made["cases"]})
-        return
-    out.print(f"dataset {made['name']} (id {made['id']}): {made['cases']} cases")
+    _print_dataset(made, json)
 
 
 

@@ -207,24 +207,24 @@ def no_divergence(inp: ScoreInput) -> Score:
     return Score("no_divergence", False, div.get("summary") or f"departs at step {div.get('a_seq')}")
 
 
+def _ceiling(name: str, option: str, ceiling: Any, value: float | None, show: Callable[[float], str], unknown: str) -> Score:
+    if ceiling is None:
+        return Score(name, False, f"no ceiling given (option {option})")
+    if value is None:
+        return Score(name, False, unknown)
+    ok = value <= float(ceiling)
+    return Score(name, ok, f"{show(value)} {'≤' if ok else '>'} {show(float(ceiling))}")
+
+
 @scorer("cost_ceiling")
 def cost_ceiling(inp: ScoreInput) -> Score:
-    ceiling = inp.options.get("usd")
-    if ceiling is None:
-        return Score("cost_ceiling", False, "no ceiling given (option usd)")
-    cost = inp.replay.cost_usd
-    if cost is None:
-        return Score("cost_ceiling", False, "the replay's cost is unknown (no price for its model)")
-    return Score("cost_ceiling", cost <= float(ceiling), f"cost ${cost:.6f} {'≤' if cost <= float(ceiling) else '>'} ${float(ceiling):.6f}")
+    return _ceiling("cost_ceiling", "usd", inp.options.get("usd"), inp.replay.cost_usd, lambda v: f"${v:.6f}",
+                    "the replay's cost is unknown (no price for its model)")
 
 
 @scorer("latency_ceiling")
 def latency_ceiling(inp: ScoreInput) -> Score:
-    ceiling = inp.options.get("ms")
-    if ceiling is None:
-        return Score("latency_ceiling", False, "no ceiling given (option ms)")
-    ms = inp.replay.latency_ms
-    return Score("latency_ceiling", ms <= float(ceiling), f"model time {ms:.0f} ms {'≤' if ms <= float(ceiling) else '>'} {float(ceiling):.0f} ms")
+    return _ceiling("latency_ceiling", "ms", inp.options.get("ms"), inp.replay.latency_ms, lambda v: f"{v:.0f} ms", "")
 
 
 JUDGE_RUBRIC = ("Does the agent's final answer accomplish what the expected outcome describes? Minor wording differences "
