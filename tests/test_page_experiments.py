@@ -77,6 +77,10 @@ def test_make_a_dataset_launch_and_read_the_results(empty_store, local_server):
     [regression] = [pl for pl in at.get("page_link") if pl.proto.page.endswith("compare")]
     assert regression.proto.label.startswith(md("refund-2 · openai/fake-b: final answer"))
     assert md("Status: done. 8 of 8 replays done. Interval: 95% Wilson score.") in texts(at)
+    # the cell's link opens compare on that replay, though experiment replays are not in the runs list
+    cmp = page("pages/compare.py", params={"a": query["a"], "b": query["b"]})
+    assert not cmp.exception
+    assert cmp.error[0].value.startswith(md("First divergence"))
 
 
 def test_viewers_read_results_but_cannot_launch(empty_store, local_server, monkeypatch):
