@@ -25,6 +25,7 @@ PAGES = [
     ("pages/review.py", "Review", ":material/rate_review:", "review", "Runs"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:", "compare", "Tools"),
     ("pages/whatif.py", "What-if", ":material/science:", "whatif", "Tools"),
+    ("pages/experiments.py", "Experiments", ":material/labs:", "experiments", "Tools"),
     ("pages/analytics.py", "Analytics", ":material/monitoring:", "analytics", "Tools"),
     ("pages/import_runs.py", "Import", ":material/upload_file:", "import", "Tools"),
 ]

@@ -635,6 +635,326 @@ def retention_cmd(
     n = open_store(db).delete_older_than(days, keep_annotated=keep_annotated)
     out.print(f"deleted {n} sessions older than {days:g} days")
 
+# ---------------------------------------------------------------------------- datasets and experiments
+
+dataset_app = typer.Typer(help="Datasets: named, versioned sets of recorded runs to run experiments on.", no_args_is_help=True)
+experiment_app = typer.Typer(help="Experiments: replay every case of a dataset with every model, scored.", no_args_is_help=True)
+app.add_typer(dataset_app, name="dataset")
+app.add_typer(experiment_app, name="experiment")
+
+
+def _cases(store: Store, runs, status, workflow, since, search, expected):
+    from .whatif import dataset as ds
+
+    flt = None
+    runs = [r.strip() for item in runs or [] for r in item.split(",") if r.strip()]
+    if not runs:
+        if not any((status, workflow, since, search)):
+            fail("name the runs (--runs ID …) or a filter (--status, --workflow, --since, --search)")
+        flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
+    return ds.resolve(store, runs=runs, flt=flt, expected=expected)
+
+
+RunsOption = Annotated[list[str] | None, typer.Option("--runs", help="Run ids (repeat the option).")]
+StatusOption = Annotated[str | None, typer.Option("--status", help="Runs with this status.")]
+WorkflowOption = Annotated[str | None, typer.Option("--workflow", help="Runs of this workflow.")]
+SinceOption = Annotated[str | None, typer.Option("--since", help="Runs started since: 7d, 12h, a date or an ISO time.")]
+SearchOption = Annotated[str | None, typer.Option("--search", help="Runs whose name or steps hold this text.")]
+ExpectedOption = Annotated[str | None, typer.Option("--expected", help="What counts as right for these cases (default: the original's final answer).")]
+
+
+def _print_dataset(made: dict, json: bool) -> None:
+    if json:
+        print_json({"id": made["id"], "name": made["name"], "version": made["version"], "cases": made["cases"]})
+    else:
+        out.print(f"dataset {made['name']} (id {made['id']}, version {made['version']}): {made['cases']} cases")
+
+
+@dataset_app.command("create")
+def dataset_create(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
+    search: SearchOption = None, expected: ExpectedOption = None,
+    match: Annotated[str, typer.Option("--match", help="How expected texts are matched: equals (normalised), contains, regex.")] = "equals",
+    description: Annotated[str | None, typer.Option("--description")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Make a dataset from run ids or a filter."""
+    from .whatif import dataset as ds
+
+    store = open_store(db)
+    try:
+        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
+        made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    _print_dataset(made, json)
+
+
+@dataset_app.command("add")
+def dataset_add(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
+    search: SearchOption = None, expected: ExpectedOption = None, db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Add runs to a dataset (its next version); runs it holds already are skipped."""
+    from .whatif import dataset as ds
+
+    store = open_store(db)
+    try:
+        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
+        made = ds.add(store, name, cases, made_from=made_from)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if json:
+        print_json({k: made[k] for k in ("id", "name", "version", "cases", "added")})
+        return
+    out.print(f"dataset {made['name']}: {made['added']} cases added, {made['cases']} in all (version {made['version']})")
+
+
+@dataset_app.command("list")
+def dataset_list(db: DbOption = None, json: JsonOption = False) -> None:
+    """Datasets with their case counts."""
+    rows = open_store(db).list_datasets()
+    if json:
+        print_json([{k: r[k] for k in ("id", "name", "version", "cases", "match", "description", "updated_at")} for r in rows])
+        return
+    table = Table("id", "name", "version", "cases", "match", "updated")
+    for r in rows:
+        table.add_row(str(r["id"]), r["name"], str(r["version"]), str(r["cases"]), r["match"], _fmt(r["updated_at"]))
+    out.print(table)
+
+
+@dataset_app.command("show")
+def dataset_show(name: Annotated[str, typer.Argument()], db: DbOption = None, json: JsonOption = False) -> None:
+    """A dataset's cases: run, status, what counts as right."""
+    from .whatif import dataset as ds
+
+    try:
+        shown = ds.show(open_store(db), name)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if json:
+        print_json(shown)
+        return
+    out.print(f"dataset {shown['name']} (id {shown['id']}, version {shown['version']}, match {shown['match']}): {len(shown['cases'])} cases")
+    table = Table("run", "name", "status", "expected", "version")
+    for c in shown["cases"]:
+        table.add_row(c["session"], _fmt(c["name"]), "run deleted" if c["missing"] else _fmt(c["status"]),
+                      c["expected"] if c["expected"] is not None else "(the original's final answer)", str(c["version"]))
+    out.print(table)
+
+
+@dataset_app.command("export")
+def dataset_export(
+    name: Annotated[str, typer.Argument()],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a dataset as JSON Lines (the runs themselves: `agent-replay export`)."""
+    from .whatif import dataset as ds
+
+    try:
+        text = "".join(line + "\n" for line in ds.export_lines(open_store(db), name))
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)
+
+
+@dataset_app.command("import")
+def dataset_import(
+    path: Annotated[Path, typer.Argument(help="A dataset's JSON Lines.")],
+    name: Annotated[str | None, typer.Option("--name", help="Store it under another name.")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Read a dataset written by `dataset export`; the runs must be in the database."""
+    from .whatif import dataset as ds
+
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+    try:
+        made = ds.import_lines(open_store(db), lines, where=str(path), name=name)
+    except ds.DatasetError as exc:
+        fail(str(exc))
+    _print_dataset(made, json)
+
+
+
+def _print_results(summary: dict) -> None:
+    out.print(f"experiment {summary['experiment']} on {summary['dataset']}: {summary['status']}"
+              + (f" ({summary['message']})" if summary["message"] else ""))
+    table = Table("variant", "cases", "passed", "pass rate", "95% interval (Wilson)", "cost $", "tokens in", "tokens out", "p50 ms", "p95 ms")
+    for v in summary["variants"]:
+        rate = "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}"
+        table.add_row(v["name"], str(v["cases"]), str(v["passed"]), rate, f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
+                      "unknown" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}", str(v["tokens_in"]), str(v["tokens_out"]),
+                      _fmt(v["p50_ms"]), _fmt(v["p95_ms"]))
+    out.print(table)
+    for title, items in (("regressions (passed on the baseline, fail here)", summary["regressions"]),
+                         ("improvements", summary["improvements"])):
+        if items:
+            out.print(f"{title}:")
+            for r in items:
+                out.print(f"  {r['case']} · {r['variant']}: {r['reason'] or ''} → agent-replay compare {r['baseline']} {r['session']}")
+
+
+def _run_with_progress(store: Store, experiment_id: str, json: bool, **options) -> None:
+    """Run on a worker thread; Ctrl-C stops launching cases (those in flight finish, `experiment resume` goes on)."""
+    import threading
+
+    from .whatif import experiment as ex
+
+    stop = threading.Event()
+    failure: list[BaseException] = []
+    progress = _progress(enabled=not json and sys.stderr.isatty())
+    with progress:
+        tasks: dict[int, int] = {}
+
+        def report(p: ex.Progress) -> None:
+            names = store.get_experiment(experiment_id)["settings"]["names"] if not tasks else None
+            for v, done in enumerate(p.done):
+                if v not in tasks:
+                    tasks[v] = progress.add_task(names[v] if names else f"variant {v}", total=p.total)
+                progress.update(tasks[v], completed=done)
+
+        def work() -> None:
+            try:
+                ex.run(store, experiment_id, stop=stop, on_progress=report, **options)
+            except BaseException as exc:  # reported below, on the main thread
+                failure.append(exc)
+
+        worker = threading.Thread(target=work, daemon=True)
+        worker.start()
+        while worker.is_alive():
+            try:
+                worker.join(0.2)
+            except KeyboardInterrupt:
+                stop.set()
+                err.print("stopping: the cases in flight finish; `agent-replay experiment resume` runs the rest")
+    if failure:
+        if isinstance(failure[0], ValueError):
+            fail(str(failure[0]))
+        raise failure[0]
+
+
+def _show(store: Store, experiment_id: str, json: bool) -> None:
+    from .whatif.results import cli_shape, summarise
+
+    summary = summarise(store, experiment_id)
+    if json:
+        print_json(cli_shape(summary))
+    else:
+        _print_results(summary)
+
+
+@experiment_app.command("run")
+def experiment_run(
+    dataset: Annotated[str, typer.Argument(help="Dataset name.")],
+    model: Annotated[list[str] | None, typer.Option("--model", help="A variant's litellm model (repeat; the first is the baseline).")] = None,
+    variant: Annotated[list[str] | None, typer.Option("--variant", help='A variant as JSON replay settings, e.g. {"model": "openai/x", "temperature": 0.2} (repeatable).')] = None,
+    start: Annotated[str, typer.Option("--from", help="first-model-turn, or the step (seq) to replay from.")] = "first-model-turn",
+    scorer: Annotated[list[str] | None, typer.Option("--scorer", help="outcome, final_tool, tool_sequence, no_divergence, cost_ceiling, latency_ceiling, judge, or module:function (repeatable; default outcome).")] = None,
+    scorer_option: Annotated[list[str] | None, typer.Option("--scorer-option", help="SCORER.NAME=VALUE, e.g. tool_sequence.threshold=0.9, judge.model=openai/gpt-4o-mini (repeatable).")] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server for every variant.")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key.")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", help="Another litellm parameter as NAME=VALUE; repeatable.")] = None,
+    fallback_model: Annotated[str | None, typer.Option("--fallback-model", help="With --model recorded: the live model asked where the recording has no answer.")] = None,
+    input_price: Annotated[float | None, typer.Option("--input-cost-per-token", help="USD per input token, for models litellm has no price for.")] = None,
+    output_price: Annotated[float | None, typer.Option("--output-cost-per-token", help="USD per output token, likewise.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Replays at once.")] = 4,
+    budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="Dollar budget for the whole experiment.")] = None,
+    budget_tokens: Annotated[int | None, typer.Option("--budget-tokens", help="Token budget for the whole experiment.")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Replay every case of a dataset with every model, score each replay, and tabulate (estimate and budget checked first)."""
+    from .whatif import experiment as ex
+    from .whatif.replay_config import ConfigError, ReplayConfig, configs_for, parse_params
+
+    store = open_store(db)
+    try:
+        shared = {"api_base": api_base, "api_key_env": api_key_env, "temperature": temperature, "params": parse_params(param or []),
+                  "input_cost_per_token": input_price, "output_cost_per_token": output_price}
+        configs = configs_for(model, fallback_model=fallback_model, **shared) if model else []
+        for text in variant or []:
+            try:
+                settings = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                fail(f"--variant: not JSON: {text}")
+            if not isinstance(settings, dict):
+                fail("--variant: expected a JSON object")
+            configs.append(ReplayConfig.from_json({**{k: v for k, v in shared.items() if v not in (None, {})}, **settings}))
+        options: dict[str, dict] = {}
+        for item in scorer_option or []:
+            key, sep, value = item.partition("=")
+            name, dot, option = key.partition(".")
+            if not sep or not dot:
+                fail(f"--scorer-option: expected SCORER.NAME=VALUE, got {item!r}")
+            options.setdefault(name, {}).update(parse_params([f"{option}={value}"]))
+        experiment_id, plan = ex.start(store, dataset, configs, start=start, scorers=scorer, scorer_options=options,
+                                       concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    except (ex.ExperimentError, ConfigError) as exc:
+        fail(str(exc))
+    if not json:
+        for e in plan.estimates:
+            cost = "unknown cost" if e.cost_usd is None else f"~${e.cost_usd:.4f}"
+            out.print(f"estimate {e.model}: {len(plan.cases)} cases, ~{e.tokens_in:,} tokens in, ~{e.tokens_out:,} out, {cost}")
+        out.print(f"experiment {experiment_id}")
+    _run_with_progress(store, experiment_id, json)
+    _show(store, experiment_id, json)
+
+
+@experiment_app.command("resume")
+def experiment_resume(
+    experiment_id: Annotated[str, typer.Argument()],
+    budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="A new dollar budget for the whole experiment.")] = None,
+    budget_tokens: Annotated[int | None, typer.Option("--budget-tokens")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Run what an interrupted or budget-stopped experiment did not run (finished replays are never paid for again)."""
+    store = open_store(db)
+    if store.get_experiment(experiment_id) is None:
+        fail(f"no experiment {experiment_id!r}")
+    _run_with_progress(store, experiment_id, json, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    _show(store, experiment_id, json)
+
+
+@experiment_app.command("show")
+def experiment_show(
+    experiment_id: Annotated[str, typer.Argument()],
+    csv: Annotated[Path | None, typer.Option("--csv", help="Also write the cases × variants matrix as CSV here.")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """An experiment's results: per variant pass rate and interval, cost, latency; regressions first."""
+    from .whatif.results import summarise, to_csv
+
+    store = open_store(db)
+    if store.get_experiment(experiment_id) is None:
+        fail(f"no experiment {experiment_id!r}")
+    if csv is not None:
+        csv.write_text(to_csv(summarise(store, experiment_id)))
+    _show(store, experiment_id, json)
+
+
+@experiment_app.command("list")
+def experiment_list(db: DbOption = None, json: JsonOption = False) -> None:
+    """Experiments, newest first."""
+    rows = open_store(db).list_experiments()
+    items = [{"experiment": r["id"], "dataset": r["dataset"], "status": r["status"], "variants": r["settings"]["names"],
+              "runs_done": r["runs_done"], "created_at": r["created_at"], "message": r["message"]} for r in rows]
+    if json:
+        print_json(items)
+        return
+    table = Table("experiment", "dataset", "status", "variants", "runs done", "created")
+    for r in items:
+        table.add_row(r["experiment"], r["dataset"], r["status"], ", ".join(r["variants"]), str(r["runs_done"]), _fmt(r["created_at"]))
+    out.print(table)
+
 
 def main() -> None:
     try:

@@ -7,6 +7,10 @@ over a real HTTP connection without any provider.
     with OpenAIServer() as server:
         server.script(server.text("Done."), server.tool_calls(("search", {"q": "x"})))
         litellm.completion(model="openai/fake", api_base=server.base_url, api_key="x", messages=[...])
+
+Concurrent tests (experiments) script per model instead of a queue: `server.route("fake-a",
+fn)` answers every request for model "fake-a" with `fn(payload)`, whatever the order the
+requests arrive in; `server.count(model)` says how many requests a model got.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 
@@ -40,6 +45,7 @@ class OpenAIServer:
         self.in_flight = 0
         self.max_in_flight = 0  # most requests being served at once (fan-out tests)
         self.default = default
+        self.routes: dict[str, Callable[[dict], Reply]] = {}  # model name -> responder (see route)
         self._lock = threading.Lock()
         self._counter = 0
         server = self
@@ -107,6 +113,16 @@ class OpenAIServer:
         with self._lock:
             self.replies.extend(replies)
 
+    def route(self, model: str, responder: Callable[[dict], Reply]) -> None:
+        """Answer every request for `model` (the name without litellm's provider prefix) with responder(payload)."""
+        with self._lock:
+            self.routes[model] = responder
+
+    def count(self, model: str | None = None) -> int:
+        """Requests received (for one model, when named)."""
+        with self._lock:
+            return sum(1 for p in self.requests if model is None or p.get("model") == model)
+
     def _enter(self) -> None:
         with self._lock:
             self.in_flight += 1
@@ -121,8 +137,11 @@ class OpenAIServer:
             self.requests.append(payload)
             self.headers.append(headers or {})
             self._counter += 1
-            if self.replies:
+            responder = self.routes.get(payload.get("model"))
+            if responder is None and self.replies:
                 return self.replies.popleft()
+        if responder is not None:
+            return responder(payload)
         if self.default is not None:
             return self.default
         return Reply(status=500, body={"error": {"message": "test server: no scripted reply left", "type": "server_error"}})

@@ -247,6 +247,7 @@ class IngestAPI:
             Route(f"{API_PREFIX}/sessions/{sid}/explain", guarded(self.explain), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}", guarded(self.get_session), methods=["GET"]),
             Route("/v1/traces", guarded(self.otlp_traces), methods=["POST"]),
+            *self.experiment_routes(),
         ]
 
     # -- plumbing
@@ -501,6 +502,113 @@ class IngestAPI:
         if media == "application/json":
             return Response(b"{}", media_type="application/json")
         return Response(b"", media_type="application/x-protobuf")
+
+    # -- datasets and experiments (whatif.experiment): long work runs on a background thread, polled by GET
+
+    def experiment_routes(self) -> list[Route]:
+        guarded = self._guarded
+        return [
+            Route(f"{API_PREFIX}/datasets", guarded(self.create_dataset), methods=["POST"]),
+            Route(f"{API_PREFIX}/datasets", guarded(self.list_datasets), methods=["GET"]),
+            Route(f"{API_PREFIX}/datasets/{{name:path}}", guarded(self.get_dataset), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments", guarded(self.create_experiment), methods=["POST"]),
+            Route(f"{API_PREFIX}/experiments", guarded(self.list_experiments), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments/{{experiment_id}}", guarded(self.get_experiment), methods=["GET"]),
+        ]
+
+    async def _object_body(self, request: Request) -> dict:
+        body = await self.json_body(request)
+        if not isinstance(body, dict):
+            raise ApiError(422, "body: expected a JSON object", [{"loc": "body", "msg": "expected a JSON object"}])
+        return body
+
+    async def create_dataset(self, request: Request) -> Response:
+        """POST /api/v1/datasets {name, runs | filter {status, workflow, since, search}, expected?, match?, description?}."""
+        from ..whatif import dataset as ds
+
+        body = await self._object_body(request)
+        store = self.store()
+
+        def make() -> dict:
+            flt = None
+            if not body.get("runs"):
+                given = body.get("filter") or {}
+                if not isinstance(given, dict):
+                    raise ds.DatasetError("filter: expected an object")
+                unknown = sorted(set(given) - {"status", "workflow", "since", "search"})
+                if unknown:
+                    raise ds.DatasetError(f"filter.{unknown[0]}: not a dataset filter (status, workflow, since, search)")
+                if given:
+                    flt = SessionFilter(status=given.get("status"), workflow=given.get("workflow"),
+                                        since=ds.parse_since(given["since"]) if given.get("since") else None, text=given.get("search"))
+            runs = body.get("runs")
+            if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
+                raise ds.DatasetError("runs: expected a list of run ids")
+            cases, made_from = ds.resolve(store, runs=runs, flt=flt, expected=body.get("expected"))
+            made = ds.create(store, str(body.get("name") or ""), cases, match=body.get("match") or "equals",
+                             description=body.get("description"), made_from=made_from)
+            return {k: made[k] for k in ("id", "name", "version", "cases")}
+
+        try:
+            return json_response(await run_in_threadpool(make), 201)
+        except ds.DatasetError as exc:
+            raise ApiError(422, str(exc), [{"loc": str(exc).split(":", 1)[0], "msg": str(exc)}]) from None
+
+    async def list_datasets(self, request: Request) -> Response:
+        rows = await run_in_threadpool(self.store().list_datasets)
+        return json_response({"datasets": [{k: r[k] for k in ("id", "name", "version", "cases", "match", "description", "updated_at")}
+                                           for r in rows]})
+
+    async def get_dataset(self, request: Request) -> Response:
+        from ..whatif import dataset as ds
+
+        try:
+            return json_response(await run_in_threadpool(ds.show, self.store(), request.path_params["name"]))
+        except ds.DatasetError as exc:
+            raise ApiError(404, str(exc)) from None
+
+    async def create_experiment(self, request: Request) -> Response:
+        """POST /api/v1/experiments {dataset, models | variants, api_base?, from?, scorers?, scorer_options?, concurrency?,
+        budget_usd?, budget_tokens?} → 202 with the id; it runs in the background, GET it for progress then results."""
+        from ..whatif import experiment as ex
+        from ..whatif.replay_config import ConfigError, ReplayConfig
+
+        body = await self._object_body(request)
+        store = self.store()
+
+        def start() -> dict:
+            shared = {"api_base": body["api_base"]} if body.get("api_base") else {}
+            variants = [{"model": m} for m in body.get("models") or []] + list(body.get("variants") or [])
+            if not all(isinstance(v, dict) for v in variants):
+                raise ConfigError("variants: expected objects of replay settings")
+            configs = [ReplayConfig.from_json({**shared, **v}) for v in variants]
+            experiment_id, plan = ex.start(
+                store, str(body.get("dataset") or ""), configs, start=body.get("from"), scorers=body.get("scorers"),
+                scorer_options=body.get("scorer_options"), concurrency=int(body.get("concurrency") or 4),
+                budget_usd=body.get("budget_usd"), budget_tokens=body.get("budget_tokens"))
+            ex.launch(store, experiment_id)
+            return {"experiment": experiment_id, "status": "running", "estimates": [e.to_dict() for e in plan.estimates],
+                    "poll": f"{API_PREFIX}/experiments/{experiment_id}"}
+
+        try:
+            return json_response(await run_in_threadpool(start), 202)
+        except (ex.ExperimentError, ConfigError, TypeError, ValueError) as exc:
+            raise ApiError(422, str(exc), [{"loc": str(exc).split(":", 1)[0], "msg": str(exc)}]) from None
+
+    async def list_experiments(self, request: Request) -> Response:
+        rows = await run_in_threadpool(self.store().list_experiments)
+        return json_response({"experiments": [{"experiment": r["id"], "dataset": r["dataset"], "status": r["status"],
+                                               "variants": r["settings"]["names"], "runs_done": r["runs_done"],
+                                               "created_at": r["created_at"]} for r in rows]})
+
+    async def get_experiment(self, request: Request) -> Response:
+        """GET /api/v1/experiments/{id}: status and progress while it runs; the results (so far, then whole)."""
+        from ..whatif.results import summarise
+
+        try:
+            return json_response(await run_in_threadpool(summarise, self.store(), request.path_params["experiment_id"]))
+        except KeyError:
+            raise ApiError(404, f"no experiment {request.path_params['experiment_id']!r}") from None
 
 
 def _session_id(request: Request) -> str:

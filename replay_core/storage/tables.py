@@ -233,3 +233,70 @@ watch_offsets = Table(
     Column("format", String(100)),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+# Experiments (whatif/experiment.py): datasets of cases, and every case × variant replayed.
+# A dataset's version goes up with every change; a case remembers the version it came in
+# with, so an experiment pinned to version v reads exactly the cases it ran on.
+datasets = Table(
+    "datasets",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("version", Integer, nullable=False, default=1),
+    Column("description", Text),
+    Column("match", String(20), nullable=False, default="equals"),  # how an expected outcome is matched: equals|contains|regex
+    Column("made_from", JSONType),  # the filter or ids it was made from, per version
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+dataset_cases = Table(
+    "dataset_cases",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dataset_id", Integer, ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False),
+    Column("session_id", String(200), nullable=False),  # no FK: a case outlives nothing, but says when its run is gone
+    Column("expected", Text),  # None: the original's own outcome counts as right
+    Column("version", Integer, nullable=False),  # the dataset version that added it
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("dataset_id", "session_id"),
+)
+
+experiments = Table(
+    "experiments",
+    metadata,
+    Column("id", String(60), primary_key=True),
+    Column("dataset_id", Integer, ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False),
+    Column("dataset_version", Integer, nullable=False),
+    Column("settings", JSONType, nullable=False),  # variants (replay configs), start point, scorers, budget, concurrency
+    Column("status", String(20), nullable=False),  # running | done | stopped | budget | failed
+    Column("message", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Index(None, "dataset_id"),
+)
+
+experiment_runs = Table(
+    "experiment_runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("experiment_id", String(60), ForeignKey("experiments.id", ondelete="CASCADE"), nullable=False),
+    Column("case_session", String(200), nullable=False),
+    Column("variant", Integer, nullable=False),
+    Column("state", String(20), nullable=False),  # running (claimed) | done
+    Column("replay_session", String(300)),
+    Column("outcome", String(30)),  # the replay's outcome (completed, final_answer, diverged, budget, provider_error, error)
+    Column("error_class", String(200)),
+    Column("passed", Integer),  # 1/0 once scored
+    Column("scores", JSONType),  # [{name, passed, score, reason, cost_usd?}]
+    Column("cost_usd", Float),
+    Column("tokens_in", Integer),
+    Column("tokens_out", Integer),
+    Column("latency_ms", Float),
+    Column("overhead_ms", Float),
+    Column("departed_seq", Integer),  # the original's step where the replay departed (None: it did not)
+    Column("attempts", Integer, nullable=False, default=1),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    UniqueConstraint("experiment_id", "case_session", "variant"),
+)

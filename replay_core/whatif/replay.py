@@ -136,8 +136,10 @@ class _Stop(Exception):
 class _Replay:
     """One replay in progress: the new session's steps, written turn by turn."""
 
-    def __init__(self, store: Store, rec: Recording, config: ReplayConfig, live_tools: LiveTools, on_progress):
+    def __init__(self, store: Store, rec: Recording, config: ReplayConfig, live_tools: LiveTools, on_progress,
+                 source: str = "replay", tags: tuple[str, ...] = ()):
         self.store, self.rec, self.config = store, rec, config
+        self.source, self.extra_tags = source, tags
         self.live_tools = live_tools
         self.on_progress = on_progress
         self.session_id = f"{rec.session['id'][:120]}~replay-{_slug(config.model)}-{uuid.uuid4().hex[:8]}"
@@ -165,7 +167,7 @@ class _Replay:
         event = SessionEvent(
             session_id=self.session_id, name=name[:300], agent_id=src.get("agent_id"), model=self.config.label,
             workflow=src.get("workflow"), environment=src.get("environment"), agent_version=src.get("agent_version"),
-            tags=[*(src.get("tags") or []), "replay"], started_at=now_utc(), source="replay", replay_of=src["id"],
+            tags=[*(src.get("tags") or []), "replay", *self.extra_tags], started_at=now_utc(), source=self.source, replay_of=src["id"],
             replay_from=self.rec.from_step, replay_to=self.rec.to_step, replay_config=self.config.to_json(),
         )
         ingest(self.store, [event], source="replay")
@@ -415,16 +417,18 @@ def _pair_call_ids(original: list[StepEvent], replayed: list[StepEvent]) -> dict
 def replay(
     store: Store, session_id: str, from_step: int | None, to_step: int | None, config: ReplayConfig, *,
     live_tools: LiveTools | None = None, on_progress: Callable[[Progress], None] | None = None,
+    source: str = "replay", tags: tuple[str, ...] = (),
 ) -> ReplayResult:
     """Replay steps from_step..to_step of a session with `config`; returns how it went.
 
     The replay is stored as it goes (a session with replay_of set); provider errors
     end it `failed` with every step kept. Raises ReplayError only for bad input.
+    `source` and `tags` mark the replay session (experiments mark theirs, to keep them out of lists).
     """
     rec = open_recording(store, session_id, from_step, to_step)
     if _needs_model(config):
         load_litellm()  # before the clock starts: its import is not the replay's overhead
-    return _Replay(store, rec, config, live_tools or {}, on_progress).run()
+    return _Replay(store, rec, config, live_tools or {}, on_progress, source, tags).run()
 
 
 def _needs_model(config: ReplayConfig) -> bool:

@@ -1,0 +1,156 @@
+"""Experiments: make a dataset of recorded runs, replay it with several models, read who does as well.
+
+Launching costs money, so making datasets and launching need the editor role; everyone
+reads results. An experiment runs on a background thread of the app (whatif.experiment.launch)
+and this page reads its progress from the database, so leaving the page does not stop it.
+`?experiment=<id>` opens one; each cell of the matrix opens compare (original vs that replay).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+
+from replay_core.storage.store import SessionFilter
+from replay_core.whatif import dataset as ds
+from replay_core.whatif import experiment as ex
+from replay_core.whatif.replay_config import ConfigError, ReplayConfig, configured_models, default_api_base
+from replay_core.whatif.results import summarise, to_csv
+from replay_core.whatif.scorers import SCORERS
+from ui.common import current_role, fmt_cost, fmt_when, get_store, md, url_choice
+
+PAGE_COMPARE = "pages/compare.py"
+
+st.title("Experiments")
+st.caption("Replay a set of recorded runs with other models and see, per model, how many still come out right — "
+           "with the cost, the latency, and the runs that got worse.")
+store = get_store()
+editor = current_role() == "editor"
+
+# ---------------------------------------------------------------------------- datasets
+
+st.subheader("Datasets")
+sets = store.list_datasets()
+if sets:
+    st.dataframe(pd.DataFrame([{"dataset": d["name"], "cases": d["cases"], "version": d["version"], "match": d["match"],
+                                "updated": fmt_when(d["updated_at"])} for d in sets]), hide_index=True)
+else:
+    st.info("No dataset yet. Make one below from the runs that matter, e.g. last week's refund runs.")
+
+with st.expander("Make a dataset", expanded=not sets):
+    left, right = st.columns(2)
+    name = left.text_input("Name", key="ds_name", placeholder="refunds-last-week")
+    statuses = ["(any)", "succeeded", "failed", "incomplete", "running", "unknown"]
+    status = right.selectbox("Status", statuses, key="ds_status")
+    workflow = left.selectbox("Workflow", ["(any)", *store.distinct_values("workflow")], key="ds_workflow")
+    since = right.text_input("Started since", key="ds_since", placeholder="7d, 12h or 2026-05-01")
+    search = left.text_input("Text in the run", key="ds_search")
+    expected = right.text_input("What counts as right (optional)", key="ds_expected",
+                                help="Left empty: each run's own final answer. Otherwise this text, matched as below.")
+    match = left.selectbox("Match the expected text", list(ds.MATCH_RULES), key="ds_match")
+    if not editor:
+        st.caption("Only editors can make datasets and launch experiments.")
+    if st.button("Make the dataset", key="ds_make", disabled=not editor):
+        try:
+            flt = SessionFilter(status=None if status == "(any)" else status, workflow=None if workflow == "(any)" else workflow,
+                                since=ds.parse_since(since) if since.strip() else None, text=search.strip() or None)
+            cases, made_from = ds.resolve(store, flt=flt, expected=expected.strip() or None)
+            made = ds.create(store, name, cases, match=match, made_from=made_from)
+            st.success(md(f"Dataset {made['name']}: {made['cases']} cases."))
+            sets = store.list_datasets()
+        except ds.DatasetError as exc:
+            st.error(md(str(exc)))
+
+# ---------------------------------------------------------------------------- launch
+
+st.subheader("Launch an experiment")
+if sets:
+    dataset = st.selectbox("Dataset", [d["name"] for d in sets], key="ex_dataset")
+    models = st.multiselect("Models (the first is the baseline)", configured_models(), key="ex_models")
+    typed = st.text_input("Other models", key="ex_models_typed", placeholder="e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku")
+    models = list(dict.fromkeys([*models, *(m.strip() for m in typed.split(",") if m.strip())]))
+    left, right = st.columns(2)
+    api_base = left.text_input("API base (local server)", value=default_api_base() or "", key="ex_api_base")
+    start = right.text_input("Replay from", value=ex.FIRST_MODEL_TURN, key="ex_start", help="first-model-turn, or a step number")
+    scorers = left.multiselect("Scorers", sorted(SCORERS), default=["outcome"], key="ex_scorers")
+    concurrency = right.number_input("Replays at once", min_value=1, max_value=32, value=4, key="ex_concurrency")
+    budget = left.number_input("Budget (USD)", min_value=0.0, value=None, step=1.0, key="ex_budget", placeholder="no budget")
+    p, problem = None, None
+    if models:
+        try:
+            configs = [ReplayConfig(model=m, api_base=api_base or None) for m in models]
+            p = ex.plan(store, dataset, configs, start=start, scorers=scorers, concurrency=int(concurrency), budget_usd=budget or None)
+        except (ex.ExperimentError, ConfigError) as exc:
+            problem = str(exc)
+    if problem:
+        st.error(md(problem))
+    if p is not None:
+        st.dataframe(pd.DataFrame([{"model": e.model, "cases": len(p.cases), "tokens in (≈)": e.tokens_in, "tokens out (≈)": e.tokens_out,
+                                    "cost (≈)": "unknown" if e.cost_usd is None else fmt_cost(e.cost_usd)} for e in p.estimates]),
+                     hide_index=True)
+        if p.unplayable:
+            st.warning(md(f"{len(p.unplayable)} cases cannot be replayed (they will be scored as failed): "
+                          + "; ".join(f"{k}: {v}" for k, v in list(p.unplayable.items())[:3])))
+    if st.button("Launch", type="primary", key="ex_launch", disabled=not (editor and p is not None)):
+        experiment_id = ex.create(store, p)
+        ex.launch(store, experiment_id)
+        st.query_params["experiment"] = experiment_id
+        st.rerun()
+
+# ---------------------------------------------------------------------------- results
+
+st.subheader("Results")
+runs = store.list_experiments()
+if not runs:
+    st.caption("No experiment yet.")
+    st.stop()
+labels = {r["id"]: f"{r['id']} · {r['dataset']} · {', '.join(r['settings']['names'])} · {r['status']}" for r in runs}
+experiment_id = url_choice("Experiment", "experiment", list(labels), format_func=labels.get, placeholder="Pick an experiment…")
+if experiment_id is None:
+    st.stop()
+
+
+def compare_link(case: str, session: str | None, verdict: str) -> str | None:
+    return None if session is None else "/compare?" + urlencode({"a": case, "b": session, "verdict": verdict})
+
+
+@st.fragment(run_every="2s")
+def results() -> None:
+    summary = summarise(store, experiment_id)
+    prog = summary["progress"]
+    st.caption(md(f"Status: {summary['status']}" + (f" — {summary['message']}" if summary["message"] else "")
+                  + f". {prog['done']} of {prog['total']} replays done. Interval: {summary['interval']}."))
+    if summary["status"] == "running":
+        for v in summary["variants"]:
+            total = v["cases"] + v["pending"]
+            st.progress(v["cases"] / total if total else 1.0, text=md(f"{v['name']}: {v['cases']} of {total}"))
+    st.dataframe(pd.DataFrame([{
+        "variant": v["name"], "cases": v["cases"], "passed": v["passed"],
+        "pass rate": "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}", "95% interval": f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
+        "cost": "unknown" if v["cost_usd"] is None else fmt_cost(v["cost_usd"]), "tokens": v["tokens_in"] + v["tokens_out"],
+        "p50 ms": v["p50_ms"], "p95 ms": v["p95_ms"],
+        "departed at step": ", ".join(f"{k}: {n}" for k, n in v["departed_at"].items()) or "—",
+    } for v in summary["variants"]]), hide_index=True, key="variants")
+    for title, items in (("Regressions (passed on the baseline, fail here)", summary["regressions"]),
+                         ("Improvements", summary["improvements"])):
+        if items:
+            st.markdown(f"**{title}**")
+            for r in items:
+                st.page_link(PAGE_COMPARE, label=md(f"{r['case']} · {r['variant']}: {r['reason'] or ''}"),
+                             query_params={"a": r["case"], "b": r["session"]}, icon=":material/compare_arrows:")
+    names = [v["name"] for v in summary["variants"]]
+    rows = []
+    for row in summary["matrix"]:
+        item = {"case": row["case"]}
+        for name, c in zip(names, row["cells"], strict=True):
+            verdict = "pending" if c is None or c["passed"] is None else ("pass" if c["passed"] else "fail")
+            item[name] = compare_link(row["case"], c and c["session"], verdict)
+        rows.append(item)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="matrix",
+                 column_config={n: st.column_config.LinkColumn(n, display_text=r"verdict=(\w+)") for n in names})
+    st.download_button("Download the matrix (CSV)", to_csv(summary), file_name=f"{experiment_id}.csv", mime="text/csv", key="csv")
+
+
+results()

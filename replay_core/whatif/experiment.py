@@ -1,0 +1,426 @@
+"""Experiments: every case of a dataset replayed with every variant, scored, resumable.
+
+A variant is a ReplayConfig (model, temperature, prompt change, any litellm parameter).
+Each case × variant is one what-if replay (whatif.replay) from the same point of the case
+— its first model turn by default, or a given seq — with the recorded tool answers; a
+call the recording lacks ends that replay as diverged (or goes to the fallback model of a
+`recorded` variant). The replay session is marked with source `experiment` and the tag
+`experiment:<id>`, which keeps it out of ordinary lists and analytics (SessionFilter).
+
+Money: the estimate (whatif.replay.estimate_for over every case) is checked against the
+budget before anything runs; during the run a case is launched only while spend plus what
+the runs in flight may still spend stays under the budget, and each replay gets the rest
+as its own cost budget (checked before each model call, so N runs in flight can pass it by
+at most N calls). A budget that cannot be checked — a model with no known price — is
+refused rather than trusted.
+
+Resumable: a case × variant is claimed in the database before it starts and marked done
+with its scores when it ends, so a restarted experiment runs only what is not done and
+never pays for a finished replay twice. The one exception, stated: a replay in flight
+when the process died is run again (its row is still `running`; `attempts` counts it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..storage.store import EXPERIMENT_SOURCE, Store
+from . import dataset as datasets
+from .provider import load_litellm
+from .replay import Estimate, ReplayError, ReplayResult, estimate_for, open_recording, replay
+from .replay_config import RECORDED, ConfigError, ReplayConfig
+from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers
+
+FIRST_MODEL_TURN = "first-model-turn"
+STATES = ("running", "done", "stopped", "budget", "failed")
+
+
+class ExperimentError(ValueError):
+    """An experiment that cannot start or resume (unknown dataset, bad variant, over budget); nothing ran."""
+
+
+def variant_name(config: ReplayConfig) -> str:
+    """The model, with what else the variant changes."""
+    parts = [config.label]
+    if config.temperature is not None:
+        parts.append(f"temperature {config.temperature:g}")
+    if config.system_prompt is not None:
+        parts.append(f"system prompt {'appended' if config.system_mode == 'append' else 'replaced'}")
+    parts += [f"{k}={v}" for k, v in sorted(config.params.items())]
+    return " · ".join(parts)
+
+
+def parse_start(value: str | int | None) -> str | int:
+    if value is None or value == FIRST_MODEL_TURN:
+        return FIRST_MODEL_TURN
+    if isinstance(value, int) or str(value).isdigit():
+        return int(value)
+    raise ExperimentError(f"--from: expected {FIRST_MODEL_TURN} or a step number (seq), got {value!r}")
+
+
+@dataclass
+class Plan:
+    """An experiment checked and estimated, before anything is spent."""
+
+    dataset: dict
+    cases: list[dict]
+    configs: list[ReplayConfig]
+    start: str | int
+    scorers: list[str]
+    scorer_options: dict[str, dict]
+    concurrency: int
+    budget_usd: float | None
+    budget_tokens: int | None
+    estimates: list[Estimate]  # one per variant, over every case
+    unplayable: dict[str, str] = field(default_factory=dict)  # case -> why it cannot be replayed
+
+    def settings(self) -> dict:
+        return {
+            "variants": [c.to_json() for c in self.configs], "names": [variant_name(c) for c in self.configs],
+            "start": self.start, "scorers": self.scorers, "scorer_options": self.scorer_options,
+            "concurrency": self.concurrency, "budget_usd": self.budget_usd, "budget_tokens": self.budget_tokens,
+            "estimates": [e.to_dict() for e in self.estimates],
+        }
+
+
+def _from_seq(store: Store, session_id: str, start: str | int) -> int:
+    if start == FIRST_MODEL_TURN:
+        return open_recording(store, session_id, None, None).turns[0].first_seq
+    return int(start)
+
+
+def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start: str | int | None = None,
+         scorers: list[str] | None = None, scorer_options: dict[str, dict] | None = None, concurrency: int = 4,
+         budget_usd: float | None = None, budget_tokens: int | None = None) -> Plan:
+    """Check everything an experiment needs and estimate it; ExperimentError when it cannot run as asked."""
+    try:
+        ds = datasets.get(store, dataset_name)
+    except datasets.DatasetError as exc:
+        raise ExperimentError(str(exc)) from None
+    if not configs:
+        raise ExperimentError("name at least one model (--model)")
+    if concurrency < 1:
+        raise ExperimentError("--concurrency: at least 1")
+    if (budget_usd is not None and budget_usd <= 0) or (budget_tokens is not None and budget_tokens <= 0):
+        raise ExperimentError("budget: must be positive")
+    names = list(scorers or DEFAULT_SCORERS)
+    for name in names:
+        try:
+            get_scorer(name)
+        except ValueError as exc:
+            raise ExperimentError(str(exc)) from None
+    for config in configs:
+        if config.model != RECORDED or config.fallback_model:
+            try:
+                config.api_key()
+            except ConfigError as exc:
+                raise ExperimentError(str(exc)) from None
+    start = parse_start(start)
+    cases = store.dataset_cases(ds["id"], version=ds["version"])
+    totals = [Estimate(variant_name(c), 0, 0, 0, 0.0) for c in configs]
+    unplayable: dict[str, str] = {}
+    for case in cases:
+        try:
+            rec = open_recording(store, case["session_id"], _from_seq(store, case["session_id"], start), None)
+        except ReplayError as exc:
+            unplayable[case["session_id"]] = str(exc)
+            continue
+        for total, est in zip(totals, estimate_for(rec, configs), strict=True):
+            total.turns += est.turns
+            total.tokens_in += est.tokens_in
+            total.tokens_out += est.tokens_out
+            total.cost_usd = None if total.cost_usd is None or est.cost_usd is None else round(total.cost_usd + est.cost_usd, 6)
+            total.notes = list(dict.fromkeys([*total.notes, *est.notes]))
+    out = Plan(ds, cases, configs, start, names, scorer_options or {}, concurrency, budget_usd, budget_tokens, totals, unplayable)
+    check_budget(out, spent_usd=0.0, spent_tokens=0)
+    return out
+
+
+def check_budget(p: Plan, *, spent_usd: float, spent_tokens: int, share: float = 1.0) -> None:
+    """Refuse an estimate over the budget, or a dollar budget that cannot be checked (unknown prices)."""
+    if p.budget_usd is not None:
+        unknown = [e.model for e in p.estimates if e.cost_usd is None]
+        if unknown:
+            raise ExperimentError(f"--budget-usd cannot be checked: no price for {', '.join(unknown)} (give its prices, "
+                                  f"input_cost_per_token / output_cost_per_token, or drop the dollar budget)")
+        cost = sum(e.cost_usd or 0.0 for e in p.estimates) * share
+        if spent_usd + cost > p.budget_usd:
+            raise ExperimentError(f"the estimate, ${cost:.4f}" + (f" on top of ${spent_usd:.4f} spent" if spent_usd else "")
+                                  + f", is over the budget of ${p.budget_usd:.4f}")
+    if p.budget_tokens is not None:
+        tokens = int(sum(e.tokens_in + e.tokens_out for e in p.estimates) * share)
+        if spent_tokens + tokens > p.budget_tokens:
+            raise ExperimentError(f"the estimate, {tokens} tokens" + (f" on top of {spent_tokens} spent" if spent_tokens else "")
+                                  + f", is over the budget of {p.budget_tokens} tokens")
+
+
+def create(store: Store, p: Plan) -> str:
+    experiment_id = f"exp-{uuid.uuid4().hex[:12]}"
+    store.create_experiment(experiment_id, p.dataset["id"], p.dataset["version"], p.settings())
+    return experiment_id
+
+
+def plan_of(store: Store, experiment_id: str, *, budget_usd: float | None = None, budget_tokens: int | None = None) -> Plan:
+    """The stored experiment as a plan again (for resume), with a new budget if one is given."""
+    row = store.get_experiment(experiment_id)
+    if row is None:
+        raise ExperimentError(f"no experiment {experiment_id!r}")
+    s = row["settings"]
+    ds = store.get_dataset(row["dataset_id"])
+    return Plan(
+        dataset={**ds, "version": row["dataset_version"]}, cases=store.dataset_cases(row["dataset_id"], version=row["dataset_version"]),
+        configs=[ReplayConfig.from_json(v) for v in s["variants"]], start=s["start"], scorers=s["scorers"],
+        scorer_options=s.get("scorer_options") or {}, concurrency=s.get("concurrency") or 4,
+        budget_usd=budget_usd if budget_usd is not None else s.get("budget_usd"),
+        budget_tokens=budget_tokens if budget_tokens is not None else s.get("budget_tokens"),
+        estimates=[Estimate(**e) for e in s.get("estimates") or []],
+    )
+
+
+# ---------------------------------------------------------------------------- running
+
+
+@dataclass
+class Progress:
+    experiment: str
+    done: list[int]  # per variant
+    total: int  # cases per variant
+    spent_usd: float
+    message: str = ""
+
+
+class _Spend:
+    """Known dollars and tokens spent, and what the runs in flight may still spend."""
+
+    def __init__(self, usd: float, tokens: int):
+        self.usd, self.tokens = usd, tokens
+        self.reserved_usd = 0.0
+        self.reserved_tokens = 0
+        self.lock = threading.Lock()
+
+
+class _Runner:
+    def __init__(self, store: Store, experiment_id: str, p: Plan, stop: threading.Event | None,
+                 on_progress: Callable[[Progress], None] | None):
+        self.store, self.id, self.plan = store, experiment_id, p
+        self.stop = stop or threading.Event()
+        self.on_progress = on_progress
+        self.cases = {c["session_id"]: c for c in p.cases}
+        self.originals: dict[str, tuple[dict, list, int | None]] = {}  # case -> (row, steps, from seq)
+        self.originals_lock = threading.Lock()
+        n = max(1, len(p.cases))
+        # What one case × variant is expected to cost: the variant's estimate spread over its cases.
+        self.unit_usd = [(e.cost_usd or 0.0) / n for e in p.estimates] or [0.0] * len(p.configs)
+        self.unit_tokens = [(e.tokens_in + e.tokens_out) // n for e in p.estimates] or [0] * len(p.configs)
+        self.progress_lock = threading.Lock()
+
+    def _original(self, sid: str) -> tuple[dict | None, list, int | None, str | None]:
+        with self.originals_lock:
+            if sid in self.originals:
+                row, steps, seq = self.originals[sid]
+                return row, steps, seq, None
+        row = self.store.get_session(sid)
+        if row is None:
+            return None, [], None, f"the case's run {sid} is no longer in the database"
+        try:
+            seq = _from_seq(self.store, sid, self.plan.start)
+        except ReplayError as exc:
+            return row, [], None, str(exc)
+        steps = self.store.load_steps(sid)
+        with self.originals_lock:
+            self.originals[sid] = (row, steps, seq)
+        return row, steps, seq, None
+
+    def run(self) -> str:
+        runs = self.store.experiment_runs(self.id)
+        done = {(r["case_session"], r["variant"]) for r in runs if r["state"] == "done"}
+        spend = _Spend(sum((r["cost_usd"] or 0.0) + _scoring_cost(r) for r in runs if r["state"] == "done"),
+                       sum((r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in runs if r["state"] == "done"))
+        self.done = [sum(1 for r in runs if r["state"] == "done" and r["variant"] == v) for v in range(len(self.plan.configs))]
+        # case-major order: every variant of a case close together, so a stopped experiment still compares like with like
+        todo = deque((c["session_id"], v) for c in self.plan.cases for v in range(len(self.plan.configs))
+                     if (c["session_id"], v) not in done)
+        if todo and any(c.model != RECORDED or c.fallback_model for c in self.plan.configs):
+            load_litellm()
+        self.store.set_experiment_status(self.id, "running", None, finished=False)
+        self._report(spend, "started")
+        stopped_by: str | None = None
+        in_flight: dict[Future, tuple[str, int, float, int]] = {}
+        with ThreadPoolExecutor(max_workers=self.plan.concurrency, thread_name_prefix="experiment") as pool:
+            while todo or in_flight:
+                while todo and len(in_flight) < self.plan.concurrency and stopped_by is None:
+                    if self.stop.is_set():
+                        stopped_by = "stopped"
+                        break
+                    sid, v = todo[0]
+                    allowance = self._allowance(spend, v)
+                    if allowance is None:
+                        if in_flight:
+                            break  # wait: runs in flight may come in under what they hold
+                        stopped_by = "budget"
+                        break
+                    todo.popleft()
+                    if not self.store.claim_experiment_run(self.id, sid, v):
+                        continue  # done meanwhile (another process resumed it)
+                    with spend.lock:
+                        spend.reserved_usd += self.unit_usd[v]
+                        spend.reserved_tokens += self.unit_tokens[v]
+                    in_flight[pool.submit(self._run_one, sid, v, allowance)] = (sid, v, self.unit_usd[v], self.unit_tokens[v])
+                if not in_flight:
+                    break
+                finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    sid, v, held_usd, held_tokens = in_flight.pop(fut)
+                    cost, tokens = fut.result()  # _run_one never raises: it stores its own failure
+                    with spend.lock:
+                        spend.reserved_usd -= held_usd
+                        spend.reserved_tokens -= held_tokens
+                        spend.usd += cost
+                        spend.tokens += tokens
+                    self.done[v] += 1
+                    self._report(spend, f"{sid} × {variant_name(self.plan.configs[v])}")
+        left = len(todo)
+        if stopped_by == "budget":
+            budget = (f"${spend.usd:.4f} of ${self.plan.budget_usd:.4f}" if self.plan.budget_usd is not None else
+                      f"{spend.tokens} of {self.plan.budget_tokens} tokens")
+            message = f"budget spent ({budget}): {left} case × variant runs not started; resume with a higher budget"
+        elif stopped_by == "stopped":
+            message = f"stopped: {left} case × variant runs not started; resume to run them"
+        else:
+            message = None
+        status = stopped_by or "done"
+        self.store.set_experiment_status(self.id, status, message)
+        self._report(spend, message or "done")
+        return status
+
+    def _allowance(self, spend: _Spend, v: int) -> float | None:
+        """The dollars the next run of variant v may spend (inf without a dollar budget); None: over budget."""
+        p = self.plan
+        with spend.lock:
+            if p.budget_tokens is not None and spend.tokens + spend.reserved_tokens + self.unit_tokens[v] > p.budget_tokens:
+                return None
+            if p.budget_usd is None:
+                return float("inf")
+            left = p.budget_usd - spend.usd - spend.reserved_usd
+            return left if left > 0 and left >= self.unit_usd[v] * 0.5 else None
+
+    def _report(self, spend: _Spend, message: str) -> None:
+        if self.on_progress is not None:
+            with self.progress_lock:
+                self.on_progress(Progress(self.id, list(self.done), len(self.plan.cases), round(spend.usd, 6), message))
+
+    def _run_one(self, sid: str, v: int, allowance: float) -> tuple[float, int]:
+        """Replay one case with one variant, score it, store it; returns (dollars, tokens) spent."""
+        started = time.perf_counter()
+        config = self.plan.configs[v]
+        if allowance != float("inf"):
+            cap = allowance if config.budget.max_cost_usd is None else min(allowance, config.budget.max_cost_usd)
+            config = replace(config, budget=replace(config.budget, max_cost_usd=cap))
+        row, steps, from_seq, problem = self._original(sid)
+        if problem is not None:
+            self.store.finish_experiment_run(self.id, sid, v, outcome="error", error_class="ReplayError", passed=0,
+                                             scores=[{"name": "replay", "passed": False, "reason": problem}])
+            return 0.0, 0
+        try:
+            result = replay(self.store, sid, from_seq, None, config, source=EXPERIMENT_SOURCE, tags=(f"experiment:{self.id}",))
+        except (ReplayError, ConfigError) as exc:
+            self.store.finish_experiment_run(self.id, sid, v, outcome="error", error_class=type(exc).__name__, passed=0,
+                                             scores=[{"name": "replay", "passed": False, "reason": str(exc)}])
+            return 0.0, 0
+        return self._score(sid, v, row, steps, from_seq, result, started)
+
+    def _score(self, sid, v, row, steps, from_seq, result: ReplayResult, started: float) -> tuple[float, int]:
+        case = self.cases[sid]
+        inp = ScoreInput(sid, case["expected"], self.plan.dataset["match"], row, steps, result,
+                         self.store.load_steps(result.session), from_seq)
+        scores = run_scorers(self.plan.scorers, inp, self.plan.scorer_options)
+        scoring_cost = sum(s.cost_usd or 0.0 for s in scores)
+        scoring_ms = sum(float(s.details.get("latency_ms") or 0.0) for s in scores)
+        div = result.first_divergence
+        overhead = (time.perf_counter() - started) * 1000 - result.latency_ms - scoring_ms
+        self.store.finish_experiment_run(
+            self.id, sid, v, replay_session=result.session, outcome=result.outcome, error_class=result.error_class,
+            passed=int(all(s.passed for s in scores)), scores=[s.to_dict() for s in scores], cost_usd=result.cost_usd,
+            tokens_in=result.tokens_in, tokens_out=result.tokens_out, latency_ms=result.latency_ms,
+            overhead_ms=round(overhead, 2), departed_seq=div.get("a_seq") if div else None,
+        )
+        return (result.cost_usd or 0.0) + scoring_cost, result.tokens_in + result.tokens_out
+
+
+def _scoring_cost(run: dict) -> float:
+    return sum(s.get("cost_usd") or 0.0 for s in run.get("scores") or [])
+
+
+def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None,
+        on_progress: Callable[[Progress], None] | None = None, budget_usd: float | None = None,
+        budget_tokens: int | None = None) -> str:
+    """Run (or resume) an experiment to its end, a stop or its budget; returns its status.
+
+    Resuming checks the estimate for what is left against what the budget has left.
+    """
+    p = plan_of(store, experiment_id, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    runs = store.experiment_runs(experiment_id)
+    done = [r for r in runs if r["state"] == "done"]
+    total = len(p.cases) * len(p.configs)
+    if total and done:
+        check_budget(p, spent_usd=sum((r["cost_usd"] or 0.0) + _scoring_cost(r) for r in done),
+                     spent_tokens=sum((r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in done),
+                     share=(total - len(done)) / total)
+    if budget_usd is not None or budget_tokens is not None:
+        row = store.get_experiment(experiment_id)
+        settings = {**row["settings"], "budget_usd": p.budget_usd, "budget_tokens": p.budget_tokens}
+        store.update_experiment_settings(experiment_id, settings)
+    try:
+        return _Runner(store, experiment_id, p, stop, on_progress).run()
+    except Exception as exc:  # a broken store or a bug: the experiment says so and can be resumed
+        store.set_experiment_status(experiment_id, "failed", f"{type(exc).__name__}: {str(exc)[:500]}")
+        raise
+
+
+def start(store: Store, dataset_name: str, configs: list[ReplayConfig], **options: Any) -> tuple[str, Plan]:
+    """Plan (checks, estimate, budget) and store a new experiment; run it with `run` or `launch`."""
+    p = plan(store, dataset_name, configs, **options)
+    return create(store, p), p
+
+
+# ---------------------------------------------------------------------------- in the background (page, HTTP)
+
+_BACKGROUND: dict[str, tuple[threading.Thread, threading.Event]] = {}
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def launch(store: Store, experiment_id: str, **options: Any) -> threading.Thread:
+    """Run an experiment on a background thread; its progress is read from the database."""
+    with _BACKGROUND_LOCK:
+        running = _BACKGROUND.get(experiment_id)
+        if running is not None and running[0].is_alive():
+            raise ExperimentError(f"experiment {experiment_id} is running already")
+        stop = threading.Event()
+
+        def work() -> None:
+            try:
+                run(store, experiment_id, stop=stop, **options)
+            except Exception:  # stored as the experiment's status by run()
+                pass
+
+        thread = threading.Thread(target=work, name=f"experiment-{experiment_id}", daemon=True)
+        _BACKGROUND[experiment_id] = (thread, stop)
+        thread.start()
+        return thread
+
+
+def stop_background(experiment_id: str) -> bool:
+    """Ask a background experiment to stop launching cases (those in flight finish)."""
+    with _BACKGROUND_LOCK:
+        running = _BACKGROUND.get(experiment_id)
+    if running is None or not running[0].is_alive():
+        return False
+    running[1].set()
+    return True

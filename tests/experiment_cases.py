@@ -1,0 +1,72 @@
+"""Recorded refund runs for experiment tests and the bench, and a scripted model for each variant.
+
+Each case `refund-<i>` is a run the pipeline stored: the user's request, a thought with a
+`get_order` call, the recorded result, and the final decision. `Agent` answers the
+requests a replay of such a run sends, per model, so pass counts are known in advance.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from openai_server import OpenAIServer, Reply
+from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
+from replay_core.ingest.pipeline import ingest
+
+START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def answer(i: int) -> str:
+    return f"Refund approved for order A-{i}."
+
+
+def make_cases(store, n: int, *, workflow: str = "refund", status: str = "succeeded", first: int = 0, day: int = 0) -> list[str]:
+    events, ids = [], []
+    for i in range(first, first + n):
+        sid = f"refund-{i}"
+        ids.append(sid)
+        t = START + timedelta(days=day, minutes=i)
+        events.append(SessionEvent(session_id=sid, name=f"refund request {i}", agent_id="support-bot", model="gpt-4o",
+                                   workflow=workflow, environment="prod", started_at=t))
+        steps = [
+            dict(type="input", content=f"Please refund my order A-{i}."),
+            dict(type="think", content="Look the order up first.", tokens_in=120, tokens_out=12),
+            dict(type="tool_call", tool_name="get_order", tool_args={"order_id": f"A-{i}"}, tool_call_id=f"c{i}"),
+            dict(type="tool_result", tool_name="get_order", tool_call_id=f"c{i}", content='{"status": "delivered", "total": 42}'),
+            dict(type="decision", content=answer(i), tokens_in=160, tokens_out=10),
+        ]
+        for seq, fields in enumerate(steps, 1):
+            events.append(StepEvent(session_id=sid, event_id=f"e{seq}", seq=seq, timestamp=t + timedelta(seconds=seq), **fields))
+        events.append(SessionEndEvent(session_id=sid, status=status, outcome=answer(i), ended_at=t + timedelta(seconds=9)))
+    ingest(store, events)
+    return ids
+
+
+def case_number(payload: dict) -> int:
+    for m in payload.get("messages") or []:
+        if m.get("role") == "user":
+            found = re.search(r"A-(\d+)", m.get("content") or "")
+            if found:
+                return int(found.group(1))
+    raise AssertionError(f"no order number in {payload}")
+
+
+class Agent:
+    """A scripted model: look the order up, then answer; `wrong(i)` says which cases it gets wrong.
+
+    A wrong case gets a refused refund (a different final answer: the outcome scorer fails it).
+    """
+
+    def __init__(self, server: OpenAIServer, *, wrong=lambda i: False, usage=(30, 10), delay_s: float = 0.0):
+        self.server, self.wrong, self.usage, self.delay_s = server, wrong, usage, delay_s
+
+    def __call__(self, payload: dict) -> Reply:
+        i = case_number(payload)
+        answered = any(m.get("role") == "tool" for m in payload["messages"])
+        if not answered:
+            reply = self.server.tool_calls(("get_order", {"order_id": f"A-{i}"}), content="Look the order up first.", usage=self.usage)
+        else:
+            reply = self.server.text(f"Refund refused for order A-{i}." if self.wrong(i) else answer(i), usage=self.usage)
+        reply.delay_s = self.delay_s
+        return reply

@@ -1,0 +1,80 @@
+"""Datasets and experiments over HTTP (Starlette TestClient) against the scripted local model server:
+launch returns at once, the work runs in the background, GET shows progress then results."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from starlette.testclient import TestClient
+
+from experiment_cases import Agent, make_cases
+from openai_server import OpenAIServer
+from replay_core.server.api import create_app
+from replay_core.server.auth import Access
+
+TOKEN = "t0ken-for-tests"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def client(sqlite_store):
+    with TestClient(create_app(sqlite_store, access=Access(api_tokens=(TOKEN,)))) as c:
+        yield c
+
+
+def test_dataset_then_experiment_polled_to_its_results(sqlite_store, client, server):
+    make_cases(sqlite_store, 5)
+    server.route("fake-a", Agent(server, delay_s=0.05))
+    server.route("fake-b", Agent(server, wrong=lambda i: i in (0, 4), delay_s=0.05))
+    made = client.post("/api/v1/datasets", json={"name": "refunds", "filter": {"status": "succeeded", "workflow": "refund"}}, headers=AUTH)
+    assert made.status_code == 201 and made.json()["cases"] == 5
+    assert [d["name"] for d in client.get("/api/v1/datasets", headers=AUTH).json()["datasets"]] == ["refunds"]
+    assert len(client.get("/api/v1/datasets/refunds", headers=AUTH).json()["cases"]) == 5
+    started = time.monotonic()
+    launched = client.post("/api/v1/experiments", headers=AUTH, json={
+        "dataset": "refunds", "models": ["openai/fake-a", "openai/fake-b"], "api_base": server.base_url, "concurrency": 1})
+    assert launched.status_code == 202, launched.text
+    body = launched.json()
+    assert body["status"] == "running" and body["poll"] == f"/api/v1/experiments/{body['experiment']}"
+    assert time.monotonic() - started < 1.0  # 20 model calls of 50 ms each at concurrency 1 did not run inside the request
+    seen_running = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        polled = client.get(body["poll"], headers=AUTH).json()
+        if polled["status"] == "running":
+            seen_running = True
+            assert polled["progress"]["total"] == 10
+            time.sleep(0.1)
+            continue
+        break
+    assert seen_running and polled["status"] == "done" and polled["progress"]["done"] == 10
+    assert [(v["model"], v["passed"]) for v in polled["variants"]] == [("openai/fake-a", 5), ("openai/fake-b", 3)]
+    assert [r["case"] for r in polled["regressions"]] == ["refund-0", "refund-4"]
+    assert [e["experiment"] for e in client.get("/api/v1/experiments", headers=AUTH).json()["experiments"]] == [body["experiment"]]
+
+
+def test_bad_requests_are_refused_with_a_reason_and_nothing_runs(sqlite_store, client, server):
+    make_cases(sqlite_store, 1)
+    cases = [
+        ("/api/v1/datasets", {"name": "x", "runs": ["nope"]}, 422, "--runs: no such run: nope"),
+        ("/api/v1/datasets", {"name": "x", "filter": {"colour": "red"}}, 422, "filter.colour: not a dataset filter"),
+        ("/api/v1/datasets", [1, 2], 422, "body: expected a JSON object"),
+        ("/api/v1/experiments", {"dataset": "nope", "models": ["x"]}, 422, "no dataset named 'nope'"),
+    ]
+    for path, payload, status, detail in cases:
+        got = client.post(path, json=payload, headers=AUTH)
+        assert got.status_code == status and got.json()["detail"].startswith(detail), got.text
+    client.post("/api/v1/datasets", json={"name": "one", "runs": ["refund-0"]}, headers=AUTH)
+    got = client.post("/api/v1/experiments", json={"dataset": "one", "variants": [{"model": "openai/x", "temprature": 1}]}, headers=AUTH)
+    assert got.status_code == 422 and got.json()["detail"] == "temprature: not a replay setting"
+    assert client.get("/api/v1/experiments/exp-nope", headers=AUTH).status_code == 404
+    assert client.get("/api/v1/datasets/nope", headers=AUTH).status_code == 404
+    assert client.get("/api/v1/experiments").status_code == 401
+    assert server.count() == 0
