@@ -5,11 +5,17 @@ from __future__ import annotations
 import streamlit as st
 
 from replay_core.ingest.formats import registry
-from ui.common import PAGE_TIMELINE, get_store
+from replay_core.storage.actor import IMPORT
+from ui.common import PAGE_TIMELINE, current_actor, get_store
 from ui.import_view import import_all
 
 store = get_store()
 st.title("Import runs")
+actor = current_actor()
+if not actor.may(IMPORT):
+    st.info(f"Only editors can import runs; you are signed in as a {actor.role}. "
+            "Ask the person who set up Agent Replay for the editor password.")
+    st.stop()
 formats = registry()
 st.write("Upload trace files; the format of each is recognised from its content. "
          "Known formats: " + ", ".join(f.label for f in formats.values()) + ".")
@@ -22,7 +28,7 @@ skip_bad = right.checkbox("Import the good records of a file that has bad ones",
 if st.button("Import", type="primary", disabled=not files):
     bar = st.progress(0.0, text="Starting…")
     uploads = [(f.name, f.getvalue()) for f in files]
-    results = import_all(store, uploads, fmt=fmt, skip_bad=skip_bad,
+    results = import_all(store, uploads, fmt=fmt, skip_bad=skip_bad, actor=actor,
                          progress=lambda i, name: bar.progress(i / len(uploads), text=f"Importing {name} ({i + 1} of {len(uploads)})"))
     bar.progress(1.0, text=f"Done: {len(results)} file{'s' if len(results) != 1 else ''}.")
     st.session_state["import_results"] = results

@@ -10,6 +10,7 @@ import streamlit as st
 
 from replay_core import config
 from replay_core.server.api import session_filter
+from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline, open_timeline
 
@@ -152,8 +153,23 @@ def filter_params(flt: SessionFilter) -> dict[str, str]:
 
 
 def current_role() -> str:
-    """'editor' or 'viewer'. The login gate in streamlit_app.py sets it; with no login configured everyone edits."""
+    """'editor', 'reviewer' or 'viewer'. The login gate in streamlit_app.py sets it; with no login configured everyone edits."""
     return st.session_state.get("role", "editor")
+
+
+def client_origin() -> str:
+    """The visitor's address, for the audit log (the proxy's, behind one)."""
+    try:
+        ip = st.context.ip_address
+    except AttributeError:
+        ip = None
+    return ip if isinstance(ip, str) and ip else "browser"  # AppTest has no client
+
+
+def current_actor() -> Actor:
+    """Who is using this browser session, with their role: what the library's guarded functions check."""
+    who = st.session_state.get("who") or reviewer_name() or f"{current_role()} (no sign-in)"
+    return Actor(who, current_role(), client_origin())
 
 
 def reviewer_name() -> str | None:

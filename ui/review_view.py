@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from replay_core.ingest.annotate import annotate
 from replay_core.storage.store import SessionFilter, Store
 
 from .common import (
+    current_actor,
     PAGE_TIMELINE,
     REVIEW_CHOICES,
     REVIEW_LABELS,
@@ -41,7 +43,7 @@ def mark_run_form(store: Store, author: str | None) -> None:
                 st.error("Pick the run the note is about.")
                 return
             st.session_state["reviewer"] = name.strip() or None
-            store.annotate(sid, label, text.strip(), author=name.strip() or None)
+            annotate(store, sid, label, text.strip(), author=name.strip() or None, actor=current_actor())
             st.toast("Note saved.")
 
 

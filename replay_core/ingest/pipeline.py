@@ -18,6 +18,7 @@ from pathlib import Path
 from ..events import StepEvent
 from .formats import BadRecord, DocumentError, Event, Ignored, detect, get_format
 from .redact import Redactor, default_redactor
+from ..storage.actor import IMPORT, Actor
 from ..storage.store import Store
 
 
@@ -137,14 +138,20 @@ def import_bytes(
     skip_bad: bool = False,
     redactor: Redactor | None = None,
     progress: Callable[[int], None] | None = None,
+    actor: Actor | None = None,
 ) -> IngestReport:
-    """Import one file's content. Bad records refuse the file whole unless `skip_bad`."""
+    """Import one file's content. Bad records refuse the file whole unless `skip_bad`.
+    Editors only (`actor`, default the local user); every import is in the audit log."""
+    actor = store.authorize(actor, IMPORT, filename)
     ignored: Counter = Counter()
     with _collector_paused():
         events, bad, used = read_events(data, filename, fmt, progress=progress, ignored=ignored)
         if bad and not skip_bad:
+            store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"bad_records": len(bad)})
             raise ImportRejected(bad)
         report = ingest(store, events, redactor=redactor, source=used)
+    store.record_audit(actor, IMPORT, target=filename, detail={
+        "format": used, "sessions": len(report.sessions), "steps": report.steps, "skipped_bad": len(bad)})
     report.errors = bad
     report.files = [{"file": filename, "format": used, "sessions": len(report.sessions), "steps": report.steps,
                      "ignored": dict(ignored)}]

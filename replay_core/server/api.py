@@ -32,6 +32,7 @@ from .auth import Access
 from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
+from ..storage.actor import INGEST, READ, PermissionDenied
 from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store
 from ..understand.timeline import open_timeline
 
@@ -215,17 +216,23 @@ class IngestAPI:
             return self._store
 
     def routes(self) -> list[Route]:
-        guarded = self._guarded
         sid = "{session_id:path}"  # ids may hold "/" (sent URL-encoded); the specific routes come first
+
+        def reads(handler):
+            return self._guarded(handler, READ)
+
+        def writes(handler):
+            return self._guarded(handler, INGEST)
+
         return [
             Route("/healthz", self._wrap(self.healthz), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions", guarded(self.create_session), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions", guarded(self.list_sessions), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/steps", guarded(self.add_steps), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/end", guarded(self.end_session), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/snapshot", guarded(self.snapshot), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{sid}", guarded(self.get_session), methods=["GET"]),
-            Route("/v1/traces", guarded(self.otlp_traces), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions", writes(self.create_session), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions", reads(self.list_sessions), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/steps", writes(self.add_steps), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/end", writes(self.end_session), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/snapshot", reads(self.snapshot), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}", reads(self.get_session), methods=["GET"]),
+            Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
         ]
 
     # -- plumbing
@@ -242,13 +249,23 @@ class IngestAPI:
 
         return endpoint
 
-    def _guarded(self, handler: Callable[[Request], Awaitable[Response]]):
+    def _guarded(self, handler: Callable[[Request], Awaitable[Response]], action: str):
+        """A route that needs a bearer token whose role allows `action` (401 without one, 403 when the role is short)."""
+
         async def checked(request: Request) -> Response:
             if not self.access.api_tokens:
                 raise ApiError(401, "the API is closed: no API tokens are configured (set AGENT_REPLAY_API_TOKENS)",
                                headers={"WWW-Authenticate": "Bearer"})
-            if not self.access.token_ok(request.headers.get("authorization")):
+            origin = request.client.host if request.client else "api"
+            actor = self.access.token_actor(request.headers.get("authorization"), origin)
+            if actor is None:
                 raise ApiError(401, "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
+            if not actor.may(action):
+                try:
+                    await run_in_threadpool(self.store().authorize, actor, action, request.url.path)
+                except PermissionDenied as exc:
+                    raise ApiError(403, str(exc)) from None
+            request.state.actor = actor
             return await handler(request)
 
         return self._wrap(checked)
