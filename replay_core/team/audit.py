@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..storage.actor import READ_AUDIT, Actor, PermissionDenied, require
+from ..storage.actor import READ_AUDIT, Actor, PermissionDenied
 from ..storage.store import Store
 
 # what the log records (the `action` column); refusals are `outcome="denied"` of the action tried
@@ -34,7 +34,7 @@ def denied(store: Store, exc: PermissionDenied, target: str | None = None) -> No
 def entries(store: Store, actor: Actor | None = None, *, limit: int = 200, since: datetime | None = None,
             actions: Sequence[str] = ()) -> list[dict]:
     """The newest lines first; editors only."""
-    require(actor, READ_AUDIT)
+    store.authorize(actor, READ_AUDIT)
     return store.audit_entries(limit=limit, since=since, actions=actions)
 
 
