@@ -291,3 +291,64 @@ def test_wrong_passwords_in_the_browser_are_throttled(demo_store, monkeypatch):
     at.button(key="FormSubmitter:sign_in-Sign in").click().run()  # the right one, too early: refused
     assert "role" not in at.session_state
     assert at.error[0].value.startswith("Too many wrong passwords in a row")
+
+
+# ---------------------------------------------------------------- serving beyond loopback
+
+
+def test_the_refusal_rule():
+    from replay_core.server.auth import is_loopback, open_to_the_network_refusal as refusal
+
+    assert all(is_loopback(a) for a in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
+    assert not any(is_loopback(a) for a in (None, "", "0.0.0.0", "::", "192.0.2.7", "my-host"))
+    assert refusal("127.0.0.1", {}, {}) is None
+    assert "refusing to serve address '0.0.0.0'" in refusal("0.0.0.0", {}, {})
+    assert "every network interface" in refusal(None, {}, {})
+    assert refusal("0.0.0.0", {"AGENT_REPLAY_ALLOW_OPEN": "1"}, {}) is None
+    assert refusal("0.0.0.0", {"AGENT_REPLAY_EDITOR_PASSWORD": "x-0000"}, {}) is None
+    assert refusal("0.0.0.0", {}, {"auth": {"redirect_uri": "https://x/oauth2callback"}}) is None
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_streamlit_run_on_every_interface_without_a_door_exits(tmp_path, allow):
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_REPLAY_")}
+    env["AGENT_REPLAY_DB_URL"] = f"sqlite:///{tmp_path / 'open.db'}"
+    if allow:
+        env["AGENT_REPLAY_ALLOW_OPEN"] = "1"
+    cmd = [str(Path(sys.executable).parent / "streamlit"), "run", "streamlit_app.py", "--server.address", "0.0.0.0",
+           "--server.port", str(port), "--server.headless", "true", "--logger.hideWelcomeMessage", "true"]
+    proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if not allow:
+            _, err = proc.communicate(timeout=90)
+            assert proc.returncode == 2
+            assert err.strip().splitlines() == [next(l for l in err.splitlines() if l.startswith("agent-replay: "))]
+            assert "refusing to serve address '0.0.0.0' with no sign-in" in err and "AGENT_REPLAY_ALLOW_OPEN=1" in err
+            return
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.5)
+        else:
+            pytest.fail("the app did not start with AGENT_REPLAY_ALLOW_OPEN=1")
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
