@@ -6,7 +6,7 @@ import streamlit as st
 
 from replay_core.ingest.formats import registry
 from replay_core.storage.actor import IMPORT
-from ui.common import PAGE_TIMELINE, current_actor, get_store
+from ui.common import PAGE_TIMELINE, current_actor, get_store, md
 from ui.import_view import import_all
 
 store = get_store()
@@ -38,11 +38,11 @@ if results:
     st.dataframe([r.row() for r in results], hide_index=True)
     for r in results:
         if r.errors:
-            with st.expander(f"{r.file}: {len(r.errors)} bad record{'s' if len(r.errors) != 1 else ''}", expanded=True):
+            with st.expander(f"{md(r.file)}: {len(r.errors)} bad record{'s' if len(r.errors) != 1 else ''}", expanded=True):
                 st.code("\n".join(r.errors[:100]) + (f"\n… and {len(r.errors) - 100} more" if len(r.errors) > 100 else ""),
                         language=None, wrap_lines=True)
     opened = [sid for r in results for sid in r.sessions][:10]
     for sid in opened:
-        st.page_link(PAGE_TIMELINE, label=f"Open {sid}", icon="🎞️", query_params={"session": sid})
+        st.page_link(PAGE_TIMELINE, label=f"Open {md(sid)}", icon="🎞️", query_params={"session": sid})
 elif not files:
     st.info("No file chosen yet. Drop files above, or click to browse.")

@@ -93,11 +93,18 @@ def status_label(status: str | None) -> str:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:=^])")
+# Markdown's autolinking finds bare URLs, "www." and e-mail addresses in the text itself, after
+# escapes are undone: an invisible word joiner (U+2060) inside each keeps them plain text.
+_AUTOLINKED = re.compile(r"(?i)(?<![a-z0-9])(https?|ftp|mailto|xmpp)(?=:)|(?<![a-z0-9])(www)(?=\.)|(@)")
+WORD_JOINER = "\u2060"
 
 
 def md(text: object) -> str:
-    """Text from a trace made safe for st.markdown: every markup character is escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    """Text from a trace made safe for st.markdown (and every label, title and caption, which are
+    markdown too): every markup character is escaped with a backslash, and URLs, "www." and
+    e-mail addresses are kept from becoming links. What is shown is the text as it was stored."""
+    text = _AUTOLINKED.sub(lambda m: m.group(0) + WORD_JOINER, str(text))
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def short(text: str | None, limit: int = 90) -> str:

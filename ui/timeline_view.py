@@ -136,7 +136,7 @@ def _strip(tl: Timeline, seq: int, noted: set[int]) -> None:
 
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     s = tl.session
-    st.title(s.get("name") or s["id"])
+    st.title(md(s.get("name") or s["id"]), anchor=False)  # a run's name is data: shown as text, never as markup
     dims = [("Agent", s.get("agent_id")), ("Model", s.get("model")), ("Workflow", s.get("workflow")),
             ("Environment", s.get("environment")), ("Version", s.get("agent_version")),
             ("Tags", ", ".join(s.get("tags") or [])), ("Started", fmt_when(s.get("started_at")))]
