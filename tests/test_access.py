@@ -352,3 +352,17 @@ def test_streamlit_run_on_every_interface_without_a_door_exits(tmp_path, allow):
         if proc.poll() is None:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize(("role", "shown"), [("viewer", False), ("reviewer", False), ("editor", True)])
+def test_the_review_page_shows_the_audit_log_to_editors_only(demo_store, monkeypatch, role, shown):
+    from apptest_helpers import page
+
+    monkeypatch.setenv("AGENT_REPLAY_PASSWORD", "look-only-0000")  # a door, so the role is the signed-in one
+    import_bytes(demo_store, RUN, "audited.jsonl", actor=as_role(EDITOR))
+    at = page("pages/review.py", state={"role": role})
+    assert not at.exception
+    assert ("Audit log (editors only)" in [e.label for e in at.expander]) == shown
+    if shown:
+        table = at.dataframe[-1].value
+        assert list(table["target"]) == ["audited.jsonl"] and list(table["origin"]) == ["10.1.2.3"]
