@@ -366,3 +366,36 @@ def test_the_review_page_shows_the_audit_log_to_editors_only(demo_store, monkeyp
     if shown:
         table = at.dataframe[-1].value
         assert list(table["target"]) == ["audited.jsonl"] and list(table["origin"]) == ["10.1.2.3"]
+
+
+# ---------------------------------------------------------------- general rules
+
+
+def test_each_role_may_do_all_the_one_below_it_may():
+    from replay_core.storage.actor import MAY
+
+    assert MAY[VIEWER] < MAY[REVIEWER] < MAY[EDITOR]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+_MARKUP = "\\`*_{}[]()#+-.!|~<>$:=^"
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.lists(hst.sampled_from(list(_MARKUP) + list("ahtpsw@ /:0x\n") + ["http://", "www.", "a@b.co", "javascript:"]))
+       .map("".join))
+def test_md_escapes_every_markup_character_and_defuses_autolinks(text):
+    import re
+
+    from ui.common import WORD_JOINER, md
+
+    out = md(text)
+    # read back: drop the escapes and the joiners, and the text is what was stored
+    assert re.sub(r"\\(.)", r"\1", out, flags=re.S).replace(WORD_JOINER, "") == text
+    # every markup character is escaped (preceded by an odd run of backslashes)
+    for m in re.finditer(r"\\*[" + re.escape(_MARKUP.replace("\\", "")) + "]", out):
+        assert (len(m.group(0)) - 1) % 2 == 1, (text, out)
+    plain = out.replace("\\", "")
+    assert not re.search(r"(?i)(https?|ftp|mailto|xmpp):|www\.|@[A-Za-z0-9]", plain)

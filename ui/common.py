@@ -95,7 +95,7 @@ def status_label(status: str | None) -> str:
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:=^])")
 # Markdown's autolinking finds bare URLs, "www." and e-mail addresses in the text itself, after
 # escapes are undone: an invisible word joiner (U+2060) inside each keeps them plain text.
-_AUTOLINKED = re.compile(r"(?i)(?<![a-z0-9])(https?|ftp|mailto|xmpp)(?=:)|(?<![a-z0-9])(www)(?=\.)|(@)")
+_AUTOLINKED = re.compile(r"(?i)(https?|ftp|mailto|xmpp)(?=:)|(www)(?=\.)|(@)")
 WORD_JOINER = "\u2060"
 
 
