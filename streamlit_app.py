@@ -64,6 +64,20 @@ else:  # imported by `streamlit run` / uvicorn: the server
     # session happens to call st.navigation. This app always navigates with st.navigation.
     PagesManager.uses_pages_directory = False
 
+    def refuse_to_serve_open() -> None:
+        """At start-up: no door and an address beyond loopback means every visitor is an editor; stop."""
+        import os
+        import sys
+
+        from streamlit import config as st_config
+
+        from replay_core.server.auth import open_to_the_network_refusal
+
+        refusal = open_to_the_network_refusal(st_config.get_option("server.address"), os.environ)
+        if refusal:
+            print(f"agent-replay: {refusal}", file=sys.stderr, flush=True)
+            os._exit(2)  # before anything opened; a SystemExit here would end in uvicorn's traceback
+
     @asynccontextmanager
     async def lifespan(_app):
         import asyncio
@@ -72,6 +86,7 @@ else:  # imported by `streamlit run` / uvicorn: the server
         from replay_core.storage import retention
         from replay_core.storage.store import Store
 
+        refuse_to_serve_open()
         api.tcp_nodelay_on_listening_sockets()
         sweeper = asyncio.create_task(retention.run_periodically(cache(Store)))
         yield

@@ -1,6 +1,7 @@
 """Redaction cost on realistic step-like dicts without secrets (the common case).
 
-Prints one JSON line: µs per step for ``Redactor.scrub``, next to a baseline measured in
+Prints two JSON lines: µs per step for ``Redactor.scrub`` and for ``Redactor.event`` (every
+stored field of a StepEvent, identifiers included), next to a baseline measured in
 the same run: a plain walk over the same dicts that visits every value and does nothing
 (ratio = baseline / value, as for the other lower-is-better benches).
 
@@ -111,6 +112,13 @@ def main() -> None:
     value = per_step_us(redactor.scrub, steps)
     baseline = per_step_us(walk, steps)
     report("redact_scrub_clean_step", value, "us/step", "<= 5", baseline, higher_is_better=False)
+    # the whole event, identifiers included (what the pipeline calls), against the same walk
+    from replay_core.events import StepEvent
+
+    events = [StepEvent.model_validate(s) for s in steps]
+    assert all(redactor.event(e) is e for e in events[:1000]), "bench data must be clean"
+    value = per_step_us(redactor.event, events)
+    report("redact_event_clean_step", value, "us/step", "<= 8", baseline, higher_is_better=False)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,17 @@ from __future__ import annotations
 import streamlit as st
 
 from replay_core.ingest.formats import registry
-from ui.common import PAGE_TIMELINE, get_store
+from replay_core.storage.actor import IMPORT
+from ui.common import PAGE_TIMELINE, current_actor, get_store, md
 from ui.import_view import import_all
 
 store = get_store()
 st.title("Import runs")
+actor = current_actor()
+if not actor.may(IMPORT):
+    st.info(f"Only editors can import runs; you are signed in as a {actor.role}. "
+            "Ask the person who set up Agent Replay for the editor password.")
+    st.stop()
 formats = registry()
 st.write("Upload trace files; the format of each is recognised from its content. "
          "Known formats: " + ", ".join(f.label for f in formats.values()) + ".")
@@ -22,7 +28,7 @@ skip_bad = right.checkbox("Import the good records of a file that has bad ones",
 if st.button("Import", type="primary", disabled=not files):
     bar = st.progress(0.0, text="Starting…")
     uploads = [(f.name, f.getvalue()) for f in files]
-    results = import_all(store, uploads, fmt=fmt, skip_bad=skip_bad,
+    results = import_all(store, uploads, fmt=fmt, skip_bad=skip_bad, actor=actor,
                          progress=lambda i, name: bar.progress(i / len(uploads), text=f"Importing {name} ({i + 1} of {len(uploads)})"))
     bar.progress(1.0, text=f"Done: {len(results)} file{'s' if len(results) != 1 else ''}.")
     st.session_state["import_results"] = results
@@ -42,11 +48,11 @@ if results:
                 st.dataframe([{"Kind": k, "Count": r.account["ignored"][k], "First at": ", ".join(w)} for k, w in examples.items()],
                              hide_index=True)
         if r.errors:
-            with st.expander(f"{r.file}: {len(r.errors)} bad record{'s' if len(r.errors) != 1 else ''}", expanded=True):
+            with st.expander(f"{md(r.file)}: {len(r.errors)} bad record{'s' if len(r.errors) != 1 else ''}", expanded=True):
                 st.code("\n".join(r.errors[:100]) + (f"\n… and {len(r.errors) - 100} more" if len(r.errors) > 100 else ""),
                         language=None, wrap_lines=True)
     opened = [sid for r in results for sid in r.sessions][:10]
     for sid in opened:
-        st.page_link(PAGE_TIMELINE, label=f"Open {sid}", icon="🎞️", query_params={"session": sid})
+        st.page_link(PAGE_TIMELINE, label=f"Open {md(sid)}", icon="🎞️", query_params={"session": sid})
 elif not files:
     st.info("No file chosen yet. Drop files above, or click to browse.")

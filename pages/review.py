@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.common import get_store, reviewer_name
-from ui.review_view import mark_run_form, pick_state, reviewed_runs
+from ui.common import current_actor, get_store, reviewer_name
+from ui.review_view import audit_section, mark_run_form, pick_state, reviewed_runs
 
 store = get_store()
 st.title("Review")
@@ -22,3 +22,4 @@ with st.expander("Mark a run", expanded=False, icon="📝"):
 
 state = pick_state()
 reviewed_runs(store, state)
+audit_section(store, current_actor())

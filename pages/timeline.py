@@ -12,7 +12,8 @@ from replay_core.understand.explain import EXPLAINED, explain
 from replay_core.understand.snapshot import state_at
 from ui import player_view
 from ui import timeline_view as tv
-from ui.common import PAGE_RUNS, current_role, get_store, load_run, reviewer_name
+from replay_core.storage.actor import DELETE
+from ui.common import PAGE_RUNS, current_actor, get_store, load_run, reviewer_name
 
 store = get_store()
 session_id = tv.session_picker(store)
@@ -58,6 +59,6 @@ with right:
         with tabs["Goal & memory"]:
             tv.state_view(snap)
 
-if current_role() == "editor" and tv.delete_run(store, tl):
+if current_actor().may(DELETE) and tv.delete_run(store, tl):
     st.cache_resource.clear()
     st.switch_page(PAGE_RUNS)

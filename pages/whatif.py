@@ -19,7 +19,8 @@ from replay_core.whatif.replay_config import (
     default_api_key_env,
 )
 from replay_core.storage.store import SessionFilter
-from ui.common import PAGE_TIMELINE, current_role, fmt_cost, fmt_when, get_store, load_timeline, md, short, status_label, url_choice
+from replay_core.storage.actor import REPLAY
+from ui.common import PAGE_TIMELINE, current_actor, fmt_cost, fmt_when, get_store, load_timeline, md, short, status_label, url_choice
 
 PAGE_COMPARE = "pages/compare.py"
 
@@ -150,7 +151,8 @@ if configs:
         hide_index=True,
     )
 
-editor = current_role() == "editor"
+actor = current_actor()
+editor = actor.may(REPLAY)
 if not editor:
     st.caption("Only editors can launch replays (they cost money). You can still open earlier replays below.")
 launch = st.button("Launch", type="primary", disabled=not (editor and configs), key="launch")
@@ -163,7 +165,7 @@ def run_replays() -> list[dict]:
 
     def work() -> None:
         try:
-            outcome["results"] = replay_many(store, session_id, from_step, to_step, configs,
+            outcome["results"] = replay_many(store, session_id, from_step, to_step, configs, actor=actor,
                                              on_progress=lambda p: progress.__setitem__(p.model, p))
         except Exception as exc:  # shown below, with its class
             outcome["error"] = exc

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .storage.actor import PermissionDenied, local
 from .storage.store import SessionFilter, Store
 
 app = typer.Typer(help="Record, import, inspect, replay and compare AI agent runs.", no_args_is_help=True, add_completion=False)
@@ -41,6 +42,14 @@ def open_store(db: str | None) -> Store:
         return Store(db)
     except Exception as exc:  # connection refused, bad URL, unreadable file
         raise CliError(f"cannot open database: {str(exc).splitlines()[0]}") from None
+
+
+def cli_actor():
+    """Who the CLI acts as: the local user, an editor unless AGENT_REPLAY_CLI_ROLE says otherwise."""
+    try:
+        return local("cli")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def print_json(value: Any) -> None:
@@ -91,6 +100,7 @@ def import_cmd(
 
     _check_format(format)
     store = open_store(db)
+    actor = cli_actor()
     total = IngestReport()
     refused: list[str] = []
     files = list(files_under(paths))
@@ -108,7 +118,7 @@ def import_cmd(
                 continue
             try:
                 report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad, replace=replace,
-                                      progress=lambda n: progress.update(records, completed=n))
+                                      progress=lambda n: progress.update(records, completed=n), actor=actor)
             except ImportRejected as exc:
                 refused += [str(e) for e in exc.errors[:20]]
                 if len(exc.errors) > 20:
@@ -439,7 +449,7 @@ def replay_cmd(
             for e in estimates:
                 cost = "unknown cost" if e.cost_usd is None else f"~${e.cost_usd:.4f}"
                 out.print(f"estimate {e.model}: {e.turns} model turns, ~{e.tokens_in:,} tokens in, ~{e.tokens_out:,} out, {cost}")
-        results = replay_many(store, session, from_step, to_step, configs, max_workers=workers)
+        results = replay_many(store, session, from_step, to_step, configs, max_workers=workers, actor=cli_actor())
     except (ReplayError, ConfigError) as exc:
         fail(str(exc))
     if json:
@@ -956,11 +966,35 @@ def experiment_list(db: DbOption = None, json: JsonOption = False) -> None:
     out.print(table)
 
 
+@app.command("audit")
+def audit_cmd(
+    limit: Annotated[int, typer.Option("--limit", help="How many lines, newest first.")] = 100,
+    action: Annotated[list[str] | None, typer.Option("--action", help="Only this action (import, replay, delete, replace, sign_in…); repeatable.")] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """The audit log: who imported, replayed, deleted, replaced or signed in, when and from where (editors only)."""
+    from .team.audit import as_row, entries
+
+    rows = [as_row(e) for e in entries(open_store(db), cli_actor(), limit=limit, actions=action or ())]
+    if json:
+        print_json({"entries": rows})
+        return
+    table = Table("when (UTC)", "who", "role", "from", "action", "outcome", "target")
+    for r in rows:
+        table.add_row(r["at"][:19].replace("T", " "), r["who"], r["role"], r["origin"], r["action"], r["outcome"], _fmt(r["target"]))
+    out.print(table)
+    out.print(f"{len(rows)} lines" + (" (newest first; --limit for more)" if len(rows) == limit else ""))
+
+
 def main() -> None:
     try:
         app()
     except CliError as exc:
         err.print(f"error: {exc}")
+        sys.exit(1)
+    except PermissionDenied as exc:
+        err.print(f"error: {exc} (the CLI acts as {exc.actor.role}: AGENT_REPLAY_CLI_ROLE)")
         sys.exit(1)
 
 

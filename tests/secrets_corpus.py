@@ -154,6 +154,15 @@ SECRETS: list[Secret] = [
     _in("kv-escaped-json", '{\\"access_token\\": \\"', fake(30, 45), '\\"}'),
     _in("cookie-header", "Cookie: ", "session=" + fake(20, 46) + "; csrftoken=" + fake(20, 47)),
     _in("set-cookie-header", "Set-Cookie: ", "sid=" + fake(24, 48) + "; Path=/; HttpOnly; Secure"),
+    # a PEM key as a key=value's value: the whole body must go, not only the BEGIN line
+    _in("pem-after-api-key", 'client = Client(api_key="', _pem("RSA", 6), '")'),
+    _in("pem-after-api-key-traceback", '  File "app.py", line 12, in <module>\n    Client(api_key="', _pem("", 6, newline="\\n"), '")'),
+    _in("gcp-service-account-key", '{"type": "service_account", "private_key": "', _pem("", 4, newline="\\n"), '", "client_email": "x"}'),
+    # "authorization" in JSON, plain and inside a JSON string, without a scheme word
+    _in("json-authorization", '{"headers": {"authorization": "', fake(32, 49), '"}}'),
+    _in("json-string-authorization", '"{\\"authorization\\": \\"', fake(32, 50), '\\"}"'),
+    _in("kv-credentials", '{"credentials": "', fake(28, 51), '"}'),
+    _in("kv-secrets-yaml", "secrets: ", fake(28, 52)),
 ]
 
 LABELS = [s.label for s in SECRETS]
@@ -189,6 +198,10 @@ def context(text: str) -> list:
 
 
 PLACEMENTS = {"content": content, "tool_args": tool_args, "metadata": metadata, "context": context}
+
+# Identifier fields take the text as it is (a key sent as `environment`, a tool_call_id carrying one).
+STEP_IDS = ("event_id", "parent_id", "agent_id", "model", "tool_name", "tool_call_id", "error_class")
+SESSION_IDS = ("agent_id", "model", "workflow", "environment", "agent_version", "source", "name")
 COUNTS = {"content": 1, "tool_args": TOOL_ARGS_COUNT, "metadata": 1, "context": 1}
 
 # ---- text that looks a bit like a secret and is not ----------------------------------

@@ -51,13 +51,13 @@ def test_files_are_imported_each_with_its_result(empty_store):
     assert rows["demo.jsonl"]["Steps"] == 17
     assert (rows["chat_log.jsonl"]["Format"], rows["chat_log.jsonl"]["Runs"], rows["chat_log.jsonl"]["Steps"]) == (
         "openai_chat", 2, 7)
-    assert [e.label for e in at.expander] == ["bad.jsonl: 1 bad record"]
+    assert [e.label for e in at.expander] == ["bad\\.jsonl: 1 bad record"]  # a file name is shown as text
     assert at.code[0].value.startswith("bad.jsonl:2: type: Input should be 'think'")
     assert empty_store.get_session("up-2") is None
     assert "[REDACTED]" in empty_store.load_steps("up-1")[0].content
     assert at.get("progress")[0].value == 100
     # Links to open what came in.
-    assert [p.label for p in at.get("page_link")][:2] == ["Open up-1", "Open demo-01-refund-defective-backpack"]
+    assert [p.label for p in at.get("page_link")][:2] == ["Open up\\-1", "Open demo\\-01\\-refund\\-defective\\-backpack"]  # ids shown as text
 
 
 def test_bad_records_can_be_skipped(empty_store):

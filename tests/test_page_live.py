@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from replay_core.events import SessionEvent, StepEvent, now_utc
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
+from ui.common import md
 
 LIVE = "pages/live.py"
 ONCALL = "demo-18-oncall-checkout-5xx-running"
@@ -24,7 +25,7 @@ def test_the_running_demo_run_tails(demo_store):
     at = page(LIVE)
     assert not at.exception
     assert at.markdown[0].value == "**1 run running** · refreshed every 2 s"
-    assert at.subheader[0].value == "Investigate checkout-api 5xx spike"
+    assert at.subheader[0].value == md("Investigate checkout-api 5xx spike")  # shown as text
     lines = tail_lines(at)
     assert len(lines) == 11
     assert "**11** 🔧 Tool call · query\\_traces" in lines[-1]

@@ -10,7 +10,7 @@ from apptest_helpers import FAILED_CODING, demo_db, demo_store, empty_store, pag
 from replay_core.events import SessionEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
-from ui.common import filter_from_params, filter_params
+from ui.common import filter_from_params, filter_params, md
 
 RUNS = "pages/runs.py"
 
@@ -100,7 +100,7 @@ def test_selecting_a_row_opens_its_timeline(demo_store):
     at.session_state["runs_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
     assert not at.exception
-    assert at.title[0].value == "PAY-412: add currency to format_price"
+    assert at.title[0].value == md("PAY-412: add currency to format_price")  # shown as text
     assert at.query_params["session"] == FAILED_CODING
 
 

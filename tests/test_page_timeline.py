@@ -19,6 +19,7 @@ from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
 from replay_core.understand.timeline import open_timeline
 from replay_core.understand.structure import build_structure, node_label
+from ui.common import md
 from ui.timeline_view import jump_targets
 
 TIMELINE = "pages/timeline.py"
@@ -33,7 +34,7 @@ def row_buttons(at) -> list[str]:
 def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
     assert not at.exception
-    assert at.title[0].value == "PAY-412: add currency to format_price"
+    assert at.title[0].value == md("PAY-412: add currency to format_price")  # shown as text
     summary = at.error[0].value
     assert summary.startswith("Failed after 8 cycles \\(25 steps\\); first error at step 18 \\(run\\_tests TestFailure\\)")
     assert "Outcome\\: Tests still failing after 2 fix attempts" in summary
@@ -180,7 +181,7 @@ def test_viewers_cannot_delete(demo_store, monkeypatch):
     at = page(TIMELINE, params={"session": FAILED_CODING}, state={"role": "viewer"})
     assert not at.exception
     assert not [b for b in at.button if b.key == "delete_run"]
-    assert at.title[0].value == "PAY-412: add currency to format_price"
+    assert at.title[0].value == md("PAY-412: add currency to format_price")  # shown as text
 
 
 def test_unknown_run_in_the_link(demo_store):

@@ -13,9 +13,9 @@ from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.redact import REDACTED, Redactor, default_redactor
 
 try:
-    from secrets_corpus import COUNTS, JWT, NOT_SECRETS, PLACEMENTS, SECRETS, fake, hexs
+    from secrets_corpus import COUNTS, JWT, NOT_SECRETS, PLACEMENTS, SECRETS, SESSION_IDS, STEP_IDS, fake, hexs
 except ImportError:  # collected with the rootdir on sys.path instead of tests/
-    from tests.secrets_corpus import COUNTS, JWT, NOT_SECRETS, PLACEMENTS, SECRETS, fake, hexs
+    from tests.secrets_corpus import COUNTS, JWT, NOT_SECRETS, PLACEMENTS, SECRETS, SESSION_IDS, STEP_IDS, fake, hexs
 
 R = Redactor()
 ALL = Redactor(emails=True, phones=True, cards=True)
@@ -281,9 +281,40 @@ def test_every_corpus_secret_leaves_a_step_event(secret):
     assert not leaks(out.model_dump(), secret.secret)
 
 
-def test_step_event_tool_name_is_not_touched():
+def test_step_event_identifiers_are_scrubbed_too():
     step = StepEvent(session_id="s", type="tool_call", tool_name="password=" + fake(12), tool_args={"q": "x"})
-    assert R.event(step) is step
+    out = R.event(step)
+    assert out.tool_name == "password=[REDACTED]" and out.redacted == 1
+
+
+# identifiers are at most 200 characters in the contract: the shapes that fit one
+ID_SECRETS = [s for s in SECRETS if len(s.text) <= 200]
+
+
+def test_most_shapes_fit_an_identifier():
+    assert len(ID_SECRETS) >= 60
+
+
+@pytest.mark.parametrize("secret", ID_SECRETS, ids=lambda s: s.label)
+def test_every_identifier_field_loses_every_corpus_secret(secret):
+    step = StepEvent(session_id="s", type="tool_call", **{f: secret.text for f in STEP_IDS})
+    out = R.event(step)
+    assert out.redacted == len(STEP_IDS)
+    for f in ("agent_id", "model", "tool_name", "error_class"):
+        assert getattr(out, f) == secret.redacted[:200]
+    for f in ("event_id", "parent_id", "tool_call_id"):  # they link steps: a hash of the original keeps them apart
+        value = getattr(out, f)
+        assert secret.secret not in value and value.startswith(secret.redacted[:180]) and len(value) <= 200
+        assert "#" in value
+    assert out.event_id == out.parent_id  # the same id redacts the same way: parent links hold
+    session = SessionEvent(session_id="s", **{f: secret.text for f in SESSION_IDS})
+    assert not leaks(R.event(session).model_dump(), secret.secret)
+
+
+def test_two_ids_with_different_secrets_stay_apart():
+    a = R.event(StepEvent(session_id="s", type="think", event_id="sk-" + fake(48, 1)))
+    b = R.event(StepEvent(session_id="s", type="think", event_id="sk-" + fake(48, 2)))
+    assert a.event_id != b.event_id and a.event_id.startswith("[REDACTED]#")
 
 
 def test_clean_step_event_comes_back_as_the_same_object():

@@ -10,6 +10,7 @@ import streamlit as st
 
 from replay_core import config
 from replay_core.server.api import session_filter
+from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline, open_timeline
 
@@ -92,11 +93,18 @@ def status_label(status: str | None) -> str:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:=^])")
+# Markdown's autolinking finds bare URLs, "www." and e-mail addresses in the text itself, after
+# escapes are undone: an invisible word joiner (U+2060) inside each keeps them plain text.
+_AUTOLINKED = re.compile(r"(?i)(https?|ftp|mailto|xmpp)(?=:)|(www)(?=\.)|(@)")
+WORD_JOINER = "\u2060"
 
 
 def md(text: object) -> str:
-    """Text from a trace made safe for st.markdown: every markup character is escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    """Text from a trace made safe for st.markdown (and every label, title and caption, which are
+    markdown too): every markup character is escaped with a backslash, and URLs, "www." and
+    e-mail addresses are kept from becoming links. What is shown is the text as it was stored."""
+    text = _AUTOLINKED.sub(lambda m: m.group(0) + WORD_JOINER, str(text))
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def short(text: str | None, limit: int = 90) -> str:
@@ -152,8 +160,23 @@ def filter_params(flt: SessionFilter) -> dict[str, str]:
 
 
 def current_role() -> str:
-    """'editor' or 'viewer'. The login gate in streamlit_app.py sets it; with no login configured everyone edits."""
+    """'editor', 'reviewer' or 'viewer'. The login gate in streamlit_app.py sets it; with no login configured everyone edits."""
     return st.session_state.get("role", "editor")
+
+
+def client_origin() -> str:
+    """The visitor's address, for the audit log (the proxy's, behind one)."""
+    try:
+        ip = st.context.ip_address
+    except AttributeError:
+        ip = None
+    return ip if isinstance(ip, str) and ip else "browser"  # AppTest has no client
+
+
+def current_actor() -> Actor:
+    """Who is using this browser session, with their role: what the library's guarded functions check."""
+    who = st.session_state.get("who") or reviewer_name() or f"{current_role()} (no sign-in)"
+    return Actor(who, current_role(), client_origin())
 
 
 def reviewer_name() -> str | None:

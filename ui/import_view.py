@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay_core.ingest.pipeline import FileRefused, ImportRejected, import_bytes
+from replay_core.storage.actor import Actor, PermissionDenied
 from replay_core.storage.store import Store
 
 
@@ -32,9 +33,12 @@ class FileResult:
                 "Redacted": self.redacted, "Errors": len(self.errors)}
 
 
-def import_one(store: Store, name: str, data: bytes, *, fmt: str = "auto", skip_bad: bool = False) -> FileResult:
+def import_one(store: Store, name: str, data: bytes, *, fmt: str = "auto", skip_bad: bool = False,
+               actor: Actor | None = None) -> FileResult:
     try:
-        report = import_bytes(store, data, name, fmt=fmt, skip_bad=skip_bad)
+        report = import_bytes(store, data, name, fmt=fmt, skip_bad=skip_bad, actor=actor)
+    except PermissionDenied as exc:
+        return FileResult(name, f"Not imported: {exc}")
     except ImportRejected as exc:
         n = len(exc.errors)
         return FileResult(name, f"Refused: {n} bad record{'s' if n != 1 else ''}, nothing imported",
@@ -54,10 +58,10 @@ def import_one(store: Store, name: str, data: bytes, *, fmt: str = "auto", skip_
 
 
 def import_all(store: Store, files: list[tuple[str, bytes]], *, fmt: str = "auto", skip_bad: bool = False,
-               progress: Callable[[int, str], None] | None = None) -> list[FileResult]:
+               progress: Callable[[int, str], None] | None = None, actor: Actor | None = None) -> list[FileResult]:
     results = []
     for i, (name, data) in enumerate(files):
         if progress:
             progress(i, name)
-        results.append(import_one(store, name, data, fmt=fmt, skip_bad=skip_bad))
+        results.append(import_one(store, name, data, fmt=fmt, skip_bad=skip_bad, actor=actor))
     return results

@@ -57,7 +57,7 @@ def tail(store: Store, row: dict) -> None:
     if row["cost_usd"] is not None:
         facts.insert(1, fmt_cost(row["cost_usd"]))
     facts += [str(row[k]) for k in ("agent_id", "model") if row.get(k)]
-    st.subheader(row["name"] or sid, anchor=False)
+    st.subheader(md(row["name"] or sid), anchor=False)
     st.caption(md(" · ".join(facts)))
     st.page_link(PAGE_TIMELINE, label="Open in the timeline", icon="🎞️", query_params={"session": sid})
     last = row["max_seq"]

@@ -1,14 +1,23 @@
-"""The door: a shared password (viewer / editor) or OIDC sign-in, when one is configured.
+"""The door: a shared password (viewer / reviewer / editor) or OIDC sign-in, when one is configured.
 
-With nothing configured there is no door and everyone is an editor. The role lands in
-`st.session_state["role"]`, where `ui.common.current_role` reads it.
+With nothing configured there is no door and everyone is an editor (the app refuses to
+serve such a door-less setup beyond this machine: see streamlit_app.py). The role lands in
+`st.session_state["role"]`, where `ui.common.current_role` reads it. Password tries go
+through `replay_core.server.auth.sign_in`: throttled per client address, each in the audit log.
 """
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
-from replay_core.server.auth import EDITOR, Access
+from replay_core.server.auth import EDITOR, Access, sign_in as try_password
+from replay_core.storage.actor import Actor
+from replay_core.team.audit import SIGN_IN, record
+from ui.common import client_origin, get_store
+
+ROLE_NAMES = {"editor": "an editor", "reviewer": "a reviewer", "viewer": "a viewer"}
 
 
 def _secrets() -> dict:
@@ -35,7 +44,10 @@ def signed_in_role() -> str | None:
         return EDITOR
     email = _signed_in_email() if oidc else None
     if email:
-        st.session_state["role"] = access.role_for_email(email)
+        role = access.role_for_email(email)
+        if st.session_state.get("who") != email:  # first run after the provider sent them back
+            record(get_store(), Actor(email, role, client_origin()), SIGN_IN, detail={"method": "oidc"})
+        st.session_state["role"], st.session_state["who"] = role, email
     return st.session_state.get("role")
 
 
@@ -46,6 +58,14 @@ def sign_in() -> None:
     st.stop()
 
 
+def _wait_text(seconds: float, locked: bool) -> str:
+    s = max(1, math.ceil(seconds))
+    when = f"{s} seconds" if s < 120 else f"{math.ceil(s / 60)} minutes"
+    if locked:
+        return f"Too many wrong passwords from this address: sign-in is locked for {when}."
+    return f"Too many wrong passwords in a row: wait {when} before the next try."
+
+
 def _sign_in_form(access: Access, oidc: bool) -> None:
     st.title("⏪ Agent Replay")
     st.write("This dashboard is private. Sign in to see the runs.")
@@ -53,11 +73,15 @@ def _sign_in_form(access: Access, oidc: bool) -> None:
         with st.form("sign_in"):
             password = st.text_input("Password", type="password")
             if st.form_submit_button("Sign in", type="primary"):
-                role = access.role_for(password)
-                if role:
-                    st.session_state["role"] = role
+                result = try_password(get_store(), access, password, client_origin())
+                if result.role:
+                    st.session_state["role"] = result.role
+                    st.session_state["who"] = f"{result.role} password"
                     st.rerun()
-                st.error("That password is not right. Ask the person who set up Agent Replay for it.")
+                if result.wait_s > 0:
+                    st.error(_wait_text(result.wait_s, result.locked))
+                else:
+                    st.error("That password is not right. Ask the person who set up Agent Replay for it.")
     if oidc:
         st.button("Sign in with your company account", on_click=st.login)
 
@@ -70,9 +94,10 @@ def sign_out_button() -> None:
     if not Access.load(secrets=secrets).gated and "auth" not in secrets:
         return
     role = st.session_state["role"]
-    st.sidebar.caption(f"Signed in as {'an editor' if role == EDITOR else 'a viewer'}.")
+    st.sidebar.caption(f"Signed in as {ROLE_NAMES.get(role, 'a viewer')}.")
     if st.sidebar.button("Sign out", key="sign_out"):
         del st.session_state["role"]
+        st.session_state.pop("who", None)
         if _signed_in_email():
             st.logout()
         st.rerun()

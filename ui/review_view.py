@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from replay_core.ingest.annotate import annotate
+from replay_core.storage.actor import READ_AUDIT
 from replay_core.storage.store import SessionFilter, Store
+from replay_core.team import audit
 
 from .common import (
+    current_actor,
     PAGE_TIMELINE,
     REVIEW_CHOICES,
     REVIEW_LABELS,
@@ -19,6 +23,7 @@ from .common import (
 )
 
 PAGE_SIZE = 20
+AUDIT_ROWS = 200
 DEFAULT_STATE = "needs_attention"
 
 
@@ -41,7 +46,7 @@ def mark_run_form(store: Store, author: str | None) -> None:
                 st.error("Pick the run the note is about.")
                 return
             st.session_state["reviewer"] = name.strip() or None
-            store.annotate(sid, label, text.strip(), author=name.strip() or None)
+            annotate(store, sid, label, text.strip(), author=name.strip() or None, actor=current_actor())
             st.toast("Note saved.")
 
 
@@ -71,3 +76,16 @@ def reviewed_runs(store: Store, state: str) -> None:
                 seq = seq_of.get(note["event_id"])
                 st.markdown(note_line(note, f"on step {seq}" if seq is not None else ""))
             st.page_link(PAGE_TIMELINE, label="Open the timeline", icon="🎞️", query_params={"session": row["id"]})
+
+
+def audit_section(store: Store, actor) -> None:
+    """Editors only: the newest lines of the audit log (who did what, when, from where), as a table of text."""
+    if not actor.may(READ_AUDIT):
+        return
+    with st.expander("Audit log (editors only)", icon="🗂️"):
+        rows = [audit.as_row(e) for e in audit.entries(store, actor, limit=AUDIT_ROWS)]
+        if not rows:
+            st.caption("Nothing yet: imports, replays, deletes and sign-ins will be listed here.")
+            return
+        st.dataframe([{**r, "detail": "" if r["detail"] is None else str(r["detail"])} for r in rows], hide_index=True)
+        st.caption(f"The newest {len(rows)} lines. All of them: `agent-replay audit --json`.")

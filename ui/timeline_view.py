@@ -15,11 +15,13 @@ import altair as alt
 import orjson
 import streamlit as st
 
+from replay_core.ingest.annotate import annotate
 from replay_core.understand.snapshot import Snapshot
 from replay_core.storage.store import Store
 from replay_core.understand.timeline import Timeline
 
 from .common import (
+    current_actor,
     REVIEW_LABELS,
     note_line,
     fmt_cost,
@@ -136,7 +138,7 @@ def _strip(tl: Timeline, seq: int, noted: set[int]) -> None:
 
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     s = tl.session
-    st.title(s.get("name") or s["id"])
+    st.title(md(s.get("name") or s["id"]), anchor=False)  # a run's name is data: shown as text, never as markup
     dims = [("Agent", s.get("agent_id")), ("Model", s.get("model")), ("Workflow", s.get("workflow")),
             ("Environment", s.get("environment")), ("Version", s.get("agent_version")),
             ("Tags", ", ".join(s.get("tags") or [])), ("Started", fmt_when(s.get("started_at")) if s.get("started_at") else "time not recorded")]
@@ -495,7 +497,7 @@ def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:
         if st.form_submit_button("Save note", type="primary"):
             event_id = step.event_id if target != "This run" else None
             st.session_state["reviewer"] = name.strip() or None
-            store.annotate(tl.id, label, text.strip(), event_id=event_id, author=name.strip() or None)
+            annotate(store, tl.id, label, text.strip(), event_id=event_id, author=name.strip() or None, actor=current_actor())
             st.toast("Note saved.")
             st.rerun()
 
@@ -506,7 +508,7 @@ def delete_run(store: Store, tl: Timeline) -> bool:
         sure = st.checkbox("Yes, delete this run with its steps, notes and attachments. This cannot be undone.",
                            key="delete_sure")
         if st.button("Delete run", disabled=not sure, key="delete_run"):
-            store.delete_sessions([tl.id])
+            store.delete_sessions([tl.id], actor=current_actor())
             return True
     return False
 

@@ -22,6 +22,7 @@ from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
 from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, registry
 from .formats.shape import describe, shape_of
 from .redact import Redactor, default_redactor
+from ..storage.actor import IMPORT, Actor
 from ..storage.store import Store
 
 
@@ -248,15 +249,20 @@ def import_bytes(
     progress: Callable[[int], None] | None = None,
     live: bool = False,
     replace: bool = False,
+    actor: Actor | None = None,
 ) -> IngestReport:
     """Import one file's content, accounted. Bad records refuse the file whole unless `skip_bad`;
     a file no reader accounts for is refused (FileRefused). Runs of a finished file end as
-    the source says, else `unknown`; `live` (a file still being written, `watch`) leaves them running."""
+    the source says, else `unknown`; `live` (a file still being written, `watch`) leaves them running.
+    Editors only (`actor`, default the local user); every import is in the audit log."""
+    actor = store.authorize(actor, IMPORT, filename)
     with _collector_paused():
         acc = read_file(data, filename, fmt, progress=progress)
         if acc.bad and not skip_bad:
+            store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"bad_records": len(acc.bad)})
             raise ImportRejected(acc.bad)
         if acc.records and acc.steps == 0 and not live:
+            store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"reason": NO_STEPS})
             raise FileRefused(filename, NO_STEPS, [acc], describe(data))
         ends_runs = getattr(get_format(acc.format), "ends_runs", True)
         if live and ends_runs:  # a part of a foreign file: its reader's seq restarts each part; the Store places the steps
@@ -264,6 +270,8 @@ def import_bytes(
         else:
             events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
         report = ingest(store, events, redactor=redactor, source=acc.format, replace=replace)
+    store.record_audit(actor, IMPORT, target=filename, detail={
+        "format": acc.format, "sessions": len(report.sessions), "steps": report.steps, "skipped_bad": len(acc.bad)})
     report.errors = acc.bad
     warning = mostly_ignored(acc)
     report.warnings = [warning] if warning else []

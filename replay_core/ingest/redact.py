@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import hashlib
 import os
 import re
 from collections.abc import Iterable
@@ -150,7 +151,7 @@ _TOKEN_RULES = [
 # How sensitive keys end, for the key=value rule: a cheap per-letter gate first, then the
 # exact three-letter endings. The whole key is then read back and classified like a dict
 # key (so "max_tokens" and "keyword" are let go there).
-_KEY_TAILS = ("key", "pwd", "swd", "sig", "jwt", "ord", "ret", "ken", "kie", "uth", "ass")
+_KEY_TAILS = ("key", "pwd", "swd", "sig", "jwt", "ord", "ret", "ken", "kie", "uth", "ass", "ion", "als", "ets")
 _SCHEME = r"(?:[Bb]earer|[Bb]asic|[Tt]oken|[Bb]ot)[ \t]+"
 
 
@@ -189,14 +190,15 @@ def _scheme_rule(anchor: str, word: str, body: str, check: str) -> _Rule:
     return _Rule(anchor, f"{head}(?<!{_EDGE}{_ci(word)})[ \\t]+{_NOT_DONE}(?P<S>{body})", check=check)
 
 
+_PEM_BODY = (r"----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+             r"(?s:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*)")
+# A key=value match whose value opens a PEM block ('api_key="-----BEGIN ...'): the block runs on
+# past the line (or the escaped "\n") where the value rule stops, so the whole block goes.
+_PEM_AT = re.compile("-" + _PEM_BODY).match
+
 _RULES: list[_Rule] = [
     # PEM private keys: the whole block, or to the end of a truncated one
-    _Rule(
-        "-",
-        r"(?P<S>----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?s:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*))",
-        back=1,
-    ),
+    _Rule("-", f"(?P<S>{_PEM_BODY})", back=1),
     # scheme://user:password@host -> keep user and host (the check looks for the "://")
     _Rule(":", r"(?P<S>[^\s/?#@\"'<>\[][^\s/?#@\"'<>]*+)(?=@)", check="url"),
     _kv_rule(":"),
@@ -371,9 +373,9 @@ class Redactor:
         return self._walk(value, acc), acc[0]
 
     def event(self, event: _E) -> _E:
-        """The event with its free-text and JSON fields scrubbed (StepEvent: content,
+        """The event with every stored field scrubbed: free text and JSON (StepEvent: content,
         tool_args, metadata, context; SessionEvent: name, outcome, metadata, replay_config,
-        tags; SessionEndEvent: outcome, metadata). A StepEvent's ``redacted`` grows by the
+        tags; SessionEndEvent: outcome, metadata) and identifiers (_ID_FIELDS). A StepEvent's ``redacted`` grows by the
         number of values replaced. The very same object comes back when nothing changed."""
         fields = _EVENT_FIELDS.get(type(event))
         if fields is None:
@@ -390,6 +392,19 @@ class Redactor:
                 if update is None:
                     update = {}
                 update[name] = new
+        search, min_len = self._search, self._min_len
+        for name in _ID_FIELDS.get(type(event), ()):
+            value = values.get(name)
+            if type(value) is not str or len(value) < min_len:
+                continue
+            m = search(value)
+            if m is None:
+                continue
+            new = self._replace(value, m, acc)
+            if new is not value:
+                if update is None:
+                    update = {}
+                update[name] = _keep_apart(new, value) if name in _LINK_FIELDS else new[:_ID_MAX]
         if update is None:
             return event
         if isinstance(event, StepEvent):
@@ -589,6 +604,10 @@ class Redactor:
             if not quoted and text[m.start()] == ":" and _norm(key) in _COOKIE_KEYS:
                 stop = _LINE_END.search(text, end)  # a Cookie header: the whole rest of the line
                 return start, stop.start() if stop else len(text)
+            if secret.startswith("-----BEGIN"):
+                pem = _PEM_AT(text, start)
+                if pem is not None:
+                    return start, max(end, pem.end())
             if quoted or m.group(groups["SCH"]) or "=" in m.group(0)[:2] or _norm(key) not in _WEAK_SINGLE:
                 return span
             return span if _looks_secret(secret) else None
@@ -657,6 +676,22 @@ _EVENT_FIELDS: dict[type, tuple[str, ...]] = {
     SessionEvent: ("name", "outcome", "metadata", "replay_config", "tags"),
     SessionEndEvent: ("outcome", "metadata"),
 }
+# Identifiers are stored and shown too: an API key sent as `environment`, an agent named after
+# a token, a tool_call_id carrying one. (The session id is the run's address and is left alone.)
+_ID_FIELDS: dict[type, tuple[str, ...]] = {
+    StepEvent: ("event_id", "parent_id", "agent_id", "model", "tool_name", "tool_call_id", "error_class"),
+    SessionEvent: ("agent_id", "model", "workflow", "environment", "agent_version", "source", "error_class"),
+    SessionEndEvent: ("error_class",),
+}
+# Ids that link or tell steps apart: a redacted one keeps a short hash of what it was, so two
+# different ids stay different and a parent_id still names its parent's event_id.
+_LINK_FIELDS = frozenset({"event_id", "parent_id", "tool_call_id"})
+_ID_MAX = 200  # the identifier columns' width
+
+
+def _keep_apart(redacted: str, original: str) -> str:
+    tag = "#" + hashlib.sha256(original.encode()).hexdigest()[:12]
+    return redacted[: _ID_MAX - len(tag)] + tag
 
 
 def _flag(name: str) -> bool:

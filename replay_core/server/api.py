@@ -37,6 +37,7 @@ from .auth import Access
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
+from ..storage.actor import INGEST, READ, REPLAY, PermissionDenied
 from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteRefused
 from ..understand.timeline import open_timeline
 
@@ -233,20 +234,26 @@ class IngestAPI:
             return self._store
 
     def routes(self) -> list[Route]:
-        guarded = self._guarded
         sid = "{session_id:path}"  # ids may hold "/" (sent URL-encoded); the specific routes come first
+
+        def reads(handler):
+            return self._guarded(handler, READ)
+
+        def writes(handler):
+            return self._guarded(handler, INGEST)
+
         return [
             Route("/healthz", self._wrap(self.healthz), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions", guarded(self.create_session), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions", guarded(self.list_sessions), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/steps/{{event_id}}/attachments", guarded(self.add_attachment), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/steps", guarded(self.add_steps), methods=["POST"]),
-            Route(f"{API_PREFIX}/attachments/{{attachment_id:int}}", guarded(self.get_attachment), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/end", guarded(self.end_session), methods=["POST"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/snapshot", guarded(self.snapshot), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{sid}/explain", guarded(self.explain), methods=["GET"]),
-            Route(f"{API_PREFIX}/sessions/{sid}", guarded(self.get_session), methods=["GET"]),
-            Route("/v1/traces", guarded(self.otlp_traces), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions", writes(self.create_session), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions", reads(self.list_sessions), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/steps/{{event_id}}/attachments", writes(self.add_attachment), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/steps", writes(self.add_steps), methods=["POST"]),
+            Route(f"{API_PREFIX}/attachments/{{attachment_id:int}}", reads(self.get_attachment), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/end", writes(self.end_session), methods=["POST"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/snapshot", reads(self.snapshot), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/explain", reads(self.explain), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}", reads(self.get_session), methods=["GET"]),
+            Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
             *self.experiment_routes(),
         ]
 
@@ -285,13 +292,23 @@ class IngestAPI:
         log.exception("unexpected error answering %s", type(exc).__name__)
         return ApiError(500, f"internal error ({type(exc).__name__}); the request was not stored")
 
-    def _guarded(self, handler: Callable[[Request], Awaitable[Response]]):
+    def _guarded(self, handler: Callable[[Request], Awaitable[Response]], action: str):
+        """A route that needs a bearer token whose role allows `action` (401 without one, 403 when the role is short)."""
+
         async def checked(request: Request) -> Response:
             if not self.access.api_tokens:
                 raise ApiError(401, "the API is closed: no API tokens are configured (set AGENT_REPLAY_API_TOKENS)",
                                headers={"WWW-Authenticate": "Bearer"})
-            if not self.access.token_ok(request.headers.get("authorization")):
+            origin = request.client.host if request.client else "api"
+            actor = self.access.token_actor(request.headers.get("authorization"), origin)
+            if actor is None:
                 raise ApiError(401, "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
+            if not actor.may(action):
+                try:
+                    await run_in_threadpool(self.store().authorize, actor, action, request.url.path)
+                except PermissionDenied as exc:
+                    raise ApiError(403, str(exc)) from None
+            request.state.actor = actor
             return await handler(request)
 
         return self._wrap(checked)
@@ -506,14 +523,14 @@ class IngestAPI:
     # -- datasets and experiments (whatif.experiment): long work runs on a background thread, polled by GET
 
     def experiment_routes(self) -> list[Route]:
-        guarded = self._guarded
+        guarded = self._guarded  # launching costs money: editors; making a dataset writes: editors; reading: any role
         return [
-            Route(f"{API_PREFIX}/datasets", guarded(self.create_dataset), methods=["POST"]),
-            Route(f"{API_PREFIX}/datasets", guarded(self.list_datasets), methods=["GET"]),
-            Route(f"{API_PREFIX}/datasets/{{name:path}}", guarded(self.get_dataset), methods=["GET"]),
-            Route(f"{API_PREFIX}/experiments", guarded(self.create_experiment), methods=["POST"]),
-            Route(f"{API_PREFIX}/experiments", guarded(self.list_experiments), methods=["GET"]),
-            Route(f"{API_PREFIX}/experiments/{{experiment_id}}", guarded(self.get_experiment), methods=["GET"]),
+            Route(f"{API_PREFIX}/datasets", guarded(self.create_dataset, INGEST), methods=["POST"]),
+            Route(f"{API_PREFIX}/datasets", guarded(self.list_datasets, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/datasets/{{name:path}}", guarded(self.get_dataset, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments", guarded(self.create_experiment, REPLAY), methods=["POST"]),
+            Route(f"{API_PREFIX}/experiments", guarded(self.list_experiments, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments/{{experiment_id}}", guarded(self.get_experiment, READ), methods=["GET"]),
         ]
 
     async def _object_body(self, request: Request) -> dict:

@@ -3,25 +3,50 @@
 Settings come from the environment first, then from the Streamlit secrets file
 (`.streamlit/secrets.toml`, read here without Streamlit so the HTTP API can use it
 too). Secrets are compared in constant time and never logged or put in messages.
+
+Tokens carry a role like the UI's users: `AGENT_REPLAY_API_TOKENS="viewer:tok1,reviewer:tok2,tok3"`;
+a token without a `role:` prefix is an editor's (what every token was before roles), so
+old configurations keep working. A token is named in the audit log by a short hash.
+
+Password sign-in is throttled per client address: after FREE_FAILURES failures in a row
+each new try waits twice as long as the last (up to MAX_DELAY_S), and LOCKOUT_FAILURES in a
+row lock the client out for LOCKOUT. The state is the audit log itself (failed and good
+sign-ins, in the database): every app replica sees the same counts, a restart does not
+wipe them, and the lines an editor reads are the very ones that decide. Tries made while
+waiting are refused without looking at the password (logged as `throttled`, not counted).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..events import now_utc
+from ..storage.actor import EDITOR, REVIEWER, ROLES, VIEWER, Actor
+from ..storage.store import Store
+from ..team.audit import SIGN_IN, record
 
 TOKENS_KEY = "AGENT_REPLAY_API_TOKENS"
 VIEWER_KEY = "AGENT_REPLAY_PASSWORD"
 EDITOR_KEY = "AGENT_REPLAY_EDITOR_PASSWORD"
+REVIEWER_KEY = "AGENT_REPLAY_REVIEWER_PASSWORD"
 EDITORS_KEY = "AGENT_REPLAY_EDITORS"  # e-mail addresses that edit when signed in with OIDC
-EDITOR, VIEWER = "editor", "viewer"
+REVIEWERS_KEY = "AGENT_REPLAY_REVIEWERS"  # ... and those that review
+__all__ = ["EDITOR", "REVIEWER", "VIEWER", "Access", "SignIn", "sign_in", "sign_in_wait"]
+
+FREE_FAILURES = 3
+MAX_DELAY_S = 60.0
+LOCKOUT_FAILURES = 10
+LOCKOUT = timedelta(minutes=15)
+WINDOW = timedelta(hours=1)  # failures older than this are forgotten
 
 
 def secrets_files() -> list[Path]:
@@ -57,6 +82,25 @@ def _token_list(value: Any) -> tuple[str, ...]:
     return tuple(t.strip() for t in map(str, items) if t.strip())
 
 
+def _role_tokens(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """("viewer:abc", "def") -> tokens ("abc", "def"), roles ("viewer", "editor")."""
+    tokens, roles = [], []
+    for entry in entries:
+        head, sep, rest = entry.partition(":")
+        if sep and head.strip().lower() in ROLES and rest.strip():
+            tokens.append(rest.strip())
+            roles.append(head.strip().lower())
+        else:
+            tokens.append(entry)
+            roles.append(EDITOR)
+    return tuple(tokens), tuple(roles)
+
+
+def token_name(token: str) -> str:
+    """How the audit log names a token: a hash prefix, never the token."""
+    return "api token " + hashlib.sha256(token.encode()).hexdigest()[:10]
+
+
 @dataclass(frozen=True)
 class Access:
     """The configured secrets. `repr` hides them so they never end up in a log."""
@@ -65,44 +109,155 @@ class Access:
     viewer_password: str | None = field(default=None, repr=False)
     editor_password: str | None = field(default=None, repr=False)
     editor_emails: tuple[str, ...] = ()
+    token_roles: tuple[str, ...] = ()  # the role of api_tokens[i]; editor where missing
+    reviewer_password: str | None = field(default=None, repr=False)
+    reviewer_emails: tuple[str, ...] = ()
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None) -> Access:
         """From the environment, then `secrets` (default: the secrets files)."""
         env = os.environ if env is None else env
         secrets = read_secrets_files() if secrets is None else secrets
+        tokens, roles = _role_tokens(_token_list(_setting(TOKENS_KEY, env, secrets)))
         return cls(
-            api_tokens=_token_list(_setting(TOKENS_KEY, env, secrets)),
+            api_tokens=tokens,
+            token_roles=roles,
             viewer_password=_setting(VIEWER_KEY, env, secrets) or None,
+            reviewer_password=_setting(REVIEWER_KEY, env, secrets) or None,
             editor_password=_setting(EDITOR_KEY, env, secrets) or None,
             editor_emails=tuple(e.lower() for e in _token_list(_setting(EDITORS_KEY, env, secrets))),
+            reviewer_emails=tuple(e.lower() for e in _token_list(_setting(REVIEWERS_KEY, env, secrets))),
         )
 
     @property
     def gated(self) -> bool:
         """True when the UI asks for a password."""
-        return bool(self.viewer_password or self.editor_password)
+        return bool(self.viewer_password or self.reviewer_password or self.editor_password)
+
+    def _offered_token(self, authorization: str | None) -> str | None:
+        if not authorization or not self.api_tokens:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return token.strip()
+
+    def token_actor(self, authorization: str | None, origin: str = "api") -> Actor | None:
+        """Who an `Authorization: Bearer <token>` header speaks for (with the token's role), or None."""
+        offered = self._offered_token(authorization)
+        if offered is None:
+            return None
+        data = offered.encode()
+        # Compare with every token, without stopping at the first match.
+        hits = [hmac.compare_digest(data, t.encode()) for t in self.api_tokens]
+        if not any(hits):
+            return None
+        i = hits.index(True)
+        role = self.token_roles[i] if i < len(self.token_roles) else EDITOR
+        return Actor(token_name(self.api_tokens[i]), role, origin)
 
     def token_ok(self, authorization: str | None) -> bool:
         """Whether an `Authorization: Bearer <token>` header carries a configured token."""
-        if not authorization or not self.api_tokens:
-            return False
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return False
-        offered = token.strip().encode()
-        # Compare with every token, without stopping at the first match.
-        return any([hmac.compare_digest(offered, t.encode()) for t in self.api_tokens])
+        return self.token_actor(authorization) is not None
 
     def role_for(self, password: str) -> str | None:
-        """The role a typed password opens ('editor' first), or None."""
+        """The role a typed password opens (the highest if two passwords are the same), or None.
+        Every configured password is compared, in constant time, whatever the outcome."""
         offered = password.encode()
-        editor = bool(self.editor_password) and hmac.compare_digest(offered, self.editor_password.encode())
-        viewer = bool(self.viewer_password) and hmac.compare_digest(offered, self.viewer_password.encode())
-        if editor:
-            return EDITOR
-        return VIEWER if viewer else None
+        hits = {role: bool(secret) and hmac.compare_digest(offered, secret.encode())
+                for role, secret in ((EDITOR, self.editor_password), (REVIEWER, self.reviewer_password),
+                                     (VIEWER, self.viewer_password))}
+        return next((role for role, hit in hits.items() if hit), None)
 
     def role_for_email(self, email: str | None) -> str:
-        """The role of a user signed in through OIDC: editor when listed, else viewer."""
-        return EDITOR if email and email.lower() in self.editor_emails else VIEWER
+        """The role of a user signed in through OIDC: editor or reviewer when listed, else viewer."""
+        email = (email or "").lower()
+        if email and email in self.editor_emails:
+            return EDITOR
+        return REVIEWER if email and email in self.reviewer_emails else VIEWER
+
+
+# ---------------------------------------------------------------- password sign-in, throttled
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """How a password try went: the role it opened, or None with the seconds to wait (0: wrong password)."""
+
+    role: str | None
+    wait_s: float = 0.0
+    locked: bool = False
+
+
+def _failures(store: Store, origin: str, now: datetime) -> tuple[int, datetime | None]:
+    """Failed sign-ins from `origin` in a row (since its last good one, within WINDOW), and the last one's time."""
+    rows = store.audit_entries(actions=[SIGN_IN], origin=origin, since=now - WINDOW, outcomes=("ok", "failed"),
+                               limit=LOCKOUT_FAILURES + 1)
+    n = 0
+    for row in rows:
+        if row["outcome"] != "failed":
+            break
+        n += 1
+    return n, (rows[0]["at"] if n else None)
+
+
+def sign_in_wait(store: Store, origin: str, now: datetime | None = None) -> tuple[float, bool]:
+    """Seconds `origin` must still wait before its next password try, and whether it is locked out."""
+    now = now or now_utc()
+    n, last = _failures(store, origin, now)
+    if last is None or n < FREE_FAILURES:
+        return 0.0, False
+    if n >= LOCKOUT_FAILURES:
+        return max(0.0, (last + LOCKOUT - now).total_seconds()), True
+    delay = min(MAX_DELAY_S, 2.0 ** (n - FREE_FAILURES + 1))
+    return max(0.0, (last + timedelta(seconds=delay) - now).total_seconds()), False
+
+
+def sign_in(store: Store, access: Access, password: str, origin: str, *, now: datetime | None = None) -> SignIn:
+    """Try a password for the client at `origin`; every try is in the audit log."""
+    now = now or now_utc()
+    wait, locked = sign_in_wait(store, origin, now)
+    if wait > 0:
+        record(store, Actor("password", "none", origin), SIGN_IN, outcome="throttled", at=now,
+               detail={"wait_s": round(wait, 1), "locked": locked})
+        return SignIn(None, wait, locked)
+    role = access.role_for(password)
+    record(store, Actor(f"{role or 'unknown'} password", role or "none", origin), SIGN_IN,
+           outcome="ok" if role else "failed", at=now)
+    if role is None:
+        wait, locked = sign_in_wait(store, origin, now)
+    return SignIn(role, wait, locked)
+
+
+# ---------------------------------------------------------------- serving beyond this machine
+
+ALLOW_OPEN_KEY = "AGENT_REPLAY_ALLOW_OPEN"
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a server address listens on this machine only ("" / None / 0.0.0.0 / :: listen everywhere)."""
+    import ipaddress
+
+    host = (address or "").strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def open_to_the_network_refusal(address: str | None, env: Mapping[str, str] | None = None,
+                                secrets: Mapping[str, Any] | None = None) -> str | None:
+    """Why the app must not start, or None: listening beyond loopback with no password and no
+    OIDC makes every visitor an editor (delete runs, launch paid replays). AGENT_REPLAY_ALLOW_OPEN=1 allows it."""
+    env = os.environ if env is None else env
+    if is_loopback(address) or env.get(ALLOW_OPEN_KEY, "").strip() == "1":
+        return None
+    secrets = read_secrets_files() if secrets is None else secrets
+    if Access.load(env, secrets).gated or "auth" in secrets:
+        return None
+    where = f"address {address!r}" if address else "every network interface (no server.address set)"
+    return (f"refusing to serve {where} with no sign-in: anyone who can reach it would be an editor. "
+            f"Set AGENT_REPLAY_EDITOR_PASSWORD (and AGENT_REPLAY_PASSWORD), configure OIDC in .streamlit/secrets.toml, "
+            f"serve on 127.0.0.1 (--server.address 127.0.0.1), or set {ALLOW_OPEN_KEY}=1 to serve it open on purpose.")

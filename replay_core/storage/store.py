@@ -41,11 +41,13 @@ from sqlalchemy.engine import Connection
 
 from .. import config
 from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
+from .actor import DELETE, EDITOR, Actor, PermissionDenied, require
 from .tables import (
-    annotations, attachments, dataset_cases, datasets, experiment_runs, experiments, media_blobs, metadata, otlp_open_calls,
-    otlp_traces, sessions, step_contexts, steps, watch_offsets,
+    annotations, attachments, audit_log, dataset_cases, datasets, experiment_runs, experiments, media_blobs, metadata,
+    otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets,
 )
 
+RETENTION = Actor("retention policy", EDITOR, "retention")  # who deletes old runs, in the audit log
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
 
 SESSION_FIELDS = (
@@ -484,10 +486,14 @@ class Store:
         with self.engine.connect() as conn:
             return [v for v in conn.scalars(select(col).distinct().where(col.is_not(None)).order_by(col))]
 
-    def delete_sessions(self, ids: Sequence[str]) -> int:
-        """Delete sessions; steps, contexts, attachments and annotations go with them."""
+    def delete_sessions(self, ids: Sequence[str], *, actor: Actor | None = None) -> int:
+        """Delete sessions; steps, contexts, attachments and annotations go with them.
+        Editors only (`actor`, default the local user); the delete is in the audit log."""
+        ids = list(ids)
+        actor = self.authorize(actor, DELETE, ",".join(ids)[:2000])
         n = 0
         with self._write_lock, self.engine.begin() as conn:
+            self._audit(conn, actor, DELETE, target=",".join(ids)[:2000], detail={"sessions": len(ids)})
             for part in _chunks(list(ids)):
                 conn.execute(update(sessions).where(sessions.c.replay_of.in_(part)).values(replay_of=None))
                 for table in (step_contexts, steps, attachments, annotations):
@@ -507,7 +513,7 @@ class Store:
             query = query.where(~exists().where(annotations.c.session_id == sessions.c.id))
         with self.engine.connect() as conn:
             ids = list(conn.scalars(query))
-        return self.delete_sessions(ids)
+        return self.delete_sessions(ids, actor=RETENTION)
 
     # ------------------------------------------------------------------ OTLP traces arriving in batches
 
@@ -1030,6 +1036,49 @@ class Store:
                  .order_by(experiment_runs.c.id))
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
+
+
+    def authorize(self, actor: Actor | None, action: str, target: str | None = None) -> Actor:
+        """The actor (the local user when None) if its role allows `action`; else the refusal
+        goes in the audit log and PermissionDenied is raised. Every guarded function starts here."""
+        try:
+            return require(actor, action)
+        except PermissionDenied as exc:
+            self.record_audit(exc.actor, action, outcome="denied", target=target)
+            raise
+
+    def record_audit(self, actor: Actor, action: str, *, outcome: str = "ok", target: str | None = None,
+                     detail: dict | None = None, at: datetime | None = None) -> int:
+        """One line of the audit log, in its own transaction."""
+        with self._write_lock, self.engine.begin() as conn:
+            return self._audit(conn, actor, action, outcome=outcome, target=target, detail=detail, at=at)
+
+    def audit_entries(self, *, limit: int = 200, since: datetime | None = None, actions: Sequence[str] = (),
+                      origin: str | None = None, outcomes: Sequence[str] = ()) -> list[dict]:
+        """Audit lines, newest first."""
+        query = select(audit_log).order_by(audit_log.c.at.desc(), audit_log.c.id.desc()).limit(limit)
+        if since is not None:
+            query = query.where(audit_log.c.at >= since)
+        if actions:
+            query = query.where(audit_log.c.action.in_(list(actions)))
+        if origin is not None:
+            query = query.where(audit_log.c.origin == origin)
+        if outcomes:
+            query = query.where(audit_log.c.outcome.in_(list(outcomes)))
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+
+
+    # ------------------------------------------------------------------ audit log (replay_core.team.audit)
+
+    @staticmethod
+    def _audit(conn: Connection, actor: Actor, action: str, *, outcome: str = "ok", target: str | None = None,
+               detail: dict | None = None, at: datetime | None = None) -> int:
+        res = conn.execute(insert(audit_log).values(
+            at=at or now_utc(), who=actor.who[:200], role=actor.role[:20], origin=(actor.origin or "?")[:200],
+            action=action[:50], outcome=outcome[:20], target=target, detail=detail))
+        return res.inserted_primary_key[0]
 
 
 def _drop_unused_blobs(conn: Connection) -> None:

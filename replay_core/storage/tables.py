@@ -300,3 +300,21 @@ experiment_runs = Table(
     Column("finished_at", UTCDateTime),
     UniqueConstraint("experiment_id", "case_session", "variant"),
 )
+
+# Who did what, when, from where (replay_core.team.audit): imports, replays, deletes, replaces,
+# sign-ins and failed ones. Never a secret: `detail` holds counts and names, not bodies.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("who", String(200), nullable=False),
+    Column("role", String(20), nullable=False),
+    Column("origin", String(200), nullable=False),
+    Column("action", String(50), nullable=False),
+    Column("outcome", String(20), nullable=False),
+    Column("target", Text),
+    Column("detail", JSONType),
+    Index(None, "at"),
+    Index(None, "action", "origin", "at"),  # sign-in throttling counts one client's recent failures
+)

@@ -34,6 +34,7 @@ from ..ingest.pipeline import ingest
 from .provider import ModelAnswer, ProviderError, ask, load_litellm, prices
 from .recording import Recording, Turn, call_key, canonical_args
 from .replay_config import RECORDED, ReplayConfig
+from ..storage.actor import REPLAY, Actor
 from ..storage.store import Store
 from ..understand.timeline import open_timeline
 
@@ -417,18 +418,23 @@ def _pair_call_ids(original: list[StepEvent], replayed: list[StepEvent]) -> dict
 def replay(
     store: Store, session_id: str, from_step: int | None, to_step: int | None, config: ReplayConfig, *,
     live_tools: LiveTools | None = None, on_progress: Callable[[Progress], None] | None = None,
-    source: str = "replay", tags: tuple[str, ...] = (),
+    source: str = "replay", tags: tuple[str, ...] = (), actor: Actor | None = None,
 ) -> ReplayResult:
     """Replay steps from_step..to_step of a session with `config`; returns how it went.
 
     The replay is stored as it goes (a session with replay_of set); provider errors
     end it `failed` with every step kept. Raises ReplayError only for bad input.
     `source` and `tags` mark the replay session (experiments mark theirs, to keep them out of lists).
+    Editors only (`actor`, default the local user: replays cost money); each is in the audit log.
     """
+    actor = store.authorize(actor, REPLAY, session_id)
     rec = open_recording(store, session_id, from_step, to_step)
     if _needs_model(config):
         load_litellm()  # before the clock starts: its import is not the replay's overhead
-    return _Replay(store, rec, config, live_tools or {}, on_progress, source, tags).run()
+    result = _Replay(store, rec, config, live_tools or {}, on_progress, source, tags).run()
+    store.record_audit(actor, REPLAY, target=session_id, detail={
+        "model": result.model, "replay": result.session, "status": result.status, "from": from_step, "to": to_step})
+    return result
 
 
 def _needs_model(config: ReplayConfig) -> bool:
@@ -442,8 +448,10 @@ def _needs_model(config: ReplayConfig) -> bool:
 def replay_many(
     store: Store, session_id: str, from_step: int | None, to_step: int | None, configs: list[ReplayConfig], *,
     max_workers: int = 4, live_tools: LiveTools | None = None, on_progress: Callable[[Progress], None] | None = None,
+    actor: Actor | None = None,
 ) -> list[ReplayResult]:
-    """Fan-out: one replay session per config, run concurrently (at most max_workers at once)."""
+    """Fan-out: one replay session per config, run concurrently (at most max_workers at once). Editors only."""
+    actor = store.authorize(actor, REPLAY, session_id)
     if not configs:
         raise ReplayError("name at least one model")
     open_recording(store, session_id, from_step, to_step)  # bad input fails here, before anything runs
@@ -457,7 +465,8 @@ def replay_many(
                 on_progress(p)
 
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(configs))), thread_name_prefix="replay") as pool:
-        futures = [pool.submit(replay, store, session_id, from_step, to_step, c, live_tools=live_tools, on_progress=report)
+        futures = [pool.submit(replay, store, session_id, from_step, to_step, c, live_tools=live_tools, on_progress=report,
+                               actor=actor)
                    for c in configs]
         return [f.result() for f in futures]
 

@@ -1,0 +1,128 @@
+"""Stored strings are shown as text on every page: a run whose name, content, tool arguments,
+notes and dimensions hold markdown images, raw HTML and `javascript:` links, opened in headless
+Chromium, makes 0 requests to the address they point at and renders no link or image of theirs.
+
+The address is a real listener on a high port of 127.0.0.1 that counts what it is asked.
+Screenshots go to test-output/browser/.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from apptest_helpers import REPO, served_app
+from test_browser import browser, settled  # noqa: F401  (fixture)
+
+from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
+from replay_core.ingest.annotate import annotate
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import Store
+
+pytestmark = pytest.mark.browser
+OUT = REPO / "test-output" / "browser"
+SID, LIVE = "hostile-run", "hostile-live"
+
+
+class Listener:
+    """An HTTP server that records every request it gets."""
+
+    def __init__(self):
+        hits = self.hits = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                hits.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def hostile(port: int, what: str) -> str:
+    base = f"http://127.0.0.1:{port}"
+    return (f"![beacon]({base}/{what}-md.png) <img src=\"{base}/{what}-html.png\"> "
+            f"[click me](javascript:fetch('{base}/{what}-js')) <a href=\"{base}/{what}-a\">there</a> "
+            f"<script>fetch('{base}/{what}-script')</script> {base}/{what}-bare www.example.invalid")
+
+
+def plant(store: Store, port: int) -> None:
+    h = lambda what: hostile(port, what)  # noqa: E731
+    events = [
+        SessionEvent(session_id=SID, name=h("name"), agent_id="agent <b>x</b>", model="![m](http://127.0.0.1:%d/model.png)" % port,
+                     workflow="[wf](javascript:alert(1))", tags=[h("tag")]),
+        StepEvent(session_id=SID, seq=1, event_id="e1", type="input", content=h("input")),
+        StepEvent(session_id=SID, seq=2, event_id="e2", type="think", content=h("think")),
+        StepEvent(session_id=SID, seq=3, event_id="e3", type="tool_call", tool_name="fetch", tool_call_id="c1",
+                  tool_args={"url": h("args"), "note": h("args2")}),
+        StepEvent(session_id=SID, seq=4, event_id="e4", type="tool_result", tool_name="fetch", tool_call_id="c1",
+                  content=h("result"), status="error", error_class="Err<img src=x>"),
+        StepEvent(session_id=SID, seq=5, event_id="e5", type="decision", content=h("decision")),
+        SessionEndEvent(session_id=SID, status="failed", outcome=h("outcome")),
+        SessionEvent(session_id=LIVE, name=h("live")),
+        StepEvent(session_id=LIVE, seq=1, event_id="l1", type="think", content=h("livestep")),
+    ]
+    ingest(store, events)
+    annotate(store, SID, "bad", h("note"), author=h("author"))
+    annotate(store, SID, "needs_attention", h("stepnote"), event_id="e2", author="Ana")
+
+
+PAGES = [
+    "runs", f"timeline?session={SID}&step=1", f"timeline?session={SID}&step=2", f"timeline?session={SID}&step=3",
+    f"timeline?session={SID}&step=4", f"timeline?session={SID}&step=5", "review?review=bad", "review?review=needs_attention",
+    f"live?live={LIVE}", f"compare?a={SID}&b={LIVE}", f"whatif?session={SID}", "analytics",
+]
+
+
+def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):  # noqa: F811
+    OUT.mkdir(parents=True, exist_ok=True)
+    db = f"sqlite:///{tmp_path / 'hostile.db'}"
+    with Listener() as listener:
+        store = Store(db)
+        plant(store, listener.port)
+        store.close()
+        with served_app(db) as base:
+            pg = browser.new_page(viewport={"width": 1400, "height": 1200})
+            dialogs = []
+            pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            seen_text = 0
+            for path in PAGES:
+                pg.goto(f"{base}/{path}")
+                settled(pg)
+                pg.wait_for_timeout(500)
+                settled(pg)
+                port = f"127.0.0.1:{listener.port}"
+                links = pg.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+                bad_links = [h for h in links if h.lower().startswith("javascript:") or port in h]
+                images = pg.eval_on_selector_all("img[src]", "els => els.map(e => e.getAttribute('src'))")
+                where = pg.eval_on_selector_all("a[href]", "els => els.filter(e => e.getAttribute('href').includes('%s')).map(e => [e.getAttribute('href'), (e.closest('[data-testid]')||{}).getAttribute && e.closest('[data-testid]').getAttribute('data-testid'), e.outerHTML.slice(0,200)])" % port)
+                assert bad_links == [], (path, where[:5])
+                assert [s for s in images if port in s or s == "x"] == [], path
+                assert pg.locator("script", has_text=port).count() == 0, path
+                body = pg.inner_text("body")
+                seen_text += body.count("click me")
+                pg.screenshot(path=str(OUT / f"hostile-{path.split('?')[0]}.png"), full_page=True)
+            # the hostile text is there, shown as the characters it is
+            pg.goto(f"{base}/timeline?session={SID}&step=2")
+            settled(pg)
+            title = pg.inner_text("h1").replace("\u2060", "")  # the invisible joiner that keeps URLs plain
+            assert f"![beacon](http://127.0.0.1:{listener.port}/name-md.png)" in title
+            assert "<img src=" in title
+        assert listener.hits == []
+        assert dialogs == []
+        assert seen_text > 0
