@@ -32,5 +32,5 @@ def test_the_player_shows_plays_and_jumps(browser, demo_db, tmp_path):  # noqa: 
         pg.screenshot(path=str(OUT / "player.png"), full_page=True)
         pg.locator(".st-key-film_4 button").click()
         pg.wait_for_url("**step=4**")
-        pg.get_by_text("Play").first.click()
+        pg.get_by_text("Play", exact=True).first.click()
         pg.wait_for_url("**step=6**", timeout=15_000)  # two steps later, by itself

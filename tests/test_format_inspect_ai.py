@@ -146,6 +146,7 @@ def test_a_started_eval_is_unknown_not_running(store):
     doc["samples"][0].pop("scores")
     sid = import_bytes(store, orjson.dumps(doc), "started.json").sessions[0]
     assert store.get_session(sid)["status"] == "unknown"
+    store.delete_sessions([sid])  # an ended run keeps its end unless replaced: start again for the error case
     doc["status"] = "error"
     doc["error"] = {"message": "Task interrupted\n..."}
     sid = import_bytes(store, orjson.dumps(doc), "errored.json").sessions[0]

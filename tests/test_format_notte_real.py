@@ -51,7 +51,7 @@ def test_notte_core_session_trajectory_imports_exactly(store, tmp_path):
         ("o0", "observation-0", "image/jpeg"), ("o2", "observation-2", "image/jpeg"), ("s4", "screenshot-4", "image/jpeg")]
     assert store.attachment_data(files[2]["id"]).startswith(b"\xff\xd8\xff")
     session = store.get_session(sid)
-    assert (session["status"], session["errors"], session["outcome"]) == ("running", 1, None)
+    assert (session["status"], session["errors"], session["outcome"]) == ("unknown", 1, None)  # a finished file that says no outcome: ended, outcome not recorded
 
 
 def test_screenshot_bytes_are_notte_base64_unchanged(store):
