@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 from dataclasses import dataclass
+from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
@@ -69,8 +70,6 @@ def as_bytes(source) -> tuple[bytes, str | None]:
         buf = io.BytesIO()
         source.save(buf, format="PNG")
         return buf.getvalue(), "image/png"
-    from pathlib import Path
-
     if isinstance(source, str | Path):
         return Path(source).read_bytes(), None
     raise TypeError(f"a screenshot is bytes, a path or a PIL image, not {type(source).__name__}")

@@ -37,13 +37,11 @@ def _hold(shot: Shot, fps: float) -> int:
     return max(1, round(min(max(seconds, HOLD_MIN_S), HOLD_MAX_S) * fps))
 
 
-def _check(path: Path, fps: float) -> str:
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
+def _check(path: Path, fps: float) -> None:
+    if path.suffix.lower() not in FORMATS:
         raise ValueError(f"{path}: a video is .mp4, .webm or .gif")
     if not 0.5 <= fps <= 30:
         raise ValueError("--fps is between 0.5 and 30")
-    return suffix
 
 
 def _budget(holds: list[int], fps: float, max_seconds: float | None) -> tuple[int, bool]:
