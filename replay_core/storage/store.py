@@ -20,19 +20,23 @@ import orjson
 from sqlalchemy import (
     BigInteger,
     Engine,
+    Integer,
     Text,
     and_,
     bindparam,
     cast,
     case,
+    column,
     create_engine,
     delete,
     event,
     exists,
+    false,
     func,
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects import postgresql as pg_dialect
@@ -44,8 +48,9 @@ from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, no
 from .actor import DELETE, EDITOR, Actor, PermissionDenied, require
 from .tables import (
     annotations, attachments, audit_log, dataset_cases, datasets, experiment_runs, experiments, media_blobs, metadata,
-    otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets,
+    job_runs, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets,
 )
+from .search import PG_DOCUMENT, SearchQuery, snippet
 
 RETENTION = Actor("retention policy", EDITOR, "retention")  # who deletes old runs, in the audit log
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
@@ -377,13 +382,7 @@ class Store:
         if flt.tag:
             clauses.append(cast(sessions.c.tags, Text).like(f"%{_json_dumps(flt.tag)}%"))
         if flt.text:
-            pattern = f"%{flt.text.lower()}%"
-            clauses.append(
-                or_(
-                    func.lower(sessions.c.name).like(pattern),
-                    exists().where(steps.c.session_id == sessions.c.id).where(func.lower(steps.c.content).like(pattern)),
-                )
-            )
+            clauses.append(self._text_clause(flt.text))
         if flt.failed_tool:
             clauses.append(self._has_step(steps.c.tool_name == flt.failed_tool, _ERRORED))
         if flt.error_class:
@@ -1069,6 +1068,102 @@ class Store:
             return [dict(r._mapping) for r in conn.execute(query)]
 
 
+
+    # ------------------------------------------------------------------ full-text search (storage/search.py)
+
+    def _text_clause(self, text_: str):
+        """Runs whose name holds the text, or one of whose steps matches it in the search index."""
+        needle = text_.replace("\x00", "").strip().lower()
+        find = func.instr if self.dialect == "sqlite" else func.strpos  # not LIKE: no wildcards, no pattern-length limit
+        named = find(func.lower(sessions.c.name), needle) > 0 if needle else false()
+        query = SearchQuery.parse(text_)
+        if not query:
+            return named
+        return or_(named, sessions.c.id.in_(select(steps.c.session_id).where(self._step_matches(query))))
+
+    def _step_matches(self, query: SearchQuery):
+        """A condition on `steps`: the row matches `query` in the index."""
+        if self.dialect == "sqlite":
+            hits = text("SELECT rowid FROM steps_fts WHERE steps_fts MATCH :fts").bindparams(fts=query.fts5())
+            return steps.c.id.in_(hits.columns(column("rowid", Integer)))
+        return text(f"{PG_DOCUMENT} @@ to_tsquery('simple'::regconfig, :tsq)").bindparams(tsq=query.tsquery())
+
+    _HIT_COLUMNS = ("session_id", "seq", "event_id", "type", "tool_name", "content", "tool_args")
+
+    def _hit(self, query: SearchQuery, row) -> dict:
+        args = None if row.tool_args is None else _json_dumps(row.tool_args)
+        return {"session_id": row.session_id, "seq": row.seq, "event_id": row.event_id, "type": row.type,
+                "tool_name": row.tool_name, "snippet": snippet(query, row.content, row.tool_name, args)}
+
+    def search_matches(self, session_ids: Sequence[str], text_: str | None) -> dict[str, dict]:
+        """Per run, its first step (by seq) matching `text_`: {session_id: {seq, event_id, type,
+        tool_name, snippet}}, the snippet as (text, matched) parts. Runs matched by name only are absent."""
+        query = SearchQuery.parse(text_)
+        out: dict[str, dict] = {}
+        if not query or not session_ids:
+            return out
+        cols = [steps.c[n] for n in self._HIT_COLUMNS]
+        with self.engine.connect() as conn:
+            for part in _chunks(list(session_ids)):
+                first = (select(steps.c.session_id, func.min(steps.c.seq).label("seq"))
+                         .where(steps.c.session_id.in_(part), self._step_matches(query)).group_by(steps.c.session_id).subquery())
+                rows = conn.execute(select(*cols).join(first, and_(steps.c.session_id == first.c.session_id, steps.c.seq == first.c.seq))
+                                    .order_by(steps.c.id))
+                for row in rows:
+                    out.setdefault(row.session_id, self._hit(query, row))
+        return out
+
+    def search_in_session(self, session_id: str, text_: str | None, *, limit: int = 500) -> tuple[int, list[dict]]:
+        """Search inside one run: (how many steps match, the first `limit` of them in seq order with snippets)."""
+        query = SearchQuery.parse(text_)
+        if not query:
+            return 0, []
+        where = (steps.c.session_id == session_id, self._step_matches(query))
+        cols = [steps.c[n] for n in self._HIT_COLUMNS]
+        with self.engine.connect() as conn:
+            total = conn.scalar(select(func.count()).select_from(steps).where(*where))
+            rows = conn.execute(select(*cols).where(*where).order_by(steps.c.seq, steps.c.id).limit(limit))
+            return total, [self._hit(query, r) for r in rows]
+
+    # ------------------------------------------------------------------ the live feed (server/stream.py, the Live page)
+
+    def feed_cursor(self, session_id: str, after_seq: int | None) -> int:
+        """Where the feed resumes after the step with seq `after_seq` (an SSE Last-Event-ID): the
+        position of that step in storing order; 0 (from the start) when there is none such."""
+        if after_seq is None:
+            return 0
+        with self.engine.connect() as conn:
+            return conn.scalar(select(func.max(steps.c.id)).where(steps.c.session_id == session_id, steps.c.seq == after_seq)) or 0
+
+    def step_feed(self, session_id: str, after: int = 0, *, limit: int = 500) -> list[tuple[int, StepEvent]]:
+        """Steps of a run in the order they were stored, after cursor `after`: [(cursor, step)].
+
+        Storing order, not seq: a step stored late with a lower seq (an SDK's held place for a
+        model call) still comes. One run's writes are serialised (its row lock, SQLite's write
+        lock), so its row ids grow in commit order and a cursor never skips a committed step."""
+        cols = [steps.c.id, *(steps.c[name] for name in STEP_COLUMNS)]
+        query = select(*cols).where(steps.c.session_id == session_id, steps.c.id > after).order_by(steps.c.id).limit(limit)
+        out = []
+        with self.engine.connect() as conn:
+            for r in conn.execute(query):
+                values = dict(zip(STEP_COLUMNS, r[1:], strict=True))
+                values["session_id"] = session_id
+                out.append((r[0], StepEvent.trusted(values)))
+        return out
+
+    # ------------------------------------------------------------------ periodic jobs across replicas
+
+    def claim_job(self, name: str, every: timedelta, *, now: datetime | None = None) -> bool:
+        """True for exactly one caller per `every` among all processes on this database: the
+        caller that moves `job_runs.last_run_at` forward runs the job (retention sweep)."""
+        now = now or now_utc()
+        with self._write_lock, self._write_transaction() as conn:
+            dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+            conn.execute(dialect.insert(job_runs).values(name=name, last_run_at=now - every * 2)
+                         .on_conflict_do_nothing(index_elements=["name"]))
+            done = conn.execute(update(job_runs).where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
+                                .values(last_run_at=now)).rowcount
+        return done == 1
 
     # ------------------------------------------------------------------ audit log (replay_core.team.audit)
 

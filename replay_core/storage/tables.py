@@ -318,3 +318,12 @@ audit_log = Table(
     Index(None, "at"),
     Index(None, "action", "origin", "at"),  # sign-in throttling counts one client's recent failures
 )
+
+# When each periodic job (the retention sweep) last ran, whichever replica ran it: a replica
+# claims a run by moving `last_run_at` forward, so N app processes sweep once per period.
+job_runs = Table(
+    "job_runs",
+    metadata,
+    Column("name", String(50), primary_key=True),
+    Column("last_run_at", UTCDateTime, nullable=False),
+)
