@@ -261,10 +261,11 @@ def sessions_cmd(
     model: Annotated[str | None, typer.Option()] = None,
     agent: Annotated[str | None, typer.Option(help="agent_id")] = None,
     limit: Annotated[int, typer.Option()] = 50,
+    search: SearchOption = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """List sessions, newest first."""
+    """List sessions, newest first (with --search, each with its first matching step)."""
     from .events import SessionStatus
     from .understand.timeline import count_cycles
 
@@ -272,17 +273,31 @@ def sessions_cmd(
         fail(f"--status: expected one of {', '.join(SessionStatus)}, got {status!r}")
     store = open_store(db)
     store.expire_idle()
-    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent), limit=limit)
+    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent, text=search), limit=limit)
     cycles = count_cycles(store, [r["id"] for r in rows])
     items = [session_summary_row(r, cycles.get(r["id"], 0)) for r in rows]
+    matches = store.search_matches([r["id"] for r in rows], search) if search else {}
+    if search:
+        for item in items:
+            item["match"] = matches.get(item["id"])
     if json:
         print_json(items)
         return
-    table = Table("id", "name", "status", "model", "agent", "started", "steps", "cycles", "tokens", "cost $")
+    table = Table("id", "name", "status", "model", "agent", "started", "steps", "cycles", "tokens", "cost $", *(["match"] if search else []))
     for r in items:
         table.add_row(r["id"], _fmt(r["name"]), r["status"], _fmt(r["model"]), _fmt(r["agent_id"]), _when(r["started_at"]),
-                      str(r["steps"]), str(r["cycles"]), str(r["tokens_in"] + r["tokens_out"]), _fmt(r["cost_usd"]))
+                      str(r["steps"]), str(r["cycles"]), str(r["tokens_in"] + r["tokens_out"]), _fmt(r["cost_usd"]),
+                      *([_match_cell(r["match"])] if search else []))
     out.print(table)
+
+
+def _match_cell(match: dict | None):
+    """The matched step as plain text (never rich markup: the snippet is stored text), or how the run matched."""
+    from rich.text import Text
+
+    from .storage.search import plain
+
+    return Text(f"step {match['seq']}: {plain(match['snippet'])}" if match else "(its name)")
 
 
 @app.command("show")

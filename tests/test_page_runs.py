@@ -58,6 +58,9 @@ def test_text_search_looks_inside_steps(demo_store):
     at = page(RUNS, params={"q": "unexpected keyword argument"})
     assert table_ids(at) == [FAILED_CODING]
     assert at.text_input(key="q").value == "unexpected keyword argument"
+    cell = at.dataframe[0].value["Matched step"].iloc[0]  # the matched step, its snippet as plain text
+    seq = demo_store.search_matches([FAILED_CODING], "unexpected keyword argument")[FAILED_CODING]["seq"]
+    assert cell.startswith(f"{seq}: ") and "«unexpected» «keyword» «argument»" in cell
 
 
 def test_a_shared_link_applies_every_filter(demo_store):

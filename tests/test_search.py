@@ -171,3 +171,26 @@ def test_snippets_are_windows_of_the_stored_text():
     assert ("needle", True) in parts
     assert "".join(t for t, _ in parts[1:-1]) in text
     assert snippet(SearchQuery.parse("absent"), text) == []
+
+
+def test_the_api_q_and_the_cli_search_use_the_index(store, tmp_path):
+    from starlette.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from replay_core.cli import app
+    from replay_core.server.api import create_app
+    from replay_core.server.auth import Access
+
+    seed(store)
+    with TestClient(create_app(store, access=Access(api_tokens=("t0k",)))) as http:
+        body = http.get("/api/v1/sessions", params={"q": 'refund "NEAR('}, headers={"Authorization": "Bearer t0k"}).json()
+        assert body["total"] == 0
+        body = http.get("/api/v1/sessions", params={"q": "zürich"}, headers={"Authorization": "Bearer t0k"}).json()
+        assert [s["id"] for s in body["sessions"]] == ["w"]
+        assert body["sessions"][0]["match"]["seq"] == 2
+        assert ["Zürich", True] in body["sessions"][0]["match"]["snippet"]
+    result = CliRunner().invoke(app, ["sessions", "--db", store.url, "--search", "timeout", "--json"])
+    assert result.exit_code == 0, result.output
+    import orjson
+    rows = orjson.loads(result.output)
+    assert [(r["id"], r["match"]["seq"]) for r in rows] == [("q", 2)]

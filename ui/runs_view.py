@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import streamlit as st
 
 from replay_core.events import SessionStatus
+from replay_core.storage.search import plain
 from replay_core.storage.store import SessionFilter, Store
 
 from .common import HAS_LABELS, REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, fmt_duration, status_label, url_choice
@@ -84,9 +85,21 @@ def _review_of(store: Store, session_id: str) -> str:
     return REVIEW_LABELS.get(notes[-1]["label"], "") if notes else ""
 
 
+def search_matches(store: Store, flt: SessionFilter, rows: list[dict]) -> list[dict]:
+    """With a search, a "Matched step" column: each run's first matching step and its snippet,
+    plain text in a table cell (matches in «»; never markdown), or "(its name)"."""
+    if not flt.text:
+        return rows
+    matches = store.search_matches([r["id"] for r in rows], flt.text)
+    for row in rows:
+        hit = matches.get(row["id"])
+        row["Matched step"] = f"{hit['seq']}: {plain(hit['snippet'])}" if hit else "(its name)"
+    return rows
+
+
 def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
     rows = store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-    return [
+    return search_matches(store, flt, [
         {
             "id": r["id"],
             "Status": status_label(r["status"]),
@@ -105,7 +118,7 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
             "Review": _review_of(store, r["id"]),
         }
         for r in rows
-    ]
+    ])
 
 
 def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:

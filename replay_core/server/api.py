@@ -452,8 +452,12 @@ class IngestAPI:
         store = self.store()
 
         def page() -> dict:
-            return {"total": store.count_sessions(flt), "limit": limit, "offset": offset,
-                    "sessions": store.list_sessions(flt, limit=limit, offset=offset)}
+            rows = store.list_sessions(flt, limit=limit, offset=offset)
+            if flt.text:  # each run's first matching step: {seq, event_id, type, tool_name, snippet [[text, matched], …]}
+                matches = store.search_matches([r["id"] for r in rows], flt.text)
+                for row in rows:
+                    row["match"] = matches.get(row["id"])
+            return {"total": store.count_sessions(flt), "limit": limit, "offset": offset, "sessions": rows}
 
         return json_response(await run_in_threadpool(page))
 
