@@ -28,12 +28,13 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from sqlalchemy import exc as sa_exc
 
 from .auth import Access
+from .stream import StepHub
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
@@ -226,6 +227,7 @@ class IngestAPI:
         self.access = access if access is not None else Access.load()
         self.max_body = max_body if max_body is not None else max_body_bytes()
         self.degraded: str | None = None  # why the last write failed, until one succeeds
+        self._hub: StepHub | None = None  # the stream's pollers (server/stream.py), made on first use
 
     def store(self) -> Store:
         with self._store_lock:
@@ -252,6 +254,7 @@ class IngestAPI:
             Route(f"{API_PREFIX}/sessions/{sid}/end", writes(self.end_session), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions/{sid}/snapshot", reads(self.snapshot), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}/explain", reads(self.explain), methods=["GET"]),
+            Route(f"{API_PREFIX}/sessions/{sid}/stream", reads(self.stream), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}", reads(self.get_session), methods=["GET"]),
             Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
             *self.experiment_routes(),
@@ -474,6 +477,22 @@ class IngestAPI:
             "gaps": [g.to_dict() for g in timeline.gaps],
         }
         return json_response(body)
+
+    async def stream(self, request: Request) -> Response:
+        """GET /api/v1/sessions/{id}/stream: Server-Sent Events, one per step as it is stored (id: its seq),
+        resumed after `Last-Event-ID` (header, or `?last_event_id=`); heartbeats keep proxies from closing it."""
+        sid = _session_id(request)
+        raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id") or ""
+        if raw.strip() and not (raw.strip().isdigit() and int(raw) <= INT_MAX):
+            raise ApiError(422, f"Last-Event-ID: expected a step's seq (a whole number), got {raw[:50]!r}",
+                           [{"loc": "Last-Event-ID", "msg": "expected a whole number"}])
+        await self._session_or_404(sid)
+        after = await run_in_threadpool(self.store().feed_cursor, sid, int(raw) if raw.strip() else None)
+        with self._store_lock:
+            if self._hub is None:
+                self._hub = StepHub(self.store)
+        return StreamingResponse(self._hub.events(sid, after), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     async def snapshot(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}/snapshot?step=N: the agent's state at step N."""

@@ -1,0 +1,124 @@
+"""The live stream (`GET /api/v1/sessions/{id}/stream`) on the served app, fed by another process.
+
+A client stays connected while a separate Python process writes steps into the same database;
+they arrive in order, one event each, with heartbeats in between; a reconnect with
+Last-Event-ID resumes after the last one seen, without a gap or a double.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+from apptest_helpers import served_app
+
+from replay_core.events import StepEvent
+from replay_core.storage.store import Store
+
+TOKEN = "stream-token-7"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+WRITER = """
+import sys, time
+from replay_core.events import StepEvent
+from replay_core.storage.store import Store
+store = Store(sys.argv[1], migrate=False)
+sid, start, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+for i in range(start, start + n):
+    store.write([StepEvent(session_id=sid, type="think", content=f"thought {i}")])
+    time.sleep(0.02)
+"""
+
+
+def write_elsewhere(url: str, sid: str, start: int, n: int) -> None:
+    """Steps written by another OS process (no seq: the database allocates it)."""
+    subprocess.run([sys.executable, "-c", WRITER, url, sid, str(start), str(n)], check=True, timeout=120)
+
+
+class Listener(threading.Thread):
+    """An SSE client in a thread: collects (id, data) events and counts heartbeats."""
+
+    def __init__(self, base: str, sid: str, headers: dict | None = None):
+        super().__init__(daemon=True)
+        self.url, self.headers = f"{base}/api/v1/sessions/{sid}/stream", {**AUTH, **(headers or {})}
+        self.events: list[tuple[int, dict]] = []
+        self.heartbeats = 0
+        self.status: int | None = None
+        self.connected = threading.Event()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import orjson
+
+        with httpx.Client(timeout=httpx.Timeout(30, read=30)) as http, http.stream("GET", self.url, headers=self.headers) as res:
+            self.status = res.status_code
+            self.connected.set()
+            event_id = None
+            for line in res.iter_lines():
+                if self.stop.is_set():
+                    return
+                if line.startswith("id: "):
+                    event_id = int(line[4:])
+                elif line.startswith("data: "):
+                    self.events.append((event_id, orjson.loads(line[6:])))
+                elif line.startswith(": heartbeat"):
+                    self.heartbeats += 1
+
+    def wait_for(self, n: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.events) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.events) >= n, f"{len(self.events)} events of {n}"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('stream') / 'stream.db'}"
+    Store(url).close()
+    with served_app(url, AGENT_REPLAY_API_TOKENS=TOKEN, AGENT_REPLAY_STREAM_HEARTBEAT_S="0.5") as base:
+        yield base, url
+
+
+def test_steps_written_by_another_process_arrive_in_order_and_resume_after_last_event_id(served):
+    base, url = served
+    store = Store(url, migrate=False)
+    store.write([StepEvent(session_id="live-1", type="input", content="go")])
+    first = Listener(base, "live-1")
+    first.start()
+    assert first.connected.wait(30) and first.status == 200
+    first.wait_for(1)  # the backlog: the step stored before connecting
+    write_elsewhere(url, "live-1", 1, 30)
+    first.wait_for(31)
+    first.stop.set()
+    seqs = [i for i, _ in first.events]
+    assert seqs == list(range(1, 32))
+    assert [d["content"] for _, d in first.events[1:]] == [f"thought {i}" for i in range(1, 31)]
+    assert first.events[0][1]["kind"] == "step" and first.events[0][1]["session_id"] == "live-1"
+    assert first.heartbeats >= 1  # the writer's process start took longer than a heartbeat
+
+    # disconnected; more steps land; a reconnect after seq 20 gets 21… exactly once each
+    write_elsewhere(url, "live-1", 31, 10)
+    again = Listener(base, "live-1", {"Last-Event-ID": "20"})
+    again.start()
+    again.wait_for(21)
+    write_elsewhere(url, "live-1", 41, 5)
+    again.wait_for(26)
+    time.sleep(0.5)
+    again.stop.set()
+    assert [i for i, _ in again.events] == list(range(21, 47))
+    store.close()
+
+
+def test_the_stream_is_a_read_with_the_same_checks(served):
+    base, url = served
+    Store(url, migrate=False).write([StepEvent(session_id="live-2", type="think", content="x")])
+    with httpx.Client(base_url=base, timeout=10) as http:
+        assert http.get("/api/v1/sessions/live-2/stream").status_code == 401
+        assert http.get("/api/v1/sessions/live-2/stream", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert http.get("/api/v1/sessions/nobody/stream", headers=AUTH).status_code == 404
+        res = http.get("/api/v1/sessions/live-2/stream", headers={**AUTH, "Last-Event-ID": "x'; drop"})
+        assert res.status_code == 422 and "Last-Event-ID" in res.json()["detail"]
+        assert http.get("/api/v1/sessions/live-2/stream", headers={**AUTH, "Last-Event-ID": "9" * 40}).status_code == 422
