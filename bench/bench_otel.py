@@ -126,7 +126,7 @@ def chain() -> None:
     report(f"otlp_chain_{CHAIN // 1000}k_spans_{len(body) // 1024}kb_one_request", post_s, "s", "<= 2", parse_s,
            higher_is_better=False)
     report("healthz_p99_during_chain_ingest", _p99(busy) * 1000, "ms", "<= 100", _p99(idle) * 1000, higher_is_better=False)
-    print(f"# {len(busy)} health polls answered during the ingest, max {max(busy) * 1000:.1f} ms", flush=True)
+    print(f"# {len(busy)} health polls answered during the ingest, max {max(busy) * 1000:.1f} ms", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from datetime import UTC, datetime, timedelta
@@ -17,7 +18,8 @@ def report(bench: str, value: float, unit: str, goal: str, baseline: float | Non
     if baseline:
         ratio = round(value / baseline if higher_is_better else baseline / value, 3) if value else None
     print(json.dumps({"bench": bench, "value": round(value, 3), "unit": unit, "goal": goal,
-                      "baseline": None if baseline is None else round(baseline, 3), "ratio": ratio}), flush=True)
+                      "baseline": None if baseline is None else round(baseline, 3), "ratio": ratio,
+                      "load": [round(x, 2) for x in os.getloadavg()]}), flush=True)
 
 
 def timed(fn, *args, **kwargs):

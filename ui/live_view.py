@@ -64,9 +64,8 @@ def tail(store: Store, row: dict) -> None:
     if last is None:
         st.caption("Waiting for the first step…")
         return
-    steps = store.load_steps(sid, from_seq=max(0, last - TAIL + 1))
     lines = []
-    for step in steps[-TAIL:]:
+    for _, step in store.step_feed(sid, limit=TAIL, newest=True):  # the API stream's feed: the newest stored, in storing order
         when = f"`{step.timestamp.strftime('%H:%M:%S')}` " if step.timestamp else ""
         what = step_label(step.type) + (f" · {step.tool_name}" if step.tool_name else "")
         flag = " ❗" if step.type == "error" or step.status == "error" else ""
