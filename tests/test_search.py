@@ -98,11 +98,22 @@ def test_a_step_moved_between_runs_is_found_in_its_new_run(store):
     assert found(store, "pomelo") == ["real"]
 
 
+def insert_old_step(store: Store, **values) -> None:
+    """A step as a database at 0004 holds it (today's Store.write expects the index to exist)."""
+    from sqlalchemy import text
+
+    row = {"content": None, "tool_name": None, "tool_args": None, **values}
+    with store.engine.begin() as conn:
+        conn.execute(text("INSERT INTO sessions (id, status, created_at) VALUES ('before', 'running', '2026-01-01 00:00:00')"))
+        conn.execute(text("INSERT INTO steps (session_id, seq, event_id, type, content, tool_name, tool_args, status, retry, redacted) "
+                          "VALUES ('before', 1, 'e1', 'think', :content, :tool_name, :tool_args, 'ok', 0, 0)"), row)
+
+
 def test_the_migration_indexes_steps_stored_before_it(tmp_path):
     url = f"sqlite:///{tmp_path / 'old.db'}"
     old = Store(url, migrate=False)
     command.upgrade(alembic_config(old.engine), "0004_audit")
-    old.write([StepEvent(session_id="before", type="tool_call", tool_name="lookup", tool_args={"sku": "persimmon"})])
+    insert_old_step(old, tool_name="lookup", tool_args='{"sku": "persimmon"}')
     old.close()
     store = Store(url)
     assert found(store, "persimmon") == ["before"]
@@ -121,7 +132,7 @@ def test_the_migration_indexes_steps_stored_before_it_on_postgresql(pg_database)
     try:
         old = Store(url, migrate=False)
         command.upgrade(alembic_config(old.engine), "0004_audit")
-        old.write([StepEvent(session_id="before", type="think", content="an older persimmon")])
+        insert_old_step(old, content="an older persimmon")
         old.close()
         store = Store(url)
         assert found(store, "persimmon") == ["before"]

@@ -7,8 +7,8 @@ finds "get weather"). Everything else the user typed — FTS5 or tsquery operato
 NUL, brackets — is a separator, so no query is ever syntax: the terms are quoted by
 construction, and a hostile string costs linear time.
 
-The index: SQLite FTS5 over (content, tool_name, tool_args) as an external-content table
-kept by triggers; PostgreSQL a GIN index on a `to_tsvector('simple', …)` expression of the
+The index: SQLite FTS5 over (content, tool_name, tool_args) as an external-content table,
+new steps added by `Store.write` in one statement, deletes and updates by triggers; PostgreSQL a GIN index on a `to_tsvector('simple', …)` expression of the
 same fields, with ASCII punctuation turned into spaces first so that both databases split
 words the same way ("api.weather.com" is three words in both; PostgreSQL's parser would keep
 it one host name). 'simple' (no stemming, no stop words) because FTS5's unicode61 has none
@@ -51,19 +51,22 @@ def _values(row: str) -> str:
 SQLITE_INDEX = (
     "CREATE VIRTUAL TABLE steps_fts USING fts5(content, tool_name, tool_args, content='steps', content_rowid='id', "
     "tokenize='unicode61 remove_diacritics 0')",
-    f"CREATE TRIGGER steps_fts_insert AFTER INSERT ON steps BEGIN "
-    f"INSERT INTO steps_fts(rowid, content, tool_name, tool_args) VALUES (new.id, {_values('new')}); END",
     f"CREATE TRIGGER steps_fts_delete AFTER DELETE ON steps BEGIN "
     f"INSERT INTO steps_fts(steps_fts, rowid, content, tool_name, tool_args) VALUES ('delete', old.id, {_values('old')}); END",
     f"CREATE TRIGGER steps_fts_update AFTER UPDATE OF content, tool_name, tool_args ON steps BEGIN "
     f"INSERT INTO steps_fts(steps_fts, rowid, content, tool_name, tool_args) VALUES ('delete', old.id, {_values('old')}); "
     f"INSERT INTO steps_fts(rowid, content, tool_name, tool_args) VALUES (new.id, {_values('new')}); END",
 )
-# Fills the index for the steps already stored (never FTS5's 'rebuild': it would index whole
-# fields, which the delete trigger's cut values would then not remove).
+# New steps are indexed by one statement per write (`Store.write`: the steps past the highest id
+# it saw when its transaction took the write lock), not by an insert trigger: FTS5 flushes its
+# buffer at every statement's savepoint, and a trigger under executemany made inserts 8-15×
+# slower (bench_search). The same statement fills the index for the steps already stored
+# (never FTS5's 'rebuild': it would index whole fields, which the delete trigger's cut values
+# would then not remove).
 SQLITE_FILL = f"INSERT INTO steps_fts(rowid, content, tool_name, tool_args) SELECT id, {_values('steps')} FROM steps"
+SQLITE_FILL_AFTER = SQLITE_FILL + " WHERE id > ?"
 SQLITE_DROP = ("DROP TRIGGER IF EXISTS steps_fts_update", "DROP TRIGGER IF EXISTS steps_fts_delete",
-               "DROP TRIGGER IF EXISTS steps_fts_insert", "DROP TABLE IF EXISTS steps_fts")
+               "DROP TABLE IF EXISTS steps_fts")
 PG_INDEX = f"CREATE INDEX ix_steps_search ON steps USING gin ({PG_DOCUMENT})"
 PG_DROP = "DROP INDEX IF EXISTS ix_steps_search"
 

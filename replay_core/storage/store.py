@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from contextlib import contextmanager
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ from .tables import (
     annotations, attachments, audit_log, dataset_cases, datasets, experiment_runs, experiments, media_blobs, metadata,
     job_runs, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets,
 )
-from .search import PG_DOCUMENT, SearchQuery, snippet
+from .search import PG_DOCUMENT, SQLITE_FILL_AFTER, SearchQuery, snippet
 
 RETENTION = Actor("retention policy", EDITOR, "retention")  # who deletes old runs, in the audit log
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
@@ -195,7 +196,7 @@ class Store:
         if not ids:
             return result
         now = now_utc()
-        with self._write_lock, self._write_transaction() as conn:
+        with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn):
             known = self._existing_sessions(conn, ids, lock=True)
             self._check_references(conn, ids, opened)
             created = self._create_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
@@ -1080,6 +1081,18 @@ class Store:
         if not query:
             return named
         return or_(named, sessions.c.id.in_(select(steps.c.session_id).where(self._step_matches(query))))
+
+    @contextmanager
+    def _search_indexed(self, conn: Connection):
+        """SQLite: the steps a write transaction inserts go into the search index in one statement at
+        its end (see search.SQLITE_FILL_AFTER); under the write lock, they are those past the highest id
+        seen at its start. PostgreSQL's GIN index keeps itself."""
+        if self.dialect != "sqlite":
+            yield
+            return
+        mark = conn.scalar(select(func.max(steps.c.id))) or 0
+        yield
+        conn.exec_driver_sql(SQLITE_FILL_AFTER, (mark,))
 
     def _step_matches(self, query: SearchQuery):
         """A condition on `steps`: the row matches `query` in the index."""
