@@ -1,6 +1,8 @@
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.retention import apply_policy, run_periodically
@@ -51,3 +53,38 @@ def test_schedule_runs_passes_and_survives_a_failure(sqlite_store, monkeypatch):
 
     asyncio.run(main())
     assert len(calls) >= 2 and sqlite_store.session_ids() == ["fresh"]
+
+
+def test_replicas_on_one_database_sweep_once_per_period(store, monkeypatch):
+    from replay_core.storage.retention import sweep_once
+    from replay_core.storage.store import Store
+
+    _runs(store)
+    monkeypatch.setenv("AGENT_REPLAY_RETENTION_DAYS", "7")
+    other = Store(store.url, migrate=False)  # a second replica: its own engine and pool
+    try:
+        assert sweep_once(store) == 2
+        assert sweep_once(other) is None and sweep_once(store) is None  # claimed for this hour
+        now = datetime.now(UTC)
+        assert other.claim_job("retention", timedelta(hours=1), now=now + timedelta(minutes=59)) is True  # within the 10% slack
+        assert store.claim_job("retention", timedelta(hours=1), now=now + timedelta(minutes=59)) is False
+    finally:
+        other.close()
+
+
+@pytest.mark.postgres
+def test_a_sweep_in_progress_elsewhere_holds_the_advisory_lock(pg_store, monkeypatch):
+    from replay_core.storage.retention import SWEEP_LOCK, sweep_once
+    from replay_core.storage.store import Store
+
+    _runs(pg_store)
+    monkeypatch.setenv("AGENT_REPLAY_RETENTION_DAYS", "7")
+    other = Store(pg_store.url, migrate=False)
+    try:
+        with other.advisory_lock(SWEEP_LOCK) as held:
+            assert held
+            assert sweep_once(pg_store) is None  # never two sweeps at once
+            assert pg_store.count_sessions() == 3
+        assert sweep_once(pg_store) == 2
+    finally:
+        other.close()

@@ -1173,6 +1173,23 @@ class Store:
 
     # ------------------------------------------------------------------ periodic jobs across replicas
 
+    @contextmanager
+    def advisory_lock(self, key: int):
+        """`with store.advisory_lock(k) as held:` PostgreSQL's session advisory lock, tried (never waited
+        for), released at the end; True on SQLite, whose write lock serialises writers already."""
+        if self.dialect != "postgresql":
+            yield True
+            return
+        with self.engine.connect() as conn:
+            held = conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": key})
+            conn.commit()
+            try:
+                yield bool(held)
+            finally:
+                if held:
+                    conn.scalar(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    conn.commit()
+
     def claim_job(self, name: str, every: timedelta, *, now: datetime | None = None) -> bool:
         """True for exactly one caller per `every` among all processes on this database: the
         caller that moves `job_runs.last_run_at` forward runs the job (retention sweep)."""
