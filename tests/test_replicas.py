@@ -1,0 +1,82 @@
+"""Two served app processes (`streamlit run streamlit_app.py`) on one PostgreSQL database, as
+deploy/ runs them behind a proxy: what one replica stores the other reads and streams, and the
+hourly retention sweep runs once between them."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from apptest_helpers import served_app
+from test_stream import Listener
+
+from replay_core.events import SessionEvent, StepEvent
+from replay_core.storage.actor import DELETE
+from replay_core.storage.store import RETENTION, Store
+
+pytestmark = pytest.mark.postgres
+TOKEN = "replica-token-3"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def replicas(pg_database):
+    import psycopg
+
+    name = f"replicas_{uuid.uuid4().hex[:8]}"
+    admin_url = pg_database.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = pg_database.rsplit("/", 1)[0] + "/" + name
+    store = Store(url)
+    old = datetime.now(UTC) - timedelta(days=30)
+    for sid in ("old-1", "old-2"):
+        store.write([SessionEvent(session_id=sid, started_at=old), StepEvent(session_id=sid, type="think", content="old")])
+    env = {"AGENT_REPLAY_API_TOKENS": TOKEN, "AGENT_REPLAY_RETENTION_DAYS": "7"}
+    try:
+        with served_app(url, **env) as a, served_app(url, **env) as b:
+            yield a, b, store
+    finally:
+        store.close()
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_write_on_one_replica_is_read_and_searched_on_the_other(replicas):
+    a, b, _ = replicas
+    with httpx.Client(headers=AUTH, timeout=30) as http:
+        assert http.post(f"{a}/api/v1/sessions/shared-1/steps", json=[{"type": "think", "content": "written on replica A"}]).status_code == 200
+        body = http.get(f"{b}/api/v1/sessions/shared-1").json()
+        assert [s["content"] for s in body["steps"]] == ["written on replica A"]
+        listed = http.get(f"{b}/api/v1/sessions", params={"q": "replica"}).json()
+        assert [s["id"] for s in listed["sessions"]] == ["shared-1"]
+
+
+def test_the_stream_on_one_replica_sees_writes_on_the_other(replicas):
+    a, b, _ = replicas
+    with httpx.Client(headers=AUTH, timeout=30) as http:
+        http.post(f"{a}/api/v1/sessions/shared-2/steps", json=[{"type": "input", "content": "start"}]).raise_for_status()
+        listener = Listener(b, "shared-2", AUTH)  # this module's token
+        listener.start()
+        listener.wait_for(1)
+        for i in range(1, 6):
+            http.post(f"{a}/api/v1/sessions/shared-2/steps", json=[{"type": "think", "content": f"from A {i}"}]).raise_for_status()
+        listener.wait_for(6)
+        listener.stop.set()
+    assert [i for i, _ in listener.events] == [1, 2, 3, 4, 5, 6]
+    assert [d["content"] for _, d in listener.events[1:]] == [f"from A {i}" for i in range(1, 6)]
+
+
+def test_the_retention_sweep_ran_once_between_the_replicas(replicas):
+    _, _, store = replicas
+    deadline = time.monotonic() + 30
+    while store.get_session("old-1") is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert store.get_session("old-1") is None and store.get_session("old-2") is None
+    time.sleep(1)  # both replicas' first pass is over by now (it runs as each starts)
+    sweeps = [e for e in store.audit_entries(actions=[DELETE]) if e["who"] == RETENTION.who]
+    assert len(sweeps) == 1, sweeps
+    assert sweeps[0]["detail"] == {"sessions": 2}
