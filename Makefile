@@ -34,7 +34,7 @@ test: install-dev
 	$(BIN)/python -m pytest
 
 bench: install-dev
-	@for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
+	$(BIN)/python bench/run_all.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
