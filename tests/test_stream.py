@@ -122,3 +122,19 @@ def test_the_stream_is_a_read_with_the_same_checks(served):
         res = http.get("/api/v1/sessions/live-2/stream", headers={**AUTH, "Last-Event-ID": "x'; drop"})
         assert res.status_code == 422 and "Last-Event-ID" in res.json()["detail"]
         assert http.get("/api/v1/sessions/live-2/stream", headers={**AUTH, "Last-Event-ID": "9" * 40}).status_code == 422
+
+
+def test_the_feed_is_in_storing_order_and_resumes_after_a_seq(store):
+    """A held place (seq 2, stored after 3 and 4) still comes, after them; resuming after seq 4 gives it."""
+    store.write([StepEvent(session_id="held", seq=s, type="think", content=str(s)) for s in (1, 3, 4)])
+    store.write([StepEvent(session_id="held", seq=2, type="tool_call", tool_name="slow")])
+    store.write([StepEvent(session_id="other", seq=1, type="think")])
+    feed = store.step_feed("held")
+    assert [s.seq for _, s in feed] == [1, 3, 4, 2]
+    assert [c for c, _ in feed] == sorted(c for c, _ in feed)
+    assert [s.seq for _, s in store.step_feed("held", store.feed_cursor("held", 4))] == [2]
+    assert [s.seq for _, s in store.step_feed("held", store.feed_cursor("held", 2))] == []
+    assert store.feed_cursor("held", 99) == 0 and store.feed_cursor("held", None) == 0
+    assert [s.seq for _, s in store.step_feed("held", limit=2, newest=True)] == [4, 2]
+    assert store.feed_head("held") == feed[-1][0]
+    assert [s.seq for _, s in store.step_feed("held", 0, limit=2)] == [1, 3]
