@@ -160,10 +160,24 @@ def postgres(sessions, steps) -> None:
         Store(url).close()
         with psycopg.connect(url) as conn, conn.cursor() as cur:
             cur.executemany("insert into sessions (id, name, status, started_at, created_at) values (%s, %s, %s, %s, %s)", sessions)
-            with cur.copy(f"copy steps ({', '.join(COLUMNS)}) from stdin") as copy:
-                for row in steps:
-                    copy.write_row(row)
+            conn.commit()
+
+            def copy_steps() -> float:
+                start = time.perf_counter()
+                with cur.copy(f"copy steps ({', '.join(COLUMNS)}) from stdin") as copy:
+                    for row in steps:
+                        copy.write_row(row)
+                conn.commit()
+                return len(steps) / (time.perf_counter() - start)
+
+            cur.execute(search.PG_DROP)
+            without = copy_steps()
+            cur.execute("truncate steps")
+            cur.execute(search.PG_INDEX)
+            conn.commit()
+            report("search_copy_with_index_postgres", copy_steps(), "steps/s", "(the index's cost)", without)
             cur.execute("analyze")
+            conn.commit()
         store = Store(url, migrate=False)
         figures(store, "postgres", len(steps))
         store.close()
