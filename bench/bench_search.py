@@ -38,13 +38,16 @@ def generate(runs: int, seed: int = 11):
     """(sessions, steps) rows: sentences of 12 Zipf-ish words, the rare and common word sprinkled in."""
     rng = random.Random(seed)
     words = vocabulary(rng)
-    weights = [1 / (i + 1) for i in range(len(words))]
+    cum, total = [], 0.0
+    for i in range(len(words)):  # Zipf-ish weights, accumulated once (choices would redo it per call)
+        total += 1 / (i + 1)
+        cum.append(total)
     sessions, steps = [], []
     for r in range(runs):
         sid = f"run-{r}"
         sessions.append((sid, f"bench run {r}", "succeeded", "2026-09-01 00:00:00", "2026-09-01 00:00:00"))
         for seq in range(1, PER_RUN + 1):
-            sentence = rng.choices(words, weights, k=12)
+            sentence = rng.choices(words, cum_weights=cum, k=12)
             roll = rng.random()
             if roll < 1e-4:
                 sentence[rng.randrange(12)] = RARE
