@@ -30,7 +30,7 @@ def _go(seq: int) -> None:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _shots(_store: Store, _steps: list, url: str, session_id: str, stamp: tuple) -> list[Shot]:
     """Shared, never copied: cache_data would unpickle a Shot per step on every rerun (9 s at 100,000 steps)."""
-    return shots(_store, session_id, _steps)
+    return shots(_store, session_id, _steps, only_with_screens=True)
 
 
 def player(store: Store, tl: Timeline, pos: int) -> bool:
