@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from replay_core.understand.explain import EXPLAINED, explain
 from replay_core.understand.snapshot import state_at
 from ui import player_view
 from ui import timeline_view as tv
@@ -30,7 +29,7 @@ tv.run_header(tl, run_notes)
 if not tl.steps:
     st.info("This run has no steps yet. Steps sent to it will appear here (and on the **Live** page as they arrive).")
     st.stop()
-explanation = explain(store, session_id) if (tl.session.get("status") or "unknown") in EXPLAINED else None
+explanation = tv.explanation_for(store, tl)
 tv.plain_header(tl, explanation)
 
 noted = set(step_notes)

@@ -257,6 +257,30 @@ def test_the_header_says_what_was_asked_how_it_ended_and_why(demo_store):
     assert at.session_state["step"] == 7 and at.query_params["step"] == "7"
 
 
+def test_the_header_tells_what_it_did_a_sentence_per_group_of_cycles(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING})
+    header = next(plain(m.value) for m in at.markdown if m.value.startswith("**Asked:**"))
+    assert ("**Did:** Steps 2–4: searched code once. Steps 5–7: read file once. Steps 8–10: wrote file once. "
+            "Steps 11–15: edited file twice. Steps 16–18: ran tests once (failed).") in header
+    assert header.index("**Did:**") < header.index("**Ended:**") < header.index("**Why:**")
+
+
+def test_the_explanation_is_computed_once_per_version_of_the_run(demo_store, monkeypatch):
+    import replay_core.understand.explain as explain_module
+    import ui.timeline_view as tv
+
+    calls = []
+    real = explain_module.explain
+    monkeypatch.setattr(tv, "explain", lambda store, sid, **kw: calls.append(sid) or real(store, sid, **kw))
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "3"})
+    at.button(key="jump_next").click().run()
+    at.slider(key="step").set_value(12).run()
+    assert calls == [FAILED_CODING] and at.session_state["step"] == 12
+    ingest(demo_store, [StepEvent(session_id=FAILED_CODING, seq=26, type="think", content="one more thought")])
+    at.button(key="jump_prev").click().run()  # the run changed: explained again
+    assert calls == [FAILED_CODING, FAILED_CODING]
+
+
 def test_a_succeeded_run_has_no_cause_line(demo_store):
     at = page(TIMELINE, params={"session": "demo-08-flight-bos-sfo-a"})
     header = next(plain(m.value) for m in at.markdown if m.value.startswith("**Asked:**"))

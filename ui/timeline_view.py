@@ -16,8 +16,10 @@ import orjson
 import streamlit as st
 
 from replay_core.ingest.annotate import annotate
+from replay_core.understand.cycle_groups import story
+from replay_core.understand.explain import EXPLAINED, Explanation, explain
 from replay_core.understand.snapshot import Snapshot
-from replay_core.storage.store import Store
+from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline
 
 from .common import (
@@ -170,12 +172,34 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
         st.markdown(note_line(note))
 
 
+EXPLAIN_TTL_S = 600  # peers' durations feed the slow-step rule: an explanation is recomputed at least this often
+
+
+@st.cache_data(ttl=EXPLAIN_TTL_S, max_entries=64, show_spinner=False)
+def _explanation(_store: Store, url: str, session_id: str, stamp: tuple, successes: int) -> Explanation:
+    return explain(_store, session_id)
+
+
+def explanation_for(store: Store, tl: Timeline) -> Explanation | None:
+    """explain() once per version of the run and of the successful runs it may be compared with
+    (new steps, a new status or a new successful run recompute it); None for a run that is not explained."""
+    s = tl.session
+    if (s.get("status") or "unknown") not in EXPLAINED:
+        return None
+    stamp = (s.get("steps"), s.get("max_seq"), str(s.get("last_event_at")), s.get("status"), str(s.get("ended_at")), s.get("outcome"))
+    return _explanation(store, store.url, tl.id, stamp, store.count_sessions(SessionFilter(status="succeeded")))
+
+
 def plain_header(tl: Timeline, explanation) -> None:
-    """For readers who are not engineers: what it was asked, how it ended, and why (the cause line)."""
+    """For readers who are not engineers: what it was asked, what it did (a sentence per group of cycles),
+    how it ended, and why (the cause line)."""
     asked = next((st_.content for st_ in tl.steps if st_.type == "input" and (st_.metadata or {}).get("role") != "system"), None)
     s = tl.session
-    lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}",
-             f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else "")]
+    lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}"]
+    did = story(tl.steps, tl.cycles)
+    if did:
+        lines.append("**Did:** " + " ".join(md(sentence) for sentence in did))
+    lines.append(f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
     if explanation is not None:
         lines.append(f"**Why:** {md(explanation.cause_line())}")
     st.markdown("  \n".join(lines))
