@@ -324,6 +324,17 @@ def test_content_is_shown_exactly_as_recorded(empty_store):
     assert "a -> b" in [t.value for t in at.text] and not any("→" in m.value for m in at.markdown)
 
 
+def test_a_write_shows_its_diff_against_the_earlier_read(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "9"})
+    assert not at.exception
+    assert "**What it changes in pricing/format.py**" in [plain(m.value) for m in at.markdown]
+    assert any(plain(c.value).startswith("Diff against the read at step 7 (derived by this app, not recorded).") for c in at.caption)
+    diff = next(c for c in at.code if c.value.startswith("--- pricing/format.py (the read at step 7)"))
+    assert diff.language == "diff" and '+CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}' in diff.value
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "12"})
+    assert any(plain(c.value).startswith("No earlier read of checkout/summary.py in this run") for c in at.caption)
+
+
 def test_replay_from_here_and_compare_with_the_turning_point_run(demo_store):
     at = page(TIMELINE, params={"session": "demo-09-flight-bos-sfo-b", "step": "6"})
     links = {el.proto.label: el.proto for el in at.get("page_link")}

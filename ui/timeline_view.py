@@ -18,6 +18,7 @@ import streamlit as st
 from replay_core.ingest.annotate import annotate
 from replay_core.understand.cycle_groups import story
 from replay_core.understand.explain import EXPLAINED, Explanation, explain
+from replay_core.understand.file_writes import file_write
 from replay_core.understand.snapshot import Snapshot
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline
@@ -373,6 +374,17 @@ def show_args(args: Any) -> None:
         st.code(_args_text(args) or "(no arguments)", language=None, wrap_lines=True)
 
 
+def write_view(tl: Timeline, pos: int) -> None:
+    """A call that writes a file: what it changes, as a diff against what the run last saw of that file (derived, said so)."""
+    change = file_write(tl.steps, pos)
+    if change is None:
+        return
+    st.markdown(f"**What it changes in {md(change.path)}**")
+    st.caption(md(change.note))
+    if change.diff:
+        st.code(_cut(change.diff), language="diff" if change.base is not None or change.kind != "write" else None, wrap_lines=True)
+
+
 def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> None:
     step = tl.steps[pos]
     cycle = tl.cycle_index[pos]
@@ -406,6 +418,7 @@ def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict])
     if step.type == "tool_call":
         st.markdown(f"Calls **{md(step.tool_name or 'a tool')}** with:")
         show_args(step.tool_args)
+        write_view(tl, pos)
     if is_error(step):
         st.error(md(f"This step failed{': ' + step.error_class if step.error_class else ''}."), icon="❌")
     show_text(step.content)
