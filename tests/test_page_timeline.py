@@ -20,7 +20,7 @@ from replay_core.storage.store import SessionFilter
 from replay_core.understand.timeline import open_timeline
 from replay_core.understand.structure import build_structure, node_label
 from ui.common import md
-from ui.timeline_view import jump_targets
+from ui.timeline_view import PHONE_CSS, jump_targets, strip_ticks
 
 TIMELINE = "pages/timeline.py"
 MULTI_AGENT = "demo-04-multi-agent-competitor-brief"
@@ -96,6 +96,26 @@ def test_jump_targets_follow_cycles_and_errors(demo_store):
     at_1 = jump_targets(tl, 0)  # the input step belongs to no cycle
     assert at_1 == {"first": None, "prev_cycle": None, "prev": None, "next": 2, "next_cycle": 2, "prev_error": None,
                     "next_error": 18, "last": 25}
+
+
+def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_store):
+    from replay_core.understand.explain import explain
+
+    tl = open_timeline(demo_store, FAILED_CODING)
+    ticks = strip_ticks(tl, 3, {7}, hits=[17, 22], explanation=explain(demo_store, FAILED_CODING),
+                        structure=build_structure(tl.steps))
+    by_kind: dict[str, list[int]] = {}
+    for t in ticks:
+        by_kind.setdefault(t["what"], []).append(t["seq"])
+    assert by_kind["error"] == [18, 23, 25] and by_kind["cause"] == [4, 7, 9, 18, 25]
+    assert by_kind["note"] == [7] and by_kind["search hit"] == [17, 22] and by_kind["you are here"] == [3]
+    assert by_kind["cycle start"] == [c.first_seq for c in tl.cycles]
+    flights = open_timeline(demo_store, "demo-09-flight-bos-sfo-b")
+    ticks = strip_ticks(flights, 1, set(), explanation=explain(demo_store, "demo-09-flight-bos-sfo-b"))
+    assert {"seq": 6, "what": "turning point", "lane": "what went wrong"} in ticks
+    retries = open_timeline(demo_store, "demo-03-shipment-status-retries")
+    assert [t["seq"] for t in strip_ticks(retries, 1, set()) if t["what"] == "retry"] == [
+        s.seq for s in retries.steps if s.retry]
 
 
 def test_missing_steps_are_shown_as_missing(demo_store):
@@ -220,7 +240,7 @@ def test_text_from_a_trace_is_never_markup(empty_store):
     at = page(TIMELINE, params={"session": "evil", "step": "1"})
     assert not [m.value for m in at.markdown if "<img" in m.value or "**bold**" in m.value]  # never as markdown
     assert evil in [t.value for t in at.text]  # shown as plain text, exactly as recorded
-    assert not at.html
+    assert [h.proto.body for h in at.html] == [PHONE_CSS]  # the only HTML is the page's own stylesheet
 
 
 @pytest.mark.parametrize("step", ["5003", "9999"])

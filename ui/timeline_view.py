@@ -85,8 +85,8 @@ def _go(seq: int) -> None:
     st.session_state["step"] = seq
 
 
-def scrubber(tl: Timeline, noted: set[int]) -> int:
-    """The slider (bound to `?step=`), the strip of errors and gaps, the jump buttons; returns the position."""
+def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None) -> int:
+    """The slider (bound to `?step=`), the strip of clickable ticks, the jump buttons; returns the position."""
     first, last = tl.steps[0].seq, tl.steps[-1].seq
     current = st.session_state.get("step")
     if isinstance(current, int) and not first <= current <= last:
@@ -94,7 +94,7 @@ def scrubber(tl: Timeline, noted: set[int]) -> int:
     if last > first:
         seq = st.slider("Step", min_value=first, max_value=last, key="step", bind="query-params",
                         help="Drag to move through the run; the address bar keeps the step, so the link can be shared.")
-        _strip(tl, seq, noted)
+        _strip(tl, seq, noted, explanation, structure)
     else:
         seq = first
     pos = tl.position_of(seq)
@@ -115,28 +115,91 @@ def scrubber(tl: Timeline, noted: set[int]) -> int:
     return pos
 
 
-def _strip(tl: Timeline, seq: int, noted: set[int]) -> None:
-    """A thin bar under the slider: errors in red, notes in orange, missing steps in grey, the cursor in blue."""
-    ticks = [{"seq": tl.steps[p].seq, "what": "error"} for p in tl.error_positions()]
-    ticks += [{"seq": s, "what": "note"} for s in sorted(noted)]
-    ticks.append({"seq": seq, "what": "you are here"})
-    gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing"} for g in tl.gaps]
+STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
+    "error": ("what went wrong", "#d62728"), "cause": ("what went wrong", "#8c1d18"),
+    "turning point": ("what went wrong", "#2ca02c"), "note": ("found", "#ff9f1c"), "search hit": ("found", "#9467bd"),
+    "retry": ("shape", "#8c564b"), "group": ("shape", "#17becf"), "cycle start": ("shape", "#c7c7c7"),
+    "missing": ("shape", "#b0b0b0"), "you are here": ("found", "#1f77b4"),
+}
+LANES = ["what went wrong", "found", "shape"]
+STRIP_PICK = "tick"
+MAX_CYCLE_TICKS = 2000  # past this, cycle starts are left off the strip (said in its caption)
+
+
+def strip_ticks(tl: Timeline, seq: int, noted: set[int], *, hits: list[int] = (), explanation=None,
+                structure: Structure | None = None) -> list[dict]:
+    """The strip's clickable ticks: errors, the causal chain and turning point, notes, search hits,
+    retries, structure nodes, cycle starts and the cursor (one dict per tick: seq, what, lane)."""
+    ticks = [(tl.steps[p].seq, "error") for p in tl.error_positions()]
+    if explanation is not None:
+        ticks += [(link.seq, "cause") for link in explanation.chain]
+        if explanation.turning_point is not None and explanation.turning_point.seq is not None:
+            ticks.append((explanation.turning_point.seq, "turning point"))
+    ticks += [(n, "note") for n in sorted(noted)] + [(h, "search hit") for h in hits]
+    ticks += [(step.seq, "retry") for step in tl.steps if step.retry]
+    if structure is not None:
+        ticks += [(tl.steps[p].seq, "group") for p in structure.nodes]
+    if len(tl.cycles) <= MAX_CYCLE_TICKS:
+        ticks += [(c.first_seq, "cycle start") for c in tl.cycles]
+    ticks.append((seq, "you are here"))
+    return [{"seq": q, "what": what, "lane": STRIP_KINDS[what][0]} for q, what in ticks]
+
+
+def _picked(key: str) -> None:
+    """A tick was clicked: move the cursor there (the slider is drawn above the strip, so this runs as a callback)."""
+    points = (st.session_state.get(key) or {}).get("selection", {}).get(STRIP_PICK) or []
+    if points and points[0].get("seq") is not None:
+        _go(int(points[0]["seq"]))
+
+
+def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure: Structure | None = None) -> None:
+    """A bar under the slider in three lanes: what went wrong (errors, the causal chain, the turning point),
+    what was found (notes, search hits, the cursor), and the run's shape (retries, groups, cycle starts,
+    missing steps). Clicking a tick moves the cursor to its step."""
+    query = st.session_state.get("run_search")
+    hits = search_hits(tl, query) if query else []
+    ticks = strip_ticks(tl, seq, noted, hits=hits, explanation=explanation, structure=structure)
+    gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing", "lane": "shape"} for g in tl.gaps]
     x = alt.X("seq:Q", scale=alt.Scale(domain=[tl.steps[0].seq, tl.steps[-1].seq], nice=False),
               axis=alt.Axis(title=None, format="d", tickCount=10, grid=False))
-    y = alt.Y("lane:N", axis=None)  # one band: marks get a height without a y axis
+    y = alt.Y("lane:N", axis=None, scale=alt.Scale(domain=LANES))
+    shown = [k for k in STRIP_KINDS if any(t["what"] == k for t in ticks) or (k == "missing" and gaps)]
     color = alt.Color("what:N", legend=None,
-                      scale=alt.Scale(domain=["error", "note", "missing", "you are here"],
-                                      range=["#d62728", "#ff9f1c", "#b0b0b0", "#1f77b4"]))
+                      scale=alt.Scale(domain=list(STRIP_KINDS), range=[c for _, c in STRIP_KINDS.values()]))
     tip = [alt.Tooltip("what:N", title="what"), alt.Tooltip("seq:Q", title="step", format="d")]
-    layers = [alt.Chart(alt.Data(values=ticks)).mark_tick(thickness=3, size=22).encode(x=x, y=y, color=color, tooltip=tip)]
+    pick = alt.selection_point(name=STRIP_PICK, fields=["seq"], on="click", clear=False)
+    marks = alt.Chart(alt.Data(values=ticks)).mark_tick(thickness=3, size=16, cursor="pointer").encode(
+        x=x, y=y, color=color, tooltip=tip).add_params(pick)
+    layers = [marks]
     if gaps:
         layers.insert(0, alt.Chart(alt.Data(values=gaps)).mark_rect(opacity=0.7).encode(x=x, x2="end:Q", y=y, color=color,
                                                                                          tooltip=tip))
-    st.altair_chart(alt.layer(*layers), width="stretch", height=60)
-    st.caption("Red: errors · orange: notes · grey: missing steps · blue: where you are")
+    st.altair_chart(alt.layer(*layers), width="stretch", height=80, key="strip", on_select=lambda: _picked("strip"),
+                    selection_mode=STRIP_PICK)
+    left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
+    st.caption(" · ".join(f"{k}" for k in shown) + " — click a tick to go to its step" + left_off)
 
 
 # ------------------------------------------------------------------ the run
+
+METRIC_WIDTH = 150  # pixels: six in a row on a desktop, two in a row at a phone's 390
+# On a phone (Streamlit stacks columns at 640 px or less) the selected step comes right under the
+# scrubber, before the list of steps around it.
+PHONE_CSS = """<style>
+@media (max-width: 640px) {
+  [data-testid="stColumn"]:has(.st-key-step_detail) { order: -1; }
+}
+</style>"""
+
+
+def metric_row(key: str):
+    """A row of metrics that wraps: two a line on a phone, all in one line on a desktop."""
+    return st.container(horizontal=True, wrap=True, gap="small", key=key)
+
+
+def phone_layout() -> None:
+    st.html(PHONE_CSS)
+
 
 
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
@@ -152,15 +215,15 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
     box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
     totals = tl.totals.at(len(tl.steps) - 1) if tl.steps else None
-    cols = st.columns(6)
-    cols[0].metric("Steps", f"{len(tl.steps):,}")
-    cols[1].metric("Cycles", f"{len(tl.cycles):,}")
-    cols[2].metric("Errors", f"{totals['errors']:,}" if totals else "0")
-    # the run's totals as the Store defines them (steps' sums, else the source's run totals)
-    cols[3].metric("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}",
-                   help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None)
-    cols[4].metric("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—")
-    cols[5].metric("Duration", fmt_duration(s.get("duration_s")))
+    with metric_row("run_metrics"):
+        st.metric("Steps", f"{len(tl.steps):,}", width=METRIC_WIDTH)
+        st.metric("Cycles", f"{len(tl.cycles):,}", width=METRIC_WIDTH)
+        st.metric("Errors", f"{totals['errors']:,}" if totals else "0", width=METRIC_WIDTH)
+        # the run's totals as the Store defines them (steps' sums, else the source's run totals)
+        st.metric("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}", width=METRIC_WIDTH,
+                  help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None)
+        st.metric("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—", width=METRIC_WIDTH)
+        st.metric("Duration", fmt_duration(s.get("duration_s")), width=METRIC_WIDTH)
     if tl.gaps:
         missing = sum(g.last_missing - g.first_missing + 1 for g in tl.gaps)
         labels = ", ".join(g.label for g in tl.gaps[:5]) + (" …" if len(tl.gaps) > 5 else "")
@@ -467,17 +530,17 @@ def context_view(snap: Snapshot) -> None:
 
 def totals_view(snap: Snapshot) -> None:
     t = snap.totals
-    cols = st.columns(4)
-    cols[0].metric("Tokens in", f"{t['tokens_in']:,}")
-    cols[1].metric("Tokens out", f"{t['tokens_out']:,}")
-    cols[2].metric("Cost so far", fmt_cost(t["cost_usd"]))
-    cols[3].metric("Time since start", fmt_duration(t["elapsed_s"]))
-    cols = st.columns(4)
-    cols[0].metric("Tool calls", f"{t['tool_calls']:,}")
-    cols[1].metric("Errors", f"{t['errors']:,}")
-    cols[2].metric("Retries", f"{t['retries']:,}")
-    if t["cost_unknown_steps"]:
-        cols[3].metric("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown")
+    with metric_row("totals_metrics"):
+        st.metric("Tokens in", f"{t['tokens_in']:,}", width=METRIC_WIDTH)
+        st.metric("Tokens out", f"{t['tokens_out']:,}", width=METRIC_WIDTH)
+        st.metric("Cost so far", fmt_cost(t["cost_usd"]), width=METRIC_WIDTH)
+        st.metric("Time since start", fmt_duration(t["elapsed_s"]), width=METRIC_WIDTH)
+        st.metric("Tool calls", f"{t['tool_calls']:,}", width=METRIC_WIDTH)
+        st.metric("Errors", f"{t['errors']:,}", width=METRIC_WIDTH)
+        st.metric("Retries", f"{t['retries']:,}", width=METRIC_WIDTH)
+        if t["cost_unknown_steps"]:
+            st.metric("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown",
+                      width=METRIC_WIDTH)
 
 
 def state_view(snap: Snapshot) -> None:
