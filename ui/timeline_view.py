@@ -15,6 +15,7 @@ import altair as alt
 import orjson
 import streamlit as st
 
+from replay_core import config
 from replay_core.ingest.annotate import annotate
 from replay_core.understand.cycle_groups import story
 from replay_core.understand.explain import EXPLAINED, Explanation, explain
@@ -22,6 +23,7 @@ from replay_core.understand.file_writes import file_write
 from replay_core.understand.snapshot import Snapshot
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline
+from replay_core.whatif import narrative
 
 from .common import (
     current_actor,
@@ -283,6 +285,47 @@ def plain_header(tl: Timeline, explanation) -> None:
             st.markdown(f"**Contradiction** at step {c.seq} (vs step {c.earlier_seq}): {md(c.summary)}")
         for note in explanation.notes[:1]:
             st.caption(md(note))
+    narrative_view(explanation)
+
+
+def narrative_view(explanation: Explanation) -> None:
+    """The optional paragraph a model writes from the causal chain (whatif/narrative.py), asked for by a click
+    and shown under the rule-based answer, marked as a model's, with its cost. Off unless configured."""
+    model = config.explain_model()
+    if model is None:
+        return
+    api_base = config.explain_api_base()
+    key = f"narrative_error_{explanation.session}"
+    result = narrative.cached(explanation, model, api_base)
+    if result is None:
+        if st.button(f"Ask {model} to explain in a paragraph", key="narrate", icon=":material/edit_note:",
+                     help="One model call. The model is given only the causal chain above (not the run) and must cite "
+                          "a step for every claim. Its cost is shown with the paragraph."):
+            with st.spinner(f"Asking {model}…"):
+                try:
+                    result = narrative.narrate(explanation, model, api_base=api_base,
+                                               api_key_env=config.explain_api_key_env())
+                    st.session_state.pop(key, None)
+                except narrative.NarrativeError as exc:
+                    st.session_state[key] = exc
+        error = st.session_state.get(key)
+        if result is None and error is not None:
+            st.error(md(f"No paragraph from {model}: {error.plain}"), icon="⚠️")
+            with st.expander("What the provider said"):
+                st.code(f"{error.error_class}: {error.raw}", language=None, wrap_lines=True)
+        if result is None:
+            return
+    with st.container(border=True, key="narrative"):
+        st.caption(md(f"✍️ Written by a model ({result.model}) from the causal chain above, not by the rules: "
+                      f"check it against the steps it cites. {result.cost_line()}"))
+        st.text(result.text)
+        if result.not_in_chain:
+            st.caption(md("It cites step" + ("s " if len(result.not_in_chain) > 1 else " ") +
+                          ", ".join(map(str, result.not_in_chain)) + ", which the causal chain does not name."))
+        if result.cited:
+            with st.container(horizontal=True, gap="small"):
+                for seq in result.cited[:12]:
+                    st.button(f"Step {seq}", key=f"cited_{seq}", on_click=_go, args=(seq,), type="tertiary")
 
 
 def goto_and_search(tl: Timeline, pos: int) -> None:
