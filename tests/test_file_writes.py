@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from replay_core.demo import load_demo
 from replay_core.events import StepEvent
 from replay_core.ingest.pipeline import import_file
-from replay_core.understand.file_writes import file_write, known_before, read_text
+from replay_core.understand.file_writes import MAX_DIFF_CHARS, MAX_DIFF_LINES, file_write, known_before, read_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -166,3 +166,13 @@ def test_a_partial_read_is_not_a_base():
                        tool_args={"file_path": "f.py", "offset": 10, "limit": 5}, content="part"),
              StepEvent(session_id="s", seq=2, type="tool_call", tool_name="Write", tool_args={"file_path": "f.py", "content": "x"})]
     assert file_write(steps, 1).base is None
+
+
+def test_a_file_too_large_to_diff_is_said_and_shown_whole():
+    big = "\n".join(f"line {i}" for i in range(MAX_DIFF_LINES + 1))
+    steps = [StepEvent(session_id="s", seq=1, type="tool_result", tool_name="read_file", tool_args={"path": "f.py"}, content=big),
+             StepEvent(session_id="s", seq=2, type="tool_call", tool_name="write_file",
+                       tool_args={"path": "f.py", "content": big + "\nmore"})]
+    write = file_write(steps, 1)
+    assert write.base.seq == 1 and write.diff == big + "\nmore"
+    assert write.note.startswith(f"Too large to diff here (over {MAX_DIFF_CHARS:,} characters or {MAX_DIFF_LINES:,} lines)")
