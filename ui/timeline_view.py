@@ -179,7 +179,7 @@ def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure:
     st.altair_chart(alt.layer(*layers), width="stretch", height=80, key="strip", on_select=lambda: _picked("strip"),
                     selection_mode=STRIP_PICK)
     left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
-    st.caption(" · ".join(f"{k}" for k in shown) + " — click a tick to go to its step" + left_off)
+    st.caption("Ticks: " + " · ".join(shown) + " (hover for which) — click a tick to go to its step" + left_off)
 
 
 # ------------------------------------------------------------------ the run
@@ -201,7 +201,6 @@ def metric_row(key: str):
 
 def phone_layout() -> None:
     st.html(PHONE_CSS)
-
 
 
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
