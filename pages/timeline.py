@@ -30,7 +30,7 @@ if not tl.steps:
     st.info("This run has no steps yet. Steps sent to it will appear here (and on the **Live** page as they arrive).")
     st.stop()
 explanation = tv.explanation_for(store, tl)
-tv.plain_header(tl, explanation)
+tv.plain_header(store, tl, explanation)
 
 noted = set(step_notes)
 pos = tv.scrubber(tl, noted, explanation, structure)

@@ -245,23 +245,32 @@ def _explanation(_store: Store, url: str, session_id: str, stamp: tuple, success
     return explain(_store, session_id)
 
 
+def _stamp(s: dict) -> tuple:
+    """A version of the run: changes with new steps, a new status or outcome."""
+    return s.get("steps"), s.get("max_seq"), str(s.get("last_event_at")), s.get("status"), str(s.get("ended_at")), s.get("outcome")
+
+
 def explanation_for(store: Store, tl: Timeline) -> Explanation | None:
     """explain() once per version of the run and of the successful runs it may be compared with
     (new steps, a new status or a new successful run recompute it); None for a run that is not explained."""
     s = tl.session
     if (s.get("status") or "unknown") not in EXPLAINED:
         return None
-    stamp = (s.get("steps"), s.get("max_seq"), str(s.get("last_event_at")), s.get("status"), str(s.get("ended_at")), s.get("outcome"))
-    return _explanation(store, store.url, tl.id, stamp, store.count_sessions(SessionFilter(status="succeeded")))
+    return _explanation(store, store.url, tl.id, _stamp(s), store.count_sessions(SessionFilter(status="succeeded")))
 
 
-def plain_header(tl: Timeline, explanation) -> None:
+@st.cache_data(max_entries=64, show_spinner=False)
+def _story(_tl: Timeline, url: str, session_id: str, stamp: tuple) -> list[str]:
+    return story(_tl.steps, _tl.cycles)
+
+
+def plain_header(store: Store, tl: Timeline, explanation) -> None:
     """For readers who are not engineers: what it was asked, what it did (a sentence per group of cycles),
     how it ended, and why (the cause line)."""
     asked = next((st_.content for st_ in tl.steps if st_.type == "input" and (st_.metadata or {}).get("role") != "system"), None)
     s = tl.session
     lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}"]
-    did = story(tl.steps, tl.cycles)
+    did = _story(tl, store.url, tl.id, _stamp(tl.session))
     if did:
         lines.append("**Did:** " + " ".join(md(sentence) for sentence in did))
     lines.append(f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
