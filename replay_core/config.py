@@ -36,3 +36,8 @@ def retention_days() -> float | None:
 
 def retention_keeps_annotated() -> bool:
     return os.environ.get("AGENT_REPLAY_RETENTION_KEEP_ANNOTATED", "").lower() in ("1", "true", "yes")
+
+
+def public_url() -> str:
+    """Where people reach the app (`AGENT_REPLAY_PUBLIC_URL`), for the share links it hands out."""
+    return (os.environ.get("AGENT_REPLAY_PUBLIC_URL") or "http://localhost:8501").rstrip("/")
