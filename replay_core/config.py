@@ -38,6 +38,7 @@ def retention_keeps_annotated() -> bool:
     return os.environ.get("AGENT_REPLAY_RETENTION_KEEP_ANNOTATED", "").lower() in ("1", "true", "yes")
 
 
-def public_url() -> str:
-    """Where people reach the app (`AGENT_REPLAY_PUBLIC_URL`), for the share links it hands out."""
-    return (os.environ.get("AGENT_REPLAY_PUBLIC_URL") or "http://localhost:8501").rstrip("/")
+def public_url(seen: str | None = None) -> str:
+    """Where people reach the app, for the share links it hands out: `AGENT_REPLAY_PUBLIC_URL`, else
+    the address the browser used (`seen`), else the default of `make run`."""
+    return (os.environ.get("AGENT_REPLAY_PUBLIC_URL") or seen or "http://localhost:8501").rstrip("/")
