@@ -54,6 +54,9 @@ def _progress_text(q: dict) -> str:
 
 
 def queue_list(store: Store, actor: Actor, reviewer: str | None) -> None:
+    made = st.session_state.pop("queue_made", None)
+    if made:
+        st.success(md(made))
     rows = queues.list_queues(store)
     if not rows:
         st.info("No review queue yet." + (" Make one below: pick the runs, say what to look for, and who reviews."
@@ -154,7 +157,8 @@ def new_queue_form(store: Store, actor: Actor) -> None:
     except (queues.QueueError, PermissionDenied) as exc:
         st.error(md(str(exc)))
         return
-    st.success(md(f"Queue “{made['name']}” made with {made['items']} runs."))
+    st.session_state["queue_made"] = f"Queue “{made['name']}” made with {made['items']} runs."
+    st.rerun()
 
 
 # ------------------------------------------------------------------ working a queue
