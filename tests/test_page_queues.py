@@ -109,3 +109,17 @@ def test_share_pages_for_a_comparison_and_queue_results(demo_store, door):
         conn.execute(share_links.update().where(share_links.c.id == link["id"]).values(expires_at=share_links.c.created_at))
     at = page(SHARE, params={"token": link["token"]})
     assert at.error[0].value.startswith("This link expired on ")
+
+
+def test_an_editor_makes_lists_and_revokes_a_link_on_the_page(demo_store):
+    at = page(QUEUES)
+    at.selectbox(key="share_run").set_value(FAILED_CODING).run()
+    at.button(key=f"share_{FAILED_CODING}_None_make").click().run()
+    assert not at.exception
+    url = next(c.value for c in at.code if "/share?token=" in c.value)
+    token = url.split("token=", 1)[1]
+    assert shares.open_link(demo_store, token, count=False)["target"] == {"session": FAILED_CODING}
+    link = shares.list_links(demo_store, actor=EDITOR)[0]
+    at.button(key=f"revoke_{link['id']}").click().run()
+    assert shares.list_links(demo_store, actor=EDITOR)[0]["state"] == "revoked"
+    assert "revoked" in texts(at)

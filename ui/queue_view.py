@@ -164,11 +164,12 @@ def new_queue_form(store: Store, actor: Actor) -> None:
 # ------------------------------------------------------------------ working a queue
 
 
-def run_at_a_glance(store: Store, tl: Timeline, structure: Structure) -> None:
+def run_at_a_glance(store: Store, tl: Timeline, structure: Structure, *, why: bool = True) -> None:
     """The run as the timeline page opens it (header, the plain-words summary), then the steps
-    around a cursor kept in `st.session_state["step"]` and the selected step: reading only."""
+    around a cursor kept in `st.session_state["step"]` and the selected step: reading only.
+    `why=False` leaves out the explanation, whose turning point names another run (share links)."""
     tv.run_header(tl, [])
-    explanation = explain(store, tl.id) if (tl.session.get("status") or "unknown") in EXPLAINED else None
+    explanation = explain(store, tl.id) if why and (tl.session.get("status") or "unknown") in EXPLAINED else None
     tv.plain_header(tl, explanation)
     if not tl.steps:
         st.info("This run has no steps.")

@@ -118,7 +118,7 @@ def _run(store: Store, session_id: str) -> None:
 
     run = load_run(store, session_id)
     if run is not None:
-        run_at_a_glance(store, *run)
+        run_at_a_glance(store, *run, why=False)  # the explanation's turning point names another run
 
 
 def _comparison(obj: dict) -> None:
