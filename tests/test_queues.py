@@ -202,3 +202,15 @@ def test_agreement_is_the_share_of_agreeing_pairs(verdicts):
     assert 0.0 <= value <= 1.0
     assert (value == 1.0) == (len(set(verdicts)) == 1)
     assert value == queues.agreement(list(reversed(verdicts)))
+
+
+def test_queue_progress_for_the_first_screen(store):
+    add_runs(store, 2)
+    mine = queues.create(store, "for Sam", ids=["run-0"], assignees=["Sam"], actor=EDITOR)["id"]
+    other = queues.create(store, "for Ana", ids=["run-0", "run-1"], assignees=["Ana"], actor=EDITOR)["id"]
+    done = queues.create(store, "done", ids=["run-1"], actor=EDITOR)["id"]
+    item = queues.next_item(store, done, "Sam", actor=REVIEWER)
+    queues.save_review(store, done, item["id"], "Sam", "Good", actor=REVIEWER)
+    rows = queues.queue_progress(store, REVIEWER, "sam")
+    assert [(r["id"], r["yours"], r["items"], r["items_done"], r["percent"]) for r in rows] == [(mine, True, 1, 0, 0), (other, False, 2, 0, 0)]
+    assert queues.queue_progress(store, VIEWER, "Sam") == []
