@@ -214,3 +214,20 @@ def test_queue_progress_for_the_first_screen(store):
     rows = queues.queue_progress(store, REVIEWER, "sam")
     assert [(r["id"], r["yours"], r["items"], r["items_done"], r["percent"]) for r in rows] == [(mine, True, 1, 0, 0), (other, False, 2, 0, 0)]
     assert queues.queue_progress(store, VIEWER, "Sam") == []
+
+
+def test_the_kept_review_count_follows_saves_resaves_and_skips(store):
+    add_runs(store, 1)
+    qid = queues.create(store, "q", ids=["run-0"], reviews_per_item=2, actor=EDITOR)["id"]
+    item = queues.next_item(store, qid, "Ana", actor=REVIEWER)
+    counts = []
+    for step in (lambda: queues.skip(store, qid, item["id"], "Ana", actor=REVIEWER),
+                 lambda: queues.save_review(store, qid, item["id"], "Ana", "Bad", actor=REVIEWER),
+                 lambda: queues.save_review(store, qid, item["id"], "Ana", "Good", actor=REVIEWER),  # a change of mind
+                 lambda: queues.save_review(store, qid, item["id"], "Ben", "Good", actor=REVIEWER),
+                 lambda: queues.skip(store, qid, item["id"], "Ben", actor=REVIEWER)):
+        step()
+        counts.append(queues.get(store, qid)["reviews"])
+        given = sum(r["verdict"] is not None for r in store.queue_reviews(qid))
+        assert counts[-1] == given == store.queue_items(qid)[0]["reviews"]
+    assert counts == [0, 1, 1, 2, 1]

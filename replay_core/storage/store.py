@@ -1048,7 +1048,7 @@ class Store:
             queue_id = conn.execute(insert(review_queues).values(
                 name=name, made_from=made_from, rubric=rubric, reviews_per_item=reviews_per_item, assignees=list(assignees),
                 created_by=actor.who[:200], created_at=now_utc())).inserted_primary_key[0]
-            rows = [{"queue_id": queue_id, "position": i, "session_id": sid} for i, sid in enumerate(session_ids, 1)]
+            rows = [{"queue_id": queue_id, "position": i, "session_id": sid, "reviews": 0} for i, sid in enumerate(session_ids, 1)]
             if rows:
                 conn.execute(insert(queue_items), rows)
             self._audit(conn, actor, "manage_queues", target=f"queue {queue_id}",
@@ -1066,13 +1066,10 @@ class Store:
 
     def _queue_counts(self):
         """Per queue: items, reviews given (verdicts), items with all their reviews."""
-        given = (select(queue_reviews.c.item_id, func.count().label("n")).where(queue_reviews.c.verdict.is_not(None))
-                 .group_by(queue_reviews.c.item_id).subquery())
-        done = case((func.coalesce(given.c.n, 0) >= review_queues.c.reviews_per_item, 1), else_=0)
-        return (select(queue_items.c.queue_id, func.count().label("n_items"), func.coalesce(func.sum(given.c.n), 0).label("reviews"),
+        done = case((queue_items.c.reviews >= review_queues.c.reviews_per_item, 1), else_=0)
+        return (select(queue_items.c.queue_id, func.count().label("n_items"), func.sum(queue_items.c.reviews).label("reviews"),
                        func.sum(done).label("items_done"))
-                .select_from(queue_items.join(review_queues, review_queues.c.id == queue_items.c.queue_id)
-                             .outerjoin(given, given.c.item_id == queue_items.c.id))
+                .select_from(queue_items.join(review_queues, review_queues.c.id == queue_items.c.queue_id))
                 .group_by(queue_items.c.queue_id).subquery())
 
     def list_queues(self, queue_id: int | None = None) -> list[dict]:
@@ -1106,13 +1103,11 @@ class Store:
         reviews, that they have not reviewed, that nobody else holds; items they skipped come last.
         Their other holds in the queue are let go. None when nothing is left for them."""
         now = now or now_utc()
-        given = (select(func.count()).where(queue_reviews.c.item_id == queue_items.c.id, queue_reviews.c.verdict.is_not(None))
-                 .scalar_subquery())
         mine = and_(queue_reviews.c.item_id == queue_items.c.id, queue_reviews.c.reviewer == reviewer)
         free = or_(queue_items.c.held_until.is_(None), queue_items.c.held_until < now, queue_items.c.held_by == reviewer)
         wanted = (select(queue_items.c.id)
                   .join(review_queues, review_queues.c.id == queue_items.c.queue_id)
-                  .where(queue_items.c.queue_id == queue_id, given < review_queues.c.reviews_per_item, free,
+                  .where(queue_items.c.queue_id == queue_id, queue_items.c.reviews < review_queues.c.reviews_per_item, free,
                          ~exists().where(mine, queue_reviews.c.verdict.is_not(None)))
                   .order_by(exists().where(mine, queue_reviews.c.skipped.is_(True)), queue_items.c.position))
         if item_id is not None:
@@ -1142,10 +1137,16 @@ class Store:
         with self._write_lock, self._write_transaction() as conn:
             if conn.scalar(select(queue_items.c.id).where(queue_items.c.id == item_id, queue_items.c.queue_id == queue_id)) is None:
                 raise KeyError(item_id)
-            if conn.execute(update(queue_reviews).where(*key).values(**values)).rowcount == 0:
+            before = conn.execute(select(queue_reviews.c.verdict).where(*key)).first()
+            if before is None:
                 conn.execute(insert(queue_reviews).values(queue_id=queue_id, item_id=item_id, reviewer=reviewer[:200], **values))
-            conn.execute(update(queue_items).where(queue_items.c.id == item_id, queue_items.c.held_by == reviewer)
-                         .values(held_by=None, held_until=None))
+            else:
+                conn.execute(update(queue_reviews).where(*key).values(**values))
+            counted = (verdict is not None) - (before is not None and before.verdict is not None)
+            changes: dict[str, Any] = {"reviews": queue_items.c.reviews + counted} if counted else {}
+            if conn.execute(update(queue_items).where(queue_items.c.id == item_id, queue_items.c.held_by == reviewer)
+                            .values(held_by=None, held_until=None, **changes)).rowcount == 0 and changes:
+                conn.execute(update(queue_items).where(queue_items.c.id == item_id).values(**changes))
 
     def create_share(self, token_hash: str, kind: str, target: dict, expires_at: datetime, *, actor: Actor) -> int:
         with self._write_lock, self._write_transaction() as conn:

@@ -342,6 +342,7 @@ queue_items = Table(
     Column("queue_id", Integer, ForeignKey("review_queues.id", ondelete="CASCADE"), nullable=False),
     Column("position", Integer, nullable=False),
     Column("session_id", String(200), nullable=False),  # no FK: a deleted run leaves its item, shown as gone
+    Column("reviews", Integer, nullable=False, default=0),  # verdicts given: kept by Store.save_queue_review, so claims need no count
     Column("held_by", String(200)),
     Column("held_until", UTCDateTime),
     UniqueConstraint("queue_id", "session_id"),

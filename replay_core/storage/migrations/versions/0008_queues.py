@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.Column("queue_id", sa.Integer(), nullable=False),
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("session_id", sa.String(200), nullable=False),
+        sa.Column("reviews", sa.Integer(), nullable=False),
         sa.Column("held_by", sa.String(200)),
         sa.Column("held_until", UTCDateTime()),
         sa.ForeignKeyConstraint(["queue_id"], ["review_queues.id"], name=op.f("fk_queue_items_queue_id_review_queues"),
