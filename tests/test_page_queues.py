@@ -123,3 +123,29 @@ def test_an_editor_makes_lists_and_revokes_a_link_on_the_page(demo_store):
     at.button(key=f"revoke_{link['id']}").click().run()
     assert shares.list_links(demo_store, actor=EDITOR)[0]["state"] == "revoked"
     assert "revoked" in texts(at)
+
+
+def test_rubric_labels_and_names_are_shown_as_text(demo_store):
+    hostile = "[click](http://127.0.0.1:9/x) **bold**"
+    qid = queues.create(demo_store, hostile, ids=[FAILED_CODING], rubric={"verdicts": [hostile, "Fine"],
+                        "criteria": [{"name": hostile, "description": hostile}]}, actor=EDITOR)["id"]
+    at = page(QUEUES, params={"queue": str(qid)}, state={"reviewer": "Sam"})
+    assert not at.exception
+    item = queues.results(demo_store, qid)["items"][0]["id"]
+    radio = at.radio(key=f"qv_{item}")
+    assert radio.options[0] == "\\[click\\]\\(http\u2060\\://127\\.0\\.0\\.1\\:9/x\\) \\*\\*bold\\*\\*"
+    assert at.subheader[0].value.startswith("\\[click\\]")
+    at.button(key=f"qk_{item}_0").click().run()
+    at.button(key="queue_save").click().run()
+    assert queues.results(demo_store, qid)["items"][0]["reviews"][0]["verdict"] == hostile  # stored as typed
+
+
+def test_an_editor_shares_a_queue_results_and_deletes_the_queue(demo_store):
+    qid = _failed_queue(demo_store)["id"]
+    at = page(QUEUES)
+    at.button(key=f"share_queue_{qid}_make").click().run()
+    assert not at.exception
+    token = next(c.value for c in at.code if "/share?token=" in c.value).split("token=", 1)[1]
+    assert shares.open_link(demo_store, token, count=False)["target"] == {"queue": qid}
+    at.button(key=f"delete_{qid}").click().run()
+    assert queues.list_queues(demo_store) == [] and "No review queue yet." in at.info[0].value

@@ -236,7 +236,7 @@ def rubric_form(store: Store, actor: Actor, q: dict, item: dict, reviewer: str) 
     keys = {"verdict": f"qv_{iid}", "note": f"qn_{iid}", "should_have": f"qs_{iid}"}
     crit_keys = {c["name"]: f"qc_{iid}_{i}" for i, c in enumerate(rubric["criteria"])}
     with st.container(border=True):
-        st.radio("Verdict", rubric["verdicts"], index=None, key=keys["verdict"], horizontal=True)
+        st.radio("Verdict", rubric["verdicts"], index=None, key=keys["verdict"], horizontal=True, format_func=md)  # options are markdown
         with st.container(horizontal=True, gap="small"):
             for i, label in enumerate(rubric["verdicts"]):
                 st.button(md(short(label, 30)), key=f"qk_{iid}_{i}", shortcut=str(i + 1), on_click=_pick, args=(keys["verdict"], label),
