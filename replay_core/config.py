@@ -56,3 +56,9 @@ def explain_api_base() -> str | None:
 def explain_api_key_env() -> str | None:
     """The NAME of the environment variable holding the key (never the key itself)."""
     return os.environ.get("AGENT_REPLAY_EXPLAIN_API_KEY_ENV") or None
+
+
+def public_url(seen: str | None = None) -> str:
+    """Where people reach the app, for the share links it hands out: `AGENT_REPLAY_PUBLIC_URL`, else
+    the address the browser used (`seen`), else the default of `make run`."""
+    return (os.environ.get("AGENT_REPLAY_PUBLIC_URL") or seen or "http://localhost:8501").rstrip("/")

@@ -179,6 +179,12 @@ def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
     assert note_lines == [f"👎 Bad — Ana: Edited callers before reading the tests\\: see step 19\\. · "
                           f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"]
     assert row_buttons(at)[6].endswith("📝 — FF\\.F\\.\\.FF\\.\\.F\\.F\\.\\.")
+    # After a save no verdict is picked (no accidental approval) and the name stays.
+    assert at.radio(key="review_label").value is None
+    assert at.text_input(key="review_author").value == "Ana"
+    at.button(key="FormSubmitter:review-Save note").click().run()
+    assert "Pick a verdict." in [e.value for e in at.error]
+    assert len(demo_store.annotations(FAILED_CODING)) == 1
     # A run-level note shows under the summary, for everyone opening the run.
     at.radio(key="review_target").set_value("This run")
     at.radio(key="review_label").set_value("needs_attention")

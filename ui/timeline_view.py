@@ -640,16 +640,25 @@ def notes_by_seq(tl: Timeline, notes: list[dict]) -> tuple[list[dict], dict[int,
 
 
 def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:
-    with st.form("review", clear_on_submit=True, border=False):
+    """No verdict preselected (an accidental approval is worse than a click), and the name stays after a save."""
+    if st.session_state.pop("review_saved", False):
+        st.toast("Note saved.")
+    with st.form("review", border=False):
         target = st.radio("Mark", ["This run", f"Step {step.seq}"], horizontal=True, key="review_target")
-        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, key="review_label")
+        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None,
+                         key="review_label")
         text = st.text_area("Note", placeholder="What happened here? Anyone opening this run will see it.", key="review_text")
         name = st.text_input("Your name", value=author or "", key="review_author")
         if st.form_submit_button("Save note", type="primary"):
+            if label is None:
+                st.error("Pick a verdict.")
+                return
             event_id = step.event_id if target != "This run" else None
             st.session_state["reviewer"] = name.strip() or None
             annotate(store, tl.id, label, text.strip(), event_id=event_id, author=name.strip() or None, actor=current_actor())
-            st.toast("Note saved.")
+            for key in ("review_target", "review_label", "review_text", "review_author"):
+                st.session_state.pop(key, None)
+            st.session_state["review_saved"] = True
             st.rerun()
 
 
