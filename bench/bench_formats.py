@@ -22,7 +22,7 @@ from replay_core.storage.store import Store  # noqa: E402
 
 FIX = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 REPEAT = 2000
-READERS_GOAL = {name: ">= 20000 steps/s read (issue 10)" for name in ("claude_code", "codex_cli", "gemini_cli")}
+READERS_GOAL = {name: ">= 20000 steps/s read (issue 10)" for name in ("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai")}
 
 
 def swe_agent() -> bytes:

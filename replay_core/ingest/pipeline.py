@@ -200,6 +200,11 @@ def read_file(data: bytes, filename: str, fmt: str = "auto", *, progress: Callab
     """The accounted reading of one file: with `fmt`, or with the reader that accounts for most of it.
 
     Raises FileRefused when detection finds no reader good enough (see ingest.accounting)."""
+    with _collector_paused():  # reading alone (detection, watch, demo) as the import reads
+        return _read_file(data, filename, fmt, progress)
+
+
+def _read_file(data: bytes, filename: str, fmt: str, progress: Callable[[int], None] | None) -> FileAccount:
     shape = shape_of(data)
     if fmt != "auto":
         return account(get_format(fmt), data, filename, shape, progress)
