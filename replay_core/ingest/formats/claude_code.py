@@ -126,8 +126,13 @@ class _Session:
             return
         if model and model != "<synthetic>":
             self.models.append(model)
-        calls_tools = "tool_use" in msg_blocks.get(mid, ()) if isinstance(mid, str) else any(
-            isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+        stop = msg.get("stop_reason")
+        if isinstance(stop, str):  # on every line of the message: known from this line alone (a file still being written)
+            calls_tools = stop == "tool_use"
+        elif isinstance(mid, str):  # older transcripts: from the message's other lines
+            calls_tools = "tool_use" in msg_blocks.get(mid, ())
+        else:
+            calls_tools = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
         for i, block in enumerate(blocks):
             if not isinstance(block, dict):
                 self.run.errors.append(BadRecord(common["where"], f"message.content[{i}]: expected a block object"))
