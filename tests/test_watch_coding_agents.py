@@ -1,6 +1,7 @@
 """`watch` on coding agents' real session files as they grow: a Claude Code transcript and a Codex
-rollout appended in chunks (cut mid-line), shown on the Live page after each chunk; formats that
-name runs by a hash of the whole file are refused, never split into a run per chunk."""
+rollout appended in chunks (cut mid-line), shown on the Live page after each chunk; a Gemini session
+document rewritten as it grows; formats that name runs by a hash of the whole file are refused, never
+split into a run per chunk."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 from apptest_helpers import empty_store, page  # noqa: F401  (fixtures)
 from test_page_live import tail_lines
@@ -135,3 +137,27 @@ def test_formats_named_by_the_whole_files_hash_are_refused_not_split(tmp_path, f
         fp.write(data[len(path.read_bytes()):])
     assert watcher.poll().problems == [] and store.session_ids() == []  # said once, still nothing stored
     store.close()
+
+
+def test_a_gemini_session_document_rewritten_as_it_grows_is_read_whole_again(tmp_path):
+    """Gemini CLI writes its session as one JSON document, rewritten after each message."""
+    # yoavf/ai-sessions examples/gemini-cli-pomodoro-timer.json @ 85f763593463
+    doc = orjson.loads((FIX / "gemini_cli/yoavf_gemini-cli-pomodoro-timer.json").read_bytes())
+    path = tmp_path / "chats" / "session-1.json"
+    path.parent.mkdir()
+    store = Store(f"sqlite:///{tmp_path / 'w.db'}")
+    watcher = Watcher(store, [path.parent])
+    half = {**doc, "messages": doc["messages"][: len(doc["messages"]) // 2]}
+    path.write_bytes(orjson.dumps(half, option=orjson.OPT_INDENT_2))
+    watcher.poll()
+    watcher.poll()  # unchanged between two polls: imported
+    (sid,) = store.session_ids()
+    first = store.get_session(sid)["steps"]
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))  # rewritten, longer
+    assert watcher.poll().problems == [] and watcher.poll().problems == []
+    finished = whole(path.read_bytes(), tmp_path, path.name)
+    assert store.session_ids() == [sid] and first < store.get_session(sid)["steps"]
+    assert steps_of(store, sid) == steps_of(finished, sid)
+    assert store.get_session(sid)["ended_at"] == finished.get_session(sid)["ended_at"]  # the newer reading's end
+    store.close()
+    finished.close()

@@ -19,7 +19,8 @@ start. Runs imported this way stay `running` until the source says they ended (`
 Store's idle expiry marks a run whose file stops growing `incomplete`.
 
 A file that is one JSON or YAML document cannot be read in parts: it is imported whole, as a
-finished file, once it has stopped changing between two polls.
+finished file, once it has stopped changing between two polls, and again (replacing the run's
+end) each time it is rewritten and still again.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from ..storage.store import Store
-from .formats import UnknownFormat, get_format
+from .formats import SNIFF_BYTES, UnknownFormat, get_format
 from .formats.jsondoc import is_json_lines
 from .accounting import NO_STEPS
 from .pipeline import FileRefused, ImportRejected, files_under, import_bytes, read_file
@@ -96,10 +97,12 @@ class Watcher:
         if stat.st_size == offset:
             return
         with path.open("rb") as fp:
+            if offset and not _jsonl_so_far(fp.read(SNIFF_BYTES)):  # a document written again (Gemini CLI rewrites
+                offset = 0  # its session file after each message): read whole again once it is still
             fp.seek(offset)
             data = fp.read()
         if offset == 0 and not _jsonl_so_far(data):
-            self._whole(path, key, stat, data, result)
+            self._whole(path, key, stat, data, result, again=saved is not None)
             return
         end = data.rfind(b"\n") + 1  # a half-written last line waits for its newline
         if end == 0:
@@ -128,13 +131,14 @@ class Watcher:
         result.steps += report.steps
         result.sessions.update(report.sessions)
 
-    def _whole(self, path: Path, key: str, stat, data: bytes, result: PollResult) -> None:
-        """A one-document file: imported as finished once it is the same size and age two polls running."""
+    def _whole(self, path: Path, key: str, stat, data: bytes, result: PollResult, again: bool = False) -> None:
+        """A one-document file: imported as finished once it is the same size and age two polls running;
+        a document that changed after that is imported `again`, its newer reading replacing the run's end."""
         seen = (stat.st_size, stat.st_mtime)
         if self._pending.get(key) != seen:
             self._pending[key] = seen
             return
-        report = import_bytes(self.store, data, str(path), fmt=self.fmt, skip_bad=self.skip_bad)
+        report = import_bytes(self.store, data, str(path), fmt=self.fmt, skip_bad=self.skip_bad, replace=again)
         self.store.save_watch_offset(key, inode=stat.st_ino, offset=stat.st_size, format=report.files[0]["format"])
         result.files += 1
         result.steps += report.steps
