@@ -224,7 +224,8 @@ def _build(session_id: str, lines: list[_Line], extra: dict, filename: str, chil
     msg_blocks: dict[str, set] = {}
     for ln in entries:
         msg = ln.rec.get("message")
-        if isinstance(msg, dict) and isinstance(msg.get("id"), str) and isinstance(msg.get("content"), list):
+        if isinstance(msg, dict) and not isinstance(msg.get("stop_reason"), str) and isinstance(msg.get("id"), str) \
+                and isinstance(msg.get("content"), list):  # only lines that do not say why the message stopped ask it
             msg_blocks.setdefault(msg["id"], set()).update(b.get("type") for b in msg["content"] if isinstance(b, dict))
     main = [ln for ln in entries if child_of or not ln.rec.get("isSidechain")]
     agents: dict[str, list[_Line]] = {}
@@ -334,7 +335,7 @@ class ClaudeCodeFormat:
                 yield Ignored(where, f"{kind}/{sub}" if sub else kind)
             else:
                 yield Ignored(where, kind)
-        uuids = {ln.rec.get("uuid"): sid for sid, lines in sessions.items() for ln in lines}
+        uuids = {ln.rec.get("uuid"): sid for sid, lines in sessions.items() for ln in lines} if summaries else {}
         for n, rec in summaries:
             sid = uuids.get(rec.get("leafUuid"))
             if sid and isinstance(rec.get("summary"), str):
