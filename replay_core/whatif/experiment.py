@@ -22,6 +22,7 @@ when the process died is run again (its row is still `running`; `attempts` count
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 import uuid
@@ -79,6 +80,30 @@ def open_case(store: Store, session_id: str, start: StartPoint) -> Recording:
     except start_point.NoSuchStep as exc:
         raise ReplayError(str(exc)) from None
     return recording_in(timeline, store, seq, None)
+
+
+def load_tools(specs: list[str]) -> LiveTools:
+    """Live tool functions named on the command line: NAME=module:function, or module:TOOLS (a dict name -> function)."""
+    tools: LiveTools = {}
+    for spec in specs:
+        name, sep, target = spec.partition("=") if "=" in spec else ("", "", spec)
+        module, colon, attr = target.partition(":")
+        if not colon or not module or not attr:
+            raise ExperimentError(f"--tool: expected NAME=module:function or module:TOOLS, got {spec!r}")
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ExperimentError(f"--tool {spec!r}: cannot load it ({exc})") from None
+        if isinstance(found, dict) and not sep:
+            bad = [k for k, fn in found.items() if not callable(fn)]
+            if bad:
+                raise ExperimentError(f"--tool {spec!r}: {bad[0]} is not a function")
+            tools.update(found)
+        elif callable(found):
+            tools[name or attr] = found
+        else:
+            raise ExperimentError(f"--tool {spec!r}: not a function (or a dict of them)")
+    return tools
 
 
 @dataclass
