@@ -10,11 +10,28 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from openai_server import OpenAIServer, Reply
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
+from replay_core.whatif.replay_config import ReplayConfig
 
 START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
+
+
+@pytest.fixture
+def server():
+    """The scripted local OpenAI-compatible server (import this fixture into a test module)."""
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def variant(server, name: str, **kw) -> ReplayConfig:
+    """A priced variant for model `name` on the local server, quick to give up."""
+    settings = {"api_base": server.base_url, "backoff_s": 0.01, "request_timeout_s": 5.0, **PRICE}
+    return ReplayConfig(model=f"openai/{name}", **{**settings, **kw})
 
 
 def answer(i: int) -> str:

@@ -12,28 +12,13 @@ from collections import Counter
 
 import pytest
 
-from experiment_cases import Agent, answer, case_number, make_cases
-from openai_server import OpenAIServer
+from experiment_cases import PRICE, Agent, answer, case_number, make_cases, server, variant  # noqa: F401  (server: fixture)
 from replay_core.storage.store import SessionFilter
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif.replay_config import ReplayConfig
 from replay_core.whatif.results import summarise, to_csv, wilson
 from replay_core.whatif.scorers import SCORERS, Score, scorer
-
-PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
-
-
-@pytest.fixture
-def server():
-    with OpenAIServer() as srv:
-        yield srv
-
-
-def variant(server, name: str, **kw) -> ReplayConfig:
-    settings = {"api_base": server.base_url, "backoff_s": 0.01, "request_timeout_s": 5.0, **PRICE}
-    return ReplayConfig(model=f"openai/{name}", **{**settings, **kw})
-
 
 def refunds(store, n: int = 10) -> list[str]:
     ids = make_cases(store, n)

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiment_cases import START, Agent, answer, case_number, make_cases
-from openai_server import OpenAIServer
+from experiment_cases import START, Agent, answer, case_number, make_cases, server, variant  # noqa: F401  (server: fixture)
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
@@ -23,21 +22,7 @@ from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif import start_point
 from replay_core.whatif.experiment_compare import CompareError, compare_experiments
-from replay_core.whatif.replay_config import ReplayConfig
 from replay_core.whatif.results import summarise, wilson
-
-PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
-
-
-@pytest.fixture
-def server():
-    with OpenAIServer() as srv:
-        yield srv
-
-
-def variant(server, name: str, **kw) -> ReplayConfig:
-    return ReplayConfig(model=f"openai/{name}", api_base=server.base_url, backoff_s=0.01, request_timeout_s=5.0, **PRICE, **kw)
-
 
 def experiment(store, server, dataset: str, models: list[str], **kw) -> str:
     eid, _ = ex.start(store, dataset, [variant(server, m) for m in models], **kw)
