@@ -306,3 +306,42 @@ def test_each_case_is_opened_once_for_all_its_variants(sqlite_store, server, mon
     assert sorted(opened) == [f"refund-{i}" for i in range(4)]
     originals = [s for s in read_steps if "~replay" not in s]
     assert originals == opened  # compare and the scorers reuse the opened run
+
+
+def test_cli_live_tools_and_experiment_compare(tmp_path, server):
+    from replay_core.storage.store import Store
+
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    store = Store(db)
+    make_cases(store, 3)
+    ds.create(store, "refunds", [ds.Case(f"refund-{i}") for i in range(3)])
+    store.close()
+    (tmp_path / "team_tools.py").write_text(
+        "import json, os\n"
+        "def get_order(order_id):\n"
+        "    with open(os.environ['TOOL_LOG'], 'a') as f:\n"
+        "        f.write(order_id + '\\n')\n"
+        "    return {'status': 'delivered', 'checked': 'live'}\n")
+    env = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200", PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               TOOL_LOG=str(tmp_path / "calls.log"))
+
+    def cli(*args, ok=True):
+        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=180)
+        assert (proc.returncode == 0) == ok, proc.stderr
+        return proc
+
+    server.route("m", Agent(server, wrong=lambda i: i == 2))
+    common = ("experiment", "run", "refunds", "--model", "openai/m", "--api-base", server.base_url, "--json")
+    live = json.loads(cli(*common, "--tool", "get_order=team_tools:get_order", "--tool-mode", "live").stdout)
+    assert live["variants"][0]["tool_results"] == {"live": 3, "recorded": 0}
+    assert sorted((tmp_path / "calls.log").read_text().split()) == ["A-0", "A-1", "A-2"]
+    server.route("m", Agent(server))
+    recorded = json.loads(cli(*common).stdout)
+    assert recorded["variants"][0]["tool_results"] == {"live": 0, "recorded": 3}
+    found = json.loads(cli("experiment", "compare", live["experiment"], recorded["experiment"], "--json").stdout)
+    [v] = found["variants"]
+    assert (v["a"]["passed"], v["b"]["passed"], [r["case"] for r in v["improved"]]) == (2, 3, ["refund-2"])
+    table = cli("experiment", "compare", live["experiment"], recorded["experiment"]).stdout
+    assert "3 cases in both" in table and "improved refund-2 · openai/m: agent-replay compare" in table
+    assert cli("experiment", "compare", live["experiment"], "exp-nope", ok=False).stderr.strip() == "error: no experiment 'exp-nope'"
+    assert cli(*common, "--tool", "nowhere", ok=False).stderr.startswith("error: --tool: expected NAME=module:function")

@@ -310,6 +310,7 @@ class _Runner:
                         break
                     todo.popleft()
                     if not self.store.claim_experiment_run(self.id, sid, v):
+                        self._release(sid)
                         continue  # done meanwhile (another process resumed it)
                     with spend.lock:
                         spend.reserved_usd += self.unit_usd[v]
