@@ -345,3 +345,49 @@ def test_cli_live_tools_and_experiment_compare(tmp_path, server):
     assert "3 cases in both" in table and "improved refund-2 · openai/m: agent-replay compare" in table
     assert cli("experiment", "compare", live["experiment"], "exp-nope", ok=False).stderr.strip() == "error: no experiment 'exp-nope'"
     assert cli(*common, "--tool", "nowhere", ok=False).stderr.startswith("error: --tool: expected NAME=module:function")
+
+
+def _stored_experiment(store, name: str, cells: dict[str, bool | None], n: list[int]) -> str:
+    """An experiment with one variant whose verdicts are given (None: refused), stored without replays."""
+    n[0] += 1
+    made = ds.create(store, f"{name}-{n[0]}", [ds.Case(c) for c in cells])
+    eid = f"exp-{name}-{n[0]}"
+    store.create_experiment(eid, made["id"], made["version"], {"names": ["m"], "variants": [{"model": "m"}], "start": "first-model-turn",
+                                                               "scorers": ["outcome"]})
+    for case, passed in cells.items():
+        store.claim_experiment_run(eid, case, 0)
+        store.finish_experiment_run(eid, case, 0, outcome="refused" if passed is None else "final_answer",
+                                    passed=None if passed is None else int(passed), scores=[{"name": "outcome", "passed": bool(passed)}])
+    return eid
+
+
+CASES = [f"refund-{i}" for i in range(6)]
+VERDICTS = st.dictionaries(st.sampled_from(CASES), st.one_of(st.none(), st.booleans()), min_size=1)
+
+
+def test_compare_counts_every_shared_case_once(sqlite_store):
+    make_cases(sqlite_store, 6)
+    made = [0]
+
+    @settings(max_examples=40, deadline=None)
+    @given(VERDICTS, VERDICTS)
+    def check(a_cells, b_cells):
+        a, b = _stored_experiment(sqlite_store, "a", a_cells, made), _stored_experiment(sqlite_store, "b", b_cells, made)
+        shared = [c for c in a_cells if c in b_cells]
+        if not shared:
+            with pytest.raises(CompareError):
+                compare_experiments(sqlite_store, a, b)
+            return
+        found = compare_experiments(sqlite_store, a, b)
+        [v] = found["variants"]
+        scored = [c for c in shared if a_cells[c] is not None and b_cells[c] is not None]
+        assert found["cases"]["compared"] == len(shared) and v["cases"] == len(scored)
+        assert sorted(v["not_scored_on_both"]) == sorted(set(shared) - set(scored))
+        assert sorted(found["cases"]["only_in_a"] + shared) == sorted(a_cells)
+        assert sorted(found["cases"]["only_in_b"] + shared) == sorted(b_cells)
+        assert {r["case"] for r in v["improved"]} == {c for c in scored if b_cells[c] and not a_cells[c]}
+        assert {r["case"] for r in v["regressed"]} == {c for c in scored if a_cells[c] and not b_cells[c]}
+        assert v["b"]["passed"] - v["a"]["passed"] == len(v["improved"]) - len(v["regressed"])
+        assert v["a"]["ci"] == list(wilson(v["a"]["passed"], len(scored)))
+
+    check()
