@@ -7,7 +7,10 @@ requests a replay of such a run sends, per model, so pass counts are known in ad
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -87,3 +90,37 @@ class Agent:
             reply = self.server.text(f"Refund refused for order A-{i}." if self.wrong(i) else answer(i), usage=self.usage)
         reply.delay_s = self.delay_s
         return reply
+
+
+def cli_database(tmp_path, make) -> str:
+    """A SQLite database for CLI tests, filled by `make(store)` and closed; its URL."""
+    from replay_core.storage.store import Store
+
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    store = Store(db)
+    make(store)
+    store.close()
+    return db
+
+
+def cli_runner(db: str, **env: str):
+    """`agent-replay …` in a subprocess on this database: cli(*args, ok=True) checks the exit status, returns the process."""
+    environ = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200", **env)
+
+    def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=environ, timeout=180)
+        assert (proc.returncode == 0) == ok, proc.stderr
+        return proc
+
+    return cli
+
+
+def refund_dataset(n: int):
+    """make(store) for cli_database: n refund runs and the dataset `refunds` of them."""
+    from replay_core.whatif import dataset as ds
+
+    def make(store) -> None:
+        ids = make_cases(store, n)
+        ds.create(store, "refunds", [ds.Case(i) for i in ids])
+
+    return make

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiment_cases import START, Agent, answer, case_number, make_cases, server, variant  # noqa: F401  (server: fixture)
+from experiment_cases import (START, Agent, answer, case_number, cli_database, cli_runner, make_cases, refund_dataset,  # noqa: F401
+                              server, variant)  # server: a fixture
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
@@ -115,20 +114,7 @@ def test_dataset_from_sessions_and_from_a_filter(store):
 
 
 def test_cli_dataset_create_from_sessions_and_from_filter(tmp_path):
-    from replay_core.storage.store import Store
-
-    db = f"sqlite:///{tmp_path / 'cli.db'}"
-    store = Store(db)
-    make_cases(store, 3)
-    make_cases(store, 2, first=5, status="failed")
-    store.close()
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=db)
-
-    def cli(*args, ok=True):
-        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120)
-        assert (proc.returncode == 0) == ok, proc.stderr
-        return proc
-
+    cli = cli_runner(cli_database(tmp_path, lambda store: (make_cases(store, 3), make_cases(store, 2, first=5, status="failed"))))
     assert json.loads(cli("dataset", "create", "two", "--sessions", "refund-0,refund-2", "--json").stdout)["cases"] == 2
     made = json.loads(cli("dataset", "create", "failed", "--from-filter", "status=failed agent=support-bot", "--json").stdout)
     assert (made["cases"], made["version"]) == (2, 1)
@@ -272,18 +258,12 @@ def test_a_start_point_resolves_to_the_step_it_names(shape, which, kind, after):
 
 
 def test_cli_from_step_type(tmp_path, server):
-    from replay_core.storage.store import Store
+    def make(store) -> None:
+        ds.create(store, "flaky", [ds.Case(i) for i in tool_error_runs(store, 3, with_error=lambda i: i != 1)])
 
-    db = f"sqlite:///{tmp_path / 'cli.db'}"
-    store = Store(db)
-    ids = tool_error_runs(store, 3, with_error=lambda i: i != 1)
-    ds.create(store, "flaky", [ds.Case(i) for i in ids])
-    store.close()
+    cli = cli_runner(cli_database(tmp_path, make))
     server.route("m", Agent(server))
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200")
-    proc = subprocess.run([sys.executable, "-m", "replay_core.cli", "experiment", "run", "flaky", "--model", "openai/m", "--api-base",
-                           server.base_url, "--from-step-type", "tool_error", "--json"], capture_output=True, text=True, env=env, timeout=180)
-    assert proc.returncode == 0, proc.stderr
+    proc = cli("experiment", "run", "flaky", "--model", "openai/m", "--api-base", server.base_url, "--from-step-type", "tool_error", "--json")
     [v] = json.loads(proc.stdout)["variants"]
     assert (v["cases"], v["passed"], v["refused"]) == (2, 2, 1)
 
@@ -309,27 +289,14 @@ def test_each_case_is_opened_once_for_all_its_variants(sqlite_store, server, mon
 
 
 def test_cli_live_tools_and_experiment_compare(tmp_path, server):
-    from replay_core.storage.store import Store
-
-    db = f"sqlite:///{tmp_path / 'cli.db'}"
-    store = Store(db)
-    make_cases(store, 3)
-    ds.create(store, "refunds", [ds.Case(f"refund-{i}") for i in range(3)])
-    store.close()
+    db = cli_database(tmp_path, refund_dataset(3))
     (tmp_path / "team_tools.py").write_text(
         "import json, os\n"
         "def get_order(order_id):\n"
         "    with open(os.environ['TOOL_LOG'], 'a') as f:\n"
         "        f.write(order_id + '\\n')\n"
         "    return {'status': 'delivered', 'checked': 'live'}\n")
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200", PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-               TOOL_LOG=str(tmp_path / "calls.log"))
-
-    def cli(*args, ok=True):
-        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=180)
-        assert (proc.returncode == 0) == ok, proc.stderr
-        return proc
-
+    cli = cli_runner(db, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", TOOL_LOG=str(tmp_path / "calls.log"))
     server.route("m", Agent(server, wrong=lambda i: i == 2))
     common = ("experiment", "run", "refunds", "--model", "openai/m", "--api-base", server.base_url, "--json")
     live = json.loads(cli(*common, "--tool", "get_order=team_tools:get_order", "--tool-mode", "live").stdout)

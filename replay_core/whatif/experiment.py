@@ -33,18 +33,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..storage.store import EXPERIMENT_SOURCE, Store
-from . import dataset as datasets
-from .provider import load_litellm
 from ..understand.timeline import open_timeline
+from . import dataset as datasets
 from . import start_point
+from .provider import load_litellm
 from .recording import Recording
 from .replay import Estimate, LiveTools, ReplayError, ReplayResult, estimate_for, recording_in, replay
 from .replay_config import RECORDED, ConfigError, ReplayConfig
 from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers
-from .start_point import FIRST_MODEL_TURN, StartPoint
+from .start_point import FIRST_MODEL_TURN, REFUSED, StartPoint
 
 STATES = ("running", "done", "stopped", "budget", "failed")
-REFUSED = "refused"  # a case the experiment could not replay from its start point: counted apart, never scored
 
 
 class ExperimentError(ValueError):

@@ -19,6 +19,7 @@ import math
 from collections import Counter
 
 from ..storage.store import SessionFilter, Store
+from .start_point import REFUSED
 
 Z95 = 1.959963984540054
 
@@ -57,8 +58,8 @@ def summarise(store: Store, experiment_id: str) -> dict:
     variants = []
     for v, name in enumerate(names):
         finished = [cell[(c, v)] for c in cases if (c, v) in cell and cell[(c, v)]["state"] == "done"]
-        done = [r for r in finished if r["outcome"] != "refused"]
-        refused = [r for r in finished if r["outcome"] == "refused"]
+        done = [r for r in finished if r["outcome"] != REFUSED]
+        refused = [r for r in finished if r["outcome"] == REFUSED]
         passed = sum(1 for r in done if r["passed"])
         costs = [r["cost_usd"] for r in done]
         variants.append({

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ..events import StepEvent, StepType
 
 FIRST_MODEL_TURN = "first-model-turn"
+REFUSED = "refused"  # an experiment run's outcome when its case cannot be replayed from the start point: counted, never scored
 MODEL_TYPES = ("think", "tool_call", "decision")
 
 
