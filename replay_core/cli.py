@@ -653,19 +653,23 @@ app.add_typer(dataset_app, name="dataset")
 app.add_typer(experiment_app, name="experiment")
 
 
-def _cases(store: Store, runs, status, workflow, since, search, expected):
+def _cases(store: Store, runs, status, workflow, since, search, expected, from_filter=None):
     from .whatif import dataset as ds
 
     flt = None
     runs = [r.strip() for item in runs or [] for r in item.split(",") if r.strip()]
     if not runs:
-        if not any((status, workflow, since, search)):
-            fail("name the runs (--runs ID …) or a filter (--status, --workflow, --since, --search)")
-        flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
+        if from_filter:
+            flt = ds.parse_filter(from_filter)
+        elif not any((status, workflow, since, search)):
+            fail("name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, --since, --search)")
+        else:
+            flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
     return ds.resolve(store, runs=runs, flt=flt, expected=expected)
 
 
-RunsOption = Annotated[list[str] | None, typer.Option("--runs", help="Run ids (repeat the option).")]
+RunsOption = Annotated[list[str] | None, typer.Option("--runs", "--sessions", help="Run ids (repeat the option, or comma-separated).")]
+FromFilterOption = Annotated[str | None, typer.Option("--from-filter", help="The runs a filter matches: 'status=failed model=gpt-4o agent=… workflow=… since=7d search=…'.")]
 StatusOption = Annotated[str | None, typer.Option("--status", help="Runs with this status.")]
 WorkflowOption = Annotated[str | None, typer.Option("--workflow", help="Runs of this workflow.")]
 SinceOption = Annotated[str | None, typer.Option("--since", help="Runs started since: 7d, 12h, a date or an ISO time.")]
@@ -684,7 +688,7 @@ def _print_dataset(made: dict, json: bool) -> None:
 def dataset_create(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
     runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
-    search: SearchOption = None, expected: ExpectedOption = None,
+    search: SearchOption = None, expected: ExpectedOption = None, from_filter: FromFilterOption = None,
     match: Annotated[str, typer.Option("--match", help="How expected texts are matched: equals (normalised), contains, regex.")] = "equals",
     description: Annotated[str | None, typer.Option("--description")] = None,
     db: DbOption = None, json: JsonOption = False,
@@ -694,7 +698,7 @@ def dataset_create(
 
     store = open_store(db)
     try:
-        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
+        cases, made_from = _cases(store, runs, status, workflow, since, search, expected, from_filter)
         made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
@@ -705,14 +709,15 @@ def dataset_create(
 def dataset_add(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
     runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
-    search: SearchOption = None, expected: ExpectedOption = None, db: DbOption = None, json: JsonOption = False,
+    search: SearchOption = None, expected: ExpectedOption = None, from_filter: FromFilterOption = None,
+    db: DbOption = None, json: JsonOption = False,
 ) -> None:
     """Add runs to a dataset (its next version); runs it holds already are skipped."""
     from .whatif import dataset as ds
 
     store = open_store(db)
     try:
-        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
+        cases, made_from = _cases(store, runs, status, workflow, since, search, expected, from_filter)
         made = ds.add(store, name, cases, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
@@ -805,6 +810,11 @@ def _print_results(summary: dict) -> None:
                       "unknown" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}", str(v["tokens_in"]), str(v["tokens_out"]),
                       _fmt(v["p50_ms"]), _fmt(v["p95_ms"]))
     out.print(table)
+    for v in summary["variants"]:
+        if v["refused"]:
+            out.print(f"{v['name']}: {v['refused']} cases refused (not counted), e.g. {v['refusals'][0]['case']}: {v['refusals'][0]['reason']}")
+        if v["tool_results"]["live"]:
+            out.print(f"{v['name']}: {v['tool_results']['live']} tool answers from live functions, {v['tool_results']['recorded']} from the recording")
     for title, items in (("regressions (passed on the baseline, fail here)", summary["regressions"]),
                          ("improvements", summary["improvements"])):
         if items:
@@ -867,7 +877,10 @@ def experiment_run(
     dataset: Annotated[str, typer.Argument(help="Dataset name.")],
     model: Annotated[list[str] | None, typer.Option("--model", help="A variant's litellm model (repeat; the first is the baseline).")] = None,
     variant: Annotated[list[str] | None, typer.Option("--variant", help='A variant as JSON replay settings, e.g. {"model": "openai/x", "temperature": 0.2} (repeatable).')] = None,
-    start: Annotated[str, typer.Option("--from", help="first-model-turn, or the step (seq) to replay from.")] = "first-model-turn",
+    start: Annotated[str, typer.Option("--from", help="first-model-turn, a step number, or a step kind per case: 'last user_message', 'first model_turn after first tool_error'.")] = "first-model-turn",
+    step_type: Annotated[str | None, typer.Option("--from-step-type", help="Replay each case from its first step of this kind (tool_error, user_message, input, decision, …); a run without one is refused, counted.")] = None,
+    tool: Annotated[list[str] | None, typer.Option("--tool", help="A live tool function, NAME=module:function (or module:TOOLS, a dict); repeatable.")] = None,
+    tool_mode: Annotated[str, typer.Option("--tool-mode", help="recorded: the recording's tool answers, live functions only where it has none; live: the --tool functions first.")] = "recorded",
     scorer: Annotated[list[str] | None, typer.Option("--scorer", help="outcome, final_tool, tool_sequence, no_divergence, cost_ceiling, latency_ceiling, judge, or module:function (repeatable; default outcome).")] = None,
     scorer_option: Annotated[list[str] | None, typer.Option("--scorer-option", help="SCORER.NAME=VALUE, e.g. tool_sequence.threshold=0.9, judge.model=openai/gpt-4o-mini (repeatable).")] = None,
     api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server for every variant.")] = None,
@@ -889,7 +902,8 @@ def experiment_run(
     store = open_store(db)
     try:
         shared = {"api_base": api_base, "api_key_env": api_key_env, "temperature": temperature, "params": parse_params(param or []),
-                  "input_cost_per_token": input_price, "output_cost_per_token": output_price}
+                  "input_cost_per_token": input_price, "output_cost_per_token": output_price, "tool_mode": tool_mode}
+        tools = ex.load_tools(tool or [])
         configs = configs_for(model, fallback_model=fallback_model, **shared) if model else []
         for text in variant or []:
             try:
@@ -906,16 +920,19 @@ def experiment_run(
             if not sep or not dot:
                 fail(f"--scorer-option: expected SCORER.NAME=VALUE, got {item!r}")
             options.setdefault(name, {}).update(parse_params([f"{option}={value}"]))
-        experiment_id, plan = ex.start(store, dataset, configs, start=start, scorers=scorer, scorer_options=options,
-                                       concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
+        experiment_id, plan = ex.start(store, dataset, configs, start=step_type or start, scorers=scorer, scorer_options=options,
+                                       concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens, tools=tools)
     except (ex.ExperimentError, ConfigError) as exc:
         fail(str(exc))
     if not json:
         for e in plan.estimates:
             cost = "unknown cost" if e.cost_usd is None else f"~${e.cost_usd:.4f}"
             out.print(f"estimate {e.model}: {len(plan.cases)} cases, ~{e.tokens_in:,} tokens in, ~{e.tokens_out:,} out, {cost}")
+        if plan.unplayable:
+            out.print(f"{len(plan.unplayable)} cases will be refused (not replayable from {plan.start.spec}), e.g. "
+                      + "; ".join(f"{k}: {v}" for k, v in list(plan.unplayable.items())[:3]))
         out.print(f"experiment {experiment_id}")
-    _run_with_progress(store, experiment_id, json)
+    _run_with_progress(store, experiment_id, json, tools=tools)
     _show(store, experiment_id, json)
 
 
@@ -924,13 +941,20 @@ def experiment_resume(
     experiment_id: Annotated[str, typer.Argument()],
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="A new dollar budget for the whole experiment.")] = None,
     budget_tokens: Annotated[int | None, typer.Option("--budget-tokens")] = None,
+    tool: Annotated[list[str] | None, typer.Option("--tool", help="The live tool functions the experiment was run with (as for run).")] = None,
     db: DbOption = None, json: JsonOption = False,
 ) -> None:
     """Run what an interrupted or budget-stopped experiment did not run (finished replays are never paid for again)."""
+    from .whatif import experiment as ex
+
     store = open_store(db)
     if store.get_experiment(experiment_id) is None:
         fail(f"no experiment {experiment_id!r}")
-    _run_with_progress(store, experiment_id, json, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    try:
+        tools = ex.load_tools(tool or [])
+    except ex.ExperimentError as exc:
+        fail(str(exc))
+    _run_with_progress(store, experiment_id, json, budget_usd=budget_usd, budget_tokens=budget_tokens, tools=tools)
     _show(store, experiment_id, json)
 
 
@@ -949,6 +973,53 @@ def experiment_show(
     if csv is not None:
         csv.write_text(to_csv(summarise(store, experiment_id)))
     _show(store, experiment_id, json)
+
+
+@experiment_app.command("compare")
+def experiment_compare(
+    a: Annotated[str, typer.Argument(help="Experiment A (the one to compare against).")],
+    b: Annotated[str, typer.Argument(help="Experiment B.")],
+    by_position: Annotated[bool, typer.Option("--by-position", help="Pair variants by position, not by name.")] = False,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Per variant and scorer: the cases B improved or regressed against A, with Wilson intervals; what is not comparable, named."""
+    from .whatif.experiment_compare import CompareError, compare_experiments
+
+    try:
+        found = compare_experiments(open_store(db), a, b, by_position=by_position)
+    except CompareError as exc:
+        fail(str(exc))
+    if json:
+        print_json(found)
+        return
+    cases = found["cases"]
+    out.print(f"{a} → {b}: {cases['compared']} cases in both" + "".join(f"; {len(cases[k])} {k.replace('_', ' ')}" for k in ("only_in_a", "only_in_b") if cases[k]))
+    for note in found["notes"]:
+        out.print(f"note: {note}")
+    for key, items in found["not_comparable"].items():
+        if items:
+            out.print(f"not comparable, {key.replace('_', ' ')}: {', '.join(items)}")
+    table = Table("variant", "scorer", "cases", "A pass", "A 95% (Wilson)", "B pass", "B 95% (Wilson)", "improved", "regressed")
+
+    def pct(r: dict) -> str:
+        return "—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
+
+    def band(r: dict) -> str:
+        return f"{r['ci'][0]:.0%}–{r['ci'][1]:.0%}"
+
+    for v in found["variants"]:
+        table.add_row(v["variant"], "(all)", str(v["cases"]), pct(v["a"]), band(v["a"]), pct(v["b"]), band(v["b"]),
+                      str(len(v["improved"])), str(len(v["regressed"])))
+        for sc in v["scorers"]:
+            table.add_row("", sc["scorer"], str(v["cases"]), pct(sc["a"]), band(sc["a"]), pct(sc["b"]), band(sc["b"]),
+                          str(len(sc["improved"])), str(len(sc["regressed"])))
+    out.print(table)
+    for v in found["variants"]:
+        for title, items in (("regressed", v["regressed"]), ("improved", v["improved"])):
+            for r in items:
+                out.print(f"  {title} {r['case']} · {v['variant']}: agent-replay compare {r['a_session']} {r['b_session']}")
+        if v["not_scored_on_both"]:
+            out.print(f"  {v['variant']}: {len(v['not_scored_on_both'])} cases not scored on both (pending or refused)")
 
 
 @experiment_app.command("list")

@@ -532,6 +532,7 @@ class IngestAPI:
             Route(f"{API_PREFIX}/experiments", guarded(self.create_experiment, REPLAY), methods=["POST"]),
             Route(f"{API_PREFIX}/experiments", guarded(self.list_experiments, READ), methods=["GET"]),
             Route(f"{API_PREFIX}/experiments/{{experiment_id}}", guarded(self.get_experiment, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments/{{a}}/compare/{{b}}", guarded(self.compare_experiments, READ), methods=["GET"]),
         ]
 
     async def _object_body(self, request: Request) -> dict:
@@ -553,12 +554,11 @@ class IngestAPI:
                 given = body.get("filter") or {}
                 if not isinstance(given, dict):
                     raise ds.DatasetError("filter: expected an object")
-                unknown = sorted(set(given) - {"status", "workflow", "since", "search"})
+                unknown = sorted(set(given) - set(ds.FILTER_KEYS))
                 if unknown:
-                    raise ds.DatasetError(f"filter.{unknown[0]}: not a dataset filter (status, workflow, since, search)")
+                    raise ds.DatasetError(f"filter.{unknown[0]}: not a dataset filter ({', '.join(ds.FILTER_KEYS)})")
                 if given:
-                    flt = SessionFilter(status=given.get("status"), workflow=given.get("workflow"),
-                                        since=ds.parse_since(given["since"]) if given.get("since") else None, text=given.get("search"))
+                    flt = ds.parse_filter(given)
             runs = body.get("runs")
             if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
                 raise ds.DatasetError("runs: expected a list of run ids")
@@ -797,6 +797,20 @@ class IngestAPI:
         except shares.ShareGone as exc:
             return json_response({"detail": str(exc), "reason": exc.reason}, 410, private)
         return json_response(body, headers=private)
+
+    async def compare_experiments(self, request: Request) -> Response:
+        """GET /api/v1/experiments/{a}/compare/{b}[?by=position]: per variant and scorer, what B improved or regressed."""
+        from ..whatif.experiment_compare import CompareError, compare_experiments
+
+        a, b = request.path_params["a"], request.path_params["b"]
+        by = request.query_params.get("by", "name")
+        if by not in ("name", "position"):
+            raise ApiError(422, "by: expected name or position", [{"loc": "by", "msg": "expected name or position"}])
+        try:
+            return json_response(await run_in_threadpool(compare_experiments, self.store(), a, b, by_position=by == "position"))
+        except CompareError as exc:
+            raise ApiError(404 if str(exc).startswith("no experiment") else 422, str(exc)) from None
+
 
 def _session_id(request: Request) -> str:
     """The session id in the path, refused (422) when no stored run could have it."""

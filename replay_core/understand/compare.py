@@ -410,17 +410,20 @@ def replay_range(a: dict, b: dict) -> tuple[int, int] | None:
     return None
 
 
-def compare(store: Store, a_id: str, b_id: str, *, include: Iterable[str] = (), whole: bool = False) -> Comparison:
+def compare(store: Store, a_id: str, b_id: str, *, include: Iterable[str] = (), whole: bool = False,
+            loaded: dict[str, tuple[dict, list[StepEvent]]] | None = None) -> Comparison:
     """Compare two stored sessions.
 
     When one is a replay of the other, the source is cut to the replayed range (unless
     `whole`), and outcomes are compared only when that range reaches the source's end.
+    `loaded`: sessions the caller holds already (row, steps), not read again (a replay's source).
     """
-    a, b = store.get_session(a_id), store.get_session(b_id)
+    loaded = loaded or {}
+    a, b = (loaded[i][0] if i in loaded else store.get_session(i) for i in (a_id, b_id))
     for sid, row in ((a_id, a), (b_id, b)):
         if row is None:
             raise KeyError(sid)
-    steps_a, steps_b = store.load_steps(a_id), store.load_steps(b_id)
+    steps_a, steps_b = (loaded[i][1] if i in loaded else store.load_steps(i) for i in (a_id, b_id))
     cut = None if whole else (replay_range(a, b) or replay_range(b, a))
     compare_outcome = True
     if cut:
