@@ -689,20 +689,40 @@ def dataset_create(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
     runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
     search: SearchOption = None, expected: ExpectedOption = None, from_filter: FromFilterOption = None,
+    from_queue: Annotated[int | None, typer.Option("--from-queue", help="The runs of this review queue, judged by what its reviewers said they should have done.")] = None,
     match: Annotated[str, typer.Option("--match", help="How expected texts are matched: equals (normalised), contains, regex.")] = "equals",
     description: Annotated[str | None, typer.Option("--description")] = None,
     db: DbOption = None, json: JsonOption = False,
 ) -> None:
-    """Make a dataset from run ids or a filter."""
+    """Make a dataset from run ids, a filter or a review queue."""
     from .whatif import dataset as ds
 
     store = open_store(db)
     try:
-        cases, made_from = _cases(store, runs, status, workflow, since, search, expected, from_filter)
-        made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
+        if from_queue is not None:
+            made = _dataset_from_queue(store, name, from_queue, expected, match, description)
+        else:
+            cases, made_from = _cases(store, runs, status, workflow, since, search, expected, from_filter)
+            made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
     _print_dataset(made, json)
+
+
+def _dataset_from_queue(store: Store, name: str, queue_id: int, expected: str | None, match: str, description: str | None) -> dict:
+    """A review queue's runs, each judged by what its reviewers said it should have done (else `expected`, else its outcome)."""
+    from .team import queues
+    from .whatif import dataset as ds
+
+    try:
+        ids, wanted = queues.dataset_cases(queues.results(store, queue_id))
+    except queues.QueueError as exc:
+        raise ds.DatasetError(str(exc)) from None
+    if not ids:
+        raise ds.DatasetError(f"queue {queue_id}: none of its runs is still stored")
+    per_run = {sid: wanted.get(sid, expected) for sid in ids} if expected else wanted
+    return ds.dataset_from_sessions(store, name, ids, expected=per_run, match=match, description=description,
+                                    made_from={"queue": queue_id})
 
 
 @dataset_app.command("add")

@@ -97,3 +97,21 @@ def test_share_a_run_list_revoke(cli, tmp_path):
     assert cli("share", "--revoke", str(made["id"]), ok=False).stderr.strip() == f"error: no link {made['id']} that still opens"
     assert "error: no run 'nope'" in cli("share", "nope", ok=False).stderr
     assert "error: expires: expected a count and a unit" in cli("share", sid, "--expires", "forever", ok=False).stderr
+
+
+def test_a_dataset_from_a_reviewed_queue(cli, tmp_path):
+    """The support lead's reviews become an experiment's cases: "what should it have done" is what counts as right."""
+    cli("demo")
+    made = json.loads(cli("queue", "create", "failed", "--status", "failed", "--json").stdout)
+    store = Store(f"sqlite:///{tmp_path / 'cli.db'}")
+    who = Actor("reviewer password", "reviewer", "test")
+    item = queues.next_item(store, made["id"], "Ana", actor=who)
+    queues.save_review(store, made["id"], item["id"], "Ana", "Bad", should_have="Refund the order", actor=who)
+    out = json.loads(cli("dataset", "create", "from review", "--from-queue", str(made["id"]), "--json").stdout)
+    assert out["cases"] == made["items"]
+    shown = json.loads(cli("dataset", "show", "from review", "--json").stdout)
+    expected = {c["session"]: c["expected"] for c in shown["cases"]}
+    assert expected[item["session_id"]] == "Refund the order"
+    assert sum(1 for v in expected.values() if v is None) == made["items"] - 1  # the others: judged by their own outcome
+    refused = cli("dataset", "create", "nothing", "--from-queue", "999", ok=False)
+    assert refused.returncode != 0 and "999" in refused.stderr

@@ -149,3 +149,20 @@ def test_an_editor_shares_a_queue_results_and_deletes_the_queue(demo_store):
     assert shares.open_link(demo_store, token, count=False)["target"] == {"queue": qid}
     at.button(key=f"delete_{qid}").click().run()
     assert queues.list_queues(demo_store) == [] and "No review queue yet." in at.info[0].value
+
+
+def test_an_editor_makes_an_experiment_dataset_from_a_queue(demo_store):
+    from replay_core.whatif import dataset as ds
+
+    qid = _failed_queue(demo_store)["id"]
+    reviewer = Actor("Ana", "reviewer", "test")
+    item = queues.next_item(demo_store, qid, "Ana", actor=reviewer)
+    queues.save_review(demo_store, qid, item["id"], "Ana", "Bad", should_have="Read the tests first", actor=reviewer)
+    at = page(QUEUES)
+    at.text_input(key=f"ds_name_{qid}").set_value("failed, reviewed")
+    at.button(key=f"ds_make_{qid}").click().run()
+    assert not at.exception
+    cases = {c["session"]: c["expected"] for c in ds.show(demo_store, "failed, reviewed")["cases"]}
+    assert len(cases) == demo_store.count_sessions(SessionFilter(status="failed"))
+    assert cases[item["session_id"]] == "Read the tests first"
+    assert any(s.value.startswith("Dataset “failed, reviewed” version 1") for s in at.success)

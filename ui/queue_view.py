@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from replay_core.events import SessionStatus
-from replay_core.storage.actor import MANAGE_QUEUES, SHARE, WORK_QUEUE, Actor, PermissionDenied
+from replay_core.storage.actor import MANAGE_QUEUES, REPLAY, SHARE, WORK_QUEUE, Actor, PermissionDenied
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.team import queues
 from replay_core.understand.explain import EXPLAINED, explain
@@ -100,6 +100,27 @@ def results_view(store: Store, queue_id: int, actor: Actor | None = None) -> Non
         from .share_view import share_button
 
         share_button(store, actor, "queue", queue=queue_id, key=f"share_queue_{queue_id}")
+    if actor is not None and actor.may(REPLAY):
+        dataset_form(store, res)
+
+
+def dataset_form(store: Store, res: dict) -> None:
+    """Editors: the queue's runs as an experiments dataset, each judged by what its reviewers said it should have done."""
+    from replay_core.whatif import dataset as ds
+
+    ids, wanted = queues.dataset_cases(res)
+    queue_id = res["queue"]["id"]
+    with st.expander("Make a dataset of these runs (for experiments)"):
+        st.caption(f"{len(ids)} runs; {len(wanted)} with a reviewer's “what should it have done”, which becomes what counts "
+                   "as right; the others are judged by their own outcome.")
+        name = st.text_input("Dataset name", value=res["queue"]["name"], key=f"ds_name_{queue_id}")
+        if st.button("Make the dataset", key=f"ds_make_{queue_id}", disabled=not ids):
+            try:
+                made = ds.dataset_from_sessions(store, name, ids, expected=wanted, made_from={"queue": queue_id})
+            except ds.DatasetError as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases. Open Experiments to run it.")
 
 
 def item_row(it: dict, criteria: list[str]) -> dict:

@@ -301,6 +301,20 @@ def results(store: Store, queue_id: int, *, now: datetime | None = None) -> dict
             "agreement": {"mean": sum(scored) / len(scored) if scored else None, "items": len(scored)}}
 
 
+def dataset_cases(result: dict) -> tuple[list[str], dict[str, str]]:
+    """A queue's runs still stored, for a dataset (whatif.dataset.dataset_from_sessions), and per run the
+    reviewers' "what should it have done" (their texts joined; a run without one keeps its own outcome)."""
+    ids, expected = [], {}
+    for it in result["items"]:
+        if not it["stored"]:
+            continue
+        ids.append(it["session_id"])
+        wanted = [r["should_have"] for r in it["reviews"] if r["should_have"]]
+        if wanted:
+            expected[it["session_id"]] = " / ".join(dict.fromkeys(wanted))
+    return ids, expected
+
+
 def _review_row(r: dict) -> dict:
     return {"reviewer": r["reviewer"], "verdict": r["verdict"], "criteria": r["criteria"] or {}, "note": r["note"],
             "should_have": r["should_have"], "at": r["created_at"]}
