@@ -22,7 +22,7 @@ from replay_core.storage.store import Store  # noqa: E402
 
 FIX = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 REPEAT = 2000
-READERS_GOAL = {name: ">= 20000 steps/s read (issue 10)" for name in ("claude_code", "codex_cli", "gemini_cli")}
+READERS_GOAL = {name: ">= 20000 steps/s read (issue 10)" for name in ("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai")}
 
 
 def swe_agent() -> bytes:
@@ -108,8 +108,8 @@ def openhands() -> bytes:
 
 
 def inspect_ai() -> bytes:
-    """The hand-made log's tool-using sample, its events repeated with fresh tool call ids."""
-    doc = orjson.loads((FIX / "inspect_ai/tool_events_handmade.json").read_bytes())
+    """The tool-using sample of a log inspect-ai 0.3.285 wrote, its model and tool events repeated with fresh tool call ids."""
+    doc = orjson.loads((FIX / "inspect_ai/inspect-0.3.285_mockllm_tool_events.json").read_bytes())
     sample = doc["samples"][0]
     body = [e for e in sample["events"] if e["event"] in ("model", "tool")]
     events = sample["events"][:3]
@@ -118,6 +118,7 @@ def inspect_ai() -> bytes:
             ev = orjson.loads(orjson.dumps(ev))
             if ev["event"] == "tool":
                 ev["id"] += f"_{i}"
+                ev.pop("uuid", None)
             for choice in ev.get("output", {}).get("choices", []):
                 for call in choice["message"].get("tool_calls") or []:
                     call["id"] += f"_{i}"

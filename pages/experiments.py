@@ -17,6 +17,7 @@ from replay_core.storage.store import SessionFilter
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif.replay_config import ConfigError, ReplayConfig, configured_models, default_api_base
+from replay_core.whatif.experiment_compare import CompareError, compare_experiments
 from replay_core.whatif.results import summarise, to_csv
 from replay_core.whatif.scorers import SCORERS
 from ui.common import current_role, fmt_cost, fmt_when, get_store, md, url_choice
@@ -39,26 +40,45 @@ if sets:
 else:
     st.info("No dataset yet. Make one below from the runs that matter, e.g. last week's refund runs.")
 
+ANY = "(any)"
+PREVIEW = 200
+
 with st.expander("Make a dataset", expanded=not sets):
+    st.caption("Pick runs by filter (and, if you like, only some of the matches). A name that exists gets the new runs as its next version.")
     left, right = st.columns(2)
     name = left.text_input("Name", key="ds_name", placeholder="refunds-last-week")
-    statuses = ["(any)", "succeeded", "failed", "incomplete", "running", "unknown"]
+    statuses = [ANY, "succeeded", "failed", "incomplete", "running", "unknown"]
     status = right.selectbox("Status", statuses, key="ds_status")
-    workflow = left.selectbox("Workflow", ["(any)", *store.distinct_values("workflow")], key="ds_workflow")
+    workflow = left.selectbox("Workflow", [ANY, *store.distinct_values("workflow")], key="ds_workflow")
+    model = right.selectbox("Model", [ANY, *store.distinct_values("model")], key="ds_model")
+    agent = left.selectbox("Agent", [ANY, *store.distinct_values("agent_id")], key="ds_agent")
     since = right.text_input("Started since", key="ds_since", placeholder="7d, 12h or 2026-05-01")
     search = left.text_input("Text in the run", key="ds_search")
     expected = right.text_input("What counts as right (optional)", key="ds_expected",
                                 help="Left empty: each run's own final answer. Otherwise this text, matched as below.")
     match = left.selectbox("Match the expected text", list(ds.MATCH_RULES), key="ds_match")
+    matched: list[str] = []
+    try:
+        chosen = {"status": status, "workflow": workflow, "model": model, "agent": agent, "since": since.strip(), "search": search.strip()}
+        flt = ds.parse_filter({k: v for k, v in chosen.items() if v and v != ANY}) if any(v and v != ANY for v in chosen.values()) else SessionFilter()
+        matched = store.session_ids(flt)
+        rows = store.list_sessions(SessionFilter(ids=tuple(matched[:PREVIEW])), limit=PREVIEW) if matched else []
+        st.caption(md(f"{len(matched)} runs match" + (f" (the first {PREVIEW} shown)" if len(matched) > PREVIEW else "") + "."))
+        if rows:
+            st.dataframe(pd.DataFrame([{"run": r["id"], "name": r["name"], "status": r["status"], "model": r["model"], "agent": r["agent_id"],
+                                        "workflow": r["workflow"], "started": fmt_when(r["started_at"])} for r in rows]),
+                         hide_index=True, key="ds_preview")
+    except ds.DatasetError as exc:
+        st.error(md(str(exc)))
+    picked = st.multiselect("Only these runs (empty: every match)", matched[:PREVIEW], key="ds_pick")
     if not editor:
         st.caption("Only editors can make datasets and launch experiments.")
     if st.button("Make the dataset", key="ds_make", disabled=not editor):
         try:
-            flt = SessionFilter(status=None if status == "(any)" else status, workflow=None if workflow == "(any)" else workflow,
-                                since=ds.parse_since(since) if since.strip() else None, text=search.strip() or None)
-            cases, made_from = ds.resolve(store, flt=flt, expected=expected.strip() or None)
-            made = ds.create(store, name, cases, match=match, made_from=made_from)
-            st.success(md(f"Dataset {made['name']}: {made['cases']} cases."))
+            made = ds.dataset_from_sessions(store, name, picked or matched, expected=expected.strip() or None, match=match,
+                                            made_from=None if picked else {"filter": {k: v for k, v in chosen.items() if v and v != ANY}})
+            grown = f" version {made['version']} ({made['added']} added)" if "added" in made else ""
+            st.success(md(f"Dataset {made['name']}{grown}: {made['cases']} cases."))
             sets = store.list_datasets()
         except ds.DatasetError as exc:
             st.error(md(str(exc)))
@@ -73,7 +93,9 @@ if sets:
     models = list(dict.fromkeys([*models, *(m.strip() for m in typed.split(",") if m.strip())]))
     left, right = st.columns(2)
     api_base = left.text_input("API base (local server)", value=default_api_base() or "", key="ex_api_base")
-    start = right.text_input("Replay from", value=ex.FIRST_MODEL_TURN, key="ex_start", help="first-model-turn, or a step number")
+    start = right.text_input("Replay from", value=ex.FIRST_MODEL_TURN, key="ex_start",
+                             help="first-model-turn, a step number, or a step kind per case: 'last user_message', "
+                                  "'first model_turn after first tool_error'. A run without that step is refused (counted).")
     scorers = left.multiselect("Scorers", sorted(SCORERS), default=["outcome"], key="ex_scorers")
     concurrency = right.number_input("Replays at once", min_value=1, max_value=32, value=4, key="ex_concurrency")
     budget = left.number_input("Budget (USD)", min_value=0.0, value=None, step=1.0, key="ex_budget", placeholder="no budget")
@@ -91,7 +113,7 @@ if sets:
                                     "cost (≈)": "unknown" if e.cost_usd is None else fmt_cost(e.cost_usd)} for e in p.estimates]),
                      hide_index=True)
         if p.unplayable:
-            st.warning(md(f"{len(p.unplayable)} cases cannot be replayed (they will be scored as failed): "
+            st.warning(md(f"{len(p.unplayable)} cases cannot be replayed from {p.start.spec} (refused, counted apart, not scored): "
                           + "; ".join(f"{k}: {v}" for k, v in list(p.unplayable.items())[:3])))
     if st.button("Launch", type="primary", key="ex_launch", disabled=not (editor and p is not None)):
         experiment_id = ex.create(store, p)
@@ -132,7 +154,11 @@ def results() -> None:
         "cost": "unknown" if v["cost_usd"] is None else fmt_cost(v["cost_usd"]), "tokens": v["tokens_in"] + v["tokens_out"],
         "p50 ms": v["p50_ms"], "p95 ms": v["p95_ms"],
         "departed at step": ", ".join(f"{k}: {n}" for k, n in v["departed_at"].items()) or "—",
+        "refused": v["refused"], "tool answers live / recorded": f"{v['tool_results']['live']} / {v['tool_results']['recorded']}",
     } for v in summary["variants"]]), hide_index=True, key="variants")
+    for v in summary["variants"]:
+        if v["refusals"]:
+            st.caption(md(f"{v['name']}: refused " + "; ".join(f"{r['case']} ({r['reason']})" for r in v["refusals"][:5])))
     for title, items in (("Regressions (passed on the baseline, fail here)", summary["regressions"]),
                          ("Improvements", summary["improvements"])):
         if items:
@@ -154,3 +180,48 @@ def results() -> None:
 
 
 results()
+
+# ---------------------------------------------------------------------------- two experiments
+
+
+st.subheader("Compare two experiments")
+others = [r for r in runs if r["id"] != experiment_id]
+if not others:
+    st.caption("Run another experiment on the same cases to compare the two.")
+    st.stop()
+left, right = st.columns(2)
+against = left.selectbox("Compare with (A)", [r["id"] for r in others], format_func=labels.get, key="cmp_a")
+by_position = right.checkbox("Pair variants by position", key="cmp_position", help="Default: variants of the same name are paired.")
+try:
+    found = compare_experiments(store, against, experiment_id, by_position=by_position)
+except CompareError as exc:
+    st.warning(md(str(exc)))
+    st.stop()
+cases = found["cases"]
+st.caption(md(f"A {against} → B {experiment_id}: {cases['compared']} cases in both"
+              + "".join(f"; {len(cases[k])} {k.replace('_', ' ')} (not comparable)" for k in ("only_in_a", "only_in_b") if cases[k])
+              + f". Interval: {found['interval']}."))
+for note in found["notes"]:
+    st.warning(md(note))
+for key, items in found["not_comparable"].items():
+    if items:
+        st.caption(md(f"Not comparable, {key.replace('_', ' ')}: {', '.join(items)}"))
+
+
+def band(r: dict) -> str:
+    rate = "—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
+    return f"{rate} ({r['ci'][0]:.0%}–{r['ci'][1]:.0%})"
+
+
+st.dataframe(pd.DataFrame([
+    {"variant": v["variant"], "scorer": sc["scorer"] if sc else "(all)", "cases": v["cases"], "A": band((sc or v)["a"]),
+     "B": band((sc or v)["b"]), "improved": len((sc or v)["improved"]), "regressed": len((sc or v)["regressed"])}
+    for v in found["variants"] for sc in [None, *v["scorers"]]
+]), hide_index=True, key="cmp_table")
+for v in found["variants"]:
+    for title, items in (("regressed", v["regressed"]), ("improved", v["improved"])):
+        for r in items:
+            st.page_link(PAGE_COMPARE, label=md(f"{title}: {r['case']} · {v['variant']}"),
+                         query_params={"a": r["a_session"], "b": r["b_session"]}, icon=":material/compare_arrows:")
+    if v["not_scored_on_both"]:
+        st.caption(md(f"{v['variant']}: {len(v['not_scored_on_both'])} cases not scored on both (pending or refused)."))

@@ -668,19 +668,23 @@ app.add_typer(dataset_app, name="dataset")
 app.add_typer(experiment_app, name="experiment")
 
 
-def _cases(store: Store, runs, status, workflow, since, search, expected):
+def _cases(store: Store, runs, status, workflow, since, search, expected, from_filter=None):
     from .whatif import dataset as ds
 
     flt = None
     runs = [r.strip() for item in runs or [] for r in item.split(",") if r.strip()]
     if not runs:
-        if not any((status, workflow, since, search)):
-            fail("name the runs (--runs ID …) or a filter (--status, --workflow, --since, --search)")
-        flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
+        if from_filter:
+            flt = ds.parse_filter(from_filter)
+        elif not any((status, workflow, since, search)):
+            fail("name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, --since, --search)")
+        else:
+            flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
     return ds.resolve(store, runs=runs, flt=flt, expected=expected)
 
 
-RunsOption = Annotated[list[str] | None, typer.Option("--runs", help="Run ids (repeat the option).")]
+RunsOption = Annotated[list[str] | None, typer.Option("--runs", "--sessions", help="Run ids (repeat the option, or comma-separated).")]
+FromFilterOption = Annotated[str | None, typer.Option("--from-filter", help="The runs a filter matches: 'status=failed model=gpt-4o agent=… workflow=… since=7d search=…'.")]
 StatusOption = Annotated[str | None, typer.Option("--status", help="Runs with this status.")]
 WorkflowOption = Annotated[str | None, typer.Option("--workflow", help="Runs of this workflow.")]
 SinceOption = Annotated[str | None, typer.Option("--since", help="Runs started since: 7d, 12h, a date or an ISO time.")]
@@ -699,35 +703,56 @@ def _print_dataset(made: dict, json: bool) -> None:
 def dataset_create(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
     runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
-    search: SearchOption = None, expected: ExpectedOption = None,
+    search: SearchOption = None, expected: ExpectedOption = None, from_filter: FromFilterOption = None,
+    from_queue: Annotated[int | None, typer.Option("--from-queue", help="The runs of this review queue, judged by what its reviewers said they should have done.")] = None,
     match: Annotated[str, typer.Option("--match", help="How expected texts are matched: equals (normalised), contains, regex.")] = "equals",
     description: Annotated[str | None, typer.Option("--description")] = None,
     db: DbOption = None, json: JsonOption = False,
 ) -> None:
-    """Make a dataset from run ids or a filter."""
+    """Make a dataset from run ids, a filter or a review queue."""
     from .whatif import dataset as ds
 
     store = open_store(db)
     try:
-        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
-        made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
+        if from_queue is not None:
+            made = _dataset_from_queue(store, name, from_queue, expected, match, description)
+        else:
+            cases, made_from = _cases(store, runs, status, workflow, since, search, expected, from_filter)
+            made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
     _print_dataset(made, json)
+
+
+def _dataset_from_queue(store: Store, name: str, queue_id: int, expected: str | None, match: str, description: str | None) -> dict:
+    """A review queue's runs, each judged by what its reviewers said it should have done (else `expected`, else its outcome)."""
+    from .team import queues
+    from .whatif import dataset as ds
+
+    try:
+        ids, wanted = queues.dataset_cases(queues.results(store, queue_id))
+    except queues.QueueError as exc:
+        raise ds.DatasetError(str(exc)) from None
+    if not ids:
+        raise ds.DatasetError(f"queue {queue_id}: none of its runs is still stored")
+    per_run = {sid: wanted.get(sid, expected) for sid in ids} if expected else wanted
+    return ds.dataset_from_sessions(store, name, ids, expected=per_run, match=match, description=description,
+                                    made_from={"queue": queue_id})
 
 
 @dataset_app.command("add")
 def dataset_add(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
     runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
-    search: SearchOption = None, expected: ExpectedOption = None, db: DbOption = None, json: JsonOption = False,
+    search: SearchOption = None, expected: ExpectedOption = None, from_filter: FromFilterOption = None,
+    db: DbOption = None, json: JsonOption = False,
 ) -> None:
     """Add runs to a dataset (its next version); runs it holds already are skipped."""
     from .whatif import dataset as ds
 
     store = open_store(db)
     try:
-        cases, made_from = _cases(store, runs, status, workflow, since, search, expected)
+        cases, made_from = _cases(store, runs, status, workflow, since, search, expected, from_filter)
         made = ds.add(store, name, cases, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
@@ -820,6 +845,11 @@ def _print_results(summary: dict) -> None:
                       "unknown" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}", str(v["tokens_in"]), str(v["tokens_out"]),
                       _fmt(v["p50_ms"]), _fmt(v["p95_ms"]))
     out.print(table)
+    for v in summary["variants"]:
+        if v["refused"]:
+            out.print(f"{v['name']}: {v['refused']} cases refused (not counted), e.g. {v['refusals'][0]['case']}: {v['refusals'][0]['reason']}")
+        if v["tool_results"]["live"]:
+            out.print(f"{v['name']}: {v['tool_results']['live']} tool answers from live functions, {v['tool_results']['recorded']} from the recording")
     for title, items in (("regressions (passed on the baseline, fail here)", summary["regressions"]),
                          ("improvements", summary["improvements"])):
         if items:
@@ -882,7 +912,10 @@ def experiment_run(
     dataset: Annotated[str, typer.Argument(help="Dataset name.")],
     model: Annotated[list[str] | None, typer.Option("--model", help="A variant's litellm model (repeat; the first is the baseline).")] = None,
     variant: Annotated[list[str] | None, typer.Option("--variant", help='A variant as JSON replay settings, e.g. {"model": "openai/x", "temperature": 0.2} (repeatable).')] = None,
-    start: Annotated[str, typer.Option("--from", help="first-model-turn, or the step (seq) to replay from.")] = "first-model-turn",
+    start: Annotated[str, typer.Option("--from", help="first-model-turn, a step number, or a step kind per case: 'last user_message', 'first model_turn after first tool_error'.")] = "first-model-turn",
+    step_type: Annotated[str | None, typer.Option("--from-step-type", help="Replay each case from its first step of this kind (tool_error, user_message, input, decision, …); a run without one is refused, counted.")] = None,
+    tool: Annotated[list[str] | None, typer.Option("--tool", help="A live tool function, NAME=module:function (or module:TOOLS, a dict); repeatable.")] = None,
+    tool_mode: Annotated[str, typer.Option("--tool-mode", help="recorded: the recording's tool answers, live functions only where it has none; live: the --tool functions first.")] = "recorded",
     scorer: Annotated[list[str] | None, typer.Option("--scorer", help="outcome, final_tool, tool_sequence, no_divergence, cost_ceiling, latency_ceiling, judge, or module:function (repeatable; default outcome).")] = None,
     scorer_option: Annotated[list[str] | None, typer.Option("--scorer-option", help="SCORER.NAME=VALUE, e.g. tool_sequence.threshold=0.9, judge.model=openai/gpt-4o-mini (repeatable).")] = None,
     api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server for every variant.")] = None,
@@ -904,7 +937,8 @@ def experiment_run(
     store = open_store(db)
     try:
         shared = {"api_base": api_base, "api_key_env": api_key_env, "temperature": temperature, "params": parse_params(param or []),
-                  "input_cost_per_token": input_price, "output_cost_per_token": output_price}
+                  "input_cost_per_token": input_price, "output_cost_per_token": output_price, "tool_mode": tool_mode}
+        tools = ex.load_tools(tool or [])
         configs = configs_for(model, fallback_model=fallback_model, **shared) if model else []
         for text in variant or []:
             try:
@@ -921,16 +955,19 @@ def experiment_run(
             if not sep or not dot:
                 fail(f"--scorer-option: expected SCORER.NAME=VALUE, got {item!r}")
             options.setdefault(name, {}).update(parse_params([f"{option}={value}"]))
-        experiment_id, plan = ex.start(store, dataset, configs, start=start, scorers=scorer, scorer_options=options,
-                                       concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens)
+        experiment_id, plan = ex.start(store, dataset, configs, start=step_type or start, scorers=scorer, scorer_options=options,
+                                       concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens, tools=tools)
     except (ex.ExperimentError, ConfigError) as exc:
         fail(str(exc))
     if not json:
         for e in plan.estimates:
             cost = "unknown cost" if e.cost_usd is None else f"~${e.cost_usd:.4f}"
             out.print(f"estimate {e.model}: {len(plan.cases)} cases, ~{e.tokens_in:,} tokens in, ~{e.tokens_out:,} out, {cost}")
+        if plan.unplayable:
+            out.print(f"{len(plan.unplayable)} cases will be refused (not replayable from {plan.start.spec}), e.g. "
+                      + "; ".join(f"{k}: {v}" for k, v in list(plan.unplayable.items())[:3]))
         out.print(f"experiment {experiment_id}")
-    _run_with_progress(store, experiment_id, json)
+    _run_with_progress(store, experiment_id, json, tools=tools)
     _show(store, experiment_id, json)
 
 
@@ -939,13 +976,20 @@ def experiment_resume(
     experiment_id: Annotated[str, typer.Argument()],
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="A new dollar budget for the whole experiment.")] = None,
     budget_tokens: Annotated[int | None, typer.Option("--budget-tokens")] = None,
+    tool: Annotated[list[str] | None, typer.Option("--tool", help="The live tool functions the experiment was run with (as for run).")] = None,
     db: DbOption = None, json: JsonOption = False,
 ) -> None:
     """Run what an interrupted or budget-stopped experiment did not run (finished replays are never paid for again)."""
+    from .whatif import experiment as ex
+
     store = open_store(db)
     if store.get_experiment(experiment_id) is None:
         fail(f"no experiment {experiment_id!r}")
-    _run_with_progress(store, experiment_id, json, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    try:
+        tools = ex.load_tools(tool or [])
+    except ex.ExperimentError as exc:
+        fail(str(exc))
+    _run_with_progress(store, experiment_id, json, budget_usd=budget_usd, budget_tokens=budget_tokens, tools=tools)
     _show(store, experiment_id, json)
 
 
@@ -964,6 +1008,53 @@ def experiment_show(
     if csv is not None:
         csv.write_text(to_csv(summarise(store, experiment_id)))
     _show(store, experiment_id, json)
+
+
+@experiment_app.command("compare")
+def experiment_compare(
+    a: Annotated[str, typer.Argument(help="Experiment A (the one to compare against).")],
+    b: Annotated[str, typer.Argument(help="Experiment B.")],
+    by_position: Annotated[bool, typer.Option("--by-position", help="Pair variants by position, not by name.")] = False,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Per variant and scorer: the cases B improved or regressed against A, with Wilson intervals; what is not comparable, named."""
+    from .whatif.experiment_compare import CompareError, compare_experiments
+
+    try:
+        found = compare_experiments(open_store(db), a, b, by_position=by_position)
+    except CompareError as exc:
+        fail(str(exc))
+    if json:
+        print_json(found)
+        return
+    cases = found["cases"]
+    out.print(f"{a} → {b}: {cases['compared']} cases in both" + "".join(f"; {len(cases[k])} {k.replace('_', ' ')}" for k in ("only_in_a", "only_in_b") if cases[k]))
+    for note in found["notes"]:
+        out.print(f"note: {note}")
+    for key, items in found["not_comparable"].items():
+        if items:
+            out.print(f"not comparable, {key.replace('_', ' ')}: {', '.join(items)}")
+    table = Table("variant", "scorer", "cases", "A pass", "A 95% (Wilson)", "B pass", "B 95% (Wilson)", "improved", "regressed")
+
+    def pct(r: dict) -> str:
+        return "—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
+
+    def band(r: dict) -> str:
+        return f"{r['ci'][0]:.0%}–{r['ci'][1]:.0%}"
+
+    for v in found["variants"]:
+        table.add_row(v["variant"], "(all)", str(v["cases"]), pct(v["a"]), band(v["a"]), pct(v["b"]), band(v["b"]),
+                      str(len(v["improved"])), str(len(v["regressed"])))
+        for sc in v["scorers"]:
+            table.add_row("", sc["scorer"], str(v["cases"]), pct(sc["a"]), band(sc["a"]), pct(sc["b"]), band(sc["b"]),
+                          str(len(sc["improved"])), str(len(sc["regressed"])))
+    out.print(table)
+    for v in found["variants"]:
+        for title, items in (("regressed", v["regressed"]), ("improved", v["improved"])):
+            for r in items:
+                out.print(f"  {title} {r['case']} · {v['variant']}: agent-replay compare {r['a_session']} {r['b_session']}")
+        if v["not_scored_on_both"]:
+            out.print(f"  {v['variant']}: {len(v['not_scored_on_both'])} cases not scored on both (pending or refused)")
 
 
 @experiment_app.command("list")
@@ -1000,6 +1091,191 @@ def audit_cmd(
         table.add_row(r["at"][:19].replace("T", " "), r["who"], r["role"], r["origin"], r["action"], r["outcome"], _fmt(r["target"]))
     out.print(table)
     out.print(f"{len(rows)} lines" + (" (newest first; --limit for more)" if len(rows) == limit else ""))
+
+
+# ---------------------------------------------------------------------------- review queues and share links
+
+queue_app = typer.Typer(help="Review queues: a set of runs to review one at a time, with a rubric.", no_args_is_help=True)
+app.add_typer(queue_app, name="queue")
+
+
+def _queue_filter(runs, status, model, agent, workflow, since, search) -> tuple[SessionFilter | None, list[str] | None]:
+    from .events import SessionStatus
+    from .whatif.dataset import DatasetError, parse_since
+
+    ids = [r.strip() for item in runs or [] for r in item.split(",") if r.strip()]
+    if ids:
+        return None, ids
+    if not any((status, model, agent, workflow, since, search)):
+        fail("name the runs (--runs ID …) or a filter (--status, --model, --agent, --workflow, --since, --search)")
+    if status is not None and status not in set(SessionStatus):
+        fail(f"--status: expected one of {', '.join(SessionStatus)}, got {status!r}")
+    try:
+        when = parse_since(since) if since else None
+    except DatasetError as exc:
+        fail(str(exc))
+    return SessionFilter(status=status, model=model, agent_id=agent, workflow=workflow, since=when, text=search), None
+
+
+def _queue_id(store: Store, value: int) -> dict:
+    from .team import queues
+
+    try:
+        return queues.get(store, value)
+    except queues.QueueError as exc:
+        fail(str(exc))
+
+
+@queue_app.command("create")
+def queue_create(
+    name: Annotated[str, typer.Argument(help="What the queue is for, e.g. \"failed checkout runs this week\".")],
+    runs: RunsOption = None, status: StatusOption = None,
+    model: Annotated[str | None, typer.Option("--model", help="Runs of this model.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Runs of this agent_id.")] = None,
+    workflow: WorkflowOption = None, since: SinceOption = None, search: SearchOption = None,
+    rubric: Annotated[Path | None, typer.Option("--rubric", help="Rubric file (JSON, or TOML): verdicts, criteria, note, should_have.")] = None,
+    reviews_per_item: Annotated[int, typer.Option("--reviews-per-item", help="Verdicts wanted per run, from different reviewers.")] = 1,
+    assign: Annotated[list[str] | None, typer.Option("--assign", help="A reviewer's name (repeat; none: open to every reviewer).")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """Make a review queue of the runs a filter matches now (or of --runs); editors only."""
+    from .team import queues
+
+    flt, ids = _queue_filter(runs, status, model, agent, workflow, since, search)
+    store = open_store(db)
+    try:
+        made = queues.create(store, name, flt=flt, ids=ids, rubric=queues.load_rubric(rubric) if rubric else None,
+                             reviews_per_item=reviews_per_item, assignees=[a.strip() for x in assign or [] for a in x.split(",") if a.strip()],
+                             actor=cli_actor())
+    except queues.QueueError as exc:
+        fail(str(exc))
+    if json:
+        print_json(made)
+        return
+    out.print(f"queue {made['id']} ({made['name']}): {made['items']} runs to review")
+
+
+@queue_app.command("list")
+def queue_list(db: DbOption = None, json: JsonOption = False) -> None:
+    """Queues with their progress."""
+    from .team import queues
+
+    rows = [{k: q[k] for k in ("id", "name", "items", "items_done", "reviews", "needed", "percent", "reviews_per_item", "assignees",
+                               "created_by", "created_at")} for q in queues.list_queues(open_store(db))]
+    if json:
+        print_json(rows)
+        return
+    table = Table("id", "name", "runs", "runs done", "reviews", "assigned to", "created")
+    for q in rows:
+        table.add_row(str(q["id"]), q["name"], str(q["items"]), str(q["items_done"]), f"{q['reviews']} of {q['needed']}",
+                      ", ".join(q["assignees"] or []) or "anyone", _fmt(q["created_at"]))
+    out.print(table)
+
+
+@queue_app.command("show")
+def queue_show(queue: Annotated[int, typer.Argument(help="Queue id.")], db: DbOption = None, json: JsonOption = False) -> None:
+    """A queue's runs with their verdicts, per reviewer, and how often reviewers agreed."""
+    from .team import queues
+
+    store = open_store(db)
+    _queue_id(store, queue)
+    res = queues.results(store, queue)
+    q = res["queue"]
+    progress = {k: q[k] for k in ("items", "items_done", "reviews", "needed", "percent", "done")}
+    if json:
+        print_json({"id": q["id"], "name": q["name"], "rubric": q["rubric"], "reviews_per_item": q["reviews_per_item"],
+                    "assignees": q["assignees"], "made_from": q["made_from"], "progress": progress, "items": res["items"],
+                    "reviewers": res["reviewers"], "agreement": res["agreement"]})
+        return
+    out.print(f"queue {q['id']}: {q['name']} — {q['items_done']} of {q['items']} runs done, {q['reviews']} of {q['needed']} reviews")
+    table = Table("#", "run", "status", "verdicts", "agreement", "held by")
+    for it in res["items"]:
+        verdicts = ", ".join(f"{v} ×{n}" for v, n in it["verdicts"].items()) or "—"
+        table.add_row(str(it["position"]), it["session_id"], it["status"] or "run deleted", verdicts,
+                      "—" if it["agreement"] is None else f"{it['agreement']:.0%}", _fmt(it["held_by"]))
+    out.print(table)
+    if res["agreement"]["items"]:
+        out.print(f"agreement: {res['agreement']['mean']:.0%} of reviewer pairs agreed, over {res['agreement']['items']} runs")
+
+
+@queue_app.command("export")
+def queue_export(
+    queue: Annotated[int, typer.Argument(help="Queue id.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="CSV file to write.")],
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """The queue's reviews as CSV: one row per review, a column per criterion."""
+    from .team import queues
+
+    store = open_store(db)
+    _queue_id(store, queue)
+    res = queues.results(store, queue)
+    text = queues.to_csv(res)
+    output.write_text(text, encoding="utf-8")
+    rows = text.count("\n") - 1
+    if json:
+        print_json({"id": queue, "file": str(output), "rows": rows})
+    else:
+        err.print(f"wrote {rows} rows to {output}")
+
+
+@queue_app.command("delete")
+def queue_delete(queue: Annotated[int, typer.Argument(help="Queue id.")], db: DbOption = None) -> None:
+    """Delete a queue and its reviews (editors only); the runs stay."""
+    from .team import queues
+
+    if not queues.delete(open_store(db), queue, actor=cli_actor()):
+        fail(f"no queue {queue}")
+    out.print(f"queue {queue} deleted")
+
+
+@app.command("share")
+def share_cmd(
+    session: Annotated[str | None, typer.Argument(help="The run to share.")] = None,
+    compare: Annotated[str | None, typer.Option("--compare", help="Share the comparison of SESSION with this run.")] = None,
+    queue: Annotated[int | None, typer.Option("--queue", help="Share this queue's results instead of a run.")] = None,
+    expires: Annotated[str, typer.Option("--expires", help="How long the link opens: 30m, 12h, 7d, 2w.")] = "7d",
+    list_: Annotated[bool, typer.Option("--list", help="List the links made (never their tokens).")] = False,
+    revoke: Annotated[int | None, typer.Option("--revoke", help="Revoke the link with this id.")] = None,
+    db: DbOption = None, json: JsonOption = False,
+) -> None:
+    """A read-only link to one run, a comparison or a queue's results, for someone without an account (editors only)."""
+    from .team import shares
+
+    store = open_store(db)
+    if list_:
+        rows = [{k: r[k] for k in ("id", "kind", "target", "state", "created_by", "created_at", "expires_at", "revoked_at", "opened")}
+                for r in shares.list_links(store, actor=cli_actor())]
+        if json:
+            print_json(rows)
+            return
+        table = Table("id", "what", "state", "made by", "expires", "opened")
+        for r in rows:
+            table.add_row(str(r["id"]), f"{r['kind']} {' vs '.join(str(v) for v in r['target'].values())}", r["state"], r["created_by"],
+                          _fmt(r["expires_at"]), str(r["opened"]))
+        out.print(table)
+        return
+    if revoke is not None:
+        if not shares.revoke(store, revoke, actor=cli_actor()):
+            fail(f"no link {revoke} that still opens")
+        if json:
+            print_json({"id": revoke, "revoked": True})
+        else:
+            out.print(f"link {revoke} revoked")
+        return
+    if (session is None) == (queue is None):
+        fail("name a run (SESSION, with --compare OTHER for a comparison) or --queue ID; --list and --revoke ID manage links")
+    try:
+        kind = shares.QUEUE if queue is not None else shares.COMPARE if compare else shares.RUN
+        made = shares.make(store, kind, session=session, other=compare, queue=queue, expires=shares.parse_expiry(expires),
+                           actor=cli_actor())
+    except shares.ShareError as exc:
+        fail(str(exc))
+    if json:
+        print_json({k: made[k] for k in ("id", "token", "url", "expires_at", "kind", "target")})
+        return
+    out.print(made["url"])
+    err.print(f"link {made['id']}: opens without sign-in until {_fmt(made['expires_at'])} UTC; the token is shown only now")
 
 
 def main() -> None:

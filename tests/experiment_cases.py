@@ -7,14 +7,34 @@ requests a replay of such a run sends, per model, so pass counts are known in ad
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from openai_server import OpenAIServer, Reply
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
+from replay_core.whatif.replay_config import ReplayConfig
 
 START = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
+
+
+@pytest.fixture
+def server():
+    """The scripted local OpenAI-compatible server (import this fixture into a test module)."""
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def variant(server, name: str, **kw) -> ReplayConfig:
+    """A priced variant for model `name` on the local server, quick to give up."""
+    settings = {"api_base": server.base_url, "backoff_s": 0.01, "request_timeout_s": 5.0, **PRICE}
+    return ReplayConfig(model=f"openai/{name}", **{**settings, **kw})
 
 
 def answer(i: int) -> str:
@@ -70,3 +90,37 @@ class Agent:
             reply = self.server.text(f"Refund refused for order A-{i}." if self.wrong(i) else answer(i), usage=self.usage)
         reply.delay_s = self.delay_s
         return reply
+
+
+def cli_database(tmp_path, make) -> str:
+    """A SQLite database for CLI tests, filled by `make(store)` and closed; its URL."""
+    from replay_core.storage.store import Store
+
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    store = Store(db)
+    make(store)
+    store.close()
+    return db
+
+
+def cli_runner(db: str, **env: str):
+    """`agent-replay …` in a subprocess on this database: cli(*args, ok=True) checks the exit status, returns the process."""
+    environ = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200", **env)
+
+    def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=environ, timeout=180)
+        assert (proc.returncode == 0) == ok, proc.stderr
+        return proc
+
+    return cli
+
+
+def refund_dataset(n: int):
+    """make(store) for cli_database: n refund runs and the dataset `refunds` of them."""
+    from replay_core.whatif import dataset as ds
+
+    def make(store) -> None:
+        ids = make_cases(store, n)
+        ds.create(store, "refunds", [ds.Case(i) for i in ids])
+
+    return make

@@ -78,3 +78,25 @@ def test_bad_requests_are_refused_with_a_reason_and_nothing_runs(sqlite_store, c
     assert client.get("/api/v1/datasets/nope", headers=AUTH).status_code == 404
     assert client.get("/api/v1/experiments").status_code == 401
     assert server.count() == 0
+
+
+def test_two_experiments_compared_over_http(sqlite_store, client, server):
+    from replay_core.whatif import experiment as ex
+    from replay_core.whatif.replay_config import ReplayConfig
+
+    make_cases(sqlite_store, 4, workflow="billing", status="failed")
+    made = client.post("/api/v1/datasets", json={"name": "billing", "filter": {"workflow": "billing", "agent": "support-bot"}}, headers=AUTH)
+    assert made.status_code == 201 and made.json()["cases"] == 4
+    ids = []
+    for wrong in ((0,), (0, 1, 2)):
+        server.route("m", Agent(server, wrong=lambda i, wrong=wrong: i in wrong))
+        eid, _ = ex.start(sqlite_store, "billing", [ReplayConfig(model="openai/m", api_base=server.base_url)])
+        ex.run(sqlite_store, eid)
+        ids.append(eid)
+    got = client.get(f"/api/v1/experiments/{ids[0]}/compare/{ids[1]}", headers=AUTH)
+    assert got.status_code == 200, got.text
+    [v] = got.json()["variants"]
+    assert (v["a"]["passed"], v["b"]["passed"], [r["case"] for r in v["regressed"]]) == (3, 1, ["refund-1", "refund-2"])
+    assert client.get(f"/api/v1/experiments/{ids[0]}/compare/exp-nope", headers=AUTH).status_code == 404
+    assert client.get(f"/api/v1/experiments/{ids[0]}/compare/{ids[1]}?by=colour", headers=AUTH).status_code == 422
+    assert client.get(f"/api/v1/experiments/{ids[0]}/compare/{ids[1]}").status_code == 401

@@ -142,6 +142,7 @@ def test_cli_dataset_commands(tmp_path):
     assert again["cases"] == 4
     assert "refund-1" in cli("dataset", "show", "again").stdout
     refused = cli("dataset", "create", "none", ok=False)
-    assert refused.stderr.strip() == "error: name the runs (--runs ID …) or a filter (--status, --workflow, --since, --search)"
+    assert refused.stderr.strip() == ("error: name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, "
+                                     "--since, --search)")
     refused = cli("dataset", "create", "bad", "--runs", "nope", ok=False)
     assert refused.stderr.strip() == "error: --runs: no such run: nope" and "Traceback" not in refused.stderr

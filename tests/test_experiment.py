@@ -4,36 +4,19 @@ scorers (judge, custom), resume without paying twice, budgets, failing providers
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 from collections import Counter
 
 import pytest
 
-from experiment_cases import Agent, answer, case_number, make_cases
-from openai_server import OpenAIServer
+from experiment_cases import (PRICE, Agent, answer, case_number, cli_database, cli_runner, make_cases, refund_dataset,  # noqa: F401
+                              server, variant)  # server: a fixture
 from replay_core.storage.store import SessionFilter
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif.replay_config import ReplayConfig
 from replay_core.whatif.results import summarise, to_csv, wilson
 from replay_core.whatif.scorers import SCORERS, Score, scorer
-
-PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
-
-
-@pytest.fixture
-def server():
-    with OpenAIServer() as srv:
-        yield srv
-
-
-def variant(server, name: str, **kw) -> ReplayConfig:
-    settings = {"api_base": server.base_url, "backoff_s": 0.01, "request_timeout_s": 5.0, **PRICE}
-    return ReplayConfig(model=f"openai/{name}", **{**settings, **kw})
-
 
 def refunds(store, n: int = 10) -> list[str]:
     ids = make_cases(store, n)
@@ -257,22 +240,9 @@ def test_one_provider_failing_while_the_other_completes(sqlite_store, server):
 
 
 def test_cli_experiment_run_json_shape(tmp_path, server):
-    from replay_core.storage.store import Store
-
-    db = f"sqlite:///{tmp_path / 'cli.db'}"
-    store = Store(db)
-    make_cases(store, 3)
-    ds.create(store, "refunds", [ds.Case(f"refund-{i}") for i in range(3)])
-    store.close()
+    cli = cli_runner(cli_database(tmp_path, refund_dataset(3)))
     server.route("fake-a", Agent(server))
     server.route("fake-b", Agent(server, wrong=lambda i: i == 1))
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200")
-
-    def cli(*args, ok=True):
-        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=180)
-        assert (proc.returncode == 0) == ok, proc.stderr
-        return proc
-
     prices = ["--input-cost-per-token", "0.000001", "--output-cost-per-token", "0.000002"]
     proc = cli("experiment", "run", "refunds", "--model", "openai/fake-a", "--model", "openai/fake-b", "--api-base", server.base_url,
                "--concurrency", "2", "--json")

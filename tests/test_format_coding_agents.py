@@ -102,7 +102,7 @@ def _mutate(data: bytes, how: str, seed: int) -> bytes:
     return b"\n".join(lines)
 
 
-POSITION = re.compile(r"^bench-file\.[a-z]+:(\d+|messages\[\d+\])")
+POSITION = re.compile(r"^bench-file\.[a-z]+:(\d+|messages(\[\d+\])?)")
 
 
 @settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])

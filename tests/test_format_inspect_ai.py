@@ -8,6 +8,9 @@
 - inspect_ai/log_read_sample.json: tests/log/test_eval_log/log_read_sample.json @ 62d91db8c3629c6003728f0c5e89a3192dc04495
 - inspect_ai/log_formats.json: tests/log/test_eval_log/log_formats.json @ 0e6318fa4f8c9192171f37e4fec358ea13a90257 (legacy transcript)
 - inspect_ai/tool_events_handmade.json: hand-made supplement with tool events
+- inspect_ai/inspect-0.3.285_mockllm_tool_events.json and …_zstd.eval: written by inspect_ai 0.3.285 itself
+  (scripts/make_inspect_fixture.py: a tool-using task against inspect's mockllm, a ToolError);
+  the .eval is its default ZIP with zstd-compressed members (method 93)
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ from replay_core.ingest.pipeline import ImportRejected, import_bytes, import_fil
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
 
+MUTATE = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+MUTATE_ZSTD = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
 # CI has shared/ beside the clone (parents[2]); a worktree under /work/wt/NAME has it one level up
 SAMPLES = next((p / "shared" / "samples" / "inspect_ai" for p in Path(__file__).resolve().parents[2:4]
                 if (p / "shared" / "samples" / "inspect_ai").is_dir()), Path(__file__).resolve().parents[2] / "shared" / "samples" / "inspect_ai")
@@ -39,6 +45,8 @@ MMLU_EVAL = SAMPLES / "mmlu-summary-choices.eval"
 IA = FIXTURES / "inspect_ai"
 INPUT_TASK_JSON = IA / "2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json"
 TOOLS = IA / "tool_events_handmade.json"
+GEN_JSON = IA / "inspect-0.3.285_mockllm_tool_events.json"
+GEN_ZSTD = IA / "inspect-0.3.285_mockllm_tool_events_zstd.eval"
 
 if os.environ.get("CI") == "true" and not SAMPLES.is_dir():
     raise RuntimeError(f"CI must have the real .eval samples at {SAMPLES}")
@@ -113,6 +121,50 @@ def test_tool_events_pair_with_the_model_calls(store):
     broken = store.get_session(second)
     assert (broken["status"], broken["error_class"]) == ("failed", "RuntimeError: sandbox died")
     assert [s.type for s in store.load_steps(second)] == ["input", "error"]
+
+
+@pytest.mark.parametrize("path", [GEN_JSON, GEN_ZSTD], ids=["json", "zstd-eval"])
+def test_tool_events_of_a_log_inspect_wrote(store, path):
+    """What inspect_ai 0.3.285 writes (JSON and its default zstd .eval): model events, tool events, a ToolError."""
+    report = import_file(store, path)
+    (sid,) = report.sessions
+    steps = store.load_steps(sid)
+    assert [s.type for s in steps] == ["input", "think", "tool_call", "tool_result", "think", "tool_call", "tool_result", "decision"]
+    calls = [s for s in steps if s.type == "tool_call"]
+    results = [s for s in steps if s.type == "tool_result"]
+    assert [(c.tool_name, c.tool_args, c.tool_call_id) for c in calls] == [
+        ("add", {"x": 1, "y": 1}, "call_add_1"), ("read_file", {"path": "notes.txt"}, "call_read_1")]
+    assert [(r.tool_call_id, r.tool_name) for r in results] == [("call_add_1", "add"), ("call_read_1", "read_file")]
+    assert (results[0].status, results[0].content) == ("ok", "2")
+    assert (results[1].status, results[1].content) == ("error", "no such file: notes.txt")  # the ToolError, as inspect recorded it
+    assert [(s.tokens_in, s.tokens_out) for s in steps if s.tokens_in] == [(120, 20), (160, 25), (190, 8)]
+    assert all(s.timestamp is not None for s in steps) and all(r.duration_ms is not None for r in results)
+    session = store.get_session(sid)
+    assert session["status"] == "succeeded" and session["outcome"]  # includes() scored it C
+    assert session["started_at"].isoformat().startswith("2026-12-01T14:00:") and session["ended_at"] > session["started_at"]
+    # what it must not claim: mockllm has no price, so no cost; the step's model is the one recorded
+    assert session["cost_usd"] is None and {s.model for s in steps if s.model} == {"mockllm/model"}
+    assert report.files[0]["ignored"].get("event:score") == 1 and not report.errors
+
+
+def test_a_damaged_zstd_member_is_refused_naming_it(store):
+    raw = GEN_ZSTD.read_bytes()
+    info = zipfile.ZipFile(io.BytesIO(raw)).getinfo("samples/1_epoch_1.json")
+    at = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.compress_size // 2
+    flipped = raw[:at] + bytes([raw[at] ^ 0xFF]) + raw[at + 1:]
+    with pytest.raises(ImportRejected, match=r"^bad\.eval!samples/1_epoch_1\.json: cannot read this ZIP member"):
+        import_bytes(store, flipped, "bad.eval")
+    with pytest.raises(ImportRejected, match=r"^cut\.eval: not a readable ZIP archive"):
+        import_bytes(store, raw[: len(raw) // 2], "cut.eval")
+    assert store.list_sessions() == []
+
+
+@MUTATE_ZSTD
+@given(st.integers(0, 10**9), st.integers(0, 255))
+def test_mutated_zstd_evals_give_clean_refusals(where, byte):
+    raw = GEN_ZSTD.read_bytes()
+    at = where % len(raw)
+    check_clean(raw[:at] if byte % 2 else raw[:at] + bytes([byte]) + raw[at + 1:], "mutated.eval", "inspect_ai")
 
 
 def test_samples_of_one_eval_are_findable_together(store):
@@ -199,7 +251,6 @@ def _rezip(data: bytes, replace: dict[str, bytes]) -> bytes:
     return out.getvalue()
 
 
-MUTATE = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _mutate(doc: dict, how: str, draw) -> dict:

@@ -58,7 +58,7 @@ def test_make_a_dataset_launch_and_read_the_results(empty_store, local_server):
     assert md("Dataset refunds: 4 cases.") in texts(at)
     assert [c["session"] for c in ds.show(empty_store, "refunds")["cases"]] == [f"refund-{i}" for i in range(4)]
     at.multiselect(key="ex_models").select("openai/fake-a").select("openai/fake-b").run()
-    estimate = at.dataframe[1].value
+    estimate = frame(at, "tokens in (≈)")
     assert estimate["model"].tolist() == ["openai/fake-a", "openai/fake-b"] and estimate["cases"].tolist() == [4, 4]
     at.button(key="ex_launch").click().run()
     experiment_id = at.query_params["experiment"]
@@ -97,3 +97,36 @@ def test_viewers_read_results_but_cannot_launch(empty_store, local_server, monke
     assert at.button(key="ex_launch").disabled
     assert "Only editors can make datasets and launch experiments." in texts(at)
     assert frame(at, "pass rate")["passed"].tolist() == [2]
+
+
+def test_a_dataset_from_picked_runs_and_two_experiments_compared(empty_store, local_server):
+    make_cases(empty_store, 3)
+    make_cases(empty_store, 2, first=5, workflow="billing")
+    at = page(PAGE)
+    at.selectbox(key="ds_workflow").select("billing").run()
+    assert md("2 runs match.") in texts(at) and frame(at, "workflow")["run"].tolist() == ["refund-6", "refund-5"]
+    at.selectbox(key="ds_workflow").select("(any)").run()
+    at.selectbox(key="ds_agent").select("support-bot").run()
+    assert md("5 runs match.") in texts(at)
+    at.text_input(key="ds_name").input("picked")
+    at.multiselect(key="ds_pick").select("refund-0").select("refund-2").select("refund-6")
+    at.button(key="ds_make").click().run()
+    assert md("Dataset picked: 3 cases.") in texts(at)
+    at.multiselect(key="ds_pick").unselect("refund-0").unselect("refund-2").unselect("refund-6").select("refund-1")
+    at.button(key="ds_make").click().run()
+    assert md("Dataset picked version 2 (1 added): 4 cases.") in texts(at)
+    ids = []
+    for model in ("openai/fake-a", "openai/fake-b"):  # fake-b gets refund-2 wrong
+        eid, _ = ex.start(empty_store, "picked", [ReplayConfig(model=model, api_base=local_server.base_url)])
+        ex.run(empty_store, eid)
+        ids.append(eid)
+    at = page(PAGE, params={"experiment": ids[1]})
+    assert not at.exception
+    at.selectbox(key="cmp_a").select(ids[0]).run()
+    assert md("Not comparable, variants only in a: openai/fake-a") in texts(at)
+    at.checkbox(key="cmp_position").check().run()
+    table = frame(at, "regressed")
+    assert table[["variant", "scorer", "cases", "A", "B", "improved", "regressed"]].values.tolist()[0] == [
+        "openai/fake-a", "(all)", 4, "100% (51%–100%)", "75% (30%–95%)", 0, 1]
+    [link] = [pl for pl in at.get("page_link") if pl.proto.label.startswith(md("regressed: refund-2"))]
+    assert empty_store.get_session(dict(parse_qs(urlparse("?" + link.proto.query_string).query))["b"][0])["replay_of"] == "refund-2"

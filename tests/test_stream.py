@@ -90,6 +90,10 @@ def test_steps_written_by_another_process_arrive_in_order_and_resume_after_last_
     first.start()
     assert first.connected.wait(30) and first.status == 200
     first.wait_for(1)  # the backlog: the step stored before connecting
+    deadline = time.monotonic() + 20
+    while first.heartbeats < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first.heartbeats >= 1  # nothing to send for 0.5 s: a heartbeat
     write_elsewhere(url, "live-1", 1, 30)
     first.wait_for(31)
     first.stop.set()
@@ -97,7 +101,6 @@ def test_steps_written_by_another_process_arrive_in_order_and_resume_after_last_
     assert seqs == list(range(1, 32))
     assert [d["content"] for _, d in first.events[1:]] == [f"thought {i}" for i in range(1, 31)]
     assert first.events[0][1]["kind"] == "step" and first.events[0][1]["session_id"] == "live-1"
-    assert first.heartbeats >= 1  # the writer's process start took longer than a heartbeat
 
     # disconnected; more steps land; a reconnect after seq 20 gets 21… exactly once each
     write_elsewhere(url, "live-1", 31, 10)

@@ -200,6 +200,11 @@ def read_file(data: bytes, filename: str, fmt: str = "auto", *, progress: Callab
     """The accounted reading of one file: with `fmt`, or with the reader that accounts for most of it.
 
     Raises FileRefused when detection finds no reader good enough (see ingest.accounting)."""
+    with _collector_paused():  # reading alone (detection, watch, demo) as the import reads
+        return _read_file(data, filename, fmt, progress)
+
+
+def _read_file(data: bytes, filename: str, fmt: str, progress: Callable[[int], None] | None) -> FileAccount:
     shape = shape_of(data)
     if fmt != "auto":
         return account(get_format(fmt), data, filename, shape, progress)
@@ -265,8 +270,10 @@ def import_bytes(
             store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"reason": NO_STEPS})
             raise FileRefused(filename, NO_STEPS, [acc], describe(data))
         ends_runs = getattr(get_format(acc.format), "ends_runs", True)
-        if live and ends_runs:  # a part of a foreign file: its reader's seq restarts each part; the Store places the steps
-            events = [ev.model_copy(update={"seq": None}) if isinstance(ev, StepEvent) else ev for ev in acc.events]
+        if live and ends_runs:  # a file still being written: the Store places the steps; a reader's "ended, outcome
+            # not recorded" (said at a finished file's end) is not true of it: the run stays running
+            events = [ev.model_copy(update={"seq": None}) if isinstance(ev, StepEvent) else ev for ev in acc.events
+                      if not (isinstance(ev, SessionEndEvent) and ev.status == SessionStatus.UNKNOWN)]
         else:
             events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
         report = ingest(store, events, redactor=redactor, source=acc.format, replace=replace)

@@ -3,16 +3,24 @@
 Polling, not inotify: it needs no extra dependency, works the same on every OS and on network
 folders, and a poll every second is cheap for the few hundred files an agent's log folder holds.
 
-For JSON Lines files (native, Claude Code, Codex, OTLP JSONL…) each poll imports the complete
-lines appended since the last one; a half-written last line waits for its newline. How far each
-file was read is kept in the database (`Store.save_watch_offset`), so a restarted watch carries
-on where it stopped, and importing is idempotent anyway (steps are keyed by event id). A file
+For JSON Lines files each poll imports what is complete (a half-written last line waits for its
+newline). A format whose lines stand alone (`lines_stand_alone`: the native contract, where every
+line names its session) is read from where the last poll stopped. Every other format's lines lean
+on earlier ones (Claude Code pairs a tool result with a call and counts a message's usage once,
+Codex names the session in its first line, Gemini in a header), so a file of theirs that grew is
+read again from its start, up to its last whole line, and stored idempotently (steps are keyed by
+event id: only the new ones are stored); a part read alone split runs, lost tool names and moved
+`started_at`. A format that names runs by a hash of the whole file (`unwatchable` says why) would
+make a new run each time the file grew: it is refused with that reason, never followed.
+How far each file was read is kept in the database (`Store.save_watch_offset`), so a restarted
+watch carries on where it stopped. A file
 that got a new inode, or is shorter than what was read, was replaced: it is read again from the
 start. Runs imported this way stay `running` until the source says they ended (`live`); the
 Store's idle expiry marks a run whose file stops growing `incomplete`.
 
 A file that is one JSON or YAML document cannot be read in parts: it is imported whole, as a
-finished file, once it has stopped changing between two polls.
+finished file, once it has stopped changing between two polls, and again (replacing the run's
+end) each time it is rewritten and still again.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from ..storage.store import Store
-from .formats import UnknownFormat
+from .formats import SNIFF_BYTES, UnknownFormat, get_format
 from .formats.jsondoc import is_json_lines
 from .accounting import NO_STEPS
 from .pipeline import FileRefused, ImportRejected, files_under, import_bytes, read_file
@@ -89,37 +97,48 @@ class Watcher:
         if stat.st_size == offset:
             return
         with path.open("rb") as fp:
+            if offset and not _jsonl_so_far(fp.read(SNIFF_BYTES)):  # a document written again (Gemini CLI rewrites
+                offset = 0  # its session file after each message): read whole again once it is still
             fp.seek(offset)
             data = fp.read()
         if offset == 0 and not _jsonl_so_far(data):
-            self._whole(path, key, stat, data, result)
+            self._whole(path, key, stat, data, result, again=saved is not None)
             return
         end = data.rfind(b"\n") + 1  # a half-written last line waits for its newline
         if end == 0:
             return
-        chunk = data[:end]
         if fmt is None and self.fmt != "auto":
             fmt = self.fmt
         elif fmt is None:
             try:
-                fmt = read_file(chunk, str(path)).format
+                fmt = read_file(data[:end], str(path)).format
             except FileRefused as exc:
                 if exc.reason == NO_STEPS:  # only a header so far: wait for the steps
                     return
                 raise
+        reader = get_format(fmt)
+        why = getattr(reader, "unwatchable", None)
+        if why:
+            raise UnknownFormat(f"{path}: not followed, {fmt} {why}; import it with `agent-replay import` once it is finished")
+        if offset and not getattr(reader, "lines_stand_alone", False):  # the whole file up to its last whole line
+            with path.open("rb") as fp:
+                chunk = fp.read(offset + end)
+        else:
+            chunk = data[:end]
         report = import_bytes(self.store, chunk, str(path), fmt=fmt, skip_bad=self.skip_bad, live=True)
         self.store.save_watch_offset(key, inode=stat.st_ino, offset=offset + end, format=fmt)
         result.files += 1
         result.steps += report.steps
         result.sessions.update(report.sessions)
 
-    def _whole(self, path: Path, key: str, stat, data: bytes, result: PollResult) -> None:
-        """A one-document file: imported as finished once it is the same size and age two polls running."""
+    def _whole(self, path: Path, key: str, stat, data: bytes, result: PollResult, again: bool = False) -> None:
+        """A one-document file: imported as finished once it is the same size and age two polls running;
+        a document that changed after that is imported `again`, its newer reading replacing the run's end."""
         seen = (stat.st_size, stat.st_mtime)
         if self._pending.get(key) != seen:
             self._pending[key] = seen
             return
-        report = import_bytes(self.store, data, str(path), fmt=self.fmt, skip_bad=self.skip_bad)
+        report = import_bytes(self.store, data, str(path), fmt=self.fmt, skip_bad=self.skip_bad, replace=again)
         self.store.save_watch_offset(key, inode=stat.st_ino, offset=stat.st_size, format=report.files[0]["format"])
         result.files += 1
         result.steps += report.steps

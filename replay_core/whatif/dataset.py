@@ -167,3 +167,62 @@ def import_lines(store: Store, lines: Iterable[str], *, where: str = "<input>", 
         raise DatasetError(f"{where}: empty, expected a dataset line")
     return create(store, name or header["name"], cases, match=header.get("match") or "equals",
                   description=header.get("description"), made_from={"imported": where})
+
+
+def dataset_from_sessions(store: Store, name: str, session_ids: Iterable[str], *, expected: str | dict[str, str] | None = None,
+                          match: str = "equals", description: str | None = None, made_from: Any = None) -> dict:
+    """A selection of runs (ids picked on a page, a review queue's items) as a dataset's new version.
+
+    A new name makes version 1; an existing one gets the runs it does not hold as its next
+    version (see `add`). `expected`: one text for every case, or per run id (a review
+    queue's "what should it have done"); runs without one are judged by their own outcome.
+    Unknown ids refuse the whole call. Returns the dataset with `cases` (and `added` when it grew).
+    """
+    ids = [i for i in dict.fromkeys(session_ids) if i]
+    cases, chosen = resolve(store, runs=ids)
+    if isinstance(expected, dict):
+        cases = [Case(c.session_id, expected.get(c.session_id)) for c in cases]
+    elif expected is not None:
+        cases = [Case(c.session_id, expected) for c in cases]
+    made_from = made_from if made_from is not None else chosen
+    if store.get_dataset(name.strip() if name else "") is not None:
+        return add(store, name.strip(), cases, made_from=made_from)
+    return create(store, name, cases, match=match, description=description, made_from=made_from)
+
+
+def dataset_from_filter(store: Store, name: str, flt: SessionFilter, *, expected: str | None = None, match: str = "equals",
+                        description: str | None = None) -> dict:
+    """The runs a SessionFilter matches (the runs list's) as a dataset's new version (see dataset_from_sessions)."""
+    cases, made_from = resolve(store, flt=flt, expected=expected)
+    return dataset_from_sessions(store, name, [c.session_id for c in cases], expected=expected, match=match,
+                                 description=description, made_from=made_from)
+
+
+FILTER_KEYS = {"status": "status", "model": "model", "agent": "agent_id", "workflow": "workflow", "environment": "environment",
+               "tag": "tag", "since": "since", "until": "until", "search": "text", "error_class": "error_class",
+               "failed_tool": "failed_tool"}
+
+
+def parse_filter(text: str | dict) -> SessionFilter:
+    """`status=failed model=gpt-4o since=7d` (or the same as a dict) as a SessionFilter; unknown keys refused."""
+    if isinstance(text, dict):
+        items = list(text.items())
+    else:
+        items = []
+        for part in text.replace(",", " ").split():
+            key, sep, value = part.partition("=")
+            if not sep or not value:
+                raise DatasetError(f"filter: expected KEY=VALUE, got {part!r}")
+            items.append((key, value))
+    values: dict[str, Any] = {}
+    for key, value in items:
+        if key not in FILTER_KEYS:
+            raise DatasetError(f"filter.{key}: not a filter (use {', '.join(FILTER_KEYS)})")
+        if value in (None, ""):
+            continue
+        if not isinstance(value, str):
+            raise DatasetError(f"filter.{key}: expected text")
+        values[FILTER_KEYS[key]] = parse_since(value) if key in ("since", "until") else value
+    if not values:
+        raise DatasetError("filter: give at least one of " + ", ".join(FILTER_KEYS))
+    return SessionFilter(**values)

@@ -22,23 +22,27 @@ when the process died is run again (its row is still `running`; `attempts` count
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..storage.store import EXPERIMENT_SOURCE, Store
+from ..understand.timeline import open_timeline
 from . import dataset as datasets
+from . import start_point
 from .provider import load_litellm
-from .replay import Estimate, ReplayError, ReplayResult, estimate_for, open_recording, replay
+from .recording import Recording
+from .replay import Estimate, LiveTools, ReplayError, ReplayResult, estimate_for, recording_in, replay
 from .replay_config import RECORDED, ConfigError, ReplayConfig
 from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers
+from .start_point import FIRST_MODEL_TURN, REFUSED, StartPoint
 
-FIRST_MODEL_TURN = "first-model-turn"
 STATES = ("running", "done", "stopped", "budget", "failed")
 
 
@@ -57,12 +61,48 @@ def variant_name(config: ReplayConfig) -> str:
     return " · ".join(parts)
 
 
-def parse_start(value: str | int | None) -> str | int:
-    if value is None or value == FIRST_MODEL_TURN:
-        return FIRST_MODEL_TURN
-    if isinstance(value, int) or str(value).isdigit():
-        return int(value)
-    raise ExperimentError(f"--from: expected {FIRST_MODEL_TURN} or a step number (seq), got {value!r}")
+def parse_start(value: str | int | None) -> StartPoint:
+    try:
+        return start_point.parse(value)
+    except start_point.StartError as exc:
+        raise ExperimentError(f"--from: {exc}") from None
+
+
+def open_case(store: Store, session_id: str, start: StartPoint) -> Recording:
+    """The case's run opened once, from its start point; ReplayError says why it cannot be replayed."""
+    try:
+        timeline = open_timeline(store, session_id)
+    except KeyError:
+        raise ReplayError(f"the case's run {session_id} is no longer in the database") from None
+    try:
+        seq = start.resolve(timeline.steps)
+    except start_point.NoSuchStep as exc:
+        raise ReplayError(str(exc)) from None
+    return recording_in(timeline, store, seq, None)
+
+
+def load_tools(specs: list[str]) -> LiveTools:
+    """Live tool functions named on the command line: NAME=module:function, or module:TOOLS (a dict name -> function)."""
+    tools: LiveTools = {}
+    for spec in specs:
+        name, sep, target = spec.partition("=") if "=" in spec else ("", "", spec)
+        module, colon, attr = target.partition(":")
+        if not colon or not module or not attr:
+            raise ExperimentError(f"--tool: expected NAME=module:function or module:TOOLS, got {spec!r}")
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ExperimentError(f"--tool {spec!r}: cannot load it ({exc})") from None
+        if isinstance(found, dict) and not sep:
+            bad = [k for k, fn in found.items() if not callable(fn)]
+            if bad:
+                raise ExperimentError(f"--tool {spec!r}: {bad[0]} is not a function")
+            tools.update(found)
+        elif callable(found):
+            tools[name or attr] = found
+        else:
+            raise ExperimentError(f"--tool {spec!r}: not a function (or a dict of them)")
+    return tools
 
 
 @dataclass
@@ -72,33 +112,28 @@ class Plan:
     dataset: dict
     cases: list[dict]
     configs: list[ReplayConfig]
-    start: str | int
+    start: StartPoint
     scorers: list[str]
     scorer_options: dict[str, dict]
     concurrency: int
     budget_usd: float | None
     budget_tokens: int | None
     estimates: list[Estimate]  # one per variant, over every case
-    unplayable: dict[str, str] = field(default_factory=dict)  # case -> why it cannot be replayed
+    unplayable: dict[str, str] = field(default_factory=dict)  # case -> why it cannot be replayed (refused when run)
+    tools: list[str] = field(default_factory=list)  # live tool functions the experiment calls (given again to resume)
 
     def settings(self) -> dict:
         return {
             "variants": [c.to_json() for c in self.configs], "names": [variant_name(c) for c in self.configs],
-            "start": self.start, "scorers": self.scorers, "scorer_options": self.scorer_options,
+            "start": self.start.spec, "tools": self.tools, "scorers": self.scorers, "scorer_options": self.scorer_options,
             "concurrency": self.concurrency, "budget_usd": self.budget_usd, "budget_tokens": self.budget_tokens,
             "estimates": [e.to_dict() for e in self.estimates],
         }
 
 
-def _from_seq(store: Store, session_id: str, start: str | int) -> int:
-    if start == FIRST_MODEL_TURN:
-        return open_recording(store, session_id, None, None).turns[0].first_seq
-    return int(start)
-
-
 def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start: str | int | None = None,
          scorers: list[str] | None = None, scorer_options: dict[str, dict] | None = None, concurrency: int = 4,
-         budget_usd: float | None = None, budget_tokens: int | None = None) -> Plan:
+         budget_usd: float | None = None, budget_tokens: int | None = None, tools: LiveTools | None = None) -> Plan:
     """Check everything an experiment needs and estimate it; ExperimentError when it cannot run as asked."""
     try:
         ds = datasets.get(store, dataset_name)
@@ -123,12 +158,14 @@ def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start:
             except ConfigError as exc:
                 raise ExperimentError(str(exc)) from None
     start = parse_start(start)
+    if any(c.tool_mode == "live" for c in configs) and not tools:
+        raise ExperimentError("a variant asks for live tools (tool_mode live) but no tool functions were given (tools=…, --tool)")
     cases = store.dataset_cases(ds["id"], version=ds["version"])
     totals = [Estimate(variant_name(c), 0, 0, 0, 0.0) for c in configs]
     unplayable: dict[str, str] = {}
     for case in cases:
         try:
-            rec = open_recording(store, case["session_id"], _from_seq(store, case["session_id"], start), None)
+            rec = open_case(store, case["session_id"], start)
         except ReplayError as exc:
             unplayable[case["session_id"]] = str(exc)
             continue
@@ -138,7 +175,8 @@ def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start:
             total.tokens_out += est.tokens_out
             total.cost_usd = None if total.cost_usd is None or est.cost_usd is None else round(total.cost_usd + est.cost_usd, 6)
             total.notes = list(dict.fromkeys([*total.notes, *est.notes]))
-    out = Plan(ds, cases, configs, start, names, scorer_options or {}, concurrency, budget_usd, budget_tokens, totals, unplayable)
+    out = Plan(ds, cases, configs, start, names, scorer_options or {}, concurrency, budget_usd, budget_tokens, totals, unplayable,
+               sorted(tools or {}))
     check_budget(out, spent_usd=0.0, spent_tokens=0)
     return out
 
@@ -176,11 +214,11 @@ def plan_of(store: Store, experiment_id: str, *, budget_usd: float | None = None
     ds = store.get_dataset(row["dataset_id"])
     return Plan(
         dataset={**ds, "version": row["dataset_version"]}, cases=store.dataset_cases(row["dataset_id"], version=row["dataset_version"]),
-        configs=[ReplayConfig.from_json(v) for v in s["variants"]], start=s["start"], scorers=s["scorers"],
+        configs=[ReplayConfig.from_json(v) for v in s["variants"]], start=parse_start(s["start"]), scorers=s["scorers"],
         scorer_options=s.get("scorer_options") or {}, concurrency=s.get("concurrency") or 4,
         budget_usd=budget_usd if budget_usd is not None else s.get("budget_usd"),
         budget_tokens=budget_tokens if budget_tokens is not None else s.get("budget_tokens"),
-        estimates=[Estimate(**e) for e in s.get("estimates") or []],
+        estimates=[Estimate(**e) for e in s.get("estimates") or []], tools=s.get("tools") or [],
     )
 
 
@@ -208,35 +246,37 @@ class _Spend:
 
 class _Runner:
     def __init__(self, store: Store, experiment_id: str, p: Plan, stop: threading.Event | None,
-                 on_progress: Callable[[Progress], None] | None):
+                 on_progress: Callable[[Progress], None] | None, tools: LiveTools | None = None):
         self.store, self.id, self.plan = store, experiment_id, p
         self.stop = stop or threading.Event()
         self.on_progress = on_progress
+        self.tools = tools or {}
         self.cases = {c["session_id"]: c for c in p.cases}
-        self.originals: dict[str, tuple[dict, list, int | None]] = {}  # case -> (row, steps, from seq)
-        self.originals_lock = threading.Lock()
+        # Each case's run is opened once for all its variants (case-major order keeps them close) and
+        # let go when its last variant ends: one timeline read per case, not one per replay.
+        self.recordings: dict[str, Recording | str] = {}  # case -> its recording, or why it cannot be replayed
+        self.left: Counter = Counter()  # case -> variants still to run
+        self.open_lock = threading.Lock()
         n = max(1, len(p.cases))
         # What one case × variant is expected to cost: the variant's estimate spread over its cases.
         self.unit_usd = [(e.cost_usd or 0.0) / n for e in p.estimates] or [0.0] * len(p.configs)
         self.unit_tokens = [(e.tokens_in + e.tokens_out) // n for e in p.estimates] or [0] * len(p.configs)
         self.progress_lock = threading.Lock()
 
-    def _original(self, sid: str) -> tuple[dict | None, list, int | None, str | None]:
-        with self.originals_lock:
-            if sid in self.originals:
-                row, steps, seq = self.originals[sid]
-                return row, steps, seq, None
-        row = self.store.get_session(sid)
-        if row is None:
-            return None, [], None, f"the case's run {sid} is no longer in the database"
-        try:
-            seq = _from_seq(self.store, sid, self.plan.start)
-        except ReplayError as exc:
-            return row, [], None, str(exc)
-        steps = self.store.load_steps(sid)
-        with self.originals_lock:
-            self.originals[sid] = (row, steps, seq)
-        return row, steps, seq, None
+    def _recording(self, sid: str) -> Recording | str:
+        with self.open_lock:
+            if sid not in self.recordings:
+                try:
+                    self.recordings[sid] = open_case(self.store, sid, self.plan.start)
+                except ReplayError as exc:
+                    self.recordings[sid] = str(exc)
+            return self.recordings[sid]
+
+    def _release(self, sid: str) -> None:
+        with self.open_lock:
+            self.left[sid] -= 1
+            if self.left[sid] <= 0:
+                self.recordings.pop(sid, None)
 
     def run(self) -> str:
         runs = self.store.experiment_runs(self.id)
@@ -247,6 +287,7 @@ class _Runner:
         # case-major order: every variant of a case close together, so a stopped experiment still compares like with like
         todo = deque((c["session_id"], v) for c in self.plan.cases for v in range(len(self.plan.configs))
                      if (c["session_id"], v) not in done)
+        self.left = Counter(sid for sid, _ in todo)
         if todo and any(c.model != RECORDED or c.fallback_model for c in self.plan.configs):
             load_litellm()
         self.store.set_experiment_status(self.id, "running", None, finished=False)
@@ -268,6 +309,7 @@ class _Runner:
                         break
                     todo.popleft()
                     if not self.store.claim_experiment_run(self.id, sid, v):
+                        self._release(sid)
                         continue  # done meanwhile (another process resumed it)
                     with spend.lock:
                         spend.reserved_usd += self.unit_usd[v]
@@ -323,23 +365,27 @@ class _Runner:
         if allowance != float("inf"):
             cap = allowance if config.budget.max_cost_usd is None else min(allowance, config.budget.max_cost_usd)
             config = replace(config, budget=replace(config.budget, max_cost_usd=cap))
-        row, steps, from_seq, problem = self._original(sid)
-        if problem is not None:
-            self.store.finish_experiment_run(self.id, sid, v, outcome="error", error_class="ReplayError", passed=0,
-                                             scores=[{"name": "replay", "passed": False, "reason": problem}])
-            return 0.0, 0
         try:
-            result = replay(self.store, sid, from_seq, None, config, source=EXPERIMENT_SOURCE, tags=(f"experiment:{self.id}",))
-        except (ReplayError, ConfigError) as exc:
-            self.store.finish_experiment_run(self.id, sid, v, outcome="error", error_class=type(exc).__name__, passed=0,
-                                             scores=[{"name": "replay", "passed": False, "reason": str(exc)}])
-            return 0.0, 0
-        return self._score(sid, v, row, steps, from_seq, result, started)
+            rec = self._recording(sid)
+            if isinstance(rec, str):  # no such start point, no model output after it, run deleted: refused, counted
+                self.store.finish_experiment_run(self.id, sid, v, outcome=REFUSED, error_class="ReplayError", passed=None,
+                                                 scores=[{"name": "start", "passed": False, "reason": rec}])
+                return 0.0, 0
+            try:
+                result = replay(self.store, sid, rec.from_step, None, config, source=EXPERIMENT_SOURCE,
+                                tags=(f"experiment:{self.id}",), live_tools=self.tools, recording=rec)
+            except (ReplayError, ConfigError) as exc:
+                self.store.finish_experiment_run(self.id, sid, v, outcome="error", error_class=type(exc).__name__, passed=0,
+                                                 scores=[{"name": "replay", "passed": False, "reason": str(exc)}])
+                return 0.0, 0
+            return self._score(sid, v, rec, result, started)
+        finally:
+            self._release(sid)
 
-    def _score(self, sid, v, row, steps, from_seq, result: ReplayResult, started: float) -> tuple[float, int]:
+    def _score(self, sid, v, rec: Recording, result: ReplayResult, started: float) -> tuple[float, int]:
         case = self.cases[sid]
-        inp = ScoreInput(sid, case["expected"], self.plan.dataset["match"], row, steps, result,
-                         self.store.load_steps(result.session), from_seq)
+        inp = ScoreInput(sid, case["expected"], self.plan.dataset["match"], rec.session, rec.timeline.steps, result,
+                         self.store.load_steps(result.session), rec.from_step)
         scores = run_scorers(self.plan.scorers, inp, self.plan.scorer_options)
         scoring_cost = sum(s.cost_usd or 0.0 for s in scores)
         scoring_ms = sum(float(s.details.get("latency_ms") or 0.0) for s in scores)
@@ -360,12 +406,17 @@ def _scoring_cost(run: dict) -> float:
 
 def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None,
         on_progress: Callable[[Progress], None] | None = None, budget_usd: float | None = None,
-        budget_tokens: int | None = None) -> str:
+        budget_tokens: int | None = None, tools: LiveTools | None = None) -> str:
     """Run (or resume) an experiment to its end, a stop or its budget; returns its status.
 
     Resuming checks the estimate for what is left against what the budget has left.
+    `tools`: live tool functions by name (the SDK's @tool functions or any callables); an
+    experiment planned with them must be given them again to resume.
     """
     p = plan_of(store, experiment_id, budget_usd=budget_usd, budget_tokens=budget_tokens)
+    missing = [t for t in p.tools if t not in (tools or {})]
+    if missing:
+        raise ExperimentError(f"this experiment calls live tools it was not given: {', '.join(missing)} (pass tools=… or --tool)")
     runs = store.experiment_runs(experiment_id)
     done = [r for r in runs if r["state"] == "done"]
     total = len(p.cases) * len(p.configs)
@@ -378,7 +429,7 @@ def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None
         settings = {**row["settings"], "budget_usd": p.budget_usd, "budget_tokens": p.budget_tokens}
         store.update_experiment_settings(experiment_id, settings)
     try:
-        return _Runner(store, experiment_id, p, stop, on_progress).run()
+        return _Runner(store, experiment_id, p, stop, on_progress, {k: tools[k] for k in p.tools}).run()
     except Exception as exc:  # a broken store or a bug: the experiment says so and can be resumed
         store.set_experiment_status(experiment_id, "failed", f"{type(exc).__name__}: {str(exc)[:500]}")
         raise

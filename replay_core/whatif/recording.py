@@ -263,14 +263,15 @@ class Recording:
 
     def recorded_answer(self, key: str) -> Turn | None:
         """The original turn that answered request messages with this request_key."""
-        if self._answers is None:
-            self._answers = {}
+        if self._answers is None:  # built whole, then published: concurrent replays may share a recording
+            answers: dict[str, Turn] = {}
             log, done = self.start_log(), self.covered
             for turn in self.turns:
                 upto = next(i for i in range(done, len(self.range_steps)) if self.range_steps[i].seq == turn.first_seq)
                 log.extend(self.range_steps[done:upto])
                 done = upto
-                self._answers.setdefault(log.key(), turn)
+                answers.setdefault(log.key(), turn)
+            self._answers = answers
         return self._answers.get(key)
 
     def turn_of_seq(self, seq: int) -> Turn | None:

@@ -36,7 +36,7 @@ from .recording import Recording, Turn, call_key, canonical_args
 from .replay_config import RECORDED, ReplayConfig
 from ..storage.actor import REPLAY, Actor
 from ..storage.store import Store
-from ..understand.timeline import open_timeline
+from ..understand.timeline import Timeline, open_timeline
 
 # replay outcome -> the replay session's status ("error": a fault of the replay itself)
 STATUS_OF = {"completed": "succeeded", "final_answer": "succeeded", "diverged": "incomplete", "budget": "incomplete",
@@ -96,6 +96,12 @@ def open_recording(store: Store, session_id: str, from_step: int | None, to_step
         timeline = open_timeline(store, session_id)
     except KeyError:
         raise ReplayError(f"no such session: {session_id}") from None
+    return recording_in(timeline, store, from_step, to_step)
+
+
+def recording_in(timeline: Timeline, store: Store, from_step: int | None, to_step: int | None) -> Recording:
+    """An opened session's range, checked (experiments open each case's timeline once for every variant)."""
+    session_id = timeline.session["id"]
     if not timeline.steps:
         raise ReplayError(f"session {session_id} has no steps to replay")
     first, last = timeline.steps[0].seq, timeline.steps[-1].seq
@@ -388,7 +394,7 @@ class _Replay:
             outcome_text += f". It made the original's calls to the end of the recording; the original's outcome: {src.get('outcome') or src.get('status')}"
         self.result.status, self.result.outcome, self.result.message, self.result.error_class = status, outcome, message, error_class
         self.result.steps = len(self.steps)
-        meta = {"replay_outcome": outcome, "replay_message": message}
+        meta = {"replay_outcome": outcome, "replay_message": message, "tool_results": tool_results(self.steps)}
         ingest(self.store, [
             SessionEvent(session_id=self.session_id, metadata=meta),
             SessionEndEvent(session_id=self.session_id, status=status, outcome=outcome_text[:2000], error_class=error_class,
@@ -396,10 +402,23 @@ class _Replay:
         ], source="replay")
         self.result.overhead_ms = round((time.monotonic() - self.started) * 1000 - self.result.latency_ms, 1)
         try:
-            found = compare(self.store, src["id"], self.session_id).first_divergence
+            found = compare(self.store, src["id"], self.session_id, loaded={src["id"]: (src, self.rec.timeline.steps)}).first_divergence
             self.result.first_divergence = found.to_dict() if found else None
         finally:
             self._progress(True)
+
+
+def tool_results(steps: list[StepEvent]) -> dict[str, list[int]]:
+    """The seqs of a replay's tool answers that a live function gave, and those served from the recording."""
+    out: dict[str, list[int]] = {"live": [], "recorded": []}
+    for s in steps:
+        if s.type in ("tool_result", "observation", "error") and (s.tool_name or s.tool_call_id):
+            meta = s.metadata or {}
+            if meta.get("live"):
+                out["live"].append(s.seq)
+            elif meta.get("recorded"):
+                out["recorded"].append(s.seq)
+    return out
 
 
 def _pair_call_ids(original: list[StepEvent], replayed: list[StepEvent]) -> dict[str, str]:
@@ -418,17 +437,18 @@ def _pair_call_ids(original: list[StepEvent], replayed: list[StepEvent]) -> dict
 def replay(
     store: Store, session_id: str, from_step: int | None, to_step: int | None, config: ReplayConfig, *,
     live_tools: LiveTools | None = None, on_progress: Callable[[Progress], None] | None = None,
-    source: str = "replay", tags: tuple[str, ...] = (), actor: Actor | None = None,
+    source: str = "replay", tags: tuple[str, ...] = (), actor: Actor | None = None, recording: Recording | None = None,
 ) -> ReplayResult:
     """Replay steps from_step..to_step of a session with `config`; returns how it went.
 
     The replay is stored as it goes (a session with replay_of set); provider errors
     end it `failed` with every step kept. Raises ReplayError only for bad input.
     `source` and `tags` mark the replay session (experiments mark theirs, to keep them out of lists).
+    `recording`: this range already opened (recording_in), shared read-only by concurrent replays.
     Editors only (`actor`, default the local user: replays cost money); each is in the audit log.
     """
     actor = store.authorize(actor, REPLAY, session_id)
-    rec = open_recording(store, session_id, from_step, to_step)
+    rec = recording if recording is not None else open_recording(store, session_id, from_step, to_step)
     if _needs_model(config):
         load_litellm()  # before the clock starts: its import is not the replay's overhead
     result = _Replay(store, rec, config, live_tools or {}, on_progress, source, tags).run()

@@ -6,6 +6,9 @@ not), cost (None when some replay's cost is unknown: never shown as free), token
 latency p50/p95 (nearest-rank), and a histogram of the original's step where replays
 departed. Regressions come first: cases that passed on the baseline variant (the first)
 and fail on another; improvements are the reverse. Only cases scored on both sides count.
+Refused cases (the run has no step the start point names, or nothing to replay after it)
+are counted apart with their reasons, never as passes or fails. Each cell says which tool
+answers were given by live functions and which were served from the recording.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import io
 import math
 from collections import Counter
 
-from ..storage.store import Store
+from ..storage.store import SessionFilter, Store
+from .start_point import REFUSED
 
 Z95 = 1.959963984540054
 
@@ -49,10 +53,13 @@ def summarise(store: Store, experiment_id: str) -> dict:
     names = settings["names"]
     cases = [c["session_id"] for c in store.dataset_cases(exp["dataset_id"], version=exp["dataset_version"])]
     runs = store.experiment_runs(experiment_id)
-    cell = {(r["case_session"], r["variant"]): r for r in runs}
+    tools = _tool_results(store, [r["replay_session"] for r in runs if r["replay_session"]])
+    cell = {(r["case_session"], r["variant"]): {**r, "tools": tools.get(r["replay_session"])} for r in runs}
     variants = []
     for v, name in enumerate(names):
-        done = [cell[(c, v)] for c in cases if (c, v) in cell and cell[(c, v)]["state"] == "done"]
+        finished = [cell[(c, v)] for c in cases if (c, v) in cell and cell[(c, v)]["state"] == "done"]
+        done = [r for r in finished if r["outcome"] != REFUSED]
+        refused = [r for r in finished if r["outcome"] == REFUSED]
         passed = sum(1 for r in done if r["passed"])
         costs = [r["cost_usd"] for r in done]
         variants.append({
@@ -65,13 +72,15 @@ def summarise(store: Store, experiment_id: str) -> dict:
             "p95_ms": percentile([r["latency_ms"] for r in done if r["latency_ms"] is not None], 95),
             "outcomes": dict(Counter(r["outcome"] or "error" for r in done)),
             "departed_at": {str(k): n for k, n in sorted(Counter(r["departed_seq"] for r in done if r["departed_seq"] is not None).items())},
-            "pending": len(cases) - len(done),
+            "pending": len(cases) - len(finished),
+            "refused": len(refused), "refusals": [{"case": r["case_session"], "reason": _failing_reason(r)} for r in refused],
+            "tool_results": {k: sum(len((r["tools"] or {}).get(k) or []) for r in done) for k in ("live", "recorded")},
         })
     regressions, improvements = [], []
     for v in range(1, len(names)):
         for c in cases:
             base, this = cell.get((c, 0)), cell.get((c, v))
-            if not base or not this or base["state"] != "done" or this["state"] != "done":
+            if not base or not this or base["passed"] is None or this["passed"] is None:
                 continue
             item = {"case": c, "session": this["replay_session"], "variant": names[v], "baseline": base["replay_session"],
                     "reason": _failing_reason(this if base["passed"] else base)}
@@ -84,7 +93,7 @@ def summarise(store: Store, experiment_id: str) -> dict:
         for c in cases
     ]
     total = len(cases) * len(names)
-    done_count = sum(1 for r in runs if r["state"] == "done")
+    done_count = sum(1 for r in runs if r["state"] == "done")  # refused ones included: they will not run again
     return {
         "experiment": experiment_id, "dataset": exp["dataset"], "dataset_version": exp["dataset_version"],
         "status": exp["status"], "message": exp["message"], "start": settings["start"], "scorers": settings["scorers"],
@@ -106,7 +115,15 @@ def _cell(run: dict | None) -> dict | None:
         return None
     return {"state": run["state"], "passed": None if run["passed"] is None else bool(run["passed"]), "session": run["replay_session"],
             "outcome": run["outcome"], "cost_usd": run["cost_usd"], "latency_ms": run["latency_ms"], "departed_seq": run["departed_seq"],
-            "scores": run["scores"] or []}
+            "scores": run["scores"] or [], "tools": run.get("tools")}
+
+
+def _tool_results(store: Store, replay_sessions: list[str]) -> dict[str, dict]:
+    """Replay session -> {live: [seq…], recorded: [seq…]} (what replay stored in the session's metadata)."""
+    if not replay_sessions:
+        return {}
+    rows = store.list_sessions(SessionFilter(ids=tuple(replay_sessions), experiments=True), limit=len(replay_sessions))
+    return {r["id"]: (r.get("metadata") or {}).get("tool_results") for r in rows}
 
 
 def to_csv(summary: dict) -> str:
@@ -131,7 +148,8 @@ def to_csv(summary: dict) -> str:
 def cli_shape(summary: dict) -> dict:
     """The `experiment run --json` answer: the brief's fields first, the rest after."""
     variants = [{k: v[k] for k in ("model", "cases", "passed", "pass_rate", "ci", "cost_usd", "tokens_in", "tokens_out", "p50_ms", "p95_ms")}
-                | {"name": v["name"], "departed_at": v["departed_at"], "outcomes": v["outcomes"], "pending": v["pending"]}
+                | {"name": v["name"], "departed_at": v["departed_at"], "outcomes": v["outcomes"], "pending": v["pending"],
+                   "refused": v["refused"], "tool_results": v["tool_results"]}
                 for v in summary["variants"]]
     return {"experiment": summary["experiment"], "dataset": summary["dataset"], "status": summary["status"],
             "message": summary["message"], "interval": summary["interval"], "variants": variants,

@@ -56,6 +56,7 @@ DIALECT = AnthropicDialect()
 class AnthropicFormat:
     name = "anthropic"
     label = "Anthropic Messages lists, logs or VCR cassettes"
+    unwatchable = "names its runs by a hash of the whole file, which changes as the file grows"  # (watch refuses it)
 
     def sniff(self, head: bytes, filename: str) -> bool:
         if is_cassette(head, b"/v1/messages"):

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .chat_messages import other_parts, text_of
+from .chat_messages import image_attachments, other_parts, text_of
 from .jsondoc import has_key, json_objects, starts_json
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time
@@ -126,8 +126,13 @@ class _Session:
             return
         if model and model != "<synthetic>":
             self.models.append(model)
-        calls_tools = "tool_use" in msg_blocks.get(mid, ()) if isinstance(mid, str) else any(
-            isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+        stop = msg.get("stop_reason")
+        if isinstance(stop, str):  # on every line of the message: known from this line alone (a file still being written)
+            calls_tools = stop == "tool_use"
+        elif isinstance(mid, str):  # older transcripts: from the message's other lines
+            calls_tools = "tool_use" in msg_blocks.get(mid, ())
+        else:
+            calls_tools = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
         for i, block in enumerate(blocks):
             if not isinstance(block, dict):
                 self.run.errors.append(BadRecord(common["where"], f"message.content[{i}]: expected a block object"))
@@ -169,7 +174,7 @@ class _Session:
         parts = [p for p in parts or () if isinstance(p, dict) and p.get("type") != "tool_result"]
         if texts or parts:
             meta = {"role": "user", "is_meta": rec.get("isMeta") or None, "prompt_id": rec.get("promptId"),
-                    "content_parts": parts or None}
+                    "content_parts": parts or None, "attachments": image_attachments(blocks)}  # pasted images
             self.run.step(uuid, "input", content="\n".join(texts), metadata=meta, **common)
         self.last_error = False
 
@@ -177,13 +182,26 @@ class _Session:
         call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
         content = block.get("content")
         result = rec.get("toolUseResult")
+        images = image_attachments(content)
+        result, mirrored = _image_moved(result)
         meta = {"tool_use_result": result, "source_tool_assistant_uuid": rec.get("sourceToolAssistantUUID"),
-                "content_parts": other_parts(content) if isinstance(content, list) else None}
+                "content_parts": other_parts(content) if isinstance(content, list) else None,
+                "attachments": images or ([mirrored] if mirrored else None)}  # a screenshot, an image Read
         fields: dict[str, Any] = {**common, "tool_call_id": call_id, "tool_name": self.tool_names.get(call_id or "") or None,
                                   "content": text_of(content) if content is not None else "", "metadata": meta}
         if block.get("is_error") is True:
             fields["status"] = "error"
         self.run.step(key, "tool_result", **fields)
+
+
+def _image_moved(result: Any) -> tuple[Any, dict | None]:
+    """`toolUseResult` of an image (Read of a picture) repeats the result's base64 under `file.base64`:
+    the copy kept in metadata says where the bytes went; the image itself, as a native attachment."""
+    file = result.get("file") if isinstance(result, dict) and result.get("type") == "image" else None
+    if not isinstance(file, dict) or not isinstance(file.get("base64"), str):
+        return result, None
+    image = {"media_type": file.get("type") if isinstance(file.get("type"), str) else None, "data": file["base64"]}
+    return {**result, "file": {**file, "base64": {"moved_to": "attachments"}}}, image
 
 
 def _session_fields(lines: list[_Line]) -> dict[str, Any]:
@@ -206,7 +224,8 @@ def _build(session_id: str, lines: list[_Line], extra: dict, filename: str, chil
     msg_blocks: dict[str, set] = {}
     for ln in entries:
         msg = ln.rec.get("message")
-        if isinstance(msg, dict) and isinstance(msg.get("id"), str) and isinstance(msg.get("content"), list):
+        if isinstance(msg, dict) and not isinstance(msg.get("stop_reason"), str) and isinstance(msg.get("id"), str) \
+                and isinstance(msg.get("content"), list):  # only lines that do not say why the message stopped ask it
             msg_blocks.setdefault(msg["id"], set()).update(b.get("type") for b in msg["content"] if isinstance(b, dict))
     main = [ln for ln in entries if child_of or not ln.rec.get("isSidechain")]
     agents: dict[str, list[_Line]] = {}
@@ -316,7 +335,7 @@ class ClaudeCodeFormat:
                 yield Ignored(where, f"{kind}/{sub}" if sub else kind)
             else:
                 yield Ignored(where, kind)
-        uuids = {ln.rec.get("uuid"): sid for sid, lines in sessions.items() for ln in lines}
+        uuids = {ln.rec.get("uuid"): sid for sid, lines in sessions.items() for ln in lines} if summaries else {}
         for n, rec in summaries:
             sid = uuids.get(rec.get("leafUuid"))
             if sid and isinstance(rec.get("summary"), str):

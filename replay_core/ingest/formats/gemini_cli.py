@@ -157,7 +157,8 @@ class GeminiCliFormat:
         else:
             doc = load_json(data, filename)
             if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-                raise DocumentError(BadRecord(filename, "expected an object with a 'messages' list"))
+                where = f"{filename}:messages" if isinstance(doc, dict) else f"{filename}:1"  # the field, else the document
+                raise DocumentError(BadRecord(where, "expected an object with a 'messages' list"))
             header = {k: doc.get(k) for k in HEADER_KEYS if k in doc}
             for i, msg in enumerate(doc["messages"]):
                 where = f"{filename}:messages[{i}]"

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,6 +60,35 @@ def _dict(value: Any) -> dict:
 
 def _list(value: Any) -> list:
     return value if isinstance(value, list) else []
+
+
+
+ZIP_ZSTANDARD = 93  # the ZIP compression method inspect_ai ≥ 0.3.2xx writes `.eval` members with (zstd frames)
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+
+
+def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
+    """A zstd-compressed member: Python before 3.14 reads the archive but not the method. The raw bytes
+    are found after the member's local header, decompressed across frames (inspect splits big members),
+    never past the size the archive declares (a zip bomb stops there), and checked against the CRC."""
+    import zstandard  # only for such logs
+
+    head = data[info.header_offset:info.header_offset + _LOCAL_HEADER.size]
+    if len(head) < _LOCAL_HEADER.size or head[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad local header")
+    *_, name_len, extra_len = _LOCAL_HEADER.unpack(head)
+    start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+    packed = data[start:start + info.compress_size]
+    if len(packed) < info.compress_size:
+        raise EOFError("the member is cut short")
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed), read_across_frames=True)
+        raw = reader.read(info.file_size + 1)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"broken zstd data: {exc}") from None
+    if len(raw) != info.file_size or zlib.crc32(raw) != info.CRC:
+        raise zipfile.BadZipFile("size or CRC does not match the archive's directory")
+    return raw
 
 
 class _Refs:
@@ -292,8 +323,9 @@ class InspectAIFormat:
 
         def member(name: str) -> Any:
             try:
-                raw = archive.read(name)
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+                info = archive.getinfo(name)
+                raw = _zstd_member(data, info) if info.compress_type == ZIP_ZSTANDARD else archive.read(name)
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError) as exc:
                 raise DocumentError(BadRecord(f"{filename}!{name}", f"cannot read this ZIP member ({exc})")) from None
             return load_json(raw, f"{filename}!{name}")
 

@@ -15,6 +15,7 @@ class NativeFormat:
     name = "native"
     label = "Agent Replay JSONL"
     ends_runs = False  # the contract states a run's status itself: a run without session_end is still running
+    lines_stand_alone = True  # every line names its session: `watch` reads only what was appended
 
     def sniff(self, head: bytes, filename: str) -> bool:
         first = head.lstrip()[:4096]

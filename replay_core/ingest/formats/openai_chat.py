@@ -59,6 +59,7 @@ DIALECT = OpenAIDialect()
 class OpenAIChatFormat:
     name = "openai_chat"
     label = "OpenAI chat-completions messages, logs or VCR cassettes"
+    unwatchable = "names its runs by a hash of the whole file, which changes as the file grows"  # (watch refuses it)
 
     def sniff(self, head: bytes, filename: str) -> bool:
         if is_cassette(head, b"/chat/completions"):

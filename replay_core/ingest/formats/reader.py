@@ -78,6 +78,9 @@ class Format(Protocol):
     label: str  # what a person reads
     # (optional) ends_runs = False: the format states runs' status itself, so a run of a finished
     # file without an end stays as it says; otherwise such a run ends `unknown` (pipeline.import_bytes)
+    # (optional) lines_stand_alone = True: each line can be read without the ones before it, so
+    # `watch` reads only appended lines (otherwise it reads a grown file again from its start);
+    # unwatchable = "why": runs are named by the whole file's content, so `watch` refuses the file
 
     def sniff(self, head: bytes, filename: str) -> bool:
         """True when the first bytes of a file look like this format."""

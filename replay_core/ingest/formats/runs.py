@@ -40,9 +40,12 @@ def parse_time(value: Any) -> datetime | None:
         return datetime.fromtimestamp(seconds, UTC)
     if isinstance(value, str):
         try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(value)  # Python 3.11 reads "Z" itself: the usual case, one call
         except ValueError:
-            return None
+            try:
+                parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                return None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
@@ -24,12 +25,19 @@ SHOWN = 4  # keys, values or members named before "…"
 
 @dataclass(frozen=True)
 class Shape:
-    """The container of a file: its kind, its record count and unit, and a sentence about it."""
+    """The container of a file: its kind, its record count and unit, and a sentence about it.
+
+    The sentence is needed only when a file is refused, and saying what every line of a big
+    JSONL file holds cost as much as reading it: `said` may be a function, called when asked."""
 
     kind: str  # jsonl, json-list, json-object, json-value, zip, yaml, markdown, text, binary, empty
     records: int
     unit: str
-    text: str
+    said: str | Callable[[], str]
+
+    @property
+    def text(self) -> str:
+        return self.said() if callable(self.said) else self.said
 
 
 def _names(items, limit: int = SHOWN) -> str:
@@ -66,8 +74,24 @@ def _objects_phrase(objects: list, noun: str) -> str:
     return f"{noun} with keys {_names(_keys(dicts))}"
 
 
+def _jsonl_phrase(lines: list[bytes]) -> str:
+    objects, broken = [], 0
+    for line in lines:
+        try:
+            objects.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            broken += 1
+    return _objects_phrase(objects, f"JSONL of {len(lines)} lines") + (f", {broken} of them not JSON" if broken else "")
+
+
+def _list_phrase(doc: list) -> str:
+    return (_objects_phrase(doc, f"JSON list of {len(doc)} items")
+            .replace(f"list of {len(doc)} items whose", f"list of {len(doc)} objects whose")
+            .replace(f"list of {len(doc)} items with", f"list of {len(doc)} objects with"))
+
+
 def shape_of(data: bytes) -> Shape:
-    stripped = data.strip()
+    stripped = data[:4096].lstrip() or data.lstrip()  # the start tells the container (no copy of a big file)
     if not stripped:
         return Shape("empty", 0, "records", "an empty file")
     if data[:4] == b"PK\x03\x04":
@@ -79,25 +103,15 @@ def shape_of(data: bytes) -> Shape:
         tops = list(dict.fromkeys(n.split("/", 1)[0] + ("/" if "/" in n else "") for n in names))
         return Shape("zip", len(names), "archive members", f"ZIP archive holding {_names(tops)}")
     if is_json_lines(data):
-        lines = [line for line in data.split(b"\n") if line.strip()]
-        objects, broken = [], 0
-        for line in lines:
-            try:
-                objects.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                broken += 1
-        noun = f"JSONL of {len(lines)} lines"
-        text = _objects_phrase(objects, noun) + (f", {broken} of them not JSON" if broken else "")
-        return Shape("jsonl", len(lines), "lines", text)
+        lines = [line for line in data.split(b"\n") if line and not line.isspace()]
+        return Shape("jsonl", len(lines), "lines", lambda: _jsonl_phrase(lines))
     if stripped[:1] in (b"{", b"["):
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError:
             return Shape("text", 1, "document", "text that starts like JSON but is not valid JSON")
         if isinstance(doc, list):
-            return Shape("json-list", len(doc), "list items", _objects_phrase(doc, f"JSON list of {len(doc)} items")
-                         .replace(f"list of {len(doc)} items whose", f"list of {len(doc)} objects whose")
-                         .replace(f"list of {len(doc)} items with", f"list of {len(doc)} objects with"))
+            return Shape("json-list", len(doc), "list items", lambda: _list_phrase(doc))
         if isinstance(doc, dict):
             return Shape("json-object", 1, "document", f"JSON object with keys {_names(doc)}")
         return Shape("json-value", 1, "document", f"a JSON {type(doc).__name__}")

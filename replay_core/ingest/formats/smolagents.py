@@ -212,6 +212,7 @@ def _bus_run(records: list[tuple[int, dict]], data: bytes, filename: str) -> Run
 class SmolagentsFormat:
     name = "smolagents"
     label = "smolagents benchmark answers, memory dumps or message-bus logs"
+    unwatchable = "names its runs by a hash of the whole file, which changes as the file grows"  # (watch refuses it)
 
     def sniff(self, head: bytes, filename: str) -> bool:
         if not starts_json(head):

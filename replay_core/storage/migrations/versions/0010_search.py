@@ -5,7 +5,7 @@ indexes and why). job_runs records when the retention sweep last ran, so replica
 database run it once per period.
 
 Revision ID: 0010_search
-Revises: 0004_audit
+Revises: 0008_queues
 Create Date: 2026-12-01
 """
 
@@ -16,7 +16,7 @@ from replay_core.storage import search
 from replay_core.storage.tables import UTCDateTime
 
 revision = "0010_search"
-down_revision = "0004_audit"
+down_revision = "0008_queues"  # re-chained when main (with 0008_queues) was merged in
 branch_labels = None
 depends_on = None
 
