@@ -57,7 +57,7 @@ def test_filters_from_the_shared_filter_bar(demo_store):
     gpt = page(ANALYTICS, params={"model": "gpt-4o"})
     assert metrics(gpt)["Runs"] == str(demo_store.count_sessions(SessionFilter(model="gpt-4o"))) == "6"
     assert metrics(gpt)["Agent took over"] == "50.0%"  # the invoice portal run's two blocks
-    nothing = page(ANALYTICS, state={"q": "no run says this"})
+    nothing = page(ANALYTICS, params={"q": "no run says this"})
     assert not nothing.exception
     assert nothing.info[0].value.startswith("No run matches this period and these filters.")
 
@@ -71,7 +71,7 @@ def test_period_and_its_previous_period(demo_store):
     assert 0 < now < 18 and before > 0
     runs = next(m for m in at.metric if m.label == "Runs")
     assert (runs.value, runs.delta) == (str(now), f"{now - before:+d}")
-    dated = page(ANALYTICS, state={"since": since.date()})
+    dated = page(ANALYTICS, params={"since": since.date().isoformat()})
     assert metrics(dated)["Runs"] == str(now)
     assert "Period: the dates in the sidebar filter." in [c.value for c in dated.caption]
 
@@ -91,15 +91,15 @@ def test_a_tiny_dataset_shows_helpful_states(empty_store):
 
 
 def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
-    """What a click does after the chart's selection: the runs page opens with that filter,
-    the dates (bound to the shared filter bar's widgets) carried as widget state."""
+    """What a click does after the chart's selection: the runs page opens with that filter in its link."""
     day = demo_store.get_session("demo-02-coding-format-price-failed")["started_at"].date()
     target = SessionFilter(status="failed", since=datetime.combine(day, time(), UTC),
                            until=datetime.combine(day + timedelta(days=1), time(), UTC))
     at = page(ANALYTICS, state={"_analytics_drill": target})
     assert not at.exception
     assert at.title[0].value == "Runs"
-    assert (at.session_state["since"], at.session_state["until"]) == (day, day)
+    assert (at.query_params["status"], at.query_params["since"], at.query_params["until"]) == ("failed", str(day), str(day))
+    assert (at.date_input(key="_url_since").value, at.date_input(key="_url_until").value) == (day, day)
     expected = demo_store.session_ids(target)
     assert "demo-02-coding-format-price-failed" in expected
     assert any(m.value.startswith(f"**{len(expected)} run") for m in at.markdown)
