@@ -48,7 +48,7 @@ class ModelOption:
         return out
 
 
-RECORDED_OPTION = ModelOption(RECORDED, "The run's own answers", "recorded")
+RECORDED_OPTION = ModelOption(RECORDED, "The run's own answers")
 
 
 @dataclass(frozen=True)
