@@ -181,27 +181,43 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
     ]
 
 
+NARROW = ("Status", "Run", "Outcome", "Started")  # what a phone shows: the columns that tell runs apart and why they ended
+# Two drawings of one page of runs: the full table, and on a phone (CSS below) the four columns above
+# in widths that fit 390 px. A dataframe is drawn on a canvas, so its columns cannot reflow by themselves.
+RESPONSIVE_CSS = """<style>
+@media (max-width: 640px) { .st-key-runs_wide { display: none; } }
+@media (min-width: 641px) { .st-key-runs_narrow { display: none; } }
+</style>"""
+
+
+def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> str | None:
+    event = st.dataframe(rows, hide_index=True, key=key, on_select="rerun", selection_mode="single-row", column_order=columns,
+                         column_config=config)
+    selected = event.selection.rows if event else []
+    return rows[selected[0]]["id"] if selected and selected[0] < len(rows) else None
+
+
 def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
     """One page of runs; returns the id of the run the user selected, if any."""
     pages = max(1, -(-total // PAGE_SIZE))
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     rows = _rows(store, flt, page)
     st.caption("Select a row to open its timeline.")
-    event = st.dataframe(
-        rows,
-        hide_index=True,
-        key="runs_table",
-        on_select="rerun",
-        selection_mode="single-row",
-        column_order=[k for k in rows[0] if k != "id"] if rows else None,
-        column_config={
-            "Status": st.column_config.TextColumn(width="small", pinned=True),
-            "Run": st.column_config.TextColumn(width="medium", pinned=True),
+    st.html(RESPONSIVE_CSS)
+    with st.container(key="runs_wide"):
+        chosen = _table(rows, "runs_table", [k for k in rows[0] if k != "id"] if rows else None, {
+            "Status": st.column_config.TextColumn(width="small"),
+            "Run": st.column_config.TextColumn(width="medium"),
             "Outcome": st.column_config.TextColumn(width="medium"),
-            "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width="small"),
-            "Id": st.column_config.TextColumn(width="small"),
+            "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=130),
+            "Id": st.column_config.TextColumn(width=130),
             "Steps": st.column_config.NumberColumn(format="%d"),
-        },
-    )
-    selected = event.selection.rows if event else []
-    return rows[selected[0]]["id"] if selected and selected[0] < len(rows) else None
+        })
+    with st.container(key="runs_narrow"):
+        chosen = _table(rows, "runs_table_narrow", list(NARROW), {
+            "Status": st.column_config.TextColumn(width=58),
+            "Run": st.column_config.TextColumn(width=104),
+            "Outcome": st.column_config.TextColumn(width=82),
+            "Started": st.column_config.DatetimeColumn(format="MM-DD HH:mm", width=80),
+        }) or chosen
+    return chosen
