@@ -109,8 +109,7 @@ def filter_chips() -> None:
         return
     with st.container(horizontal=True, key="filter_chips"):
         for key, text in chips:
-            st.button(md(text), key=f"chip_{key}", icon=":material/close:", on_click=_drop, args=(key,),
-                      help="Remove this filter")
+            st.button(md(text), key=f"chip_{key}", icon=":material/close:", on_click=_drop, args=(key,))
         if len(chips) > 1:
             st.button("Clear all", key="chips_clear_all", type="tertiary", on_click=clear_filters)
 
@@ -185,8 +184,8 @@ NARROW = ("Status", "Run", "Outcome", "Started")  # what a phone shows: the colu
 # Two drawings of one page of runs: the full table, and on a phone (CSS below) the four columns above
 # in widths that fit 390 px. A dataframe is drawn on a canvas, so its columns cannot reflow by themselves.
 RESPONSIVE_CSS = """<style>
-@media (max-width: 640px) { .st-key-runs_wide { display: none; } }
-@media (min-width: 641px) { .st-key-runs_narrow { display: none; } }
+@media (max-width: 640px) { .st-key-runs_wide { display: none !important; } }
+@media (min-width: 641px) { .st-key-runs_narrow { display: none !important; } }
 </style>"""
 
 
