@@ -62,6 +62,19 @@ def test_filters_from_the_shared_filter_bar(demo_store):
     assert nothing.info[0].value.startswith("No run matches this period and these filters.")
 
 
+def test_replays_are_not_counted_unless_asked_for(demo_store):
+    from replay_core.whatif.replay import replay
+    from replay_core.whatif.replay_config import ReplayConfig
+
+    for _ in range(2):
+        replay(demo_store, "demo-02-coding-format-price-failed", None, None, ReplayConfig(model="recorded"))
+    at = page(ANALYTICS)
+    assert (metrics(at)["Runs"], metrics(at)["Success rate"]) == ("18", "76.5%")  # as before the replays
+    assert "What-if fan-outs" in [s.value for s in at.subheader]  # still there, apart
+    at.toggle(key="_url_replays").set_value(True).run()
+    assert metrics(at)["Runs"] == "20"
+
+
 def test_period_and_its_previous_period(demo_store):
     at = page(ANALYTICS, state={"period": "7 days"})
     assert not at.exception

@@ -57,3 +57,8 @@ def test_an_empty_database_still_shows_where_to_start(empty_store):
     assert not at.exception
     assert metrics(at)["Failed this week"] == "0"
     assert "No failed run recorded. 🎉" in texts(at)
+
+
+def test_an_old_runs_link_to_the_root_still_opens_the_runs_list(demo_store):
+    at = page(HOME, params={"status": "failed"})
+    assert at.title[0].value == "Runs" and at.query_params["status"] == "failed"
