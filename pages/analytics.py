@@ -64,8 +64,8 @@ def _time(ms: float) -> str:
 CARDS = [  # metric, label, value format, a rise is bad
     ("runs", "Runs", _count, False),
     ("success_rate", "Success rate", _pct, False),
-    ("p50_ms", "Run time p50", _time, True),
-    ("p95_ms", "Run time p95", _time, True),
+    ("p50_ms", "Median run time", _time, True),
+    ("p95_ms", "Run time, slowest 5%", _time, True),
     ("cost_usd", "Cost (known)", fmt_cost, True),
     ("tokens_in", "Tokens in", _count, True),
     ("retry_rate", "Runs retrying", _pct, True),

@@ -67,7 +67,7 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         settled(pg)
         pg.get_by_text("18 runs").wait_for()
         settled(pg)
-        assert pg.locator("[data-testid=stDataFrame]").count() == 1
+        assert pg.locator(".st-key-runs_wide [data-testid=stDataFrame]").count() == 1
         pg.screenshot(path=str(OUT / "runs.png"), full_page=True)
 
 

@@ -39,7 +39,7 @@ def test_demo_dashboard(demo_store):
     shown = metrics(at)
     assert shown == {
         "Runs": "18", "Success rate": "76.5%",  # 13 of the 17 finished runs
-        "Run time p50": "22.9 s", "Run time p95": "14 min 24 s", "Cost (known)": "$0.2136", "Tokens in": "3,451,087",
+        "Median run time": "22.9 s", "Run time, slowest 5%": "14 min 24 s", "Cost (known)": "$0.2136", "Tokens in": "3,451,087",
         "Runs retrying": "16.7%",  # 3 of 18: shipment, CRM migration, inbox triage
         "Tool failures": "5.0%", "Agent took over": "33.3%",  # 1 of the 3 fallback blocks
     }
@@ -214,7 +214,7 @@ def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
 
     base, tab = browser_page
     # a day with retries: which day, and its rate, depend on the hour the demo runs were shifted to
-    label = click_mark(base, tab, "%;  : retry", not_part="rate: 0%")
+    label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%")  # the y title is in the label
     day = marked_day(label)
     assert f"has=retry&since={day}&until={day}" in tab.url
     start = datetime.combine(day, time(), UTC)
