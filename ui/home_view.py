@@ -84,8 +84,8 @@ def start_section(store: Store, actor: Actor) -> None:
         st.markdown(f"**My review queue** · [Open it]({QUEUES_URL})")
     with right:
         st.markdown("**Import your logs**")
-        st.caption("Drop a log file on the Import page; its format is recognised from its content:")
-        st.markdown(" · ".join(md(f.label) for f in registry().values()))
+        st.caption("Drop a log file on the Import page; its format is recognised from its content: "
+                   + " · ".join(md(f.label) for f in registry().values()) + ".")
         st.page_link("pages/import_runs.py", label="Import logs", icon=":material/upload_file:")
         st.markdown("**Record with the SDK**")
         st.caption("From your agent's Python code, every step lands here as it happens:")
