@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import expect
 from apptest_helpers import demo_db, served_app  # noqa: F401  (fixture)
 from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
 
@@ -48,6 +49,12 @@ def open_runs(pg, base: str, query: str) -> None:
     listed(pg)
 
 
+def wait_listed(pg, n: int) -> None:
+    """Until the summary counts n runs (the run after a click may still be drawing the old one)."""
+    pg.wait_for_function("n => Array.from(document.querySelectorAll('[data-testid=stMarkdownContainer]'))"
+                         ".some(e => e.innerText.startsWith(n + (n === 1 ? ' run:' : ' runs:')))", arg=n, timeout=15_000)
+
+
 def wait_cleared(pg, key: str) -> None:
     pg.wait_for_function(f"() => !new URLSearchParams(location.search).has({key!r})", timeout=15_000)
     settled(pg)
@@ -67,17 +74,18 @@ def test_every_filter_clears_and_stays_cleared(browser, app):
         pg.keyboard.type("Any")  # the list is long and scrolled to the chosen value: narrow it to "Any"
         pg.get_by_role("option", name="Any", exact=True).click()
         wait_cleared(pg, key)
-        assert listed(pg) == total, key
+        wait_listed(pg, total)
         pg.wait_for_timeout(300)
         assert key not in params(pg), key  # nothing put it back
     for key, value in TEXTS.items():
         open_runs(pg, base, f"{key}={value}")
         field = pg.locator(f".st-key-_url_{key} input")
-        assert field.input_value() == value
+        expect(field).to_have_value(value, timeout=15_000)
         field.fill("")
         field.press("Enter")
         wait_cleared(pg, key)
-        assert listed(pg) == total and field.input_value() == "", key
+        wait_listed(pg, total)
+        assert field.input_value() == "", key
         pg.get_by_text("Search step content").click()  # another rerun: the old value must not come back
         settled(pg)
         assert key not in params(pg) and field.input_value() == "", key
@@ -89,7 +97,8 @@ def test_every_filter_clears_and_stays_cleared(browser, app):
     pg.screenshot(path=str(OUT / "filters-chips.png"), full_page=True)
     pg.locator(".st-key-clear_filters button").click()
     wait_cleared(pg, "status")
-    assert not set(params(pg)) & {"until", "status", "q"} and listed(pg) == total
+    wait_listed(pg, total)
+    assert not set(params(pg)) & {"until", "status", "q"}
     assert not pg.locator("[class*=st-key-chip_]").count()
     # and the sidebar's Runs link, from another page, opens the list unfiltered
     open_runs(pg, base, "status=failed")
@@ -98,7 +107,8 @@ def test_every_filter_clears_and_stays_cleared(browser, app):
     pg.locator("[data-testid=stSidebarNav] a", has_text="Runs").click()
     pg.wait_for_selector("h1:has-text('Runs')", timeout=30_000)
     settled(pg)
-    assert "status" not in params(pg) and listed(pg) == total
+    wait_listed(pg, total)
+    assert "status" not in params(pg)
 
 
 def test_a_drill_down_shows_as_a_chip_that_removes_it(browser, app):
@@ -113,12 +123,14 @@ def test_a_drill_down_shows_as_a_chip_that_removes_it(browser, app):
     assert params(pg)["failed_tool"] == "run_tests"
     chip = pg.locator(".st-key-chip_failed_tool button")
     assert chip.is_visible() and "Failed tool: run_tests" in chip.inner_text()  # in view, not in a collapsed expander
-    assert listed(pg) == 1
+    wait_listed(pg, 1)
     pg.screenshot(path=str(OUT / "drill-down-chip.png"), full_page=True)
     chip.click()
     wait_cleared(pg, "failed_tool")
     since = datetime.combine(datetime.fromisoformat(params(pg)["since"]), time(), UTC)  # the dashboard's period stays, as a chip
-    assert listed(pg) == store.count_sessions(SessionFilter(since=since)) > 1
+    expected = store.count_sessions(SessionFilter(since=since))
+    assert expected > 1
+    wait_listed(pg, expected)
     assert pg.locator(".st-key-chip_since button").is_visible()
 
 
@@ -130,7 +142,8 @@ def test_the_runs_list_at_phone_width_keeps_status_name_outcome_and_start(browse
     pg.wait_for_timeout(500)
     headers = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()
     assert headers == ["Status", "Run", "Outcome", "Started"]  # the columns drawn, all within the width
-    assert pg.locator(".st-key-runs_wide").evaluate("e => getComputedStyle(e).display") == "none"
+    hidden = "s => { const e = document.querySelector(s); return e !== null && getComputedStyle(e).display === 'none'; }"
+    pg.wait_for_function(hidden, arg=".st-key-runs_wide", timeout=15_000)
     box = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame]").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     width = pg.evaluate("() => document.documentElement.scrollWidth")
@@ -138,6 +151,6 @@ def test_the_runs_list_at_phone_width_keeps_status_name_outcome_and_start(browse
     pg.screenshot(path=str(OUT / "runs-390.png"), full_page=True)
     wide = browser.new_page(viewport={"width": 1400, "height": 1000})
     open_runs(wide, base, "status=failed")
-    assert wide.locator(".st-key-runs_narrow").evaluate("e => getComputedStyle(e).display") == "none"
+    wide.wait_for_function(hidden, arg=".st-key-runs_narrow", timeout=15_000)
     wide.wait_for_selector(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]", state="attached", timeout=30_000)
     assert "Review" in wide.locator(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()
