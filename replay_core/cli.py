@@ -261,10 +261,11 @@ def sessions_cmd(
     model: Annotated[str | None, typer.Option()] = None,
     agent: Annotated[str | None, typer.Option(help="agent_id")] = None,
     limit: Annotated[int, typer.Option()] = 50,
+    replays: Annotated[bool, typer.Option("--replays", help="Also list what-if replays and experiments' runs.")] = False,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """List sessions, newest first."""
+    """List sessions, newest first (original runs only, unless --replays)."""
     from .events import SessionStatus
     from .understand.timeline import count_cycles
 
@@ -272,7 +273,8 @@ def sessions_cmd(
         fail(f"--status: expected one of {', '.join(SessionStatus)}, got {status!r}")
     store = open_store(db)
     store.expire_idle()
-    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent), limit=limit)
+    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent, include_replays=replays, experiments=replays),
+                              limit=limit)
     cycles = count_cycles(store, [r["id"] for r in rows])
     items = [session_summary_row(r, cycles.get(r["id"], 0)) for r in rows]
     if json:

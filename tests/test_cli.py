@@ -117,3 +117,20 @@ def test_demo_and_db_upgrade(cli):
     assert {"succeeded", "failed", "running"} <= statuses
     everything = cli("export", "--all").stdout.splitlines()
     assert sum(1 for line in everything if '"kind":"session"' in line) == len(demo_files())
+
+
+def test_sessions_lists_original_runs_unless_replays_are_asked_for(cli, tmp_path):
+    run = tmp_path / "two.jsonl"
+    run.write_bytes(b"\n".join(orjson.dumps({"schema": "agent-replay/v1", **o}) for o in [
+        {"kind": "session", "session_id": "orig", "name": "original"},
+        {"kind": "step", "session_id": "orig", "type": "think", "content": "Look it up."},
+        {"kind": "session", "session_id": "again", "name": "its replay", "replay_of": "orig"},
+        {"kind": "step", "session_id": "again", "type": "think", "content": "Look it up."},
+    ]) + b"\n")
+    cli("import", str(run))
+
+    def listed(*extra: str) -> list[str]:
+        return [r["id"] for r in orjson.loads(cli("sessions", "--json", *extra).stdout)]
+
+    assert listed() == ["orig"]
+    assert sorted(listed("--replays")) == ["again", "orig"]

@@ -88,7 +88,8 @@ def _parse_when(name: str, value: str, *, end: bool) -> datetime:
 def session_filter(params: Mapping[str, str], *, strict: bool = True) -> SessionFilter:
     """A SessionFilter from query parameters (the runs list's deep links and `GET /api/v1/sessions`).
 
-    `q` searches names and step content. Strict: a bad value raises ValueError naming
+    `q` searches names and step content; `replays=1` also counts what-if replays and experiments'
+    runs (originals only otherwise). Strict: a bad value raises ValueError naming
     the parameter; lenient (links typed by people): a bad value is ignored.
     """
     values: dict[str, Any] = {}
@@ -118,6 +119,9 @@ def session_filter(params: Mapping[str, str], *, strict: bool = True) -> Session
     checked("has", one_of("has", HAS_FLAGS))
     checked("since", lambda raw: _parse_when("since", raw, end=False))
     checked("until", lambda raw: _parse_when("until", raw, end=True))
+    checked("replays", lambda raw: one_of("replays", ("1", "true", "yes", "0", "false", "no"))(raw.lower()) in ("1", "true", "yes"))
+    if values.pop("replays", False):  # originals only unless asked: replays and experiments' runs are not the agent's runs
+        values |= {"include_replays": True, "experiments": True}
     text = (params.get("q") or "").strip()
     if "\x00" in text:
         if strict:

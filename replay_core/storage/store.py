@@ -125,6 +125,7 @@ class SessionFilter:
     error_class: str | None = None  # runs that ended with, or had an errored step of, this class
     has: str | None = None  # runs with one of HAS_FLAGS
     experiments: bool = False  # include experiments' replay sessions (left out by default)
+    include_replays: bool = False  # include what-if replays (replay_of set); originals only by default
 
 
 class Store:
@@ -365,6 +366,10 @@ class Store:
         clauses = []
         if not flt.experiments and flt.source != EXPERIMENT_SOURCE:
             clauses.append(or_(sessions.c.source.is_(None), sessions.c.source != EXPERIMENT_SOURCE))
+        if not (flt.include_replays or flt.replay_of or flt.ids is not None):
+            # originals only: a what-if replay is not another run of the agent (experiments' runs have their own switch)
+            original = sessions.c.replay_of.is_(None)
+            clauses.append(or_(original, sessions.c.source == EXPERIMENT_SOURCE) if flt.experiments or flt.source == EXPERIMENT_SOURCE else original)
         for name in ("status", "model", "agent_id", "workflow", "environment", "agent_version", "source", "replay_of"):
             value = getattr(flt, name)
             if value:
