@@ -278,6 +278,8 @@ class IngestAPI:
     def _as_api_error(self, exc: Exception) -> ApiError:
         if isinstance(exc, ApiError):
             return exc
+        if isinstance(exc, PermissionDenied):  # a role checked inside the library (e.g. ?replace=true: editors)
+            return ApiError(403, str(exc))
         if isinstance(exc, WriteRefused):
             return ApiError(exc.status, exc.reason, [{"loc": exc.field, "msg": exc.reason}])
         if _cannot_write_now(exc):  # disk full, read-only file or server, locked, server gone
@@ -353,7 +355,8 @@ class IngestAPI:
     async def _ingest(self, events: list, request: Request) -> Response:
         replace = _flag(request.query_params, "replace")
         report: IngestReport = await run_in_threadpool(
-            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True))
+            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True,
+                           actor=getattr(request.state, "actor", None)))
         self.degraded = None
         body = report.to_dict()
         body.pop("files", None)
