@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from sqlalchemy import exc as sa_exc
 
+from . import openapi
 from .auth import Access
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message
 from ..ingest.pipeline import IngestReport, ingest
@@ -226,6 +227,7 @@ class IngestAPI:
         self.access = access if access is not None else Access.load()
         self.max_body = max_body if max_body is not None else max_body_bytes()
         self.degraded: str | None = None  # why the last write failed, until one succeeds
+        self._document: dict | None = None
 
     def store(self) -> Store:
         with self._store_lock:
@@ -255,7 +257,23 @@ class IngestAPI:
             Route(f"{API_PREFIX}/sessions/{sid}", reads(self.get_session), methods=["GET"]),
             Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
             *self.experiment_routes(),
+            Route(f"{API_PREFIX}/openapi.json", self._wrap(self.openapi_json), methods=["GET"]),
+            Route(f"{API_PREFIX}/docs", self._wrap(self.api_docs), methods=["GET"]),
         ]
+
+    # -- the API's own description (server/openapi.py), built from the route table above once
+
+    def document(self) -> dict:
+        if self._document is None:
+            self._document = openapi.document(self.routes())
+        return self._document
+
+    async def openapi_json(self, request: Request) -> Response:
+        return json_response(self.document())
+
+    async def api_docs(self, request: Request) -> Response:
+        return Response(openapi.page(self.document()), media_type="text/html",
+                        headers={"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"})
 
     # -- plumbing
 
@@ -313,7 +331,9 @@ class IngestAPI:
             request.state.actor = actor
             return await handler(request)
 
-        return self._wrap(checked)
+        endpoint = self._wrap(checked)
+        endpoint.action = action  # the role it needs, for the OpenAPI document
+        return endpoint
 
     async def body_bytes(self, request: Request) -> bytes:
         """The request body, refused with 413 as soon as it passes the limit (gzip is unpacked)."""
