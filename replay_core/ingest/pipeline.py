@@ -263,7 +263,7 @@ def import_bytes(
     the source says, else `unknown`; `live` (a file still being written, `watch`) leaves them running.
     Editors only (`actor`, default the local user); every import is in the audit log."""
     actor = store.authorize(actor, IMPORT, filename)
-    with _collector_paused():
+    with collector_paused():
         acc = read_file(data, filename, fmt, progress=progress)
         if acc.bad and not skip_bad:
             store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"bad_records": len(acc.bad)})
@@ -299,7 +299,7 @@ def files_under(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 
 @contextmanager
-def _collector_paused():
+def collector_paused():
     """Python's cyclic GC, triggered over and over by the hundreds of thousands of objects
     a big file becomes, took half the parse time; nothing made here is cyclic garbage."""
     was_on = gc.isenabled()
