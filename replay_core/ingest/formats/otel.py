@@ -610,7 +610,9 @@ def _read_session(draft: SessionDraft) -> None:
     _session_fields(draft, attrs, classes, model_usage)
     for part in draft.parts:
         if part.role == "step":
-            part.fields["metadata"] = _step_metadata(part.span, attrs[id(part.span)])
+            meta = _step_metadata(part.span, attrs[id(part.span)])
+            images = part.fields.pop("attachments", None)
+            part.fields["metadata"] = meta | {"attachments": images} if images else meta
 
 
 def _duration(span: Span) -> float | None:
@@ -641,6 +643,13 @@ def _model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     fields["tokens_in"], fields["tokens_out"] = oa.tokens(a)
     fields["cost_usd"] = oa.cost(a)
     fields["context"] = oa.input_messages(a)
+    images = oa.take_images(fields["context"], "input")
+    output = oa.json_value(a.peek("gen_ai.output.messages"))
+    images += oa.take_images(output, "output") if isinstance(output, list) else []
+    if images:
+        fields["attachments"] = images  # set into the step's metadata below, where the media path finds them
+        if isinstance(output, list):
+            a.values["gen_ai.output.messages"] = output  # without the bytes, if the messages are kept as attributes
     answer, calls = oa.model_output(a)
     fields["content"] = answer
     if span.status == "error":
