@@ -86,3 +86,9 @@ def test_every_operation_holds_to_the_document(served):
     assert examples >= len(operations)
     assert statuses[401] == 0 and statuses[403] == 0  # the editor token opened every route: the fuzz reached the handlers
     assert sum(n for code, n in statuses.items() if code < 300) > examples // 10
+
+
+def test_an_empty_replay_of_is_refused_naming_the_field(served):
+    """Found by the fuzz: `replay_of: ""` passed the reference check and failed the foreign key."""
+    r = httpx.post(f"{served}/api/v1/sessions", json={"session_id": "r1", "replay_of": ""}, headers=AUTH)
+    assert r.status_code == 422 and r.json()["errors"] == [{"loc": "replay_of", "msg": r.json()["detail"]}], r.text

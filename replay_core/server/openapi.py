@@ -74,7 +74,7 @@ class SessionView(_Answer):
     """A run, its steps (without contexts), cycles and gaps."""
 
     session: dict[str, Any]
-    summary: dict[str, Any]
+    summary: str = Field(description="one line: how the run went")
     steps: list[dict[str, Any]]
     cycles: list[dict[str, Any]]
     gaps: list[dict[str, Any]]

@@ -255,12 +255,12 @@ class Store:
         return known
 
     def _check_references(self, conn: Connection, ids: Sequence[str], opened: dict[str, dict]) -> None:
-        wanted = {f["replay_of"] for f in opened.values() if f.get("replay_of")} - set(ids)
+        wanted = {f["replay_of"] for f in opened.values() if f.get("replay_of") is not None} - set(ids)
         if not wanted:
             return
         found = set(self._existing_sessions(conn, list(wanted)))
         for sid, fields in opened.items():
-            if fields.get("replay_of") and fields["replay_of"] not in found and fields["replay_of"] not in ids:
+            if fields.get("replay_of") is not None and fields["replay_of"] not in found and fields["replay_of"] not in ids:
                 raise WriteRefused(f"replay_of: session {sid!r} names {fields['replay_of']!r}, which is not a stored run",
                                    field="replay_of")
 
