@@ -92,3 +92,11 @@ def test_an_empty_replay_of_is_refused_naming_the_field(served):
     """Found by the fuzz: `replay_of: ""` passed the reference check and failed the foreign key."""
     r = httpx.post(f"{served}/api/v1/sessions", json={"session_id": "r1", "replay_of": ""}, headers=AUTH)
     assert r.status_code == 422 and r.json()["errors"] == [{"loc": "replay_of", "msg": r.json()["detail"]}], r.text
+
+
+def test_a_multipart_body_with_too_many_fields_is_a_400(served):
+    """Found by the fuzz: starlette's form parser refuses a fifth field with an HTTPException, which was a 500."""
+    httpx.post(f"{served}/api/v1/sessions", json={"session_id": "m1"}, headers=AUTH)
+    files = [("file", ("f.png", b"\x89PNG", "image/png"))] + [(f"x{i}", (None, "1")) for i in range(5)]
+    r = httpx.post(f"{served}/api/v1/sessions/m1/steps/e1/attachments", files=files, headers=AUTH)
+    assert r.status_code == 400 and r.json()["detail"].startswith("body: Too many fields"), r.text

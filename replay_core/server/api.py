@@ -296,6 +296,8 @@ class IngestAPI:
     def _as_api_error(self, exc: Exception) -> ApiError:
         if isinstance(exc, ApiError):
             return exc
+        if isinstance(exc, HTTPException):  # starlette's own refusals, e.g. a multipart body with too many fields
+            return ApiError(exc.status_code, f"body: {exc.detail}", [{"loc": "body", "msg": str(exc.detail)}])
         if isinstance(exc, PermissionDenied):  # a role checked inside the library (e.g. ?replace=true: editors)
             return ApiError(403, str(exc))
         if isinstance(exc, WriteRefused):
