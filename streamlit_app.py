@@ -23,12 +23,16 @@ PAGES = [
     ("pages/timeline.py", "Timeline", ":material/timeline:", "timeline", "Runs"),
     ("pages/live.py", "Live", ":material/sensors:", "live", "Runs"),
     ("pages/review.py", "Review", ":material/rate_review:", "review", "Runs"),
+    ("pages/queues.py", "Review queues", ":material/checklist:", "queues", "Runs"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:", "compare", "Tools"),
     ("pages/whatif.py", "What-if", ":material/science:", "whatif", "Tools"),
     ("pages/experiments.py", "Experiments", ":material/labs:", "experiments", "Tools"),
     ("pages/analytics.py", "Analytics", ":material/monitoring:", "analytics", "Tools"),
     ("pages/import_runs.py", "Import", ":material/upload_file:", "import", "Tools"),
 ]
+
+# Opened by a share link only (never listed); the door lets it through alone, with no navigation.
+SHARE_PAGE = ("pages/share.py", "Shared link", ":material/link:", "share")
 
 
 def navigation(*, visible: bool):
@@ -37,6 +41,8 @@ def navigation(*, visible: bool):
     for path, title, icon, url, section in PAGES:
         page = st.Page(path, title=title, icon=icon, url_path=url, default=url == "runs")
         sections.setdefault(section, []).append(page)
+    path, title, icon, url = SHARE_PAGE
+    sections["Runs"].append(st.Page(path, title=title, icon=icon, url_path=url, visibility="hidden"))
     return st.navigation(sections, position="sidebar" if visible else "hidden")
 
 
@@ -46,7 +52,10 @@ def main() -> None:
 
     st.set_page_config(page_title="Agent Replay", page_icon="⏪", layout="wide")
     role = signed_in_role()
-    nav = navigation(visible=role is not None)
+    nav = navigation(visible=role is not None and "token" not in st.query_params)
+    if nav.url_path == SHARE_PAGE[3]:  # a share link: no sign-in, nothing else reachable from it
+        nav.run()
+        return
     if role is None:
         sign_in()
     expire_idle(get_store())

@@ -50,8 +50,6 @@ with st.expander("Options"):
 result = compare(store, a_id, b_id, include=include, whole=whole)
 if result.source_range:
     st.caption(f"The source run is cut to the replayed range: steps {result.source_range[0]}–{result.source_range[1]}.")
-if result.approximate:
-    st.caption("These runs differ in thousands of steps: the alignment below is approximate past the first divergence.")
 
 div = result.first_divergence
 if div is None:

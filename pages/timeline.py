@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from replay_core.understand.explain import EXPLAINED, explain
 from replay_core.understand.snapshot import state_at
 from ui import player_view
 from ui import timeline_view as tv
@@ -30,20 +29,21 @@ tv.run_header(tl, run_notes)
 if not tl.steps:
     st.info("This run has no steps yet. Steps sent to it will appear here (and on the **Live** page as they arrive).")
     st.stop()
-explanation = explain(store, session_id) if (tl.session.get("status") or "unknown") in EXPLAINED else None
-tv.plain_header(tl, explanation)
+explanation = tv.explanation_for(store, tl)
+tv.plain_header(store, tl, explanation)
 
 noted = set(step_notes)
-pos = tv.scrubber(tl, noted)
+pos = tv.scrubber(tl, noted, explanation, structure)
 tv.goto_and_search(tl, pos)
 step = tl.steps[pos]
-tv.action_links(tl, step.seq, explanation)
 player_view.player(store, tl, pos)
+tv.phone_layout()
 left, right = st.columns([2, 3], gap="large")
 with left:
     tv.step_window(tl, pos, noted)
-with right:
+with right, st.container(key="step_detail"):
     tv.step_detail(tl, pos, structure, step_notes.get(step.seq, []))
+    tv.action_links(tl, step.seq, explanation)
     snap = state_at(tl, step.seq, store)
     names = ["What the agent saw", "Totals so far", "Structure", "Review"] + (["Goal & memory"] if snap.state else [])
     tabs = dict(zip(names, st.tabs(names), strict=True))

@@ -36,3 +36,29 @@ def retention_days() -> float | None:
 
 def retention_keeps_annotated() -> bool:
     return os.environ.get("AGENT_REPLAY_RETENTION_KEEP_ANNOTATED", "").lower() in ("1", "true", "yes")
+
+
+# The optional model-written paragraph of why a run failed (whatif/narrative.py): off unless a model is named.
+EXPLAIN_OFF = ("0", "off", "false", "no")
+
+
+def explain_model() -> str | None:
+    """`AGENT_REPLAY_EXPLAIN_MODEL` (a litellm model string), unless `AGENT_REPLAY_EXPLAIN_LLM` is off."""
+    if os.environ.get("AGENT_REPLAY_EXPLAIN_LLM", "").strip().lower() in EXPLAIN_OFF:
+        return None
+    return os.environ.get("AGENT_REPLAY_EXPLAIN_MODEL", "").strip() or None
+
+
+def explain_api_base() -> str | None:
+    return os.environ.get("AGENT_REPLAY_EXPLAIN_API_BASE") or None
+
+
+def explain_api_key_env() -> str | None:
+    """The NAME of the environment variable holding the key (never the key itself)."""
+    return os.environ.get("AGENT_REPLAY_EXPLAIN_API_KEY_ENV") or None
+
+
+def public_url(seen: str | None = None) -> str:
+    """Where people reach the app, for the share links it hands out: `AGENT_REPLAY_PUBLIC_URL`, else
+    the address the browser used (`seen`), else the default of `make run`."""
+    return (os.environ.get("AGENT_REPLAY_PUBLIC_URL") or seen or "http://localhost:8501").rstrip("/")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay_core.cli import app
-from replay_core.understand.compare import KINDS, MAX_EDITS, align, compare, compare_steps, lcs_pairs, normalise
+from replay_core.understand.compare import KINDS, align, compare, compare_steps, lcs_pairs, normalise
 from replay_core.demo import load_demo, read_demo
 from replay_core.events import StepEvent
 
@@ -47,7 +47,7 @@ def lcs_length(a, b) -> int:
 
 
 @given(st.lists(st.sampled_from("abcd"), max_size=14), st.lists(st.sampled_from("abcd"), max_size=14))
-def test_myers_finds_a_longest_common_subsequence(a, b):
+def test_lcs_pairs_are_a_longest_common_subsequence(a, b):
     pairs = lcs_pairs(a, b)
     assert len(pairs) == lcs_length(a, b)
     assert all(a[i] == b[j] for i, j in pairs)
@@ -56,19 +56,36 @@ def test_myers_finds_a_longest_common_subsequence(a, b):
 
 @given(st.lists(st.sampled_from("abc"), max_size=12), st.lists(st.sampled_from("abc"), max_size=12))
 def test_alignment_rows_cover_both_runs_in_order(a, b):
-    rows, approximate = align(a, b, a, b)
-    assert not approximate
+    rows = align(a, b, a, b)
     assert [i for i, _ in rows if i is not None] == list(range(len(a)))
     assert [j for _, j in rows if j is not None] == list(range(len(b)))
 
 
-def test_beyond_the_edit_limit_the_alignment_is_marked_approximate_and_still_complete():
-    a = [("t", i) for i in range(MAX_EDITS + 50)]
-    b = [("u", i) for i in range(MAX_EDITS + 50)]
-    rows, approximate = align(a, b, a, b)
-    assert approximate
+def test_thousands_of_differences_are_still_aligned_exactly():
+    """Past the 1,200 edits where a Myers walk in Python used to give way to a greedy one."""
+    rng = random.Random(3)
+    a = [rng.randrange(40) for _ in range(20_000)]
+    b = list(a)
+    for i in rng.sample(range(len(b)), 3000):
+        b[i] = 1000 + i
+    for i in sorted(rng.sample(range(len(b)), 1500), reverse=True):
+        del b[i]
+    for i in rng.sample(range(len(b)), 1500):
+        b.insert(i, -i)
+    pairs = lcs_pairs(a, b)
+    assert all(a[i] == b[j] for i, j in pairs)
+    assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:], strict=False))
+    # every untouched step is matched: an LCS at least as long as the steps no edit reached
+    assert len(pairs) >= len(a) - 3000 - 1500
+    rows = align(a, b, a, b)
     assert [i for i, _ in rows if i is not None] == list(range(len(a)))
     assert [j for _, j in rows if j is not None] == list(range(len(b)))
+
+
+def test_a_dropped_repeat_at_the_end_is_reported_at_the_end():
+    """Ties between equally long alignments go to the common prefix: the extra step is the last one."""
+    rows = align(["x", "x", "x"], ["x", "x"], ["x", "x", "x"], ["x", "x"])
+    assert rows == [(0, 0), (1, 1), (2, None)]
 
 
 # ---------------------------------------------------------------------------- the demo pair

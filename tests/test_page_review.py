@@ -53,3 +53,26 @@ def test_empty_database(empty_store):
     at = page(REVIEW)
     assert not at.exception
     assert at.info[0].value.startswith("No runs to review yet.")
+
+
+def test_no_verdict_is_preselected_and_the_name_stays_after_a_save(demo_store):
+    at = page(REVIEW)
+    form = at.get("form")[0]
+    assert form.radio[0].value is None
+    form.selectbox[0].set_value(FAILED_CODING)
+    form.text_input[0].set_value("Sam")
+    at.button(key="FormSubmitter:mark_run-Save note").click().run()
+    assert "Pick a verdict." in [e.value for e in at.error]
+    assert demo_store.annotations(FAILED_CODING) == []
+    form = at.get("form")[0]
+    form.radio[0].set_value("bad")
+    form.text_area[0].set_value("wrong signature")
+    at.button(key="FormSubmitter:mark_run-Save note").click().run()
+    assert not at.exception
+    assert [(n["label"], n["author"]) for n in demo_store.annotations(FAILED_CODING)] == [("bad", "Sam")]
+    form = at.get("form")[0]
+    assert (form.selectbox[0].value, form.radio[0].value, form.text_area[0].value) == (None, None, "")
+    assert form.text_input[0].value == "Sam"  # remembered
+    at.switch_page("pages/runs.py").run()
+    at.switch_page(REVIEW).run()
+    assert at.get("form")[0].text_input[0].value == "Sam"  # and across pages

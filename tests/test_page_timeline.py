@@ -20,7 +20,7 @@ from replay_core.storage.store import SessionFilter
 from replay_core.understand.timeline import open_timeline
 from replay_core.understand.structure import build_structure, node_label
 from ui.common import md
-from ui.timeline_view import jump_targets
+from ui.timeline_view import PHONE_CSS, jump_targets, strip_ticks
 
 TIMELINE = "pages/timeline.py"
 MULTI_AGENT = "demo-04-multi-agent-competitor-brief"
@@ -98,6 +98,26 @@ def test_jump_targets_follow_cycles_and_errors(demo_store):
                     "next_error": 18, "last": 25}
 
 
+def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_store):
+    from replay_core.understand.explain import explain
+
+    tl = open_timeline(demo_store, FAILED_CODING)
+    ticks = strip_ticks(tl, 3, {7}, hits=[17, 22], explanation=explain(demo_store, FAILED_CODING),
+                        structure=build_structure(tl.steps))
+    by_kind: dict[str, list[int]] = {}
+    for t in ticks:
+        by_kind.setdefault(t["what"], []).append(t["seq"])
+    assert by_kind["error"] == [18, 23, 25] and by_kind["cause"] == [4, 7, 9, 18, 25]
+    assert by_kind["note"] == [7] and by_kind["search hit"] == [17, 22] and by_kind["you are here"] == [3]
+    assert by_kind["cycle start"] == [c.first_seq for c in tl.cycles]
+    flights = open_timeline(demo_store, "demo-09-flight-bos-sfo-b")
+    ticks = strip_ticks(flights, 1, set(), explanation=explain(demo_store, "demo-09-flight-bos-sfo-b"))
+    assert {"seq": 6, "what": "turning point", "lane": "what went wrong"} in ticks
+    retries = open_timeline(demo_store, "demo-03-shipment-status-retries")
+    assert [t["seq"] for t in strip_ticks(retries, 1, set()) if t["what"] == "retry"] == [
+        s.seq for s in retries.steps if s.retry]
+
+
 def test_missing_steps_are_shown_as_missing(demo_store):
     at = page(TIMELINE, params={"session": GAP_RUN, "step": "42"})
     assert not at.exception
@@ -159,6 +179,12 @@ def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
     assert note_lines == [f"👎 Bad — Ana: Edited callers before reading the tests\\: see step 19\\. · "
                           f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"]
     assert row_buttons(at)[6].endswith("📝 — FF\\.F\\.\\.FF\\.\\.F\\.F\\.\\.")
+    # After a save no verdict is picked (no accidental approval) and the name stays.
+    assert at.radio(key="review_label").value is None
+    assert at.text_input(key="review_author").value == "Ana"
+    at.button(key="FormSubmitter:review-Save note").click().run()
+    assert "Pick a verdict." in [e.value for e in at.error]
+    assert len(demo_store.annotations(FAILED_CODING)) == 1
     # A run-level note shows under the summary, for everyone opening the run.
     at.radio(key="review_target").set_value("This run")
     at.radio(key="review_label").set_value("needs_attention")
@@ -220,7 +246,7 @@ def test_text_from_a_trace_is_never_markup(empty_store):
     at = page(TIMELINE, params={"session": "evil", "step": "1"})
     assert not [m.value for m in at.markdown if "<img" in m.value or "**bold**" in m.value]  # never as markdown
     assert evil in [t.value for t in at.text]  # shown as plain text, exactly as recorded
-    assert not at.html
+    assert [h.proto.body for h in at.html] == [PHONE_CSS]  # the only HTML is the page's own stylesheet
 
 
 @pytest.mark.parametrize("step", ["5003", "9999"])
@@ -255,6 +281,30 @@ def test_the_header_says_what_was_asked_how_it_ended_and_why(demo_store):
     assert [b.label for b in cause] == ["Step 4", "Step 7", "Step 9", "Step 18", "Step 25"]
     at.button(key="cause_7").click().run()
     assert at.session_state["step"] == 7 and at.query_params["step"] == "7"
+
+
+def test_the_header_tells_what_it_did_a_sentence_per_group_of_cycles(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING})
+    header = next(plain(m.value) for m in at.markdown if m.value.startswith("**Asked:**"))
+    assert ("**Did:** Steps 2–4: searched code once. Steps 5–7: read file once. Steps 8–10: wrote file once. "
+            "Steps 11–15: edited file twice. Steps 16–18: ran tests once (failed).") in header
+    assert header.index("**Did:**") < header.index("**Ended:**") < header.index("**Why:**")
+
+
+def test_the_explanation_is_computed_once_per_version_of_the_run(demo_store, monkeypatch):
+    import replay_core.understand.explain as explain_module
+    import ui.timeline_view as tv
+
+    calls = []
+    real = explain_module.explain
+    monkeypatch.setattr(tv, "explain", lambda store, sid, **kw: calls.append(sid) or real(store, sid, **kw))
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "3"})
+    at.button(key="jump_next").click().run()
+    at.slider(key="step").set_value(12).run()
+    assert calls == [FAILED_CODING] and at.session_state["step"] == 12
+    ingest(demo_store, [StepEvent(session_id=FAILED_CODING, seq=26, type="think", content="one more thought")])
+    at.button(key="jump_prev").click().run()  # the run changed: explained again
+    assert calls == [FAILED_CODING, FAILED_CODING]
 
 
 def test_a_succeeded_run_has_no_cause_line(demo_store):
@@ -298,6 +348,17 @@ def test_content_is_shown_exactly_as_recorded(empty_store):
     assert "f.py:1:def f(x) -> int:\n  indented" in [c.value for c in at.code]
     at = page(TIMELINE, params={"session": "verb", "step": "3"})
     assert "a -> b" in [t.value for t in at.text] and not any("→" in m.value for m in at.markdown)
+
+
+def test_a_write_shows_its_diff_against_the_earlier_read(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "9"})
+    assert not at.exception
+    assert "**What it changes in pricing/format.py**" in [plain(m.value) for m in at.markdown]
+    assert any(plain(c.value).startswith("Diff against the read at step 7 (derived by this app, not recorded).") for c in at.caption)
+    diff = next(c for c in at.code if c.value.startswith("--- pricing/format.py (the read at step 7)"))
+    assert diff.language == "diff" and '+CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}' in diff.value
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "12"})
+    assert any(plain(c.value).startswith("No earlier read of checkout/summary.py in this run") for c in at.caption)
 
 
 def test_replay_from_here_and_compare_with_the_turning_point_run(demo_store):

@@ -27,16 +27,17 @@ def _go(seq: int) -> None:
     st.session_state["step"] = seq
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _shots(_store: Store, url: str, session_id: str, stamp: tuple) -> list[Shot]:
-    return shots(_store, session_id)
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _shots(_store: Store, _steps: list, url: str, session_id: str, stamp: tuple) -> list[Shot]:
+    """Shared, never copied: cache_data would unpickle a Shot per step on every rerun (9 s at 100,000 steps)."""
+    return shots(_store, session_id, _steps, only_with_screens=True)
 
 
 def player(store: Store, tl: Timeline, pos: int) -> bool:
     """Draw the player when the run has screenshots; False (and nothing drawn) when it has none."""
     row = tl.session
     stamp = (row.get("steps"), row.get("max_seq"), str(row.get("last_event_at")))
-    run_shots = _shots(store, store.url, tl.session["id"], stamp)
+    run_shots = _shots(store, tl.steps, store.url, tl.session["id"], stamp)
     if not any(s.own for s in run_shots):
         return False
     by_seq = {s.step.seq: s for s in run_shots}

@@ -33,21 +33,33 @@ def pick_state() -> str:
     return chosen or DEFAULT_STATE
 
 
+MARK_KEYS = ("mark_sid", "mark_label", "mark_text")  # cleared after a save; the name ("mark_author") is kept
+
+
 def mark_run_form(store: Store, author: str | None) -> None:
+    """No verdict preselected (an accidental approval is worse than a click), and the name stays after a save."""
     rows = store.list_sessions(limit=100)
     names = {r["id"]: f"{r['name'] or r['id']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}" for r in rows}
-    with st.form("mark_run", clear_on_submit=True, border=False):
-        sid = st.selectbox("Run", list(names), format_func=names.get, index=None, placeholder="Pick a run…")
-        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True)
-        text = st.text_area("Note", placeholder="What should the team know about this run?")
-        name = st.text_input("Your name", value=author or "")
+    if st.session_state.pop("mark_saved", False):
+        st.toast("Note saved.")
+    with st.form("mark_run", border=False):
+        sid = st.selectbox("Run", list(names), format_func=names.get, index=None, placeholder="Pick a run…", key="mark_sid")
+        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None, key="mark_label")
+        text = st.text_area("Note", placeholder="What should the team know about this run?", key="mark_text")
+        name = st.text_input("Your name", value=author or "", key="mark_author")
         if st.form_submit_button("Save note", type="primary"):
             if sid is None:
                 st.error("Pick the run the note is about.")
                 return
+            if label is None:
+                st.error("Pick a verdict.")
+                return
             st.session_state["reviewer"] = name.strip() or None
             annotate(store, sid, label, text.strip(), author=name.strip() or None, actor=current_actor())
-            st.toast("Note saved.")
+            for key in MARK_KEYS:
+                del st.session_state[key]
+            st.session_state["mark_saved"] = True
+            st.rerun()
 
 
 def reviewed_runs(store: Store, state: str) -> None:

@@ -15,10 +15,15 @@ import altair as alt
 import orjson
 import streamlit as st
 
+from replay_core import config
 from replay_core.ingest.annotate import annotate
+from replay_core.understand.cycle_groups import story
+from replay_core.understand.explain import EXPLAINED, Explanation, explain
+from replay_core.understand.file_writes import file_write
 from replay_core.understand.snapshot import Snapshot
-from replay_core.storage.store import Store
+from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline
+from replay_core.whatif import narrative
 
 from .common import (
     current_actor,
@@ -82,8 +87,8 @@ def _go(seq: int) -> None:
     st.session_state["step"] = seq
 
 
-def scrubber(tl: Timeline, noted: set[int]) -> int:
-    """The slider (bound to `?step=`), the strip of errors and gaps, the jump buttons; returns the position."""
+def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None) -> int:
+    """The slider (bound to `?step=`), the strip of clickable ticks, the jump buttons; returns the position."""
     first, last = tl.steps[0].seq, tl.steps[-1].seq
     current = st.session_state.get("step")
     if isinstance(current, int) and not first <= current <= last:
@@ -91,7 +96,7 @@ def scrubber(tl: Timeline, noted: set[int]) -> int:
     if last > first:
         seq = st.slider("Step", min_value=first, max_value=last, key="step", bind="query-params",
                         help="Drag to move through the run; the address bar keeps the step, so the link can be shared.")
-        _strip(tl, seq, noted)
+        _strip(tl, seq, noted, explanation, structure)
     else:
         seq = first
     pos = tl.position_of(seq)
@@ -112,28 +117,90 @@ def scrubber(tl: Timeline, noted: set[int]) -> int:
     return pos
 
 
-def _strip(tl: Timeline, seq: int, noted: set[int]) -> None:
-    """A thin bar under the slider: errors in red, notes in orange, missing steps in grey, the cursor in blue."""
-    ticks = [{"seq": tl.steps[p].seq, "what": "error"} for p in tl.error_positions()]
-    ticks += [{"seq": s, "what": "note"} for s in sorted(noted)]
-    ticks.append({"seq": seq, "what": "you are here"})
-    gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing"} for g in tl.gaps]
+STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
+    "error": ("what went wrong", "#d62728"), "cause": ("what went wrong", "#8c1d18"),
+    "turning point": ("what went wrong", "#2ca02c"), "note": ("found", "#ff9f1c"), "search hit": ("found", "#9467bd"),
+    "retry": ("shape", "#8c564b"), "group": ("shape", "#17becf"), "cycle start": ("shape", "#c7c7c7"),
+    "missing": ("shape", "#b0b0b0"), "you are here": ("found", "#1f77b4"),
+}
+LANES = ["what went wrong", "found", "shape"]
+STRIP_PICK = "tick"
+MAX_CYCLE_TICKS = 2000  # past this, cycle starts are left off the strip (said in its caption)
+
+
+def strip_ticks(tl: Timeline, seq: int, noted: set[int], *, hits: list[int] = (), explanation=None,
+                structure: Structure | None = None) -> list[dict]:
+    """The strip's clickable ticks: errors, the causal chain and turning point, notes, search hits,
+    retries, structure nodes, cycle starts and the cursor (one dict per tick: seq, what, lane)."""
+    ticks = [(tl.steps[p].seq, "error") for p in tl.error_positions()]
+    if explanation is not None:
+        ticks += [(link.seq, "cause") for link in explanation.chain]
+        if explanation.turning_point is not None and explanation.turning_point.seq is not None:
+            ticks.append((explanation.turning_point.seq, "turning point"))
+    ticks += [(n, "note") for n in sorted(noted)] + [(h, "search hit") for h in hits]
+    ticks += [(step.seq, "retry") for step in tl.steps if step.retry]
+    if structure is not None:
+        ticks += [(tl.steps[p].seq, "group") for p in structure.nodes]
+    if len(tl.cycles) <= MAX_CYCLE_TICKS:
+        ticks += [(c.first_seq, "cycle start") for c in tl.cycles]
+    ticks.append((seq, "you are here"))
+    return [{"seq": q, "what": what, "lane": STRIP_KINDS[what][0]} for q, what in ticks]
+
+
+def _picked(key: str) -> None:
+    """A tick was clicked: move the cursor there (the slider is drawn above the strip, so this runs as a callback)."""
+    points = (st.session_state.get(key) or {}).get("selection", {}).get(STRIP_PICK) or []
+    if points and points[0].get("seq") is not None:
+        _go(int(points[0]["seq"]))
+
+
+def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure: Structure | None = None) -> None:
+    """A bar under the slider in three lanes: what went wrong (errors, the causal chain, the turning point),
+    what was found (notes, search hits, the cursor), and the run's shape (retries, groups, cycle starts,
+    missing steps). Clicking a tick moves the cursor to its step."""
+    query = st.session_state.get("run_search")
+    hits = search_hits(tl, query) if query else []
+    ticks = strip_ticks(tl, seq, noted, hits=hits, explanation=explanation, structure=structure)
+    gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing", "lane": "shape"} for g in tl.gaps]
     x = alt.X("seq:Q", scale=alt.Scale(domain=[tl.steps[0].seq, tl.steps[-1].seq], nice=False),
               axis=alt.Axis(title=None, format="d", tickCount=10, grid=False))
-    y = alt.Y("lane:N", axis=None)  # one band: marks get a height without a y axis
+    y = alt.Y("lane:N", axis=None, scale=alt.Scale(domain=LANES))
+    shown = [k for k in STRIP_KINDS if any(t["what"] == k for t in ticks) or (k == "missing" and gaps)]
     color = alt.Color("what:N", legend=None,
-                      scale=alt.Scale(domain=["error", "note", "missing", "you are here"],
-                                      range=["#d62728", "#ff9f1c", "#b0b0b0", "#1f77b4"]))
+                      scale=alt.Scale(domain=list(STRIP_KINDS), range=[c for _, c in STRIP_KINDS.values()]))
     tip = [alt.Tooltip("what:N", title="what"), alt.Tooltip("seq:Q", title="step", format="d")]
-    layers = [alt.Chart(alt.Data(values=ticks)).mark_tick(thickness=3, size=22).encode(x=x, y=y, color=color, tooltip=tip)]
+    pick = alt.selection_point(name=STRIP_PICK, fields=["seq"], on="click", clear=False)
+    marks = alt.Chart(alt.Data(values=ticks)).mark_tick(thickness=3, size=16, cursor="pointer").encode(
+        x=x, y=y, color=color, tooltip=tip).add_params(pick)
+    layers = [marks]
     if gaps:
         layers.insert(0, alt.Chart(alt.Data(values=gaps)).mark_rect(opacity=0.7).encode(x=x, x2="end:Q", y=y, color=color,
                                                                                          tooltip=tip))
-    st.altair_chart(alt.layer(*layers), width="stretch", height=60)
-    st.caption("Red: errors · orange: notes · grey: missing steps · blue: where you are")
+    st.altair_chart(alt.layer(*layers), width="stretch", height=80, key="strip", on_select=lambda: _picked("strip"),
+                    selection_mode=STRIP_PICK)
+    left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
+    st.caption("Ticks: " + " · ".join(shown) + " (hover for which) — click a tick to go to its step" + left_off)
 
 
 # ------------------------------------------------------------------ the run
+
+METRIC_WIDTH = 150  # pixels: six in a row on a desktop, two in a row at a phone's 390
+# On a phone (Streamlit stacks columns at 640 px or less) the selected step comes right under the
+# scrubber, before the list of steps around it.
+PHONE_CSS = """<style>
+@media (max-width: 640px) {
+  [data-testid="stColumn"]:has(.st-key-step_detail) { order: -1; }
+}
+</style>"""
+
+
+def metric_row(key: str):
+    """A row of metrics that wraps: two a line on a phone, all in one line on a desktop."""
+    return st.container(horizontal=True, wrap=True, gap="small", key=key)
+
+
+def phone_layout() -> None:
+    st.html(PHONE_CSS)
 
 
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
@@ -149,15 +216,15 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
     box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
     totals = tl.totals.at(len(tl.steps) - 1) if tl.steps else None
-    cols = st.columns(6)
-    cols[0].metric("Steps", f"{len(tl.steps):,}")
-    cols[1].metric("Cycles", f"{len(tl.cycles):,}")
-    cols[2].metric("Errors", f"{totals['errors']:,}" if totals else "0")
-    # the run's totals as the Store defines them (steps' sums, else the source's run totals)
-    cols[3].metric("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}",
-                   help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None)
-    cols[4].metric("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—")
-    cols[5].metric("Duration", fmt_duration(s.get("duration_s")))
+    with metric_row("run_metrics"):
+        st.metric("Steps", f"{len(tl.steps):,}", width=METRIC_WIDTH)
+        st.metric("Cycles", f"{len(tl.cycles):,}", width=METRIC_WIDTH)
+        st.metric("Errors", f"{totals['errors']:,}" if totals else "0", width=METRIC_WIDTH)
+        # the run's totals as the Store defines them (steps' sums, else the source's run totals)
+        st.metric("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}", width=METRIC_WIDTH,
+                  help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None)
+        st.metric("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—", width=METRIC_WIDTH)
+        st.metric("Duration", fmt_duration(s.get("duration_s")), width=METRIC_WIDTH)
     if tl.gaps:
         missing = sum(g.last_missing - g.first_missing + 1 for g in tl.gaps)
         labels = ", ".join(g.label for g in tl.gaps[:5]) + (" …" if len(tl.gaps) > 5 else "")
@@ -170,12 +237,43 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
         st.markdown(note_line(note))
 
 
-def plain_header(tl: Timeline, explanation) -> None:
-    """For readers who are not engineers: what it was asked, how it ended, and why (the cause line)."""
+EXPLAIN_TTL_S = 600  # peers' durations feed the slow-step rule: an explanation is recomputed at least this often
+
+
+@st.cache_data(ttl=EXPLAIN_TTL_S, max_entries=64, show_spinner=False)
+def _explanation(_store: Store, url: str, session_id: str, stamp: tuple, successes: int) -> Explanation:
+    return explain(_store, session_id)
+
+
+def _stamp(s: dict) -> tuple:
+    """A version of the run: changes with new steps, a new status or outcome."""
+    return s.get("steps"), s.get("max_seq"), str(s.get("last_event_at")), s.get("status"), str(s.get("ended_at")), s.get("outcome")
+
+
+def explanation_for(store: Store, tl: Timeline) -> Explanation | None:
+    """explain() once per version of the run and of the successful runs it may be compared with
+    (new steps, a new status or a new successful run recompute it); None for a run that is not explained."""
+    s = tl.session
+    if (s.get("status") or "unknown") not in EXPLAINED:
+        return None
+    return _explanation(store, store.url, tl.id, _stamp(s), store.count_sessions(SessionFilter(status="succeeded")))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _story(_tl: Timeline, url: str, session_id: str, stamp: tuple) -> list[str]:
+    return story(_tl.steps, _tl.cycles)
+
+
+def plain_header(store: Store, tl: Timeline, explanation) -> None:
+    """For readers who are not engineers: what it was asked, what it did (a sentence per group of cycles),
+    how it ended, and why (the cause line)."""
     asked = next((st_.content for st_ in tl.steps if st_.type == "input" and (st_.metadata or {}).get("role") != "system"), None)
     s = tl.session
-    lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}",
-             f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else "")]
+    lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}"]
+    did = _story(tl, store.url, tl.id, _stamp(tl.session))
+    if did:
+        lines.append("**Did:** " + " ".join(md(sentence) for sentence in did))
+    lines.append(f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
     if explanation is not None:
         lines.append(f"**Why:** {md(explanation.cause_line())}")
     st.markdown("  \n".join(lines))
@@ -195,6 +293,47 @@ def plain_header(tl: Timeline, explanation) -> None:
             st.markdown(f"**Contradiction** at step {c.seq} (vs step {c.earlier_seq}): {md(c.summary)}")
         for note in explanation.notes[:1]:
             st.caption(md(note))
+    narrative_view(explanation)
+
+
+def narrative_view(explanation: Explanation) -> None:
+    """The optional paragraph a model writes from the causal chain (whatif/narrative.py), asked for by a click
+    and shown under the rule-based answer, marked as a model's, with its cost. Off unless configured."""
+    model = config.explain_model()
+    if model is None:
+        return
+    api_base = config.explain_api_base()
+    key = f"narrative_error_{explanation.session}"
+    result = narrative.cached(explanation, model, api_base)
+    if result is None:
+        if st.button(f"Ask {model} to explain in a paragraph", key="narrate", icon=":material/edit_note:",
+                     help="One model call. The model is given only the causal chain above (not the run) and must cite "
+                          "a step for every claim. Its cost is shown with the paragraph."):
+            with st.spinner(f"Asking {model}…"):
+                try:
+                    result = narrative.narrate(explanation, model, api_base=api_base,
+                                               api_key_env=config.explain_api_key_env())
+                    st.session_state.pop(key, None)
+                except narrative.NarrativeError as exc:
+                    st.session_state[key] = exc
+        error = st.session_state.get(key)
+        if result is None and error is not None:
+            st.error(md(f"No paragraph from {model}: {error.plain}"), icon="⚠️")
+            with st.expander("What the provider said"):
+                st.code(f"{error.error_class}: {error.raw}", language=None, wrap_lines=True)
+        if result is None:
+            return
+    with st.container(border=True, key="narrative"):
+        st.caption(md(f"✍️ Written by a model ({result.model}) from the causal chain above, not by the rules: "
+                      f"check it against the steps it cites. {result.cost_line()}"))
+        st.text(result.text)
+        if result.not_in_chain:
+            st.caption(md("It cites step" + ("s " if len(result.not_in_chain) > 1 else " ") +
+                          ", ".join(map(str, result.not_in_chain)) + ", which the causal chain does not name."))
+        if result.cited:
+            with st.container(horizontal=True, gap="small"):
+                for seq in result.cited[:12]:
+                    st.button(f"Step {seq}", key=f"cited_{seq}", on_click=_go, args=(seq,), type="tertiary")
 
 
 def goto_and_search(tl: Timeline, pos: int) -> None:
@@ -349,6 +488,17 @@ def show_args(args: Any) -> None:
         st.code(_args_text(args) or "(no arguments)", language=None, wrap_lines=True)
 
 
+def write_view(tl: Timeline, pos: int) -> None:
+    """A call that writes a file: what it changes, as a diff against what the run last saw of that file (derived, said so)."""
+    change = file_write(tl.steps, pos)
+    if change is None:
+        return
+    st.markdown(f"**What it changes in {md(change.path)}**")
+    st.caption(md(change.note))
+    if change.diff:
+        st.code(_cut(change.diff), language="diff" if change.base is not None or change.kind != "write" else None, wrap_lines=True)
+
+
 def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> None:
     step = tl.steps[pos]
     cycle = tl.cycle_index[pos]
@@ -382,6 +532,7 @@ def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict])
     if step.type == "tool_call":
         st.markdown(f"Calls **{md(step.tool_name or 'a tool')}** with:")
         show_args(step.tool_args)
+        write_view(tl, pos)
     if is_error(step):
         st.error(md(f"This step failed{': ' + step.error_class if step.error_class else ''}."), icon="❌")
     show_text(step.content)
@@ -430,17 +581,17 @@ def context_view(snap: Snapshot) -> None:
 
 def totals_view(snap: Snapshot) -> None:
     t = snap.totals
-    cols = st.columns(4)
-    cols[0].metric("Tokens in", f"{t['tokens_in']:,}")
-    cols[1].metric("Tokens out", f"{t['tokens_out']:,}")
-    cols[2].metric("Cost so far", fmt_cost(t["cost_usd"]))
-    cols[3].metric("Time since start", fmt_duration(t["elapsed_s"]))
-    cols = st.columns(4)
-    cols[0].metric("Tool calls", f"{t['tool_calls']:,}")
-    cols[1].metric("Errors", f"{t['errors']:,}")
-    cols[2].metric("Retries", f"{t['retries']:,}")
-    if t["cost_unknown_steps"]:
-        cols[3].metric("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown")
+    with metric_row("totals_metrics"):
+        st.metric("Tokens in", f"{t['tokens_in']:,}", width=METRIC_WIDTH)
+        st.metric("Tokens out", f"{t['tokens_out']:,}", width=METRIC_WIDTH)
+        st.metric("Cost so far", fmt_cost(t["cost_usd"]), width=METRIC_WIDTH)
+        st.metric("Time since start", fmt_duration(t["elapsed_s"]), width=METRIC_WIDTH)
+        st.metric("Tool calls", f"{t['tool_calls']:,}", width=METRIC_WIDTH)
+        st.metric("Errors", f"{t['errors']:,}", width=METRIC_WIDTH)
+        st.metric("Retries", f"{t['retries']:,}", width=METRIC_WIDTH)
+        if t["cost_unknown_steps"]:
+            st.metric("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown",
+                      width=METRIC_WIDTH)
 
 
 def state_view(snap: Snapshot) -> None:
@@ -489,16 +640,25 @@ def notes_by_seq(tl: Timeline, notes: list[dict]) -> tuple[list[dict], dict[int,
 
 
 def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:
-    with st.form("review", clear_on_submit=True, border=False):
+    """No verdict preselected (an accidental approval is worse than a click), and the name stays after a save."""
+    if st.session_state.pop("review_saved", False):
+        st.toast("Note saved.")
+    with st.form("review", border=False):
         target = st.radio("Mark", ["This run", f"Step {step.seq}"], horizontal=True, key="review_target")
-        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, key="review_label")
+        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None,
+                         key="review_label")
         text = st.text_area("Note", placeholder="What happened here? Anyone opening this run will see it.", key="review_text")
         name = st.text_input("Your name", value=author or "", key="review_author")
         if st.form_submit_button("Save note", type="primary"):
+            if label is None:
+                st.error("Pick a verdict.")
+                return
             event_id = step.event_id if target != "This run" else None
             st.session_state["reviewer"] = name.strip() or None
             annotate(store, tl.id, label, text.strip(), event_id=event_id, author=name.strip() or None, actor=current_actor())
-            st.toast("Note saved.")
+            for key in ("review_target", "review_label", "review_text", "review_author"):
+                st.session_state.pop(key, None)
+            st.session_state["review_saved"] = True
             st.rerun()
 
 

@@ -36,13 +36,19 @@ class Shot:
         return not self.own and self.attachment is not None and self.target is not None
 
 
-def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None) -> list[Shot]:
-    """One Shot per step, in seq order. The last screenshot of a step is its own."""
-    steps = steps if steps is not None else store.load_steps(session_id)
+def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None, *, only_with_screens: bool = False) -> list[Shot]:
+    """One Shot per step, in seq order. The last screenshot of a step is its own.
+
+    `only_with_screens`: none at all for a run without a screenshot (the player's question),
+    rather than a Shot per step of a 100,000-step run that has nothing to show.
+    """
     by_step: dict[str, dict] = {}
     for a in store.list_attachments(session_id):
         if (a.get("mime_type") or "").startswith("image/") and a.get("event_id"):
             by_step[a["event_id"]] = a
+    if only_with_screens and not by_step:
+        return []
+    steps = steps if steps is not None else store.load_steps(session_id)
     out, last, goal = [], None, ""
     for step in steps:
         own = by_step.get(step.event_id)

@@ -215,6 +215,36 @@ OPERATIONS: dict[tuple[str, str], Op] = {
             "scorer_options": {"type": "object"}, "concurrency": {"type": "integer"},
             "budget_usd": {"type": "number"}, "budget_tokens": {"type": "integer"}}})}),
     ("GET", "/api/v1/experiments"): Op("List experiments.", "Experiments", tag="experiments"),
+    ("GET", "/api/v1/queues"): Op("List review queues.", None, media=_json(_OBJECT), tag="team"),
+    ("POST", "/api/v1/queues"): Op(
+        "Make a review queue from runs (by id, or by the runs list's filter).", None, status=201, media=_json(_OBJECT), tag="team",
+        body={"required": True, "content": _json({"type": "object", "properties": {
+            "name": {"type": "string"}, "runs": {"type": "array", "items": {"type": "string"}},
+            "filter": {"type": "object", "additionalProperties": {"type": "string"}}, "rubric": {},
+            "reviews_per_item": {"type": "integer"}, "assign": {"type": "array", "items": {"type": "string"}}}})}),
+    ("GET", "/api/v1/queues/{queue_id}"): Op("A queue's progress, items, verdicts per reviewer and agreement.", None,
+                                            media=_json(_OBJECT), tag="team"),
+    ("DELETE", "/api/v1/queues/{queue_id}"): Op("Delete a queue.", None, media=_json(_OBJECT), tag="team"),
+    ("GET", "/api/v1/queues/{queue_id}/export.csv"): Op("A queue's results as CSV.", None,
+                                                       media={"text/csv": {"schema": {"type": "string"}}}, tag="team"),
+    ("POST", "/api/v1/queues/{queue_id}/next"): Op(
+        "The next item held for a reviewer (null: nothing left for them).", None, media=_json(_OBJECT), tag="team",
+        body={"required": True, "content": _json({"type": "object", "properties": {"reviewer": {"type": "string"}}})}),
+    ("POST", "/api/v1/queues/{queue_id}/items/{item_id}/{verb}"): Op(
+        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`).", None, media=_json(_OBJECT),
+        tag="team", body={"required": True, "content": _json({"type": "object", "properties": {
+            "reviewer": {"type": "string"}, "verdict": {"type": "string"}, "criteria": {"type": "object"},
+            "note": {"type": "string"}, "should_have": {"type": "string"}}})}),
+    ("POST", "/api/v1/shares"): Op(
+        "Make a share link to a run, a comparison or a queue; the token is shown only here.", None, status=201,
+        media=_json(_OBJECT), tag="team", body={"required": True, "content": _json({"type": "object", "properties": {
+            "session": {"type": "string"}, "other": {"type": "string"}, "queue": {"type": "integer"},
+            "expires": {"type": "string", "description": "e.g. 7d"}}})}),
+    ("GET", "/api/v1/shares"): Op("List share links (without their tokens).", None, media=_json(_OBJECT), tag="team"),
+    ("DELETE", "/api/v1/shares/{share_id}"): Op("Revoke a share link.", None, media=_json(_OBJECT), tag="team"),
+    ("GET", "/api/v1/share/{token}"): Op(
+        "The one object a share link was made for (no bearer token: the link's token is the key; 410 once expired or revoked).",
+        None, media=_json(_OBJECT), tag="team"),
     ("GET", "/api/v1/experiments/{experiment_id}"): Op("An experiment's progress, then its results.", None,
                                                        media=_json(_OBJECT), tag="experiments"),
 }
@@ -225,9 +255,14 @@ _PATH_PARAMS = {
     "attachment_id": ({"type": "integer", "minimum": 0}, "the attachment's id"),
     "name": ({"type": "string", "minLength": 1}, "the dataset's name"),
     "experiment_id": ({"type": "string", "minLength": 1}, "the experiment's id"),
+    "queue_id": ({"type": "integer", "minimum": 0}, "the queue's id"),
+    "item_id": ({"type": "integer", "minimum": 0}, "the item's id in the queue"),
+    "verb": ({"type": "string", "enum": ["review", "skip"]}, "what to do with the item"),
+    "share_id": ({"type": "integer", "minimum": 0}, "the link's id"),
+    "token": ({"type": "string", "minLength": 1}, "the share link's token"),
 }
 _ERRORS = {"400": "the body cannot be read", "401": "no valid bearer token", "403": "the token's role may not do this",
-           "404": "no such run, step or object", "409": "a different end for a run that already ended (without replace)",
+           "404": "no such run, step or object", "410": "a share link expired, revoked or whose object is gone", "409": "a different end for a run that already ended (without replace)",
            "413": "body over the size limit", "415": "a content type or encoding the route does not take",
            "422": "a field or parameter is out of the contract (each named in `errors`)",
            "503": "the database cannot take writes now (see Retry-After)"}

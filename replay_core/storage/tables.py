@@ -318,3 +318,68 @@ audit_log = Table(
     Index(None, "at"),
     Index(None, "action", "origin", "at"),  # sign-in throttling counts one client's recent failures
 )
+
+# Review queues (replay_core.team.queues): a frozen list of runs to review with a rubric.
+# An item is held (`held_by`, `held_until`) while a reviewer has it open: the hold lives
+# here, not in a process, so it outlives a restart and expires by itself.
+review_queues = Table(
+    "review_queues",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("made_from", JSONType),  # the filter (as its options) or the ids the items came from
+    Column("rubric", JSONType, nullable=False),  # verdicts, criteria, note, should_have
+    Column("reviews_per_item", Integer, nullable=False, default=1),
+    Column("assignees", JSONType),  # reviewer names; empty: open to every reviewer
+    Column("created_by", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+queue_items = Table(
+    "queue_items",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("queue_id", Integer, ForeignKey("review_queues.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("session_id", String(200), nullable=False),  # no FK: a deleted run leaves its item, shown as gone
+    Column("reviews", Integer, nullable=False, default=0),  # verdicts given: kept by Store.save_queue_review, so claims need no count
+    Column("held_by", String(200)),
+    Column("held_until", UTCDateTime),
+    UniqueConstraint("queue_id", "session_id"),
+    Index(None, "queue_id", "position"),
+)
+
+# One row per (item, reviewer): a review (verdict set) or a skip (verdict None, skipped true).
+queue_reviews = Table(
+    "queue_reviews",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("queue_id", Integer, ForeignKey("review_queues.id", ondelete="CASCADE"), nullable=False),
+    Column("item_id", Integer, ForeignKey("queue_items.id", ondelete="CASCADE"), nullable=False),
+    Column("reviewer", String(200), nullable=False),
+    Column("verdict", String(200)),
+    Column("criteria", JSONType),  # {criterion name: "pass" | "fail"}
+    Column("note", Text),
+    Column("should_have", Text),  # "what should it have done"
+    Column("skipped", Boolean, nullable=False, default=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("item_id", "reviewer"),
+    Index(None, "queue_id"),
+)
+
+# Read-only links (replay_core.team.shares): only the token's SHA-256 is kept.
+share_links = Table(
+    "share_links",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("kind", String(20), nullable=False),  # run | compare | queue
+    Column("target", JSONType, nullable=False),  # {"session"} | {"session", "other"} | {"queue"}
+    Column("created_by", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime),
+    Column("revoked_by", String(200)),
+    Column("opened", Integer, nullable=False, default=0),
+    Column("last_opened_at", UTCDateTime),
+)

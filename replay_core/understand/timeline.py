@@ -102,8 +102,11 @@ class Timeline:
         pos = bisect_left(self._seqs, seq)
         return self.steps[pos] if pos < len(self.steps) and self._seqs[pos] == seq else None
 
-    def error_positions(self) -> list[int]:
-        return [i for i, s in enumerate(self.steps) if s.type == "error" or s.status == "error"]
+    def error_positions(self) -> tuple[int, ...]:
+        """Positions of failed steps; a pass over every step, so computed once (a page asks several times)."""
+        if "error_positions" not in self.cache:
+            self.cache["error_positions"] = tuple(i for i, s in enumerate(self.steps) if s.type == "error" or s.status == "error")
+        return self.cache["error_positions"]
 
     def summary(self) -> str:
         """The run in one sentence, for the top of the timeline and the CLI."""

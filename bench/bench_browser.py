@@ -1,0 +1,129 @@
+"""What a person waits for in a real browser (Debian's headless Chromium through Playwright).
+
+The served app (`streamlit run streamlit_app.py`, as `make run` starts it) on a database of
+2,000 runs × 50 steps plus one 10,000-step run, then on one with a 100,000-step run:
+- the timeline's first open (goal ≤ 2 s at 100,000 steps) and the repaint after each
+  Next / Previous / Next-cycle click (goal ≤ 250 ms p95), timed from the click until the
+  step's heading shows the new step and Streamlit's running indicator is gone;
+- the analytics page with all its charts drawn;
+- baseline: the runs page's first open, in the same run.
+No fixed sleeps inside a timed span: every wait is on the DOM.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+from common import generated_jsonl, report  # noqa: E402
+
+from apptest_helpers import served_app  # noqa: E402
+from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+CLICKS = 20
+# every chart on the page has drawn its SVG (how many there are depends on the data)
+DRAWN = ("() => { const c = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];"
+         " return c.length > 0 && c.every(e => e.querySelector('svg, canvas')); }")
+IDLE = ("() => !document.querySelector('[data-testid=stSkeleton]')"
+        " && !document.querySelector('[data-testid=stStatusWidget]')")
+
+
+def one_run(sid: str, steps: int) -> bytes:
+    """One generated run of `steps` steps under its own id."""
+    return generated_jsonl(1, steps).replace(b'"bench-0"', f'"{sid}"'.encode())
+
+
+def settled(pg) -> None:
+    pg.wait_for_function(IDLE, timeout=120_000)
+
+
+def open_ms(pg, url: str, ready: str) -> float:
+    start = time.perf_counter()
+    pg.goto(url)
+    pg.wait_for_selector(ready, timeout=120_000)
+    settled(pg)
+    return (time.perf_counter() - start) * 1000
+
+
+def heading_step(pg) -> int:
+    text = pg.locator("h3:has-text('· step')").first.inner_text()
+    return int(re.search(r"· step (\d+)", text).group(1))
+
+
+def click_ms(pg, name: str) -> float:
+    """One jump button clicked; milliseconds until the detail shows another step and the run is over."""
+    before = heading_step(pg)
+    start = time.perf_counter()
+    pg.locator(f".st-key-jump_{name} button").first.click()
+    pg.wait_for_function(
+        "(before) => { const h = [...document.querySelectorAll('h3')].find(e => e.innerText.includes('· step'));"
+        " return h && !h.innerText.endsWith('· step ' + before); }", arg=before, timeout=60_000)
+    settled(pg)
+    return (time.perf_counter() - start) * 1000
+
+
+def timeline(pg, base: str, sid: str, label: str) -> None:
+    first = open_ms(pg, f"{base}/timeline?session={sid}&step=2", "h3:has-text('· step 2')")
+    report(f"browser_timeline_open_{label}", first, "ms", "<= 2000", BASELINE["runs_page"], higher_is_better=False)
+    times = []
+    for name in itertools.islice(itertools.cycle(["next", "next_cycle", "prev"]), CLICKS):
+        times.append(click_ms(pg, name))
+    times.sort()
+    p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+    report(f"browser_timeline_click_p50_{label}", statistics.median(times), "ms", "<= 250", BASELINE["runs_page"],
+           higher_is_better=False)
+    report(f"browser_timeline_click_p95_{label}", p95, "ms", "<= 250", BASELINE["runs_page"], higher_is_better=False)
+
+
+BASELINE: dict[str, float] = {}
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    print(f"# load average {os.getloadavg()[0]:.2f}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = browser.new_page(viewport={"width": 1500, "height": 1200})
+        many = f"sqlite:///{tmp}/many.db"
+        store = Store(many)
+        import_bytes(store, generated_jsonl(2000, 50), "many.jsonl")
+        import_bytes(store, one_run("big-10k", 10_000), "big.jsonl")
+        store.close()
+        with served_app(many) as base:
+            open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")  # the server's first page load: not timed
+            BASELINE["runs_page"] = open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
+            start = time.perf_counter()
+            pg.goto(f"{base}/analytics?period=All+time")
+            pg.wait_for_selector("text=Runs by status", timeout=120_000)
+            settled(pg)
+            pg.wait_for_function(DRAWN, timeout=120_000)
+            report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1500",
+                   BASELINE["runs_page"], higher_is_better=False)
+            timeline(pg, base, "big-10k", "10k_steps")
+        huge = f"sqlite:///{tmp}/huge.db"
+        store = Store(huge)
+        import_bytes(store, one_run("big-100k", 100_000), "huge.jsonl")
+        store.close()
+        with served_app(huge) as base:
+            open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
+            timeline(pg, base, "big-100k", "100k_steps")
+        browser.close()
+    print(f"# load average {os.getloadavg()[0]:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The timeline in headless Chromium: the strip's ticks are clickable, and the phone layout (390 × 844).
+
+Screenshots go to test-output/browser/ (gitignored): timeline-strip.png, timeline-phone.png,
+timeline-phone-detail.png.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from apptest_helpers import FAILED_CODING, demo_db, served_app  # noqa: F401  (fixture)
+from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def app(demo_db, tmp_path_factory):
+    db = tmp_path_factory.mktemp("tl") / "demo.db"
+    shutil.copy(demo_db, db)
+    with served_app(f"sqlite:///{db}") as base:
+        yield base
+
+
+def tick(pg, what: str, seq: int):
+    mark = pg.locator(f'.st-key-strip [aria-label$="what: {what}; step: {seq}"]').first
+    mark.wait_for(timeout=30_000)
+    return mark
+
+
+def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
+    OUT.mkdir(parents=True, exist_ok=True)
+    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
+    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
+    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
+    settled(pg)
+    tick(pg, "cause", 9).dispatch_event("click")  # the causal chain's "acted on it" step
+    pg.wait_for_url("**step=9**", timeout=30_000)
+    pg.get_by_text("Tool call · step 9").wait_for()
+    settled(pg)
+    pg.locator(".st-key-run_search input").fill("run_tests")
+    pg.locator(".st-key-run_search input").press("Enter")
+    tick(pg, "search hit", 22).dispatch_event("click")
+    pg.wait_for_url("**step=22**", timeout=30_000)
+    pg.get_by_text("Tool call · step 22").wait_for()
+    settled(pg)
+    assert pg.locator('.st-key-strip [aria-label$="what: you are here; step: 22"]').count() == 1
+    pg.screenshot(path=str(OUT / "timeline-strip.png"))
+
+
+def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_a_row(browser, app):
+    OUT.mkdir(parents=True, exist_ok=True)
+    pg = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=18")
+    pg.get_by_text("Tool result · step 18").wait_for(timeout=60_000)
+    settled(pg)
+    metrics = [m.bounding_box() for m in pg.locator(".st-key-run_metrics [data-testid=stMetric]").all()]
+    assert len(metrics) == 6
+    assert len({round(m["x"]) for m in metrics}) == 2 and len({round(m["y"]) for m in metrics}) == 3  # two columns, three rows
+    assert all(m["x"] + m["width"] <= 390 for m in metrics)
+    pg.screenshot(path=str(OUT / "timeline-phone.png"))
+    slider = pg.locator("[data-testid=stSlider]").first.bounding_box()
+    detail = pg.locator(".st-key-step_detail h3").first.bounding_box()
+    first_row = pg.locator(".st-key-row_12").first.bounding_box()  # the list of steps around the cursor
+    assert slider["y"] < detail["y"] < first_row["y"]  # the step before the list of steps
+    assert detail["y"] - (slider["y"] + slider["height"]) < 844  # within one phone screen of the slider
+    pg.locator(".st-key-step_detail h3").first.scroll_into_view_if_needed()
+    pg.screenshot(path=str(OUT / "timeline-phone-detail.png"))

@@ -1,0 +1,73 @@
+"""A sentence per group of decision cycles (understand/cycle_groups.py): on demo runs, and as properties."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay_core.demo import load_demo
+from replay_core.events import StepEvent
+from replay_core.understand.cycle_groups import MAX_GROUPS, action, cycle_groups, story
+from replay_core.understand.cycles import group_cycles
+from replay_core.understand.timeline import open_timeline
+
+
+def test_demo_runs_are_told_a_group_at_a_time(sqlite_store):
+    load_demo(sqlite_store, only_if_empty=False)
+    coding = open_timeline(sqlite_store, "demo-02-coding-format-price-failed")
+    assert story(coding.steps, coding.cycles) == [
+        "Steps 2–4: searched code once.",
+        "Steps 5–7: read file once.",
+        "Steps 8–10: wrote file once.",
+        "Steps 11–15: edited file twice.",
+        "Steps 16–18: ran tests once (failed).",
+        "Steps 19–21: edited file once.",
+        "Steps 22–23: ran tests once (failed).",
+        "Steps 24–25: reasoned without calling a tool; 1 error recorded.",
+    ]
+    sql = open_timeline(sqlite_store, "demo-12-sql-churn-by-plan-failed")
+    assert story(sql.steps, sql.cycles)[0] == "Steps 2–11: ran sql three times (failed every time); 1 error recorded."
+    retries = open_timeline(sqlite_store, "demo-03-shipment-status-retries")
+    assert "Steps 5–12: called http_get three times (failed twice); 1 error recorded." in story(retries.steps, retries.cycles)
+    long = open_timeline(sqlite_store, "demo-07-crm-migration-batch7")
+    told = story(long.steps, long.cycles)
+    groups = cycle_groups(long.steps, long.cycles)
+    assert len(told) == MAX_GROUPS + 1 and len(groups) > MAX_GROUPS  # the rest is counted, not dropped
+    rest = groups[MAX_GROUPS:]
+    assert told[-1].startswith(f"Steps {rest[0].first_seq}–{rest[-1].last_seq}: {len(rest)} more groups of cycles")
+
+
+def test_verbs_come_from_the_tool_name():
+    assert action("search_flights") == "searched flights"
+    assert action("browser.click") == "clicked"
+    assert action("Bash") == "ran shell commands"
+    assert action("getTravelerProfile") == "got traveler profile"
+    assert action("tms_lookup") == "called tms_lookup"
+
+
+KINDS = ["think", "tool_call", "tool_result", "decision", "error", "input", "observation"]
+step_specs = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(["a_tool", "search_x", None]), st.booleans()),
+                      max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(step_specs)
+def test_groups_cover_every_cycle_once_and_count_every_call(specs):
+    steps = [StepEvent(session_id="s", seq=i + 1, type=kind, tool_name=tool if kind.startswith("tool") else None,
+                       status="error" if failed and kind in ("tool_result", "error") else "ok")
+             for i, (kind, tool, failed) in enumerate(specs)]
+    cycles = group_cycles(steps)
+    groups = cycle_groups(steps, cycles)
+    assert sum(g.cycles for g in groups) == len(cycles)
+    assert [g.first_seq for g in groups] == sorted(g.first_seq for g in groups)
+    assert all(a.last_seq < b.first_seq for a, b in zip(groups, groups[1:]))
+    in_cycles = [steps[p] for c in cycles for p in c.positions]
+    calls = sum(1 for s in in_cycles if s.type == "tool_call" and s.tool_name)
+    counted = sum(n for g in groups for n in g.calls.values())
+    # a group with no tool_call step counts its results instead
+    assert counted >= calls
+    for g in groups:
+        assert all(g.failures.get(t, 0) <= sum(1 for s in in_cycles if s.tool_name == t and g.first_seq <= s.seq <= g.last_seq)
+                   for t in g.tools)
+        assert g.sentence.startswith(f"Step {g.first_seq}" if g.first_seq == g.last_seq else f"Steps {g.first_seq}–{g.last_seq}")
+    assert len(story(steps, cycles)) == min(len(groups), MAX_GROUPS) + (len(groups) > MAX_GROUPS)
