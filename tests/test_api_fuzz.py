@@ -100,3 +100,13 @@ def test_a_multipart_body_with_too_many_fields_is_a_400(served):
     files = [("file", ("f.png", b"\x89PNG", "image/png"))] + [(f"x{i}", (None, "1")) for i in range(5)]
     r = httpx.post(f"{served}/api/v1/sessions/m1/steps/e1/attachments", files=files, headers=AUTH)
     assert r.status_code == 400 and r.json()["detail"].startswith("body: Too many fields"), r.text
+
+
+@pytest.mark.parametrize("path", ["/api/v1/queues/{n}", "/api/v1/queues/{n}/items/{n}/review", "/api/v1/attachments/{n}",
+                                  "/api/v1/shares/{n}"])
+def test_an_id_past_what_a_table_holds_is_a_404(served, path):
+    """Found by the fuzz: queue id 34772298112741476859571380821164032 was an OverflowError (500) in the database driver."""
+    url = served + path.format(n=2**115)
+    method = "DELETE" if path.startswith("/api/v1/shares") else "POST" if path.endswith("review") else "GET"
+    r = httpx.request(method, url, json={"reviewer": "r", "verdict": "good"}, headers=AUTH)
+    assert r.status_code == 404 and r.json()["errors"][0]["msg"] == "at most 2147483647", r.text

@@ -284,6 +284,9 @@ class IngestAPI:
 
         async def endpoint(request: Request) -> Response:
             try:
+                for name, value in request.path_params.items():  # an id no table can hold (both databases)
+                    if isinstance(value, int) and value > INT_MAX:
+                        raise ApiError(404, f"{name}: no object has the id {value}", [{"loc": name, "msg": f"at most {INT_MAX}"}])
                 return await handler(request)
             except Exception as exc:  # noqa: BLE001 — turned into an answer below, never a bare 500
                 exc = self._as_api_error(exc)

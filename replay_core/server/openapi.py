@@ -252,13 +252,13 @@ OPERATIONS: dict[tuple[str, str], Op] = {
 _PATH_PARAMS = {
     "session_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the run's id (URL-encoded; it may hold `/`)"),
     "event_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the step's event id"),
-    "attachment_id": ({"type": "integer", "minimum": 0}, "the attachment's id"),
+    "attachment_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the attachment's id"),
     "name": ({"type": "string", "minLength": 1}, "the dataset's name"),
     "experiment_id": ({"type": "string", "minLength": 1}, "the experiment's id"),
-    "queue_id": ({"type": "integer", "minimum": 0}, "the queue's id"),
-    "item_id": ({"type": "integer", "minimum": 0}, "the item's id in the queue"),
+    "queue_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the queue's id"),
+    "item_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the item's id in the queue"),
     "verb": ({"type": "string", "enum": ["review", "skip"]}, "what to do with the item"),
-    "share_id": ({"type": "integer", "minimum": 0}, "the link's id"),
+    "share_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the link's id"),
     "token": ({"type": "string", "minLength": 1}, "the share link's token"),
 }
 _ERRORS = {"400": "the body cannot be read", "401": "no valid bearer token", "403": "the token's role may not do this",
