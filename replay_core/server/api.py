@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from sqlalchemy import exc as sa_exc
 
+from . import openapi
 from .auth import Access
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message
 from ..ingest.pipeline import IngestReport, ingest
@@ -230,6 +231,7 @@ class IngestAPI:
         self.access = access if access is not None else Access.load()
         self.max_body = max_body if max_body is not None else max_body_bytes()
         self.degraded: str | None = None  # why the last write failed, until one succeeds
+        self._document: dict | None = None
 
     def store(self) -> Store:
         with self._store_lock:
@@ -260,7 +262,23 @@ class IngestAPI:
             Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
             *self.experiment_routes(),
             *self.team_routes(),
+            Route(f"{API_PREFIX}/openapi.json", self._wrap(self.openapi_json), methods=["GET"]),
+            Route(f"{API_PREFIX}/docs", self._wrap(self.api_docs), methods=["GET"]),
         ]
+
+    # -- the API's own description (server/openapi.py), built from the route table above once
+
+    def document(self) -> dict:
+        if self._document is None:
+            self._document = openapi.document(self.routes())
+        return self._document
+
+    async def openapi_json(self, request: Request) -> Response:
+        return json_response(self.document())
+
+    async def api_docs(self, request: Request) -> Response:
+        return Response(openapi.page(self.document()), media_type="text/html",
+                        headers={"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"})
 
     # -- plumbing
 
@@ -270,6 +288,9 @@ class IngestAPI:
 
         async def endpoint(request: Request) -> Response:
             try:
+                for name, value in request.path_params.items():  # an id no table can hold (both databases)
+                    if isinstance(value, int) and value > INT_MAX:
+                        raise ApiError(404, f"{name}: no object has the id {value}", [{"loc": name, "msg": f"at most {INT_MAX}"}])
                 return await handler(request)
             except Exception as exc:  # noqa: BLE001 — turned into an answer below, never a bare 500
                 exc = self._as_api_error(exc)
@@ -283,6 +304,10 @@ class IngestAPI:
     def _as_api_error(self, exc: Exception) -> ApiError:
         if isinstance(exc, ApiError):
             return exc
+        if isinstance(exc, HTTPException):  # starlette's own refusals, e.g. a multipart body with too many fields
+            return ApiError(exc.status_code, f"body: {exc.detail}", [{"loc": "body", "msg": str(exc.detail)}])
+        if isinstance(exc, PermissionDenied):  # a role checked inside the library (e.g. ?replace=true: editors)
+            return ApiError(403, str(exc))
         if isinstance(exc, WriteRefused):
             return ApiError(exc.status, exc.reason, [{"loc": exc.field, "msg": exc.reason}])
         if _cannot_write_now(exc):  # disk full, read-only file or server, locked, server gone
@@ -316,7 +341,9 @@ class IngestAPI:
             request.state.actor = actor
             return await handler(request)
 
-        return self._wrap(checked)
+        endpoint = self._wrap(checked)
+        endpoint.action = action  # the role it needs, for the OpenAPI document
+        return endpoint
 
     async def body_bytes(self, request: Request) -> bytes:
         """The request body, refused with 413 as soon as it passes the limit (gzip is unpacked)."""
@@ -358,7 +385,8 @@ class IngestAPI:
     async def _ingest(self, events: list, request: Request) -> Response:
         replace = _flag(request.query_params, "replace")
         report: IngestReport = await run_in_threadpool(
-            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True))
+            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True,
+                           actor=getattr(request.state, "actor", None)))
         self.degraded = None
         body = report.to_dict()
         body.pop("files", None)

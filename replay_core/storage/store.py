@@ -257,12 +257,12 @@ class Store:
         return known
 
     def _check_references(self, conn: Connection, ids: Sequence[str], opened: dict[str, dict]) -> None:
-        wanted = {f["replay_of"] for f in opened.values() if f.get("replay_of")} - set(ids)
+        wanted = {f["replay_of"] for f in opened.values() if f.get("replay_of") is not None} - set(ids)
         if not wanted:
             return
         found = set(self._existing_sessions(conn, list(wanted)))
         for sid, fields in opened.items():
-            if fields.get("replay_of") and fields["replay_of"] not in found and fields["replay_of"] not in ids:
+            if fields.get("replay_of") is not None and fields["replay_of"] not in found and fields["replay_of"] not in ids:
                 raise WriteRefused(f"replay_of: session {sid!r} names {fields['replay_of']!r}, which is not a stored run",
                                    field="replay_of")
 
@@ -544,15 +544,18 @@ class Store:
         are numbered after the target's last seq, with their contexts, attachments and notes. The
         target is created from the source's row when it does not exist yet. Returns steps moved.
         """
-        with self._write_lock, self.engine.begin() as conn:
+        with self._write_lock, self._write_transaction() as conn:  # like every write: another process's
+            # steps cannot take the target's seqs between our read of max(seq) and our commit
+            self._existing_sessions(conn, [from_sid, to_sid], lock=True)
             src = conn.execute(select(sessions).where(sessions.c.id == from_sid)).mappings().first()
             conn.execute(update(otlp_traces).where(otlp_traces.c.session_id == from_sid).values(session_id=to_sid))
             if src is None or from_sid == to_sid:
                 return 0
+            dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+            conn.execute(dialect.insert(sessions).values(**{**src, "id": to_sid}).on_conflict_do_nothing(index_elements=["id"]))
+            self._existing_sessions(conn, [to_sid], lock=True)
             target = conn.execute(select(sessions.c.id, sessions.c.last_event_at).where(sessions.c.id == to_sid)).first()
-            if target is None:
-                conn.execute(insert(sessions), [{**src, "id": to_sid}])
-            elif src["last_event_at"] and (target.last_event_at is None or target.last_event_at < src["last_event_at"]):
+            if src["last_event_at"] and (target.last_event_at is None or target.last_event_at < src["last_event_at"]):
                 conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
             rows = conn.execute(select(steps.c.id, steps.c.event_id).where(steps.c.session_id == from_sid)
                                 .order_by(steps.c.seq, steps.c.timestamp, steps.c.id)).all()
