@@ -207,7 +207,7 @@ def read_file(data: bytes, filename: str, fmt: str = "auto", *, progress: Callab
     """The accounted reading of one file: with `fmt`, or with the reader that accounts for most of it.
 
     Raises FileRefused when detection finds no reader good enough (see ingest.accounting)."""
-    with _collector_paused():  # reading alone (detection, watch, demo) as the import reads
+    with collector_paused():  # reading alone (detection, watch, demo) as the import reads
         return _read_file(data, filename, fmt, progress)
 
 

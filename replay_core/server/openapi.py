@@ -152,6 +152,8 @@ _FILTERS = (
     _q("since", {"type": "string"}, "a day (2026-05-01) or an ISO date-time"),
     _q("until", {"type": "string"}, "a day (included) or an ISO date-time"),
     _q("q", _TEXT, "search names and step content"),
+    _q("replays", {"type": "string", "enum": ["1", "true", "yes", "0", "false", "no"]},
+       "also list what-if replays and experiments' runs (original runs only by default)"),
     _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}, "page size"),
     _q("offset", {"type": "integer", "minimum": 0, "maximum": INT_MAX, "default": 0}, "rows to skip"),
 )
@@ -247,6 +249,10 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         None, media=_json(_OBJECT), tag="team"),
     ("GET", "/api/v1/experiments/{experiment_id}"): Op("An experiment's progress, then its results.", None,
                                                        media=_json(_OBJECT), tag="experiments"),
+    ("GET", "/api/v1/experiments/{a}/compare/{b}"): Op(
+        "Two experiments compared: per variant and scorer, pass rates with Wilson intervals, the cases B improved or "
+        "regressed, and what cannot be compared.", None, media=_json(_OBJECT), tag="experiments",
+        query=(_q("by", {"type": "string", "enum": ["name", "position"], "default": "name"}, "pair variants by name or position"),)),
 }
 
 _PATH_PARAMS = {
@@ -255,6 +261,8 @@ _PATH_PARAMS = {
     "attachment_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the attachment's id"),
     "name": ({"type": "string", "minLength": 1}, "the dataset's name"),
     "experiment_id": ({"type": "string", "minLength": 1}, "the experiment's id"),
+    "a": ({"type": "string", "minLength": 1}, "the first experiment's id"),
+    "b": ({"type": "string", "minLength": 1}, "the experiment compared with it"),
     "queue_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the queue's id"),
     "item_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the item's id in the queue"),
     "verb": ({"type": "string", "enum": ["review", "skip"]}, "what to do with the item"),
