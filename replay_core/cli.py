@@ -605,6 +605,13 @@ def db_upgrade(db: DbOption = None) -> None:
     out.print(f"database at newest schema: {store.engine.url.render_as_string(hide_password=True)}")
 
 
+@db_app.command("rebuild-rollups")
+def db_rebuild_rollups(db: DbOption = None) -> None:
+    """Recompute every run's rollups (what analytics and lists count) from its stored steps."""
+    runs = open_store(db).rebuild_rollups()
+    out.print(f"rollups rebuilt for {runs:,} runs")
+
+
 @app.command("deliver-spool")
 def deliver_spool_cmd(
     to: Annotated[str | None, typer.Option("--to", help="Where the recorder was sending: a database URL or the app's http(s) URL "

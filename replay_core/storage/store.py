@@ -7,7 +7,6 @@ and the same tests run on both. Schema changes go through the alembic migrations
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,7 +17,6 @@ from typing import Any
 
 import orjson
 from sqlalchemy import (
-    BigInteger,
     Engine,
     Text,
     and_,
@@ -41,10 +39,11 @@ from sqlalchemy.engine import Connection
 
 from .. import config
 from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
+from . import rollups
 from .actor import DELETE, EDITOR, Actor, PermissionDenied, require
 from .tables import (
     annotations, attachments, audit_log, dataset_cases, datasets, experiment_runs, experiments, media_blobs, metadata,
-    otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets,
+    otlp_open_calls, otlp_traces, run_breakdown, run_rollups, sessions, step_contexts, steps, watch_offsets,
 )
 
 RETENTION = Actor("retention policy", EDITOR, "retention")  # who deletes old runs, in the audit log
@@ -61,6 +60,7 @@ STEP_COLUMNS = (
     "tokens_in", "tokens_out", "cost_usd", "metadata", "redacted",
 )
 _SEQ, _EVENT_ID = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id")
+_ROLLUP_OF_ROW = itemgetter(*(STEP_COLUMNS.index(name) for name in rollups.FIELDS))  # a step row as rollups read it
 REVIEW_LABELS = ("good", "bad", "needs_attention")
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
@@ -203,8 +203,13 @@ class Store:
                 if sid in known and fields:
                     conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
             last_seen: dict[str, datetime] = {}
+            rolled_new, stale = {}, []
             for sid, batch in by_session.items():
-                inserted, dupes, _ = self._insert_steps(conn, sid, batch, sid in known)
+                inserted, dupes, new_rows = self._insert_steps(conn, sid, batch, sid in known)
+                if sid in created and sid not in known:  # every step of the run is in hand
+                    rolled_new[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
+                elif inserted:
+                    stale.append(sid)
                 result.steps += inserted
                 result.duplicates += dupes
                 latest = max((s.timestamp for s in batch if s.timestamp is not None), default=None)
@@ -212,6 +217,8 @@ class Store:
                     latest = now  # a live run's steps without times: when they arrived is when they happened
                 if latest is not None:
                     last_seen[sid] = latest
+            rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
+            rollups.refresh(conn, stale, _bulk_insert)
             for sid, latest in last_seen.items():
                 revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
                 values: dict[str, Any] = {"last_event_at": latest}
@@ -324,7 +331,7 @@ class Store:
             next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1
         batch_max = max((s.seq for s in batch if s.seq is not None), default=0)
         next_seq = max(next_seq, batch_max + 1)
-        rows, contexts, dupes, latest = [], [], 0, None
+        rows, contexts, dupes = [], [], 0
         row_of = itemgetter(*STEP_COLUMNS)
         for step in batch:
             event_id = step.identity()
@@ -340,12 +347,10 @@ class Store:
             row.append(sid)
             if step.context is not None:
                 contexts.append((sid, event_id, step.context))
-            if step.timestamp is not None and (latest is None or step.timestamp > latest):
-                latest = step.timestamp
             rows.append(row)
         _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), rows)
         _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), contexts)
-        return len(rows), dupes, latest
+        return len(rows), dupes, rows
 
     def expire_idle(self, idle: timedelta | None = None, now: datetime | None = None) -> int:
         """Mark running sessions with no event for longer than `idle` as incomplete."""
@@ -385,9 +390,9 @@ class Store:
                 )
             )
         if flt.failed_tool:
-            clauses.append(self._has_step(steps.c.tool_name == flt.failed_tool, _ERRORED))
+            clauses.append(_has_breakdown(run_breakdown.c.tool_name == flt.failed_tool))
         if flt.error_class:
-            clauses.append(or_(sessions.c.error_class == flt.error_class, self._has_step(steps.c.error_class == flt.error_class, _ERRORED)))
+            clauses.append(or_(sessions.c.error_class == flt.error_class, _has_breakdown(run_breakdown.c.error_class == flt.error_class)))
         if flt.has:
             clauses.append(self._has(flt.has))
         if flt.review:
@@ -398,28 +403,15 @@ class Store:
         return clauses
 
     @staticmethod
-    def _has_step(*conditions):
-        return exists().where(steps.c.session_id == sessions.c.id, *conditions)
-
-    def _has(self, flag: str):
-        if flag == "loop":
-            args = func.coalesce(cast(steps.c.tool_args, Text), "")
-            repeated = (
-                select(steps.c.tool_name)
-                .where(steps.c.session_id == sessions.c.id, *_LOOP_CALL)
-                .group_by(steps.c.tool_name, args)
-                .having(func.count() >= 3)
-            )
-            return exists(repeated)
-        conditions = {
-            "retry": steps.c.retry > 0,
-            "error": _ERRORED,
-            "intervention": or_(steps.c.status == "blocked", self._approval()),
-            "fallback": self._agent_fallback(),
-        }
+    def _has(flag: str):
+        """Runs with a retried or errored step, a blocked action or approval, a fallback the agent
+        took over, or a loop: read from the rollups (storage/rollups.py has the definitions)."""
+        r = run_rollups.c
+        conditions = {"retry": r.retried_steps > 0, "error": r.errored_steps > 0,
+                      "intervention": r.blocked_steps + r.approvals > 0, "fallback": r.fallback_agent > 0, "loop": r.loops > 0}
         if flag not in conditions:
             raise ValueError(f"has: expected one of {', '.join(HAS_FLAGS)}, got {flag!r}")
-        return self._has_step(conditions[flag])
+        return exists().where(r.session_id == sessions.c.id, conditions[flag])
 
     def count_sessions(self, flt: SessionFilter | None = None) -> int:
         with self.engine.connect() as conn:
@@ -443,27 +435,19 @@ class Store:
         return rows
 
     def _step_totals(self, conn, ids: Sequence[str]) -> dict[str, dict]:
+        """Steps, token and cost sums, errors and last seq per run, from its rollup."""
         out: dict[str, dict] = {}
+        r = run_rollups.c
         for part in _chunks(list(ids)):
-            query = (
-                select(
-                    steps.c.session_id,
-                    func.count().label("steps"),
-                    func.sum(steps.c.tokens_in).label("tokens_in"),
-                    func.sum(steps.c.tokens_out).label("tokens_out"),
-                    func.sum(steps.c.cost_usd).label("cost_usd"),
-                    func.sum(case((or_(steps.c.type == "error", steps.c.status == "error"), 1), else_=0)).label("errors"),
-                    func.max(steps.c.seq).label("max_seq"),
-                )
-                .where(steps.c.session_id.in_(part))
-                .group_by(steps.c.session_id)
-            )
-            for r in conn.execute(query):
-                out[r.session_id] = {
-                    "steps": r.steps, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
-                    "cost_usd": r.cost_usd, "errors": int(r.errors), "max_seq": r.max_seq,
-                }
+            query = select(r.session_id, r.steps, r.tokens_in, r.tokens_out, r.cost_usd, r.errored_steps, r.max_seq)
+            for sid, n, t_in, t_out, cost, errors, max_seq in conn.execute(query.where(r.session_id.in_(part))):
+                out[sid] = {"steps": n, "tokens_in": t_in, "tokens_out": t_out, "cost_usd": cost, "errors": errors, "max_seq": max_seq}
         return out
+
+    def rebuild_rollups(self) -> int:
+        """Recompute every run's rollups from its steps (`agent-replay db rebuild-rollups`); returns runs rolled up."""
+        with self._write_lock, self._write_transaction() as conn:
+            return rollups.rebuild(conn, _bulk_insert)
 
     def get_session(self, session_id: str) -> dict | None:
         with self.engine.connect() as conn:
@@ -496,7 +480,7 @@ class Store:
             self._audit(conn, actor, DELETE, target=",".join(ids)[:2000], detail={"sessions": len(ids)})
             for part in _chunks(list(ids)):
                 conn.execute(update(sessions).where(sessions.c.replay_of.in_(part)).values(replay_of=None))
-                for table in (step_contexts, steps, attachments, annotations):
+                for table in (step_contexts, steps, attachments, annotations, run_breakdown, run_rollups):
                     conn.execute(delete(table).where(table.c.session_id.in_(part)))
                 traces = select(otlp_traces.c.trace_id).where(otlp_traces.c.session_id.in_(part))
                 conn.execute(delete(otlp_open_calls).where(otlp_open_calls.c.trace_id.in_(traces)))
@@ -564,7 +548,9 @@ class Store:
             for table in (step_contexts, attachments, annotations):
                 conn.execute(update(table).where(table.c.session_id == from_sid).values(session_id=to_sid))
             conn.execute(update(sessions).where(sessions.c.replay_of == from_sid).values(replay_of=to_sid))
+            rollups.forget(conn, [from_sid])
             conn.execute(delete(sessions).where(sessions.c.id == from_sid))
+            rollups.refresh(conn, [to_sid], _bulk_insert)
         return len(moving)
 
     def otlp_commit(
@@ -611,6 +597,7 @@ class Store:
                 del values["seq"]
                 conn.execute(update(steps).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
                              .values(**values))
+            rollups.refresh(conn, [step.session_id for _, step in replaced], _bulk_insert)
 
     # ------------------------------------------------------------------ reading steps
 
@@ -696,26 +683,11 @@ class Store:
     # Times and tags come as text (UTC 'YYYY-MM-DD HH:MM:SS[.ffffff]', JSON): polars parses
     # them in bulk far faster than per-row objects are made.
 
-    def _steps_of(self, flt: SessionFilter | None) -> list:
-        clauses = self._filter_clause(flt)
-        return [steps.c.session_id.in_(select(sessions.c.id).where(*clauses))] if clauses else []
-
-    def _json_true(self, column, key: str):
-        if self.dialect == "sqlite":  # json_extract cannot tell true from 1
-            return func.json_type(column, f"$.{key}") == "true"
-        return column[key].as_string() == "true"
-
     def _json_number(self, column, key: str):
         """A number from a JSON object, NULL when it is anything else (never a cast error)."""
         if self.dialect == "sqlite":
             return case((func.json_type(column, f"$.{key}").in_(("integer", "real")), func.json_extract(column, f"$.{key}")))
         return case((func.jsonb_typeof(column[key]) == "number", column[key].as_float()))
-
-    def _approval(self):
-        return and_(steps.c.type == "input", self._json_true(steps.c.metadata, "approval"))
-
-    def _agent_fallback(self):
-        return and_(_FALLBACK_BLOCK, self._json_true(steps.c.metadata, "agent_invoked"))
 
     @staticmethod
     def _rows(conn: Connection, query) -> tuple[list[str], list[tuple]]:
@@ -738,72 +710,23 @@ class Store:
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
-    def step_rollup(self, flt: SessionFilter | None = None, *, sequences: bool = True) -> tuple[list[str], list[tuple]]:
-        """Per run, one pass over its steps: counts and sums, and with `sequences` two packed
-        strings — `phases` (one cycle phase digit per step in order, `e` for errors; what cycle
-        counting needs) and `durations_us` (comma-separated step durations in whole microseconds:
-        integers print several times faster than floats)."""
-        packed = []
-        if sequences:
-            phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
-            if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
-                phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
-            # older SQLite: GROUP BY session_id walks ix_steps_rollup (session_id, seq, …): rows arrive in seq order
-            durations = func.aggregate_strings(cast(cast(steps.c.duration_ms * 1000, BigInteger), Text), ",")
-            packed = [phases.label("phases"), durations.label("durations_us")]
-        query = select(
-            steps.c.session_id,
-            func.count().label("steps"),
-            func.sum(steps.c.tokens_in).label("tokens_in"),
-            func.sum(steps.c.tokens_out).label("tokens_out"),
-            func.sum(steps.c.cost_usd).label("cost_usd"),
-            _count_if(and_(steps.c.cost_usd.is_(None), or_(steps.c.tokens_in > 0, steps.c.tokens_out > 0))).label("cost_unknown_steps"),
-            _count_if(steps.c.retry > 0).label("retried_steps"),
-            _count_if(_ERRORED).label("errored_steps"),
-            cast(func.min(case((_ERRORED, steps.c.timestamp))), Text).label("first_error_at"),
-            _count_if(steps.c.status == "blocked").label("blocked_steps"),
-            _count_if(self._approval()).label("approvals"),
-            _count_if(_FALLBACK_BLOCK).label("fallback_blocks"),
-            _count_if(self._agent_fallback()).label("fallback_agent"),
-            *packed,
-        ).where(*self._steps_of(flt)).group_by(steps.c.session_id)
+    def rollup_rows(self, flt: SessionFilter | None = None, *, durations: bool = True) -> tuple[list[str], list[tuple]]:
+        """Per run with steps, its rollup (storage/rollups.py): counts, sums, first error, cycles,
+        loops, and with `durations` its step durations packed as comma-separated whole µs."""
+        r = run_rollups.c
+        cols = [c for c in r if c.name not in ("max_seq", "first_error_at", "durations_us")]
+        cols.append(cast(r.first_error_at, Text).label("first_error_at"))
+        if durations:
+            cols.append(r.durations_us)
+        query = select(*cols).select_from(run_rollups.join(sessions, sessions.c.id == r.session_id)).where(*self._filter_clause(flt))
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
-    def step_breakdown(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
-        """Tool calls and errored steps per run, tool and error class."""
-        query = (
-            select(
-                steps.c.session_id, steps.c.tool_name, steps.c.error_class,
-                _count_if(steps.c.type == "tool_call").label("tool_calls"), _count_if(_ERRORED).label("errored"),
-            )
-            .where(or_(steps.c.type == "tool_call", _ERRORED), *self._steps_of(flt))
-            .group_by(steps.c.session_id, steps.c.tool_name, steps.c.error_class)
-        )
-        with self.engine.connect() as conn:
-            return self._rows(conn, query)
-
-    def repeated_calls(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
-        """Tool calls (retries aside) whose tool and arguments occur more than once in
-        their run, each with the seq of its first successful result (None if it got none)."""
-        args = func.coalesce(cast(steps.c.tool_args, Text), "").label("args")
-        calls = (
-            select(steps.c.session_id, steps.c.seq, steps.c.tool_name, args, steps.c.tool_call_id)
-            .where(*_LOOP_CALL, *self._steps_of(flt))
-            .cte("calls")
-        )
-        key = (calls.c.session_id, calls.c.tool_name, calls.c.args)
-        repeated = select(*key).group_by(*key).having(func.count() > 1).cte("repeated")
-        result = steps.alias("result")
-        ok_seq = (
-            select(func.min(result.c.seq))
-            .where(result.c.session_id == calls.c.session_id, result.c.tool_call_id == calls.c.tool_call_id,
-                   result.c.type == "tool_result", result.c.status == "ok")
-            .scalar_subquery()
-        )
-        query = select(*key, calls.c.seq, ok_seq.label("ok_seq")).join(
-            repeated, and_(*(c == repeated.c[c.name] for c in key))
-        )
+    def breakdown_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """Tool calls and errored steps per run, tool and error class (from the rollups)."""
+        b = run_breakdown.c
+        query = (select(b.session_id, b.tool_name, b.error_class, b.tool_calls, b.errored)
+                 .select_from(run_breakdown.join(sessions, sessions.c.id == b.session_id)).where(*self._filter_clause(flt)))
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
@@ -1113,15 +1036,10 @@ def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> N
     conn.exec_driver_sql(sql, params)
 
 
-# Analytics: a step counts as errored when it is an error or its status says so.
-_ERRORED = or_(steps.c.type == "error", steps.c.status == "error")
-_FALLBACK_BLOCK = and_(steps.c.type == "span", steps.c.metadata["block"].as_string() == "fallback")
-_LOOP_CALL = (steps.c.type == "tool_call", steps.c.retry == 0, steps.c.tool_name.is_not(None))  # calls a loop is made of
-_PHASE_CODES = {"think": "0", "tool_call": "1", "tool_result": "2", "observation": "3", "decision": "4", "error": "e"}
-
-
-def _count_if(condition):
-    return func.sum(case((condition, 1), else_=0))
+def _has_breakdown(condition):
+    """Runs with an errored step matching `condition` (a tool, an error class)."""
+    b = run_breakdown.c
+    return exists().where(b.session_id == sessions.c.id, b.errored > 0, condition)
 
 
 _EMPTY_TOTALS = {"steps": 0, "tokens_in": None, "tokens_out": None, "cost_usd": None, "errors": 0, "max_seq": None}
