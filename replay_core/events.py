@@ -8,6 +8,8 @@ contract is the one place that says what a run is made of.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 import threading
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -339,9 +341,16 @@ class EventError(ValueError):
 
 
 def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent | AttachmentEvent:
-    """Validate one decoded JSON object against the contract."""
+    """Validate one decoded JSON object against the contract.
+
+    A step is first tried on `_fast_step`; whatever that cannot vouch for goes through the
+    full model, which also words the error."""
     if not isinstance(obj, dict):
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")
+    if obj.get("kind") == "step":
+        step = _fast_step(obj)
+        if step is not None:
+            return step
     if obj.get("schema", SCHEMA) != SCHEMA:
         raise EventError(f"schema: unsupported {obj.get('schema')!r}, expected {SCHEMA!r}")
     if obj.get("kind") not in KINDS:
@@ -350,6 +359,75 @@ def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent | Attach
         return _EVENT.validate_python(obj)
     except ValidationError as exc:
         raise EventError(describe_validation_error(exc)) from None
+
+
+# ---------------------------------------------------------------- the fast path for steps
+# pydantic costs ~15 µs a step, most of an import. A step decoded from JSON with the usual
+# types is checked here against the same limits, field by field, and built without the model
+# (StepEvent.trusted); anything unusual (an unknown field, a number where text goes, a date in
+# another format) returns None and takes the model's way, so the model stays the one judge of
+# what is refused and of the message. tests/test_events_fast.py holds that both ways agree.
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
+_TEXT, _ID, _COUNT, _NUMBER, _TIME, _JSON, _OBJECT, _TYPE, _STATUS = range(9)
+_FAST = {
+    "session_id": _ID, "event_id": _ID, "parent_id": _ID, "agent_id": _ID, "model": _ID, "tool_name": _ID,
+    "tool_call_id": _ID, "error_class": _ID, "content": _TEXT, "seq": _COUNT, "retry": _COUNT, "tokens_in": _COUNT,
+    "tokens_out": _COUNT, "redacted": _COUNT, "duration_ms": _NUMBER, "cost_usd": _NUMBER, "timestamp": _TIME,
+    "tool_args": _JSON, "context": _JSON, "metadata": _OBJECT, "type": _TYPE, "status": _STATUS,
+}
+_NOT_NONE = frozenset({"session_id", "type", "status", "retry", "redacted"})  # None is refused (or is no default) there
+_STEP_TYPES = frozenset(t.value for t in StepType)
+_STEP_STATUSES = frozenset(t.value for t in StepStatus)
+
+
+def _fast_step(obj: dict) -> StepEvent | None:
+    """The step `obj` describes when it is plainly valid, else None (the model decides)."""
+    values: dict[str, Any] = {}
+    for key, value in obj.items():
+        check = _FAST.get(key)
+        if check is None:
+            if key == "kind" or (key == "schema" and value == SCHEMA):
+                continue
+            return None
+        if value is None:
+            if key in _NOT_NONE:
+                return None
+        elif check is _ID or check is _TEXT:
+            if type(value) is not str or (check is _ID and (len(value) > ID_MAX or not value)) or _NUL in value:
+                return None
+        elif check is _COUNT:
+            if type(value) is not int or not 0 <= value <= INT_MAX:
+                return None
+        elif check is _NUMBER:
+            kind = type(value)
+            if kind is int:
+                value = float(value)
+            elif kind is not float or not 0 <= value < math.inf:
+                return None
+        elif check is _TIME:
+            if type(value) is not str or not _ISO.fullmatch(value):
+                return None
+            try:
+                value = _utc_checked(datetime.fromisoformat(value))
+            except ValueError:
+                return None
+        elif check is _TYPE:
+            if type(value) is not str or value not in _STEP_TYPES:
+                return None
+        elif check is _STATUS:
+            if type(value) is not str or value not in _STEP_STATUSES:
+                return None
+        else:
+            if check is _OBJECT and type(value) is not dict:
+                return None
+            try:
+                _json_ok(value)
+            except ValueError:
+                return None
+        values[key] = value
+    if "session_id" not in values or "type" not in values or ("event_id" in values and values["event_id"] == ""):
+        return None
+    return StepEvent.trusted(values)
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -124,6 +124,7 @@ def test_definitions_on_a_known_run():
     }
     assert sorted(parts, key=repr) == sorted([("r", "search", None, 4, 0), ("r", "search", "Timeout", 0, 1)], key=repr)
     assert rollups.rollup_of("r", []) is None
+    assert rollups.rollup_of("r", [rows[-1]])[0][-1] is None  # no step recorded a duration
 
 
 def test_migration_fills_rollups_of_an_older_database(tmp_path):

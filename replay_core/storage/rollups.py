@@ -114,7 +114,7 @@ def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tu
             first_ok = min(seen)
             redundant += sum(1 for seq, _ in group if seq > first_ok)
     row = (session_id, n, max_seq, tokens_in, tokens_out, cost, unknown, retried, errored, first_error, blocked, approvals,
-           blocks, agent, calls_n, failures, (falls + 1) if phased else 0, loops, redundant, ",".join(durations))
+           blocks, agent, calls_n, failures, (falls + 1) if phased else 0, loops, redundant, ",".join(durations) or None)
     return row, [(session_id, tool, ecls, a, b) for (tool, ecls), (a, b) in breakdown.items()]
 
 

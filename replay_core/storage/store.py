@@ -33,8 +33,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from .. import config
@@ -203,43 +201,47 @@ class Store:
                 if sid in known and fields:
                     conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
             last_seen: dict[str, datetime] = {}
-            rolled_new, stale = {}, []
+            rolled_new, stale, all_rows, all_contexts = {}, [], [], []
             for sid, batch in by_session.items():
-                inserted, dupes, new_rows = self._insert_steps(conn, sid, batch, sid in known)
+                dupes, new_rows, contexts = self._new_steps(conn, sid, batch, sid in known)
                 if sid in created and sid not in known:  # every step of the run is in hand
                     rolled_new[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
-                elif inserted:
+                elif new_rows:
                     stale.append(sid)
-                result.steps += inserted
+                all_rows += new_rows
+                all_contexts += contexts
+                result.steps += len(new_rows)
                 result.duplicates += dupes
                 latest = max((s.timestamp for s in batch if s.timestamp is not None), default=None)
-                if latest is None and inserted and sid not in ended:
+                if latest is None and new_rows and sid not in ended:
                     latest = now  # a live run's steps without times: when they arrived is when they happened
                 if latest is not None:
                     last_seen[sid] = latest
+            # one executemany per table for the whole batch: statements per run were most of a big import
+            _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows)
+            _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts)
             rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
             rollups.refresh(conn, stale, _bulk_insert)
+            moved: dict[bool, list[dict]] = {False: [], True: []}
             for sid, latest in last_seen.items():
                 revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
-                values: dict[str, Any] = {"last_event_at": latest}
-                if revive:
-                    values["status"] = SessionStatus.RUNNING.value
-                conn.execute(
-                    update(sessions)
-                    .where(sessions.c.id == sid)
-                    .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < latest))
-                    .values(**values)
-                )
-            for sid, end in ended.items():
-                # the source's end time, else its last event's: never the time of this write, so a
-                # re-import stores the same ended_at, and a file without times gives a run without them
-                ended_at = end.ended_at or last_seen.get(sid)
-                conn.execute(
-                    update(sessions)
-                    .where(sessions.c.id == sid)
-                    .values(status=end.status, outcome=end.outcome, error_class=end.error_class,
-                            ended_at=ended_at if ended_at is not None else sessions.c.last_event_at)
-                )
+                moved[revive].append({"sid": sid, "latest": latest})
+            for revive, params in moved.items():
+                if params:
+                    values: dict[str, Any] = {"last_event_at": bindparam("latest")}
+                    if revive:
+                        values["status"] = SessionStatus.RUNNING.value
+                    conn.execute(update(sessions).where(sessions.c.id == bindparam("sid"))
+                                 .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < bindparam("latest")))
+                                 .values(**values), params)
+            # the source's end time, else its last event's: never the time of this write, so a
+            # re-import stores the same ended_at, and a file without times gives a run without them
+            ends = [{"sid": sid, "e_status": end.status, "e_outcome": end.outcome, "e_class": end.error_class,
+                     "e_at": end.ended_at or last_seen.get(sid)} for sid, end in ended.items()]
+            if ends:
+                conn.execute(update(sessions).where(sessions.c.id == bindparam("sid")).values(
+                    status=bindparam("e_status"), outcome=bindparam("e_outcome"), error_class=bindparam("e_class"),
+                    ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at)), ends)
         return result
 
     def _write_transaction(self):
@@ -314,14 +316,14 @@ class Store:
             new_rows.append(row)
         if not new_rows:
             return set()
-        dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+        names = ("id", "created_at", *SESSION_FIELDS)
         created: set[str] = set()
-        for row in new_rows:  # one by one: RETURNING says which rows were ours
-            query = dialect.insert(sessions).values(**row).on_conflict_do_nothing(index_elements=["id"]).returning(sessions.c.id)
-            created.update(conn.scalars(query))
+        for part in _chunks(new_rows, 200):  # RETURNING says which rows were ours
+            created.update(_insert_new(conn, sessions, names, [[row[n] for n in names] for row in part], "id"))
         return created
 
-    def _insert_steps(self, conn, sid: str, batch: list[StepEvent], existed: bool):
+    def _new_steps(self, conn, sid: str, batch: list[StepEvent], existed: bool):
+        """The rows (and contexts) of the steps of `batch` not stored yet, numbered; and the duplicates."""
         seen: set[str] = set()
         next_seq = 1
         if existed:
@@ -348,9 +350,7 @@ class Store:
             if step.context is not None:
                 contexts.append((sid, event_id, step.context))
             rows.append(row)
-        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), rows)
-        _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), contexts)
-        return len(rows), dupes, rows
+        return dupes, rows, contexts
 
     def expire_idle(self, idle: timedelta | None = None, now: datetime | None = None) -> int:
         """Mark running sessions with no event for longer than `idle` as incomplete."""
@@ -1016,7 +1016,8 @@ def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> N
     `rows` are sequences of values in the order of `names` (lists are converted in place).
     The same rows through `conn.execute(insert(table), dicts)` spend most of their time in
     per-row parameter processing; this keeps the types' conversions (JSON, UTC
-    datetimes) and skips the rest.
+    datetimes) and skips the rest. On PostgreSQL a big batch goes by COPY (psycopg's
+    `copy.write_row`, in the same transaction).
     """
     if not rows:
         return
@@ -1033,7 +1034,31 @@ def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> N
             if values[i] is not None:
                 values[i] = proc(values[i])
         params.append(tuple(values))
+    if dialect.name == "postgresql" and len(params) >= _COPY_FROM:
+        columns = ", ".join(quote(n) for n in names)
+        with conn.connection.dbapi_connection.cursor() as cur, cur.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy:
+            for row in params:
+                copy.write_row(row)
+        return
     conn.exec_driver_sql(sql, params)
+
+
+_COPY_FROM = 200  # rows from which PostgreSQL takes them by COPY (several times executemany's speed)
+
+
+def _insert_new(conn: Connection, table, names: Sequence[str], rows: list, key: str) -> list:
+    """One multi-row INSERT … ON CONFLICT (key) DO NOTHING RETURNING key, with SQLAlchemy's bind
+    processors: the keys of the rows inserted (both databases). Built as text: SQLAlchemy's
+    compiler spent ~1 ms a row on a multi-row VALUES."""
+    dialect = conn.dialect
+    quote = dialect.identifier_preparer.quote
+    mark = "?" if dialect.paramstyle == "qmark" else "%s"
+    one = f"({', '.join([mark] * len(names))})"
+    sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES {', '.join([one] * len(rows))}"
+           f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}")
+    procs = [table.c[n].type._cached_bind_processor(dialect) for n in names]
+    params = [proc(v) if proc is not None and v is not None else v for row in rows for v, proc in zip(row, procs, strict=True)]
+    return [r[0] for r in conn.exec_driver_sql(sql, tuple(params))]
 
 
 def _has_breakdown(condition):

@@ -123,11 +123,9 @@ def _ms_between(start: str, end: str) -> pl.Expr:
 
 def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
     if detail:  # step durations come packed as whole µs
-        durations = pl.col("durations_us").fill_null("")
         sequences = [
             *(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls")),
-            pl.when(durations == "").then(pl.lit([], pl.List(pl.Float64)))
-            .otherwise(durations.str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000)).alias("step_durations"),
+            pl.col("durations_us").str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000).alias("step_durations"),
         ]
     else:
         sequences = [*(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),

@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property, partial
 
 import orjson
 
@@ -24,12 +26,18 @@ SHOWN = 4  # keys, values or members named before "…"
 
 @dataclass(frozen=True)
 class Shape:
-    """The container of a file: its kind, its record count and unit, and a sentence about it."""
+    """The container of a file: its kind, its record count and unit, and a sentence about it
+    (`said`: the sentence, or what makes it when first asked: a JSONL file's sentence parses
+    every line, which only a refusal needs)."""
 
     kind: str  # jsonl, json-list, json-object, json-value, zip, yaml, markdown, text, binary, empty
     records: int
     unit: str
-    text: str
+    said: str | Callable[[], str]
+
+    @cached_property
+    def text(self) -> str:
+        return self.said() if callable(self.said) else self.said
 
 
 def _names(items, limit: int = SHOWN) -> str:
@@ -66,6 +74,16 @@ def _objects_phrase(objects: list, noun: str) -> str:
     return f"{noun} with keys {_names(_keys(dicts))}"
 
 
+def _jsonl_text(lines: list[bytes]) -> str:
+    objects, broken = [], 0
+    for line in lines:
+        try:
+            objects.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            broken += 1
+    return _objects_phrase(objects, f"JSONL of {len(lines)} lines") + (f", {broken} of them not JSON" if broken else "")
+
+
 def shape_of(data: bytes) -> Shape:
     stripped = data.strip()
     if not stripped:
@@ -80,15 +98,7 @@ def shape_of(data: bytes) -> Shape:
         return Shape("zip", len(names), "archive members", f"ZIP archive holding {_names(tops)}")
     if is_json_lines(data):
         lines = [line for line in data.split(b"\n") if line.strip()]
-        objects, broken = [], 0
-        for line in lines:
-            try:
-                objects.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                broken += 1
-        noun = f"JSONL of {len(lines)} lines"
-        text = _objects_phrase(objects, noun) + (f", {broken} of them not JSON" if broken else "")
-        return Shape("jsonl", len(lines), "lines", text)
+        return Shape("jsonl", len(lines), "lines", partial(_jsonl_text, lines))
     if stripped[:1] in (b"{", b"["):
         try:
             doc = orjson.loads(data)
