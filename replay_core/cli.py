@@ -356,8 +356,8 @@ def stats_cmd(
     json: JsonOption = False,
 ) -> None:
     """Headline run metrics, optionally per group. p50_ms / p95_ms are run durations."""
-    from .understand.analytics import DIMENSIONS, headline, load
     from .server.api import session_filter
+    from .understand.headline import DIMENSIONS, headline
 
     if by is not None and by not in DIMENSIONS:
         fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
@@ -367,7 +367,7 @@ def stats_cmd(
         fail(f"--{exc}")
     store = open_store(db)
     store.expire_idle()
-    items = headline(load(store, flt), by).to_dicts()
+    items = headline(store, flt, by)
     if json:
         print_json(items if by else items[0])
         return
