@@ -29,6 +29,7 @@ from sqlalchemy import (
     exists,
     func,
     insert,
+    null,
     or_,
     select,
     update,
@@ -721,6 +722,24 @@ class Store:
         query = select(*cols).select_from(run_rollups.join(sessions, sessions.c.id == r.session_id)).where(*self._filter_clause(flt))
         with self.engine.connect() as conn:
             return self._rows(conn, query)
+
+    def headline_rows(self, flt: SessionFilter | None = None, key: str | None = None) -> list[tuple]:
+        """Per run, what the headline sums, in one narrow query: (key, status, started_at, ended_at
+        as text, tokens in, tokens out, cost — the rollup's, else the source's — retried steps, tool
+        calls, tool failures, fallback blocks, taken over). `key` is a sessions column (or None)."""
+        r, meta = run_rollups.c, sessions.c.metadata
+
+        def rolled(column, name):
+            return case((column.is_(None), self._json_number(meta, name)), else_=column)
+
+        query = select(
+            sessions.c[key] if key else null(), sessions.c.status, cast(sessions.c.started_at, Text),
+            cast(func.coalesce(sessions.c.ended_at, sessions.c.last_event_at), Text),
+            rolled(r.tokens_in, "tokens_in"), rolled(r.tokens_out, "tokens_out"), rolled(r.cost_usd, "cost_usd"),
+            r.retried_steps, r.tool_calls, r.tool_failures, r.fallback_blocks, r.fallback_agent,
+        ).select_from(sessions.outerjoin(run_rollups, r.session_id == sessions.c.id)).where(*self._filter_clause(flt))
+        with self.engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(query)]
 
     def breakdown_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
         """Tool calls and errored steps per run, tool and error class (from the rollups)."""
