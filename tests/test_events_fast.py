@@ -56,3 +56,24 @@ def test_refusals_keep_the_models_message():
             assert exc.reason.startswith(field)
         else:
             raise AssertionError(bad)
+
+
+ident = st.text(min_size=1, max_size=3) | st.sampled_from(["x" * 200, "x" * 201, "", "a\x00"])
+count = st.integers(0, 5) | st.sampled_from([2**31 - 1, 2**31, -1, True])
+number = st.floats(0, 1e6) | st.integers(0, 9) | st.sampled_from([-0.5, float("inf"), False])
+when = st.sampled_from(["2026-09-01T10:00:00Z", "2026-09-01 10:00:00.123456+05:30", "2026-09-01T10:00:00", "2026-09-01",
+                        "2026-02-30T00:00:00", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", 1700000000])
+plausible = st.fixed_dictionaries({}, optional={
+    "schema": st.sampled_from(["agent-replay/v1", "v0"]), "event_id": ident, "seq": count, "parent_id": ident,
+    "type": st.sampled_from(["think", "error", "span", "nope"]), "timestamp": when, "duration_ms": number, "agent_id": ident,
+    "model": ident, "content": st.text(max_size=5) | st.just("a\x00"), "tool_name": ident, "tool_args": json_value,
+    "tool_call_id": ident, "status": st.sampled_from(["ok", "error", "blocked", "OK", None]), "error_class": ident,
+    "retry": count, "tokens_in": count | st.none(), "tokens_out": count, "cost_usd": number | st.none(), "context": json_value,
+    "redacted": count, "metadata": json_value,
+})
+
+
+@settings(max_examples=1500, deadline=None)
+@given(base=base, extra=plausible)
+def test_fast_path_agrees_with_the_model_on_plausible_steps(base, extra):
+    test_fast_path_agrees_with_the_model.hypothesis.inner_test(base, extra)
