@@ -343,12 +343,12 @@ class EventError(ValueError):
 def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent | AttachmentEvent:
     """Validate one decoded JSON object against the contract.
 
-    A step is first tried on `_fast_step`; whatever that cannot vouch for goes through the
+    A step is first tried on `fast_step`; whatever that cannot vouch for goes through the
     full model, which also words the error."""
     if not isinstance(obj, dict):
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")
     if obj.get("kind") == "step":
-        step = _fast_step(obj)
+        step = fast_step(obj)
         if step is not None:
             return step
     if obj.get("schema", SCHEMA) != SCHEMA:
@@ -380,7 +380,7 @@ _STEP_TYPES = frozenset(t.value for t in StepType)
 _STEP_STATUSES = frozenset(t.value for t in StepStatus)
 
 
-def _fast_step(obj: dict) -> StepEvent | None:
+def fast_step(obj: dict) -> StepEvent | None:
     """The step `obj` describes when it is plainly valid, else None (the model decides)."""
     values: dict[str, Any] = {}
     for key, value in obj.items():

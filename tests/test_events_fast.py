@@ -1,4 +1,4 @@
-"""The fast path for steps (events._fast_step) agrees with the model: whatever it builds, the
+"""The fast path for steps (events.fast_step) agrees with the model: whatever it builds, the
 model builds the same (fields, dump, identity); whatever the model refuses, it hands over."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay_core.events import _EVENT, EventError, StepEvent, _fast_step, parse_event
+from replay_core.events import _EVENT, EventError, StepEvent, fast_step, parse_event
 
 json_leaf = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
 json_value = st.recursive(json_leaf, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),
@@ -26,7 +26,7 @@ base = st.fixed_dictionaries({"kind": st.just("step"), "session_id": st.just("s1
 @given(base=base, extra=st.dictionaries(st.sampled_from(FIELDS), weird, max_size=8))
 def test_fast_path_agrees_with_the_model(base, extra):
     obj = {**base, **extra, "kind": "step"}
-    fast = _fast_step(obj)
+    fast = fast_step(obj)
     try:
         model = _EVENT.validate_python(obj)
     except Exception:
@@ -44,7 +44,7 @@ def test_usual_steps_take_the_fast_path():
     obj = {"schema": "agent-replay/v1", "kind": "step", "session_id": "s", "event_id": "e1", "seq": 3, "type": "tool_call",
            "timestamp": "2026-09-01T10:00:00.25+00:00", "duration_ms": 12, "tool_name": "search", "tool_args": {"q": "x"},
            "tokens_in": 10, "cost_usd": 0.001, "metadata": {"k": [1, 2]}}
-    assert _fast_step(obj) is not None
+    assert fast_step(obj) is not None
     assert parse_event(obj).__dict__ == _EVENT.validate_python(obj).__dict__
 
 
