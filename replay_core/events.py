@@ -368,65 +368,69 @@ def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent | Attach
 # another format) returns None and takes the model's way, so the model stays the one judge of
 # what is refused and of the message. tests/test_events_fast.py holds that both ways agree.
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
-_TEXT, _ID, _COUNT, _NUMBER, _TIME, _JSON, _OBJECT, _TYPE, _STATUS = range(9)
-_FAST = {
-    "session_id": _ID, "event_id": _ID, "parent_id": _ID, "agent_id": _ID, "model": _ID, "tool_name": _ID,
-    "tool_call_id": _ID, "error_class": _ID, "content": _TEXT, "seq": _COUNT, "retry": _COUNT, "tokens_in": _COUNT,
-    "tokens_out": _COUNT, "redacted": _COUNT, "duration_ms": _NUMBER, "cost_usd": _NUMBER, "timestamp": _TIME,
-    "tool_args": _JSON, "context": _JSON, "metadata": _OBJECT, "type": _TYPE, "status": _STATUS,
-}
-_NOT_NONE = frozenset({"session_id", "type", "status", "retry", "redacted"})  # None is refused (or is no default) there
+_IDS = frozenset({"event_id", "parent_id", "agent_id", "model", "tool_name", "tool_call_id", "error_class"})
+_COUNTS = frozenset({"seq", "retry", "tokens_in", "tokens_out", "redacted"})
+_NUMBERS = frozenset({"duration_ms", "cost_usd"})
+_JSONS = frozenset({"tool_args", "context", "metadata"})
+_FAST_KEYS = _IDS | _COUNTS | _NUMBERS | _JSONS | {"session_id", "type", "status", "content", "timestamp", "schema", "kind"}
 _STEP_TYPES = frozenset(t.value for t in StepType)
 _STEP_STATUSES = frozenset(t.value for t in StepStatus)
 
 
 def fast_step(obj: dict) -> StepEvent | None:
-    """The step `obj` describes when it is plainly valid, else None (the model decides)."""
-    values: dict[str, Any] = {}
-    for key, value in obj.items():
-        check = _FAST.get(key)
-        if check is None:
-            if key == "kind" or (key == "schema" and value == SCHEMA):
+    """The step `obj` describes when it is plainly valid, else None (the model decides).
+
+    Checked by kind of field over the keys present (set operations in C), not key by key."""
+    keys = obj.keys()
+    if not keys <= _FAST_KEYS or obj.get("kind") != "step" or obj.get("schema", SCHEMA) != SCHEMA:
+        return None
+    sid, kind = obj.get("session_id"), obj.get("type")
+    if type(sid) is not str or not 0 < len(sid) <= ID_MAX or _NUL in sid or type(kind) is not str or kind not in _STEP_TYPES:
+        return None
+    values = dict(obj)
+    values.pop("kind")
+    values.pop("schema", None)
+    if "status" in values:
+        status = values["status"]
+        if type(status) is not str or status not in _STEP_STATUSES:
+            return None
+    for key in keys & _IDS:
+        value = values[key]
+        if value is not None and (type(value) is not str or not 0 < len(value) <= ID_MAX or _NUL in value):
+            return None
+    for key in keys & _COUNTS:
+        value = values[key]
+        if type(value) is not int or not 0 <= value <= INT_MAX:
+            if value is None and key in ("seq", "tokens_in", "tokens_out"):
                 continue
             return None
-        if value is None:
-            if key in _NOT_NONE:
-                return None
-        elif check is _ID or check is _TEXT:
-            if type(value) is not str or (check is _ID and (len(value) > ID_MAX or not value)) or _NUL in value:
-                return None
-        elif check is _COUNT:
-            if type(value) is not int or not 0 <= value <= INT_MAX:
-                return None
-        elif check is _NUMBER:
-            kind = type(value)
-            if kind is int:
-                value = float(value)
-            elif kind is not float or not 0 <= value < math.inf:
-                return None
-        elif check is _TIME:
-            if type(value) is not str or not _ISO.fullmatch(value):
-                return None
-            try:
-                value = _utc_checked(datetime.fromisoformat(value))
-            except ValueError:
-                return None
-        elif check is _TYPE:
-            if type(value) is not str or value not in _STEP_TYPES:
-                return None
-        elif check is _STATUS:
-            if type(value) is not str or value not in _STEP_STATUSES:
-                return None
-        else:
-            if check is _OBJECT and type(value) is not dict:
-                return None
-            try:
-                _json_ok(value)
-            except ValueError:
-                return None
-        values[key] = value
-    if "session_id" not in values or "type" not in values or ("event_id" in values and values["event_id"] == ""):
+    for key in keys & _NUMBERS:
+        value = values[key]
+        if type(value) is int:
+            values[key] = float(value)
+        elif value is not None and (type(value) is not float or not 0 <= value < math.inf):
+            return None
+    content = values.get("content")
+    if content is not None and (type(content) is not str or _NUL in content):
         return None
+    when = values.get("timestamp")
+    if when is not None:
+        if type(when) is not str or not _ISO.fullmatch(when):
+            return None
+        try:
+            values["timestamp"] = _utc_checked(datetime.fromisoformat(when))
+        except ValueError:
+            return None
+    for key in keys & _JSONS:
+        value = values[key]
+        if value is None:
+            continue
+        if key == "metadata" and type(value) is not dict:
+            return None
+        try:
+            _json_ok(value)
+        except ValueError:
+            return None
     return StepEvent.trusted(values)
 
 
