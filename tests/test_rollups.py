@@ -127,19 +127,16 @@ def test_definitions_on_a_known_run():
     assert rollups.rollup_of("r", [rows[-1]])[0][-1] is None  # no step recorded a duration
 
 
-def test_migration_fills_rollups_of_an_older_database(tmp_path):
+def test_migration_fills_rollups_of_an_older_database(store):
     from alembic import command
 
     from replay_core.storage.migrations import alembic_config
 
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    store = Store(url)
     store.write([SessionEvent(session_id="x"), *(_event("x", {"type": t, "minute": i, "tokens_in": 2}) for i, t in enumerate(TYPES))])
     expected = _tables(store)
     command.downgrade(alembic_config(store.engine), "0004_audit")
     command.upgrade(alembic_config(store.engine), "head")
     assert _tables(store) == expected and expected[0][0][1] == len(TYPES)
-    store.close()
 
 
 @pytest.mark.parametrize("flag", ["retry", "error", "intervention", "fallback", "loop"])
