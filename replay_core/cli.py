@@ -356,15 +356,18 @@ def stats_cmd(
     json: JsonOption = False,
 ) -> None:
     """Headline run metrics, optionally per group. p50_ms / p95_ms are run durations."""
-    from .server.api import session_filter
     from .understand.headline import DIMENSIONS, headline
 
     if by is not None and by not in DIMENSIONS:
         fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
-    try:
-        flt = session_filter({"since": since or "", "until": until or ""})
-    except ValueError as exc:
-        fail(f"--{exc}")
+    flt = SessionFilter()
+    if since or until:  # parsed as the API parses them; server.api is a tenth of a second to import, so only then
+        from .server.api import session_filter
+
+        try:
+            flt = session_filter({"since": since or "", "until": until or ""})
+        except ValueError as exc:
+            fail(f"--{exc}")
     store = open_store(db)
     store.expire_idle()
     items = headline(store, flt, by)

@@ -136,3 +136,11 @@ def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path)
     env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
+
+
+def test_stats_dates_are_checked(cli, hand_file):
+    cli("import", str(hand_file))
+    bad = cli("stats", "--since", "nope", ok=False)
+    assert bad.returncode == 1 and "--since: expected a date" in bad.stderr
+    assert json.loads(cli("stats", "--since", "2000-01-01", "--json").stdout)["runs"] == 1
+    assert json.loads(cli("stats", "--until", "2000-01-01", "--json").stdout)["runs"] == 0
