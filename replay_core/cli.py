@@ -358,18 +358,21 @@ def stats_cmd(
     json: JsonOption = False,
 ) -> None:
     """Headline run metrics, optionally per group. p50_ms / p95_ms are run durations."""
-    from .understand.analytics import DIMENSIONS, headline, load
-    from .server.api import session_filter
+    from .understand.headline import DIMENSIONS, headline
 
     if by is not None and by not in DIMENSIONS:
         fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
-    try:
-        flt = session_filter({"since": since or "", "until": until or ""})
-    except ValueError as exc:
-        fail(f"--{exc}")
+    flt = SessionFilter()
+    if since or until:  # parsed as the API parses them; server.api is a tenth of a second to import, so only then
+        from .server.api import session_filter
+
+        try:
+            flt = session_filter({"since": since or "", "until": until or ""})
+        except ValueError as exc:
+            fail(f"--{exc}")
     store = open_store(db)
     store.expire_idle()
-    items = headline(load(store, flt), by).to_dicts()
+    items = headline(store, flt, by)
     if json:
         print_json(items if by else items[0])
         return
@@ -605,6 +608,13 @@ def db_upgrade(db: DbOption = None) -> None:
     """Apply schema migrations (also done automatically on start)."""
     store = open_store(db)
     out.print(f"database at newest schema: {store.engine.url.render_as_string(hide_password=True)}")
+
+
+@db_app.command("rebuild-rollups")
+def db_rebuild_rollups(db: DbOption = None) -> None:
+    """Recompute every run's rollups (what analytics and lists count) from its stored steps."""
+    runs = open_store(db).rebuild_rollups()
+    out.print(f"rollups rebuilt for {runs:,} runs")
 
 
 @app.command("deliver-spool")
