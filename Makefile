@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test bench install install-dev clean
+.PHONY: run test fuzz bench install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ run: install
 test: install-dev
 	bash scripts/test-services.sh
 	$(BIN)/python -m pytest
+
+# The fuzz tests of `make test` run longer: more examples, more seeds (figures in docs/security.md).
+fuzz: install-dev
+	bash scripts/test-services.sh
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-150} FUZZ_READER_EXAMPLES=$${FUZZ_READER_EXAMPLES:-200} FUZZ_SEEDS=$${FUZZ_SEEDS:-1,2,3} \
+		$(BIN)/python -m pytest -q -s tests/test_api_fuzz.py tests/test_import_mutations.py
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py

@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 
 # (file, title, icon, url path, section)
 PAGES = [
+    ("pages/home.py", "Start", ":material/home:", "home", "Runs"),
     ("pages/runs.py", "Runs", ":material/list:", "runs", "Runs"),
     ("pages/timeline.py", "Timeline", ":material/timeline:", "timeline", "Runs"),
     ("pages/live.py", "Live", ":material/sensors:", "live", "Runs"),
@@ -39,7 +40,7 @@ def navigation(*, visible: bool):
     """All pages, registered even behind the door, so a deep link survives signing in."""
     sections: dict[str, list[st.Page]] = {}
     for path, title, icon, url, section in PAGES:
-        page = st.Page(path, title=title, icon=icon, url_path=url, default=url == "runs")
+        page = st.Page(path, title=title, icon=icon, url_path=url, default=url == "home")
         sections.setdefault(section, []).append(page)
     path, title, icon, url = SHARE_PAGE
     sections["Runs"].append(st.Page(path, title=title, icon=icon, url_path=url, visibility="hidden"))

@@ -10,12 +10,17 @@ storing them) costs on top of parsing the JSON.
 50,000 spans (the shape that was quadratic), posted to the served API (uvicorn on
 127.0.0.1, SQLite) while another client polls /healthz; it prints the request's seconds
 beside orjson.loads of the same body, and the health polls' p99 beside their p99 when idle.
-Run one part with `python bench/bench_otel.py chain` or `… import`.
+`stages`: the same chain through the receiver's stages in this process (read the body, map
+spans to events, redact and store), each beside orjson.loads of the body. Every part prints
+os.getloadavg() (the machine is shared: judge ratios, not seconds).
+Run one part with `python bench/bench_otel.py chain`, `… stages` or `… import`.
 """
 
 from __future__ import annotations
 
 import gc
+import json
+import os
 import sys
 import tempfile
 import threading
@@ -127,10 +132,37 @@ def chain() -> None:
            higher_is_better=False)
     report("healthz_p99_during_chain_ingest", _p99(busy) * 1000, "ms", "<= 100", _p99(idle) * 1000, higher_is_better=False)
     print(f"# {len(busy)} health polls answered during the ingest, max {max(busy) * 1000:.1f} ms", file=sys.stderr, flush=True)
+    _load()
+
+
+def stages() -> None:
+    from replay_core.ingest.otlp_receiver import receive
+    from replay_core.ingest.pipeline import collector_paused
+
+    body = chain_body(CHAIN)
+    _, parse_s = timed(orjson.loads, body)
+    with collector_paused():
+        spans, read_s = timed(otel.spans_from_otlp, body, "application/json")
+        ledger = otel.Ledger(session_of={"c" * 32: "c" * 32})
+        _, map_s = timed(otel.events_from_spans, spans, ledger)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(f"sqlite:///{tmp}/stages.db")
+        _, total_s = timed(receive, store, body, "application/json")
+        store.close()
+    for name, seconds in (("read", read_s), ("map", map_s), ("receive_total", total_s)):
+        report(f"otlp_chain_{CHAIN // 1000}k_{name}", seconds, "s", "<= 2" if name == "receive_total" else "-", parse_s,
+               higher_is_better=False)
+    _load()
+
+
+def _load() -> None:
+    print(json.dumps({"loadavg": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}), flush=True)
 
 
 if __name__ == "__main__":
     part = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if part in ("all", "stages"):
+        stages()
     if part in ("all", "import"):
         main()
     if part in ("all", "chain"):

@@ -13,13 +13,14 @@ import orjson
 TOOLS = ["search_docs", "read_file", "run_tests", "http_get", "sql_query"]
 
 
-def report(bench: str, value: float, unit: str, goal: str, baseline: float | None, higher_is_better: bool = True) -> None:
+def report(bench: str, value: float, unit: str, goal: str, baseline: float | None, higher_is_better: bool = True,
+           **extra) -> None:
     ratio = None
     if baseline:
         ratio = round(value / baseline if higher_is_better else baseline / value, 3) if value else None
     print(json.dumps({"bench": bench, "value": round(value, 3), "unit": unit, "goal": goal,
                       "baseline": None if baseline is None else round(baseline, 3), "ratio": ratio,
-                      "load": [round(x, 2) for x in os.getloadavg()]}), flush=True)
+                      "load": [round(x, 2) for x in os.getloadavg()], **extra}), flush=True)
 
 
 def timed(fn, *args, **kwargs):

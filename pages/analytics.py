@@ -5,7 +5,7 @@ behind it; every chart's data downloads as CSV."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import NoReturn
 
 import altair as alt
@@ -24,7 +24,6 @@ PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90, "All time": None}
 PICK = "pick"  # the point-selection parameter of every chart
 NONE = "(none)"  # how a missing dimension value is drawn
 DRILL = "_analytics_drill"  # the runs a selected point stands for, between two runs of the page
-BOUND = {"since": date.fromisoformat, "until": date.fromisoformat, "q": str, "failed_tool": str, "error_class": str}  # URL-bound widgets
 
 
 @st.cache_data(ttl=60, show_spinner="Crunching runs…")
@@ -65,8 +64,8 @@ def _time(ms: float) -> str:
 CARDS = [  # metric, label, value format, a rise is bad
     ("runs", "Runs", _count, False),
     ("success_rate", "Success rate", _pct, False),
-    ("p50_ms", "Run time p50", _time, True),
-    ("p95_ms", "Run time p95", _time, True),
+    ("p50_ms", "Median run time", _time, True),
+    ("p95_ms", "Run time, slowest 5%", _time, True),
     ("cost_usd", "Cost (known)", fmt_cost, True),
     ("tokens_in", "Tokens in", _count, True),
     ("retry_rate", "Runs retrying", _pct, True),
@@ -155,12 +154,13 @@ def show(name: str, title: str, frame: pl.DataFrame, chart: alt.Chart, drill: Dr
 
 
 def open_runs(target: SessionFilter) -> NoReturn:
-    """The runs list filtered to `target`. Query parameters bound to the filter bar's widgets
-    cannot be set by a page switch, so those travel as the widgets' state."""
-    params = filter_params(target)
-    for key, parse in BOUND.items():
-        st.session_state[key] = parse(params.pop(key)) if key in params else None
-    st.switch_page(PAGE_RUNS, query_params=params)
+    """The runs list filtered to `target`: every filter travels in the link (and shows as a chip there)."""
+    st.switch_page(PAGE_RUNS, query_params=filter_params(target))
+
+
+AXIS_TITLES = {"runs": "Runs", "success_rate": "Success rate", "cost_usd": "Cost (USD)", "ms": "Step latency (ms)",
+               "failure_rate": "Failure rate", "errors": "Errors", "rate": "Share of runs", "runs_with_loops": "Runs with loops"}
+PERCENTILES = {"p50_ms": "Median latency (ms)", "p95_ms": "95th percentile (ms)", "p99_ms": "99th percentile (ms)"}
 
 
 def over_time(frame: pl.DataFrame, y: str, color: str | None = None, *, rate: bool = False, scale=alt.Undefined) -> alt.Chart:
@@ -168,7 +168,7 @@ def over_time(frame: pl.DataFrame, y: str, color: str | None = None, *, rate: bo
     base = alt.Chart(frame)
     chart = base.mark_line(point=alt.OverlayMarkDef(size=90, filled=True)) if rate else base.mark_bar()
     axis = alt.Axis(format=".0%") if rate else alt.Axis(format="d", tickMinStep=1)
-    enc = {"x": alt.X("day:T", title=None, timeUnit="utcyearmonthdate"), "y": alt.Y(f"{y}:Q", axis=axis),
+    enc = {"x": alt.X("day:T", title=None, timeUnit="utcyearmonthdate"), "y": alt.Y(f"{y}:Q", axis=axis, title=AXIS_TITLES.get(y, y)),
            "tooltip": [alt.Tooltip("day:T", timeUnit="utcyearmonthdate"), *[alt.Tooltip(c) for c in frame.columns if c != "day"]]}
     if color:
         enc["color"] = alt.Color(f"{color}:N", title=None, scale=scale)
@@ -177,7 +177,7 @@ def over_time(frame: pl.DataFrame, y: str, color: str | None = None, *, rate: bo
 
 def bars(frame: pl.DataFrame, x: str, y: str, *, fmt: str = ",.0f", sort: str = "-x") -> alt.Chart:
     return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y(f"{x}:N", title=None, sort=sort), x=alt.X(f"{y}:Q", axis=alt.Axis(format=fmt)),
+        y=alt.Y(f"{x}:N", title=None, sort=sort), x=alt.X(f"{y}:Q", axis=alt.Axis(format=fmt), title=AXIS_TITLES.get(y, y)),
         tooltip=[alt.Tooltip(c) for c in frame.columns],
     )
 
@@ -250,9 +250,10 @@ def page() -> None:
     left, right = st.columns(2)
     with left:
         latency = analytics.step_latency(data, "model")
-        long = latency.unpivot(["p50_ms", "p95_ms", "p99_ms"], index="model", variable_name="percentile", value_name="ms")
+        long = (latency.unpivot(list(PERCENTILES), index="model", variable_name="percentile", value_name="ms")
+                .with_columns(pl.col("percentile").replace_strict(PERCENTILES)))
         chart = alt.Chart(drawn(long)).mark_bar().encode(
-            y=alt.Y("model:N", title=None), x=alt.X("ms:Q", title="step latency (ms)"), yOffset="percentile:N",
+            y=alt.Y("model:N", title=None), x=alt.X("ms:Q", title=AXIS_TITLES["ms"]), yOffset="percentile:N",
             color=alt.Color("percentile:N", title=None), tooltip=["model", "percentile", alt.Tooltip("ms", format=",.0f")])
         show("latency", "Step latency by model", drawn(latency), chart,
              Drill(flt, "model"), empty="No step durations recorded.")
@@ -302,9 +303,11 @@ def page() -> None:
 
     patterns_section(flt)
 
-    sources = data.runs.filter(pl.col("replay_of").is_not_null())["replay_of"].unique().sort().to_list()
+    sources = store.distinct_values("replay_of")  # replays are kept out of the numbers above unless asked for
     if sources:
         st.subheader("What-if fan-outs")
+        st.caption("Each replay against the run it replays. Replays and experiments' runs are not counted above "
+                   "unless *Include replays and experiments* is on.")
         source = st.selectbox("Replays of", sources, key="fanout_source")
         table = analytics.fanout(store, source)
         st.dataframe(table, hide_index=True, width="stretch")

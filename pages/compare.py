@@ -10,6 +10,7 @@ import json
 
 import streamlit as st
 
+from replay_core.storage.store import SessionFilter
 from replay_core.understand.compare import OPTIONAL, Row, compare, describe
 from ui.common import PAGE_TIMELINE, fmt_cost, fmt_duration, fmt_when, get_store, md, short, status_label, step_label, url_choice
 
@@ -23,7 +24,7 @@ b_wanted = st.query_params.get("b")
 if b_wanted and not st.query_params.get("a") and (b_row := store.get_session(b_wanted)) and b_row.get("replay_of"):
     st.query_params["a"] = b_row["replay_of"]  # arriving from a replay: compare it with its source
 
-rows = store.list_sessions(limit=100)
+rows = store.list_sessions(SessionFilter(include_replays=True), limit=100)  # a replay is a run to compare
 for key in ("a", "b"):
     wanted = st.query_params.get(key)
     if wanted and wanted not in {r["id"] for r in rows} and (row := store.get_session(wanted)) is not None:

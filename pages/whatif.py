@@ -14,10 +14,9 @@ import time
 import streamlit as st
 
 from replay_core.whatif.replay import Progress, ReplayError, estimate_for, open_recording, replay_many
-from replay_core.whatif.replay_config import (
-    RECORDED, Budget, ConfigError, configs_for, configured_models, configured_providers, default_api_base,
-    default_api_key_env,
-)
+from replay_core.understand.replay_outcome import describe, replay_outcome
+from replay_core.whatif.models import RECORDED_OPTION, ModelOption, Readiness, offered_models, readiness
+from replay_core.whatif.replay_config import RECORDED, Budget, ConfigError, configs_for, default_api_base, default_api_key_env
 from replay_core.storage.store import SessionFilter
 from replay_core.storage.actor import REPLAY
 from ui.common import PAGE_TIMELINE, current_actor, fmt_cost, fmt_when, get_store, load_timeline, md, short, status_label, url_choice
@@ -78,31 +77,70 @@ st.caption(f"Steps {from_step}–{to_step}: {len(rec.range_steps)} steps, {len(r
 
 # ---------------------------------------------------------------------------- models and settings
 
-providers = configured_providers()
-if not providers:
-    st.info(
-        "No model provider is set up. To replay with a live model, set a provider key in the environment the app "
-        "runs in (for example `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`), or run a local OpenAI-compatible server "
-        "(Ollama, vLLM, LM Studio) and give its address below or in `AGENT_REPLAY_API_BASE`. Until then, the model "
-        "`recorded` replays the run from its own answers: a null replay that must match the original."
-    )
-offered = configured_models()
-chosen = st.multiselect("Models", offered, default=[RECORDED] if not providers else [], key="models",
-                        help="Models listed in AGENT_REPLAY_MODELS, and `recorded` (the run's own answers).")
-typed = st.text_input("Other models", key="models_typed", placeholder="e.g. openai/gpt-4o-mini, ollama/llama3.1",
-                      help="Any litellm model string; separate several with commas.")
-models = list(dict.fromkeys([*chosen, *(m.strip() for m in typed.split(",") if m.strip())]))
+actor = current_actor()
+editor = actor.may(REPLAY)
+try:
+    options = offered_models()
+    setup_error = None
+except ConfigError as exc:  # a broken models file: say so, offer what still works
+    options, setup_error = [RECORDED_OPTION], exc
+by_model = {o.model: o for o in options}
+if setup_error is not None:
+    st.error("The list of models set up on this server could not be read, so only the run's own answers are offered.")
+    with st.expander("What is wrong with it (for whoever runs Agent Replay)"):
+        st.code(str(setup_error), language=None)
+elif len(options) == 1:
+    st.info("No live model is set up on this server yet. You can still replay with **the run's own answers**: a check "
+            "that replaying reproduces the run step by step. To add models, see *For engineers* below.")
+chosen = st.multiselect("Models", list(by_model), default=[RECORDED] if len(options) == 1 else [], key="models",
+                        format_func=lambda m: by_model[m].label, help="The models set up on this server, with their prices.")
 
 with st.expander("Model settings"):
     left, right = st.columns(2)
-    temperature = left.number_input("Temperature", min_value=0.0, max_value=2.0, value=None, step=0.1, placeholder="model default")
+    temperature = left.number_input("Temperature", min_value=0.0, max_value=2.0, value=None, step=0.1, placeholder="model default",
+                                    help="Higher: more varied answers.")
     max_tokens = right.number_input("Max tokens per answer", min_value=1, value=None, step=256, placeholder="model default")
-    api_base = left.text_input("API base (local server)", value=default_api_base() or "", placeholder="http://127.0.0.1:11434/v1")
+
+with st.expander("For engineers: other models and connection settings"):
+    st.markdown(
+        "The list above comes from `AGENT_REPLAY_MODELS` (comma-separated litellm model strings) and the models file "
+        "named by `AGENT_REPLAY_MODELS_FILE` (name, provider, price; see docs/replay.md). Hosted providers need their key "
+        "in the server's environment (for example `OPENAI_API_KEY`); a local OpenAI-compatible server (Ollama, vLLM, "
+        "LM Studio) is reached at `AGENT_REPLAY_API_BASE`. Each model is checked before launch."
+    )
+    typed = st.text_input("Other models", key="models_typed", placeholder="e.g. openai/gpt-4o-mini, ollama/llama3.1",
+                          help="Any litellm model string; separate several with commas.")
+    left, right = st.columns(2)
+    api_base = left.text_input("API base for these models", value=default_api_base() or "", placeholder="http://127.0.0.1:11434/v1")
     api_key_env = right.text_input("API key variable", value=default_api_key_env() or "", placeholder="OPENAI_API_KEY",
                                    help="The NAME of the environment variable holding the key; the key itself is never stored.")
-    fallback = left.text_input("Fallback for `recorded`", placeholder="a live model, asked where the run departs")
+    fallback = left.text_input("Fallback for the run's own answers", placeholder="a live model, asked where the run departs")
     params_text = right.text_input("Other litellm parameters", key="params", placeholder='{"top_p": 0.9, "seed": 7}',
                                    help="A JSON object passed to litellm as it is.")
+typed_options = [ModelOption(m, m, m.split("/", 1)[0] if "/" in m else None, api_base.strip() or None, api_key_env.strip() or None)
+                 for m in dict.fromkeys(m.strip() for m in typed.split(",") if m.strip()) if m not in by_model]
+picked = [by_model[m] for m in chosen] + typed_options
+fallback_option = next((o for o in options if o.model == fallback.strip()), None) or (
+    ModelOption(fallback.strip(), fallback.strip(), None, api_base.strip() or None, api_key_env.strip() or None)
+    if fallback.strip() else None)
+
+
+@st.cache_data(ttl=30, show_spinner="Checking that the models can run…")
+def _readiness(option: ModelOption) -> Readiness:
+    return readiness(option)
+
+
+blocked = []  # (option, readiness) of the picked models that cannot run now
+if editor:  # the checks reach out to model servers: only for those who may launch
+    for option in [*picked, *([fallback_option] if fallback_option and RECORDED in chosen else [])]:
+        ready = _readiness(option)
+        if not ready.ok:
+            blocked.append((option, ready))
+for option, ready in blocked:
+    st.warning(md(f"{option.name} cannot run now: {ready.reason}"), icon=":material/block:")
+    with st.expander(f"How to fix it (for whoever runs Agent Replay): {md(option.name)}"):
+        st.code(ready.fix, language="bash")
+runnable = [o for o in picked if o not in {b for b, _ in blocked}]
 
 original_prompt = rec.system_prompt()
 prompt_mode = st.radio("System prompt", ["Keep the original", "Edit it", "Append to it"], horizontal=True, key="prompt_mode")
@@ -128,22 +166,22 @@ with st.expander("Budget per replay"):
 # ---------------------------------------------------------------------------- estimate and launch
 
 configs = []
-if models:
+if runnable:
     try:
         params = json.loads(params_text) if params_text.strip() else {}
         if not isinstance(params, dict):
             raise ConfigError("Other litellm parameters: give a JSON object, e.g. {\"top_p\": 0.9}")
-        configs = configs_for(
-            models, fallback_model=fallback.strip() or None, temperature=temperature, max_tokens=max_tokens, params=params,
-            api_base=api_base.strip() or None, api_key_env=api_key_env.strip() or None, system_prompt=system_prompt,
-            system_mode=system_mode, budget=Budget(max_steps=int(max_steps), max_cost_usd=max_cost, timeout_s=timeout),
-        )
+        shared = dict(temperature=temperature, max_tokens=max_tokens, params=params, system_prompt=system_prompt,
+                      system_mode=system_mode, budget=Budget(max_steps=int(max_steps), max_cost_usd=max_cost, timeout_s=timeout))
+        configs = [c for o in runnable for c in configs_for([o.model], **shared, **o.settings(),
+                                                            fallback_model=fallback_option.model if fallback_option else None)]
     except ConfigError as exc:
         st.error(md(str(exc)))
     except ValueError as exc:  # JSON that does not parse
         st.error(md(f"Other litellm parameters: not JSON ({exc})"))
 if configs:
     st.subheader("Estimate")
+    st.caption("Only for the models that can run now.")
     st.dataframe(
         [{"model": e.model, "model turns": e.turns, "tokens in (≈)": e.tokens_in, "tokens out (≈)": e.tokens_out,
           "cost (≈)": "unknown" if e.cost_usd is None else fmt_cost(e.cost_usd), "notes": "; ".join(e.notes)}
@@ -151,11 +189,10 @@ if configs:
         hide_index=True,
     )
 
-actor = current_actor()
-editor = actor.may(REPLAY)
 if not editor:
     st.caption("Only editors can launch replays (they cost money). You can still open earlier replays below.")
-launch = st.button("Launch", type="primary", disabled=not (editor and configs), key="launch")
+launch = st.button("Launch", type="primary", disabled=not (editor and configs and not blocked), key="launch",
+                   help="Remove or fix the models that cannot run first." if blocked else None)
 
 
 def run_replays() -> list[dict]:
@@ -181,7 +218,9 @@ def run_replays() -> list[dict]:
     for box in boxes.values():
         box.empty()
     if "error" in outcome:
-        st.error(md(f"The replay could not run: {type(outcome['error']).__name__}: {outcome['error']}"))
+        st.error("The replays could not run. Nothing was launched past this point.")
+        with st.expander("What went wrong (for engineers)"):
+            st.code(f"{type(outcome['error']).__name__}: {outcome['error']}", language=None)
         return []
     return [r.to_dict() for r in outcome["results"]]
 
@@ -191,19 +230,28 @@ if launch:
 
 # ---------------------------------------------------------------------------- results
 
+def outcome_of(r: dict):
+    """The replay's own outcome against the original (reproduced, diverged at step 8, could not start: …)."""
+    return describe(r["outcome"], r["message"], r["error_class"], r["first_divergence"], model=r["model"],
+                    started=r["model_calls"] > 0)
+
+
 shown = st.session_state.get("whatif_results")
 if shown and shown["source"] == session_id and shown["results"]:
     st.subheader("Results")
     st.dataframe(
-        [{"model": r["model"], "status": status_label(r["status"]), "stopped": f"{r['outcome'].replace('_', ' ')}: {r['message']}",
-          "steps": r["steps"], "tokens in": r["tokens_in"], "tokens out": r["tokens_out"],
-          "cost": "unknown" if r["cost_usd"] is None else fmt_cost(r["cost_usd"]),
+        [{"model": r["model"], "outcome": outcome_of(r).text, "steps": r["steps"], "tokens in": r["tokens_in"],
+          "tokens out": r["tokens_out"], "cost": "unknown" if r["cost_usd"] is None else fmt_cost(r["cost_usd"]),
           "model time (s)": round(r["latency_ms"] / 1000, 2),
           "first divergence": r["first_divergence"]["summary"] if r["first_divergence"] else "none: same steps as the original"}
          for r in shown["results"]],
         hide_index=True,
     )
     for r in shown["results"]:
+        told = outcome_of(r)
+        if told.kind in ("could_not_start", "stopped") and told.raw:
+            with st.expander(f"What the provider said about the {md(r['model'])} replay (for engineers)"):
+                st.code(told.raw, language=None)
         left, right = st.columns(2)
         left.page_link(PAGE_TIMELINE, label=f"Timeline of the {md(r['model'])} replay", icon=":material/timeline:",
                        query_params={"session": r["session"]})
@@ -214,5 +262,6 @@ earlier = store.list_sessions(SessionFilter(replay_of=session_id), limit=10)
 if earlier:
     with st.expander(f"Earlier replays of this run ({store.count_sessions(SessionFilter(replay_of=session_id))})"):
         for r in earlier:
-            st.page_link(PAGE_COMPARE, label=md(short(f"{r['model']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}")),
+            told = replay_outcome(store, r).text
+            st.page_link(PAGE_COMPARE, label=md(short(f"{r['model']} · {told} · {fmt_when(r['started_at'])}")),
                          query_params={"a": session_id, "b": r["id"]})

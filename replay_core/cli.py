@@ -262,10 +262,11 @@ def sessions_cmd(
     agent: Annotated[str | None, typer.Option(help="agent_id")] = None,
     limit: Annotated[int, typer.Option()] = 50,
     search: SearchOption = None,
+    replays: Annotated[bool, typer.Option("--replays", help="Also list what-if replays and experiments' runs.")] = False,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """List sessions, newest first (with --search, each with its first matching step)."""
+    """List sessions, newest first (original runs only, unless --replays; with --search, each with its first matching step)."""
     from .events import SessionStatus
     from .understand.timeline import count_cycles
 
@@ -273,7 +274,8 @@ def sessions_cmd(
         fail(f"--status: expected one of {', '.join(SessionStatus)}, got {status!r}")
     store = open_store(db)
     store.expire_idle()
-    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent, text=search), limit=limit)
+    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent, text=search, include_replays=replays,
+                                             experiments=replays), limit=limit)
     cycles = count_cycles(store, [r["id"] for r in rows])
     items = [session_summary_row(r, cycles.get(r["id"], 0)) for r in rows]
     matches = store.search_matches([r["id"] for r in rows], search) if search else {}
@@ -371,18 +373,21 @@ def stats_cmd(
     json: JsonOption = False,
 ) -> None:
     """Headline run metrics, optionally per group. p50_ms / p95_ms are run durations."""
-    from .understand.analytics import DIMENSIONS, headline, load
-    from .server.api import session_filter
+    from .understand.headline import DIMENSIONS, headline
 
     if by is not None and by not in DIMENSIONS:
         fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
-    try:
-        flt = session_filter({"since": since or "", "until": until or ""})
-    except ValueError as exc:
-        fail(f"--{exc}")
+    flt = SessionFilter()
+    if since or until:  # parsed as the API parses them; server.api is a tenth of a second to import, so only then
+        from .server.api import session_filter
+
+        try:
+            flt = session_filter({"since": since or "", "until": until or ""})
+        except ValueError as exc:
+            fail(f"--{exc}")
     store = open_store(db)
     store.expire_idle()
-    items = headline(load(store, flt), by).to_dicts()
+    items = headline(store, flt, by)
     if json:
         print_json(items if by else items[0])
         return
@@ -618,6 +623,13 @@ def db_upgrade(db: DbOption = None) -> None:
     """Apply schema migrations (also done automatically on start)."""
     store = open_store(db)
     out.print(f"database at newest schema: {store.engine.url.render_as_string(hide_password=True)}")
+
+
+@db_app.command("rebuild-rollups")
+def db_rebuild_rollups(db: DbOption = None) -> None:
+    """Recompute every run's rollups (what analytics and lists count) from its stored steps."""
+    runs = open_store(db).rebuild_rollups()
+    out.print(f"rollups rebuilt for {runs:,} runs")
 
 
 @app.command("deliver-spool")

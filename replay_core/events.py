@@ -8,6 +8,8 @@ contract is the one place that says what a run is made of.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 import threading
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -339,9 +341,16 @@ class EventError(ValueError):
 
 
 def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent | AttachmentEvent:
-    """Validate one decoded JSON object against the contract."""
+    """Validate one decoded JSON object against the contract.
+
+    A step is first tried on `fast_step`; whatever that cannot vouch for goes through the
+    full model, which also words the error."""
     if not isinstance(obj, dict):
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")
+    if obj.get("kind") == "step":
+        step = fast_step(obj)
+        if step is not None:
+            return step
     if obj.get("schema", SCHEMA) != SCHEMA:
         raise EventError(f"schema: unsupported {obj.get('schema')!r}, expected {SCHEMA!r}")
     if obj.get("kind") not in KINDS:
@@ -350,6 +359,79 @@ def parse_event(obj: Any) -> SessionEvent | StepEvent | SessionEndEvent | Attach
         return _EVENT.validate_python(obj)
     except ValidationError as exc:
         raise EventError(describe_validation_error(exc)) from None
+
+
+# ---------------------------------------------------------------- the fast path for steps
+# pydantic costs ~15 µs a step, most of an import. A step decoded from JSON with the usual
+# types is checked here against the same limits, field by field, and built without the model
+# (StepEvent.trusted); anything unusual (an unknown field, a number where text goes, a date in
+# another format) returns None and takes the model's way, so the model stays the one judge of
+# what is refused and of the message. tests/test_events_fast.py holds that both ways agree.
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
+_IDS = frozenset({"event_id", "parent_id", "agent_id", "model", "tool_name", "tool_call_id", "error_class"})
+_COUNTS = frozenset({"seq", "retry", "tokens_in", "tokens_out", "redacted"})
+_NUMBERS = frozenset({"duration_ms", "cost_usd"})
+_JSONS = frozenset({"tool_args", "context", "metadata"})
+_FAST_KEYS = _IDS | _COUNTS | _NUMBERS | _JSONS | {"session_id", "type", "status", "content", "timestamp", "schema", "kind"}
+_STEP_TYPES = frozenset(t.value for t in StepType)
+_STEP_STATUSES = frozenset(t.value for t in StepStatus)
+
+
+def fast_step(obj: dict) -> StepEvent | None:
+    """The step `obj` describes when it is plainly valid, else None (the model decides).
+
+    Checked by kind of field over the keys present (set operations in C), not key by key."""
+    keys = obj.keys()
+    if not keys <= _FAST_KEYS or obj.get("kind") != "step" or obj.get("schema", SCHEMA) != SCHEMA:
+        return None
+    sid, kind = obj.get("session_id"), obj.get("type")
+    if type(sid) is not str or not 0 < len(sid) <= ID_MAX or _NUL in sid or type(kind) is not str or kind not in _STEP_TYPES:
+        return None
+    values = dict(obj)
+    values.pop("kind")
+    values.pop("schema", None)
+    if "status" in values:
+        status = values["status"]
+        if type(status) is not str or status not in _STEP_STATUSES:
+            return None
+    for key in keys & _IDS:
+        value = values[key]
+        if value is not None and (type(value) is not str or not 0 < len(value) <= ID_MAX or _NUL in value):
+            return None
+    for key in keys & _COUNTS:
+        value = values[key]
+        if type(value) is not int or not 0 <= value <= INT_MAX:
+            if value is None and key in ("seq", "tokens_in", "tokens_out"):
+                continue
+            return None
+    for key in keys & _NUMBERS:
+        value = values[key]
+        if type(value) is int:
+            values[key] = float(value)
+        elif value is not None and (type(value) is not float or not 0 <= value < math.inf):
+            return None
+    content = values.get("content")
+    if content is not None and (type(content) is not str or _NUL in content):
+        return None
+    when = values.get("timestamp")
+    if when is not None:
+        if type(when) is not str or not _ISO.fullmatch(when):
+            return None
+        try:
+            values["timestamp"] = _utc_checked(datetime.fromisoformat(when))
+        except ValueError:
+            return None
+    for key in keys & _JSONS:
+        value = values[key]
+        if value is None:
+            continue
+        if key == "metadata" and type(value) is not dict:
+            return None
+        try:
+            _json_ok(value)
+        except ValueError:
+            return None
+    return StepEvent.trusted(values)
 
 
 def describe_validation_error(exc: ValidationError) -> str:

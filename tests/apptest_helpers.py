@@ -26,7 +26,7 @@ from replay_core.storage.store import Store
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "streamlit_app.py")
 FAILED_CODING = "demo-02-coding-format-price-failed"
-DEFAULT_PAGE = "pages/runs.py"
+DEFAULT_PAGE = "pages/home.py"
 BIG = "big-run"
 BIG_STEPS = 10_000
 

@@ -16,7 +16,8 @@ from starlette.testclient import TestClient
 from replay_core.demo import load_demo
 from replay_core.events import now_utc
 from replay_core.ingest.annotate import annotate
-from replay_core.ingest.pipeline import import_bytes
+from replay_core.events import SessionEndEvent
+from replay_core.ingest.pipeline import import_bytes, ingest
 from replay_core.server.api import create_app
 from replay_core.server.auth import FREE_FAILURES, LOCKOUT, LOCKOUT_FAILURES, Access, sign_in, sign_in_wait
 from replay_core.storage.actor import EDITOR, REVIEWER, ROLES, VIEWER, Actor, PermissionDenied, local
@@ -55,9 +56,12 @@ GUARDED = {
     "replay_many": lambda s, a: replay_many(s, FLIGHT, None, None, [ReplayConfig(model="recorded")], actor=a),
     "annotate": lambda s, a: annotate(s, FLIGHT, "good", "fine", actor=a),
     "read_audit": lambda s, a: audit.entries(s, a),
+    "import_replace": lambda s, a: import_bytes(s, RUN, "run.jsonl", replace=True, actor=a),
+    "ingest_replace": lambda s, a: ingest(s, [SessionEndEvent(session_id=FLIGHT, status="failed")], replace=True, actor=a),
 }
 ALLOWED = {"delete": {EDITOR}, "import": {EDITOR}, "replay": {EDITOR}, "replay_many": {EDITOR},
-           "annotate": {VIEWER, REVIEWER, EDITOR}, "read_audit": {EDITOR}}
+           "annotate": {VIEWER, REVIEWER, EDITOR}, "read_audit": {EDITOR}, "import_replace": {EDITOR},
+           "ingest_replace": {EDITOR}}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -71,7 +75,8 @@ def test_each_guarded_function_as_each_role(demo, name, role):
     with pytest.raises(PermissionDenied) as exc:
         GUARDED[name](demo, actor)
     assert f"{role}s may not" in str(exc.value)
-    assert demo.count_sessions() == before  # nothing deleted, imported or replayed
+    assert demo.count_sessions() == before  # nothing deleted, imported, replaced or replayed
+    assert demo.get_session(FLIGHT)["status"] != "failed" or name != "ingest_replace"
     assert demo.annotations(FLIGHT) == []
     refused = lines(demo, outcomes=("denied",))
     assert len(refused) == 1
@@ -113,6 +118,29 @@ def test_imports_replays_and_deletes_are_in_the_audit_log(demo):
     assert entries[1]["detail"]["replay"] == result.session
     assert all(e["who"] == ed.who and e["origin"] == "10.1.2.3" and e["at"] <= now_utc() for e in entries)
     assert audit.as_row(entries[0])["at"].startswith(str(now_utc().year))
+
+
+def test_a_replace_is_editors_only_and_in_the_audit_log(demo, api):
+    ed = as_role(EDITOR)
+    status = demo.get_session(FLIGHT)["status"]
+    flipped = "failed" if status != "failed" else "succeeded"
+    end = SessionEndEvent(session_id=FLIGHT, status=flipped, outcome="set by hand")
+    assert ingest(demo, [end], actor=ed).conflicts  # without replace: refused, kept as it was
+    assert demo.get_session(FLIGHT)["status"] == status
+    ingest(demo, [end], replace=True, actor=ed, source="http")
+    assert demo.get_session(FLIGHT)["status"] == flipped
+    (line,) = lines(demo, actions=["replace"])
+    assert (line["who"], line["outcome"], line["target"], line["detail"]["sessions"]) == (ed.who, "ok", FLIGHT, 1)
+    # over HTTP: ?replace=true by an editor token is logged as that token; a viewer's is refused before
+    body = {"status": status, "outcome": "back"}
+    r = api.post(f"/api/v1/sessions/{FLIGHT}/end?replace=true", json=body, headers=bearer("plain-old-token-0000"))
+    assert r.status_code == 200, r.text
+    assert demo.get_session(FLIGHT)["status"] == status
+    newest = lines(demo, actions=["replace"])[0]
+    assert newest["who"].startswith("api token ") and newest["role"] == EDITOR and newest["origin"] == "testclient"
+    r = api.post(f"/api/v1/sessions/{FLIGHT}/end?replace=true", json={"status": flipped}, headers=bearer("view-token-0000"))
+    assert r.status_code == 403 and demo.get_session(FLIGHT)["status"] == status
+    assert len(lines(demo, actions=["replace"])) == 2
 
 
 def test_a_refused_import_file_is_logged_as_refused(demo):

@@ -544,3 +544,17 @@ def test_drill_down_filters_in_the_api(client):
     res = client.get("/api/v1/sessions?has=everything", headers=AUTH)
     assert res.status_code == 422
     assert res.json()["errors"][0]["loc"] == "has"
+
+
+def test_list_sessions_leaves_replays_out_unless_asked(client):
+    _three_runs(client)
+    open_run(client, "a-replay", name="alpha replayed", replay_of="a-run", started_at="2026-05-04T09:00:00Z")
+
+    def ids(query: str) -> list[str]:
+        return [s["id"] for s in client.get(f"/api/v1/sessions{query}", headers=AUTH).json()["sessions"]]
+
+    assert ids("") == ["c-run", "b-run", "a-run"]
+    assert ids("?replays=1") == ids("?replays=true") == ["a-replay", "c-run", "b-run", "a-run"]
+    assert ids("?replay_of=a-run") == ["a-replay"]  # named, it is found
+    res = client.get("/api/v1/sessions?replays=maybe", headers=AUTH)
+    assert res.status_code == 422 and "replays" in res.text

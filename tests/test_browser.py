@@ -63,11 +63,11 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         pg.wait_for_url("**step=23**")
         pg.get_by_text("Tool result · step 23").wait_for()
         # The runs list.
-        pg.goto(base)
+        pg.goto(f"{base}/runs")
         settled(pg)
         pg.get_by_text("18 runs").wait_for()
         settled(pg)
-        assert pg.locator("[data-testid=stDataFrame]").count() == 1
+        assert pg.locator(".st-key-runs_wide [data-testid=stDataFrame]").count() == 1
         pg.screenshot(path=str(OUT / "runs.png"), full_page=True)
 
 

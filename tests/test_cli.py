@@ -117,3 +117,47 @@ def test_demo_and_db_upgrade(cli):
     assert {"succeeded", "failed", "running"} <= statuses
     everything = cli("export", "--all").stdout.splitlines()
     assert sum(1 for line in everything if '"kind":"session"' in line) == len(demo_files())
+
+
+def test_sessions_lists_original_runs_unless_replays_are_asked_for(cli, tmp_path):
+    run = tmp_path / "two.jsonl"
+    run.write_bytes(b"\n".join(orjson.dumps({"schema": "agent-replay/v1", **o}) for o in [
+        {"kind": "session", "session_id": "orig", "name": "original"},
+        {"kind": "step", "session_id": "orig", "type": "think", "content": "Look it up."},
+        {"kind": "session", "session_id": "again", "name": "its replay", "replay_of": "orig"},
+        {"kind": "step", "session_id": "again", "type": "think", "content": "Look it up."},
+    ]) + b"\n")
+    cli("import", str(run))
+
+    def listed(*extra: str) -> list[str]:
+        return [r["id"] for r in orjson.loads(cli("sessions", "--json", *extra).stdout)]
+
+    assert listed() == ["orig"]
+    assert sorted(listed("--replays")) == ["again", "orig"]
+
+
+def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path):
+    cli("import", str(hand_file))
+    before = json.loads(cli("stats", "--json").stdout)
+    assert before["tokens_in"] > 0
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "cli.db")
+    db.execute("delete from run_rollups")  # as if written around the Store
+    db.commit()
+    assert json.loads(cli("stats", "--json").stdout)["tokens_in"] == 0
+    assert "rollups rebuilt for 1 runs" in cli("db", "rebuild-rollups").stdout
+    assert json.loads(cli("stats", "--json").stdout) == before
+    probe = "import sys, runpy; sys.argv = ['agent-replay', 'stats']\ntry:\n    runpy.run_module('replay_core.cli', run_name='__main__')\n" \
+            "except SystemExit:\n    pass\nprint(sorted(m for m in ('polars', 'litellm', 'streamlit', 'alembic') if m in sys.modules))"
+    env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
+
+
+def test_stats_dates_are_checked(cli, hand_file):
+    cli("import", str(hand_file))
+    bad = cli("stats", "--since", "nope", ok=False)
+    assert bad.returncode == 1 and "--since: expected a date" in bad.stderr
+    assert json.loads(cli("stats", "--since", "2000-01-01", "--json").stdout)["runs"] == 1
+    assert json.loads(cli("stats", "--until", "2000-01-01", "--json").stdout)["runs"] == 0

@@ -110,3 +110,36 @@ def test_a_session_created_by_two_writers_at_once_is_one_run(store):
         results = list(pool.map(write, range(8)))
     assert sum(r.steps for r in results) == 8
     assert sorted(s.seq for s in store.load_steps("race")) == list(range(1, 9))
+
+
+def test_moving_a_provisional_run_while_another_writer_adds_to_its_target(store):
+    """OTLP moves a provisional run's steps to the real session while another process writes
+    steps without seq into that session: both in write transactions, no seq shared or lost."""
+    from replay_core.events import SessionEvent, StepEvent
+
+    moves, batches, per = 6, 20, 10
+    store.write([SessionEvent(session_id=f"prov-{m}", name="provisional") for m in range(moves)]
+                + [StepEvent(session_id=f"prov-{m}", type="think", event_id=f"p{m}-{n}", seq=n + 1)
+                   for m in range(moves) for n in range(per)])
+
+    def mover() -> int:
+        other = Store(store.url, migrate=False)
+        try:
+            return sum(other.move_session_steps(f"prov-{m}", "real") for m in range(moves))
+        finally:
+            other.close()
+
+    def writer() -> int:
+        other = Store(store.url, migrate=False)
+        try:
+            return sum(other.write([StepEvent(session_id="real", type="think", event_id=f"w{b}-{n}") for n in range(per)]).steps
+                       for b in range(batches))
+        finally:
+            other.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        moved, written = pool.submit(mover), pool.submit(writer)
+        assert (moved.result(), written.result()) == (moves * per, batches * per)
+    seqs = [s.seq for s in store.load_steps("real")]
+    assert sorted(seqs) == list(range(1, (moves + batches) * per + 1))
+    assert [store.get_session(f"prov-{m}") for m in range(moves)] == [None] * moves

@@ -4,14 +4,16 @@ where; never a traceback, never half-stored. Hypothesis, fixed seed, bounded exa
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
 import pytest
 from conftest import FIXTURES
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from replay_core.ingest.formats import registry
 from replay_core.ingest.pipeline import FileRefused, ImportRejected, import_bytes
 from replay_core.storage.store import Store
 
@@ -28,7 +30,30 @@ PER_READER = {
     "langchain": FIXTURES / "langchain/langsmith_agent_run.json",
     "anthropic": FIXTURES / "anthropic/messages_transcript.json",
     "openai_chat": FIXTURES / "openai_chat/chat_log.jsonl",
+    "claude_code": FIXTURES / "claude_code/daaain_sidechain_integrated.jsonl",
+    "codex_cli": FIXTURES / "codex_cli/yepanywhere_codex-basic_native.jsonl",
+    "gemini_cli": FIXTURES / "gemini_cli/jazzyalex_agent-sessions_jsonl_v040.jsonl",
+    "openhands": FIXTURES / "openhands/basic_interactions.json",
+    "inspect_ai": FIXTURES / "inspect_ai/log_read_sample.json",
+    "browser_use": FIXTURES / "browser_use/Pentest_agent_agent_history.json",
+    "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
+EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds
+SEEDS = [int(x) for x in os.environ.get("FUZZ_SEEDS", "0").split(",")]
+
+
+def _original(fmt: str) -> bytes:
+    data = PER_READER[fmt].read_bytes()
+    if fmt != "otlp-proto":
+        return data
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    return json_format.Parse(data, ExportTraceServiceRequest()).SerializeToString()
+
+
+def test_every_reader_of_the_registry_is_fuzzed():
+    assert set(PER_READER) == set(registry())
 OTHER_TYPES = [None, 0, -1, 1.5, "", "x", True, [], {}, [1, "a"], {"k": None}]
 
 
@@ -69,10 +94,16 @@ def _encode(docs: list, lines: bool) -> bytes:
 
 @st.composite
 def mutated(draw, data: bytes) -> bytes:
+    try:
+        docs, lines = _documents(data)
+    except orjson.JSONDecodeError:  # a binary export (protobuf): cut it, or flip a byte
+        at = draw(st.integers(0, len(data) - 1))
+        if draw(st.booleans()):
+            return data[:at]
+        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
     kind = draw(st.sampled_from(["truncate", "reorder", "confuse"]))
     if kind == "truncate":
         return data[: draw(st.integers(0, len(data) - 1))]
-    docs, lines = _documents(data)
     if kind == "reorder":
         if lines:
             return _encode(draw(st.permutations(docs)), True)
@@ -98,11 +129,13 @@ def _state(store: Store) -> dict:
 
 
 @pytest.mark.parametrize("fmt", sorted(PER_READER))
-def test_damaged_files_are_refused_cleanly_or_imported_accounted(fmt, tmp_path_factory):
-    original = PER_READER[fmt].read_bytes()
+@pytest.mark.parametrize("fuzz_seed", SEEDS)
+def test_damaged_files_are_refused_cleanly_or_imported_accounted(fmt, fuzz_seed, tmp_path_factory):
+    original = _original(fmt)
     store = Store(f"sqlite:///{tmp_path_factory.mktemp(fmt) / 'm.db'}")
 
-    @settings(max_examples=30, derandomize=True, deadline=None, database=None,
+    @seed(fuzz_seed)
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=mutated(original), skip_bad=st.booleans())
     def check(data: bytes, skip_bad: bool) -> None:

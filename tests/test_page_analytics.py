@@ -39,7 +39,7 @@ def test_demo_dashboard(demo_store):
     shown = metrics(at)
     assert shown == {
         "Runs": "18", "Success rate": "76.5%",  # 13 of the 17 finished runs
-        "Run time p50": "22.9 s", "Run time p95": "14 min 24 s", "Cost (known)": "$0.2136", "Tokens in": "3,451,087",
+        "Median run time": "22.9 s", "Run time, slowest 5%": "14 min 24 s", "Cost (known)": "$0.2136", "Tokens in": "3,451,087",
         "Runs retrying": "16.7%",  # 3 of 18: shipment, CRM migration, inbox triage
         "Tool failures": "5.0%", "Agent took over": "33.3%",  # 1 of the 3 fallback blocks
     }
@@ -57,9 +57,22 @@ def test_filters_from_the_shared_filter_bar(demo_store):
     gpt = page(ANALYTICS, params={"model": "gpt-4o"})
     assert metrics(gpt)["Runs"] == str(demo_store.count_sessions(SessionFilter(model="gpt-4o"))) == "6"
     assert metrics(gpt)["Agent took over"] == "50.0%"  # the invoice portal run's two blocks
-    nothing = page(ANALYTICS, state={"q": "no run says this"})
+    nothing = page(ANALYTICS, params={"q": "no run says this"})
     assert not nothing.exception
     assert nothing.info[0].value.startswith("No run matches this period and these filters.")
+
+
+def test_replays_are_not_counted_unless_asked_for(demo_store):
+    from replay_core.whatif.replay import replay
+    from replay_core.whatif.replay_config import ReplayConfig
+
+    for _ in range(2):
+        replay(demo_store, "demo-02-coding-format-price-failed", None, None, ReplayConfig(model="recorded"))
+    at = page(ANALYTICS)
+    assert (metrics(at)["Runs"], metrics(at)["Success rate"]) == ("18", "76.5%")  # as before the replays
+    assert "What-if fan-outs" in [s.value for s in at.subheader]  # still there, apart
+    at.toggle(key="_url_replays").set_value(True).run()
+    assert metrics(at)["Runs"] == "20"
 
 
 def test_period_and_its_previous_period(demo_store):
@@ -71,7 +84,7 @@ def test_period_and_its_previous_period(demo_store):
     assert 0 < now < 18 and before > 0
     runs = next(m for m in at.metric if m.label == "Runs")
     assert (runs.value, runs.delta) == (str(now), f"{now - before:+d}")
-    dated = page(ANALYTICS, state={"since": since.date()})
+    dated = page(ANALYTICS, params={"since": since.date().isoformat()})
     assert metrics(dated)["Runs"] == str(now)
     assert "Period: the dates in the sidebar filter." in [c.value for c in dated.caption]
 
@@ -91,15 +104,15 @@ def test_a_tiny_dataset_shows_helpful_states(empty_store):
 
 
 def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
-    """What a click does after the chart's selection: the runs page opens with that filter,
-    the dates (bound to the shared filter bar's widgets) carried as widget state."""
+    """What a click does after the chart's selection: the runs page opens with that filter in its link."""
     day = demo_store.get_session("demo-02-coding-format-price-failed")["started_at"].date()
     target = SessionFilter(status="failed", since=datetime.combine(day, time(), UTC),
                            until=datetime.combine(day + timedelta(days=1), time(), UTC))
     at = page(ANALYTICS, state={"_analytics_drill": target})
     assert not at.exception
     assert at.title[0].value == "Runs"
-    assert (at.session_state["since"], at.session_state["until"]) == (day, day)
+    assert (at.query_params["status"], at.query_params["since"], at.query_params["until"]) == ("failed", str(day), str(day))
+    assert (at.date_input(key="_url_since").value, at.date_input(key="_url_until").value) == (day, day)
     expected = demo_store.session_ids(target)
     assert "demo-02-coding-format-price-failed" in expected
     assert any(m.value.startswith(f"**{len(expected)} run") for m in at.markdown)
@@ -201,7 +214,7 @@ def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
 
     base, tab = browser_page
     # a day with retries: which day, and its rate, depend on the hour the demo runs were shifted to
-    label = click_mark(base, tab, "%;  : retry", not_part="rate: 0%")
+    label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%")  # the y title is in the label
     day = marked_day(label)
     assert f"has=retry&since={day}&until={day}" in tab.url
     start = datetime.combine(day, time(), UTC)

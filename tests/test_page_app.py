@@ -25,10 +25,10 @@ def test_every_page_runs_without_an_exception_on_the_demo(demo_store):
         assert at.title, path
 
 
-def test_the_default_page_is_the_runs_list(demo_store):
+def test_the_default_page_is_the_first_screen(demo_store):
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
-    assert at.title[0].value == "Runs"
+    assert at.title[0].value == "Agent Replay"  # the first screen
     assert at.session_state["role"] == "editor"
 
 
@@ -51,7 +51,7 @@ def test_the_password_opens_the_door_with_a_role(door, password, role):
     at.text_input[0].set_value(password)
     at.button(key="FormSubmitter:sign_in-Sign in").click().run()
     assert at.session_state["role"] == role
-    assert at.title[0].value == "Runs"
+    assert at.title[0].value == "Agent Replay"  # the first screen
     assert f"Signed in as {'an editor' if role == 'editor' else 'a viewer'}." in [c.value for c in at.sidebar.caption]
     at.button(key="sign_out").click().run()
     assert "role" not in at.session_state
@@ -84,7 +84,7 @@ def test_oidc_users_get_a_role_from_the_editor_list(demo_store, email, role):
     at.run()
     assert not at.exception
     assert at.session_state["role"] == role
-    assert at.title[0].value == "Runs"
+    assert at.title[0].value == "Agent Replay"  # the first screen
 
 
 def test_signed_out_oidc_visitors_see_the_sign_in_button(demo_store):

@@ -57,7 +57,7 @@ def test_sidebar_filters_write_the_link(demo_store):
 def test_text_search_looks_inside_steps(demo_store):
     at = page(RUNS, params={"q": "unexpected keyword argument"})
     assert table_ids(at) == [FAILED_CODING]
-    assert at.text_input(key="q").value == "unexpected keyword argument"
+    assert at.text_input(key="_url_q").value == "unexpected keyword argument"
     cell = at.dataframe[0].value["Matched step"].iloc[0]  # the matched step, its snippet as plain text
     seq = demo_store.search_matches([FAILED_CODING], "unexpected keyword argument")[FAILED_CODING]["seq"]
     assert cell.startswith(f"{seq}: ") and "«unexpected» «keyword» «argument»" in cell
@@ -76,7 +76,7 @@ def test_a_shared_link_applies_every_filter(demo_store):
 def test_date_range_and_review_filters(demo_store):
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
     at = page(RUNS, params={"since": tomorrow})
-    assert at.info[0].value == "No run matches these filters. Clear a filter in the sidebar to see more."
+    assert at.info[0].value == "No run matches these filters. Remove a filter above, or clear them all, to see more."
     demo_store.annotate(FAILED_CODING, "bad", "wrong signature")
     at = page(RUNS, params={"review": "bad"})
     assert table_ids(at) == [FAILED_CODING]
@@ -122,3 +122,72 @@ def test_drill_down_filters_from_analytics_links(demo_store):
         assert at.expander[0].label == "More filters"
     assert table_ids(page(RUNS, params={"failed_tool": "run_tests"})) == [FAILED_CODING]
     assert len(table_ids(page(RUNS, params={"has": "retry"}))) == len(demo_store.session_ids(SessionFilter(has="retry")))
+
+
+# ---------------------------------------------------------------------------- filters that let go, chips, replays kept apart
+
+SELECTS = {"status": "failed", "review": "unreviewed", "model": "gpt-4o", "agent_id": "coding-agent", "workflow": "code-change",
+           "tag": "coding", "has": "error", "source": "demo"}
+TEXTS = {"q": "format_price", "failed_tool": "run_tests", "error_class": "TestFailure"}
+
+
+def test_every_select_has_any_and_choosing_it_clears_the_link(demo_store):
+    for key, value in SELECTS.items():
+        at = page(RUNS, params={key: value})
+        box = at.selectbox(key=f"_url_{key}")
+        assert box.value == value and box.options[0] == "Any", key
+        box.set_value("").run()  # the first choice, "Any"
+        assert key not in at.query_params, key
+        at.run()  # and it does not come back
+        assert key not in at.query_params and at.selectbox(key=f"_url_{key}").value == "", key
+        assert len(table_ids(at)) == 18, key
+
+
+def test_emptied_text_and_dates_stay_cleared(demo_store):
+    for key, value in TEXTS.items():
+        at = page(RUNS, params={key: value})
+        assert at.text_input(key=f"_url_{key}").value == value
+        at.text_input(key=f"_url_{key}").set_value("").run()
+        assert key not in at.query_params, key
+        at.run()
+        assert at.text_input(key=f"_url_{key}").value == "" and len(table_ids(at)) == 18, key
+    at = page(RUNS, params={"since": "2000-01-01", "until": "2100-01-01"})
+    at.date_input(key="_url_since").set_value(None).run()
+    assert "since" not in at.query_params and at.query_params["until"] == "2100-01-01"
+
+
+def test_chips_show_every_active_filter_and_remove_it(demo_store):
+    at = page(RUNS, params={"failed_tool": "run_tests", "status": "failed"})  # as an analytics drill-down leaves it
+    chips = {b.key: b.label for b in at.button if b.key.startswith("chip_")}
+    assert chips == {"chip_status": md("Status: ❌ failed"), "chip_failed_tool": md("Failed tool: run_tests")}
+    assert table_ids(at) == [FAILED_CODING]
+    at.button(key="chip_failed_tool").click().run()
+    assert "failed_tool" not in at.query_params and at.query_params["status"] == "failed"
+    assert len(table_ids(at)) == 4 and at.text_input(key="_url_failed_tool").value == ""
+    at.button(key="clear_filters").click().run()
+    assert not {k for k in at.query_params if k in SELECTS | TEXTS}
+    assert len(table_ids(at)) == 18 and not [b for b in at.button if b.key.startswith("chip_")]
+
+
+def test_runs_list_says_why_and_never_none(demo_store):
+    table = page(RUNS).dataframe[0].value
+    assert list(table.columns[:6]) == ["id", "Status", "Run", "Outcome", "Started", "Review"]
+    row = table[table["id"] == FAILED_CODING].iloc[0]
+    assert row["Outcome"].startswith("TestFailure") and row["Id"] == FAILED_CODING
+    for column in table.columns:
+        assert not any(v is None or str(v) in ("None", "nan") for v in table[column]), column
+
+
+def test_replays_are_kept_apart_until_asked_for(demo_store):
+    from replay_core.whatif.replay import replay
+    from replay_core.whatif.replay_config import ReplayConfig
+
+    result = replay(demo_store, FAILED_CODING, None, None, ReplayConfig(model="recorded"))
+    at = page(RUNS)
+    assert at.markdown[0].value.startswith("**18 runs**") and result.session not in table_ids(at)
+    at.toggle(key="_url_replays").set_value(True).run()
+    assert at.query_params["replays"] == "1" and at.markdown[0].value.startswith("**19 runs**")
+    table = at.dataframe[0].value
+    row = table[table["id"] == result.session].iloc[0]
+    assert (row["Status"], row["Outcome"]) == ("🔁 replay", "reproduced")  # not the original's "❌ failed"
+    assert "Including replays and experiments" in [b.label for b in at.button]

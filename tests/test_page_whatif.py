@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs
 
 import pytest
+import streamlit as st
 
 from apptest_helpers import FAILED_CODING, demo_db, demo_store, page, texts  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
@@ -41,7 +42,7 @@ def test_arriving_from_the_timeline_preselects_the_cycle_of_the_step(demo_store,
     assert cycles.value == (2, 7)  # cycle 3 (steps 8–10) to the last one
     assert "Steps 8–25: 18 steps, 6 model turns. The model starts from the context recorded at step 2." in texts(at)
     [models] = at.multiselect
-    assert (models.options, models.value) == (["recorded"], ["recorded"])
+    assert (models.options, models.value) == (["The run's own answers"], ["recorded"])
     [est] = at.dataframe
     assert est.value["model"].tolist() == ["recorded"] and est.value["cost (≈)"].tolist() == ["$0.0000"]
 
@@ -49,8 +50,8 @@ def test_arriving_from_the_timeline_preselects_the_cycle_of_the_step(demo_store,
 def test_without_a_provider_the_page_says_how_to_set_one_up_and_offers_recorded(demo_store, no_provider):
     at = page(PAGE, params={"session": FAILED_CODING})
     info = " ".join(i.value for i in at.info)
-    assert "No model provider is set up" in info and "`OPENAI_API_KEY`" in info and "`AGENT_REPLAY_API_BASE`" in info
-    assert "the model `recorded` replays the run from its own answers" in info
+    assert info.startswith("No live model is set up on this server yet.") and "**the run's own answers**" in info
+    assert "OPENAI_API_KEY" not in info and "litellm" not in info  # engineers' words only in the engineers' expander
     at.button(key="launch").click().run()
     [result] = at.session_state["whatif_results"]["results"]
     assert (result["model"], result["status"], result["first_divergence"]) == ("recorded", "failed", None)
@@ -63,9 +64,10 @@ def test_launch_against_the_local_server_then_open_the_comparison(demo_store, lo
     at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
     assert not at.info  # a provider is set up: no advice shown
     [models] = at.multiselect
-    assert models.options == ["openai/fake-model", "recorded"] and models.value == []
+    assert models.options == ["openai/fake-model (openai)", "The run's own answers"] and models.value == []
     assert at.button(key="launch").disabled  # nothing to launch yet
     models.set_value(["openai/fake-model", "recorded"]).run()
+    assert not at.warning  # the local server answers: nothing in the way
     assert at.dataframe[0].value["model"].tolist() == ["openai/fake-model", "recorded"]
     at.button(key="launch").click().run()
     assert not at.exception
@@ -111,3 +113,74 @@ def test_other_litellm_parameters_must_be_a_json_object(demo_store, no_provider)
     at.text_input(key="params").set_value("[1, 2]").run()
     assert at.error[0].value == md('Other litellm parameters: give a JSON object, e.g. {"top_p": 0.9}')
     assert at.button(key="launch").disabled
+
+
+# ---------------------------------------------------------------------------- models from configuration, checked first
+
+
+def warnings_and_fixes(at) -> tuple[list[str], list[str]]:
+    return [w.value for w in at.warning], [c.value for c in at.code if c.language == "bash"]
+
+
+def test_a_model_without_credentials_cannot_be_launched_and_says_how_to_fix_it(demo_store, no_provider, monkeypatch):
+    monkeypatch.setenv("AGENT_REPLAY_MODELS", "openai/gpt-4o-mini")
+    at = page(PAGE, params={"session": FAILED_CODING})
+    at.multiselect(key="models").set_value(["openai/gpt-4o-mini"]).run()
+    warnings, fixes = warnings_and_fixes(at)
+    assert warnings == [md("openai/gpt-4o-mini cannot run now: No credentials for openai are set up on this server.")]
+    assert fixes == ["export OPENAI_API_KEY=<…>"]
+    assert at.button(key="launch").disabled
+    assert "Estimate" not in [s.value for s in at.subheader]  # no estimate for a model that cannot run
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder-key")
+    st.cache_data.clear()  # the page checks a model at most every 30 s
+    at = page(PAGE, params={"session": FAILED_CODING})
+    at.multiselect(key="models").set_value(["openai/gpt-4o-mini"]).run()
+    assert not at.warning and not at.button(key="launch").disabled
+
+
+def test_a_models_file_names_and_prices_the_models(demo_store, no_provider, monkeypatch, tmp_path):
+    with OpenAIServer() as server:
+        models = tmp_path / "models.toml"
+        models.write_text(f'[[model]]\nmodel = "openai/fake-model"\nname = "Small model"\nprovider = "our server"\n'
+                          f'api_base = "{server.base_url}"\nprice_in = 0.5\nprice_out = 1.5\n')
+        monkeypatch.setenv("AGENT_REPLAY_MODELS_FILE", str(models))
+        at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
+        box = at.multiselect(key="models")
+        assert box.options == ["Small model (our server) · $0.5 / $1.5 per million tokens", "The run's own answers"]
+        box.set_value(["openai/fake-model"]).run()
+        assert not at.warning
+        [est] = at.dataframe
+        assert est.value["cost (≈)"].tolist()[0].startswith("$")  # priced by the file, not "unknown"
+
+
+def test_a_model_server_that_does_not_answer_blocks_launch(demo_store, no_provider, monkeypatch):
+    from apptest_helpers import free_port
+
+    monkeypatch.setenv("AGENT_REPLAY_API_BASE", f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    monkeypatch.setenv("AGENT_REPLAY_MODELS", "openai/local-model")
+    at = page(PAGE, params={"session": FAILED_CODING})
+    at.multiselect(key="models").set_value(["openai/local-model"]).run()
+    warnings, fixes = warnings_and_fixes(at)
+    assert warnings == [md("openai/local-model cannot run now: The model server for openai/local-model does not answer "
+                           "(it may be stopped).")]
+    assert fixes and fixes[0].startswith("start the model server at http://127.0.0.1:")
+    assert at.button(key="launch").disabled
+
+
+def test_a_provider_error_reads_in_plain_words_with_the_raw_message_behind_an_expander(demo_store, local_server):
+    local_server.script(local_server.error(500, "upstream exploded"))
+    at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
+    at.multiselect(key="models").set_value(["openai/fake-model"]).run()
+    at.button(key="launch").click().run()
+    assert not at.exception
+    table = at.dataframe[-1].value
+    assert table["outcome"].tolist() == ["could not start: openai had a server error"]
+    said = next(e for e in at.expander if e.label.startswith("What the provider said"))
+    assert "upstream exploded" in said.code[0].value
+    assert "InternalServerError" not in table.to_string()
+
+
+def test_a_null_replay_of_a_failed_run_reads_reproduced(demo_store, no_provider):
+    at = page(PAGE, params={"session": FAILED_CODING})
+    at.button(key="launch").click().run()
+    assert at.dataframe[-1].value["outcome"].tolist() == ["reproduced"]  # not the original's "failed"

@@ -144,7 +144,7 @@ def test_failed_write_keeps_what_was_stored(store, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(store_module.Store, "_insert_steps", boom)
+    monkeypatch.setattr(store_module.Store, "_new_steps", boom)
     with pytest.raises(RuntimeError):
         ingest(store, [SessionEvent(session_id="r2"), step("r2", 1), SessionEndEvent(session_id="r1", status="failed")])
     assert store.get_session("r2") is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time as _time
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import streamlit as st
 
@@ -18,7 +18,8 @@ from replay_core.understand.structure import Structure, build_structure
 
 # Query parameter names a page understands, so one page can deep-link to another.
 FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review",
-                 "failed_tool", "error_class", "has")  # the last three: analytics drill-downs (SessionFilter)
+                 "failed_tool", "error_class", "has",  # these three: analytics drill-downs (SessionFilter)
+                 "source", "replays")  # replays=1: count what-if replays and experiments' runs too
 
 STEP_LABELS = {
     "think": ("💭", "Thought"),
@@ -37,6 +38,7 @@ HAS_LABELS = {"error": "Errors", "retry": "Retries", "fallback": "A fallback to 
               "loop": "A loop (the same call repeated)"}
 PAGE_TIMELINE = "pages/timeline.py"
 PAGE_RUNS = "pages/runs.py"
+PAGE_QUEUES = "pages/queues.py"
 EXPIRE_EVERY_S = 30.0
 
 _last_expiry: dict[str, float] = {}
@@ -150,12 +152,14 @@ def filter_from_params(params) -> SessionFilter:
 
 def filter_params(flt: SessionFilter) -> dict[str, str]:
     """The inverse of filter_from_params, for links to the runs list."""
-    out = {k: getattr(flt, k) for k in FILTER_PARAMS if k not in ("since", "until", "q")}
+    out = {k: getattr(flt, k) for k in FILTER_PARAMS if k not in ("since", "until", "q", "replays")}
     out["q"] = flt.text
     if flt.since:
         out["since"] = flt.since.date().isoformat()
     if flt.until:
         out["until"] = (flt.until - timedelta(days=1)).date().isoformat()
+    if flt.include_replays:
+        out["replays"] = "1"
     return {k: str(v) for k, v in out.items() if v}
 
 
@@ -189,23 +193,63 @@ def reviewer_name() -> str | None:
     return st.session_state.get("reviewer") or None
 
 
-def url_choice(label: str, key: str, options: list, *, format_func=str, on_change=None, **kwargs):
-    """A selectbox whose value lives in `?key=` as the raw option, so links stay readable
-    (`bind="query-params"` would put the formatted label in the URL)."""
-    wanted = st.query_params.get(key)
-    current = wanted if wanted in options else None
+def _url_bound(make, key: str, current, to_param, on_change=None, **kwargs):
+    """A widget whose value lives in `?key=` (the URL is the truth): a changed link resets the
+    widget, and a widget set back to its empty value removes the parameter, so it stays cleared."""
     widget = f"_url_{key}"
     if widget in st.session_state and st.session_state[widget] != current:
         del st.session_state[widget]  # the link changed under the widget: follow the link
 
     def sync() -> None:
-        value = st.session_state[widget]
-        if value is None:
+        raw = to_param(st.session_state[widget])
+        if raw is None or raw == "":
             st.query_params.pop(key, None)
         else:
-            st.query_params[key] = value
+            st.query_params[key] = raw
         if on_change:
             on_change()
 
-    return st.selectbox(label, options, index=None if current is None else options.index(current), key=widget,
-                        format_func=format_func, on_change=sync, **kwargs)
+    return make(key=widget, on_change=sync, **kwargs)
+
+
+def url_choice(label: str, key: str, options: list, *, format_func=str, on_change=None, any_label: str | None = None, **kwargs):
+    """A selectbox whose value lives in `?key=` as the raw option, so links stay readable
+    (`bind="query-params"` would put the formatted label in the URL). With `any_label`, a first
+    choice of that name clears it (it stands for None)."""
+    wanted = st.query_params.get(key)
+    current = wanted if wanted in options else None
+    if any_label is None:
+        index = None if current is None else options.index(current)
+        return _url_bound(st.selectbox, key, current, lambda v: v, on_change, label=label, options=options, index=index,
+                          format_func=format_func, **kwargs)
+    shown = format_func
+    options = ["", *options]  # "" rather than None: a real option, that AppTest and the browser pick alike
+
+    def with_any(value):
+        return any_label if value == "" else shown(value)
+
+    value = _url_bound(st.selectbox, key, current or "", lambda v: v, on_change, label=label, options=options,
+                       index=options.index(current or ""), format_func=with_any, **kwargs)
+    return value or None
+
+
+def url_text(label: str, key: str, **kwargs) -> str | None:
+    """A text input bound to `?key=`; emptied, the parameter goes (and does not come back)."""
+    current = st.query_params.get(key) or ""
+    value = _url_bound(st.text_input, key, current, lambda v: (v or "").strip(), label=label, value=current, **kwargs)
+    return (value or "").strip() or None
+
+
+def url_date(label: str, key: str, **kwargs):
+    """A date input bound to `?key=` (ISO date); a bad date in the link is ignored."""
+    try:
+        current = date.fromisoformat(st.query_params.get(key) or "")
+    except ValueError:
+        current = None
+    return _url_bound(st.date_input, key, current, lambda v: v.isoformat() if v else None, label=label, value=current, **kwargs)
+
+
+def url_toggle(label: str, key: str, **kwargs) -> bool:
+    """A toggle bound to `?key=1`."""
+    current = st.query_params.get(key) in ("1", "true", "yes")
+    return _url_bound(st.toggle, key, current, lambda v: "1" if v else None, label=label, value=current, **kwargs)

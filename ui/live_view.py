@@ -29,7 +29,7 @@ def ago(moment: datetime | None, now: datetime | None = None) -> str:
 
 def render_live(store: Store) -> None:
     """Running runs, then the latest steps of the chosen one (newest at the bottom)."""
-    running = store.list_sessions(SessionFilter(status="running"), limit=MAX_RUNNING)
+    running = store.list_sessions(SessionFilter(status="running", include_replays=True), limit=MAX_RUNNING)  # a replay under way too
     if not running:
         st.info(
             "No run is sending steps right now. Runs recorded with the Python recorder or posted to the HTTP API "

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, date, datetime, time, timedelta
 
 import streamlit as st
 
 from replay_core.events import SessionStatus
 from replay_core.storage.search import plain
 from replay_core.storage.store import SessionFilter, Store
+from replay_core.understand.replay_outcome import replay_outcome
 
-from .common import HAS_LABELS, REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, fmt_duration, status_label, url_choice
+from .common import (
+    FILTER_PARAMS, HAS_LABELS, REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, filter_from_params, fmt_cost, fmt_duration, md, short,
+    status_label, url_choice, url_date, url_text, url_toggle,
+)
 
 PAGE_SIZE = 25
 DIMENSIONS = (
@@ -34,37 +37,82 @@ def _choices(url: str, column: str) -> list[str]:
 
 
 def _pick(label: str, key: str, options: list[str], format_func=str) -> str | None:
-    return url_choice(label, key, options, format_func=format_func, placeholder="Any")
+    return url_choice(label, key, options, format_func=format_func, any_label="Any")
 
 
-def _day(value: date | None, *, end: bool) -> datetime | None:
-    if value is None:
-        return None
-    return datetime.combine(value + timedelta(days=1) if end else value, time(), UTC)
+def clear_filters() -> None:
+    """Every filter off: the parameters go, and the widgets follow the link on the next run."""
+    for key in (*FILTER_PARAMS, "page"):
+        st.query_params.pop(key, None)
 
 
 def filter_bar(store: Store) -> SessionFilter:
-    """The sidebar filters; every one is in the URL, so a filtered list can be shared."""
+    """The sidebar filters. Each lives in the URL (so a filtered list can be shared), each can be
+    set back to Any or emptied, and the filter is read back from the URL, so what the chips say,
+    what the widgets show and what is counted are one thing whichever way it was set."""
     more = ("environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source")
     with st.sidebar:
-        st.header("Filter runs")
-        q = st.text_input("Search step content", key="q", bind="query-params", placeholder="e.g. timeout, refund")
-        status = _pick("Status", "status", [s.value for s in SessionStatus], lambda s: STATUS_LABELS.get(s, s))
-        review = _pick("Review", "review", list(REVIEW_CHOICES), REVIEW_CHOICES.get)
-        dims = {key: _pick(label, key, _choices(store.url, key)) for key, label in DIMENSIONS[:3]}
-        since = st.date_input("Started on or after", value=None, key="since", bind="query-params")
-        until = st.date_input("Started on or before", value=None, key="until", bind="query-params")
+        head, clear = st.columns([3, 2], vertical_alignment="center")
+        head.header("Filter runs")
+        clear.button("Clear all", key="clear_filters", on_click=clear_filters, disabled=not active_filters(st.query_params))
+        url_text("Search step content", "q", placeholder="e.g. timeout, refund")
+        _pick("Status", "status", [s.value for s in SessionStatus], lambda s: STATUS_LABELS.get(s, s))
+        _pick("Review", "review", list(REVIEW_CHOICES), REVIEW_CHOICES.get)
+        for key, label in DIMENSIONS[:3]:
+            _pick(label, key, _choices(store.url, key))
+        url_date("Started on or after", "since")
+        url_date("Started on or before", "until")
         with st.expander("More filters", expanded=any(st.query_params.get(k) for k in more)):
-            dims |= {key: _pick(label, key, _choices(store.url, key)) for key, label in DIMENSIONS[3:]}
-            tag = _pick("Tag", "tag", _choices(store.url, "tags"))
-            has = _pick("Runs with", "has", list(HAS_LABELS), HAS_LABELS.get)
-            failed_tool = st.text_input("A failed call to the tool", key="failed_tool", bind="query-params",
-                                        placeholder="e.g. run_tests")
-            error_class = st.text_input("Error class", key="error_class", bind="query-params", placeholder="e.g. TimeoutError")
-            source = _pick("Source", "source", _choices(store.url, "source"))
-    return SessionFilter(status=status, review=review, tag=tag, text=(q or "").strip() or None, has=has, source=source,
-                         failed_tool=(failed_tool or "").strip() or None, error_class=(error_class or "").strip() or None,
-                         since=_day(since, end=False), until=_day(until, end=True), **dims)
+            for key, label in DIMENSIONS[3:]:
+                _pick(label, key, _choices(store.url, key))
+            _pick("Tag", "tag", _choices(store.url, "tags"))
+            _pick("Runs with", "has", list(HAS_LABELS), HAS_LABELS.get)
+            url_text("A failed call to the tool", "failed_tool", placeholder="e.g. run_tests")
+            url_text("Error class", "error_class", placeholder="e.g. TimeoutError")
+            _pick("Source", "source", _choices(store.url, "source"))
+        url_toggle("Include replays and experiments", "replays",
+                   help="Off: only the agent's own runs are listed and counted. On: what-if replays and experiments' "
+                        "runs too, each with its outcome against the run it replays.")
+    return filter_from_params(st.query_params.to_dict())
+
+
+CHIP_NAMES = {"q": "Search", "status": "Status", "review": "Review", "model": "Model", "agent_id": "Agent", "workflow": "Workflow",
+              "environment": "Environment", "agent_version": "Version", "tag": "Tag", "since": "From", "until": "Until",
+              "has": "With", "failed_tool": "Failed tool", "error_class": "Error class", "source": "Source",
+              "replays": "Including replays and experiments"}
+CHIP_VALUES = {"status": status_label, "review": REVIEW_CHOICES.get, "has": HAS_LABELS.get, "q": lambda v: f"“{v}”"}
+
+
+def active_filters(params) -> list[tuple[str, str]]:
+    """(parameter, chip text) for each filter the URL sets, valid or not, in the filter bar's order."""
+    out = []
+    for key in CHIP_NAMES:
+        value = (params.get(key) or "").strip()
+        if not value:
+            continue
+        if key == "replays":
+            out.append((key, CHIP_NAMES[key]))
+            continue
+        shown = (CHIP_VALUES.get(key) or str)(value) or value
+        out.append((key, f"{CHIP_NAMES[key]}: {shown}"))
+    return out
+
+
+def _drop(key: str) -> None:
+    st.query_params.pop(key, None)
+    st.query_params.pop("page", None)
+
+
+def filter_chips() -> None:
+    """The active filters above the results, each removable, however it was set (sidebar, link, chart)."""
+    chips = active_filters(st.query_params)
+    if not chips:
+        return
+    with st.container(horizontal=True, key="filter_chips"):
+        for key, text in chips:
+            st.button(md(text), key=f"chip_{key}", icon=":material/close:", on_click=_drop, args=(key,))
+        if len(chips) > 1:
+            st.button("Clear all", key="chips_clear_all", type="tertiary", on_click=clear_filters)
 
 
 def runs_summary(store: Store, flt: SessionFilter, total: int) -> str:
@@ -82,43 +130,71 @@ def runs_summary(store: Store, flt: SessionFilter, total: int) -> str:
 
 def _review_of(store: Store, session_id: str) -> str:
     notes = [a for a in store.annotations(session_id) if a["event_id"] is None]
-    return REVIEW_LABELS.get(notes[-1]["label"], "") if notes else ""
+    return REVIEW_LABELS.get(notes[-1]["label"], "—") if notes else "—"
 
 
-def search_matches(store: Store, flt: SessionFilter, rows: list[dict]) -> list[dict]:
-    """With a search, a "Matched step" column: each run's first matching step and its snippet,
-    plain text in a table cell (matches in «»; never markdown), or "(its name)"."""
-    if not flt.text:
-        return rows
-    matches = store.search_matches([r["id"] for r in rows], flt.text)
-    for row in rows:
-        hit = matches.get(row["id"])
-        row["Matched step"] = f"{hit['seq']}: {plain(hit['snippet'])}" if hit else "(its name)"
-    return rows
+def _dash(value) -> str:
+    return "—" if value is None or value == "" else str(value)
+
+
+def outcome_of(store: Store, row: dict) -> str:
+    """Why a run ended as it did: its error class and outcome; for a replay, what the replay did
+    against its original (reproduced, diverged at step 8, could not start: …)."""
+    if row.get("replay_of"):
+        return replay_outcome(store, row).text
+    parts = [p for p in (row.get("error_class"), short(row.get("outcome"), 80)) if p]
+    return ": ".join(dict.fromkeys(parts)) or "—"
+
+
+def matched_steps(store: Store, flt: SessionFilter, ids: list[str]) -> dict[str, str]:
+    """For a text search, the "Matched step" column: each run's first matching step and its snippet,
+    plain text in a table cell (matches in «»; never markdown), or "(its name)" when the name matched."""
+    matches = store.search_matches(ids, flt.text)
+    return {sid: f"{hit['seq']}: {plain(hit['snippet'])}" if (hit := matches.get(sid)) else "(its name)" for sid in ids}
 
 
 def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
     rows = store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-    return search_matches(store, flt, [
+    snippets = matched_steps(store, flt, [r["id"] for r in rows]) if flt.text else {}
+    return [
         {
             "id": r["id"],
-            "Status": status_label(r["status"]),
+            "Status": "🔁 replay" if r.get("replay_of") else status_label(r["status"]),
             "Run": r["name"] or r["id"],
+            "Outcome": outcome_of(store, r),
             "Started": r["started_at"],
+            **({"Matched step": snippets.get(r["id"], "—")} if snippets else {}),
+            "Review": _review_of(store, r["id"]),
+            "Id": r["id"],  # two runs with one name, started the same minute, still differ here
             "Duration": fmt_duration(r["duration_s"]),
             "Steps": r["steps"],
             "Tokens": r["tokens_in"] + r["tokens_out"],  # the Store's run totals (steps, else the source's)
-            "Cost": r["cost_usd"],
-            "Model": r["model"],
-            "Agent": r["agent_id"],
-            "Workflow": r["workflow"],
-            "Environment": r["environment"],
-            "Version": r["agent_version"],
-            "Tags": ", ".join(r["tags"] or []),
-            "Review": _review_of(store, r["id"]),
+            "Cost": fmt_cost(r["cost_usd"]),
+            "Model": _dash(r["model"]),
+            "Agent": _dash(r["agent_id"]),
+            "Workflow": _dash(r["workflow"]),
+            "Environment": _dash(r["environment"]),
+            "Version": _dash(r["agent_version"]),
+            "Tags": ", ".join(r["tags"] or []) or "—",
         }
         for r in rows
-    ])
+    ]
+
+
+NARROW = ("Status", "Run", "Outcome", "Started")  # what a phone shows: the columns that tell runs apart and why they ended
+# Two drawings of one page of runs: the full table, and on a phone (CSS below) the four columns above
+# in widths that fit 390 px. A dataframe is drawn on a canvas, so its columns cannot reflow by themselves.
+RESPONSIVE_CSS = """<style>
+@media (max-width: 640px) { .st-key-runs_wide { display: none !important; } }
+@media (min-width: 641px) { .st-key-runs_narrow { display: none !important; } }
+</style>"""
+
+
+def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> str | None:
+    event = st.dataframe(rows, hide_index=True, key=key, on_select="rerun", selection_mode="single-row", column_order=columns,
+                         column_config=config)
+    selected = event.selection.rows if event else []
+    return rows[selected[0]]["id"] if selected and selected[0] < len(rows) else None
 
 
 def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
@@ -127,18 +203,21 @@ def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     rows = _rows(store, flt, page)
     st.caption("Select a row to open its timeline.")
-    event = st.dataframe(
-        rows,
-        hide_index=True,
-        key="runs_table",
-        on_select="rerun",
-        selection_mode="single-row",
-        column_order=[k for k in rows[0] if k != "id"] if rows else None,
-        column_config={
-            "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
-            "Cost": st.column_config.NumberColumn(format="$%.4f"),
+    st.html(RESPONSIVE_CSS)
+    with st.container(key="runs_wide"):
+        chosen = _table(rows, "runs_table", [k for k in rows[0] if k != "id"] if rows else None, {
+            "Status": st.column_config.TextColumn(width="small"),
+            "Run": st.column_config.TextColumn(width="medium"),
+            "Outcome": st.column_config.TextColumn(width="medium"),
+            "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=130),
+            "Id": st.column_config.TextColumn(width=130),
             "Steps": st.column_config.NumberColumn(format="%d"),
-        },
-    )
-    selected = event.selection.rows if event else []
-    return rows[selected[0]]["id"] if selected and selected[0] < len(rows) else None
+        })
+    with st.container(key="runs_narrow"):
+        chosen = _table(rows, "runs_table_narrow", list(NARROW), {
+            "Status": st.column_config.TextColumn(width=58),
+            "Run": st.column_config.TextColumn(width=104),
+            "Outcome": st.column_config.TextColumn(width=82),
+            "Started": st.column_config.DatetimeColumn(format="MM-DD HH:mm", width=80),
+        }) or chosen
+    return chosen

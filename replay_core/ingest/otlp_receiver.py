@@ -26,7 +26,7 @@ from ..events import StepEvent
 from ..storage.store import Store
 from .formats import otel
 from .formats import otel_attributes as oa
-from .pipeline import IngestReport, ingest
+from .pipeline import IngestReport, collector_paused, ingest
 from .redact import Redactor, default_redactor
 
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
@@ -43,9 +43,13 @@ def receive(store: Store, data: bytes, content_type: str, *, redactor: Redactor 
 
     Raises otel.OtlpError (nothing stored) when the body or a span cannot be read.
     """
+    with collector_paused():  # 50,000 spans are ~10 objects each: the cyclic GC took half the time
+        return _receive(store, data, content_type, redactor or default_redactor())
+
+
+def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -> IngestReport:
     spans = otel.spans_from_otlp(data, content_type)
     source = otel.otlp_reader(content_type).name
-    redactor = redactor or default_redactor()
     with _lock_of(store):
         trace_ids = list(dict.fromkeys(s.trace_id for s in spans))
         placed, open_rows = store.otlp_state(trace_ids)

@@ -22,7 +22,7 @@ from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
 from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, registry
 from .formats.shape import describe, shape_of
 from .redact import Redactor, default_redactor
-from ..storage.actor import IMPORT, Actor
+from ..storage.actor import IMPORT, REPLACE, Actor
 from ..storage.store import Store
 
 
@@ -72,15 +72,19 @@ class ImportRejected(ValueError):
 
 def ingest(
     store: Store, events: Iterable[Event], *, redactor: Redactor | None = None, source: str | None = None,
-    replace: bool = False, refuse_conflicts: bool = False,
+    replace: bool = False, refuse_conflicts: bool = False, actor: Actor | None = None,
 ) -> IngestReport:
     """Redact and store already-validated events in one transaction.
 
     `source` names where new sessions came from when their own events do not say. An
     ended run's end, status, name and outcome change only with `replace`; otherwise a
     different value is reported in `conflicts` (or, with `refuse_conflicts`, refuses
-    the batch: `Store.write`).
+    the batch: `Store.write`). A replace is for editors only (`actor`, default the local
+    user) and goes in the audit log, naming the runs it could change.
     """
+    events = list(events)
+    if replace:
+        actor = store.authorize(actor, REPLACE, ", ".join(sorted({ev.session_id for ev in events}))[:500] or None)
     redactor = redactor or default_redactor()
     clean: list[Event] = []
     redacted = 0
@@ -99,6 +103,9 @@ def ingest(
         clean.append(ev)
     written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
     _store_attachments(store, attachments, refused)
+    if replace:
+        store.record_audit(actor, REPLACE, target=", ".join(written.sessions)[:500] or None,
+                           detail={"sessions": len(written.sessions), "steps": written.steps, "source": source})
     return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted,
                         conflicts=written.conflicts, media_refused=refused)
 
@@ -200,7 +207,7 @@ def read_file(data: bytes, filename: str, fmt: str = "auto", *, progress: Callab
     """The accounted reading of one file: with `fmt`, or with the reader that accounts for most of it.
 
     Raises FileRefused when detection finds no reader good enough (see ingest.accounting)."""
-    with _collector_paused():  # reading alone (detection, watch, demo) as the import reads
+    with collector_paused():  # reading alone (detection, watch, demo) as the import reads
         return _read_file(data, filename, fmt, progress)
 
 
@@ -261,7 +268,7 @@ def import_bytes(
     the source says, else `unknown`; `live` (a file still being written, `watch`) leaves them running.
     Editors only (`actor`, default the local user); every import is in the audit log."""
     actor = store.authorize(actor, IMPORT, filename)
-    with _collector_paused():
+    with collector_paused():
         acc = read_file(data, filename, fmt, progress=progress)
         if acc.bad and not skip_bad:
             store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"bad_records": len(acc.bad)})
@@ -276,7 +283,7 @@ def import_bytes(
                       if not (isinstance(ev, SessionEndEvent) and ev.status == SessionStatus.UNKNOWN)]
         else:
             events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
-        report = ingest(store, events, redactor=redactor, source=acc.format, replace=replace)
+        report = ingest(store, events, redactor=redactor, source=acc.format, replace=replace, actor=actor)
     store.record_audit(actor, IMPORT, target=filename, detail={
         "format": acc.format, "sessions": len(report.sessions), "steps": report.steps, "skipped_bad": len(acc.bad)})
     report.errors = acc.bad
@@ -299,7 +306,7 @@ def files_under(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 
 @contextmanager
-def _collector_paused():
+def collector_paused():
     """Python's cyclic GC, triggered over and over by the hundreds of thousands of objects
     a big file becomes, took half the parse time; nothing made here is cyclic garbage."""
     was_on = gc.isenabled()

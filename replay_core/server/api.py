@@ -33,9 +33,10 @@ from starlette.routing import Route
 
 from sqlalchemy import exc as sa_exc
 
+from . import openapi
 from .auth import Access
 from .stream import StepHub
-from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message
+from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message, fast_step
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
@@ -89,7 +90,8 @@ def _parse_when(name: str, value: str, *, end: bool) -> datetime:
 def session_filter(params: Mapping[str, str], *, strict: bool = True) -> SessionFilter:
     """A SessionFilter from query parameters (the runs list's deep links and `GET /api/v1/sessions`).
 
-    `q` searches names and step content. Strict: a bad value raises ValueError naming
+    `q` searches names and step content; `replays=1` also counts what-if replays and experiments'
+    runs (originals only otherwise). Strict: a bad value raises ValueError naming
     the parameter; lenient (links typed by people): a bad value is ignored.
     """
     values: dict[str, Any] = {}
@@ -119,6 +121,9 @@ def session_filter(params: Mapping[str, str], *, strict: bool = True) -> Session
     checked("has", one_of("has", HAS_FLAGS))
     checked("since", lambda raw: _parse_when("since", raw, end=False))
     checked("until", lambda raw: _parse_when("until", raw, end=True))
+    checked("replays", lambda raw: one_of("replays", ("1", "true", "yes", "0", "false", "no"))(raw.lower()) in ("1", "true", "yes"))
+    if values.pop("replays", False):  # originals only unless asked: replays and experiments' runs are not the agent's runs
+        values |= {"include_replays": True, "experiments": True}
     text = (params.get("q") or "").strip()
     if "\x00" in text:
         if strict:
@@ -180,8 +185,13 @@ def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict])
     if model is None:
         errors.append({"loc": loc("kind"), "msg": f"expected one of {', '.join(_MODELS)}, got {kind!r}"})
         return None
+    body = {**obj, **implied}
+    if kind == "step":  # the contract's fast path (events.fast_step): the model still judges what it cannot vouch for
+        step = fast_step(body)
+        if step is not None:
+            return step
     try:
-        return model.model_validate({**obj, **implied})
+        return model.model_validate(body)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             path = ".".join(str(p) for p in err["loc"])
@@ -228,6 +238,7 @@ class IngestAPI:
         self.max_body = max_body if max_body is not None else max_body_bytes()
         self.degraded: str | None = None  # why the last write failed, until one succeeds
         self._hub: StepHub | None = None  # the stream's pollers (server/stream.py), made on first use
+        self._document: dict | None = None
 
     def store(self) -> Store:
         with self._store_lock:
@@ -259,7 +270,23 @@ class IngestAPI:
             Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
             *self.experiment_routes(),
             *self.team_routes(),
+            Route(f"{API_PREFIX}/openapi.json", self._wrap(self.openapi_json), methods=["GET"]),
+            Route(f"{API_PREFIX}/docs", self._wrap(self.api_docs), methods=["GET"]),
         ]
+
+    # -- the API's own description (server/openapi.py), built from the route table above once
+
+    def document(self) -> dict:
+        if self._document is None:
+            self._document = openapi.document(self.routes())
+        return self._document
+
+    async def openapi_json(self, request: Request) -> Response:
+        return json_response(self.document())
+
+    async def api_docs(self, request: Request) -> Response:
+        return Response(openapi.page(self.document()), media_type="text/html",
+                        headers={"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"})
 
     # -- plumbing
 
@@ -269,6 +296,9 @@ class IngestAPI:
 
         async def endpoint(request: Request) -> Response:
             try:
+                for name, value in request.path_params.items():  # an id no table can hold (both databases)
+                    if isinstance(value, int) and value > INT_MAX:
+                        raise ApiError(404, f"{name}: no object has the id {value}", [{"loc": name, "msg": f"at most {INT_MAX}"}])
                 return await handler(request)
             except Exception as exc:  # noqa: BLE001 — turned into an answer below, never a bare 500
                 exc = self._as_api_error(exc)
@@ -282,6 +312,10 @@ class IngestAPI:
     def _as_api_error(self, exc: Exception) -> ApiError:
         if isinstance(exc, ApiError):
             return exc
+        if isinstance(exc, HTTPException):  # starlette's own refusals, e.g. a multipart body with too many fields
+            return ApiError(exc.status_code, f"body: {exc.detail}", [{"loc": "body", "msg": str(exc.detail)}])
+        if isinstance(exc, PermissionDenied):  # a role checked inside the library (e.g. ?replace=true: editors)
+            return ApiError(403, str(exc))
         if isinstance(exc, WriteRefused):
             return ApiError(exc.status, exc.reason, [{"loc": exc.field, "msg": exc.reason}])
         if _cannot_write_now(exc):  # disk full, read-only file or server, locked, server gone
@@ -315,7 +349,9 @@ class IngestAPI:
             request.state.actor = actor
             return await handler(request)
 
-        return self._wrap(checked)
+        endpoint = self._wrap(checked)
+        endpoint.action = action  # the role it needs, for the OpenAPI document
+        return endpoint
 
     async def body_bytes(self, request: Request) -> bytes:
         """The request body, refused with 413 as soon as it passes the limit (gzip is unpacked)."""
@@ -357,7 +393,8 @@ class IngestAPI:
     async def _ingest(self, events: list, request: Request) -> Response:
         replace = _flag(request.query_params, "replace")
         report: IngestReport = await run_in_threadpool(
-            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True))
+            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True,
+                           actor=getattr(request.state, "actor", None)))
         self.degraded = None
         body = report.to_dict()
         body.pop("files", None)

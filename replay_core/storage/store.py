@@ -7,7 +7,6 @@ and the same tests run on both. Schema changes go through the alembic migrations
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from contextlib import contextmanager
 from collections import defaultdict
@@ -19,7 +18,6 @@ from typing import Any
 
 import orjson
 from sqlalchemy import (
-    BigInteger,
     Engine,
     Integer,
     Text,
@@ -35,21 +33,21 @@ from sqlalchemy import (
     false,
     func,
     insert,
+    null,
     or_,
     select,
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from .. import config
 from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
+from . import rollups
 from .actor import DELETE, EDITOR, Actor, PermissionDenied, require
 from .tables import (
     annotations, attachments, audit_log, dataset_cases, datasets, experiment_runs, experiments, media_blobs, metadata,
-    job_runs, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets,
+    job_runs, otlp_open_calls, otlp_traces, run_breakdown, run_rollups, sessions, step_contexts, steps, watch_offsets,
 )
 from .tables import queue_items, queue_reviews, review_queues, share_links
 from .search import PG_DOCUMENT, SQLITE_FILL_AFTER, SearchQuery, snippet
@@ -68,6 +66,7 @@ STEP_COLUMNS = (
     "tokens_in", "tokens_out", "cost_usd", "metadata", "redacted",
 )
 _SEQ, _EVENT_ID = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id")
+_ROLLUP_OF_ROW = itemgetter(*(STEP_COLUMNS.index(name) for name in rollups.FIELDS))  # a step row as rollups read it
 REVIEW_LABELS = ("good", "bad", "needs_attention")
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
@@ -131,6 +130,7 @@ class SessionFilter:
     error_class: str | None = None  # runs that ended with, or had an errored step of, this class
     has: str | None = None  # runs with one of HAS_FLAGS
     experiments: bool = False  # include experiments' replay sessions (left out by default)
+    include_replays: bool = False  # include what-if replays (replay_of set); originals only by default
 
 
 class Store:
@@ -210,36 +210,47 @@ class Store:
                 if sid in known and fields:
                     conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
             last_seen: dict[str, datetime] = {}
+            rolled_new, stale, all_rows, all_contexts = {}, [], [], []
             for sid, batch in by_session.items():
-                inserted, dupes, _ = self._insert_steps(conn, sid, batch, sid in known)
-                result.steps += inserted
+                dupes, new_rows, contexts = self._new_steps(conn, sid, batch, sid in known)
+                if sid in created and sid not in known:  # every step of the run is in hand
+                    rolled_new[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
+                elif new_rows:
+                    stale.append(sid)
+                all_rows += new_rows
+                all_contexts += contexts
+                result.steps += len(new_rows)
                 result.duplicates += dupes
                 latest = max((s.timestamp for s in batch if s.timestamp is not None), default=None)
-                if latest is None and inserted and sid not in ended:
+                if latest is None and new_rows and sid not in ended:
                     latest = now  # a live run's steps without times: when they arrived is when they happened
                 if latest is not None:
                     last_seen[sid] = latest
+            # one executemany per table for the whole batch: statements per run were most of a big import
+            _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows)
+            _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts)
+            rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
+            rollups.refresh(conn, stale, _bulk_insert)
+            moved: dict[bool, list[dict]] = {False: [], True: []}
             for sid, latest in last_seen.items():
                 revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
-                values: dict[str, Any] = {"last_event_at": latest}
-                if revive:
-                    values["status"] = SessionStatus.RUNNING.value
-                conn.execute(
-                    update(sessions)
-                    .where(sessions.c.id == sid)
-                    .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < latest))
-                    .values(**values)
-                )
-            for sid, end in ended.items():
-                # the source's end time, else its last event's: never the time of this write, so a
-                # re-import stores the same ended_at, and a file without times gives a run without them
-                ended_at = end.ended_at or last_seen.get(sid)
-                conn.execute(
-                    update(sessions)
-                    .where(sessions.c.id == sid)
-                    .values(status=end.status, outcome=end.outcome, error_class=end.error_class,
-                            ended_at=ended_at if ended_at is not None else sessions.c.last_event_at)
-                )
+                moved[revive].append({"sid": sid, "latest": latest})
+            for revive, params in moved.items():
+                if params:
+                    values: dict[str, Any] = {"last_event_at": bindparam("latest")}
+                    if revive:
+                        values["status"] = SessionStatus.RUNNING.value
+                    conn.execute(update(sessions).where(sessions.c.id == bindparam("sid"))
+                                 .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < bindparam("latest")))
+                                 .values(**values), params)
+            # the source's end time, else its last event's: never the time of this write, so a
+            # re-import stores the same ended_at, and a file without times gives a run without them
+            ends = [{"sid": sid, "e_status": end.status, "e_outcome": end.outcome, "e_class": end.error_class,
+                     "e_at": end.ended_at or last_seen.get(sid)} for sid, end in ended.items()]
+            if ends:
+                conn.execute(update(sessions).where(sessions.c.id == bindparam("sid")).values(
+                    status=bindparam("e_status"), outcome=bindparam("e_outcome"), error_class=bindparam("e_class"),
+                    ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at)), ends)
         return result
 
     def _write_transaction(self):
@@ -262,12 +273,12 @@ class Store:
         return known
 
     def _check_references(self, conn: Connection, ids: Sequence[str], opened: dict[str, dict]) -> None:
-        wanted = {f["replay_of"] for f in opened.values() if f.get("replay_of")} - set(ids)
+        wanted = {f["replay_of"] for f in opened.values() if f.get("replay_of") is not None} - set(ids)
         if not wanted:
             return
         found = set(self._existing_sessions(conn, list(wanted)))
         for sid, fields in opened.items():
-            if fields.get("replay_of") and fields["replay_of"] not in found and fields["replay_of"] not in ids:
+            if fields.get("replay_of") is not None and fields["replay_of"] not in found and fields["replay_of"] not in ids:
                 raise WriteRefused(f"replay_of: session {sid!r} names {fields['replay_of']!r}, which is not a stored run",
                                    field="replay_of")
 
@@ -314,14 +325,14 @@ class Store:
             new_rows.append(row)
         if not new_rows:
             return set()
-        dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+        names = ("id", "created_at", *SESSION_FIELDS)
         created: set[str] = set()
-        for row in new_rows:  # one by one: RETURNING says which rows were ours
-            query = dialect.insert(sessions).values(**row).on_conflict_do_nothing(index_elements=["id"]).returning(sessions.c.id)
-            created.update(conn.scalars(query))
+        for part in _chunks(new_rows, 200):  # RETURNING says which rows were ours
+            created.update(_insert_new(conn, sessions, names, [[row[n] for n in names] for row in part], "id"))
         return created
 
-    def _insert_steps(self, conn, sid: str, batch: list[StepEvent], existed: bool):
+    def _new_steps(self, conn, sid: str, batch: list[StepEvent], existed: bool):
+        """The rows (and contexts) of the steps of `batch` not stored yet, numbered; and the duplicates."""
         seen: set[str] = set()
         next_seq = 1
         if existed:
@@ -331,7 +342,7 @@ class Store:
             next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1
         batch_max = max((s.seq for s in batch if s.seq is not None), default=0)
         next_seq = max(next_seq, batch_max + 1)
-        rows, contexts, dupes, latest = [], [], 0, None
+        rows, contexts, dupes = [], [], 0
         row_of = itemgetter(*STEP_COLUMNS)
         for step in batch:
             event_id = step.identity()
@@ -347,12 +358,8 @@ class Store:
             row.append(sid)
             if step.context is not None:
                 contexts.append((sid, event_id, step.context))
-            if step.timestamp is not None and (latest is None or step.timestamp > latest):
-                latest = step.timestamp
             rows.append(row)
-        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), rows)
-        _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), contexts)
-        return len(rows), dupes, latest
+        return dupes, rows, contexts
 
     def expire_idle(self, idle: timedelta | None = None, now: datetime | None = None) -> int:
         """Mark running sessions with no event for longer than `idle` as incomplete."""
@@ -371,6 +378,10 @@ class Store:
         clauses = []
         if not flt.experiments and flt.source != EXPERIMENT_SOURCE:
             clauses.append(or_(sessions.c.source.is_(None), sessions.c.source != EXPERIMENT_SOURCE))
+        if not (flt.include_replays or flt.replay_of or flt.ids is not None):
+            # originals only: a what-if replay is not another run of the agent (experiments' runs have their own switch)
+            original = sessions.c.replay_of.is_(None)
+            clauses.append(or_(original, sessions.c.source == EXPERIMENT_SOURCE) if flt.experiments or flt.source == EXPERIMENT_SOURCE else original)
         for name in ("status", "model", "agent_id", "workflow", "environment", "agent_version", "source", "replay_of"):
             value = getattr(flt, name)
             if value:
@@ -386,9 +397,9 @@ class Store:
         if flt.text:
             clauses.append(self._text_clause(flt.text))
         if flt.failed_tool:
-            clauses.append(self._has_step(steps.c.tool_name == flt.failed_tool, _ERRORED))
+            clauses.append(_has_breakdown(run_breakdown.c.tool_name == flt.failed_tool))
         if flt.error_class:
-            clauses.append(or_(sessions.c.error_class == flt.error_class, self._has_step(steps.c.error_class == flt.error_class, _ERRORED)))
+            clauses.append(or_(sessions.c.error_class == flt.error_class, _has_breakdown(run_breakdown.c.error_class == flt.error_class)))
         if flt.has:
             clauses.append(self._has(flt.has))
         if flt.review:
@@ -399,28 +410,15 @@ class Store:
         return clauses
 
     @staticmethod
-    def _has_step(*conditions):
-        return exists().where(steps.c.session_id == sessions.c.id, *conditions)
-
-    def _has(self, flag: str):
-        if flag == "loop":
-            args = func.coalesce(cast(steps.c.tool_args, Text), "")
-            repeated = (
-                select(steps.c.tool_name)
-                .where(steps.c.session_id == sessions.c.id, *_LOOP_CALL)
-                .group_by(steps.c.tool_name, args)
-                .having(func.count() >= 3)
-            )
-            return exists(repeated)
-        conditions = {
-            "retry": steps.c.retry > 0,
-            "error": _ERRORED,
-            "intervention": or_(steps.c.status == "blocked", self._approval()),
-            "fallback": self._agent_fallback(),
-        }
+    def _has(flag: str):
+        """Runs with a retried or errored step, a blocked action or approval, a fallback the agent
+        took over, or a loop: read from the rollups (storage/rollups.py has the definitions)."""
+        r = run_rollups.c
+        conditions = {"retry": r.retried_steps > 0, "error": r.errored_steps > 0,
+                      "intervention": r.blocked_steps + r.approvals > 0, "fallback": r.fallback_agent > 0, "loop": r.loops > 0}
         if flag not in conditions:
             raise ValueError(f"has: expected one of {', '.join(HAS_FLAGS)}, got {flag!r}")
-        return self._has_step(conditions[flag])
+        return exists().where(r.session_id == sessions.c.id, conditions[flag])
 
     def count_sessions(self, flt: SessionFilter | None = None) -> int:
         with self.engine.connect() as conn:
@@ -444,27 +442,19 @@ class Store:
         return rows
 
     def _step_totals(self, conn, ids: Sequence[str]) -> dict[str, dict]:
+        """Steps, token and cost sums, errors and last seq per run, from its rollup."""
         out: dict[str, dict] = {}
+        r = run_rollups.c
         for part in _chunks(list(ids)):
-            query = (
-                select(
-                    steps.c.session_id,
-                    func.count().label("steps"),
-                    func.sum(steps.c.tokens_in).label("tokens_in"),
-                    func.sum(steps.c.tokens_out).label("tokens_out"),
-                    func.sum(steps.c.cost_usd).label("cost_usd"),
-                    func.sum(case((or_(steps.c.type == "error", steps.c.status == "error"), 1), else_=0)).label("errors"),
-                    func.max(steps.c.seq).label("max_seq"),
-                )
-                .where(steps.c.session_id.in_(part))
-                .group_by(steps.c.session_id)
-            )
-            for r in conn.execute(query):
-                out[r.session_id] = {
-                    "steps": r.steps, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
-                    "cost_usd": r.cost_usd, "errors": int(r.errors), "max_seq": r.max_seq,
-                }
+            query = select(r.session_id, r.steps, r.tokens_in, r.tokens_out, r.cost_usd, r.errored_steps, r.max_seq)
+            for sid, n, t_in, t_out, cost, errors, max_seq in conn.execute(query.where(r.session_id.in_(part))):
+                out[sid] = {"steps": n, "tokens_in": t_in, "tokens_out": t_out, "cost_usd": cost, "errors": errors, "max_seq": max_seq}
         return out
+
+    def rebuild_rollups(self) -> int:
+        """Recompute every run's rollups from its steps (`agent-replay db rebuild-rollups`); returns runs rolled up."""
+        with self._write_lock, self._write_transaction() as conn:
+            return rollups.rebuild(conn, _bulk_insert)
 
     def get_session(self, session_id: str) -> dict | None:
         with self.engine.connect() as conn:
@@ -497,7 +487,7 @@ class Store:
             self._audit(conn, actor, DELETE, target=",".join(ids)[:2000], detail={"sessions": len(ids)})
             for part in _chunks(list(ids)):
                 conn.execute(update(sessions).where(sessions.c.replay_of.in_(part)).values(replay_of=None))
-                for table in (step_contexts, steps, attachments, annotations):
+                for table in (step_contexts, steps, attachments, annotations, run_breakdown, run_rollups):
                     conn.execute(delete(table).where(table.c.session_id.in_(part)))
                 traces = select(otlp_traces.c.trace_id).where(otlp_traces.c.session_id.in_(part))
                 conn.execute(delete(otlp_open_calls).where(otlp_open_calls.c.trace_id.in_(traces)))
@@ -539,15 +529,18 @@ class Store:
         are numbered after the target's last seq, with their contexts, attachments and notes. The
         target is created from the source's row when it does not exist yet. Returns steps moved.
         """
-        with self._write_lock, self.engine.begin() as conn:
+        with self._write_lock, self._write_transaction() as conn:  # like every write: another process's
+            # steps cannot take the target's seqs between our read of max(seq) and our commit
+            self._existing_sessions(conn, [from_sid, to_sid], lock=True)
             src = conn.execute(select(sessions).where(sessions.c.id == from_sid)).mappings().first()
             conn.execute(update(otlp_traces).where(otlp_traces.c.session_id == from_sid).values(session_id=to_sid))
             if src is None or from_sid == to_sid:
                 return 0
+            dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+            conn.execute(dialect.insert(sessions).values(**{**src, "id": to_sid}).on_conflict_do_nothing(index_elements=["id"]))
+            self._existing_sessions(conn, [to_sid], lock=True)
             target = conn.execute(select(sessions.c.id, sessions.c.last_event_at).where(sessions.c.id == to_sid)).first()
-            if target is None:
-                conn.execute(insert(sessions), [{**src, "id": to_sid}])
-            elif src["last_event_at"] and (target.last_event_at is None or target.last_event_at < src["last_event_at"]):
+            if src["last_event_at"] and (target.last_event_at is None or target.last_event_at < src["last_event_at"]):
                 conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
             rows = conn.execute(select(steps.c.id, steps.c.event_id).where(steps.c.session_id == from_sid)
                                 .order_by(steps.c.seq, steps.c.timestamp, steps.c.id)).all()
@@ -565,7 +558,9 @@ class Store:
             for table in (step_contexts, attachments, annotations):
                 conn.execute(update(table).where(table.c.session_id == from_sid).values(session_id=to_sid))
             conn.execute(update(sessions).where(sessions.c.replay_of == from_sid).values(replay_of=to_sid))
+            rollups.forget(conn, [from_sid])
             conn.execute(delete(sessions).where(sessions.c.id == from_sid))
+            rollups.refresh(conn, [to_sid], _bulk_insert)
         return len(moving)
 
     def otlp_commit(
@@ -612,6 +607,7 @@ class Store:
                 del values["seq"]
                 conn.execute(update(steps).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
                              .values(**values))
+            rollups.refresh(conn, [step.session_id for _, step in replaced], _bulk_insert)
 
     # ------------------------------------------------------------------ reading steps
 
@@ -697,26 +693,11 @@ class Store:
     # Times and tags come as text (UTC 'YYYY-MM-DD HH:MM:SS[.ffffff]', JSON): polars parses
     # them in bulk far faster than per-row objects are made.
 
-    def _steps_of(self, flt: SessionFilter | None) -> list:
-        clauses = self._filter_clause(flt)
-        return [steps.c.session_id.in_(select(sessions.c.id).where(*clauses))] if clauses else []
-
-    def _json_true(self, column, key: str):
-        if self.dialect == "sqlite":  # json_extract cannot tell true from 1
-            return func.json_type(column, f"$.{key}") == "true"
-        return column[key].as_string() == "true"
-
     def _json_number(self, column, key: str):
         """A number from a JSON object, NULL when it is anything else (never a cast error)."""
         if self.dialect == "sqlite":
             return case((func.json_type(column, f"$.{key}").in_(("integer", "real")), func.json_extract(column, f"$.{key}")))
         return case((func.jsonb_typeof(column[key]) == "number", column[key].as_float()))
-
-    def _approval(self):
-        return and_(steps.c.type == "input", self._json_true(steps.c.metadata, "approval"))
-
-    def _agent_fallback(self):
-        return and_(_FALLBACK_BLOCK, self._json_true(steps.c.metadata, "agent_invoked"))
 
     @staticmethod
     def _rows(conn: Connection, query) -> tuple[list[str], list[tuple]]:
@@ -739,72 +720,41 @@ class Store:
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
-    def step_rollup(self, flt: SessionFilter | None = None, *, sequences: bool = True) -> tuple[list[str], list[tuple]]:
-        """Per run, one pass over its steps: counts and sums, and with `sequences` two packed
-        strings — `phases` (one cycle phase digit per step in order, `e` for errors; what cycle
-        counting needs) and `durations_us` (comma-separated step durations in whole microseconds:
-        integers print several times faster than floats)."""
-        packed = []
-        if sequences:
-            phases = func.aggregate_strings(case(_PHASE_CODES, value=steps.c.type), "")
-            if self.dialect != "sqlite" or sqlite3.sqlite_version_info >= (3, 44):
-                phases = phases.aggregate_order_by(steps.c.seq, steps.c.id)
-            # older SQLite: GROUP BY session_id walks ix_steps_rollup (session_id, seq, …): rows arrive in seq order
-            durations = func.aggregate_strings(cast(cast(steps.c.duration_ms * 1000, BigInteger), Text), ",")
-            packed = [phases.label("phases"), durations.label("durations_us")]
+    def rollup_rows(self, flt: SessionFilter | None = None, *, durations: bool = True) -> tuple[list[str], list[tuple]]:
+        """Per run with steps, its rollup (storage/rollups.py): counts, sums, first error, cycles,
+        loops, and with `durations` its step durations packed as comma-separated whole µs."""
+        r = run_rollups.c
+        cols = [c for c in r if c.name not in ("max_seq", "first_error_at", "durations_us")]
+        cols.append(cast(r.first_error_at, Text).label("first_error_at"))
+        if durations:
+            cols.append(r.durations_us)
+        query = select(*cols).select_from(run_rollups.join(sessions, sessions.c.id == r.session_id)).where(*self._filter_clause(flt))
+        with self.engine.connect() as conn:
+            return self._rows(conn, query)
+
+    def headline_rows(self, flt: SessionFilter | None = None, key: str | None = None) -> list[tuple]:
+        """Per run, what the headline sums, in one narrow query: (key, status, started_at, ended_at
+        as text, tokens in, tokens out, cost — the rollup's, else the source's — retried steps, tool
+        calls, tool failures, fallback blocks, taken over). `key` is a sessions column (or None)."""
+        r, meta = run_rollups.c, sessions.c.metadata
+
+        def rolled(column, name):
+            return case((column.is_(None), self._json_number(meta, name)), else_=column)
+
         query = select(
-            steps.c.session_id,
-            func.count().label("steps"),
-            func.sum(steps.c.tokens_in).label("tokens_in"),
-            func.sum(steps.c.tokens_out).label("tokens_out"),
-            func.sum(steps.c.cost_usd).label("cost_usd"),
-            _count_if(and_(steps.c.cost_usd.is_(None), or_(steps.c.tokens_in > 0, steps.c.tokens_out > 0))).label("cost_unknown_steps"),
-            _count_if(steps.c.retry > 0).label("retried_steps"),
-            _count_if(_ERRORED).label("errored_steps"),
-            cast(func.min(case((_ERRORED, steps.c.timestamp))), Text).label("first_error_at"),
-            _count_if(steps.c.status == "blocked").label("blocked_steps"),
-            _count_if(self._approval()).label("approvals"),
-            _count_if(_FALLBACK_BLOCK).label("fallback_blocks"),
-            _count_if(self._agent_fallback()).label("fallback_agent"),
-            *packed,
-        ).where(*self._steps_of(flt)).group_by(steps.c.session_id)
+            sessions.c[key] if key else null(), sessions.c.status, cast(sessions.c.started_at, Text),
+            cast(func.coalesce(sessions.c.ended_at, sessions.c.last_event_at), Text),
+            rolled(r.tokens_in, "tokens_in"), rolled(r.tokens_out, "tokens_out"), rolled(r.cost_usd, "cost_usd"),
+            r.retried_steps, r.tool_calls, r.tool_failures, r.fallback_blocks, r.fallback_agent,
+        ).select_from(sessions.outerjoin(run_rollups, r.session_id == sessions.c.id)).where(*self._filter_clause(flt))
         with self.engine.connect() as conn:
-            return self._rows(conn, query)
+            return [tuple(row) for row in conn.execute(query)]
 
-    def step_breakdown(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
-        """Tool calls and errored steps per run, tool and error class."""
-        query = (
-            select(
-                steps.c.session_id, steps.c.tool_name, steps.c.error_class,
-                _count_if(steps.c.type == "tool_call").label("tool_calls"), _count_if(_ERRORED).label("errored"),
-            )
-            .where(or_(steps.c.type == "tool_call", _ERRORED), *self._steps_of(flt))
-            .group_by(steps.c.session_id, steps.c.tool_name, steps.c.error_class)
-        )
-        with self.engine.connect() as conn:
-            return self._rows(conn, query)
-
-    def repeated_calls(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
-        """Tool calls (retries aside) whose tool and arguments occur more than once in
-        their run, each with the seq of its first successful result (None if it got none)."""
-        args = func.coalesce(cast(steps.c.tool_args, Text), "").label("args")
-        calls = (
-            select(steps.c.session_id, steps.c.seq, steps.c.tool_name, args, steps.c.tool_call_id)
-            .where(*_LOOP_CALL, *self._steps_of(flt))
-            .cte("calls")
-        )
-        key = (calls.c.session_id, calls.c.tool_name, calls.c.args)
-        repeated = select(*key).group_by(*key).having(func.count() > 1).cte("repeated")
-        result = steps.alias("result")
-        ok_seq = (
-            select(func.min(result.c.seq))
-            .where(result.c.session_id == calls.c.session_id, result.c.tool_call_id == calls.c.tool_call_id,
-                   result.c.type == "tool_result", result.c.status == "ok")
-            .scalar_subquery()
-        )
-        query = select(*key, calls.c.seq, ok_seq.label("ok_seq")).join(
-            repeated, and_(*(c == repeated.c[c.name] for c in key))
-        )
+    def breakdown_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
+        """Tool calls and errored steps per run, tool and error class (from the rollups)."""
+        b = run_breakdown.c
+        query = (select(b.session_id, b.tool_name, b.error_class, b.tool_calls, b.errored)
+                 .select_from(run_breakdown.join(sessions, sessions.c.id == b.session_id)).where(*self._filter_clause(flt)))
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
@@ -1372,7 +1322,8 @@ def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> N
     `rows` are sequences of values in the order of `names` (lists are converted in place).
     The same rows through `conn.execute(insert(table), dicts)` spend most of their time in
     per-row parameter processing; this keeps the types' conversions (JSON, UTC
-    datetimes) and skips the rest.
+    datetimes) and skips the rest. On PostgreSQL a big batch goes by COPY (psycopg's
+    `copy.write_row`, in the same transaction).
     """
     if not rows:
         return
@@ -1389,18 +1340,37 @@ def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> N
             if values[i] is not None:
                 values[i] = proc(values[i])
         params.append(tuple(values))
+    if dialect.name == "postgresql" and len(params) >= _COPY_FROM:
+        columns = ", ".join(quote(n) for n in names)
+        with conn.connection.dbapi_connection.cursor() as cur, cur.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy:
+            for row in params:
+                copy.write_row(row)
+        return
     conn.exec_driver_sql(sql, params)
 
 
-# Analytics: a step counts as errored when it is an error or its status says so.
-_ERRORED = or_(steps.c.type == "error", steps.c.status == "error")
-_FALLBACK_BLOCK = and_(steps.c.type == "span", steps.c.metadata["block"].as_string() == "fallback")
-_LOOP_CALL = (steps.c.type == "tool_call", steps.c.retry == 0, steps.c.tool_name.is_not(None))  # calls a loop is made of
-_PHASE_CODES = {"think": "0", "tool_call": "1", "tool_result": "2", "observation": "3", "decision": "4", "error": "e"}
+_COPY_FROM = 200  # rows from which PostgreSQL takes them by COPY (several times executemany's speed)
 
 
-def _count_if(condition):
-    return func.sum(case((condition, 1), else_=0))
+def _insert_new(conn: Connection, table, names: Sequence[str], rows: list, key: str) -> list:
+    """One multi-row INSERT … ON CONFLICT (key) DO NOTHING RETURNING key, with SQLAlchemy's bind
+    processors: the keys of the rows inserted (both databases). Built as text: SQLAlchemy's
+    compiler spent ~1 ms a row on a multi-row VALUES."""
+    dialect = conn.dialect
+    quote = dialect.identifier_preparer.quote
+    mark = "?" if dialect.paramstyle == "qmark" else "%s"
+    one = f"({', '.join([mark] * len(names))})"
+    sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES {', '.join([one] * len(rows))}"
+           f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}")
+    procs = [table.c[n].type._cached_bind_processor(dialect) for n in names]
+    params = [proc(v) if proc is not None and v is not None else v for row in rows for v, proc in zip(row, procs, strict=True)]
+    return [r[0] for r in conn.exec_driver_sql(sql, tuple(params))]
+
+
+def _has_breakdown(condition):
+    """Runs with an errored step matching `condition` (a tool, an error class)."""
+    b = run_breakdown.c
+    return exists().where(b.session_id == sessions.c.id, b.errored > 0, condition)
 
 
 _EMPTY_TOTALS = {"steps": 0, "tokens_in": None, "tokens_out": None, "cost_usd": None, "errors": 0, "max_seq": None}

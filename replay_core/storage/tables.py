@@ -392,3 +392,43 @@ job_runs = Table(
     Column("name", String(50), primary_key=True),
     Column("last_run_at", UTCDateTime, nullable=False),
 )
+
+# Per-run rollups (storage/rollups.py): what analytics and the runs list need of a run's steps,
+# kept in the transaction that writes the steps. Dimensions stay on `sessions` (joined by key):
+# a copy would be one more thing to keep in step through ends, renames, idle expiry and moves.
+run_rollups = Table(
+    "run_rollups",
+    metadata,
+    Column("session_id", String(200), ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True),
+    Column("steps", Integer, nullable=False),
+    Column("max_seq", Integer),
+    Column("tokens_in", BigInteger),
+    Column("tokens_out", BigInteger),
+    Column("cost_usd", Float),
+    Column("cost_unknown_steps", Integer, nullable=False),
+    Column("retried_steps", Integer, nullable=False),
+    Column("errored_steps", Integer, nullable=False),
+    Column("first_error_at", UTCDateTime),
+    Column("blocked_steps", Integer, nullable=False),
+    Column("approvals", Integer, nullable=False),
+    Column("fallback_blocks", Integer, nullable=False),
+    Column("fallback_agent", Integer, nullable=False),
+    Column("tool_calls", Integer, nullable=False),
+    Column("tool_failures", Integer, nullable=False),
+    Column("cycles", Integer, nullable=False),
+    Column("loops", Integer, nullable=False),
+    Column("redundant_calls", Integer, nullable=False),
+    Column("durations_us", Text),  # step durations in whole µs, comma-separated (step latency percentiles)
+)
+
+# Per run, tool and error class: tool calls and errored steps (the tools and error-class charts).
+run_breakdown = Table(
+    "run_breakdown",
+    metadata,
+    Column("session_id", String(200), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("tool_name", String(200)),
+    Column("error_class", String(200)),
+    Column("tool_calls", Integer, nullable=False),
+    Column("errored", Integer, nullable=False),
+    Index(None, "session_id"),
+)

@@ -43,8 +43,9 @@ DTYPES = {
     "steps": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cost_usd": pl.Float64,
     "cost_unknown_steps": pl.Int64, "retried_steps": pl.Int64, "errored_steps": pl.Int64,
     "blocked_steps": pl.Int64, "approvals": pl.Int64, "fallback_blocks": pl.Int64, "fallback_agent": pl.Int64,
-    "phases": pl.String, "durations_us": pl.String, "tool_name": pl.String, "tool_calls": pl.Int64,
-    "errored": pl.Int64, "args": pl.String, "seq": pl.Int64, "ok_seq": pl.Int64,
+    "durations_us": pl.String, "cycles": pl.Int64, "loops": pl.Int64, "redundant_calls": pl.Int64,
+    "tool_failures": pl.Int64, "tool_name": pl.String, "tool_calls": pl.Int64,
+    "errored": pl.Int64,
 }
 COUNTS = ("steps", "cost_unknown_steps", "retried_steps", "errored_steps", "blocked_steps", "approvals",
           "fallback_blocks", "fallback_agent", "tool_calls", "tool_failures", "loops", "redundant_calls")
@@ -90,14 +91,13 @@ def _frame(columns_rows: tuple[list[str], list[tuple]]) -> pl.DataFrame:
 
 
 def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True) -> RunData:
-    """Read the runs matching `flt` and everything the metrics need about their steps.
+    """Read the runs matching `flt` with their rollups (storage/rollups.py: counts, sums,
+    cycles, loops, step durations; per tool and error class) and shape them into a RunData.
 
-    `detail=False` reads only what `headline` needs, for the period a dashboard compares
-    with: step latencies, cycles and loops are left out (null), about a third less work."""
-    reads = {"runs": store.run_rows, "rollup": partial(store.step_rollup, sequences=detail), "breakdown": store.step_breakdown}
-    if detail:
-        reads["repeats"] = store.repeated_calls
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+    `detail=False` leaves out what only the detail charts need (step latencies, cycles,
+    loops: null), for the period a dashboard compares with."""
+    reads = {"runs": store.run_rows, "rollup": partial(store.rollup_rows, durations=detail), "breakdown": store.breakdown_rows}
+    with ThreadPoolExecutor(max_workers=min(3, os.cpu_count() or 1)) as pool:
         futures = {name: pool.submit(lambda read=read: _frame(read(flt))) for name, read in reads.items()}
     got = {name: future.result() for name, future in futures.items()}
     sessions, breakdown = got["runs"], got["breakdown"]
@@ -114,47 +114,25 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True)
         .agg(errors=pl.col("errored").sum())
         .sort("session_id", "error_class", nulls_last=True)
     )
-    per_run = [got["rollup"], tools.group_by("session_id").agg(tool_calls=pl.col("calls").sum(), tool_failures=pl.col("failures").sum())]
-    if detail:
-        per_run.append(_loops_per_run(got["repeats"]))
-    runs = sessions
-    for part in per_run:
-        runs = runs.join(part, on="session_id", how="left")
-    return RunData(runs=_derive(runs, detail), tools=tools, errors=errors)
-
-
-def _loops_per_run(repeats: pl.DataFrame) -> pl.DataFrame:
-    per_call = repeats.group_by("session_id", "tool_name", "args").agg(
-        calls=pl.len(), redundant=(pl.col("seq") > pl.col("ok_seq").min()).sum()
-    )
-    return per_call.group_by("session_id").agg(
-        loops=(pl.col("calls") >= 3).sum().cast(pl.Int64), redundant_calls=pl.col("redundant").sum().cast(pl.Int64)
-    )
+    return RunData(runs=_derive(sessions.join(got["rollup"], on="session_id", how="left"), detail), tools=tools, errors=errors)
 
 
 def _ms_between(start: str, end: str) -> pl.Expr:
     return (pl.col(end) - pl.col(start)).dt.total_microseconds() / 1000
 
 
-def _cycles(phases: pl.Expr) -> pl.Expr:
-    """Cycles from the phase string (design §4): within a cycle phases never fall, so a
-    new cycle opens at each fall; errors join the current cycle."""
-    digits = phases.str.replace_all("e", "", literal=True)
-    falls = digits.str.split("").list.eval(pl.element().cast(pl.Int8).diff().lt(0).sum()).list.first()
-    return pl.when(phases.str.len_bytes() > 0).then(falls.fill_null(0) + 1).otherwise(0).cast(pl.Int64)
-
-
 def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
-    if detail:  # from the packed step sequences
+    if detail:  # step durations come packed as whole µs
         sequences = [
-            _cycles(pl.col("phases").fill_null("")).alias("cycles"),
+            *(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls")),
             pl.col("durations_us").str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000).alias("step_durations"),
         ]
     else:
         sequences = [*(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),
                      pl.lit(None, pl.List(pl.Float64)).alias("step_durations")]
+    runs = runs.drop("cycles", "loops", "redundant_calls", strict=False) if not detail else runs
     runs = runs.with_columns(
-        *(pl.col(c).fill_null(0) for c in COUNTS if c in runs.columns),
+        *(pl.col(c).fill_null(0) for c in COUNTS if c in runs.columns and c not in ("cycles", "loops", "redundant_calls")),
         *sequences,
         tokens_in=pl.coalesce("tokens_in", pl.col("meta_tokens_in").cast(pl.Int64), pl.lit(0)),
         tokens_out=pl.coalesce("tokens_out", pl.col("meta_tokens_out").cast(pl.Int64), pl.lit(0)),
@@ -167,7 +145,7 @@ def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
         (pl.col("cost_unknown_steps") == 0) & (pl.col("cost_usd").is_not_null() | (pl.col("tokens_in") + pl.col("tokens_out") == 0))
     )
     return runs.with_columns(cost_known=cost_known).drop(
-        "phases", "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session",
+        "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session",
         strict=False,
     )
 

@@ -258,11 +258,11 @@ def _opening(steps: list[StepEvent]) -> list[tuple]:
 
 def _candidates(store: Store, session: dict, include_replays: bool) -> list[dict]:
     if session.get("workflow"):
-        flt = SessionFilter(status="succeeded", workflow=session["workflow"])
+        flt = SessionFilter(status="succeeded", workflow=session["workflow"], include_replays=include_replays)
     elif session.get("agent_id"):
-        flt = SessionFilter(status="succeeded", agent_id=session["agent_id"])
+        flt = SessionFilter(status="succeeded", agent_id=session["agent_id"], include_replays=include_replays)
     else:
-        flt = SessionFilter(status="succeeded")
+        flt = SessionFilter(status="succeeded", include_replays=include_replays)
     rows = store.list_sessions(flt, limit=CANDIDATES)
     return [r for r in rows if r["id"] != session["id"] and (include_replays or not r.get("replay_of"))]
 

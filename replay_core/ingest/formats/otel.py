@@ -76,6 +76,10 @@ class Span:
 
 def to_ns(value: Any) -> int | None:
     """Epoch nanoseconds from an epoch number (ns as OTLP writes it; µs, ms or s told by size) or ISO-8601 text."""
+    if value.__class__ is str and value.isdigit():  # the common case, OTLP/JSON's decimal nanoseconds
+        number = int(value)
+        if number >= 10**17:
+            return number
     if value is None or value == "" or isinstance(value, bool):
         return None
     text = str(value).strip()
@@ -100,6 +104,12 @@ def time_ns(value: datetime) -> int:
 
 def span_hex(value: Any, size: int) -> str | None:
     """An id as lowercase hex: from hex (optionally 0x…), base64 (protobuf's JSON) or a decimal integer."""
+    if value.__class__ is str and len(value) == size * 2 and value.isascii() and value.isalnum():  # the common case: hex
+        try:
+            int(value, 16)  # letters past f refuse; isalnum left out signs, spaces and "_" that int() would take
+            return value.lower()
+        except ValueError:
+            pass
     if value is None or value == "":
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -174,6 +184,8 @@ def any_value(value: Any) -> Any:
 
 
 def key_values(items: Any) -> dict[str, Any]:
+    if not items:
+        return {}
     if isinstance(items, dict):  # already a plain mapping (a lenient writer)
         return items
     return {str(kv["key"]): any_value(kv.get("value")) for kv in items or [] if isinstance(kv, dict) and "key" in kv}
@@ -219,11 +231,12 @@ def _otlp_span(raw: dict, resource: dict, scope: dict, where: str) -> Span:
     if trace_id is None or span_id is None:
         raise ValueError("traceId and spanId are required")
     status = raw.get("status") or {}
+    listed = raw.get("events")
     events = [
         {"name": e.get("name"), "time_ns": to_ns(_pick(e, "timeUnixNano", "time_unix_nano")),
          "attributes": key_values(e.get("attributes"))}
-        for e in raw.get("events") or []
-    ]
+        for e in listed
+    ] if listed else []
     otel = {"kind": kind_of(raw.get("kind")), "scope": scope or None, "links": raw.get("links") or None,
             "trace_state": _pick(raw, "traceState", "trace_state") or None}
     return Span(
@@ -597,7 +610,9 @@ def _read_session(draft: SessionDraft) -> None:
     _session_fields(draft, attrs, classes, model_usage)
     for part in draft.parts:
         if part.role == "step":
-            part.fields["metadata"] = _step_metadata(part.span, attrs[id(part.span)])
+            meta = _step_metadata(part.span, attrs[id(part.span)])
+            images = part.fields.pop("attachments", None)
+            part.fields["metadata"] = meta | {"attachments": images} if images else meta
 
 
 def _duration(span: Span) -> float | None:
@@ -628,6 +643,13 @@ def _model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     fields["tokens_in"], fields["tokens_out"] = oa.tokens(a)
     fields["cost_usd"] = oa.cost(a)
     fields["context"] = oa.input_messages(a)
+    images = oa.take_images(fields["context"], "input")
+    output = oa.json_value(a.peek("gen_ai.output.messages"))
+    images += oa.take_images(output, "output") if isinstance(output, list) else []
+    if images:
+        fields["attachments"] = images  # set into the step's metadata below, where the media path finds them
+        if isinstance(output, list):
+            a.values["gen_ai.output.messages"] = output  # without the bytes, if the messages are kept as attributes
     answer, calls = oa.model_output(a)
     fields["content"] = answer
     if span.status == "error":

@@ -16,7 +16,7 @@ from replay_core.storage import search
 from replay_core.storage.tables import UTCDateTime
 
 revision = "0010_search"
-down_revision = "0008_queues"  # re-chained when main (with 0008_queues) was merged in
+down_revision = "0009_rollups"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,109 @@
+"""Native JSONL import, whole process (`agent-replay import`: validation, redaction, rollups
+included), beside raw sqlite3 executemany of the same rows into a table with the same unique
+key and indexes, measured in the same run. PostgreSQL too (COPY), when a server is reachable.
+
+    python bench/bench_import.py            # 1,000,000 steps = 20,000 runs x 50
+    python bench/bench_import.py --runs 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import generated_jsonl, report, timed  # noqa: E402
+
+PER_RUN = 50
+CLI = [sys.executable, "-m", "replay_core.cli"]
+COLUMNS = ("session_id", "seq", "event_id", "parent_id", "type", "timestamp", "duration_ms", "agent_id", "model", "content",
+           "tool_name", "tool_args", "tool_call_id", "status", "error_class", "retry", "tokens_in", "tokens_out", "cost_usd",
+           "metadata", "redacted")
+
+
+def baseline_sqlite(data: bytes, path: str, steps: int) -> float:
+    """Raw sqlite3: parse each line and executemany the same columns, no validation, into a
+    table with our unique key (session_id, event_id) and our two step indexes."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"create table steps (id integer primary key, {', '.join(COLUMNS)}, unique(session_id, event_id))")
+    conn.execute("create index ix_rollup on steps (session_id, seq, type, status, retry, duration_ms, tokens_in, tokens_out,"
+                 " cost_usd, timestamp, tool_name, error_class)")
+    conn.execute("create index ix_tool on steps (tool_name)")
+
+    def run():
+        rows = []
+        for line in data.split(b"\n"):
+            if not line:
+                continue
+            o = orjson.loads(line)
+            if o["kind"] != "step":
+                continue
+            args = o.get("tool_args")
+            rows.append((o["session_id"], o["seq"], o["event_id"], None, o["type"], o["timestamp"], o.get("duration_ms"), None,
+                         o.get("model"), o.get("content"), o.get("tool_name"), None if args is None else orjson.dumps(args).decode(),
+                         o.get("tool_call_id"), "ok", None, 0, o.get("tokens_in"), o.get("tokens_out"), o.get("cost_usd"), None, 0))
+        with conn:
+            conn.executemany(f"insert into steps ({', '.join(COLUMNS)}) values ({', '.join('?' * len(COLUMNS))})", rows)
+
+    _, seconds = timed(run)
+    assert conn.execute("select count(*) from steps").fetchone()[0] == steps
+    conn.close()
+    return steps / seconds
+
+
+def ours(url: str, path: str, steps: int) -> float:
+    """`agent-replay import` in its own process, timed from launch to exit (schema made first)."""
+    env = {**os.environ, "AGENT_REPLAY_DB_URL": url}
+    subprocess.run([*CLI, "db", "upgrade"], env=env, check=True, capture_output=True)
+    start = time.perf_counter()
+    done = subprocess.run([*CLI, "import", path, "--json"], env=env, check=True, capture_output=True)
+    seconds = time.perf_counter() - start
+    stored = orjson.loads(done.stdout)["steps"]
+    assert stored == steps, stored
+    again = subprocess.run([*CLI, "import", path, "--json"], env=env, check=True, capture_output=True)
+    assert orjson.loads(again.stdout)["steps"] == 0  # idempotent: a re-import stores nothing
+    return steps / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20_000)
+    runs = parser.parse_args().runs
+    steps = runs * PER_RUN
+    label = f"{steps // 1000}k" if steps < 1_000_000 else f"{steps / 1e6:g}M"
+    data = generated_jsonl(runs, PER_RUN)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "runs.jsonl")
+        Path(path).write_bytes(data)
+        base = baseline_sqlite(data, os.path.join(tmp, "raw.db"), steps)
+        value = ours(f"sqlite:///{tmp}/ours.db", path, steps)
+        report(f"import_native_sqlite_{label}", value, "steps/s", ">= 100000 and >= 0.45 x raw", base, load=os.getloadavg())
+        try:
+            import psycopg
+
+            admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=3)
+        except Exception as exc:  # no server: say so, do not fake a figure
+            print(orjson.dumps({"bench": f"import_native_postgres_{label}", "skipped": str(exc).splitlines()[0]}).decode())
+            return
+        name = f"bench_{uuid.uuid4().hex[:8]}"
+        admin.execute(f'create database "{name}"')
+        try:
+            value = ours(f"postgresql://postgres@127.0.0.1:5432/{name}", path, steps)
+            report(f"import_native_postgres_{label}", value, "steps/s", ">= 50000", base, load=os.getloadavg())
+        finally:
+            admin.execute(f'drop database "{name}" with (force)')
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,425 @@
+"""The OpenAPI 3.1 document of the HTTP API, and a readable page of it (`/api/v1/docs`).
+
+Built from the route table itself (paths, methods, the role each guarded route needs) and
+from the pydantic models that validate the bodies (`events.py`), so it cannot drift from
+what the server does: a route with no entry in OPERATIONS makes `document()` raise (and the
+test fail). Answers are described by the small models below; every 4xx/5xx is the JSON
+error shape. The page is rendered here from the document, as plain HTML: nothing is
+fetched from anywhere when it is read.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+from starlette.routing import Route
+
+from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent
+from ..storage.actor import MAY, ROLES
+
+TITLE = "Agent Replay HTTP API"
+REF = "#/components/schemas/{model}"
+
+
+# ---------------------------------------------------------------- what the routes answer
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="allow")  # answers may grow a field; clients ignore what they do not know
+
+
+class FieldError(BaseModel):
+    loc: str = Field(description="the field at fault: `steps[3].type`, `limit`, `body`")
+    msg: str
+
+
+class ErrorBody(BaseModel):
+    """Every answer other than 2xx."""
+
+    detail: str = Field(description="one line: what was refused and why")
+    errors: list[FieldError] | None = Field(None, description="every field at fault, when a body or parameter was")
+
+
+class IngestAnswer(_Answer):
+    """What a write stored: runs touched, steps stored, duplicates skipped (re-sent event ids), values redacted."""
+
+    sessions: list[str]
+    steps: int
+    duplicates: int
+    redacted: int
+    errors: list[str]
+    media_refused: list[str] | None = None
+    warnings: list[str] | None = None
+
+
+class Health(_Answer):
+    status: str = Field(description="`ok`, or `degraded` while writes fail (disk full, read-only database)")
+    sessions: int
+    reason: str | None = None
+
+
+class SessionsPage(_Answer):
+    total: int
+    limit: int
+    offset: int
+    sessions: list[dict[str, Any]]
+
+
+class SessionView(_Answer):
+    """A run, its steps (without contexts), cycles and gaps."""
+
+    session: dict[str, Any]
+    summary: str = Field(description="one line: how the run went")
+    steps: list[dict[str, Any]]
+    cycles: list[dict[str, Any]]
+    gaps: list[dict[str, Any]]
+
+
+class AttachmentStored(_Answer):
+    session_id: str
+    event_id: str
+    stored: bool
+
+
+class Datasets(_Answer):
+    datasets: list[dict[str, Any]]
+
+
+class Experiments(_Answer):
+    experiments: list[dict[str, Any]]
+
+
+class ExperimentStarted(_Answer):
+    experiment: str
+    status: str
+    estimates: list[dict[str, Any]]
+    poll: str
+
+
+class Steps(BaseModel):
+    """A batch of steps as `{"steps": [...]}`."""
+
+    steps: list[StepEvent]
+
+
+ANSWERS = (ErrorBody, IngestAnswer, Health, SessionsPage, SessionView, AttachmentStored, Datasets, Experiments,
+           ExperimentStarted)
+BODIES = (SessionEvent, StepEvent, Steps, SessionEndEvent, AttachmentEvent)
+
+
+# ---------------------------------------------------------------- operations
+
+
+@dataclass(frozen=True)
+class Op:
+    """What the route table cannot say about one operation."""
+
+    summary: str
+    answer: str | None = None  # a component name, or None for a body described in `media`
+    status: int = 200
+    body: dict | None = None  # a requestBody object
+    query: tuple[dict, ...] = ()
+    media: dict = field(default_factory=dict)  # answer content other than JSON
+    tag: str = "runs"
+
+
+def _q(name: str, schema: dict, description: str, required: bool = False) -> dict:
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": description}
+
+
+def _json(ref: str | dict) -> dict:
+    return {"application/json": {"schema": {"$ref": REF.format(model=ref)} if isinstance(ref, str) else ref}}
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": REF.format(model=name)}
+
+
+_TEXT = {"type": "string", "maxLength": 500}
+_REPLACE = _q("replace", {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]},
+              "let this write change the end, status, name and outcome of a finished run (editors; in the audit log)")
+_FILTERS = (
+    *(_q(name, _TEXT, f"only runs whose {name} is this") for name in
+      ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of", "failed_tool", "error_class")),
+    _q("status", {"type": "string", "enum": [s.value for s in SessionStatus]}, "only runs in this state"),
+    _q("review", {"type": "string", "enum": ["good", "bad", "needs_review", "unreviewed"]}, "only runs reviewed so"),
+    _q("has", {"type": "string"}, "only runs that have this (errors, loops, replays, notes…)"),
+    _q("since", {"type": "string"}, "a day (2026-05-01) or an ISO date-time"),
+    _q("until", {"type": "string"}, "a day (included) or an ISO date-time"),
+    _q("q", _TEXT, "search names and step content"),
+    _q("replays", {"type": "string", "enum": ["1", "true", "yes", "0", "false", "no"]},
+       "also list what-if replays and experiments' runs (original runs only by default)"),
+    _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}, "page size"),
+    _q("offset", {"type": "integer", "minimum": 0, "maximum": INT_MAX, "default": 0}, "rows to skip"),
+)
+_IMAGE = {"type": "string", "contentMediaType": "image/png", "contentEncoding": "binary"}
+_OTLP_JSON = {"type": "object", "description": "ExportTraceServiceRequest, OTLP/JSON encoding",
+              "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}}}
+_OBJECT = {"type": "object", "additionalProperties": True}
+
+OPERATIONS: dict[tuple[str, str], Op] = {
+    ("GET", "/healthz"): Op("Is the app up, and can it write?", "Health", tag="service"),
+    ("GET", "/api/v1/openapi.json"): Op("This document.", None, media={"application/json": {"schema": _OBJECT}}, tag="service"),
+    ("GET", "/api/v1/docs"): Op("This document as a page.", None, media={"text/html": {"schema": {"type": "string"}}}, tag="service"),
+    ("POST", "/api/v1/sessions"): Op("Open a run, or update its dimensions.", "IngestAnswer",
+                                     body={"required": True, "content": _json("SessionEvent")}, query=(_REPLACE,)),
+    ("GET", "/api/v1/sessions"): Op("List runs, newest first, with the filters of the runs page.", "SessionsPage", query=_FILTERS),
+    ("GET", "/api/v1/sessions/{session_id}/stream"): Op(
+        "Server-Sent Events: every step stored so far, then each as it is stored (`id:` its seq, `event: step`, `data:` the "
+        "step as native JSON), heartbeats every 15 s; resume with the `Last-Event-ID` header.", None,
+        media={"text/event-stream": {"schema": {"type": "string"}}},
+        query=(_q("last_event_id", {"type": "string", "pattern": "^[0-9]*$"}, "resume after this seq (as the Last-Event-ID header)"),)),
+    ("POST", "/api/v1/sessions/{session_id}/steps/{event_id}/attachments"): Op(
+        "Attach a screenshot to a step: the raw image, multipart (`file`, optional `target` JSON) or JSON.",
+        "AttachmentStored", body={"required": True, "content": {
+            **_json("AttachmentEvent"),
+            "image/png": {"schema": _IMAGE}, "image/jpeg": {"schema": _IMAGE},
+            "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
+                "file": {"type": "string", "contentMediaType": "application/octet-stream"}, "target": {"type": "string"}}}}}}),
+    ("POST", "/api/v1/sessions/{session_id}/steps"): Op(
+        "Add one step or a batch, stored whole or not at all.", "IngestAnswer", query=(_REPLACE,),
+        body={"required": True, "content": _json({"oneOf": [_ref("StepEvent"), {"type": "array", "items": _ref("StepEvent")},
+                                                            _ref("Steps")]})}),
+    ("GET", "/api/v1/attachments/{attachment_id}"): Op("An attachment's bytes, with the media type read from them.", None,
+                                                      media={"application/octet-stream": {"schema": {"type": "string"}},
+                                                             "image/png": {"schema": _IMAGE}}),
+    ("POST", "/api/v1/sessions/{session_id}/end"): Op("Close a run (an empty body: it succeeded).", "IngestAnswer",
+                                                      body={"required": False, "content": _json("SessionEndEvent")},
+                                                      query=(_REPLACE,)),
+    ("GET", "/api/v1/sessions/{session_id}/snapshot"): Op(
+        "The agent's state at a step: its real context.", None, media=_json(_OBJECT),
+        query=(_q("step", {"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the step's seq", required=True),)),
+    ("GET", "/api/v1/sessions/{session_id}/explain"): Op(
+        "Why a failed, incomplete or unknown-outcome run failed.", None, media=_json(_OBJECT),
+        query=(_q("replays", {"type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]}, "weigh in its replays"),)),
+    ("GET", "/api/v1/sessions/{session_id}"): Op("A run with its steps, cycles and gaps.", "SessionView"),
+    ("POST", "/v1/traces"): Op(
+        "OTLP/HTTP traces from any OpenTelemetry exporter: a trace is one run whatever batches it comes in.", None,
+        body={"required": True, "content": {"application/x-protobuf": {"schema": {"type": "string", "contentEncoding": "binary"}},
+                                            "application/json": {"schema": _OTLP_JSON}}},
+        media={"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}}, tag="otlp"),
+    ("POST", "/api/v1/datasets"): Op(
+        "Make a dataset from runs (by id, or by a filter).", None, status=201, tag="experiments", media=_json(_OBJECT),
+        body={"required": True, "content": _json({"type": "object", "properties": {
+            "name": {"type": "string"}, "runs": {"type": "array", "items": {"type": "string"}},
+            "filter": {"type": "object", "properties": {k: {"type": "string"} for k in ("status", "workflow", "since", "search")},
+                       "additionalProperties": False},
+            "expected": {}, "match": {"type": "string"}, "description": {"type": "string"}}})}),
+    ("GET", "/api/v1/datasets"): Op("List datasets.", "Datasets", tag="experiments"),
+    ("GET", "/api/v1/datasets/{name}"): Op("A dataset and its cases.", None, media=_json(_OBJECT), tag="experiments"),
+    ("POST", "/api/v1/experiments"): Op(
+        "Launch an experiment: replay a dataset under models or variants (runs in the background; costs money).",
+        "ExperimentStarted", status=202, tag="experiments",
+        body={"required": True, "content": _json({"type": "object", "properties": {
+            "dataset": {"type": "string"}, "models": {"type": "array", "items": {"type": "string"}},
+            "variants": {"type": "array", "items": {"type": "object"}}, "api_base": {"type": "string"},
+            "from": {"type": "integer"}, "scorers": {"type": "array", "items": {"type": "string"}},
+            "scorer_options": {"type": "object"}, "concurrency": {"type": "integer"},
+            "budget_usd": {"type": "number"}, "budget_tokens": {"type": "integer"}}})}),
+    ("GET", "/api/v1/experiments"): Op("List experiments.", "Experiments", tag="experiments"),
+    ("GET", "/api/v1/queues"): Op("List review queues.", None, media=_json(_OBJECT), tag="team"),
+    ("POST", "/api/v1/queues"): Op(
+        "Make a review queue from runs (by id, or by the runs list's filter).", None, status=201, media=_json(_OBJECT), tag="team",
+        body={"required": True, "content": _json({"type": "object", "properties": {
+            "name": {"type": "string"}, "runs": {"type": "array", "items": {"type": "string"}},
+            "filter": {"type": "object", "additionalProperties": {"type": "string"}}, "rubric": {},
+            "reviews_per_item": {"type": "integer"}, "assign": {"type": "array", "items": {"type": "string"}}}})}),
+    ("GET", "/api/v1/queues/{queue_id}"): Op("A queue's progress, items, verdicts per reviewer and agreement.", None,
+                                            media=_json(_OBJECT), tag="team"),
+    ("DELETE", "/api/v1/queues/{queue_id}"): Op("Delete a queue.", None, media=_json(_OBJECT), tag="team"),
+    ("GET", "/api/v1/queues/{queue_id}/export.csv"): Op("A queue's results as CSV.", None,
+                                                       media={"text/csv": {"schema": {"type": "string"}}}, tag="team"),
+    ("POST", "/api/v1/queues/{queue_id}/next"): Op(
+        "The next item held for a reviewer (null: nothing left for them).", None, media=_json(_OBJECT), tag="team",
+        body={"required": True, "content": _json({"type": "object", "properties": {"reviewer": {"type": "string"}}})}),
+    ("POST", "/api/v1/queues/{queue_id}/items/{item_id}/{verb}"): Op(
+        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`).", None, media=_json(_OBJECT),
+        tag="team", body={"required": True, "content": _json({"type": "object", "properties": {
+            "reviewer": {"type": "string"}, "verdict": {"type": "string"}, "criteria": {"type": "object"},
+            "note": {"type": "string"}, "should_have": {"type": "string"}}})}),
+    ("POST", "/api/v1/shares"): Op(
+        "Make a share link to a run, a comparison or a queue; the token is shown only here.", None, status=201,
+        media=_json(_OBJECT), tag="team", body={"required": True, "content": _json({"type": "object", "properties": {
+            "session": {"type": "string"}, "other": {"type": "string"}, "queue": {"type": "integer"},
+            "expires": {"type": "string", "description": "e.g. 7d"}}})}),
+    ("GET", "/api/v1/shares"): Op("List share links (without their tokens).", None, media=_json(_OBJECT), tag="team"),
+    ("DELETE", "/api/v1/shares/{share_id}"): Op("Revoke a share link.", None, media=_json(_OBJECT), tag="team"),
+    ("GET", "/api/v1/share/{token}"): Op(
+        "The one object a share link was made for (no bearer token: the link's token is the key; 410 once expired or revoked).",
+        None, media=_json(_OBJECT), tag="team"),
+    ("GET", "/api/v1/experiments/{experiment_id}"): Op("An experiment's progress, then its results.", None,
+                                                       media=_json(_OBJECT), tag="experiments"),
+    ("GET", "/api/v1/experiments/{a}/compare/{b}"): Op(
+        "Two experiments compared: per variant and scorer, pass rates with Wilson intervals, the cases B improved or "
+        "regressed, and what cannot be compared.", None, media=_json(_OBJECT), tag="experiments",
+        query=(_q("by", {"type": "string", "enum": ["name", "position"], "default": "name"}, "pair variants by name or position"),)),
+}
+
+_PATH_PARAMS = {
+    "session_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the run's id (URL-encoded; it may hold `/`)"),
+    "event_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the step's event id"),
+    "attachment_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the attachment's id"),
+    "name": ({"type": "string", "minLength": 1}, "the dataset's name"),
+    "experiment_id": ({"type": "string", "minLength": 1}, "the experiment's id"),
+    "a": ({"type": "string", "minLength": 1}, "the first experiment's id"),
+    "b": ({"type": "string", "minLength": 1}, "the experiment compared with it"),
+    "queue_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the queue's id"),
+    "item_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the item's id in the queue"),
+    "verb": ({"type": "string", "enum": ["review", "skip"]}, "what to do with the item"),
+    "share_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the link's id"),
+    "token": ({"type": "string", "minLength": 1}, "the share link's token"),
+}
+_ERRORS = {"400": "the body cannot be read", "401": "no valid bearer token", "403": "the token's role may not do this",
+           "404": "no such run, step or object", "410": "a share link expired, revoked or whose object is gone", "409": "a different end for a run that already ended (without replace)",
+           "413": "body over the size limit", "415": "a content type or encoding the route does not take",
+           "422": "a field or parameter is out of the contract (each named in `errors`)",
+           "503": "the database cannot take writes now (see Retry-After)"}
+
+
+class MissingDocs(LookupError):
+    """A route of the table with no entry in OPERATIONS."""
+
+
+def _template(path: str) -> str:
+    """Starlette's `{session_id:path}` → OpenAPI's `{session_id}`."""
+    return re.sub(r"\{(\w+)(?::\w+)?\}", r"{\1}", path)
+
+
+def operations(route_table: list[Route]) -> list[tuple[str, str, str | None]]:
+    """(method, path, action needing a role or None) for every route: what the document must cover."""
+    out = []
+    for route in route_table:
+        action = getattr(route.endpoint, "action", None)
+        for method in sorted((route.methods or set()) - {"HEAD"}):
+            out.append((method, _template(route.path), action))
+    return out
+
+
+def _roles(action: str) -> list[str]:
+    return [r for r in ROLES if action in MAY[r]]
+
+
+def _components() -> dict:
+    _, defs = models_json_schema([(m, "validation") for m in BODIES] + [(m, "serialization") for m in ANSWERS],
+                                 ref_template=REF, by_alias=True)
+    schemas = defs["$defs"]
+    for name in ("SessionEvent", "StepEvent", "SessionEndEvent", "AttachmentEvent"):
+        schema = schemas[name]
+        # unknown fields are kept in `metadata`, never refused: the models' `extra="forbid"` comes after that
+        schema.pop("additionalProperties", None)
+    for name in ("StepEvent", "SessionEndEvent", "AttachmentEvent"):  # the path says which run (and step)
+        implied = {"session_id", "event_id"} if name == "AttachmentEvent" else {"session_id"}
+        schemas[name]["required"] = [r for r in schemas[name].get("required", []) if r not in implied]
+    return schemas
+
+
+def document(route_table: list[Route]) -> dict:
+    """The OpenAPI 3.1 document of these routes; MissingDocs names a route OPERATIONS lacks."""
+    paths: dict[str, dict] = {}
+    for method, path, action in operations(route_table):
+        op = OPERATIONS.get((method, path))
+        if op is None:
+            raise MissingDocs(f"{method} {path}: no entry in replay_core/server/openapi.py OPERATIONS")
+        answer = {"description": "done", "content": _json(op.answer) if op.answer else op.media}
+        item: dict[str, Any] = {
+            "summary": op.summary, "tags": [op.tag],
+            "operationId": re.sub(r"\W+", "_", f"{method.lower()}{path}").strip("_"),
+            "responses": {str(op.status): answer, **{code: {"description": why, "content": _json("ErrorBody")}
+                                                      for code, why in _ERRORS.items()},
+                          "default": {"description": "any other answer: the same JSON error shape", "content": _json("ErrorBody")}},
+        }
+        names = re.findall(r"\{(\w+)\}", path)
+        params = [{"name": n, "in": "path", "required": True, "schema": _PATH_PARAMS[n][0], "description": _PATH_PARAMS[n][1]}
+                  for n in names]
+        if params or op.query:
+            item["parameters"] = params + list(op.query)
+        if op.body:
+            item["requestBody"] = op.body
+        if action:
+            roles = _roles(action)
+            item["security"] = [{"bearer": roles}]
+            item["description"] = f"Needs a bearer token whose role is {' or '.join(roles)}."
+        else:
+            item["security"] = []
+        paths.setdefault(path, {})[method.lower()] = item
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": TITLE, "version": "1",
+                 "description": "Record, read and replay AI-agent runs. Writes are validated whole before anything is "
+                                "stored, then redacted. Tokens carry a role (viewer, reviewer, editor): AGENT_REPLAY_API_TOKENS."},
+        "servers": [{"url": "/"}],
+        "paths": paths,
+        "components": {"schemas": _components(), "securitySchemes": {"bearer": {
+            "type": "http", "scheme": "bearer",
+            "description": "An API token; its role (viewer, reviewer, editor) is the list each operation names."}}},
+    }
+
+
+def page(doc: dict) -> str:
+    """The document as one self-contained HTML page: every operation, its parameters, body and answers."""
+    e = html.escape
+    out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(doc['info']['title'])}</title>",
+           "<style>body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
+           "code,pre{font:13px ui-monospace,monospace;background:#f4f4f4}pre{padding:.6rem;overflow:auto}"
+           "h3{margin:1.6rem 0 .2rem}.m{display:inline-block;min-width:3.5rem;font-weight:700}"
+           "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top}"
+           "</style></head><body>",
+           f"<h1>{e(doc['info']['title'])}</h1><p>{e(doc['info']['description'])}</p>",
+           "<p>Machine-readable: <a href=\"openapi.json\">openapi.json</a> (OpenAPI 3.1).</p><h2>Operations</h2><ul>"]
+    ops = [(path, method, item) for path, methods in doc["paths"].items() for method, item in methods.items()]
+    for path, method, item in ops:
+        out.append(f"<li><a href=\"#{e(item['operationId'])}\"><span class=m>{method.upper()}</span><code>{e(path)}</code></a>"
+                   f" — {e(item['summary'])}</li>")
+    out.append("</ul>")
+    for path, method, item in ops:
+        out.append(f"<h3 id=\"{e(item['operationId'])}\"><span class=m>{method.upper()}</span><code>{e(path)}</code></h3>"
+                   f"<p>{e(item['summary'])}</p>")
+        roles = item["security"][0]["bearer"] if item["security"] else None
+        out.append(f"<p><b>Access:</b> {'bearer token, role ' + e(' or '.join(roles)) if roles else 'open'}</p>")
+        if item.get("parameters"):
+            out.append("<table><tr><th>parameter</th><th>in</th><th>type</th><th>about</th></tr>")
+            for p in item["parameters"]:
+                out.append(f"<tr><td><code>{e(p['name'])}</code>{' (required)' if p['required'] else ''}</td><td>{e(p['in'])}</td>"
+                           f"<td><code>{e(_type_of(p['schema']))}</code></td><td>{e(p.get('description', ''))}</td></tr>")
+            out.append("</table>")
+        if item.get("requestBody"):
+            kinds = ", ".join(f"<code>{e(k)}</code> {e(_type_of(v['schema']))}" for k, v in item["requestBody"]["content"].items())
+            out.append(f"<p><b>Body</b>{' (required)' if item['requestBody'].get('required') else ''}: {kinds}</p>")
+        codes = ", ".join(f"<code>{e(c)}</code> {e(r['description'])}" for c, r in item["responses"].items())
+        out.append(f"<p><b>Answers:</b> {codes}</p>")
+    out.append("<h2>Schemas</h2>")
+    for name, schema in doc["components"]["schemas"].items():
+        out.append(f"<h3 id=\"schema-{e(name)}\">{e(name)}</h3><p>{e(schema.get('description', ''))}</p>")
+        props = schema.get("properties") or {}
+        if props:
+            required = set(schema.get("required", []))
+            out.append("<table><tr><th>field</th><th>type</th><th>about</th></tr>")
+            for field_name, sub in props.items():
+                out.append(f"<tr><td><code>{e(field_name)}</code>{' (required)' if field_name in required else ''}</td>"
+                           f"<td><code>{e(_type_of(sub))}</code></td><td>{e(sub.get('description', ''))}</td></tr>")
+            out.append("</table>")
+    out.append("</body></html>")
+    return "".join(out)
+
+
+def _type_of(schema: dict) -> str:
+    """A short reading of a schema: `string ≤ 200`, `StepEvent[]`, `integer | null`."""
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " | ".join(_type_of(s) for s in schema[key])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"{_type_of(schema.get('items', {}))}[]"
+    if "enum" in schema:
+        return " | ".join(repr(v) for v in schema["enum"])
+    if "const" in schema:
+        return repr(schema["const"])
+    bound = f" ≤ {schema['maxLength']}" if "maxLength" in schema else ""
+    return f"{kind}{bound}"

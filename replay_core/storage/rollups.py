@@ -1,0 +1,169 @@
+"""Per-run rollups: one row per run (`run_rollups`) and one per run, tool and error class
+(`run_breakdown`), the one definition of what analytics counts in a run's steps.
+
+Kept exact by recomputing a run's rows whenever its steps change, in the same transaction:
+from the rows in hand for a run created by the write (a file import: nothing to read back),
+else from its stored steps. A late, duplicate or out-of-order step is therefore no special
+case: whatever the steps are after the write, the rollup is what a from-scratch pass over them
+gives (`rebuild`, `agent-replay db rebuild-rollups`, migration 0009_rollups).
+
+Definitions (the numbers analytics showed when it summed the steps at read time):
+errored step: type `error` or status `error`; a cost is unknown for a step with tokens and
+no cost; a retried step has retry > 0; an approval is an `input` step with metadata
+`approval: true`; a fallback block is a `span` with metadata `block: "fallback"`, taken over
+by the agent when `agent_invoked: true`; cycles follow the phase order think < tool_call <
+tool_result < observation < decision (a fall opens a cycle, errors join the current one);
+a loop is one tool called with the same arguments (as JSON values) three times or more,
+retries aside; a redundant call repeats one whose successful result was already seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+import orjson
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Connection
+
+from .tables import run_breakdown, run_rollups, steps
+
+# what a rollup reads of a step, in this order
+FIELDS = ("seq", "type", "status", "retry", "duration_ms", "tokens_in", "tokens_out", "cost_usd", "timestamp", "tool_name",
+          "error_class", "tool_args", "tool_call_id", "metadata")
+ROLLUP_COLUMNS = tuple(c.name for c in run_rollups.c)
+BREAKDOWN_COLUMNS = tuple(c.name for c in run_breakdown.c)
+_PHASE = {"think": 0, "tool_call": 1, "tool_result": 2, "observation": 3, "decision": 4}
+_CHUNK = 500
+
+
+def _args_key(args: Any) -> str:
+    return "" if args is None else orjson.dumps(args, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tuple]] | None:
+    """A run's rollup row and breakdown rows from its steps (tuples in FIELDS order, in seq
+    order, ties in storage order); None for a run without steps."""
+    n = retried = errored = unknown = blocked = approvals = blocks = agent = calls_n = failures = falls = 0
+    tokens_in = tokens_out = cost = max_seq = first_error = last_phase = None
+    phased = False
+    durations: list[str] = []
+    breakdown: dict[tuple, list[int]] = {}
+    calls: dict[tuple, list[tuple]] = {}
+    ok_at: dict[str, int] = {}
+    for seq, kind, status, retry, dur, t_in, t_out, c, ts, tool, ecls, args, call_id, meta in rows:
+        n += 1
+        if max_seq is None or seq > max_seq:
+            max_seq = seq
+        if t_in is not None:
+            tokens_in = t_in if tokens_in is None else tokens_in + t_in
+        if t_out is not None:
+            tokens_out = t_out if tokens_out is None else tokens_out + t_out
+        if c is not None:
+            cost = c if cost is None else cost + c
+        elif (t_in or 0) > 0 or (t_out or 0) > 0:
+            unknown += 1
+        if retry:
+            retried += 1
+        if dur is not None:
+            durations.append(str(int(dur * 1000)))
+        bad = kind == "error" or status == "error"
+        if status == "blocked":
+            blocked += 1
+        phase = _PHASE.get(kind)
+        if phase is not None:
+            if last_phase is not None and phase < last_phase:
+                falls += 1
+            last_phase, phased = phase, True
+        elif kind == "error":
+            phased = True
+        elif meta and type(meta) is dict:
+            if kind == "input" and meta.get("approval") is True:
+                approvals += 1
+            elif kind == "span" and meta.get("block") == "fallback":
+                blocks += 1
+                agent += meta.get("agent_invoked") is True
+        if bad:
+            errored += 1
+            if ts is not None and (first_error is None or ts < first_error):
+                first_error = ts
+            if tool is not None:
+                failures += 1
+        if kind == "tool_call" or bad:
+            counts = breakdown.setdefault((tool, ecls), [0, 0])
+            if kind == "tool_call":
+                counts[0] += 1
+                calls_n += tool is not None
+                if not retry and tool is not None:
+                    calls.setdefault((tool, _args_key(args)), []).append((seq, call_id))
+            if bad:
+                counts[1] += 1
+        elif kind == "tool_result" and status == "ok" and call_id is not None and (call_id not in ok_at or seq < ok_at[call_id]):
+            ok_at[call_id] = seq
+    if not n:
+        return None
+    loops = redundant = 0
+    for group in calls.values():
+        if len(group) < 2:
+            continue
+        loops += len(group) >= 3
+        seen = [ok_at[cid] for _, cid in group if cid in ok_at]
+        if seen:
+            first_ok = min(seen)
+            redundant += sum(1 for seq, _ in group if seq > first_ok)
+    row = (session_id, n, max_seq, tokens_in, tokens_out, cost, unknown, retried, errored, first_error, blocked, approvals,
+           blocks, agent, calls_n, failures, (falls + 1) if phased else 0, loops, redundant, ",".join(durations) or None)
+    return row, [(session_id, tool, ecls, a, b) for (tool, ecls), (a, b) in breakdown.items()]
+
+
+def write(conn: Connection, session_ids: Sequence[str], rolled: Iterable[tuple[tuple, list[tuple]] | None], insert_rows) -> None:
+    """Replace the rollups of `session_ids` with `rolled` (None: a run without steps)."""
+    forget(conn, session_ids)
+    mains, parts = [], []
+    for item in rolled:
+        if item is not None:
+            mains.append(item[0])
+            parts += item[1]
+    insert_rows(conn, run_rollups, ROLLUP_COLUMNS, mains)
+    insert_rows(conn, run_breakdown, BREAKDOWN_COLUMNS, parts)
+
+
+def forget(conn: Connection, session_ids: Sequence[str]) -> None:
+    for start in range(0, len(session_ids), _CHUNK):
+        part = list(session_ids[start : start + _CHUNK])
+        conn.execute(delete(run_breakdown).where(run_breakdown.c.session_id.in_(part)))
+        conn.execute(delete(run_rollups).where(run_rollups.c.session_id.in_(part)))
+
+
+def from_stored(conn: Connection, session_ids: Sequence[str]) -> list[tuple[tuple, list[tuple]] | None]:
+    """Rollups recomputed from the stored steps of `session_ids`."""
+    out = []
+    cols = [steps.c.session_id, *(steps.c[name] for name in FIELDS)]
+    for start in range(0, len(session_ids), _CHUNK):
+        part = list(session_ids[start : start + _CHUNK])
+        query = select(*cols).where(steps.c.session_id.in_(part)).order_by(steps.c.session_id, steps.c.seq, steps.c.id)
+        found = {sid: rollup_of(sid, (r[1:] for r in rows)) for sid, rows in groupby(conn.execute(query), key=itemgetter(0))}
+        out += [found.get(sid) for sid in part]
+    return out
+
+
+def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
+    """Recompute the rollups of these runs from their stored steps."""
+    ids = sorted(set(session_ids))
+    if ids:
+        write(conn, ids, from_stored(conn, ids), insert_rows)
+
+
+def rebuild(conn: Connection, insert_rows, *, batch: int = 2000) -> int:
+    """Every run's rollups from scratch; returns the runs rolled up."""
+    conn.execute(delete(run_breakdown))
+    conn.execute(delete(run_rollups))
+    ids = list(conn.scalars(select(steps.c.session_id).distinct().order_by(steps.c.session_id)))
+    for start in range(0, len(ids), batch):
+        part = ids[start : start + batch]
+        rolled = from_stored(conn, part)
+        insert_rows(conn, run_rollups, ROLLUP_COLUMNS, [r[0] for r in rolled if r])
+        insert_rows(conn, run_breakdown, BREAKDOWN_COLUMNS, [p for r in rolled if r for p in r[1]])
+    return len(ids)

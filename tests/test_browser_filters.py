@@ -1,0 +1,156 @@
+"""Filters that let go, in Chromium: every filter cleared (Any, an emptied box, a chip, Clear all) stays
+cleared; an analytics drill-down shows as a chip that removes it; the runs list at phone width.
+
+Screenshots go to test-output/browser/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import UTC, datetime, time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+from apptest_helpers import demo_db, served_app  # noqa: F401  (fixture)
+from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
+
+from replay_core.storage.store import SessionFilter, Store
+
+pytestmark = pytest.mark.browser
+
+SELECTS = {"status": "failed", "review": "unreviewed", "tag": "coding", "has": "retry", "model": None, "agent_id": None,
+           "workflow": None, "environment": None, "agent_version": None, "source": None}  # None: the first stored value
+TEXTS = {"q": "format_price", "failed_tool": "run_tests", "error_class": "TestFailure"}
+
+
+@pytest.fixture(scope="module")
+def app(demo_db, tmp_path_factory):
+    db = tmp_path_factory.mktemp("filters") / "demo.db"
+    shutil.copy(demo_db, db)
+    with served_app(f"sqlite:///{db}") as base:
+        yield base, Store(f"sqlite:///{db}")
+
+
+def listed(pg) -> int:
+    pg.wait_for_selector("text=/\\d+ runs?:/", timeout=30_000)
+    summary = next(t for t in pg.locator('[data-testid="stMarkdownContainer"]').all_inner_texts() if re.match(r"\d+ runs?:", t))
+    return int(summary.split(" ")[0])
+
+
+def params(pg) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(pg.url).query).items()}
+
+
+def open_runs(pg, base: str, query: str) -> None:
+    pg.goto(f"{base}/runs?{query}")
+    settled(pg)
+    listed(pg)
+
+
+def wait_listed(pg, n: int) -> None:
+    """Until the summary counts n runs (the run after a click may still be drawing the old one)."""
+    pg.wait_for_function("n => Array.from(document.querySelectorAll('[data-testid=stMarkdownContainer]'))"
+                         ".some(e => e.innerText.startsWith(n + (n === 1 ? ' run:' : ' runs:')))", arg=n, timeout=15_000)
+
+
+def wait_cleared(pg, key: str) -> None:
+    pg.wait_for_function(f"() => !new URLSearchParams(location.search).has({key!r})", timeout=15_000)
+    settled(pg)
+
+
+def test_every_filter_clears_and_stays_cleared(browser, app):
+    base, store = app
+    pg = browser.new_page(viewport={"width": 1400, "height": 1600})
+    total = store.count_sessions()
+    for key, value in SELECTS.items():
+        value = value or (store.distinct_values(key) or [None])[0]
+        if value is None:
+            continue
+        open_runs(pg, base, f"{key}={value}")
+        box = pg.locator(f".st-key-_url_{key} [data-testid=stSelectbox]")
+        box.click()  # in "More filters" too: a filter set there opens it
+        pg.keyboard.type("Any")  # the list is long and scrolled to the chosen value: narrow it to "Any"
+        pg.get_by_role("option", name="Any", exact=True).click()
+        wait_cleared(pg, key)
+        wait_listed(pg, total)
+        pg.wait_for_timeout(300)
+        assert key not in params(pg), key  # nothing put it back
+    for key, value in TEXTS.items():
+        open_runs(pg, base, f"{key}={value}")
+        field = pg.locator(f".st-key-_url_{key} input")
+        expect(field).to_have_value(value, timeout=15_000)
+        field.fill("")
+        field.press("Enter")
+        wait_cleared(pg, key)
+        wait_listed(pg, total)
+        assert field.input_value() == "", key
+        pg.get_by_text("Search step content").click()  # another rerun: the old value must not come back
+        settled(pg)
+        assert key not in params(pg) and field.input_value() == "", key
+    # dates go by their chips; everything at once by Clear all
+    open_runs(pg, base, "since=2000-01-01&until=2100-01-01&status=failed&q=format")
+    pg.locator(".st-key-chip_since button").click()
+    wait_cleared(pg, "since")
+    assert set(params(pg)) == {"until", "status", "q"}
+    pg.screenshot(path=str(OUT / "filters-chips.png"), full_page=True)
+    pg.locator(".st-key-clear_filters button").click()
+    wait_cleared(pg, "status")
+    wait_listed(pg, total)
+    assert not set(params(pg)) & {"until", "status", "q"}
+    assert not pg.locator("[class*=st-key-chip_]").count()
+    # and the sidebar's Runs link, from another page, opens the list unfiltered
+    open_runs(pg, base, "status=failed")
+    pg.locator("[data-testid=stSidebarNav] a", has_text="Start").click()
+    pg.get_by_text("Needs attention now").wait_for(timeout=30_000)
+    pg.locator("[data-testid=stSidebarNav] a", has_text="Runs").click()
+    pg.wait_for_selector("h1:has-text('Runs')", timeout=30_000)
+    settled(pg)
+    wait_listed(pg, total)
+    assert "status" not in params(pg)
+
+
+def test_a_drill_down_shows_as_a_chip_that_removes_it(browser, app):
+    base, store = app
+    pg = browser.new_page(viewport={"width": 1600, "height": 3000})
+    pg.goto(f"{base}/analytics")
+    mark = pg.locator('[aria-label*="tool_name: run_tests"]').first
+    mark.wait_for(timeout=60_000)
+    mark.dispatch_event("click")
+    pg.wait_for_selector("h1:has-text('Runs')", timeout=30_000)
+    settled(pg)
+    assert params(pg)["failed_tool"] == "run_tests"
+    chip = pg.locator(".st-key-chip_failed_tool button")
+    assert chip.is_visible() and "Failed tool: run_tests" in chip.inner_text()  # in view, not in a collapsed expander
+    wait_listed(pg, 1)
+    pg.screenshot(path=str(OUT / "drill-down-chip.png"), full_page=True)
+    chip.click()
+    wait_cleared(pg, "failed_tool")
+    since = datetime.combine(datetime.fromisoformat(params(pg)["since"]), time(), UTC)  # the dashboard's period stays, as a chip
+    expected = store.count_sessions(SessionFilter(since=since))
+    assert expected > 1
+    wait_listed(pg, expected)
+    assert pg.locator(".st-key-chip_since button").is_visible()
+
+
+def test_the_runs_list_at_phone_width_keeps_status_name_outcome_and_start(browser, app):
+    base, _ = app
+    pg = browser.new_page(viewport={"width": 390, "height": 844})
+    open_runs(pg, base, "status=failed")
+    pg.wait_for_selector(".st-key-runs_narrow [data-testid=stDataFrame] [role=columnheader]", state="attached", timeout=30_000)
+    pg.wait_for_timeout(500)
+    headers = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()
+    assert headers == ["Status", "Run", "Outcome", "Started"]  # the columns drawn, all within the width
+    hidden = "s => { const e = document.querySelector(s); return e !== null && getComputedStyle(e).display === 'none'; }"
+    pg.wait_for_function(hidden, arg=".st-key-runs_wide", timeout=15_000)
+    box = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame]").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    width = pg.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= 390  # nothing sideways
+    pg.screenshot(path=str(OUT / "runs-390.png"), full_page=True)
+    wide = browser.new_page(viewport={"width": 1400, "height": 1000})
+    open_runs(wide, base, "status=failed")
+    wide.wait_for_function(hidden, arg=".st-key-runs_narrow", timeout=15_000)
+    wide.wait_for_selector(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]", state="attached", timeout=30_000)
+    assert "Review" in wide.locator(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()
