@@ -39,6 +39,8 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from .. import config
