@@ -8,7 +8,6 @@ contract is the one place that says what a run is made of.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import threading
 from datetime import UTC, datetime
@@ -74,6 +73,8 @@ UTCDatetime = Annotated[datetime, AfterValidator(_utc_checked)]
 ID_MAX = 200
 SHORT_MAX = 100
 INT_MAX = 2**31 - 1
+# durations (ms) and costs (USD): a thousand times this is still finite, so rollups in µs and sums never overflow
+NUMBER_MAX = 1e15
 JSON_MAX_DEPTH = 128  # well under orjson's 254, so wire forms and API answers that wrap a value still serialize
 JSON_INT_MIN, JSON_INT_MAX = -(2**63), 2**64 - 1
 _NUL = "\x00"
@@ -183,7 +184,7 @@ Short = Annotated[str, Field(max_length=SHORT_MAX), AfterValidator(_no_nul)]
 Count = Annotated[int, Field(ge=0, le=INT_MAX)]
 Json = Annotated[Any, AfterValidator(_json_ok)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_ok)]
-Finite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Finite = Annotated[float, Field(ge=0, le=NUMBER_MAX, allow_inf_nan=False)]
 
 
 class _Event(BaseModel):
@@ -406,9 +407,9 @@ def fast_step(obj: dict) -> StepEvent | None:
             return None
     for key in keys & _NUMBERS:
         value = values[key]
-        if type(value) is int:
+        if type(value) is int and 0 <= value <= NUMBER_MAX:
             values[key] = float(value)
-        elif value is not None and (type(value) is not float or not 0 <= value < math.inf):
+        elif value is not None and (type(value) is not float or not 0 <= value <= NUMBER_MAX):
             return None
     content = values.get("content")
     if content is not None and (type(content) is not str or _NUL in content):

@@ -45,6 +45,10 @@ STEP_CASES = [
     ("tokens_in ≥ 2^63", [step(tokens_in=2**63)], "steps[0].tokens_in"),
     ("tokens_out ≥ 2^31", [step(tokens_out=2**31)], "steps[0].tokens_out"),
     ("retry ≥ 2^31", [step(retry=2**31)], "steps[0].retry"),
+    # found by the fuzz: a finite duration whose µs overflow to infinity in the rollups
+    ("duration_ms 1e308", [step(duration_ms=1e308)], "steps[0].duration_ms"),
+    ("cost_usd past 1e15", [step(cost_usd=2e15)], "steps[0].cost_usd"),
+    ("duration_ms an int past 1e15", [step(duration_ms=10**16)], "steps[0].duration_ms"),
     ("tool_args nested 256 deep", [step(type="tool_call", tool_name="t", tool_args=nested(256))], "steps[0].tool_args"),
     ("metadata nested past the cap", [step(metadata={"a": nested(JSON_MAX_DEPTH)})], "steps[0].metadata"),
     ("NUL in content", [step(content="a\x00b")], "steps[0].content"),
