@@ -95,6 +95,12 @@ def test_the_timeline_asks_on_a_click_and_marks_the_paragraph_as_a_models(demo_s
     at = page(TIMELINE, params={"session": FAILED_CODING})
     assert server.count() == 0  # the rule-based answer is drawn without waiting for a model
     assert any(m.value.startswith("**Asked:**") for m in at.markdown)
+    # the cost is shown before the call: the prompt in, the paragraph's cap out, at gpt-4o-mini's list price
+    tokens_in, at_most = narrative.estimate(explain(demo_store, FAILED_CODING), "openai/gpt-4o-mini")
+    assert at_most == pytest.approx(tokens_in * 0.15e-6 + narrative.MAX_TOKENS * 0.60e-6)
+    before = next(plain(c.value) for c in at.caption if c.value.startswith("Asking costs"))
+    assert before == (f"Asking costs about {tokens_in:,} tokens in and at most {narrative.MAX_TOKENS} out: "
+                      f"at most ${at_most:.4f} at openai/gpt-4o-mini's list price.")
     at.button(key="narrate").click().run()
     assert not at.exception
     assert PARAGRAPH in [t.value for t in at.text]

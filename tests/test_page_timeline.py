@@ -144,9 +144,11 @@ def test_multi_agent_structure(demo_store):
     rows = row_buttons(at)
     assert rows[0].startswith("3  💭 Thought")  # the run's own agent is not repeated
     assert rows[2].startswith("5  \\[researcher\\] 💭 Thought")
-    tree = next(m.value for m in at.markdown if m.value.startswith("- "))
-    assert tree.splitlines()[1] == ("    - **🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13 steps inside\\)** "
-                                    "← you are here")
+    tree = [b for b in at.button if b.key and b.key.startswith("node_")]
+    assert tree[1].label == ("\u2003\u2003**🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13 steps inside\\)** "
+                             "← you are here")
+    tree[0].click().run()  # a node is a way there: its group's first step
+    assert at.session_state["step"] == 2
 
 
 def test_structure_of_retries_and_spans(demo_store):

@@ -306,9 +306,13 @@ def narrative_view(explanation: Explanation) -> None:
     key = f"narrative_error_{explanation.session}"
     result = narrative.cached(explanation, model, api_base)
     if result is None:
+        tokens_in, at_most = narrative.estimate(explanation, model)
+        st.caption(md(f"Asking costs about {tokens_in:,} tokens in and at most {narrative.MAX_TOKENS} out: "
+                      + (f"at most ${at_most:.4f} at {model}'s list price." if at_most is not None
+                         else f"the price of {model} is not known, so the cost is not either.")))
         if st.button(f"Ask {model} to explain in a paragraph", key="narrate", icon=":material/edit_note:",
                      help="One model call. The model is given only the causal chain above (not the run) and must cite "
-                          "a step for every claim. Its cost is shown with the paragraph."):
+                          "a step for every claim. Its real cost is shown with the paragraph."):
             with st.spinner(f"Asking {model}…"):
                 try:
                     result = narrative.narrate(explanation, model, api_base=api_base,
@@ -609,13 +613,14 @@ def structure_view(tl: Timeline, structure: Structure, pos: int) -> None:
         st.caption("This run is flat: no agents, groups or retries are nested in it.")
         return
     inside = set(structure.ancestors(pos))
-    lines = []
-    for node in nodes[:MAX_TREE_NODES]:
-        label = md(node_label(tl.steps, node))
-        if node.position in inside or node.position == pos:
-            label = f"**{label}** ← you are here"
-        lines.append(f"{'    ' * node.depth}- {label}")
-    st.markdown("\n".join(lines))
+    st.caption("Click a group to go to its first step.")
+    with st.container(gap="xxsmall"):
+        for node in nodes[:MAX_TREE_NODES]:
+            label = md(node_label(tl.steps, node))
+            if node.position in inside or node.position == pos:
+                label = f"**{label}** ← you are here"
+            st.button("\u2003" * 2 * node.depth + label, key=f"node_{node.position}", type="tertiary", on_click=_go,
+                      args=(tl.steps[node.position].seq,), help=f"Go to step {tl.steps[node.position].seq}")
     if len(nodes) > MAX_TREE_NODES:
         st.caption(f"{len(nodes) - MAX_TREE_NODES} more groups not shown.")
 

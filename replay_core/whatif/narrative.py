@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 from .. import config
 from ..understand.explain import Explanation
-from .provider import ProviderError, ask
+from .provider import ProviderError, ask, prices
 from .replay_config import ConfigError, ReplayConfig
 
 MAX_CACHED = 256
 TIMEOUT_S = 60.0
+MAX_TOKENS = 400  # the paragraph's cap, and what the estimate counts as its length
 CITE = re.compile(r"\[steps? (\d+)(?:\s*[–-]\s*(\d+))?\]", re.I)
 SYSTEM = ("You explain to a non-engineer why an AI agent's run failed, in one paragraph of at most 120 words. "
           "Use only the facts given; add nothing. Cite the step behind every claim as [step N]. "
@@ -101,6 +102,14 @@ def _key(model: str, api_base: str | None, msgs: list[dict]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def estimate(explanation: Explanation, model: str) -> tuple[int, float | None]:
+    """Before the call: (tokens in, at most this many dollars). The prompt at about 4 characters a
+    token in, the paragraph's cap out, at the model's list price; None when the price is not known."""
+    tokens_in = sum(len(m["content"]) for m in messages(explanation)) // 4 + 1
+    price = prices(model)
+    return tokens_in, None if price is None else tokens_in * price[0] + MAX_TOKENS * price[1]
+
+
 def cached(explanation: Explanation, model: str, api_base: str | None = None) -> Narrative | None:
     """The paragraph already written for this explanation by this model, if any (no call)."""
     return _cache.get(_key(model, api_base, messages(explanation)))
@@ -117,7 +126,7 @@ def narrate(explanation: Explanation, model: str | None = None, *, api_base: str
     key = _key(model, api_base, msgs)
     if key in _cache:
         return _cache[key]
-    cfg = ReplayConfig(model=model, api_base=api_base, api_key_env=api_key_env, temperature=0, max_tokens=400, retries=1)
+    cfg = ReplayConfig(model=model, api_base=api_base, api_key_env=api_key_env, temperature=0, max_tokens=MAX_TOKENS, retries=1)
     try:
         answer = ask(cfg, model, msgs, [], timeout_s)
     except ProviderError as exc:
