@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from replay_core.storage.actor import REPLAY
 from replay_core.storage.store import SessionFilter
-from ui.common import PAGE_TIMELINE, get_store
-from ui.runs_view import filter_bar, filter_chips, runs_summary, runs_table
+from ui.common import PAGE_TIMELINE, current_actor, get_store
+from ui.runs_view import dataset_form, filter_bar, filter_chips, runs_summary, runs_table
 
 store = get_store()
 st.title("Runs")
@@ -25,5 +26,7 @@ if total == 0:
 
 st.markdown(runs_summary(store, flt, total))
 chosen = runs_table(store, flt, total)
+if current_actor().may(REPLAY):
+    dataset_form(store, flt, total)
 if chosen:
     st.switch_page(PAGE_TIMELINE, query_params={"session": chosen})

@@ -221,3 +221,19 @@ def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
             "Started": st.column_config.DatetimeColumn(format="MM-DD HH:mm", width=80),
         }) or chosen
     return chosen
+
+
+def dataset_form(store: Store, flt: SessionFilter, total: int) -> None:
+    """Editors: the runs listed (this filter, every page) as an experiments dataset, each judged by its own outcome."""
+    from replay_core.whatif import dataset as ds
+
+    with st.expander(f"Make a dataset of {'this run' if total == 1 else f'these {total:,} runs'} (for experiments)"):
+        name = st.text_input("Dataset name", key="runs_ds_name", placeholder="failed checkout runs this week")
+        if st.button("Make the dataset", key="runs_ds_make", disabled=not (name or "").strip()):
+            try:
+                made = ds.dataset_from_filter(store, name, flt)
+            except ds.DatasetError as exc:
+                st.error(md(str(exc)))
+            else:
+                st.success(md(f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases. "
+                              "Open Experiments to run it."))
