@@ -94,7 +94,7 @@ BASELINE: dict[str, float] = {}
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    print(f"# load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         pg = browser.new_page(viewport={"width": 1500, "height": 1200})
@@ -122,7 +122,7 @@ def main() -> None:
             open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
             timeline(pg, base, "big-100k", "100k_steps")
         browser.close()
-    print(f"# load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

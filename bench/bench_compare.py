@@ -74,7 +74,7 @@ def main() -> None:
         load = timed(lambda: (store.load_steps("big-a"), store.load_steps("big-b")))[1]
         result, value = timed(compare, store, "big-a", "big-b")
         differing = sum(1 for row in result.aligned if not row.same)
-        print(f"# 50k pair: {differing} rows differ", flush=True)
+        print(f"# 50k pair: {differing} rows differ", file=sys.stderr, flush=True)
         report("compare_50k_steps_5k_differences_from_sqlite", value, "s", "<= 3", load, higher_is_better=False)
         store.close()
 
