@@ -416,12 +416,18 @@ def fast_step(obj: dict) -> StepEvent | None:
         return None
     when = values.get("timestamp")
     if when is not None:
-        if type(when) is not str or not _ISO.fullmatch(when):
+        if type(when) is datetime:  # a reader's own parse (OTLP nanoseconds, ISO already read)
+            try:
+                values["timestamp"] = _utc_checked(when)
+            except ValueError:
+                return None
+        elif type(when) is not str or not _ISO.fullmatch(when):
             return None
-        try:
-            values["timestamp"] = _utc_checked(datetime.fromisoformat(when))
-        except ValueError:
-            return None
+        else:
+            try:
+                values["timestamp"] = _utc_checked(datetime.fromisoformat(when))
+            except ValueError:
+                return None
     for key in keys & _JSONS:
         value = values[key]
         if value is None:

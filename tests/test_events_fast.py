@@ -14,7 +14,7 @@ json_value = st.recursive(json_leaf, lambda kids: st.lists(kids, max_size=3) | s
 weird = st.none() | st.booleans() | st.integers(-5, 2**40) | st.floats() | st.text(max_size=210) | st.sampled_from(
     ["think", "tool_call", "error", "ok", "blocked", "", "a\x00b", "x" * 201, "2026-09-01T10:00:00Z", "2026-09-01 10:00:00.5+02:00",
      "2026-09-01", "0001-01-01T00:00:00+01:00", "2026-13-01T00:00:00", "1700000000"]
-) | json_value
+) | json_value | st.datetimes(timezones=st.none() | st.timezones())  # a reader's own parse (OTLP)
 
 FIELDS = ["session_id", "event_id", "seq", "parent_id", "type", "timestamp", "duration_ms", "agent_id", "model", "content",
           "tool_name", "tool_args", "tool_call_id", "status", "error_class", "retry", "tokens_in", "tokens_out", "cost_usd",

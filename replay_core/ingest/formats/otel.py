@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ...events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error
+from ...events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, fast_step
 from .reader import BadRecord, Event, Records
 from . import otel_attributes as oa
 from .jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
@@ -851,7 +851,10 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
         if "seq" not in fields and assign_seq:
             fields["seq"] = n
         try:
-            step = StepEvent(session_id=draft.session_id, **{k: v for k, v in fields.items() if v is not None})
+            given = {k: v for k, v in fields.items() if v is not None}
+            # the model only for what the fast path cannot vouch for (it words the refusal); a third of the map's time
+            step = fast_step({"kind": "step", "session_id": draft.session_id, **given}) or StepEvent(
+                session_id=draft.session_id, **given)
             (replaces.append(Replace(part.replaces, step)) if part.replaces else steps.append(step))
         except (ValidationError, TypeError) as exc:
             reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
