@@ -8,7 +8,6 @@ successful runs); ratio = before / after.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -31,7 +30,6 @@ def main() -> None:
     from replay_core.understand.timeline import open_timeline
     from ui.timeline_view import explanation_for
 
-    print({"loadavg": os.getloadavg()}, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{tmp}/explain.db")
         load_demo(store, only_if_empty=False)
@@ -44,7 +42,6 @@ def main() -> None:
             explanation_for(store, tl)  # the first render pays once
             after = min(timed(explanation_for, store, tl)[1] for _ in range(20)) * 1000
             report(f"explain_per_timeline_render_{name}", after, "ms", "<= 5", before, higher_is_better=False)
-    print({"loadavg": os.getloadavg()}, flush=True)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def main() -> None:
     store.list_sessions(limit=RUNS)
     listed = time.perf_counter() - start
     assert len(res["items"]) == RUNS and res["queue"]["reviews"] == REVIEWED + CLAIMS
-    print(f"# {store.dialect}, load average {os.getloadavg()}", flush=True)
+    print(f"# {store.dialect}, load average {os.getloadavg()}", file=sys.stderr, flush=True)
     report("queue_next_and_save_ms", claim * 1000, "ms", "< 50 ms per item at 5,000 runs", read * 1000, higher_is_better=False)
     report("queue_results_s", whole, "s", "< 1 s for 5,000 runs", listed, higher_is_better=False)
     store.close()
