@@ -622,13 +622,10 @@ class Store:
         if to_seq is not None:
             query = query.where(steps.c.seq <= to_seq)
         query = query.order_by(steps.c.seq, steps.c.timestamp, steps.c.id)
-        out = []
         with self.engine.connect() as conn:
-            for r in conn.execute(query):
-                values = dict(zip(STEP_COLUMNS, r, strict=True))
-                values["session_id"] = session_id
-                out.append(StepEvent.trusted(values))
-        return out
+            rows = conn.execute(query).all()  # fetched at once: a row at a time cost a quarter of a 100,000-step open
+        keys = (*STEP_COLUMNS, "session_id")
+        return [StepEvent.trusted(dict(zip(keys, (*r, session_id), strict=True))) for r in rows]
 
     def step_types(self, session_ids: Sequence[str]) -> dict[str, list[str]]:
         """Step types in order, per session: all cycle counting needs, without content."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from .cycles import Cycle, cycle_of_steps, group_cycles
 from ..events import StepEvent
+from ..ingest.pipeline import collector_paused
 from ..storage.store import Store
 
 
@@ -162,11 +163,15 @@ def build_timeline(session: dict, steps: list[StepEvent], context_ids: set[str] 
 
 
 def open_timeline(store: Store, session_id: str) -> Timeline:
-    """Load a session and everything the timeline needs, in three narrow queries."""
+    """Load a session and everything the timeline needs, in three narrow queries.
+
+    The cyclic GC is paused meanwhile: a 100,000-step run is over a million long-lived objects, none
+    of them cyclic garbage, and its collections, triggered again and again, took a third of the time."""
     session = store.get_session(session_id)
     if session is None:
         raise KeyError(session_id)
-    return build_timeline(session, store.load_steps(session_id), store.context_event_ids(session_id))
+    with collector_paused():
+        return build_timeline(session, store.load_steps(session_id), store.context_event_ids(session_id))
 
 
 def count_cycles(store: Store, session_ids: list[str]) -> dict[str, int]:
