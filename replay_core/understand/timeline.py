@@ -109,6 +109,19 @@ class Timeline:
             self.cache["error_positions"] = tuple(i for i, s in enumerate(self.steps) if s.type == "error" or s.status == "error")
         return self.cache["error_positions"]
 
+    def error_class_positions(self) -> tuple[int, ...]:
+        """Positions of steps that name an error class (what search matches beside the index)."""
+        if "error_class_positions" not in self.cache:
+            self.cache["error_class_positions"] = tuple(i for i, s in enumerate(self.steps) if s.error_class)
+        return self.cache["error_class_positions"]
+
+    def first_input(self) -> StepEvent | None:
+        """What the agent was asked: the first input step that is not a system prompt (a pass, kept)."""
+        if "first_input" not in self.cache:
+            self.cache["first_input"] = next(
+                (s for s in self.steps if s.type == "input" and (s.metadata or {}).get("role") != "system"), None)
+        return self.cache["first_input"]
+
     def summary(self) -> str:
         """The run in one sentence, for the top of the timeline and the CLI."""
         status = self.session.get("status") or "running"
