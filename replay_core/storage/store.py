@@ -625,7 +625,8 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()  # fetched at once: a row at a time cost a quarter of a 100,000-step open
         keys = (*STEP_COLUMNS, "session_id")
-        return [StepEvent.trusted(dict(zip(keys, (*r, session_id), strict=True))) for r in rows]
+        given = set(keys)
+        return [StepEvent.trusted(dict(zip(keys, (*r, session_id), strict=True)), given) for r in rows]
 
     # ------------------------------------------------------------------ reading one long run (the timeline)
 
