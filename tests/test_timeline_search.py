@@ -10,7 +10,7 @@ from test_search import reference, texts
 from replay_core.events import StepEvent
 from replay_core.storage.search import SearchQuery
 from replay_core.understand.timeline import open_timeline
-from ui.timeline_view import hit_snippet, run_hits
+from ui.timeline_view import hit_snippet, run_hits, strip_ticks
 
 
 def long_run(store, n: int = 1201) -> None:
@@ -60,3 +60,12 @@ def test_a_run_s_hits_are_what_the_search_rule_says(store, contents, q):
     store.write([StepEvent(session_id="h", seq=i, type="think", content=c) for i, c in enumerate(contents, 1)])
     tl = open_timeline(store, "h")
     assert run_hits(store, tl, q) == [i for i, c in enumerate(contents, 1) if reference(query, c)]
+
+
+def test_past_2000_hits_the_strip_leaves_them_off_and_says_so(store):
+    long_run(store, 4500)
+    tl = open_timeline(store, "long")
+    hits = run_hits(store, tl, "refund")
+    assert len(hits) == 2250
+    assert not [t for t in strip_ticks(tl, 1, set(), hits=hits) if t["what"] == "search hit"]
+    assert len([t for t in strip_ticks(tl, 1, set(), hits=hits[:2000]) if t["what"] == "search hit"]) == 2000

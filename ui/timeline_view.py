@@ -127,6 +127,7 @@ STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
 LANES = ["what went wrong", "found", "shape"]
 STRIP_PICK = "tick"
 MAX_CYCLE_TICKS = 2000  # past this, cycle starts are left off the strip (said in its caption)
+MAX_HIT_TICKS = 2000  # likewise search hits: the count and previous/next hit still cover them all
 
 
 def strip_ticks(tl: Timeline, seq: int, noted: set[int], *, hits: list[int] = (), explanation=None,
@@ -138,7 +139,9 @@ def strip_ticks(tl: Timeline, seq: int, noted: set[int], *, hits: list[int] = ()
         ticks += [(link.seq, "cause") for link in explanation.chain]
         if explanation.turning_point is not None and explanation.turning_point.seq is not None:
             ticks.append((explanation.turning_point.seq, "turning point"))
-    ticks += [(n, "note") for n in sorted(noted)] + [(h, "search hit") for h in hits]
+    ticks += [(n, "note") for n in sorted(noted)]
+    if len(hits) <= MAX_HIT_TICKS:
+        ticks += [(h, "search hit") for h in hits]
     ticks.append((seq, "you are here"))
     return _run_ticks(tl, structure) + [{"seq": q, "what": what, "lane": STRIP_KINDS[what][0]} for q, what in ticks]
 
@@ -176,6 +179,8 @@ def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure:
     st.vega_lite_chart(spec=strip_spec(tl.steps[0].seq, tl.steps[-1].seq, ticks, gaps), width="stretch", height=80,
                        key="strip", on_select=lambda: _picked("strip"), selection_mode=STRIP_PICK)
     left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
+    if len(hits) > MAX_HIT_TICKS:
+        left_off += f" · the {len(hits):,} search hits left off (too many: step through them with Next hit)"
     st.caption("Ticks: " + " · ".join(shown) + " (hover for which) — click a tick to go to its step" + left_off)
 
 
