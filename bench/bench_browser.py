@@ -6,12 +6,15 @@ The served app (`streamlit run streamlit_app.py`, as `make run` starts it) on a 
   Next / Previous / Next-cycle click (goal ≤ 250 ms p95), timed from the click until the
   step's heading shows the new step and Streamlit's running indicator is gone;
 - the analytics page with all its charts drawn;
+- the served app's memory (RSS) with the 100,000-step run open (goal ≤ 500 MB), beside the same
+  process's RSS with only the runs page open;
 - baseline: the runs page's first open, in the same run.
 No fixed sleeps inside a timed span: every wait is on the DOM.
 """
 
 from __future__ import annotations
 
+import glob
 import itertools
 import os
 import re
@@ -44,6 +47,20 @@ IDLE = ("() => !document.querySelector('[data-testid=stSkeleton]')"
 def one_run(sid: str, steps: int) -> bytes:
     """One generated run of `steps` steps under its own id."""
     return generated_jsonl(1, steps).replace(b'"bench-0"', f'"{sid}"'.encode())
+
+
+def served_rss_mb(base: str) -> float:
+    """RSS of the app process that `served_app` started on `base`'s port (found by its command line)."""
+    port = base.rsplit(":", 1)[1].encode()
+    for proc in glob.glob("/proc/[0-9]*"):
+        try:
+            argv = Path(proc, "cmdline").read_bytes().split(b"\0")
+            if b"--server.port" not in argv or argv[argv.index(b"--server.port") + 1] != port:
+                continue
+            return int(re.search(r"VmRSS:\s+(\d+) kB", Path(proc, "status").read_text()).group(1)) / 1024
+        except (OSError, IndexError):
+            continue
+    raise RuntimeError(f"no served app on port {port.decode()}")
 
 
 def settled(pg) -> None:
@@ -120,7 +137,10 @@ def main() -> None:
         store.close()
         with served_app(huge) as base:
             open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
+            idle_rss = served_rss_mb(base)
             timeline(pg, base, "big-100k", "100k_steps")
+            report("served_app_rss_100k_step_run_open", served_rss_mb(base), "MB", "<= 500", idle_rss,
+                   higher_is_better=False)
         browser.close()
     print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
 

@@ -33,31 +33,41 @@ explanation = tv.explanation_for(store, tl)
 tv.plain_header(store, tl, explanation)
 
 noted = set(step_notes)
-pos = tv.scrubber(tl, noted, explanation, structure)
-tv.goto_and_search(tl, pos)
-step = tl.steps[pos]
-player_view.player(store, tl, pos)
-tv.phone_layout()
-left, right = st.columns([2, 3], gap="large")
-with left:
-    tv.step_window(tl, pos, noted)
-with right, st.container(key="step_detail"):
-    tv.step_detail(tl, pos, structure, step_notes.get(step.seq, []))
-    tv.action_links(tl, step.seq, explanation)
-    snap = state_at(tl, step.seq, store)
-    names = ["What the agent saw", "Totals so far", "Structure", "Review"] + (["Goal & memory"] if snap.state else [])
-    tabs = dict(zip(names, st.tabs(names), strict=True))
-    with tabs["What the agent saw"]:
-        tv.context_view(snap)
-    with tabs["Totals so far"]:
-        tv.totals_view(snap)
-    with tabs["Structure"]:
-        tv.structure_view(tl, structure, pos)
-    with tabs["Review"]:
-        tv.review_form(store, tl, step, reviewer_name())
-    if snap.state:
-        with tabs["Goal & memory"]:
-            tv.state_view(snap)
+
+
+@st.fragment
+def at_the_cursor() -> None:
+    """Everything that moves with the cursor: a click here reruns (and redraws) only this."""
+    hits = tv.run_hits(store, tl, st.session_state.get("run_search"))
+    pos = tv.scrubber(tl, noted, explanation, structure, hits)
+    tv.goto_and_search(tl, pos, hits)
+    step = tl.steps[pos]
+    player_view.player(store, tl, pos)
+    tv.phone_layout()
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        tv.step_window(tl, pos, noted)
+    with right, st.container(key="step_detail"):
+        tv.step_detail(tl, pos, structure, step_notes.get(step.seq, []))
+        tv.action_links(tl, step.seq, explanation)
+        snap = state_at(tl, step.seq, store)
+        names = ["What the agent saw", "Totals so far", "Structure", "Review"] + (["Goal & memory"] if snap.state else [])
+        # only the open tab is drawn: every tab drawn on every click was most of a click's repaint
+        tabs = dict(zip(names, st.tabs(names, key="step_tab", on_change="rerun"), strict=True))
+        views = {
+            "What the agent saw": lambda: tv.context_view(snap),
+            "Totals so far": lambda: tv.totals_view(snap),
+            "Structure": lambda: tv.structure_view(tl, structure, pos),
+            "Review": lambda: tv.review_form(store, tl, step, reviewer_name()),
+            "Goal & memory": lambda: tv.state_view(snap),
+        }
+        for name, tab in tabs.items():
+            if tab.open:
+                with tab:
+                    views[name]()
+
+
+at_the_cursor()
 
 if current_actor().may(DELETE) and tv.delete_run(store, tl):
     st.cache_resource.clear()

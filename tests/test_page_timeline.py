@@ -136,7 +136,7 @@ def test_an_incomplete_run_says_so(demo_store):
 
 
 def test_multi_agent_structure(demo_store):
-    at = page(TIMELINE, params={"session": MULTI_AGENT, "step": "9"})
+    at = page(TIMELINE, params={"session": MULTI_AGENT, "step": "9"}, state={"step_tab": "Structure"})
     assert not at.exception
     inside = [c.value for c in at.caption if c.value.startswith("Inside:")]
     assert inside == ["Inside: 🧩 orchestrator\\: weekly competitor brief \\(steps 2–26, 24 ste… › "
@@ -161,14 +161,24 @@ def test_structure_of_retries_and_spans(demo_store):
 
 
 def test_goal_and_memory_show_when_recorded(demo_store):
-    at = page(TIMELINE, params={"session": "demo-10-browser-change-address", "step": "6"})
+    at = page(TIMELINE, params={"session": "demo-10-browser-change-address", "step": "6"}, state={"step_tab": "Goal & memory"})
     assert not at.exception
     assert [t.label for t in at.tabs] == ["What the agent saw", "Totals so far", "Structure", "Review", "Goal & memory"]
     assert "**Goal**" in [m.value for m in at.markdown]
 
 
+def test_only_the_open_tab_is_drawn(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
+    assert at.chat_message and not at.get("form") and not [m for m in at.metric if m.label == "Tokens in"]
+    at.session_state["step_tab"] = "Totals so far"
+    at.run()
+    assert not at.chat_message and [m.value for m in at.metric if m.label == "Tool calls"]
+    at.button(key="jump_next").click().run()  # the tab stays open from step to step
+    assert at.subheader[0].value.endswith("step 6") and not at.chat_message
+
+
 def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
-    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"}, state={"step_tab": "Review"})
     at.radio(key="review_target").set_value("Step 18")
     at.radio(key="review_label").set_value("bad")
     at.text_area(key="review_text").set_value("Edited callers before reading the tests: see step 19.")
@@ -321,6 +331,7 @@ def test_go_to_step_and_search_with_next_and_previous_hit(demo_store):
     assert at.session_state["step"] == 12
     at.text_input(key="run_search").input("run_tests").run()
     assert any(c.value.startswith("4 steps match") for c in at.caption)  # 17 and 22 call run_tests, 18 and 23 answer
+    assert any(c.value.startswith("Step 17\\: ") and "**run\\_tests**" in c.value for c in at.caption)  # the next hit, matched words marked
     at.button(key="hit_next").click().run()
     assert at.session_state["step"] == 17
     at.button(key="hit_next").click().run()

@@ -11,7 +11,6 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import Any
 
-import altair as alt
 import orjson
 import streamlit as st
 
@@ -19,8 +18,9 @@ from replay_core import config
 from replay_core.ingest.annotate import annotate
 from replay_core.understand.cycle_groups import story
 from replay_core.understand.explain import EXPLAINED, Explanation, explain
-from replay_core.understand.file_writes import file_write
+from replay_core.understand.file_writes import classify, file_write
 from replay_core.understand.snapshot import Snapshot
+from replay_core.storage.search import SearchQuery, snippet
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
@@ -87,7 +87,8 @@ def _go(seq: int) -> None:
     st.session_state["step"] = seq
 
 
-def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None) -> int:
+def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None,
+             hits: list[int] = ()) -> int:
     """The slider (bound to `?step=`), the strip of clickable ticks, the jump buttons; returns the position."""
     first, last = tl.steps[0].seq, tl.steps[-1].seq
     current = st.session_state.get("step")
@@ -96,7 +97,7 @@ def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structu
     if last > first:
         seq = st.slider("Step", min_value=first, max_value=last, key="step", bind="query-params",
                         help="Drag to move through the run; the address bar keeps the step, so the link can be shared.")
-        _strip(tl, seq, noted, explanation, structure)
+        _strip(tl, seq, noted, explanation, structure, hits)
     else:
         seq = first
     pos = tl.position_of(seq)
@@ -126,25 +127,38 @@ STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
 LANES = ["what went wrong", "found", "shape"]
 STRIP_PICK = "tick"
 MAX_CYCLE_TICKS = 2000  # past this, cycle starts are left off the strip (said in its caption)
+MAX_HIT_TICKS = 2000  # likewise search hits: the count and previous/next hit still cover them all
 
 
 def strip_ticks(tl: Timeline, seq: int, noted: set[int], *, hits: list[int] = (), explanation=None,
                 structure: Structure | None = None) -> list[dict]:
     """The strip's clickable ticks: errors, the causal chain and turning point, notes, search hits,
     retries, structure nodes, cycle starts and the cursor (one dict per tick: seq, what, lane)."""
-    ticks = [(tl.steps[p].seq, "error") for p in tl.error_positions()]
+    ticks = []
     if explanation is not None:
         ticks += [(link.seq, "cause") for link in explanation.chain]
         if explanation.turning_point is not None and explanation.turning_point.seq is not None:
             ticks.append((explanation.turning_point.seq, "turning point"))
-    ticks += [(n, "note") for n in sorted(noted)] + [(h, "search hit") for h in hits]
-    ticks += [(step.seq, "retry") for step in tl.steps if step.retry]
-    if structure is not None:
-        ticks += [(tl.steps[p].seq, "group") for p in structure.nodes]
-    if len(tl.cycles) <= MAX_CYCLE_TICKS:
-        ticks += [(c.first_seq, "cycle start") for c in tl.cycles]
+    ticks += [(n, "note") for n in sorted(noted)]
+    if len(hits) <= MAX_HIT_TICKS:
+        ticks += [(h, "search hit") for h in hits]
     ticks.append((seq, "you are here"))
-    return [{"seq": q, "what": what, "lane": STRIP_KINDS[what][0]} for q, what in ticks]
+    return _run_ticks(tl, structure) + [{"seq": q, "what": what, "lane": STRIP_KINDS[what][0]} for q, what in ticks]
+
+
+def _run_ticks(tl: Timeline, structure: Structure | None) -> list[dict]:
+    """The ticks that depend on the run alone (errors, retries, groups, cycle starts): passes over every
+    step, so made once per opened version of the run (the Timeline is cached per version)."""
+    key = ("strip", structure is not None)
+    if key not in tl.cache:
+        ticks = [(tl.steps[p].seq, "error") for p in tl.error_positions()]
+        ticks += [(step.seq, "retry") for step in tl.steps if step.retry]
+        if structure is not None:
+            ticks += [(tl.steps[p].seq, "group") for p in structure.nodes]
+        if len(tl.cycles) <= MAX_CYCLE_TICKS:
+            ticks += [(c.first_seq, "cycle start") for c in tl.cycles]
+        tl.cache[key] = [{"seq": q, "what": what, "lane": STRIP_KINDS[what][0]} for q, what in ticks]
+    return tl.cache[key]
 
 
 def _picked(key: str) -> None:
@@ -154,32 +168,43 @@ def _picked(key: str) -> None:
         _go(int(points[0]["seq"]))
 
 
-def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure: Structure | None = None) -> None:
+def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure: Structure | None = None,
+           hits: list[int] = ()) -> None:
     """A bar under the slider in three lanes: what went wrong (errors, the causal chain, the turning point),
     what was found (notes, search hits, the cursor), and the run's shape (retries, groups, cycle starts,
     missing steps). Clicking a tick moves the cursor to its step."""
-    query = st.session_state.get("run_search")
-    hits = search_hits(tl, query) if query else []
     ticks = strip_ticks(tl, seq, noted, hits=hits, explanation=explanation, structure=structure)
     gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing", "lane": "shape"} for g in tl.gaps]
-    x = alt.X("seq:Q", scale=alt.Scale(domain=[tl.steps[0].seq, tl.steps[-1].seq], nice=False),
-              axis=alt.Axis(title=None, format="d", tickCount=10, grid=False))
-    y = alt.Y("lane:N", axis=None, scale=alt.Scale(domain=LANES))
     shown = [k for k in STRIP_KINDS if any(t["what"] == k for t in ticks) or (k == "missing" and gaps)]
-    color = alt.Color("what:N", legend=None,
-                      scale=alt.Scale(domain=list(STRIP_KINDS), range=[c for _, c in STRIP_KINDS.values()]))
-    tip = [alt.Tooltip("what:N", title="what"), alt.Tooltip("seq:Q", title="step", format="d")]
-    pick = alt.selection_point(name=STRIP_PICK, fields=["seq"], on="click", clear=False)
-    marks = alt.Chart(alt.Data(values=ticks)).mark_tick(thickness=3, size=16, cursor="pointer").encode(
-        x=x, y=y, color=color, tooltip=tip).add_params(pick)
+    st.vega_lite_chart(spec=strip_spec(tl.steps[0].seq, tl.steps[-1].seq, ticks, gaps), width="stretch", height=80,
+                       key="strip", on_select=lambda: _picked("strip"), selection_mode=STRIP_PICK)
+    left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
+    if len(hits) > MAX_HIT_TICKS:
+        left_off += f" · the {len(hits):,} search hits left off (too many: step through them with Next hit)"
+    st.caption("Ticks: " + " · ".join(shown) + " (hover for which) — click a tick to go to its step" + left_off)
+
+
+def strip_spec(first: int, last: int, ticks: list[dict], gaps: list[dict]) -> dict:
+    """The strip as a Vega-Lite spec, written out: building it through Altair validated it against the
+    whole schema on every click (a fifth of a click's server time)."""
+    encoding = {
+        "x": {"field": "seq", "type": "quantitative", "scale": {"domain": [first, last], "nice": False},
+              "axis": {"title": None, "format": "d", "tickCount": 10, "grid": False}},
+        "y": {"field": "lane", "type": "nominal", "axis": None, "scale": {"domain": LANES}},
+        "color": {"field": "what", "type": "nominal", "legend": None,
+                  "scale": {"domain": list(STRIP_KINDS), "range": [c for _, c in STRIP_KINDS.values()]}},
+        "tooltip": [{"field": "what", "type": "nominal", "title": "what"},
+                    {"field": "seq", "type": "quantitative", "title": "step", "format": "d"}],
+    }
+    marks = {"name": "strip_ticks", "data": {"values": ticks},
+             "mark": {"type": "tick", "thickness": 3, "size": 16, "cursor": "pointer"}, "encoding": encoding}
     layers = [marks]
     if gaps:
-        layers.insert(0, alt.Chart(alt.Data(values=gaps)).mark_rect(opacity=0.7).encode(x=x, x2="end:Q", y=y, color=color,
-                                                                                         tooltip=tip))
-    st.altair_chart(alt.layer(*layers), width="stretch", height=80, key="strip", on_select=lambda: _picked("strip"),
-                    selection_mode=STRIP_PICK)
-    left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
-    st.caption("Ticks: " + " · ".join(shown) + " (hover for which) — click a tick to go to its step" + left_off)
+        layers.insert(0, {"data": {"values": gaps}, "mark": {"type": "rect", "opacity": 0.7},
+                          "encoding": {**encoding, "x2": {"field": "end"}}})
+    pick = {"name": STRIP_PICK, "select": {"type": "point", "fields": ["seq"], "on": "click", "clear": False},
+            "views": ["strip_ticks"]}
+    return {"layer": layers, "params": [pick]}
 
 
 # ------------------------------------------------------------------ the run
@@ -267,7 +292,8 @@ def _story(_tl: Timeline, url: str, session_id: str, stamp: tuple) -> list[str]:
 def plain_header(store: Store, tl: Timeline, explanation) -> None:
     """For readers who are not engineers: what it was asked, what it did (a sentence per group of cycles),
     how it ended, and why (the cause line)."""
-    asked = next((st_.content for st_ in tl.steps if st_.type == "input" and (st_.metadata or {}).get("role") != "system"), None)
+    first = tl.first_input()
+    asked = first.content if first is not None else None
     s = tl.session
     lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}"]
     did = _story(tl, store.url, tl.id, _stamp(tl.session))
@@ -340,41 +366,62 @@ def narrative_view(explanation: Explanation) -> None:
                     st.button(f"Step {seq}", key=f"cited_{seq}", on_click=_go, args=(seq,), type="tertiary")
 
 
-def goto_and_search(tl: Timeline, pos: int) -> None:
-    """A go-to-step box, and search inside the run (content, tool names, arguments) with previous/next hit."""
+def goto_and_search(tl: Timeline, pos: int, hits: list[int]) -> None:
+    """A go-to-step box, and search inside the run (content, tool names, arguments, error class) with
+    previous/next hit and the matched text of the hit at or after the cursor."""
     left, right = st.columns([1, 3], vertical_alignment="bottom")
     with left:
         st.number_input("Go to step", min_value=tl.steps[0].seq, max_value=tl.steps[-1].seq, value=None, step=1,
                         key="goto_step", on_change=lambda: _go(st.session_state["goto_step"]) if st.session_state["goto_step"]
                         is not None else None, placeholder="step number")
     with right:
-        query = st.text_input("Search in this run", key="run_search", placeholder="text, tool name or argument")
+        query = st.text_input("Search in this run", key="run_search", placeholder="words, tool name or argument",
+                              help="Whole words, the last one also as the start of a word (“refund” finds “refunded”); "
+                                   "every word must be in the step. The same search as on the Runs page.")
     if not query:
         return
-    hits = search_hits(tl, query)
+    if not SearchQuery.parse(query):
+        st.caption("Type a word: punctuation alone matches nothing.")
+        return
     if not hits:
         st.caption(f"No step holds “{md(query)}”.")
         return
-    before = [h for h in hits if h < tl.steps[pos].seq]
-    after = [h for h in hits if h > tl.steps[pos].seq]
-    here = tl.steps[pos].seq in hits
+    seq = tl.steps[pos].seq
+    at = bisect_left(hits, seq)
+    here = at < len(hits) and hits[at] == seq
+    before, after = hits[at - 1] if at else None, hits[at + 1 if here else at] if (at + here) < len(hits) else None
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
-        st.caption(f"{len(hits)} step{'s' if len(hits) != 1 else ''} match" + (f" (this is hit {hits.index(tl.steps[pos].seq) + 1})" if here else ""))
-        st.button("Previous hit", key="hit_prev", disabled=not before, on_click=_go, args=(before[-1] if before else None,),
+        st.caption(f"{len(hits):,} step{'s' if len(hits) != 1 else ''} match" + (f" (this is hit {at + 1:,})" if here else ""))
+        st.button("Previous hit", key="hit_prev", disabled=before is None, on_click=_go, args=(before,),
                   icon=":material/keyboard_arrow_up:")
-        st.button("Next hit", key="hit_next", disabled=not after, on_click=_go, args=(after[0] if after else None,),
+        st.button("Next hit", key="hit_next", disabled=after is None, on_click=_go, args=(after,),
                   icon=":material/keyboard_arrow_down:")
+    shown = seq if here else after if after is not None else before
+    step = tl.step_at_seq(shown)
+    parts = hit_snippet(query, step) if step is not None else []
+    st.caption(md(f"Step {shown}: ") + "".join(f"**{md(t)}**" if hit else md(t) for t, hit in parts))
 
 
-def search_hits(tl: Timeline, query: str) -> list[int]:
-    """Seqs of the steps whose content, tool name, arguments or error class hold `query` (case-insensitive)."""
-    needle = query.lower()
-    out = []
-    for step in tl.steps:
-        hay = " ".join(filter(None, (step.content, step.tool_name, _args_text(step.tool_args), step.error_class)))
-        if needle in hay.lower():
-            out.append(step.seq)
-    return out
+def run_hits(store: Store, tl: Timeline, query: str | None) -> list[int]:
+    """Seqs of the steps that match `query`: the full-text index (content, tool name, arguments; see
+    storage/search.py for what a query means), and the error class by the same word rules. Kept for the
+    last query of each opened version of the run, since the strip and the hit buttons both ask."""
+    parsed = SearchQuery.parse(query)
+    if not parsed:
+        return []
+    found = tl.cache.get("search")
+    if found is None or found[0] != query:
+        indexed = store.search_seqs_in_session(tl.id, query)
+        terms = [SearchQuery((t,)).pattern() for t in parsed.terms]
+        named = [s.seq for p in tl.error_class_positions() if all(t.search((s := tl.steps[p]).error_class) for t in terms)]
+        found = tl.cache["search"] = (query, sorted(set(indexed) | set(named)))
+    return found[1]
+
+
+def hit_snippet(query: str, step) -> list[tuple[str, bool]]:
+    """The matched words of a step in their context, as (text, matched) parts (storage/search.py's snippet)."""
+    return snippet(SearchQuery.parse(query), step.content, step.tool_name, _args_text(step.tool_args) or None,
+                   step.error_class)
 
 
 def action_links(tl: Timeline, seq: int, explanation) -> None:
@@ -494,6 +541,11 @@ def show_args(args: Any) -> None:
 
 def write_view(tl: Timeline, pos: int) -> None:
     """A call that writes a file: what it changes, as a diff against what the run last saw of that file (derived, said so)."""
+    step = tl.steps[pos]
+    # a call whose own arguments write no file is ruled out without file_write's pass over the whole run
+    # (classify reads other steps only for a call recorded without arguments)
+    if step.type != "tool_call" or (step.tool_args is not None and classify(step, {}) is None):
+        return
     change = file_write(tl.steps, pos)
     if change is None:
         return

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from ..events import StepEvent
+from ..ingest.pipeline import collector_paused
 from ..storage.store import Store
 from .timeline import Timeline
 
@@ -214,14 +215,15 @@ def _rebuild(timeline: Timeline, start: int, end: int) -> _Rebuild:
     key = ("snapshot", start, end)
     found = timeline.cache.get(key)
     if found is None:
-        steps = timeline.steps[start:end]
-        marks: list[tuple[int, int | None]] = []
-        messages = rebuild_messages(steps, marks)
-        origins: list[dict] = []
-        bounds = [m[0] for m in marks] + [len(messages)]
-        for i, step in enumerate(steps):
-            origins += [{"source": "rebuilt", "seq": step.seq}] * (bounds[i + 1] - bounds[i])
-        found = timeline.cache[key] = _Rebuild(start, messages, marks, origins)
+        with collector_paused():  # a message dict per step of a long run: see timeline.open_timeline
+            steps = timeline.steps[start:end]
+            marks: list[tuple[int, int | None]] = []
+            messages = rebuild_messages(steps, marks)
+            origins: list[dict] = []
+            bounds = [m[0] for m in marks] + [len(messages)]
+            for i, step in enumerate(steps):
+                origins += [{"source": "rebuilt", "seq": step.seq}] * (bounds[i + 1] - bounds[i])
+            found = timeline.cache[key] = _Rebuild(start, messages, marks, origins)
     return found
 
 
@@ -238,8 +240,8 @@ def _index(timeline: Timeline) -> _Index:
     if found is None:
         steps = timeline.steps
         found = timeline.cache["snapshot"] = _Index(
-            context_positions=[i for i, s in enumerate(steps) if s.event_id in timeline.context_ids],
-            state_positions=[i for i, s in enumerate(steps) if isinstance((s.metadata or {}).get("state"), dict)],
+            context_positions=[i for i, s in enumerate(steps) if s.event_id in timeline.context_ids] if timeline.context_ids else [],
+            state_positions=[i for i, s in enumerate(steps) if s.metadata and isinstance(s.metadata.get("state"), dict)],
         )
     return found
 
