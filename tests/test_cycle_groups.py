@@ -69,5 +69,11 @@ def test_groups_cover_every_cycle_once_and_count_every_call(specs):
     for g in groups:
         assert all(g.failures.get(t, 0) <= sum(1 for s in in_cycles if s.tool_name == t and g.first_seq <= s.seq <= g.last_seq)
                    for t in g.tools)
+        members = [s for s in in_cycles if g.first_seq <= s.seq <= g.last_seq]
+        counted_kinds = ("tool_call",) if any(s.type == "tool_call" for s in members) else ("tool_result", "observation")
+        assert g.calls == {t: sum(1 for s in members if s.tool_name == t and s.type in counted_kinds) for t in g.tools}
+        failed = [s for s in members if s.type == "error" or s.status in ("error", "blocked")]
+        assert g.errors == sum(1 for s in failed if s.tool_name not in g.tools)
+        assert g.failures == {t: n for t in g.tools if (n := sum(1 for s in failed if s.tool_name == t and s.type != "tool_call"))}
         assert g.sentence.startswith(f"Step {g.first_seq}" if g.first_seq == g.last_seq else f"Steps {g.first_seq}–{g.last_seq}")
     assert len(story(steps, cycles)) == min(len(groups), MAX_GROUPS) + (len(groups) > MAX_GROUPS)

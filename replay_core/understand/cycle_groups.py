@@ -91,35 +91,57 @@ def _failed(step: StepEvent) -> bool:
     return step.type == "error" or step.status in ("error", "blocked")
 
 
-def _tools_of(steps: list[StepEvent], cycle: Cycle) -> tuple[str, ...]:
-    members = [steps[p] for p in cycle.positions]
-    kinds = ("tool_call",) if any(s.type == "tool_call" for s in members) else ("tool_result", "observation")
-    return tuple(dict.fromkeys(s.tool_name for s in members if s.type in kinds and s.tool_name))
+@dataclass
+class _CycleCounts:
+    """One cycle's steps counted once (a 100,000-step run's header went over its steps twice per cycle)."""
+
+    tools: tuple[str, ...]  # the tools its calls name (results', for sources that record only those), first call first
+    called: dict  # tool_call steps by tool
+    answered: dict  # tool_result and observation steps by tool
+    failed: dict  # errored or blocked steps by tool (None: no tool), tool calls included
+    failed_results: dict  # the same, tool calls left out
+
+
+def _counts(steps: list[StepEvent], cycle: Cycle) -> _CycleCounts:
+    called: dict = {}
+    answered: dict = {}
+    failed: dict = {}
+    failed_results: dict = {}
+    for p in cycle.positions:
+        s = steps[p]
+        kind, name = s.type, s.tool_name
+        if kind == "tool_call":
+            called[name] = called.get(name, 0) + 1
+        elif kind in ("tool_result", "observation"):
+            answered[name] = answered.get(name, 0) + 1
+        if _failed(s):
+            failed[name] = failed.get(name, 0) + 1
+            if kind != "tool_call":
+                failed_results[name] = failed_results.get(name, 0) + 1
+    named = called if called else answered
+    return _CycleCounts(tuple(t for t in named if t), called, answered, failed, failed_results)
 
 
 def cycle_groups(steps: list[StepEvent], cycles: list[Cycle]) -> list[CycleGroup]:
     """Consecutive cycles with the same tools, each as a CycleGroup, in run order."""
-    runs: list[list[Cycle]] = []
+    runs: list[list[tuple[Cycle, _CycleCounts]]] = []
     keys: list[frozenset] = []
     for cycle in cycles:
-        key = frozenset(_tools_of(steps, cycle))
+        counts = _counts(steps, cycle)
+        key = frozenset(counts.tools)
         if runs and keys[-1] == key:
-            runs[-1].append(cycle)
+            runs[-1].append((cycle, counts))
         else:
-            runs.append([cycle])
+            runs.append([(cycle, counts)])
             keys.append(key)
     out = []
     for group in runs:
-        members = [steps[p] for c in group for p in c.positions]
-        tools: list[str] = []
-        for c in group:
-            tools += [t for t in _tools_of(steps, c) if t not in tools]
-        counted = ("tool_call",) if any(s.type == "tool_call" for s in members) else ("tool_result", "observation")
-        calls = {t: sum(1 for s in members if s.tool_name == t and s.type in counted) for t in tools}
-        failures = {t: sum(1 for s in members if s.tool_name == t and s.type != "tool_call" and _failed(s)) for t in tools}
-        errors = sum(1 for s in members if _failed(s) and s.tool_name not in calls)
-        out.append(CycleGroup(group[0].first_seq, group[-1].last_seq, len(group), tuple(tools), calls,
-                              {t: n for t, n in failures.items() if n}, errors))
+        tools = tuple(dict.fromkeys(t for _, c in group for t in c.tools))
+        any_call = any(c.called for _, c in group)
+        calls = {t: sum((c.called if any_call else c.answered).get(t, 0) for _, c in group) for t in tools}
+        failures = {t: n for t in tools if (n := sum(c.failed_results.get(t, 0) for _, c in group))}
+        errors = sum(n for _, c in group for name, n in c.failed.items() if name not in calls)
+        out.append(CycleGroup(group[0][0].first_seq, group[-1][0].last_seq, len(group), tools, calls, failures, errors))
     return out
 
 
