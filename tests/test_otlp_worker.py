@@ -125,3 +125,24 @@ def test_a_database_only_this_process_sees_stays_in_the_thread(monkeypatch):
         assert len(memory.load_steps("conv-hand")) == 4
     finally:
         memory.close()
+
+
+def test_a_database_the_worker_cannot_write_answers_503(tmp_path, monkeypatch):
+    """The database's own error comes back whole (here SQLite's "unable to open database file", its
+    directory gone), so the route answers as in the thread: 503 with Retry-After, /healthz degraded."""
+    from sqlalchemy import exc as sa_exc
+
+    monkeypatch.setattr(otlp_worker, "WORKER_FROM", 0)
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    store = Store(f"sqlite:///{folder / 'replay.db'}")
+    for name in folder.iterdir():
+        name.unlink()
+    folder.rmdir()
+    with pytest.raises(sa_exc.OperationalError, match="unable to open database file"):
+        otlp_worker.receive(store, _body([ROOT, CHAT, TOOL]), "application/json")
+    with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
+        res = http.post("/v1/traces", content=_body([ROOT, CHAT, TOOL]), headers={"Content-Type": "application/json"})
+        assert res.status_code == 503 and "Retry-After" in res.headers, res.text
+        assert http.get("/healthz").json()["status"] == "degraded"
+    store.close()
