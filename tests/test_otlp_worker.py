@@ -146,3 +146,29 @@ def test_a_database_the_worker_cannot_write_answers_503(tmp_path, monkeypatch):
         assert res.status_code == 503 and "Retry-After" in res.headers, res.text
         assert http.get("/healthz").json()["status"] == "degraded"
     store.close()
+
+
+def test_a_forked_server_starts_its_own_worker(sqlite_store, monkeypatch):
+    """A process manager that forks after loading the app: the child must not write into its parent's worker."""
+    import os
+
+    monkeypatch.setattr(otlp_worker, "WORKER_FROM", 0)
+    otlp_worker.start()
+    parent_worker = otlp_worker._WORKER.process.pid
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: receive one body, say which worker did it, leave without running atexit
+        code = 1
+        try:
+            otlp_worker.receive(sqlite_store, _body([ROOT, CHAT, TOOL]), "application/json")
+            os.write(write_end, str(otlp_worker._WORKER.process.pid).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    child_worker = int(os.read(read_end, 64) or b"0")
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and child_worker not in (0, parent_worker)
+    assert otlp_worker._WORKER.process.pid == parent_worker and otlp_worker._WORKER.process.poll() is None
+    assert len(sqlite_store.load_steps("conv-hand")) == 4

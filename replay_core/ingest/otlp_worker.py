@@ -88,11 +88,16 @@ def _shared_url(store: Store) -> str | None:
 class _Worker:
     process: subprocess.Popen  # requests go to its stdin
     answers: IO[bytes]  # its answers come on a pipe of their own: nothing it prints can garble them
+    owner: int  # the pid that started it: a server forked after (a pre-loading process manager) starts its own
 
 
 def _worker() -> _Worker:
     """The running worker (started if there is none); call with _WORKER_LOCK held."""
     global _WORKER
+    if _WORKER is not None and _WORKER.owner != os.getpid():  # inherited through a fork: the parent's, not ours
+        for pipe in (_WORKER.process.stdin, _WORKER.answers):
+            pipe.close()
+        _WORKER = None
     if _WORKER is None or _WORKER.process.poll() is not None:
         if _WORKER is not None:
             _stop()
@@ -106,7 +111,7 @@ def _worker() -> _Worker:
             raise
         finally:
             os.close(write_end)
-        _WORKER = _Worker(process, os.fdopen(read_end, "rb"))
+        _WORKER = _Worker(process, os.fdopen(read_end, "rb"), os.getpid())
     return _WORKER
 
 
