@@ -249,6 +249,23 @@ def _walk_len(parent: dict[int, int | None], i: int) -> int:
     return n
 
 
+@given(st.lists(st.tuples(st.sampled_from("ab"), st.booleans(), st.one_of(st.none(), st.integers(0, 5)),
+                          st.sampled_from([None, "", "s1", "s2"])), min_size=1, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_a_batch_settles_on_the_session_its_first_naming_span_gives(rows):
+    """Per trace, the session named by the first span in (root first, then by start) order, ties in batch
+    order, whatever the batch's order; the one-pass reading equals sorting the batch first."""
+    from replay_core.ingest.otlp_receiver import _settling
+
+    spans = [otel.Span(t * 32, f"{i:016x}", None if root else "f" * 16, "", start, start, "unset", None,
+                       {} if sid is None else {"session.id": sid}) for i, (t, root, start, sid) in enumerate(rows)]
+    expected: dict[str, tuple] = {}
+    for span in sorted(spans, key=lambda s: (s.parent_id is not None, s.start_ns if s.start_ns is not None else 2**63)):
+        found, has_root = expected.get(span.trace_id, (None, False))
+        expected[span.trace_id] = (found or span.attributes.get("session.id") or None, has_root or span.parent_id is None)
+    assert _settling(spans) == expected
+
+
 def test_a_50000_deep_chain_imports_from_a_file(sqlite_store):
     """The file import path (CLI, Import page) on the shape that was quadratic: no recursion limit either."""
     report = import_bytes(sqlite_store, chain_body(50_000), "chain.json")

@@ -33,7 +33,8 @@ _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictio
 _LOCKS_GUARD = threading.Lock()
 
 
-def _lock_of(store: Store) -> threading.Lock:
+def lock_of(store: Store) -> threading.Lock:
+    """The lock batches of one Store take turns by (otlp_worker holds it while its process works)."""
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(store, threading.Lock())
 
@@ -50,7 +51,7 @@ def receive(store: Store, data: bytes, content_type: str, *, redactor: Redactor 
 def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -> IngestReport:
     spans = otel.spans_from_otlp(data, content_type)
     source = otel.otlp_reader(content_type).name
-    with _lock_of(store):
+    with lock_of(store):
         trace_ids = list(dict.fromkeys(s.trace_id for s in spans))
         placed, open_rows = store.otlp_state(trace_ids)
         settles = _settling(spans)
@@ -85,11 +86,20 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
 
 
 def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:
-    """Per trace of the batch: the session id a span names (root first, then by start) and whether its root is here."""
+    """Per trace of the batch: the session id a span names (root first, then by start) and whether its root is here.
+
+    One pass, no sort: per trace the earliest span (in that order; the first seen on a tie) naming a session."""
     out: dict[str, tuple[str | None, bool]] = {}
-    for span in sorted(spans, key=lambda s: (s.parent_id is not None, s.start_ns if s.start_ns is not None else 2**63)):
-        found, has_root = out.get(span.trace_id, (None, False))
-        out[span.trace_id] = (found or oa.conversation_id(span.attributes), has_root or span.parent_id is None)
+    best: dict[str, tuple[bool, int]] = {}
+    for span in spans:
+        tid = span.trace_id
+        found, has_root = out.get(tid, (None, False))
+        named = oa.conversation_id(span.attributes)
+        if named is not None:
+            key = (span.parent_id is not None, span.start_ns if span.start_ns is not None else 2**63)
+            if found is None or key < best[tid]:
+                found, best[tid] = named, key
+        out[tid] = (found, has_root or span.parent_id is None)
     return out
 
 

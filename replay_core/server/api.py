@@ -37,6 +37,7 @@ from . import openapi
 from .auth import Access
 from .stream import StepHub
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message, fast_step
+from ..ingest import otlp_worker
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
@@ -239,6 +240,7 @@ class IngestAPI:
         self.degraded: str | None = None  # why the last write failed, until one succeeds
         self._hub: StepHub | None = None  # the stream's pollers (server/stream.py), made on first use
         self._document: dict | None = None
+        otlp_worker.start()  # ready before the first big OTLP body (spawning it takes a second)
 
     def store(self) -> Store:
         with self._store_lock:
@@ -565,15 +567,13 @@ class IngestAPI:
 
     async def otlp_traces(self, request: Request) -> Response:
         """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter."""
-        from ..ingest.otlp_receiver import receive
-
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";", 1)[0].strip().lower()
         if media not in OTLP_MEDIA:
             raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
         data = await self.body_bytes(request)
-        try:  # reading, mapping and storing all in the thread pool: /healthz and the UI keep answering
-            await run_in_threadpool(receive, self.store(), data, content_type)
+        try:  # reading, mapping and storing off the event loop (a big body in the worker process): /healthz keeps answering
+            await run_in_threadpool(otlp_worker.receive, self.store(), data, content_type)
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
         # An empty ExportTraceServiceResponse: full success, in the encoding of the request.

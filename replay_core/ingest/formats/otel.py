@@ -51,7 +51,7 @@ class OtlpError(ValueError):
     """OTLP input that cannot be imported; the message says where and why."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     """One span, whatever container it came in; ids are lowercase hex."""
 
@@ -198,6 +198,11 @@ def _pick(obj: dict, *names: str) -> Any:
     return None
 
 
+def _camel(obj: dict, camel: str, snake: str) -> Any:
+    """`_pick(obj, camel, snake)` without the call's tuple: five fields of every span are read so."""
+    return obj[camel] if camel in obj else obj.get(snake)
+
+
 def otlp_spans(doc: Any, where: str) -> Iterator[Span | BadRecord]:
     """Spans of one ExportTraceServiceRequest in its JSON encoding (camelCase or proto field names)."""
     if not isinstance(doc, dict):
@@ -226,8 +231,8 @@ def otlp_spans(doc: Any, where: str) -> Iterator[Span | BadRecord]:
 
 
 def _otlp_span(raw: dict, resource: dict, scope: dict, where: str) -> Span:
-    trace_id = span_hex(_pick(raw, "traceId", "trace_id"), 16)
-    span_id = span_hex(_pick(raw, "spanId", "span_id"), 8)
+    trace_id = span_hex(_camel(raw, "traceId", "trace_id"), 16)
+    span_id = span_hex(_camel(raw, "spanId", "span_id"), 8)
     if trace_id is None or span_id is None:
         raise ValueError("traceId and spanId are required")
     status = raw.get("status") or {}
@@ -238,14 +243,14 @@ def _otlp_span(raw: dict, resource: dict, scope: dict, where: str) -> Span:
         for e in listed
     ] if listed else []
     otel = {"kind": kind_of(raw.get("kind")), "scope": scope or None, "links": raw.get("links") or None,
-            "trace_state": _pick(raw, "traceState", "trace_state") or None}
+            "trace_state": _camel(raw, "traceState", "trace_state") or None}
     return Span(
         trace_id=trace_id,
         span_id=span_id,
-        parent_id=span_hex(_pick(raw, "parentSpanId", "parent_span_id"), 8),
+        parent_id=span_hex(_camel(raw, "parentSpanId", "parent_span_id"), 8),
         name=str(raw.get("name") or ""),
-        start_ns=to_ns(_pick(raw, "startTimeUnixNano", "start_time_unix_nano")),
-        end_ns=to_ns(_pick(raw, "endTimeUnixNano", "end_time_unix_nano")),
+        start_ns=to_ns(_camel(raw, "startTimeUnixNano", "start_time_unix_nano")),
+        end_ns=to_ns(_camel(raw, "endTimeUnixNano", "end_time_unix_nano")),
         status=status_of(status.get("code")),
         status_message=status.get("message") or None,
         attributes=key_values(raw.get("attributes")),
@@ -413,7 +418,7 @@ def sdk_spans(data: bytes, filename: str) -> Iterator[Span | BadRecord]:
 # ---------------------------------------------------------------------------- spans → events
 
 
-@dataclass
+@dataclass(slots=True)
 class Part:
     """One step a span yields: `step` (every span), `result` (tool spans), `call.N` (calls a model emitted)."""
 
@@ -509,8 +514,9 @@ class _Trees:
         span on the way is memoised, so depths of all n spans cost O(n) together (a 50,000-deep
         chain included: no recursion). A parent cycle (bad input) counts up to where it closes."""
         known = self._depth
-        if id(span) in known:
-            return known[id(span)]
+        found = known.get(id(span))
+        if found is not None:
+            return found
         path: list[Span] = []
         on_path: set[int] = set()
         node: Span | None = span
@@ -556,8 +562,8 @@ def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[
 
 def _read_session(draft: SessionDraft) -> None:
     trees = draft.trees
-    order = {id(s): i for i, s in enumerate(draft.spans)}
-    draft.spans.sort(key=lambda s: (*_start_key(s), trees.depth(s), order[id(s)]))
+    depth = trees.depth
+    draft.spans.sort(key=lambda s: (s.start_ns if s.start_ns is not None else 2**63, depth(s)))  # stable: ties keep their order
     attrs = {id(s): oa.Attrs(s.attributes) for s in draft.spans}
     classes = {id(s): oa.span_class(attrs[id(s)]) for s in draft.spans}
     for s in draft.spans:
@@ -832,11 +838,11 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
                 out.append(BadRecord(part.span.where, str(exc)))
     anchors = {id(p.span): p for p in parts if p.role == "step"}
     trees = draft.trees
-    order = {id(s): i for i, s in enumerate(draft.spans)}
+    rank = {id(s): (trees.depth(s), i) for i, s in enumerate(draft.spans)}
     parts.sort(key=lambda p: (
         p.t_ns if p.t_ns is not None else 2**63,
         0 if p.ends and (p.span.end_ns or 0) > (p.span.start_ns or 0) else 1,
-        trees.depth(p.span), order[id(p.span)], p.role != "step", p.role,
+        *rank[id(p.span)], p.role != "step", p.role,
     ))
     parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
     steps: list[StepEvent] = []

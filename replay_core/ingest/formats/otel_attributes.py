@@ -109,6 +109,8 @@ def split_indexed(flat: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 
 def span_class(attrs: Attrs) -> str:
     """agent (a grouping operation), model (an LLM call), tool (a tool execution) or other."""
+    if not attrs.values:  # a bare span (no GenAI attributes at all): the common case of big structural traces
+        return OTHER
     op = attrs.peek("gen_ai.operation.name")
     oi = str(attrs.peek("openinference.span.kind") or "").upper()
     tl = attrs.peek("traceloop.span.kind")
