@@ -18,9 +18,14 @@ from collections import Counter
 
 import orjson
 from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from replay_core.events import StepEvent
 from replay_core.ingest.formats import anthropic, detect
-from replay_core.ingest.pipeline import import_file
+from replay_core.ingest.pipeline import import_file, read_events
+from replay_core.whatif.replay import replay
+from replay_core.whatif.replay_config import ReplayConfig
 
 BASIC = FIXTURES / "claude_code/yepanywhere_claude-basic_native.jsonl"
 SIDECHAIN = FIXTURES / "claude_code/daaain_sidechain_integrated.jsonl"
@@ -192,3 +197,39 @@ def test_final_usage_does_not_depend_on_line_order(store, tmp_path):
     assert (session["tokens_in"], session["tokens_out"]) == (1351803, 12881)
     steps = store.load_steps(report.sessions[0])
     assert [s.type for s in steps][:3] == ["input", "think", "tool_call"]
+
+
+def test_real_2_0_session_reimports_unchanged_and_replays_null(store):
+    first = import_file(store, POMODORO)
+    sid = first.sessions[0]
+    before = (store.get_session(sid), store.load_steps(sid))
+    second = import_file(store, POMODORO)
+    assert second.duplicates == first.steps and (store.get_session(sid), store.load_steps(sid)) == before
+    result = replay(store, sid, None, None, ReplayConfig(model="recorded"))
+    assert result.first_divergence is None and result.outcome == "completed"
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(messages=st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=4), min_size=1, max_size=6),
+       order=st.randoms(use_true_random=False))
+def test_each_message_counts_its_largest_output_once_whatever_the_line_order(messages, order):
+    """A message written as several lines (one block each), each with its own output count so far:
+    the session counts each message once, with its largest count, in any file order."""
+    lines, parent = [], None
+    for m, counts in enumerate(messages):
+        for b, out in enumerate(counts):
+            uuid = f"u{m}-{b}"
+            lines.append({"type": "assistant", "sessionId": "s", "uuid": uuid, "parentUuid": parent,
+                          "timestamp": f"2025-01-01T00:{m:02d}:{b:02d}Z",
+                          "message": {"id": f"msg{m}", "role": "assistant", "model": "claude-x",
+                                      "content": [{"type": "text", "text": f"m{m} b{b}"}],
+                                      "usage": {"input_tokens": 10, "output_tokens": out}}})
+            parent = uuid
+    order.shuffle(lines)
+    data = b"\n".join(orjson.dumps(line) for line in lines) + b"\n"
+    events, bad, fmt = read_events(data, "t.jsonl", "claude_code")
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    assert not bad and fmt == "claude_code"
+    assert sum(s.tokens_out or 0 for s in steps) == sum(max(c) for c in messages)
+    assert sum(s.tokens_in or 0 for s in steps) == 10 * len(messages)
+    assert sum(1 for s in steps if s.tokens_in is not None) == len(messages)

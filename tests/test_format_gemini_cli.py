@@ -25,6 +25,8 @@ from replay_core.ingest.formats import detect
 from replay_core.ingest.formats.gemini_cli import FORMAT
 from replay_core.ingest.formats.shape import shape_of
 from replay_core.ingest.pipeline import FileRefused, import_file
+from replay_core.whatif.replay import replay
+from replay_core.whatif.replay_config import ReplayConfig
 
 REAL = FIXTURES / "gemini_cli/yoavf_gemini-cli-pomodoro-timer.json"
 JSONL = FIXTURES / "gemini_cli/jazzyalex_agent-sessions_jsonl_v040.jsonl"
@@ -142,3 +144,13 @@ def test_a_claude_code_or_codex_file_is_not_gemini():
     assert detect(REAL.read_bytes(), str(REAL)).name == "gemini_cli"
     assert detect(JSONL.read_bytes(), str(JSONL)).name == "gemini_cli"
     assert detect(AIM.read_bytes(), str(AIM)).name == "gemini_cli"
+
+
+def test_newer_recording_reimports_unchanged_and_replays_null(store):
+    first = import_file(store, AIM)
+    sid = first.sessions[0]
+    before = (store.get_session(sid), store.load_steps(sid))
+    second = import_file(store, AIM)
+    assert second.duplicates == first.steps and (store.get_session(sid), store.load_steps(sid)) == before
+    result = replay(store, sid, None, None, ReplayConfig(model="recorded"))
+    assert result.first_divergence is None and result.outcome == "completed"
