@@ -199,12 +199,9 @@ def test_final_usage_does_not_depend_on_line_order(store, tmp_path):
     assert [s.type for s in steps][:3] == ["input", "think", "tool_call"]
 
 
-def test_real_2_0_session_reimports_unchanged_and_replays_null(store):
-    first = import_file(store, POMODORO)
-    sid = first.sessions[0]
-    before = (store.get_session(sid), store.load_steps(sid))
-    second = import_file(store, POMODORO)
-    assert second.duplicates == first.steps and (store.get_session(sid), store.load_steps(sid)) == before
+def test_real_2_0_session_replays_null(store):
+    """A null replay reproduces the session (reimport is checked with the other coding agents)."""
+    sid = import_file(store, POMODORO).sessions[0]
     result = replay(store, sid, None, None, ReplayConfig(model="recorded"))
     assert result.first_divergence is None and result.outcome == "completed"
 

@@ -146,11 +146,8 @@ def test_a_claude_code_or_codex_file_is_not_gemini():
     assert detect(AIM.read_bytes(), str(AIM)).name == "gemini_cli"
 
 
-def test_newer_recording_reimports_unchanged_and_replays_null(store):
-    first = import_file(store, AIM)
-    sid = first.sessions[0]
-    before = (store.get_session(sid), store.load_steps(sid))
-    second = import_file(store, AIM)
-    assert second.duplicates == first.steps and (store.get_session(sid), store.load_steps(sid)) == before
+def test_newer_recording_replays_null(store):
+    """A null replay reproduces the session (reimport is checked with the other coding agents)."""
+    sid = import_file(store, AIM).sessions[0]
     result = replay(store, sid, None, None, ReplayConfig(model="recorded"))
     assert result.first_divergence is None and result.outcome == "completed"
