@@ -22,6 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_core.events import StepEvent
+from replay_core.ingest.accounting import account
+from replay_core.ingest.formats.claude_code import FORMAT
+from replay_core.ingest.formats.shape import shape_of
 from replay_core.ingest.formats import anthropic, detect
 from replay_core.ingest.pipeline import import_file, read_events
 from replay_core.whatif.replay import replay
@@ -230,3 +233,13 @@ def test_each_message_counts_its_largest_output_once_whatever_the_line_order(mes
     assert sum(s.tokens_out or 0 for s in steps) == sum(max(c) for c in messages)
     assert sum(s.tokens_in or 0 for s in steps) == 10 * len(messages)
     assert sum(1 for s in steps if s.tokens_in is not None) == len(messages)
+
+
+def test_a_line_type_the_reader_does_not_know_counts_against_it_a_known_one_does_not():
+    lines = POMODORO.read_bytes().splitlines()
+    unknown = orjson.loads(lines[3])
+    unknown["type"] = "hologram"
+    data = b"\n".join([*lines, orjson.dumps(unknown)]) + b"\n"
+    acc = account(FORMAT, data, "s.jsonl", shape_of(data))
+    assert acc.ignored == {"file-history-snapshot": 7, "hologram": 1}
+    assert acc.unknown == 1 and acc.understood == acc.records - 1 == 127
