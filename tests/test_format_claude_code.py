@@ -5,6 +5,9 @@ Real files (tests/fixtures/SOURCES.md):
   packages/server/test/fixtures/captured/claude-basic-2026-09-12/native.jsonl @ 76ea6130fd9532a373f389636e996665f3a2838c
 - claude_code/daaain_sidechain_integrated.jsonl — daaain/claude-code-log test/test_data/sidechain_integrated.jsonl
   @ 579edc0fc04a09fc3df17aed7fb5cdb4d4766565 (MIT; real session trimmed by that project)
+- claude_code/yoavf_claude-code-pomodoro-timer.jsonl — yoavf/ai-sessions examples/claude-code-pomodoro-timer.jsonl
+  @ 85f763593463127047c253ec34fdf11b23fe8386 (MIT; Claude Code 2.0.24, complete and unedited: streaming usage, thinking
+  with signatures, file-history-snapshot lines without a sessionId, a Warmup sidechain, bash-mode input)
 Supplement: claude_code/subagents/agent-test-hash-123.jsonl — d-kimuson/claude-code-viewer
   mock-global-claude-dir/projects/sample-project/agent-test-hash-123.jsonl @ 953ad642232e70e4371c70383c3c9981590830bb (hand-written mock)
 """
@@ -15,17 +18,37 @@ from collections import Counter
 
 import orjson
 from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from replay_core.events import StepEvent
+from replay_core.ingest.accounting import account
+from replay_core.ingest.formats.claude_code import FORMAT
+from replay_core.ingest.formats.shape import shape_of
 from replay_core.ingest.formats import anthropic, detect
-from replay_core.ingest.pipeline import import_file
+from replay_core.ingest.pipeline import import_file, read_events
+from replay_core.whatif.replay import replay
+from replay_core.whatif.replay_config import ReplayConfig
 
 BASIC = FIXTURES / "claude_code/yepanywhere_claude-basic_native.jsonl"
 SIDECHAIN = FIXTURES / "claude_code/daaain_sidechain_integrated.jsonl"
 SUBAGENT = FIXTURES / "claude_code/subagents/agent-test-hash-123.jsonl"
+POMODORO = FIXTURES / "claude_code/yoavf_claude-code-pomodoro-timer.jsonl"
+
+
+def _final_usage_by_message(path):
+    """From the file itself: each message id's final usage (its largest output count)."""
+    best: dict[str, dict] = {}
+    for line in path.read_bytes().splitlines():
+        msg = orjson.loads(line).get("message")
+        if isinstance(msg, dict) and msg.get("usage") and msg.get("id"):
+            if msg["id"] not in best or msg["usage"]["output_tokens"] >= best[msg["id"]]["output_tokens"]:
+                best[msg["id"]] = msg["usage"]
+    return best
 
 
 def test_transcripts_are_claimed_by_claude_code_not_anthropic():
-    for path in (BASIC, SIDECHAIN, SUBAGENT):
+    for path in (BASIC, SIDECHAIN, SUBAGENT, POMODORO):
         assert detect(path.read_bytes(), str(path)).name == "claude_code"
     # the Anthropic reader, tried first before, would take them: order matters
     assert anthropic.FORMAT.sniff(BASIC.read_bytes(), str(BASIC))
@@ -122,3 +145,101 @@ def test_summary_names_the_session_and_unknown_lines_are_counted_by_kind(store, 
     report = import_file(store, path)
     assert store.get_session(report.sessions[0])["name"] == "Border colours research"
     assert report.files[0]["ignored"] == {"summary": 1, "progress": 1}
+
+
+def test_real_2_0_session_streaming_usage_snapshots_and_warmup_sidechain(store):
+    report = import_file(store, POMODORO)
+    (acc,) = report.files
+    # file-history-snapshot lines carry no sessionId: skipped by kind, not refused as bad
+    assert (acc["format"], acc["records"], acc["used"], acc["bad"], acc["steps"]) == ("claude_code", 127, 120, 0, 121)
+    assert acc["ignored"] == {"file-history-snapshot": 7}
+    assert report.sessions == ["36d9e1bc-63bf-4e97-8a3e-2b20ba8583f2"]
+    session, steps = store.get_session(report.sessions[0]), store.load_steps(report.sessions[0])
+    assert Counter(s.type for s in steps) == {"tool_call": 37, "tool_result": 37, "think": 35, "input": 7, "decision": 4, "span": 1}
+    calls = [s for s in steps if s.type == "tool_call"]
+    assert Counter(c.tool_name for c in calls) == {"Edit": 20, "TodoWrite": 11, "Write": 3, "Read": 3}
+    results = {s.tool_call_id: s for s in steps if s.type == "tool_result"}
+    assert set(results) == {c.tool_call_id for c in calls}  # every tool_use answered, paired by id
+    assert all(r.tool_name == next(c.tool_name for c in calls if c.tool_call_id == i) for i, r in results.items())
+    # no tool_result in this file has is_error: nothing may be shown as failed
+    assert b'"is_error":true' not in POMODORO.read_bytes() and not [s for s in steps if s.status == "error"]
+    # usage once per API message, its final count: 2.0.x writes output_tokens 1 on a message's text line and
+    # 339 on its tool_use line; the first count would undercount the session's output three times over
+    usage = _final_usage_by_message(POMODORO)
+    tokened = [s for s in steps if s.tokens_in is not None]
+    assert len(tokened) == len(usage) == 41
+    first = next(s for s in steps if s.content and s.content.startswith("I'll help you build a simple Pomodoro"))
+    assert (first.tokens_in, first.tokens_out) == (2 + 7026 + 14471, 339)
+    assert (first.metadata or {})["message_id"] == "msg_01JaAwM2k4YYVwXmgbwnExpZ"
+    assert session["tokens_in"] == sum(u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
+                                       for u in usage.values()) == 1351803
+    assert session["tokens_out"] == sum(u["output_tokens"] for u in usage.values()) == 12881
+    # the Warmup sidechain (no agentId) is a span of its own, with the haiku reply under it, not main-chain steps
+    span = next(s for s in steps if s.type == "span")
+    under = [s for s in steps if s.parent_id == span.event_id]
+    assert [(s.type, s.content) for s in under][0] == ("input", "Warmup")
+    assert (under[1].type, under[1].model, under[1].tokens_in, under[1].tokens_out) == ("decision", "claude-haiku-4-5-20251001", 629, 181)
+    assert not any(s.parent_id is None and s.content == "Warmup" for s in steps)
+    assert (session["model"], session["agent_version"], session["status"]) == ("claude-sonnet-4-5-20250929", "2.0.24", "unknown")
+    assert session["started_at"].isoformat().startswith("2025-10-21T20:03:48.809")
+    assert session["ended_at"].isoformat().startswith("2025-10-21T20:09:56.293")
+    assert session["name"].startswith("Build a simple Pomodoro timer web app")
+    caveat = next(s for s in steps if s.type == "input" and s.content.startswith("Caveat:"))
+    assert caveat.metadata["is_meta"] is True
+    thinking = [s for s in steps if s.type == "think" and s.content.startswith("The user wants to add smooth transitions")]
+    assert len(thinking) == 1 and thinking[0].timestamp.isoformat().startswith("2025-10-21T20:05:52.833")
+
+
+def test_final_usage_does_not_depend_on_line_order(store, tmp_path):
+    """The same lines written in reverse: parentUuid order rebuilds the session, the final counts stay."""
+    lines = POMODORO.read_bytes().splitlines()
+    path = tmp_path / "reversed.jsonl"
+    path.write_bytes(b"\n".join(reversed(lines)) + b"\n")
+    report = import_file(store, path)
+    session = store.get_session(report.sessions[0])
+    assert (session["tokens_in"], session["tokens_out"]) == (1351803, 12881)
+    steps = store.load_steps(report.sessions[0])
+    assert [s.type for s in steps][:3] == ["input", "think", "tool_call"]
+
+
+def test_real_2_0_session_replays_null(store):
+    """A null replay reproduces the session (reimport is checked with the other coding agents)."""
+    sid = import_file(store, POMODORO).sessions[0]
+    result = replay(store, sid, None, None, ReplayConfig(model="recorded"))
+    assert result.first_divergence is None and result.outcome == "completed"
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(messages=st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=4), min_size=1, max_size=6),
+       order=st.randoms(use_true_random=False))
+def test_each_message_counts_its_largest_output_once_whatever_the_line_order(messages, order):
+    """A message written as several lines (one block each), each with its own output count so far:
+    the session counts each message once, with its largest count, in any file order."""
+    lines, parent = [], None
+    for m, counts in enumerate(messages):
+        for b, out in enumerate(counts):
+            uuid = f"u{m}-{b}"
+            lines.append({"type": "assistant", "sessionId": "s", "uuid": uuid, "parentUuid": parent,
+                          "timestamp": f"2025-01-01T00:{m:02d}:{b:02d}Z",
+                          "message": {"id": f"msg{m}", "role": "assistant", "model": "claude-x",
+                                      "content": [{"type": "text", "text": f"m{m} b{b}"}],
+                                      "usage": {"input_tokens": 10, "output_tokens": out}}})
+            parent = uuid
+    order.shuffle(lines)
+    data = b"\n".join(orjson.dumps(line) for line in lines) + b"\n"
+    events, bad, fmt = read_events(data, "t.jsonl", "claude_code")
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    assert not bad and fmt == "claude_code"
+    assert sum(s.tokens_out or 0 for s in steps) == sum(max(c) for c in messages)
+    assert sum(s.tokens_in or 0 for s in steps) == 10 * len(messages)
+    assert sum(1 for s in steps if s.tokens_in is not None) == len(messages)
+
+
+def test_a_line_type_the_reader_does_not_know_counts_against_it_a_known_one_does_not():
+    lines = POMODORO.read_bytes().splitlines()
+    unknown = orjson.loads(lines[3])
+    unknown["type"] = "hologram"
+    data = b"\n".join([*lines, orjson.dumps(unknown)]) + b"\n"
+    acc = account(FORMAT, data, "s.jsonl", shape_of(data))
+    assert acc.ignored == {"file-history-snapshot": 7, "hologram": 1}
+    assert acc.unknown == 1 and acc.understood == acc.records - 1 == 127

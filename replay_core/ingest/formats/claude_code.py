@@ -6,6 +6,9 @@ is one `sessionId`. Lines are put in order parent-before-child, earliest timesta
 file order alone is right). One API message is written as several lines sharing
 `message.id` (one content block a line, `apiBlockIndex`), each repeating the usage: tokens
 are counted once, on the message's first step, with cache reads and writes in `tokens_in`.
+While a message streams, its earlier lines carry the output count so far (2.0.x writes 1 on
+the text line and 339 on the tool_use line of the same message): the count kept is the
+message's final one, the largest `output_tokens` of its lines.
 
 Sub-agents: lines with `isSidechain: true` inside the parent's file become one `span` step
 per `agentId`, placed before the tool result that returned the sub-agent's answer, with the
@@ -82,8 +85,9 @@ def _usage(usage: Any) -> dict[str, Any]:
 class _Session:
     """The steps of one sessionId (its main chain and its inline sub-agents)."""
 
-    def __init__(self, run: Run, filename: str):
+    def __init__(self, run: Run, filename: str, usage: dict[str, dict]):
         self.run, self.filename = run, filename
+        self.usage = usage  # message id -> its final usage (see _final_usage)
         self.counted: set[str] = set()  # message ids whose usage is already on a step
         self.calls: dict[str, str] = {}  # tool_use id -> event id of its tool_call step
         self.tool_names: dict[str, str] = {}
@@ -114,7 +118,7 @@ class _Session:
         model = msg.get("model") if isinstance(msg.get("model"), str) else None
         first: dict[str, Any] = {}
         if not (isinstance(mid, str) and mid in self.counted):
-            first = _usage(msg.get("usage"))
+            first = _usage(self.usage.get(mid, msg.get("usage")) if isinstance(mid, str) else msg.get("usage"))
             if isinstance(mid, str):
                 self.counted.add(mid)
         meta = {"message_id": mid, "request_id": rec.get("requestId"), "stop_reason": msg.get("stop_reason"),
@@ -220,7 +224,7 @@ def _build(session_id: str, lines: list[_Line], extra: dict, filename: str, chil
     run = Run(session_id, filename, agent_id="claude-code" if not child_of else f"claude-code/{session_id.rsplit('/', 1)[-1]}",
               agent_version=fields["agent_version"], started_at=min(times) if times else None,
               tags=["subagent"] if child_of else None, metadata=compact(meta))
-    state = _Session(run, filename)
+    state = _Session(run, filename, _final_usage(entries))
     msg_blocks: dict[str, set] = {}
     for ln in entries:
         msg = ln.rec.get("message")
@@ -255,6 +259,21 @@ def _build(session_id: str, lines: list[_Line], extra: dict, filename: str, chil
     else:
         run.finish("unknown", ended_at=last)
     return run
+
+
+def _final_usage(entries: list[_Line]) -> dict[str, dict]:
+    """Each message id's usage with the largest output count (the latest line on a tie): the
+    message's final count, where its first lines hold a streaming partial one."""
+    best: dict[str, tuple[int, dict]] = {}
+    for ln in entries:
+        msg = ln.rec.get("message")
+        usage = msg.get("usage") if isinstance(msg, dict) else None
+        if isinstance(usage, dict) and isinstance(msg.get("id"), str):
+            out = usage.get("output_tokens")
+            out = out if isinstance(out, int) and not isinstance(out, bool) else -1
+            if msg["id"] not in best or out >= best[msg["id"]][0]:
+                best[msg["id"]] = (out, usage)
+    return {mid: usage for mid, (_, usage) in best.items()}
 
 
 def _owners(side: list[_Line]) -> Iterator[tuple[_Line, str]]:
@@ -316,6 +335,9 @@ class ClaudeCodeFormat:
             if kind == "summary":
                 summaries.append((n, rec))
                 continue
+            if kind in IGNORED_TYPES:  # bookkeeping, skipped on purpose; a file-history-snapshot has no sessionId
+                yield Ignored(where, kind)
+                continue
             sid = rec.get("sessionId")
             if not isinstance(sid, str) or not sid:
                 yield BadRecord(where, f"{kind} line without a sessionId")
@@ -334,7 +356,7 @@ class ClaudeCodeFormat:
                     sessions.setdefault(sid, []).append(_Line(n, rec))
                 yield Ignored(where, f"{kind}/{sub}" if sub else kind)
             else:
-                yield Ignored(where, kind)
+                yield Ignored(where, kind, known=False)  # a line type this reader does not know
         uuids = {ln.rec.get("uuid"): sid for sid, lines in sessions.items() for ln in lines} if summaries else {}
         for n, rec in summaries:
             sid = uuids.get(rec.get("leafUuid"))

@@ -11,7 +11,9 @@ tool), and per `toolCalls[]` a tool_call (`args`) and a tool_result (the functio
 `response.output`, or `response.error` with status error; `status: error` also marks it).
 Tokens go on the message's first step: `tokens_in` = input (cached included) + tool-use
 prompt, `tokens_out` = output + thoughts, the raw counts kept; an all-zero count means not
-recorded. info/warning messages are Ignored by type; error messages become error steps.
+recorded. info/warning messages are Ignored by type (a message of a type not listed here is
+Ignored as unknown); error messages become error steps. The JSON document is accounted for by
+message (a `Records` count), the JSON Lines layout by line.
 A recording says nothing of the outcome: sessions end `unknown` (`failed` after an error).
 """
 
@@ -22,7 +24,7 @@ from typing import Any
 
 from .chat_messages import text_of
 from .jsondoc import first_record, has_key, is_json_lines, json_objects, load_json, starts_json
-from .reader import BadRecord, DocumentError, Event, Ignored
+from .reader import BadRecord, DocumentError, Event, Ignored, Records
 from .runs import Run, compact, parse_time, stable_id
 
 HEADER_KEYS = ("sessionId", "projectHash", "startTime", "lastUpdated", "kind", "summary", "directories")
@@ -160,6 +162,7 @@ class GeminiCliFormat:
                 where = f"{filename}:messages" if isinstance(doc, dict) else f"{filename}:1"  # the field, else the document
                 raise DocumentError(BadRecord(where, "expected an object with a 'messages' list"))
             header = {k: doc.get(k) for k in HEADER_KEYS if k in doc}
+            yield Records(len(doc["messages"]), "messages")  # the account is by message, not by the one document
             for i, msg in enumerate(doc["messages"]):
                 where = f"{filename}:messages[{i}]"
                 if isinstance(msg, dict):
@@ -179,7 +182,7 @@ class GeminiCliFormat:
                 yield Ignored(where, f"message/{kind}")
                 continue
             if kind not in MODEL_TYPES and kind not in ("user", "error"):
-                yield Ignored(where, f"message/{kind}")
+                yield Ignored(where, f"message/{kind}", known=False)  # a type this reader does not know
                 continue
             last = _message(run, msg, where)
             if isinstance(msg.get("model"), str):
