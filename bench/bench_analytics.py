@@ -13,6 +13,7 @@ is timed as a whole process beside the interpreter's own start. Peak RSS is the 
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import random
 import resource
 import os
@@ -176,7 +177,7 @@ def _flush(db, session_rows, step_rows, step_sql) -> None:
     step_rows.clear()
 
 
-def dashboard(store: Store, flt: SessionFilter, load=analytics.load) -> None:
+def dashboard(store: Store, flt: SessionFilter, load=partial(analytics.load, daily=True)) -> None:
     """Everything the analytics page computes for one period: both periods' reads, every chart's frame."""
     data = load(store, flt)
     before = analytics.previous_period(flt)
@@ -234,7 +235,7 @@ def main() -> None:
         cold_whole, _ = min(cold(whole) for _ in range(3))
 
         cached = st.cache_data(show_spinner=False)(
-            lambda url, key, detail, _flt: analytics.load(Store(url, migrate=False), _flt, detail=detail))
+            lambda url, key, detail, _flt: analytics.load(Store(url, migrate=False), _flt, detail=detail, daily=True))
         store = Store(url, migrate=False)
         page_load = lambda s, f, detail=True: cached(url, repr(f), detail, f)  # noqa: E731  (the page's cache, keyed like it)
         dashboard(store, halves, page_load)

@@ -763,14 +763,16 @@ class Store:
         with self.engine.connect() as conn:
             return [tuple(row) for row in conn.execute(query)]
 
-    def daily_rows(self, flt: SessionFilter | None = None, *, detail: bool = True) -> dict[str, tuple[list[str], list[tuple]]] | None:
+    def daily_rows(self, flt: SessionFilter | None = None, *, detail: bool = True,
+                   parts: Sequence[str] | None = None) -> dict[str, tuple[list[str], list[tuple]]] | None:
         """The dashboard's reads from the per-day rollups (storage/daily.py): cells, tools and errors
-        per cell, run times, and with `detail` step durations; None when the filter needs the per-run
-        rollups (a text search, a tag, a workflow, …)."""
+        per cell, run times, and with `detail` step durations (only `parts` of them, if given); None
+        when the filter needs the per-run rollups (a text search, a tag, a workflow, …)."""
         if not daily.answers(flt):
             return None
+        queries = daily.reads(flt, EXPERIMENT_SOURCE, detail=detail)
         with self.engine.connect() as conn:
-            return {name: self._rows(conn, query) for name, query in daily.reads(flt, EXPERIMENT_SOURCE, detail=detail).items()}
+            return {name: self._rows(conn, query) for name, query in queries.items() if parts is None or name in parts}
 
     def breakdown_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
         """Tool calls and errored steps per run, tool and error class (from the rollups)."""
