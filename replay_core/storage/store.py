@@ -425,7 +425,7 @@ class Store:
                       "intervention": r.blocked_steps + r.approvals > 0, "fallback": r.fallback_agent > 0, "loop": r.loops > 0}
         if flag not in conditions:
             raise ValueError(f"has: expected one of {', '.join(HAS_FLAGS)}, got {flag!r}")
-        return exists().where(r.session_id == sessions.c.id, conditions[flag])
+        return exists().where(r.session_id == sessions.c.id, conditions[flag]).correlate(sessions)  # also under a read of run_rollups
 
     def count_sessions(self, flt: SessionFilter | None = None) -> int:
         with self.engine.connect() as conn:
@@ -1394,7 +1394,7 @@ def _insert_new(conn: Connection, table, names: Sequence[str], rows: list, key: 
 def _has_breakdown(condition):
     """Runs with an errored step matching `condition` (a tool, an error class)."""
     b = run_breakdown.c
-    return exists().where(b.session_id == sessions.c.id, b.errored > 0, condition)
+    return exists().where(b.session_id == sessions.c.id, b.errored > 0, condition).correlate(sessions)  # also under a read of run_breakdown
 
 
 _EMPTY_TOTALS = {"steps": 0, "tokens_in": None, "tokens_out": None, "cost_usd": None, "errors": 0, "max_seq": None}

@@ -159,6 +159,8 @@ def _weigh(runs: pl.DataFrame) -> pl.DataFrame:
 
 def _from_cells(got: dict, detail: bool) -> RunData:
     cells = _frame(got["cells"]).with_columns(pl.col("day").str.to_datetime("%Y-%m-%d", time_unit="us", time_zone="UTC"))
+    if not detail:  # as per run: the period compared with has no cycles or loops
+        cells = cells.with_columns(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "runs_with_loops", "redundant_calls"))
     times = _frame(got["times"]).select("cell", duration_ms=pl.col("duration_us") / 1000, first_error_ms=pl.col("first_error_us") / 1000)
     if detail:
         step_times = _frame(got["steps"]).select("cell", step_durations=_durations("durations_us"))
