@@ -770,9 +770,15 @@ class Store:
         when the filter needs the per-run rollups (a text search, a tag, a workflow, …)."""
         if not daily.answers(flt):
             return None
-        queries = daily.reads(flt, EXPERIMENT_SOURCE, detail=detail)
+        out = {}
         with self.engine.connect() as conn:
-            return {name: self._rows(conn, query) for name, query in queries.items() if parts is None or name in parts}
+            for name, query in daily.reads(flt, EXPERIMENT_SOURCE, detail=detail).items():
+                if parts is None or name in parts:
+                    # text and whole numbers only: the driver's rows as they come (SQLAlchemy's row
+                    # objects were half the read)
+                    result = conn.execute(query)
+                    out[name] = list(result.keys()), result.cursor.fetchall()
+        return out
 
     def breakdown_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
         """Tool calls and errored steps per run, tool and error class (from the rollups)."""
