@@ -123,12 +123,16 @@ def error_sums(where):
     """Per cell and error class of the members matching `where`: errored steps, and runs that had
     one or ended with that class."""
     b, m, s = run_breakdown.c, daily_members.c, sessions.c
-    classes = union_all(select(b.session_id, b.error_class, b.errored).where(b.errored > 0),
-                        select(s.id, s.error_class, literal(0)).where(s.error_class.is_not(None))).subquery()
+    chosen = select(m.session_id, m.cell).where(*where).subquery()  # each branch reads only these runs (by index)
+    classes = union_all(
+        select(chosen.c.cell, b.session_id, b.error_class, b.errored).join_from(chosen, run_breakdown, b.session_id == chosen.c.session_id)
+        .where(b.errored > 0),
+        select(chosen.c.cell, s.id, s.error_class, literal(0)).join_from(chosen, sessions, s.id == chosen.c.session_id)
+        .where(s.error_class.is_not(None)),
+    ).subquery()
     u = classes.c
-    per_run = (select(m.cell, u.session_id, u.error_class, func.sum(u.errored).label("errors"))
-               .select_from(classes.join(daily_members, m.session_id == u.session_id)).where(*where)
-               .group_by(m.cell, u.session_id, u.error_class).subquery())
+    per_run = (select(u.cell, u.session_id, u.error_class, func.sum(u.errored).label("errors"))
+               .group_by(u.cell, u.session_id, u.error_class).subquery())
     p = per_run.c
     return select(p.cell, p.error_class, _sum(p.errors).label("errors"), func.count().label("runs")).group_by(p.cell, p.error_class)
 
