@@ -147,3 +147,15 @@ def test_migration_fills_daily_rollups_of_an_older_database(store):
     command.downgrade(alembic_config(store.engine), "0010_search")
     command.upgrade(alembic_config(store.engine), "head")
     assert _daily_tables(store) == expected and expected[1]
+
+
+def test_a_cost_too_large_for_exact_sums_is_read_per_run(store):
+    """Costs may be 10¹⁵ a step: nano-dollars would overflow the cells' sums, so such a period reads per run."""
+    store.write([SessionEvent(session_id="big", started_at=T0), _event("big", {"type": "decision", "minute": 1, "cost_usd": 1e12}),
+                 SessionEvent(session_id="small", started_at=T0), _event("small", {"type": "decision", "minute": 1, "cost_usd": 0.25})])
+    cells, runs = analytics.load(store, daily=True), analytics.load(store)
+    assert not cells.daily and analytics.headline(cells)["cost_usd"][0] == 1e12 + 0.25
+    assert headline.headline(store)[0]["cost_usd"] == 1e12 + 0.25
+    store.delete_sessions(["big"])
+    assert analytics.load(store, daily=True).daily
+    assert headline.headline(store)[0]["cost_usd"] == analytics.headline(analytics.load(store))["cost_usd"][0] == 0.25

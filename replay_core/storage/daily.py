@@ -47,9 +47,13 @@ def _us(end: datetime | None, start: datetime | None) -> int | None:
     return None if end is None or start is None else (end - start) // timedelta(microseconds=1)
 
 
+SUMMED_BELOW = 1e5  # USD a run: past it (a stored cost may be 10¹⁵ a step) its nano-dollars could overflow a sum
+
+
 def nano(cost: float | None) -> int | None:
-    """USD as whole nano-dollars (half up): sums then add and subtract exactly."""
-    return None if cost is None else math.floor(cost * 1e9 + 0.5)
+    """USD as whole nano-dollars (half up), so sums are exact; None for no cost or one too large
+    to sum this way (such a run marks its cell `runs_cost_unsummed`: analytics then reads per run)."""
+    return None if cost is None or abs(cost) >= SUMMED_BELOW else math.floor(cost * 1e9 + 0.5)
 
 
 def contribution(s, r) -> list:
@@ -77,7 +81,7 @@ def contribution(s, r) -> list:
         "runs_with_intervention": int(n("blocked_steps") + n("approvals") > 0), "fallback_blocks": n("fallback_blocks"),
         "fallback_agent": n("fallback_agent"), "runs_with_fallback": int(n("fallback_agent") > 0), "tool_calls": n("tool_calls"),
         "tool_failures": n("tool_failures"), "cycles": n("cycles"), "loops": n("loops"), "runs_with_loops": int(n("loops") > 0),
-        "redundant_calls": n("redundant_calls"),
+        "redundant_calls": n("redundant_calls"), "runs_cost_unsummed": int(cost is not None and cost_nano is None),
     }
     first_error = None if r is None else r.first_error_at
     return [s.id, cell_of(key), *key, started, _us(ended, started) if s.status != "running" else None, _us(first_error, started),

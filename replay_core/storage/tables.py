@@ -441,7 +441,7 @@ run_breakdown = Table(
 DAILY_SUMS = ("tokens_in", "tokens_out", "cost_nano", "cost_known_nano", "runs_cost_known", "runs_cost_unknown", "steps",
               "retried_steps", "runs_with_retry", "blocked_steps", "approvals", "runs_with_intervention", "fallback_blocks",
               "fallback_agent", "runs_with_fallback", "tool_calls", "tool_failures", "cycles", "loops", "runs_with_loops",
-              "redundant_calls")
+              "redundant_calls", "runs_cost_unsummed")
 DAILY_KEY = ("day", "model", "agent_id", "status", "source", "replay")
 
 

@@ -30,6 +30,7 @@ from functools import partial
 import polars as pl
 
 from ..events import now_utc
+from ..storage.daily import SUMMED_BELOW
 from ..storage.store import SessionFilter, Store
 
 SQL_TIME = "%Y-%m-%d %H:%M:%S%.f"  # how both databases print a stored (UTC) timestamp as text
@@ -116,7 +117,9 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True,
     if daily:
         got = store.daily_rows(flt, detail=detail)
         if got is not None:
-            return _from_cells(got, detail)
+            data = _from_cells(got, detail)
+            if not data.runs["runs_cost_unsummed"].sum():  # else a cost too large for the cells' exact sums
+                return data
     reads = {"runs": store.run_rows, "rollup": partial(store.rollup_rows, durations=detail), "breakdown": store.breakdown_rows}
     with ThreadPoolExecutor(max_workers=min(3, os.cpu_count() or 1)) as pool:
         futures = {name: pool.submit(lambda read=read: _frame(read(flt))) for name, read in reads.items()}
@@ -144,10 +147,13 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True,
 
 def _weigh(runs: pl.DataFrame) -> pl.DataFrame:
     """Per-run rows as cells of one run, with the columns the per-day cells carry."""
-    cost_nano = ((pl.col("cost_usd") * 1e9) + 0.5).floor().cast(pl.Int64)  # storage/daily.py `nano`
+    summed = pl.col("cost_usd").abs() < SUMMED_BELOW
+    cost_nano = pl.when(summed).then(((pl.col("cost_usd") * 1e9) + 0.5).floor()).cast(pl.Int64)  # storage/daily.py `nano`
+    big = pl.when(~summed).then(pl.col("cost_usd"))  # summed as it is (per run only: the cells refuse such a cost)
     return runs.with_columns(
         cell=pl.col("session_id"), runs=pl.lit(1, pl.Int64), day=pl.col("started_at").dt.truncate("1d"),
         cost_nano=cost_nano, cost_known_nano=pl.when(pl.col("cost_known")).then(cost_nano),
+        cost_big=big, cost_known_big=pl.when(pl.col("cost_known")).then(big),
         runs_cost_known=(pl.col("cost_known") & pl.col("cost_usd").is_not_null()).cast(pl.Int64),
         runs_cost_unknown=(~pl.col("cost_known")).cast(pl.Int64),
         runs_with_retry=(pl.col("retried_steps") > 0).cast(pl.Int64),
@@ -166,6 +172,7 @@ def _from_cells(got: dict, detail: bool) -> RunData:
         step_times = _frame(got["steps"]).select("cell", step_durations=_durations("durations_us"))
     else:
         step_times = pl.DataFrame(schema={"cell": pl.String, "step_durations": pl.List(pl.Float64)})
+    cells = cells.with_columns(cost_big=pl.lit(0.0), cost_known_big=pl.lit(0.0))
     return RunData(runs=cells, tools=_frame(got["tools"]), errors=_frame(got["errors"]), times=times, step_times=step_times,
                    daily=True)
 
@@ -256,7 +263,7 @@ SUCCESS_RATE = _ratio(_runs_where(pl.col("status") == "succeeded"), _runs_where(
 RETRY_RATE = _ratio(pl.col("runs_with_retry").sum(), pl.col("runs").sum())
 TOOL_FAILURE_RATE = _ratio(pl.col("tool_failures").sum(), pl.col("tool_calls").sum())
 FALLBACK_RATE = _ratio(pl.col("fallback_agent").sum(), pl.col("fallback_blocks").sum())
-COST = (pl.col("cost_nano").sum() / 1e9).alias("cost_usd")  # summed in whole nano-dollars, exactly
+COST = (pl.col("cost_nano").sum() / 1e9 + pl.col("cost_big").sum()).alias("cost_usd")  # in whole nano-dollars, exactly
 
 
 def _with_times(data: RunData, by: str | None, frame: pl.DataFrame, keys: list[str], *aggs: pl.Expr) -> pl.DataFrame:
@@ -315,7 +322,8 @@ def usage(data: RunData, by: str | None = None) -> pl.DataFrame:
         _total("runs_cost_unknown").alias("runs_cost_unknown"),
         _ratio(pl.col("tokens_in").sum(), pl.col("runs").sum()).alias("tokens_in_per_run"),
         _ratio(pl.col("tokens_out").sum(), pl.col("runs").sum()).alias("tokens_out_per_run"),
-        _ratio(pl.col("cost_known_nano").sum() / 1e9, pl.col("runs_cost_known").sum()).alias("cost_per_run"),
+        _ratio(pl.col("cost_known_nano").sum() / 1e9 + pl.col("cost_known_big").sum(), pl.col("runs_cost_known").sum())
+        .alias("cost_per_run"),
     )
 
 

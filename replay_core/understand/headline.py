@@ -66,7 +66,9 @@ def _daily_cells(store: Store, flt: SessionFilter | None, by: str | None):
     if got is None:
         return None
     (columns, rows), (_, times) = got["cells"], got["times"]
-    at = {name: columns.index(name) for name in ("cell", "status", *SUMS)}
+    at = {name: columns.index(name) for name in ("cell", "status", "runs_cost_unsummed", *SUMS)}
+    if any(row[at["runs_cost_unsummed"]] for row in rows):  # a cost too large for the cells' exact sums
+        return None
     pick = columns.index({"agent": "agent_id"}.get(by, by)) if by else None
     durations: dict[str, list[float]] = {}
     for cell, duration_us, _ in times:
@@ -90,7 +92,8 @@ def _run_cells(store: Store, flt: SessionFilter | None, by: str | None):
         if started and ended and status != "running":
             duration = [(datetime.fromisoformat(ended) - datetime.fromisoformat(started)) // timedelta(microseconds=1) / 1000]
         t_in, t_out, cost, retried, calls, failures, blocks, agent = row[4:]
-        sums = [1, int(t_in or 0), int(t_out or 0), nano(cost), int((retried or 0) > 0), calls, failures, blocks, agent]
+        sums = [1, int(t_in or 0), int(t_out or 0), nano(cost), int((retried or 0) > 0), calls, failures, blocks, agent,
+                cost if cost is not None and nano(cost) is None else 0.0]
         out.append((_keys(by, value, started), status, sums, duration))
     return out
 
@@ -109,6 +112,7 @@ def headline(store: Store, flt: SessionFilter | None = None, by: str | None = No
         members = groups[key]
         total = [sum(s[i] or 0 for _, s, _ in members) for i in range(len(SUMS))]
         runs, t_in, t_out, cost, retried, calls, failures, blocks, agent = total
+        big = sum(s[len(SUMS)] for _, s, _ in members if len(s) > len(SUMS))  # per run only: costs too large for nano-dollars
         known = sum(s[0] for status, s, _ in members if status not in ("running", "unknown"))
         durations = [d for _, _, ds in members for d in ds]
         row = {by: key} if by is not None else {}
@@ -119,7 +123,7 @@ def headline(store: Store, flt: SessionFilter | None = None, by: str | None = No
             p95_ms=_quantile(durations, 0.95),
             tokens_in=t_in,
             tokens_out=t_out,
-            cost_usd=cost / 1e9,
+            cost_usd=cost / 1e9 + big,
             retry_rate=_ratio(retried, runs),
             tool_failure_rate=_ratio(failures, calls),
             fallback_rate=_ratio(agent, blocks),
