@@ -177,6 +177,8 @@ def rebuild(conn: Connection, insert_rows) -> None:
     conn.execute(delete(daily_members))
     insert_rows(conn, daily_members, MEMBER_COLUMNS, _contributions(conn, None))
     _recompute(conn, None)
+    for table in (daily_members, daily_cells, daily_tools, daily_errors):  # the planner's statistics: on PostgreSQL,
+        conn.exec_driver_sql(f"ANALYZE {table.name}")  # without them a read of 20,000 runs took 4× as long
 
 
 # ---------------------------------------------------------------------------- reading
