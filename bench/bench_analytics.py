@@ -1,18 +1,22 @@
-"""The analytics dashboard (and `agent-replay stats`) over 1,000,000 steps in 20,000 sessions spread over 90 days.
+"""The analytics dashboard (and `agent-replay stats`) over 1,000,000 steps in 20,000 sessions spread over 90 days
+(`--scale N`: N times that; `--postgres URL`: on PostgreSQL).
 
-The database is generated straight into SQLite with executemany (not through the
-ingest pipeline: that has its own bench). Timed: every query the dashboard page runs,
-cold (fresh Store, nothing cached) and warm (the page's cache hit); baselines: one
-polars read of the same narrow step columns, and a plain COUNT(*) over steps. The rollups
-are rebuilt after generation (as migration 0009 does for an older database). The stats CLI
+The database is generated straight into SQLite with executemany, or PostgreSQL by COPY (not
+through the ingest pipeline: that has its own bench). Timed: the dashboard page's work for two
+periods, cold (fresh Store, nothing cached) and warm (the page's cache hit), and each of its
+reads of the per-day rollups cold; baselines: one polars read of the same narrow step columns,
+and a plain COUNT(*) over steps. The rollups (per run and per day) are rebuilt after generation
+(as migrations 0009 and 0011 do for an older database). The stats CLI
 is timed as a whole process beside the interpreter's own start. Peak RSS is the process maximum.
 
     python bench/bench_analytics.py [--keep PATH]   # --keep: reuse/keep the generated file
+    python bench/bench_analytics.py --postgres postgresql+psycopg://postgres@127.0.0.1:5432/postgres --scale 2
 """
 
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import random
 import resource
 import os
@@ -124,21 +128,12 @@ def _session_steps(sid: str, n: int, start: datetime, rng: random.Random, failed
     return rows
 
 
-def build_database(path: Path, seed: int = 11) -> None:
-    """Generate the bench database at `path` (schema by the Store's migrations)."""
-    Store(f"sqlite:///{path}").close()
+def _batches(seed: int = 11):
+    """The sessions' and steps' rows, in batches of about 100,000 steps."""
     rng = random.Random(seed)
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=OFF")
     session_rows, step_rows = [], []
-    step_sql = (
-        "insert into steps (session_id, seq, event_id, parent_id, type, timestamp, duration_ms, model, content, tool_name,"
-        " tool_args, tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, redacted)"
-        " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)"
-    )
     for i, n in enumerate(_lengths(rng)):
-        sid = f"run-{i:05d}"
+        sid = f"run-{i:06d}"
         start = T0 + timedelta(seconds=rng.randrange(DAYS * 86400))
         roll = rng.random()
         status = "succeeded" if roll < 0.85 else "failed" if roll < 0.95 else "incomplete" if roll < 0.99 else "running"
@@ -152,31 +147,53 @@ def build_database(path: Path, seed: int = 11) -> None:
         ))
         step_rows += steps
         if len(step_rows) >= 100_000:
-            _flush(db, session_rows, step_rows, step_sql)
-    _flush(db, session_rows, step_rows, step_sql)
-    db.close()
-    store = Store(f"sqlite:///{path}", migrate=False)
+            yield session_rows, step_rows
+            session_rows, step_rows = [], []
+    yield session_rows, step_rows
+
+
+SESSION_COLUMNS = ("id, name, agent_id, model, workflow, environment, agent_version, status, error_class, started_at, ended_at,"
+                   " last_event_at, tags, source, created_at")
+STEP_COLUMNS = ("session_id, seq, event_id, parent_id, type, timestamp, duration_ms, model, content, tool_name, tool_args,"
+                " tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, redacted")
+
+
+def build_database(url: str) -> None:
+    """Generate the bench database at `url` (schema by the Store's migrations): SQLite by
+    executemany, PostgreSQL by COPY; then every rollup, rebuilt as a migration does for an older database."""
+    Store(url).close()
+    if url.startswith("sqlite"):
+        db = sqlite3.connect(url.removeprefix("sqlite:///"))
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=OFF")
+        for session_rows, step_rows in _batches():
+            db.executemany(f"insert into sessions ({SESSION_COLUMNS}) values ({','.join('?' * 15)})", session_rows)
+            db.executemany(f"insert into steps ({STEP_COLUMNS}) values ({','.join('?' * 19)},0)", step_rows)
+            db.commit()
+        db.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as db:
+            for session_rows, step_rows in _batches():
+                with db.cursor() as cur:
+                    with cur.copy(f"COPY sessions ({SESSION_COLUMNS}) FROM STDIN") as copy:
+                        for row in session_rows:
+                            copy.write_row(row)
+                    with cur.copy(f"COPY steps ({STEP_COLUMNS}) FROM STDIN") as copy:
+                        for row in step_rows:
+                            copy.write_row((*row, 0))
+                db.commit()
+    store = Store(url, migrate=False)
     t = time.perf_counter()
-    runs = store.rebuild_rollups()  # written around the Store: rolled up as the migration does for an older database
+    runs = store.rebuild_rollups()
     print(f"rollups of {runs} runs rebuilt in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     with store.engine.begin() as conn:
         conn.exec_driver_sql("ANALYZE")
     store.close()
 
 
-def _flush(db, session_rows, step_rows, step_sql) -> None:
-    db.executemany(
-        "insert into sessions (id, name, agent_id, model, workflow, environment, agent_version, status, error_class, started_at,"
-        " ended_at, last_event_at, tags, source, created_at) values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        session_rows,
-    )
-    db.executemany(step_sql, step_rows)
-    db.commit()
-    session_rows.clear()
-    step_rows.clear()
-
-
-def dashboard(store: Store, flt: SessionFilter, load=analytics.load) -> None:
+def dashboard(store: Store, flt: SessionFilter, load=partial(analytics.load, daily=True)) -> None:
     """Everything the analytics page computes for one period: both periods' reads, every chart's frame."""
     data = load(store, flt)
     before = analytics.previous_period(flt)
@@ -187,11 +204,11 @@ def dashboard(store: Store, flt: SessionFilter, load=analytics.load) -> None:
         metric(data, by)
 
 
-def baseline_scan(path: Path) -> float:
+def baseline_scan(url: str) -> float:
     """One polars read of the step columns the dashboard aggregates (no computing at all)."""
     import polars as pl
 
-    store = Store(f"sqlite:///{path}", migrate=False)
+    store = Store(url, migrate=False)
     query = "select " + ", ".join(BASELINE_COLUMNS) + " from steps"
     start = time.perf_counter()
     with store.engine.connect() as conn:
@@ -206,17 +223,42 @@ BASELINE_COLUMNS = ("session_id", "seq", "type", "status", "retry", "duration_ms
                     "timestamp", "tool_name", "error_class")
 
 
+def _postgres(admin_url: str) -> str:
+    """A database of its own on the server of `admin_url` (kept between runs: generating it is the slow part)."""
+    import psycopg
+
+    name = f"agent_replay_bench_{SESSIONS}"
+    with psycopg.connect(admin_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as admin:
+        if not admin.execute("select 1 from pg_database where datname = %s", (name,)).fetchone():
+            admin.execute(f'CREATE DATABASE "{name}"')
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+def _generated(url: str) -> bool:
+    store = Store(url)
+    with store.engine.connect() as conn:
+        n = conn.exec_driver_sql("select count(*) from sessions").scalar()
+    store.close()
+    return n == SESSIONS
+
+
 def main() -> None:
+    global SESSIONS, STEPS
     parser = argparse.ArgumentParser()
-    parser.add_argument("--keep", type=Path, help="generate into this file (reused when it exists)")
+    parser.add_argument("--keep", type=Path, help="generate into this SQLite file (reused when it exists)")
+    parser.add_argument("--postgres", help="measure on PostgreSQL: an admin URL; the bench makes (and keeps) its own database there")
+    parser.add_argument("--scale", type=int, default=1, help="times 1M steps / 20k runs (10: the PostgreSQL goal's size)")
     args = parser.parse_args()
+    SESSIONS, STEPS = SESSIONS * args.scale, STEPS * args.scale
+    size = f"{STEPS // 1_000_000}M_steps" + ("_postgres" if args.postgres else "")
+    goal = "<= 1.5 (10M steps, PostgreSQL)" if args.postgres else "<= 0.3"
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.keep or Path(tmp) / "analytics.db"
-        if not path.exists():
+        url = _postgres(args.postgres) if args.postgres else f"sqlite:///{args.keep or Path(tmp) / 'analytics.db'}"
+        if url.startswith("sqlite") and not Path(url.removeprefix("sqlite:///")).exists() or not url.startswith("sqlite") and not _generated(url):
             t = time.perf_counter()
-            build_database(path)
-            print(f"generated {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        url = f"sqlite:///{path}"
+            build_database(url)
+            print(f"generated {url} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        Store(url).close()  # an older kept database: migrated (the migration builds what it lacks)
         halves = SessionFilter(since=T0 + timedelta(days=DAYS / 2), until=T0 + timedelta(days=DAYS))  # and the half before
         whole = SessionFilter(since=T0, until=T0 + timedelta(days=DAYS))
 
@@ -232,36 +274,58 @@ def main() -> None:
         cold(halves)  # the OS file cache is warm for every figure below, as on a running server
         cold_halves, cpu_halves = min(cold(halves) for _ in range(3))
         cold_whole, _ = min(cold(whole) for _ in range(3))
+        queries = _queries(url, halves)
 
         cached = st.cache_data(show_spinner=False)(
-            lambda url, key, detail, _flt: analytics.load(Store(url, migrate=False), _flt, detail=detail))
+            lambda url, key, detail, _flt: analytics.load(Store(url, migrate=False), _flt, detail=detail, daily=True))
         store = Store(url, migrate=False)
         page_load = lambda s, f, detail=True: cached(url, repr(f), detail, f)  # noqa: E731  (the page's cache, keyed like it)
         dashboard(store, halves, page_load)
         warm = min(_timed(dashboard, store, halves, page_load) for _ in range(5))
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        base = baseline_scan(path)
+        base = baseline_scan(url)
         load = os.getloadavg()
-        count = _count_steps(path)
-        report("analytics_dashboard_cold_1M_steps_two_periods", cold_halves, "s", "<= 0.3", base, higher_is_better=False, load=load,
+        count = _count_steps(url)
+        report(f"analytics_dashboard_cold_{size}_two_periods", cold_halves, "s", goal, base, higher_is_better=False, load=load,
                count_steps_s=round(count, 4))
-        report("analytics_dashboard_cold_90_days_one_period", cold_whole, "s", "<= 0.3", base, higher_is_better=False, load=load)
+        report(f"analytics_dashboard_cold_{size}_90_days_one_period", cold_whole, "s", goal, base, higher_is_better=False, load=load)
+        for name, seconds in queries.items():  # each read of the dashboard's current period, beside COUNT(*) over steps
+            report(f"analytics_query_cold_{size}_{name}", seconds * 1000, "ms", "part of the dashboard", count * 1000,
+                   higher_is_better=False, load=os.getloadavg())
         stats, start_only = _stats_process(url)
-        report("stats_cli_1M_steps", stats, "s", "<= 0.4 past process start", start_only, higher_is_better=False,
+        report(f"stats_cli_{size}", stats, "s", "<= 0.4 past process start (1M steps)", start_only, higher_is_better=False,
                load=os.getloadavg(), past_start_s=round(stats - start_only, 3))
         # CPU seconds over 2 cores: what the wall time is on an otherwise idle 2-core machine, about
-        report("analytics_dashboard_cold_cpu_seconds", cpu_halves, "cpu s", "<= 3 (2 cores)", None, higher_is_better=False)
-        report("analytics_dashboard_warm_cached", warm * 1000, "ms", "cached", cold_halves * 1000, higher_is_better=False)
-        report("analytics_peak_rss", rss_mb, "MB", "<= 1536", None, higher_is_better=False)
+        report(f"analytics_dashboard_cold_cpu_seconds_{size}", cpu_halves, "cpu s", "<= 3 (2 cores)", None, higher_is_better=False)
+        report(f"analytics_dashboard_warm_cached_{size}", warm * 1000, "ms", "cached", cold_halves * 1000, higher_is_better=False)
+        report(f"analytics_peak_rss_{size}", rss_mb, "MB", "<= 1536", None, higher_is_better=False)
 
 
-def _count_steps(path: Path) -> float:
+def _queries(url: str, flt: SessionFilter) -> dict[str, float]:
+    """Each read behind the current period (Store.daily_rows' queries), cold on a new engine, best of 3."""
+    from replay_core.storage import daily
+    from replay_core.storage.store import EXPERIMENT_SOURCE
+
+    best: dict[str, float] = {}
+    for _ in range(3):
+        store = Store(url, migrate=False)
+        for name, query in daily.reads(flt, EXPERIMENT_SOURCE, detail=True).items():
+            with store.engine.connect() as conn:
+                start = time.perf_counter()
+                conn.execute(query).cursor.fetchall()
+                best[name] = min(best.get(name, 9e9), time.perf_counter() - start)
+        store.close()
+    return best
+
+
+def _count_steps(url: str) -> float:
     """The plain baseline: SELECT COUNT(*) FROM steps on a new connection."""
-    db = sqlite3.connect(path)
-    start = time.perf_counter()
-    assert db.execute("select count(*) from steps").fetchone()[0] == STEPS
-    elapsed = time.perf_counter() - start
-    db.close()
+    store = Store(url, migrate=False)
+    with store.engine.connect() as conn:
+        start = time.perf_counter()
+        assert conn.exec_driver_sql("select count(*) from steps").scalar() == STEPS
+        elapsed = time.perf_counter() - start
+    store.close()
     return elapsed
 
 

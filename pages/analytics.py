@@ -28,7 +28,7 @@ DRILL = "_analytics_drill"  # the runs a selected point stands for, between two 
 
 @st.cache_data(ttl=60, show_spinner="Crunching runs…")
 def _load(url: str, flt_items: tuple, detail: bool) -> analytics.RunData:
-    return analytics.load(get_store(), SessionFilter(**dict(flt_items)), detail=detail)
+    return analytics.load(get_store(), SessionFilter(**dict(flt_items)), detail=detail, daily=True)  # charts group by day, model, agent
 
 
 def load(flt: SessionFilter, *, detail: bool = True) -> analytics.RunData:
@@ -294,7 +294,8 @@ def page() -> None:
                      "intervention: runs with a blocked action or an approval.")
     with right:
         loops = analytics.loops(data, "day")
-        totals = (f"{loops['cycles'].sum():,} decision cycles ({data.runs['cycles'].mean():.1f} a run), "
+        per_run = analytics.loops(data)["cycles_per_run"][0] or 0
+        totals = (f"{loops['cycles'].sum():,} decision cycles ({per_run:.1f} a run), "
                   f"{loops['redundant_calls'].sum():,} redundant calls (a result already seen).")
         looping = loops if loops["runs_with_loops"].sum() else loops.clear()
         show("loops", "Loops", drawn(looping), over_time(drawn(loops), "runs_with_loops"), Drill(flt, "day", fixed={"has": "loop"}),

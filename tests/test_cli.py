@@ -143,7 +143,8 @@ def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path)
     import sqlite3
 
     db = sqlite3.connect(tmp_path / "cli.db")
-    db.execute("delete from run_rollups")  # as if written around the Store
+    for table in ("run_rollups", "daily_members", "daily_cells", "daily_tools", "daily_errors"):
+        db.execute(f"delete from {table}")  # as if written around the Store
     db.commit()
     assert json.loads(cli("stats", "--json").stdout)["tokens_in"] == 0
     assert "rollups rebuilt for 1 runs" in cli("db", "rebuild-rollups").stdout

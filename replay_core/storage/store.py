@@ -45,7 +45,7 @@ from sqlalchemy.engine import Connection
 
 from .. import config
 from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
-from . import rollups
+from . import daily, rollups
 from .actor import DELETE, EDITOR, Actor, PermissionDenied, require
 from .tables import (
     annotations, attachments, audit_log, dataset_cases, datasets, experiment_runs, experiments, media_blobs, metadata,
@@ -253,6 +253,7 @@ class Store:
                 conn.execute(update(sessions).where(sessions.c.id == bindparam("sid")).values(
                     status=bindparam("e_status"), outcome=bindparam("e_outcome"), error_class=bindparam("e_class"),
                     ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at)), ends)
+            daily.refresh(conn, ids, _bulk_insert)
         return result
 
     def _write_transaction(self):
@@ -370,8 +371,12 @@ class Store:
             sessions.c.status == SessionStatus.RUNNING.value,
             func.coalesce(sessions.c.last_event_at, sessions.c.started_at, sessions.c.created_at) < cutoff,
         )
-        with self.engine.begin() as conn:
-            return conn.execute(update(sessions).where(stale).values(status=SessionStatus.INCOMPLETE.value)).rowcount
+        with self._write_lock, self._write_transaction() as conn:
+            ids = list(conn.scalars(select(sessions.c.id).where(stale)))
+            for part in _chunks(ids):
+                conn.execute(update(sessions).where(sessions.c.id.in_(part)).values(status=SessionStatus.INCOMPLETE.value))
+            daily.refresh(conn, ids, _bulk_insert)  # a run's status is part of its cell
+            return len(ids)
 
     # ------------------------------------------------------------------ reading sessions
 
@@ -420,7 +425,7 @@ class Store:
                       "intervention": r.blocked_steps + r.approvals > 0, "fallback": r.fallback_agent > 0, "loop": r.loops > 0}
         if flag not in conditions:
             raise ValueError(f"has: expected one of {', '.join(HAS_FLAGS)}, got {flag!r}")
-        return exists().where(r.session_id == sessions.c.id, conditions[flag])
+        return exists().where(r.session_id == sessions.c.id, conditions[flag]).correlate(sessions)  # also under a read of run_rollups
 
     def count_sessions(self, flt: SessionFilter | None = None) -> int:
         with self.engine.connect() as conn:
@@ -456,7 +461,9 @@ class Store:
     def rebuild_rollups(self) -> int:
         """Recompute every run's rollups from its steps (`agent-replay db rebuild-rollups`); returns runs rolled up."""
         with self._write_lock, self._write_transaction() as conn:
-            return rollups.rebuild(conn, _bulk_insert)
+            runs = rollups.rebuild(conn, _bulk_insert)
+            daily.rebuild(conn, _bulk_insert)
+            return runs
 
     def get_session(self, session_id: str) -> dict | None:
         with self.engine.connect() as conn:
@@ -488,6 +495,7 @@ class Store:
         with self._write_lock, self.engine.begin() as conn:
             self._audit(conn, actor, DELETE, target=",".join(ids)[:2000], detail={"sessions": len(ids)})
             for part in _chunks(list(ids)):
+                orphans = list(conn.scalars(select(sessions.c.id).where(sessions.c.replay_of.in_(part))))
                 conn.execute(update(sessions).where(sessions.c.replay_of.in_(part)).values(replay_of=None))
                 for table in (step_contexts, steps, attachments, annotations, run_breakdown, run_rollups):
                     conn.execute(delete(table).where(table.c.session_id.in_(part)))
@@ -495,6 +503,7 @@ class Store:
                 conn.execute(delete(otlp_open_calls).where(otlp_open_calls.c.trace_id.in_(traces)))
                 conn.execute(delete(otlp_traces).where(otlp_traces.c.session_id.in_(part)))
                 n += conn.execute(delete(sessions).where(sessions.c.id.in_(part))).rowcount
+                daily.refresh(conn, [*part, *orphans], _bulk_insert)  # a replay whose original went counts as a run now
             _drop_unused_blobs(conn)
         return n
 
@@ -563,6 +572,7 @@ class Store:
             rollups.forget(conn, [from_sid])
             conn.execute(delete(sessions).where(sessions.c.id == from_sid))
             rollups.refresh(conn, [to_sid], _bulk_insert)
+            daily.refresh(conn, [from_sid, to_sid], _bulk_insert)
         return len(moving)
 
     def otlp_commit(
@@ -610,6 +620,7 @@ class Store:
                 conn.execute(update(steps).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
                              .values(**values))
             rollups.refresh(conn, [step.session_id for _, step in replaced], _bulk_insert)
+            daily.refresh(conn, [step.session_id for _, step in replaced], _bulk_insert)
 
     # ------------------------------------------------------------------ reading steps
 
@@ -761,6 +772,23 @@ class Store:
         ).select_from(sessions.outerjoin(run_rollups, r.session_id == sessions.c.id)).where(*self._filter_clause(flt))
         with self.engine.connect() as conn:
             return [tuple(row) for row in conn.execute(query)]
+
+    def daily_rows(self, flt: SessionFilter | None = None, *, detail: bool = True,
+                   parts: Sequence[str] | None = None) -> dict[str, tuple[list[str], list[tuple]]] | None:
+        """The dashboard's reads from the per-day rollups (storage/daily.py): cells, tools and errors
+        per cell, run times, and with `detail` step durations (only `parts` of them, if given); None
+        when the filter needs the per-run rollups (a text search, a tag, a workflow, …)."""
+        if not daily.answers(flt):
+            return None
+        out = {}
+        with self.engine.connect() as conn:
+            for name, query in daily.reads(flt, EXPERIMENT_SOURCE, detail=detail).items():
+                if parts is None or name in parts:
+                    # text and whole numbers only: the driver's rows as they come (SQLAlchemy's row
+                    # objects were half the read)
+                    result = conn.execute(query)
+                    out[name] = list(result.keys()), result.cursor.fetchall()
+        return out
 
     def breakdown_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
         """Tool calls and errored steps per run, tool and error class (from the rollups)."""
@@ -1382,7 +1410,7 @@ def _insert_new(conn: Connection, table, names: Sequence[str], rows: list, key: 
 def _has_breakdown(condition):
     """Runs with an errored step matching `condition` (a tool, an error class)."""
     b = run_breakdown.c
-    return exists().where(b.session_id == sessions.c.id, b.errored > 0, condition)
+    return exists().where(b.session_id == sessions.c.id, b.errored > 0, condition).correlate(sessions)  # also under a read of run_breakdown
 
 
 _EMPTY_TOTALS = {"steps": 0, "tokens_in": None, "tokens_out": None, "cost_usd": None, "errors": 0, "max_seq": None}

@@ -432,3 +432,62 @@ run_breakdown = Table(
     Column("errored", Integer, nullable=False),
     Index(None, "session_id"),
 )
+
+# Per-day rollups (storage/daily.py): the analytics dashboard's sums without reading a row per run.
+# `daily_members` is each run's contribution (its dimensions copied from `sessions`, its numbers
+# from `run_rollups`, as integers so sums add and subtract exactly); `daily_cells` sums them per
+# cell (UTC start day × model × agent × status × source × replay or not); `daily_tools` and
+# `daily_errors` per cell and tool / error class. Kept in each write's transaction.
+DAILY_SUMS = ("tokens_in", "tokens_out", "cost_nano", "cost_known_nano", "runs_cost_known", "runs_cost_unknown", "steps",
+              "retried_steps", "runs_with_retry", "blocked_steps", "approvals", "runs_with_intervention", "fallback_blocks",
+              "fallback_agent", "runs_with_fallback", "tool_calls", "tool_failures", "cycles", "loops", "runs_with_loops",
+              "redundant_calls", "runs_cost_unsummed")
+DAILY_KEY = ("day", "model", "agent_id", "status", "source", "replay")
+
+
+def _daily_key() -> list[Column]:
+    return [Column("day", String(10)), Column("model", String(200)), Column("agent_id", String(200)),
+            Column("status", String(20)), Column("source", String(100)), Column("replay", Integer, nullable=False)]
+
+
+daily_members = Table(
+    "daily_members",
+    metadata,
+    Column("session_id", String(200), primary_key=True),  # no cascade: a deleted run's cell must be found to recompute it
+    Column("cell", String(40), nullable=False),
+    *_daily_key(),
+    Column("started_at", UTCDateTime),
+    Column("duration_us", BigInteger),
+    Column("first_error_us", BigInteger),
+    *(Column(name, BigInteger) for name in DAILY_SUMS),
+    Index(None, "cell"),
+    Index(None, "started_at"),
+)
+daily_cells = Table(
+    "daily_cells",
+    metadata,
+    Column("cell", String(40), primary_key=True),
+    *_daily_key(),
+    Column("runs", BigInteger, nullable=False),
+    *(Column(name, BigInteger) for name in DAILY_SUMS),
+    Index(None, "day"),
+)
+daily_tools = Table(
+    "daily_tools",
+    metadata,
+    Column("cell", String(40), nullable=False),
+    Column("tool_name", String(200)),
+    Column("calls", BigInteger, nullable=False),
+    Column("failures", BigInteger, nullable=False),
+    Column("runs_with_failure", BigInteger, nullable=False),
+    Index(None, "cell"),
+)
+daily_errors = Table(
+    "daily_errors",
+    metadata,
+    Column("cell", String(40), nullable=False),
+    Column("error_class", String(200)),
+    Column("errors", BigInteger, nullable=False),
+    Column("runs", BigInteger, nullable=False),
+    Index(None, "cell"),
+)

@@ -30,6 +30,7 @@ from functools import partial
 import polars as pl
 
 from ..events import now_utc
+from ..storage.daily import SUMMED_BELOW
 from ..storage.store import SessionFilter, Store
 
 SQL_TIME = "%Y-%m-%d %H:%M:%S%.f"  # how both databases print a stored (UTC) timestamp as text
@@ -45,7 +46,7 @@ DTYPES = {
     "blocked_steps": pl.Int64, "approvals": pl.Int64, "fallback_blocks": pl.Int64, "fallback_agent": pl.Int64,
     "durations_us": pl.String, "cycles": pl.Int64, "loops": pl.Int64, "redundant_calls": pl.Int64,
     "tool_failures": pl.Int64, "tool_name": pl.String, "tool_calls": pl.Int64,
-    "errored": pl.Int64,
+    "errored": pl.Int64, "cell": pl.String, "day": pl.String, "source": pl.String,  # the rest of a cell's columns: Int64
 }
 COUNTS = ("steps", "cost_unknown_steps", "retried_steps", "errored_steps", "blocked_steps", "approvals",
           "fallback_blocks", "fallback_agent", "tool_calls", "tool_failures", "loops", "redundant_calls")
@@ -66,36 +67,59 @@ BUCKETS = {"day": timedelta(days=1), "hour": timedelta(hours=1)}
 PERCENTILES = (50, 95, 99)
 
 
+DAILY_DIMENSIONS = ("day", "model", "agent", "status")  # what the per-day rollups' cells are keyed by
+WEIGHTED = ("runs_with_retry", "runs_with_intervention", "runs_with_fallback", "runs_with_loops", "runs_cost_known",
+            "runs_cost_unknown")
+
+
 @dataclass(frozen=True)
 class RunData:
     """The runs behind a dashboard, reduced to what the metrics need.
 
-    runs: one row per run — dimensions, status, duration_ms, first_error_ms, token and
-    cost totals (cost_known), step counts, cycles, loops, redundant_calls and the list
-    of its step durations. tools: per run and tool, calls and failures. errors: per run
-    and error class, errored steps.
+    runs: one row per cell of runs — per run (`cell` is its session id, `runs` 1, and every
+    per-run column: dimensions, status, duration_ms, tokens, cost, step counts, …), or from the
+    per-day rollups one row per day × model × agent × status (`daily`: sums only). Every metric
+    sums over cells, so both give the same numbers. tools: per cell and tool, calls, failures and
+    runs where it failed. errors: per cell and error class, errored steps and runs. times: per
+    run, its cell, duration_ms and first_error_ms; step_times: per run, its step durations.
     """
 
     runs: pl.DataFrame
     tools: pl.DataFrame
     errors: pl.DataFrame
+    times: pl.DataFrame
+    step_times: pl.DataFrame
+    daily: bool = False
 
 
 def _frame(columns_rows: tuple[list[str], list[tuple]]) -> pl.DataFrame:
     columns, rows = columns_rows
-    frame = pl.DataFrame(rows, schema=[(c, DTYPES[c]) for c in columns], orient="row")
+    frame = pl.DataFrame(rows, schema=[(c, DTYPES.get(c, pl.Int64)) for c in columns], orient="row")
     return frame.with_columns(
         *(pl.col(c).str.to_datetime(SQL_TIME, time_unit="us", time_zone="UTC") for c in TIMES if c in columns),
         *([pl.col("tags").str.json_decode(pl.List(pl.String))] if "tags" in columns else []),
     )
 
 
-def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True) -> RunData:
-    """Read the runs matching `flt` with their rollups (storage/rollups.py: counts, sums,
-    cycles, loops, step durations; per tool and error class) and shape them into a RunData.
+def _durations(column: str) -> pl.Expr:
+    """Step durations packed as comma-separated whole µs, in ms."""
+    return pl.col(column).str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000)
 
-    `detail=False` leaves out what only the detail charts need (step latencies, cycles,
-    loops: null), for the period a dashboard compares with."""
+
+def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True, daily: bool = False) -> RunData:
+    """Read the runs matching `flt` and shape them into a RunData.
+
+    With `daily`, from the per-day rollups (storage/daily.py) when they can answer the filter;
+    the metrics can then group only by DAILY_DIMENSIONS. Otherwise (or when they cannot: a text
+    search, a tag, a workflow, …) per run from the per-run rollups (storage/rollups.py).
+    `detail=False` leaves out what only the detail charts need (step latencies; per run also
+    cycles and loops: null), for the period a dashboard compares with."""
+    if daily:
+        got = store.daily_rows(flt, detail=detail)
+        if got is not None:
+            data = _from_cells(got, detail)
+            if not data.runs["runs_cost_unsummed"].sum():  # else a cost too large for the cells' exact sums
+                return data
     reads = {"runs": store.run_rows, "rollup": partial(store.rollup_rows, durations=detail), "breakdown": store.breakdown_rows}
     with ThreadPoolExecutor(max_workers=min(3, os.cpu_count() or 1)) as pool:
         futures = {name: pool.submit(lambda read=read: _frame(read(flt))) for name, read in reads.items()}
@@ -105,6 +129,7 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True)
         breakdown.filter(pl.col("tool_name").is_not_null())
         .group_by("session_id", "tool_name")
         .agg(calls=pl.col("tool_calls").sum(), failures=pl.col("errored").sum())
+        .with_columns(cell=pl.col("session_id"), runs_with_failure=(pl.col("failures") > 0).cast(pl.Int64))
         .sort("session_id", "tool_name")
     )
     run_classes = sessions.filter(pl.col("error_class").is_not_null()).select("session_id", "error_class", errored=pl.lit(0, pl.Int64))
@@ -112,9 +137,44 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True)
         pl.concat([breakdown.filter(pl.col("errored") > 0).select(run_classes.columns), run_classes])
         .group_by("session_id", "error_class")
         .agg(errors=pl.col("errored").sum())
+        .with_columns(cell=pl.col("session_id"), runs=pl.lit(1, pl.Int64))
         .sort("session_id", "error_class", nulls_last=True)
     )
-    return RunData(runs=_derive(sessions.join(got["rollup"], on="session_id", how="left"), detail), tools=tools, errors=errors)
+    runs = _weigh(_derive(sessions.join(got["rollup"], on="session_id", how="left"), detail))
+    return RunData(runs=runs, tools=tools, errors=errors, times=runs.select("cell", "duration_ms", "first_error_ms"),
+                   step_times=runs.select("cell", "step_durations"))
+
+
+def _weigh(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per-run rows as cells of one run, with the columns the per-day cells carry."""
+    summed = pl.col("cost_usd").abs() < SUMMED_BELOW
+    cost_nano = pl.when(summed).then(((pl.col("cost_usd") * 1e9) + 0.5).floor()).cast(pl.Int64)  # storage/daily.py `nano`
+    big = pl.when(~summed).then(pl.col("cost_usd"))  # summed as it is (per run only: the cells refuse such a cost)
+    return runs.with_columns(
+        cell=pl.col("session_id"), runs=pl.lit(1, pl.Int64), day=pl.col("started_at").dt.truncate("1d"),
+        cost_nano=cost_nano, cost_known_nano=pl.when(pl.col("cost_known")).then(cost_nano),
+        cost_big=big, cost_known_big=pl.when(pl.col("cost_known")).then(big),
+        runs_cost_known=(pl.col("cost_known") & pl.col("cost_usd").is_not_null()).cast(pl.Int64),
+        runs_cost_unknown=(~pl.col("cost_known")).cast(pl.Int64),
+        runs_with_retry=(pl.col("retried_steps") > 0).cast(pl.Int64),
+        runs_with_intervention=((pl.col("blocked_steps") + pl.col("approvals")) > 0).cast(pl.Int64),
+        runs_with_fallback=(pl.col("fallback_agent") > 0).cast(pl.Int64),
+        runs_with_loops=(pl.col("loops") > 0).cast(pl.Int64),
+    )
+
+
+def _from_cells(got: dict, detail: bool) -> RunData:
+    cells = _frame(got["cells"]).with_columns(pl.col("day").str.to_datetime("%Y-%m-%d", time_unit="us", time_zone="UTC"))
+    if not detail:  # as per run: the period compared with has no cycles or loops
+        cells = cells.with_columns(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "runs_with_loops", "redundant_calls"))
+    times = _frame(got["times"]).select("cell", duration_ms=pl.col("duration_us") / 1000, first_error_ms=pl.col("first_error_us") / 1000)
+    if detail:
+        step_times = _frame(got["steps"]).select("cell", step_durations=_durations("durations_us"))
+    else:
+        step_times = pl.DataFrame(schema={"cell": pl.String, "step_durations": pl.List(pl.Float64)})
+    cells = cells.with_columns(cost_big=pl.lit(0.0), cost_known_big=pl.lit(0.0))
+    return RunData(runs=cells, tools=_frame(got["tools"]), errors=_frame(got["errors"]), times=times, step_times=step_times,
+                   daily=True)
 
 
 def _ms_between(start: str, end: str) -> pl.Expr:
@@ -123,10 +183,8 @@ def _ms_between(start: str, end: str) -> pl.Expr:
 
 def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
     if detail:  # step durations come packed as whole µs
-        sequences = [
-            *(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls")),
-            pl.col("durations_us").str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000).alias("step_durations"),
-        ]
+        sequences = [*(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls")),
+                     _durations("durations_us").alias("step_durations")]
     else:
         sequences = [*(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),
                      pl.lit(None, pl.List(pl.Float64)).alias("step_durations")]
@@ -158,14 +216,17 @@ def _check(by: str | None) -> None:
         raise ValueError(f"by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
 
 
-def _grouped(runs: pl.DataFrame, by: str | None) -> tuple[pl.DataFrame, list[str]]:
-    """The runs with a column named `by` holding each run's group."""
+def _grouped(data: RunData, by: str | None) -> tuple[pl.DataFrame, list[str]]:
+    """The cells with a column named `by` holding each one's group."""
     _check(by)
     if by is None:
-        return runs, []
+        return data.runs, []
+    if data.daily and by not in DAILY_DIMENSIONS:
+        raise ValueError(f"by: {by!r} is not kept per day; load with daily=False to group by it")
     if by == "tag":
-        return runs.with_columns(tag=pl.col("tags")).explode("tag", empty_as_null=True), ["tag"]
-    return runs.with_columns(DIMENSIONS[by][0].alias(by)), [by]
+        return data.runs.with_columns(tag=pl.col("tags")).explode("tag", empty_as_null=True), ["tag"]
+    expr = pl.col("day") if by == "day" else DIMENSIONS[by][0]
+    return data.runs.with_columns(expr.alias(by)), [by]
 
 
 def _aggregate(frame: pl.DataFrame, keys: list[str], *aggs: pl.Expr) -> pl.DataFrame:
@@ -175,10 +236,10 @@ def _aggregate(frame: pl.DataFrame, keys: list[str], *aggs: pl.Expr) -> pl.DataF
     return frame.group_by(keys).agg(*aggs).sort(keys, nulls_last=True)
 
 
-def _per_run(data: RunData, table: pl.DataFrame, by: str | None) -> tuple[pl.DataFrame, list[str]]:
-    """A per-run table (tools, errors) with each row's group from its run."""
-    runs, keys = _grouped(data.runs, by)
-    return table.join(runs.select("session_id", *keys), on="session_id"), keys
+def _per_cell(data: RunData, table: pl.DataFrame, by: str | None) -> tuple[pl.DataFrame, list[str]]:
+    """A per-cell table (tools, errors, times) with each row's group from its cell."""
+    runs, keys = _grouped(data, by)
+    return table.join(runs.select("cell", *keys), on="cell"), keys
 
 
 def _ratio(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
@@ -189,15 +250,29 @@ def _percentiles(column: str, prefix: str) -> list[pl.Expr]:
     return [pl.col(column).quantile(p / 100, "linear").alias(f"{prefix}p{p}_ms") for p in PERCENTILES]
 
 
-def _count_runs(condition: pl.Expr) -> pl.Expr:
-    return condition.sum().cast(pl.Int64)
+def _runs_where(condition: pl.Expr) -> pl.Expr:
+    return pl.col("runs").filter(condition).sum().cast(pl.Int64)
 
 
-RUNS = pl.len().cast(pl.Int64).alias("runs")
-SUCCESS_RATE = _ratio(_count_runs(pl.col("status") == "succeeded"), _count_runs(~pl.col("status").is_in(["running", "unknown"])))
-RETRY_RATE = _ratio(_count_runs(pl.col("retried_steps") > 0), pl.len())
+def _total(column: str) -> pl.Expr:
+    return pl.col(column).sum().cast(pl.Int64)
+
+
+RUNS = _total("runs").alias("runs")
+SUCCESS_RATE = _ratio(_runs_where(pl.col("status") == "succeeded"), _runs_where(~pl.col("status").is_in(["running", "unknown"])))
+RETRY_RATE = _ratio(pl.col("runs_with_retry").sum(), pl.col("runs").sum())
 TOOL_FAILURE_RATE = _ratio(pl.col("tool_failures").sum(), pl.col("tool_calls").sum())
 FALLBACK_RATE = _ratio(pl.col("fallback_agent").sum(), pl.col("fallback_blocks").sum())
+COST = (pl.col("cost_nano").sum() / 1e9 + pl.col("cost_big").sum()).alias("cost_usd")  # in whole nano-dollars, exactly
+
+
+def _with_times(data: RunData, by: str | None, frame: pl.DataFrame, keys: list[str], *aggs: pl.Expr) -> pl.DataFrame:
+    """`frame` (one row per group) with aggregates of the runs' times beside it."""
+    times, _ = _per_cell(data, data.times, by)
+    timed = _aggregate(times, keys, *aggs)
+    if not keys:
+        return pl.concat([frame, timed], how="horizontal")
+    return frame.join(timed, on=keys, how="left", nulls_equal=True).sort(keys, nulls_last=True)
 
 
 # ---------------------------------------------------------------------------- metrics
@@ -205,113 +280,103 @@ FALLBACK_RATE = _ratio(pl.col("fallback_agent").sum(), pl.col("fallback_blocks")
 
 def headline(data: RunData, by: str | None = None) -> pl.DataFrame:
     """The numbers a team looks at first; `p50_ms`/`p95_ms` are run durations."""
-    runs, keys = _grouped(data.runs, by)
-    return _aggregate(
-        runs, keys, RUNS,
-        SUCCESS_RATE.alias("success_rate"),
-        pl.col("duration_ms").quantile(0.5, "linear").alias("p50_ms"),
-        pl.col("duration_ms").quantile(0.95, "linear").alias("p95_ms"),
-        pl.col("tokens_in").sum().alias("tokens_in"),
-        pl.col("tokens_out").sum().alias("tokens_out"),
-        pl.col("cost_usd").sum().alias("cost_usd"),
-        RETRY_RATE.alias("retry_rate"),
-        TOOL_FAILURE_RATE.alias("tool_failure_rate"),
-        FALLBACK_RATE.alias("fallback_rate"),
-    )
+    runs, keys = _grouped(data, by)
+    sums = _aggregate(runs, keys, RUNS, SUCCESS_RATE.alias("success_rate"), _total("tokens_in").alias("tokens_in"),
+                      _total("tokens_out").alias("tokens_out"), COST, RETRY_RATE.alias("retry_rate"),
+                      TOOL_FAILURE_RATE.alias("tool_failure_rate"), FALLBACK_RATE.alias("fallback_rate"))
+    out = _with_times(data, by, sums, keys, pl.col("duration_ms").quantile(0.5, "linear").alias("p50_ms"),
+                      pl.col("duration_ms").quantile(0.95, "linear").alias("p95_ms"))
+    return out.select(*keys, "runs", "success_rate", "p50_ms", "p95_ms", "tokens_in", "tokens_out", "cost_usd", "retry_rate",
+                      "tool_failure_rate", "fallback_rate")
 
 
 def volume(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Runs, by final status, and the success rate."""
-    runs, keys = _grouped(data.runs, by)
-    by_status = [_count_runs(pl.col("status") == s).alias(s) for s in ("succeeded", "failed", "incomplete", "unknown", "running")]
+    runs, keys = _grouped(data, by)
+    by_status = [_runs_where(pl.col("status") == s).alias(s) for s in ("succeeded", "failed", "incomplete", "unknown", "running")]
     return _aggregate(runs, keys, RUNS, *by_status, SUCCESS_RATE.alias("success_rate"))
 
 
 def durations(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Run duration percentiles (finished and incomplete runs) and time to first error."""
-    runs, keys = _grouped(data.runs, by)
+    times, keys = _per_cell(data, data.times, by)
     return _aggregate(
-        runs, keys, RUNS, *_percentiles("duration_ms", "duration_"),
-        _count_runs(pl.col("first_error_ms").is_not_null()).alias("runs_with_error"),
+        times, keys, pl.len().cast(pl.Int64).alias("runs"), *_percentiles("duration_ms", "duration_"),
+        pl.col("first_error_ms").is_not_null().sum().cast(pl.Int64).alias("runs_with_error"),
         *_percentiles("first_error_ms", "first_error_"),
     )
 
 
 def step_latency(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Percentiles of step duration_ms over the steps that recorded one."""
-    runs, keys = _grouped(data.runs, by)
-    steps = runs.select(*keys, "step_durations").explode("step_durations").drop_nulls("step_durations")
+    per_run, keys = _per_cell(data, data.step_times, by)
+    steps = per_run.select(*keys, "step_durations").explode("step_durations").drop_nulls("step_durations")
     return _aggregate(steps, keys, pl.len().cast(pl.Int64).alias("steps"), *_percentiles("step_durations", ""))
 
 
 def usage(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Tokens and cost, in total and per run; runs with an unknown cost counted apart."""
-    runs, keys = _grouped(data.runs, by)
-    known = pl.col("cost_known")
+    runs, keys = _grouped(data, by)
     return _aggregate(
-        runs, keys, RUNS,
-        pl.col("tokens_in").sum().alias("tokens_in"),
-        pl.col("tokens_out").sum().alias("tokens_out"),
-        pl.col("cost_usd").sum().alias("cost_usd"),
-        _count_runs(~known).alias("runs_cost_unknown"),
-        pl.col("tokens_in").mean().alias("tokens_in_per_run"),
-        pl.col("tokens_out").mean().alias("tokens_out_per_run"),
-        pl.col("cost_usd").filter(known).mean().alias("cost_per_run"),
+        runs, keys, RUNS, _total("tokens_in").alias("tokens_in"), _total("tokens_out").alias("tokens_out"), COST,
+        _total("runs_cost_unknown").alias("runs_cost_unknown"),
+        _ratio(pl.col("tokens_in").sum(), pl.col("runs").sum()).alias("tokens_in_per_run"),
+        _ratio(pl.col("tokens_out").sum(), pl.col("runs").sum()).alias("tokens_out_per_run"),
+        _ratio(pl.col("cost_known_nano").sum() / 1e9 + pl.col("cost_known_big").sum(), pl.col("runs_cost_known").sum())
+        .alias("cost_per_run"),
     )
 
 
 def retries(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Runs that retried a step, and how many steps were retries."""
-    runs, keys = _grouped(data.runs, by)
-    return _aggregate(
-        runs, keys, RUNS, _count_runs(pl.col("retried_steps") > 0).alias("runs_with_retry"),
-        RETRY_RATE.alias("retry_rate"), pl.col("retried_steps").sum().alias("retried_steps"),
-    )
+    runs, keys = _grouped(data, by)
+    return _aggregate(runs, keys, RUNS, _total("runs_with_retry").alias("runs_with_retry"), RETRY_RATE.alias("retry_rate"),
+                      _total("retried_steps").alias("retried_steps"))
 
 
 def tools(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Per tool: calls, failures, failure rate and the runs where it failed."""
-    table, keys = _per_run(data, data.tools, by)
+    table, keys = _per_cell(data, data.tools, by)
     return _aggregate(
-        table, [*keys, "tool_name"],
-        pl.col("calls").sum().alias("calls"), pl.col("failures").sum().alias("failures"),
+        table, [*keys, "tool_name"], _total("calls").alias("calls"), _total("failures").alias("failures"),
         _ratio(pl.col("failures").sum(), pl.col("calls").sum()).alias("failure_rate"),
-        _count_runs(pl.col("failures") > 0).alias("runs_with_failure"),
+        _total("runs_with_failure").alias("runs_with_failure"),
     )
 
 
 def error_classes(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Errored steps per error class, and the runs that had one or ended with that class."""
-    table, keys = _per_run(data, data.errors, by)
-    return _aggregate(table, [*keys, "error_class"], pl.col("errors").sum().alias("errors"), RUNS)
+    table, keys = _per_cell(data, data.errors, by)
+    return _aggregate(table, [*keys, "error_class"], _total("errors").alias("errors"), RUNS)
 
 
 def interventions(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Blocked actions (status `blocked`) and approvals asked of a human."""
-    runs, keys = _grouped(data.runs, by)
-    stepped_in = (pl.col("blocked_steps") + pl.col("approvals")) > 0
+    runs, keys = _grouped(data, by)
     return _aggregate(
-        runs, keys, RUNS, pl.col("blocked_steps").sum().alias("blocked_steps"), pl.col("approvals").sum().alias("approvals"),
-        _count_runs(stepped_in).alias("runs_with_intervention"), _ratio(_count_runs(stepped_in), pl.len()).alias("intervention_rate"),
+        runs, keys, RUNS, _total("blocked_steps").alias("blocked_steps"), _total("approvals").alias("approvals"),
+        _total("runs_with_intervention").alias("runs_with_intervention"),
+        _ratio(pl.col("runs_with_intervention").sum(), pl.col("runs").sum()).alias("intervention_rate"),
     )
 
 
 def fallbacks(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Fallback blocks, and how often the agent had to take over from the script."""
-    runs, keys = _grouped(data.runs, by)
+    runs, keys = _grouped(data, by)
     return _aggregate(
-        runs, keys, RUNS, pl.col("fallback_blocks").sum().alias("blocks"), pl.col("fallback_agent").sum().alias("agent_invoked"),
-        FALLBACK_RATE.alias("fallback_rate"), _count_runs(pl.col("fallback_agent") > 0).alias("runs_with_fallback"),
+        runs, keys, RUNS, _total("fallback_blocks").alias("blocks"), _total("fallback_agent").alias("agent_invoked"),
+        FALLBACK_RATE.alias("fallback_rate"), _total("runs_with_fallback").alias("runs_with_fallback"),
     )
 
 
 def loops(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Decision cycles per run, loops and redundant tool calls."""
-    runs, keys = _grouped(data.runs, by)
+    runs, keys = _grouped(data, by)
+    counted = pl.col("runs").filter(pl.col("cycles").is_not_null()).sum()  # none for a period read without detail
     return _aggregate(
-        runs, keys, RUNS, pl.col("cycles").sum().alias("cycles"), pl.col("cycles").mean().alias("cycles_per_run"),
-        pl.col("loops").sum().alias("loops"), _count_runs(pl.col("loops") > 0).alias("runs_with_loops"),
-        pl.col("redundant_calls").sum().alias("redundant_calls"),
+        runs, keys, RUNS, _total("cycles").alias("cycles"), _ratio(pl.col("cycles").sum(), counted).alias("cycles_per_run"),
+        _total("loops").alias("loops"), _total("runs_with_loops").alias("runs_with_loops"),
+        _total("redundant_calls").alias("redundant_calls"),
     )
 
 
