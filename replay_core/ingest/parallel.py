@@ -30,7 +30,9 @@ from ..events import EventError, parse_event
 from ..storage.store import Store, WriteBatch, WriteRefused, WriteResult
 from .redact import Redactor
 
-MIN_LINES = 20_000  # under this a second process costs more than it saves
+MIN_LINES = 20_000  # under this the reader processes cost more than they save
+READERS = 2  # with this process, three on two cores: a reader is the slower side, and this one waits less
+CUT_LINES = 100_000  # how far past a part's middle its cut (the next change of run) is looked for
 BATCH_STEPS = 4_000  # steps per batch: the pipeline's grain (a batch ends at the next run's first line)
 _CARRIERS = frozenset({"attachment", "attachments"})  # as ingest.pipeline: images go to the media store
 
@@ -48,12 +50,12 @@ class Fallback(Exception):
     """The file cannot take the pipelined way (the reason is for tests and logs): read it the plain way."""
 
 
-def suitable(data: bytes, fmt: str, *, min_lines: int = MIN_LINES) -> bool:
+def suitable(data: bytes, fmt: str) -> bool:
     """Whether `data` may go the pipelined way: native (forced, or what detection tries first),
     big enough, and a process that can fork safely."""
     if fmt not in ("auto", "native") or threading.active_count() != 1:
         return False
-    if "fork" not in multiprocessing.get_all_start_methods() or data.count(b"\n") < min_lines:
+    if "fork" not in multiprocessing.get_all_start_methods() or data.count(b"\n") < MIN_LINES:
         return False
     from .formats.native import FORMAT
 
@@ -62,51 +64,93 @@ def suitable(data: bytes, fmt: str, *, min_lines: int = MIN_LINES) -> bool:
 
 def write_pipelined(store: Store, data: bytes, redactor: Redactor, *, source: str,
                     progress: Callable[[int], None] | None = None) -> tuple[WriteResult, Read]:
-    """Store the file through a reader process; raises Fallback when it must be read the plain way
-    (nothing is stored then)."""
+    """Store the file through reader processes, one per part (READERS, cut between runs); raises
+    Fallback when it must be read the plain way (nothing is stored then)."""
     ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue(maxsize=8)
-    reader = ctx.Process(target=_reader, args=(data, redactor, queue), daemon=True)
-    reader.start()
+    readers = []
+    for start, end in _parts(data, READERS):
+        queue = ctx.Queue(maxsize=8)
+        process = ctx.Process(target=_reader, args=(data, start, end, redactor, queue), daemon=True)
+        process.start()
+        readers.append((process, queue))
     read = Read()
     try:
-        written = store.write_batches(_received(queue, reader, read, progress), default_source=source)
+        written = store.write_batches(_received(readers, read, progress), default_source=source)
     except WriteRefused as exc:  # e.g. a replay_of naming a run of a later batch: the plain way decides
         raise Fallback(f"refused in part: {exc}") from exc
     finally:
-        if reader.is_alive():
-            reader.terminate()
-        reader.join()
-        queue.close()
+        for process, queue in readers:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+            queue.close()
     return written, read
 
 
-def _received(queue, reader, read: Read, progress) -> Iterator[WriteBatch]:
-    while True:
-        try:
-            kind, body = queue.get(timeout=1.0)
-        except Exception:  # queue.Empty: the reader may have died without a word
-            if not reader.is_alive() and queue.empty():
-                raise Fallback("the reader process ended without finishing") from None
-            continue
-        if kind == "batch":
-            batch, records = body
-            if progress:
-                progress(records)
-            yield batch
-        elif kind == "done":
-            read.records, read.steps, read.redacted = body
-            if not read.steps:  # refused by the plain way, which says why: nothing may be committed
-                raise Fallback("no steps")
-            return
-        else:
-            raise Fallback(body)
+def _parts(data: bytes, n: int) -> list[tuple[int, int]]:
+    """`data` cut into about `n` equal parts of whole lines, each cut where one run's lines end and
+    another's begin (no cut when none is found near the middle: one part)."""
+    bounds = [0]
+    for k in range(1, n):
+        at = data.find(b"\n", len(data) * k // n)
+        if at < 0 or at <= bounds[-1]:
+            break
+        before = _session_of(data[data.rfind(b"\n", 0, at) + 1 : at])
+        for _ in range(CUT_LINES):
+            start = at + 1
+            at = data.find(b"\n", start)
+            if at < 0:
+                break
+            if _session_of(data[start:at]) != before:
+                bounds.append(start)
+                break
+    bounds.append(len(data))
+    return list(zip(bounds, bounds[1:]))
 
 
-def _reader(data: bytes, redactor: Redactor, queue) -> None:
-    """The forked process: lines → validated, redacted events → batches on `queue`."""
+def _session_of(line: bytes):
     try:
-        for message in _batches(data, redactor):
+        return orjson.loads(line).get("session_id")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None  # a bad line or a blank one: the reader says so, or skips it
+
+
+def _received(readers, read: Read, progress) -> Iterator[WriteBatch]:
+    """The batches in file order; a run met in two batches (a file whose runs are interleaved
+    across its parts) sends the file the plain way."""
+    seen: set[str] = set()
+    for process, queue in readers:
+        before = read.records
+        while True:
+            try:
+                kind, body = queue.get(timeout=1.0)
+            except Exception:  # queue.Empty: the reader may have died without a word
+                if not process.is_alive() and queue.empty():
+                    raise Fallback("a reader process ended without finishing") from None
+                continue
+            if kind == "batch":
+                batch, records = body
+                if not seen.isdisjoint(batch.order):
+                    raise Fallback("a run comes back after other runs")
+                seen.update(batch.order)
+                if progress:
+                    progress(before + records)
+                yield batch
+            elif kind == "done":
+                read.records += body[0]
+                read.steps += body[1]
+                read.redacted += body[2]
+                break
+            else:
+                raise Fallback(body)
+    if not read.steps:  # refused by the plain way, which says why: nothing may be committed
+        raise Fallback("no steps")
+
+
+def _reader(data: bytes, start: int, end: int, redactor: Redactor, queue) -> None:
+    """A forked process: the lines of data[start:end] → validated, redacted events → batches on `queue`."""
+    try:
+        for message in _batches(data[start:end], data.count(b"\n", 0, start), redactor):
             queue.put(message)
     except Fallback as exc:
         queue.put(("fallback", str(exc)))
@@ -116,11 +160,11 @@ def _reader(data: bytes, redactor: Redactor, queue) -> None:
     queue.join_thread()
 
 
-def _batches(data: bytes, redactor: Redactor) -> Iterator[tuple[str, object]]:
-    batch, in_batch, done = WriteBatch(), 0, set()
+def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tuple[str, object]]:
+    batch, in_batch = WriteBatch(), 0
     records = steps = redacted = 0
     current = None
-    for number, line in enumerate(data.split(b"\n"), start=1):
+    for number, line in enumerate(data.split(b"\n"), start=lines_before + 1):
         if not line.strip():
             continue
         records += 1
@@ -131,13 +175,9 @@ def _batches(data: bytes, redactor: Redactor) -> Iterator[tuple[str, object]]:
         sid = ev.session_id
         if sid != current:
             current = sid
-            if sid not in batch.order:
-                if sid in done:
-                    raise Fallback(f"line {number}: run {sid!r} comes back after other runs")
-                if in_batch >= BATCH_STEPS:
-                    done.update(batch.order)
-                    yield "batch", (batch, records - 1)
-                    batch, in_batch = WriteBatch(), 0
+            if sid not in batch.order and in_batch >= BATCH_STEPS:  # a batch ends only between runs
+                yield "batch", (batch, records - 1)
+                batch, in_batch = WriteBatch(), 0
         if ev.kind == "attachment" or (ev.kind == "step" and ev.metadata and _CARRIERS & ev.metadata.keys()):
             raise Fallback(f"line {number} carries an image")
         if ev.kind == "step":

@@ -303,7 +303,8 @@ def _import_pipelined(store: Store, data: bytes, filename: str, redactor: Redact
     """A clean native file stored while a second process reads it (ingest.parallel), accounted as
     the plain way accounts it: every line used, none ignored or bad."""
     written, read = parallel.write_pipelined(store, data, redactor, source=FORMAT_NATIVE, progress=progress)
-    acc = FileAccount(filename, FORMAT_NATIVE, read.records, "lines", steps=read.steps)
+    shape = shape_of(data)  # the plain way's count and unit (one line is a "document")
+    acc = FileAccount(filename, FORMAT_NATIVE, shape.records, shape.unit, steps=read.steps)
     store.record_audit(actor, IMPORT, target=filename, detail={
         "format": acc.format, "sessions": len(written.sessions), "steps": written.steps, "skipped_bad": 0})
     return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=read.redacted,

@@ -231,10 +231,11 @@ class Store:
         iterable rolls the whole transaction back."""
         result = WriteResult()
         now = now_utc()
-        with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn):
+        with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn) as index_new:
             for batch in batches:
                 if batch.order:
                     self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts)
+                    index_new()  # while the reader makes the next batch
         return result
 
     def _write_batch(self, conn, batch: WriteBatch, now, result: WriteResult, default_source, replace, refuse_conflicts) -> None:
@@ -1222,13 +1223,21 @@ class Store:
     def _search_indexed(self, conn: Connection):
         """SQLite: the steps a write transaction inserts go into the search index in one statement at
         its end (see search.SQLITE_FILL_AFTER); under the write lock, they are those past the highest id
-        seen at its start. PostgreSQL's GIN index keeps itself."""
+        seen at its start. PostgreSQL's GIN index keeps itself. Yields a function that indexes the steps
+        inserted so far, for a write of several batches to call after each one."""
         if self.dialect != "sqlite":
-            yield
+            yield lambda: None
             return
-        mark = conn.scalar(select(func.max(steps.c.id))) or 0
-        yield
-        conn.exec_driver_sql(SQLITE_FILL_AFTER, (mark,))
+        mark = [conn.scalar(select(func.max(steps.c.id))) or 0]
+
+        def index_new() -> None:
+            top = conn.scalar(select(func.max(steps.c.id))) or 0
+            if top > mark[0]:
+                conn.exec_driver_sql(SQLITE_FILL_AFTER, (mark[0],))
+                mark[0] = top
+
+        yield index_new
+        index_new()
 
     def _step_matches(self, query: SearchQuery):
         """A condition on `steps`: the row matches `query` in the index."""
