@@ -34,7 +34,9 @@ MIN_LINES = 20_000  # under this the reader processes cost more than they save
 READERS = 2  # with this process, three on two cores: a reader is the slower side, and this one waits less
 CUT_LINES = 100_000  # how far past a part's middle its cut (the next change of run) is looked for
 BATCH_STEPS = 4_000  # steps per batch: the pipeline's grain (a batch ends at the next run's first line)
-_CARRIERS = frozenset({"attachment", "attachments"})  # as ingest.pipeline: images go to the media store
+# where a step carries images: `attachments` (the native contract) or `attachment` (a reader's one
+# screenshot); ingest.pipeline sets them aside for the media store
+CARRIERS = frozenset({"attachment", "attachments"})
 
 
 @dataclass
@@ -178,7 +180,7 @@ def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tup
             if sid not in batch.order and in_batch >= BATCH_STEPS:  # a batch ends only between runs
                 yield "batch", (batch, records - 1)
                 batch, in_batch = WriteBatch(), 0
-        if ev.kind == "attachment" or (ev.kind == "step" and ev.metadata and _CARRIERS & ev.metadata.keys()):
+        if ev.kind == "attachment" or (ev.kind == "step" and ev.metadata and CARRIERS & ev.metadata.keys()):
             raise Fallback(f"line {number} carries an image")
         if ev.kind == "step":
             before = ev.redacted

@@ -113,7 +113,7 @@ def ingest(
 
 # where a step carries images: `attachments` (the native contract: [{"media_type", "data" (base64) | "url",
 # "name", "target"}]) or `attachment` (a reader's one screenshot: {"data_b64", "mime_type", "name"})
-_CARRIERS = frozenset({"attachment", "attachments"})
+_CARRIERS = parallel.CARRIERS
 
 
 def _set_aside_attachments(step: StepEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> StepEvent:
