@@ -232,15 +232,17 @@ class Store:
         result = WriteResult()
         now = now_utc()
         with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn) as index_new:
+            listed: dict[str, None] = {}
             for batch in batches:
                 if batch.order:
+                    listed.update(batch.order)
                     self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts)
                     index_new()  # while the reader makes the next batch
+        result.sessions = list(listed)
         return result
 
     def _write_batch(self, conn, batch: WriteBatch, now, result: WriteResult, default_source, replace, refuse_conflicts) -> None:
         ids, opened, ended, by_session = list(batch.order), batch.opened, batch.ended, batch.steps
-        result.sessions += [sid for sid in ids if sid not in result.sessions] if result.sessions else ids
         known = self._existing_sessions(conn, ids, lock=True)
         self._check_references(conn, ids, opened)
         created = self._create_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
