@@ -33,7 +33,7 @@ from .redact import Redactor
 MIN_LINES = 20_000  # under this the reader processes cost more than they save
 READERS = 2  # with this process, three on two cores: a reader is the slower side, and this one waits less
 CUT_LINES = 100_000  # how far past a part's middle its cut (the next change of run) is looked for
-BATCH_STEPS = 4_000  # steps per batch: the pipeline's grain (a batch ends at the next run's first line)
+BATCH_STEPS = 10_000  # steps per batch, the grain of the pipeline (a batch ends at the next run's first line); statements per batch weigh on PostgreSQL
 # where a step carries images: `attachments` (the native contract) or `attachment` (a reader's one
 # screenshot); ingest.pipeline sets them aside for the media store
 CARRIERS = frozenset({"attachment", "attachments"})
