@@ -300,7 +300,7 @@ def import_bytes(
 
 
 def _import_pipelined(store: Store, data: bytes, filename: str, redactor: Redactor, progress, actor: Actor) -> IngestReport:
-    """A clean native file stored while a second process reads it (ingest.parallel), accounted as
+    """A clean native file stored while reader processes read it (ingest.parallel), accounted as
     the plain way accounts it: every line used, none ignored or bad."""
     written, read = parallel.write_pipelined(store, data, redactor, source=FORMAT_NATIVE, progress=progress)
     shape = shape_of(data)  # the plain way's count and unit (one line is a "document")
