@@ -30,6 +30,7 @@ TYPES = ["think", "tool_call", "tool_result", "decision", "error", "observation"
 def pipelined(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_LINES", 1)
     monkeypatch.setattr(parallel, "BATCH_STEPS", 3)
+    monkeypatch.setattr(parallel, "one_thread", lambda: True)  # other tests may leave idle threads behind
 
 
 def _wipe(store: Store) -> None:
@@ -100,6 +101,7 @@ def _lines(runs, interleave: bool) -> bytes:
 @given(runs=st.lists(_run, max_size=6), interleave=st.booleans())
 def test_pipelined_import_stores_what_the_plain_import_stores(store, monkeypatch, runs, interleave):
     monkeypatch.setattr(parallel, "BATCH_STEPS", 3)
+    monkeypatch.setattr(parallel, "one_thread", lambda: True)  # other tests may leave idle threads behind
     data = _lines(runs, interleave)
     plain = _imported(store, data, pipelined=False, monkeypatch=monkeypatch)
     took = []
@@ -146,15 +148,17 @@ def test_secrets_are_redacted_on_the_pipelined_way(store, pipelined):
         assert secret.secret not in stored, secret.label
 
 
-def test_only_a_process_with_one_thread_forks(pipelined):
+def test_only_a_process_with_one_thread_forks(pipelined, monkeypatch):
     data = _lines([("r1", False, [{"type": "think"}], False)], False)
     assert parallel.suitable(data, "auto") and parallel.suitable(data, "native")
     assert not parallel.suitable(data, "swe_agent")
+    monkeypatch.undo()
+    monkeypatch.setattr(parallel, "MIN_LINES", 1)
     done = threading.Event()
     worker = threading.Thread(target=done.wait)
     worker.start()
     try:
-        assert not parallel.suitable(data, "auto")
+        assert not parallel.one_thread() and not parallel.suitable(data, "auto")
     finally:
         done.set()
         worker.join()

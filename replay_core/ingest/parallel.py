@@ -52,10 +52,15 @@ class Fallback(Exception):
     """The file cannot take the pipelined way (the reason is for tests and logs): read it the plain way."""
 
 
+def one_thread() -> bool:
+    """Whether this process runs one thread, the only kind that forks safely."""
+    return threading.active_count() == 1
+
+
 def suitable(data: bytes, fmt: str) -> bool:
     """Whether `data` may go the pipelined way: native (forced, or what detection tries first),
     big enough, and a process that can fork safely."""
-    if fmt not in ("auto", "native") or threading.active_count() != 1:
+    if fmt not in ("auto", "native") or not one_thread():
         return False
     if "fork" not in multiprocessing.get_all_start_methods() or data.count(b"\n") < MIN_LINES:
         return False
