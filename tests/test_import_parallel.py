@@ -23,6 +23,7 @@ from replay_core.storage.tables import run_breakdown, run_rollups, sessions, ste
 from secrets_corpus import SECRETS
 
 SCHEMA = "agent-replay/v1"
+_real_one_thread = parallel.one_thread  # before any test replaces it
 TYPES = ["think", "tool_call", "tool_result", "decision", "error", "observation"]
 
 
@@ -31,6 +32,7 @@ def pipelined(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_LINES", 1)
     monkeypatch.setattr(parallel, "BATCH_STEPS", 3)
     monkeypatch.setattr(parallel, "one_thread", lambda: True)  # other tests may leave idle threads behind
+    monkeypatch.setattr(parallel, "DIALECTS", frozenset({"sqlite", "postgresql"}))  # correct on both; used where it pays
 
 
 def _wipe(store: Store) -> None:
@@ -102,6 +104,7 @@ def _lines(runs, interleave: bool) -> bytes:
 def test_pipelined_import_stores_what_the_plain_import_stores(store, monkeypatch, runs, interleave):
     monkeypatch.setattr(parallel, "BATCH_STEPS", 3)
     monkeypatch.setattr(parallel, "one_thread", lambda: True)  # other tests may leave idle threads behind
+    monkeypatch.setattr(parallel, "DIALECTS", frozenset({"sqlite", "postgresql"}))  # correct on both; used where it pays
     data = _lines(runs, interleave)
     plain = _imported(store, data, pipelined=False, monkeypatch=monkeypatch)
     took = []
@@ -148,17 +151,18 @@ def test_secrets_are_redacted_on_the_pipelined_way(store, pipelined):
         assert secret.secret not in stored, secret.label
 
 
-def test_only_a_process_with_one_thread_forks(pipelined, monkeypatch):
+def test_only_a_process_with_one_thread_forks_and_only_where_it_pays(pipelined, monkeypatch):
     data = _lines([("r1", False, [{"type": "think"}], False)], False)
-    assert parallel.suitable(data, "auto") and parallel.suitable(data, "native")
-    assert not parallel.suitable(data, "swe_agent")
-    monkeypatch.undo()
-    monkeypatch.setattr(parallel, "MIN_LINES", 1)
+    assert parallel.suitable(data, "auto", "sqlite") and parallel.suitable(data, "native", "sqlite")
+    assert not parallel.suitable(data, "swe_agent", "sqlite")
+    monkeypatch.setattr(parallel, "DIALECTS", frozenset({"sqlite"}))
+    assert not parallel.suitable(data, "auto", "postgresql")  # the server is the slower side there
+    monkeypatch.setattr(parallel, "one_thread", _real_one_thread)
     done = threading.Event()
     worker = threading.Thread(target=done.wait)
     worker.start()
     try:
-        assert not parallel.one_thread() and not parallel.suitable(data, "auto")
+        assert not parallel.one_thread() and not parallel.suitable(data, "auto", "sqlite")
     finally:
         done.set()
         worker.join()
