@@ -380,13 +380,32 @@ _STEP_TYPES = frozenset(t.value for t in StepType)
 _STEP_STATUSES = frozenset(t.value for t in StepStatus)
 
 
+_PLAN_CACHE = 512  # key orders remembered (a file has a handful; a hostile one cannot grow it past this)
+_plans: dict[tuple, tuple | None] = {}
+
+
+def _plan(keys: tuple) -> tuple | None:
+    """Which checks a step with these keys (in this order) needs: the keys of each kind, worked
+    out once per key order rather than once per step; None when one of them is not a step field."""
+    if keys in _plans:
+        return _plans[keys]
+    found = frozenset(keys)
+    plan = None
+    if found <= _FAST_KEYS and len(found) == len(keys):
+        plan = (tuple(found & _IDS), tuple(found & _COUNTS), tuple(found & _NUMBERS), tuple(found & _JSONS))
+    if len(_plans) < _PLAN_CACHE:
+        _plans[keys] = plan
+    return plan
+
+
 def fast_step(obj: dict) -> StepEvent | None:
     """The step `obj` describes when it is plainly valid, else None (the model decides).
 
-    Checked by kind of field over the keys present (set operations in C), not key by key."""
-    keys = obj.keys()
-    if not keys <= _FAST_KEYS or obj.get("kind") != "step" or obj.get("schema", SCHEMA) != SCHEMA:
+    Checked by kind of field over the keys present (`_plan`), not key by key."""
+    plan = _plan(tuple(obj))
+    if plan is None or obj.get("kind") != "step" or obj.get("schema", SCHEMA) != SCHEMA:
         return None
+    ids, counts, numbers, jsons = plan
     sid, kind = obj.get("session_id"), obj.get("type")
     if type(sid) is not str or not 0 < len(sid) <= ID_MAX or _NUL in sid or type(kind) is not str or kind not in _STEP_TYPES:
         return None
@@ -397,17 +416,17 @@ def fast_step(obj: dict) -> StepEvent | None:
         status = values["status"]
         if type(status) is not str or status not in _STEP_STATUSES:
             return None
-    for key in keys & _IDS:
+    for key in ids:
         value = values[key]
         if value is not None and (type(value) is not str or not 0 < len(value) <= ID_MAX or _NUL in value):
             return None
-    for key in keys & _COUNTS:
+    for key in counts:
         value = values[key]
         if type(value) is not int or not 0 <= value <= INT_MAX:
             if value is None and key in ("seq", "tokens_in", "tokens_out"):
                 continue
             return None
-    for key in keys & _NUMBERS:
+    for key in numbers:
         value = values[key]
         if type(value) is int and 0 <= value <= NUMBER_MAX:
             values[key] = float(value)
@@ -430,7 +449,7 @@ def fast_step(obj: dict) -> StepEvent | None:
                 values["timestamp"] = _utc_checked(datetime.fromisoformat(when))
             except ValueError:
                 return None
-    for key in keys & _JSONS:
+    for key in jsons:
         value = values[key]
         if value is None:
             continue

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -67,7 +66,8 @@ STEP_COLUMNS = (
     "content", "tool_name", "tool_args", "tool_call_id", "status", "error_class", "retry",
     "tokens_in", "tokens_out", "cost_usd", "metadata", "redacted",
 )
-_SEQ, _EVENT_ID = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id")
+_SEQ, _EVENT_ID, _TIMESTAMP = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id"), STEP_COLUMNS.index("timestamp")
+_ROW_OF_STEP = itemgetter(*STEP_COLUMNS)
 _ROLLUP_OF_ROW = itemgetter(*(STEP_COLUMNS.index(name) for name in rollups.FIELDS))  # a step row as rollups read it
 REVIEW_LABELS = ("good", "bad", "needs_attention")
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
@@ -99,6 +99,42 @@ class WriteResult:
     steps: int = 0
     duplicates: int = 0
     conflicts: list[str] = field(default_factory=list)
+
+
+def step_row(step: StepEvent) -> tuple[tuple, Any]:
+    """A step as `Store.write` stores it: its row (STEP_COLUMNS then session_id, the event_id its
+    identity, seq None until placed; a tuple, the cheapest to send between processes) and its context."""
+    values = step.__dict__
+    row = (*_ROW_OF_STEP(values), step.session_id)
+    if row[_EVENT_ID] is None:
+        row = (*row[:_EVENT_ID], step.identity(), *row[_EVENT_ID + 1 :])
+    return row, values["context"]
+
+
+@dataclass
+class WriteBatch:
+    """Events as `Store.write` takes them apart: the sessions in order of first appearance, the
+    fields their session events set, their ends, and their steps as `step_row`s. Plain data, so a
+    reader process can build it and send it (ingest.parallel) at a fraction of the cost of events."""
+
+    order: dict[str, None] = field(default_factory=dict)
+    opened: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ended: dict[str, SessionEndEvent] = field(default_factory=dict)
+    steps: dict[str, list[tuple[tuple, Any]]] = field(default_factory=dict)
+
+    def add(self, ev: SessionEvent | StepEvent | SessionEndEvent) -> None:
+        sid = ev.session_id
+        self.order.setdefault(sid)
+        if ev.kind == "step":
+            self.steps.setdefault(sid, []).append(step_row(ev))
+        elif ev.kind == "session":
+            fields = self.opened.setdefault(sid, {})
+            for name in SESSION_FIELDS:
+                value = getattr(ev, name)
+                if value is not None:
+                    fields[name] = value
+        else:
+            self.ended[sid] = ev
 
 
 class WriteRefused(ValueError):
@@ -178,83 +214,90 @@ class Store:
         value is left out and named in `conflicts`, or with `refuse_conflicts` refuses the
         batch (WriteRefused, 409). A `replay_of` naming no stored run is refused (422).
         """
-        opened: dict[str, dict[str, Any]] = {}
-        ended: dict[str, SessionEndEvent] = {}
-        by_session: dict[str, list[StepEvent]] = defaultdict(list)
-        order: dict[str, None] = {}
+        batch = WriteBatch()
         for ev in events:
-            order.setdefault(ev.session_id)
-            if ev.kind == "step":
-                by_session[ev.session_id].append(ev)
-            elif ev.kind == "session":
-                fields = opened.setdefault(ev.session_id, {})
-                for name in SESSION_FIELDS:
-                    value = getattr(ev, name)
-                    if value is not None:
-                        fields[name] = value
-            else:
-                ended[ev.session_id] = ev
-        ids = list(order)
-        result = WriteResult(sessions=ids)
-        if not ids:
-            return result
+            batch.add(ev)
+        if not batch.order:
+            return WriteResult()
+        return self.write_batches([batch], default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts)
+
+    def write_batches(
+        self, batches: Iterable[WriteBatch], *, default_source: str | None = None, replace: bool = False,
+        refuse_conflicts: bool = False,
+    ) -> WriteResult:
+        """`write` of several batches in one transaction, each stored as it comes, so that a reader
+        process can parse the next one meanwhile (ingest.parallel). The same as one `write` of all
+        their events as long as each session's events are all in one batch: an error raised by the
+        iterable rolls the whole transaction back."""
+        result = WriteResult()
         now = now_utc()
-        with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn):
-            known = self._existing_sessions(conn, ids, lock=True)
-            self._check_references(conn, ids, opened)
-            created = self._create_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
-            known.update(self._existing_sessions(conn, [sid for sid in ids if sid not in known and sid not in created], lock=True))
-            if not replace:
-                result.conflicts = self._keep_final(known, opened, ended)
-                if result.conflicts and refuse_conflicts:
-                    raise WriteRefused("; ".join(result.conflicts), field="status", status=409)
-            for sid, fields in opened.items():
-                if sid in known and fields:
-                    conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
-            last_seen: dict[str, datetime] = {}
-            rolled_new, stale, all_rows, all_contexts = {}, [], [], []
-            for sid, batch in by_session.items():
-                dupes, new_rows, contexts = self._new_steps(conn, sid, batch, sid in known)
-                if sid in created and sid not in known:  # every step of the run is in hand
-                    rolled_new[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
-                elif new_rows:
-                    stale.append(sid)
-                all_rows += new_rows
-                all_contexts += contexts
-                result.steps += len(new_rows)
-                result.duplicates += dupes
-                latest = max((s.timestamp for s in batch if s.timestamp is not None), default=None)
-                if latest is None and new_rows and sid not in ended:
-                    latest = now  # a live run's steps without times: when they arrived is when they happened
-                if latest is not None:
-                    last_seen[sid] = latest
-            # one executemany per table for the whole batch: statements per run were most of a big import
-            _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows)
-            _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts)
-            rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
-            rollups.refresh(conn, stale, _bulk_insert)
-            moved: dict[bool, list[dict]] = {False: [], True: []}
-            for sid, latest in last_seen.items():
-                revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
-                moved[revive].append({"sid": sid, "latest": latest})
-            for revive, params in moved.items():
-                if params:
-                    values: dict[str, Any] = {"last_event_at": bindparam("latest")}
-                    if revive:
-                        values["status"] = SessionStatus.RUNNING.value
-                    conn.execute(update(sessions).where(sessions.c.id == bindparam("sid"))
-                                 .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < bindparam("latest")))
-                                 .values(**values), params)
-            # the source's end time, else its last event's: never the time of this write, so a
-            # re-import stores the same ended_at, and a file without times gives a run without them
-            ends = [{"sid": sid, "e_status": end.status, "e_outcome": end.outcome, "e_class": end.error_class,
-                     "e_at": end.ended_at or last_seen.get(sid)} for sid, end in ended.items()]
-            if ends:
-                conn.execute(update(sessions).where(sessions.c.id == bindparam("sid")).values(
-                    status=bindparam("e_status"), outcome=bindparam("e_outcome"), error_class=bindparam("e_class"),
-                    ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at)), ends)
-            daily.refresh(conn, ids, _bulk_insert)
+        with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn) as index_new:
+            listed: dict[str, None] = {}
+            for batch in batches:
+                if batch.order:
+                    listed.update(batch.order)
+                    self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts)
+                    index_new()  # while the reader makes the next batch
+        result.sessions = list(listed)
         return result
+
+    def _write_batch(self, conn, batch: WriteBatch, now, result: WriteResult, default_source, replace, refuse_conflicts) -> None:
+        ids, opened, ended, by_session = list(batch.order), batch.opened, batch.ended, batch.steps
+        known = self._existing_sessions(conn, ids, lock=True)
+        self._check_references(conn, ids, opened)
+        created = self._create_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
+        known.update(self._existing_sessions(conn, [sid for sid in ids if sid not in known and sid not in created], lock=True))
+        if not replace:
+            conflicts = self._keep_final(known, opened, ended)
+            if conflicts and refuse_conflicts:
+                raise WriteRefused("; ".join(conflicts), field="status", status=409)
+            result.conflicts += conflicts
+        for sid, fields in opened.items():
+            if sid in known and fields:
+                conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
+        last_seen: dict[str, datetime] = {}
+        rolled_new, stale, all_rows, all_contexts = {}, [], [], []
+        for sid, pending in by_session.items():
+            dupes, new_rows, contexts = self._new_steps(conn, sid, pending, sid in known)
+            if sid in created and sid not in known:  # every step of the run is in hand
+                rolled_new[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
+            elif new_rows:
+                stale.append(sid)
+            all_rows += new_rows
+            all_contexts += contexts
+            result.steps += len(new_rows)
+            result.duplicates += dupes
+            latest = max((row[_TIMESTAMP] for row, _ in pending if row[_TIMESTAMP] is not None), default=None)
+            if latest is None and new_rows and sid not in ended:
+                latest = now  # a live run's steps without times: when they arrived is when they happened
+            if latest is not None:
+                last_seen[sid] = latest
+        # one executemany per table for the whole batch: statements per run were most of a big import
+        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows)
+        _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts)
+        rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
+        rollups.refresh(conn, stale, _bulk_insert)
+        moved: dict[bool, list[dict]] = {False: [], True: []}
+        for sid, latest in last_seen.items():
+            revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
+            moved[revive].append({"sid": sid, "latest": latest})
+        for revive, params in moved.items():
+            if params:
+                values: dict[str, Any] = {"last_event_at": bindparam("latest")}
+                if revive:
+                    values["status"] = SessionStatus.RUNNING.value
+                conn.execute(update(sessions).where(sessions.c.id == bindparam("sid"))
+                             .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < bindparam("latest")))
+                             .values(**values), params)
+        # the source's end time, else its last event's: never the time of this write, so a
+        # re-import stores the same ended_at, and a file without times gives a run without them
+        ends = [{"sid": sid, "e_status": end.status, "e_outcome": end.outcome, "e_class": end.error_class,
+                 "e_at": end.ended_at or last_seen.get(sid)} for sid, end in ended.items()]
+        if ends:
+            conn.execute(update(sessions).where(sessions.c.id == bindparam("sid")).values(
+                status=bindparam("e_status"), outcome=bindparam("e_outcome"), error_class=bindparam("e_class"),
+                ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at)), ends)
+        daily.refresh(conn, ids, _bulk_insert)
 
     def _write_transaction(self):
         """A write transaction: on SQLite it takes the write lock at BEGIN (IMMEDIATE), so a
@@ -320,7 +363,7 @@ class Store:
             fields = opened.get(sid, {})
             started = fields.get("started_at")
             if started is None:
-                stamps = [s.timestamp for s in by_session.get(sid, ()) if s.timestamp]
+                stamps = [row[_TIMESTAMP] for row, _ in by_session.get(sid, ()) if row[_TIMESTAMP]]
                 started = min(stamps) if stamps else (None if sid in ended else now)
             row = {name: fields.get(name) for name in SESSION_FIELDS}
             row.update(id=sid, started_at=started, created_at=now, status=fields.get("status") or "running")
@@ -334,33 +377,30 @@ class Store:
             created.update(_insert_new(conn, sessions, names, [[row[n] for n in names] for row in part], "id"))
         return created
 
-    def _new_steps(self, conn, sid: str, batch: list[StepEvent], existed: bool):
-        """The rows (and contexts) of the steps of `batch` not stored yet, numbered; and the duplicates."""
+    def _new_steps(self, conn, sid: str, batch: list[tuple[tuple, Any]], existed: bool):
+        """The rows (and contexts) of the steps of `batch` (`step_row`s) not stored yet, numbered; and the duplicates."""
         seen: set[str] = set()
         next_seq = 1
         if existed:
-            ids = list({step.identity() for step in batch})
+            ids = list({row[_EVENT_ID] for row, _ in batch})
             for part in _chunks(ids):
                 seen.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
             next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1
-        batch_max = max((s.seq for s in batch if s.seq is not None), default=0)
+        batch_max = max((row[_SEQ] for row, _ in batch if row[_SEQ] is not None), default=0)
         next_seq = max(next_seq, batch_max + 1)
         rows, contexts, dupes = [], [], 0
-        row_of = itemgetter(*STEP_COLUMNS)
-        for step in batch:
-            event_id = step.identity()
+        for row, context in batch:
+            event_id = row[_EVENT_ID]
             if event_id in seen:
                 dupes += 1
                 continue
             seen.add(event_id)
-            row = list(row_of(step.__dict__))
-            row[_EVENT_ID] = event_id
-            if step.seq is None:
+            if row[_SEQ] is None:
+                row = list(row)
                 row[_SEQ] = next_seq
                 next_seq += 1
-            row.append(sid)
-            if step.context is not None:
-                contexts.append((sid, event_id, step.context))
+            if context is not None:
+                contexts.append((sid, event_id, context))
             rows.append(row)
         return dupes, rows, contexts
 
@@ -1223,13 +1263,21 @@ class Store:
     def _search_indexed(self, conn: Connection):
         """SQLite: the steps a write transaction inserts go into the search index in one statement at
         its end (see search.SQLITE_FILL_AFTER); under the write lock, they are those past the highest id
-        seen at its start. PostgreSQL's GIN index keeps itself."""
+        seen at its start. PostgreSQL's GIN index keeps itself. Yields a function that indexes the steps
+        inserted so far, for a write of several batches to call after each one."""
         if self.dialect != "sqlite":
-            yield
+            yield lambda: None
             return
-        mark = conn.scalar(select(func.max(steps.c.id))) or 0
-        yield
-        conn.exec_driver_sql(SQLITE_FILL_AFTER, (mark,))
+        mark = [conn.scalar(select(func.max(steps.c.id))) or 0]
+
+        def index_new() -> None:
+            top = conn.scalar(select(func.max(steps.c.id))) or 0
+            if top > mark[0]:
+                conn.exec_driver_sql(SQLITE_FILL_AFTER, (mark[0],))
+                mark[0] = top
+
+        yield index_new
+        index_new()
 
     def _step_matches(self, query: SearchQuery):
         """A condition on `steps`: the row matches `query` in the index."""

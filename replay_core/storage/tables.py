@@ -60,6 +60,8 @@ class UTCDateTime(TypeDecorator):
         def to_text(value):  # SQLAlchemy's own SQLite DATETIME text, ~10x faster than its processor
             if value is None:
                 return None
+            if value.tzinfo is UTC:  # what validation makes (events.utc): the text without its "+00:00"
+                return value.isoformat(" ", "microseconds")[:26]
             if value.tzinfo is not None and value.utcoffset():
                 value = value.astimezone(UTC)
             return value.replace(tzinfo=None).isoformat(" ", "microseconds")
