@@ -67,7 +67,9 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         settled(pg)
         pg.get_by_text("18 runs:").wait_for()  # the summary line ("18 runs: ⏳ 1 running …"), not the dataset form
         settled(pg)
-        assert pg.locator(".st-key-runs_wide [data-testid=stDataFrame]").count() == 1
+        table = pg.locator(".st-key-runs_wide [data-testid=stDataFrame]")
+        table.first.wait_for()  # it comes a moment after the summary line (0.4 s here): settled() can fall between
+        assert table.count() == 1
         pg.screenshot(path=str(OUT / "runs.png"), full_page=True)
 
 
