@@ -69,6 +69,11 @@ class Span:
     otel: dict[str, Any] = field(default_factory=dict)  # kind, scope, links, trace_state…: kept in metadata
     where: str = ""
     document: dict[str, Any] | None = None  # fields of the file around the spans (any-agent's final_output)
+    # what reading its session worked out (_read_session), kept on the span: dicts keyed by id(span)
+    # cost a 50,000-span body a million id() calls
+    attrs: oa.Attrs | None = None
+    kind: str | None = None  # oa.MODEL, oa.TOOL, oa.AGENT…
+    agent: str | None = None  # its own agent name, else the nearest ancestor's
 
 
 # ---------------------------------------------------------------------------- small decoders
@@ -564,24 +569,25 @@ def _read_session(draft: SessionDraft) -> None:
     trees = draft.trees
     depth = trees.depth
     draft.spans.sort(key=lambda s: (s.start_ns if s.start_ns is not None else 2**63, depth(s)))  # stable: ties keep their order
-    attrs = {id(s): oa.Attrs(s.attributes) for s in draft.spans}
-    classes = {id(s): oa.span_class(attrs[id(s)]) for s in draft.spans}
     for s in draft.spans:
+        s.attrs = oa.Attrs(s.attributes)
+        s.kind = oa.span_class(s.attrs)
+        s.agent = None
         if oa.conversation_id(s.attributes) == draft.session_id:
-            attrs[id(s)].use("gen_ai.conversation.id", "session.id")
+            s.attrs.use("gen_ai.conversation.id", "session.id")
     emitted: list[_Call] = []
-    agents: dict[int, str | None] = {}
+    members = set(map(id, draft.spans))
     for span in draft.spans:  # parents start first: an agent's name reaches its descendants
         parent = trees.parent[id(span)]
-        agents[id(span)] = oa.agent_name(attrs[id(span)]) or (agents.get(id(parent)) if parent is not None else None)
+        span.agent = oa.agent_name(span.attrs) or (parent.agent if parent is not None and id(parent) in members else None)
     for span in draft.spans:  # model calls first, so that every tool span can find the call it answers
-        kind = classes[id(span)]
+        kind = span.kind
         if kind == oa.MODEL:
-            part, calls = _model_part(span, attrs[id(span)])
+            part, calls = _model_part(span, span.attrs)
             emitted += [_Call(span, i, c, span.start_ns) for i, c in enumerate(calls)]
             draft.parts.append(part)
         elif kind != oa.TOOL:
-            draft.parts.append(_other_part(span, attrs[id(span)], kind))
+            draft.parts.append(_other_part(span, span.attrs, kind))
     ledger = draft.ledger
     prior = [p for t in dict.fromkeys(s.trace_id for s in draft.spans) for p in ledger.prior.get(t, ())] if ledger else []
     if prior:
@@ -590,8 +596,8 @@ def _read_session(draft: SessionDraft) -> None:
                    for p in prior if p.side == "call"]
     open_calls = _OpenCalls(prior_calls + emitted)
     for span in draft.spans:
-        if classes[id(span)] == oa.TOOL:
-            parts, match = _tool_parts(span, attrs[id(span)], open_calls)
+        if span.kind == oa.TOOL:
+            parts, match = _tool_parts(span, span.attrs, open_calls)
             draft.parts += parts
             if ledger is None:
                 continue
@@ -603,7 +609,7 @@ def _read_session(draft: SessionDraft) -> None:
                 ledger.opened.append(PriorCall(span.trace_id, "tool", span.span_id, call["tool_name"], call["tool_call_id"],
                                                call["tool_args"], span.start_ns))
     for part in draft.parts:
-        part.fields.setdefault("agent_id", agents[id(part.span)])
+        part.fields.setdefault("agent_id", part.span.agent)
     model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
     for c in emitted:
         if not c.matched:
@@ -611,12 +617,12 @@ def _read_session(draft: SessionDraft) -> None:
                 ledger.opened.append(PriorCall(c.span.trace_id, "call", f"{c.span.span_id}.call.{c.index}", c.call["name"],
                                                c.call["id"], c.call["arguments"], c.span.start_ns))
             fields = {"type": "tool_call", "tool_name": c.call["name"], "tool_args": c.call["arguments"],
-                      "tool_call_id": c.call["id"], "timestamp": ns_time(c.span.end_ns), "agent_id": agents[id(c.span)]}
+                      "tool_call_id": c.call["id"], "timestamp": ns_time(c.span.end_ns), "agent_id": c.span.agent}
             draft.parts.append(Part(c.span, f"call.{c.index}", fields, c.span.end_ns, True))
-    _session_fields(draft, attrs, classes, model_usage)
+    _session_fields(draft, model_usage)
     for part in draft.parts:
         if part.role == "step":
-            meta = _step_metadata(part.span, attrs[id(part.span)])
+            meta = _step_metadata(part.span, part.span.attrs)
             images = part.fields.pop("attachments", None)
             part.fields["metadata"] = meta | {"attachments": images} if images else meta
 
@@ -749,12 +755,12 @@ def _run_totals(a: oa.Attrs) -> dict[str, Any]:
     return {k: v for k, v in (("tokens_in", tokens_in), ("tokens_out", tokens_out), ("cost_usd", oa.cost(a))) if v is not None}
 
 
-def _session_fields(draft: SessionDraft, attrs: dict[int, oa.Attrs], classes: dict[int, str], model_usage: bool) -> None:
+def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
     roots = [s for s in draft.spans if s.parent_id is None]
     first = roots[0] if roots else None
     fields: dict[str, Any] = {}
     if first is not None:
-        a = attrs[id(first)]
+        a = first.attrs
         step = next(p for p in draft.parts if p.span is first and p.role == "step")
         fields.update(name=first.name or None, agent_id=step.fields.get("agent_id"), started_at=ns_time(first.start_ns),
                       workflow=a.get("gen_ai.workflow.name"), agent_version=a.get("gen_ai.agent.version"))
@@ -762,18 +768,18 @@ def _session_fields(draft: SessionDraft, attrs: dict[int, oa.Attrs], classes: di
         fields["model"] = step.fields.get("model") or next(models, None)
         resource = first.resource
         fields["environment"] = resource.get("deployment.environment.name") or resource.get("deployment.environment")
-        totals = {} if model_usage or classes[id(first)] == oa.MODEL else _run_totals(a)
+        totals = {} if model_usage or first.kind == oa.MODEL else _run_totals(a)
         fields["metadata"] = _session_metadata(draft, first) | totals
-        failed = [s for s in draft.spans if s.status == "error" and (s.parent_id is None or classes[id(s)] == oa.AGENT)]
+        failed = [s for s in draft.spans if s.status == "error" and (s.parent_id is None or s.kind == oa.AGENT)]
         if failed:
-            error_class, message = _failure(failed[0], attrs[id(failed[0])])
+            error_class, message = _failure(failed[0], failed[0].attrs)
             fields.update(status="failed", error_class=error_class, outcome=message)
         elif all(r.end_ns is not None for r in roots):
             fields["status"] = "succeeded"
         if fields.get("status"):
             draft.final = True
             fields["ended_at"] = ns_time(max(r.end_ns or 0 for r in roots) or None)
-            answer = oa.root_output(attrs[id(roots[-1])]) or _document_outcome(first.document)
+            answer = oa.root_output(roots[-1].attrs) or _document_outcome(first.document)
             fields["outcome"] = fields.get("outcome") or answer
     draft.fields = fields
 
