@@ -96,7 +96,7 @@ def write_rate(url: str, steps, *, index: bool) -> float:
 
     store = Store(url)
     if not index:
-        store._search_indexed = lambda conn: nullcontext()
+        store._search_indexed = lambda conn: nullcontext(lambda: None)  # what the real one yields: a "fill now" call
     events = [StepEvent(session_id=r[0], seq=r[1], event_id=r[2], type=r[3], content=r[4], tool_name=r[5],
                         tool_args=None if r[6] is None else orjson.loads(r[6])) for r in steps]
     start = time.perf_counter()
