@@ -38,8 +38,9 @@ READERS = 2  # with this process, three on two cores: a reader is the slower sid
 DIALECTS = frozenset({"sqlite"})
 CUT_LINES = 100_000  # how far past a part's middle its cut (the next change of run) is looked for
 BATCH_STEPS = 10_000  # steps per batch, the grain of the pipeline (a batch ends at the next run's first line); statements per batch weigh on PostgreSQL
-# where a step carries images: `attachments` (the native contract) or `attachment` (a reader's one
-# screenshot); ingest.pipeline sets them aside for the media store
+# where a step carries images: `attachments` (the native contract: [{"media_type", "data" (base64) | "url",
+# "name", "target"}]) or `attachment` (a reader's one screenshot: {"data_b64", "mime_type", "name"});
+# ingest.pipeline sets them aside for the media store
 CARRIERS = frozenset({"attachment", "attachments"})
 
 

@@ -20,6 +20,7 @@ from ..media.attachments import attach_image
 from ..media.images import CheckedImage, MediaError, check, check_target
 from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
 from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, registry
+from .formats import native
 from .formats.shape import describe, shape_of
 from . import parallel
 from .redact import Redactor, default_redactor
@@ -95,7 +96,7 @@ def ingest(
         if isinstance(ev, AttachmentEvent):
             _set_aside_attachment_event(ev, attachments, refused)
             continue
-        if isinstance(ev, StepEvent) and ev.metadata and _CARRIERS & ev.metadata.keys():
+        if isinstance(ev, StepEvent) and ev.metadata and parallel.CARRIERS & ev.metadata.keys():
             ev = _set_aside_attachments(ev, attachments, refused)
         before = ev.redacted if isinstance(ev, StepEvent) else 0
         ev = redactor.event(ev)
@@ -111,9 +112,6 @@ def ingest(
                         conflicts=written.conflicts, media_refused=refused)
 
 
-# where a step carries images: `attachments` (the native contract: [{"media_type", "data" (base64) | "url",
-# "name", "target"}]) or `attachment` (a reader's one screenshot: {"data_b64", "mime_type", "name"})
-_CARRIERS = parallel.CARRIERS
 
 
 def _set_aside_attachments(step: StepEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> StepEvent:
@@ -302,17 +300,14 @@ def import_bytes(
 def _import_pipelined(store: Store, data: bytes, filename: str, redactor: Redactor, progress, actor: Actor) -> IngestReport:
     """A clean native file stored while reader processes read it (ingest.parallel), accounted as
     the plain way accounts it: every line used, none ignored or bad."""
-    written, read = parallel.write_pipelined(store, data, redactor, source=FORMAT_NATIVE, progress=progress)
+    written, read = parallel.write_pipelined(store, data, redactor, source=native.FORMAT.name, progress=progress)
     shape = shape_of(data)  # the plain way's count and unit (one line is a "document")
-    acc = FileAccount(filename, FORMAT_NATIVE, shape.records, shape.unit, steps=read.steps)
+    acc = FileAccount(filename, native.FORMAT.name, shape.records, shape.unit, steps=read.steps)
     store.record_audit(actor, IMPORT, target=filename, detail={
         "format": acc.format, "sessions": len(written.sessions), "steps": written.steps, "skipped_bad": 0})
     return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=read.redacted,
                         conflicts=written.conflicts, files=[acc.to_dict() | {
                             "sessions": len(written.sessions), "stored": written.steps, "duplicates": written.duplicates}])
-
-
-FORMAT_NATIVE = "native"
 
 
 def files_under(paths: Iterable[str | Path]) -> Iterator[Path]:
