@@ -4,8 +4,6 @@ Every command is a few lines that call replay_core and print: a table for people
 JSON with --json for scripts. Bad input is one line on stderr and exit code 1.
 """
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,6 +25,13 @@ err = Console(stderr=True, highlight=False, markup=False)
 
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL or SQLite path (default: AGENT_REPLAY_DB_URL, else data/agent_replay.db).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+RunsOption = Annotated[list[str] | None, typer.Option("--runs", "--sessions", help="Run ids (repeat the option, or comma-separated).")]
+FromFilterOption = Annotated[str | None, typer.Option("--from-filter", help="The runs a filter matches: 'status=failed model=gpt-4o agent=… workflow=… since=7d search=…'.")]
+StatusOption = Annotated[str | None, typer.Option("--status", help="Runs with this status.")]
+WorkflowOption = Annotated[str | None, typer.Option("--workflow", help="Runs of this workflow.")]
+SinceOption = Annotated[str | None, typer.Option("--since", help="Runs started since: 7d, 12h, a date or an ISO time.")]
+SearchOption = Annotated[str | None, typer.Option("--search", help="Runs whose name or steps hold this text.")]
+ExpectedOption = Annotated[str | None, typer.Option("--expected", help="What counts as right for these cases (default: the original's final answer).")]
 
 
 class CliError(Exception):
@@ -693,15 +698,6 @@ def _cases(store: Store, runs, status, workflow, since, search, expected, from_f
         else:
             flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
     return ds.resolve(store, runs=runs, flt=flt, expected=expected)
-
-
-RunsOption = Annotated[list[str] | None, typer.Option("--runs", "--sessions", help="Run ids (repeat the option, or comma-separated).")]
-FromFilterOption = Annotated[str | None, typer.Option("--from-filter", help="The runs a filter matches: 'status=failed model=gpt-4o agent=… workflow=… since=7d search=…'.")]
-StatusOption = Annotated[str | None, typer.Option("--status", help="Runs with this status.")]
-WorkflowOption = Annotated[str | None, typer.Option("--workflow", help="Runs of this workflow.")]
-SinceOption = Annotated[str | None, typer.Option("--since", help="Runs started since: 7d, 12h, a date or an ISO time.")]
-SearchOption = Annotated[str | None, typer.Option("--search", help="Runs whose name or steps hold this text.")]
-ExpectedOption = Annotated[str | None, typer.Option("--expected", help="What counts as right for these cases (default: the original's final answer).")]
 
 
 def _print_dataset(made: dict, json: bool) -> None:

@@ -11,38 +11,14 @@ import hashlib
 import re
 import threading
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from .vocabulary import SessionStatus, StepStatus, StepType, now_utc  # noqa: F401  (re-exported: part of the contract)
+
 SCHEMA = "agent-replay/v1"
-
-
-class StepType(StrEnum):
-    THINK = "think"
-    TOOL_CALL = "tool_call"
-    TOOL_RESULT = "tool_result"
-    OBSERVATION = "observation"
-    DECISION = "decision"
-    ERROR = "error"
-    INPUT = "input"
-    SPAN = "span"
-
-
-class SessionStatus(StrEnum):
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    INCOMPLETE = "incomplete"
-    UNKNOWN = "unknown"  # ended (a finished file), but the source recorded no outcome
-
-
-class StepStatus(StrEnum):
-    OK = "ok"
-    ERROR = "error"
-    BLOCKED = "blocked"
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -475,7 +451,3 @@ def error_message(err: dict) -> str:
     """pydantic's message for one error, without the "Value error, " of our own validators."""
     msg = err["msg"]
     return msg.removeprefix("Value error, ")
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from sqlalchemy import (
@@ -43,7 +43,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from .. import config
-from ..events import SessionEndEvent, SessionEvent, SessionStatus, StepEvent, now_utc
+from ..vocabulary import SessionStatus, now_utc
 from . import daily, rollups
 from .actor import DELETE, EDITOR, Actor, PermissionDenied, require
 from .tables import (
@@ -52,6 +52,9 @@ from .tables import (
 )
 from .tables import queue_items, queue_reviews, review_queues, share_links
 from .search import PG_DOCUMENT, SQLITE_FILL_AFTER, SearchQuery, snippet
+
+if TYPE_CHECKING:  # made only by the reads that return events: `stats` opens a Store without pydantic
+    from ..events import SessionEndEvent, SessionEvent, StepEvent
 
 RETENTION = Actor("retention policy", EDITOR, "retention")  # who deletes old runs, in the audit log
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
@@ -666,6 +669,8 @@ class Store:
 
     def load_steps(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[StepEvent]:
         """Steps of a session in order (seq, then timestamp), without their context."""
+        from ..events import StepEvent
+
         cols = [steps.c[name] for name in STEP_COLUMNS]
         query = select(*cols).where(steps.c.session_id == session_id)
         if from_seq is not None:
@@ -727,6 +732,8 @@ class Store:
 
     def export_events(self, session_ids: Iterable[str]) -> Iterator[SessionEvent | StepEvent | SessionEndEvent]:
         """The native events of whole sessions, contexts included: what export writes."""
+        from ..events import SessionEndEvent, SessionEvent, StepEvent
+
         for sid in session_ids:
             row = self.get_session(sid)
             if row is None:
