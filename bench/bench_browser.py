@@ -128,7 +128,7 @@ def main() -> None:
             pg.wait_for_selector("text=Runs by status", timeout=120_000)
             settled(pg)
             pg.wait_for_function(DRAWN, timeout=120_000)
-            report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1500",
+            report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1000",
                    BASELINE["runs_page"], higher_is_better=False)
             timeline(pg, base, "big-10k", "10k_steps")
         huge = f"sqlite:///{tmp}/huge.db"

@@ -26,6 +26,15 @@ NONE = "(none)"  # how a missing dimension value is drawn
 DRILL = "_analytics_drill"  # the runs a selected point stands for, between two runs of the page
 
 
+class Chart(alt.Chart):
+    """An altair Chart whose spec is not checked against the Vega-Lite JSON schema when drawn:
+    the specs are this page's own, the same on every run and drawn by its tests; checking them
+    was a quarter of the page's server time (issue 16)."""
+
+    def to_dict(self, validate: bool = False, **kwargs) -> dict:
+        return super().to_dict(validate, **kwargs)
+
+
 @st.cache_data(ttl=60, show_spinner="Crunching runs…")
 def _load(url: str, flt_items: tuple, detail: bool) -> analytics.RunData:
     return analytics.load(get_store(), SessionFilter(**dict(flt_items)), detail=detail, daily=True)  # charts group by day, model, agent
@@ -165,7 +174,7 @@ PERCENTILES = {"p50_ms": "Median latency (ms)", "p95_ms": "95th percentile (ms)"
 
 def over_time(frame: pl.DataFrame, y: str, color: str | None = None, *, rate: bool = False, scale=alt.Undefined) -> alt.Chart:
     """Bars of a count by day, or lines of a rate by day (points to click)."""
-    base = alt.Chart(frame)
+    base = Chart(frame)
     chart = base.mark_line(point=alt.OverlayMarkDef(size=90, filled=True)) if rate else base.mark_bar()
     axis = alt.Axis(format=".0%") if rate else alt.Axis(format="d", tickMinStep=1)
     enc = {"x": alt.X("day:T", title=None, timeUnit="utcyearmonthdate"), "y": alt.Y(f"{y}:Q", axis=axis, title=AXIS_TITLES.get(y, y)),
@@ -176,7 +185,7 @@ def over_time(frame: pl.DataFrame, y: str, color: str | None = None, *, rate: bo
 
 
 def bars(frame: pl.DataFrame, x: str, y: str, *, fmt: str = ",.0f", sort: str = "-x") -> alt.Chart:
-    return alt.Chart(frame).mark_bar().encode(
+    return Chart(frame).mark_bar().encode(
         y=alt.Y(f"{x}:N", title=None, sort=sort), x=alt.X(f"{y}:Q", axis=alt.Axis(format=fmt), title=AXIS_TITLES.get(y, y)),
         tooltip=[alt.Tooltip(c) for c in frame.columns],
     )
@@ -252,7 +261,7 @@ def page() -> None:
         latency = analytics.step_latency(data, "model")
         long = (latency.unpivot(list(PERCENTILES), index="model", variable_name="percentile", value_name="ms")
                 .with_columns(pl.col("percentile").replace_strict(PERCENTILES)))
-        chart = alt.Chart(drawn(long)).mark_bar().encode(
+        chart = Chart(drawn(long)).mark_bar().encode(
             y=alt.Y("model:N", title=None), x=alt.X("ms:Q", title=AXIS_TITLES["ms"]), yOffset="percentile:N",
             color=alt.Color("percentile:N", title=None), tooltip=["model", "percentile", alt.Tooltip("ms", format=",.0f")])
         show("latency", "Step latency by model", drawn(latency), chart,
