@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "replay_core"
 
-GROUND = {"events", "config"}
+GROUND = {"vocabulary", "events", "config"}
 # wing → the wings it may import (besides itself and the ground floor)
 ALLOWED = {
     "storage": set(),
@@ -76,10 +76,11 @@ def graph() -> dict[str, set[str]]:
     return {module_name(p): imports_of(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def test_ground_floor_imports_nothing_of_ours():
+def test_ground_floor_imports_only_the_ground_floor():
     g = graph()
+    floor = {f"replay_core.{ground}" for ground in GROUND}
     for ground in GROUND:
-        assert g[f"replay_core.{ground}"] == set(), f"{ground} must import nothing of replay_core"
+        assert g[f"replay_core.{ground}"] <= floor, f"{ground} must import nothing of replay_core but the ground floor"
 
 
 def test_wings_import_only_below_them():
@@ -140,7 +141,7 @@ def test_screens_stay_out_of_storage_internals():
 def test_the_top_of_the_package_lists_only_wings_and_a_handful_of_files():
     files = sorted(p.name for p in PACKAGE.glob("*.py"))
     wings = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    assert files == ["__init__.py", "cli.py", "config.py", "demo.py", "events.py"]
+    assert files == ["__init__.py", "cli.py", "config.py", "demo.py", "events.py", "vocabulary.py"]
     assert set(wings) <= set(ALLOWED)
     for wing in wings:
         assert ast.get_docstring(ast.parse((PACKAGE / wing / "__init__.py").read_text())), f"{wing}/__init__ needs its docstring"
