@@ -414,10 +414,11 @@ def fast_step(obj: dict) -> StepEvent | None:
     when = values.get("timestamp")
     if when is not None:
         if type(when) is datetime:  # a reader's own parse (OTLP nanoseconds, ISO already read)
-            try:
-                values["timestamp"] = _utc_checked(when)
-            except ValueError:
-                return None
+            if when.tzinfo is not UTC:  # made at UTC (as readers make them): nothing to convert
+                try:
+                    values["timestamp"] = _utc_checked(when)
+                except ValueError:
+                    return None
         elif type(when) is not str or not _ISO.fullmatch(when):
             return None
         else:

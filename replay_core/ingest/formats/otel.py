@@ -74,6 +74,8 @@ class Span:
     attrs: oa.Attrs | None = None
     kind: str | None = None  # oa.MODEL, oa.TOOL, oa.AGENT…
     agent: str | None = None  # its own agent name, else the nearest ancestor's
+    rank: tuple[int, int] = (0, 0)  # (depth, place in its session's start order): how ties in time are ordered
+    anchor: Part | None = None  # its `step` part, which its children's steps name as their parent
 
 
 # ---------------------------------------------------------------------------- small decoders
@@ -502,9 +504,11 @@ class _Trees:
     def __init__(self, spans: list[Span]):
         self.by_id = {(s.trace_id, s.span_id): s for s in spans}
         self.roots: dict[str, Span] = {}
-        for s in sorted(spans, key=_start_key):
+        for s in spans:  # per trace the root that starts first (the first met on a tie)
             if s.parent_id is None:
-                self.roots.setdefault(s.trace_id, s)
+                found = self.roots.get(s.trace_id)
+                if found is None or _start(s) < _start(found):
+                    self.roots[s.trace_id] = s
         self.parent: dict[int, Span | None] = {}
         for s in spans:
             found = self.by_id.get((s.trace_id, s.parent_id)) if s.parent_id else None
@@ -535,8 +539,22 @@ class _Trees:
         return known[id(span)]
 
 
-def _start_key(span: Span) -> tuple:
-    return (span.start_ns if span.start_ns is not None else 2**63,)
+def _start(span: Span) -> int:
+    return span.start_ns if span.start_ns is not None else 2**63
+
+
+def _named_session(root: Span | None, members: list[Span]) -> str | None:
+    """The session a trace's spans name: its root's, else that of the first to start that names one
+    (the first met on a tie). One pass, no sort."""
+    named = oa.conversation_id(root.attributes) if root is not None else None
+    if named:
+        return named
+    best = None
+    for span in members:
+        found = oa.conversation_id(span.attributes) if span is not root else None
+        if found and (best is None or _start(span) < best[0]):
+            best = (_start(span), found)
+    return best[1] if best else None
 
 
 def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[SessionDraft]:
@@ -555,9 +573,7 @@ def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[
     sessions: dict[str, SessionDraft] = {}
     for trace_id, members in by_trace.items():
         root = trees.roots.get(trace_id)
-        ordered = ([root] if root else []) + sorted((s for s in members if s is not root), key=_start_key)
-        sid = ledger.session_of.get(trace_id) if ledger else None
-        sid = sid or next((c for c in (oa.conversation_id(s.attributes) for s in ordered) if c), trace_id)
+        sid = (ledger.session_of.get(trace_id) if ledger else None) or _named_session(root, members) or trace_id
         sessions.setdefault(sid, SessionDraft(sid, [], trees, ledger=ledger)).spans.extend(members)
     drafts = list(sessions.values())
     for draft in drafts:
@@ -569,25 +585,25 @@ def _read_session(draft: SessionDraft) -> None:
     trees = draft.trees
     depth = trees.depth
     draft.spans.sort(key=lambda s: (s.start_ns if s.start_ns is not None else 2**63, depth(s)))  # stable: ties keep their order
-    for s in draft.spans:
-        s.attrs = oa.Attrs(s.attributes)
-        s.kind = oa.span_class(s.attrs)
-        s.agent = None
-        if oa.conversation_id(s.attributes) == draft.session_id:
-            s.attrs.use("gen_ai.conversation.id", "session.id")
     emitted: list[_Call] = []
-    members = set(map(id, draft.spans))
-    for span in draft.spans:  # parents start first: an agent's name reaches its descendants
-        parent = trees.parent[id(span)]
-        span.agent = oa.agent_name(span.attrs) or (parent.agent if parent is not None and id(parent) in members else None)
-    for span in draft.spans:  # model calls first, so that every tool span can find the call it answers
-        kind = span.kind
-        if kind == oa.MODEL:
-            part, calls = _model_part(span, span.attrs)
+    seen: set[int] = set()
+    sid = draft.session_id
+    parent_of = trees.parent
+    for place, span in enumerate(draft.spans):  # parents start first: an agent's name reaches its descendants
+        span.rank = (depth(span), place)
+        a = span.attrs = oa.Attrs(span.attributes)
+        kind = span.kind = oa.span_class(a)
+        if oa.conversation_id(span.attributes) == sid:
+            a.use("gen_ai.conversation.id", "session.id")
+        parent = parent_of[id(span)]
+        span.agent = oa.agent_name(a) or (parent.agent if parent is not None and id(parent) in seen else None)
+        seen.add(id(span))
+        if kind == oa.MODEL:  # model calls first, so that every tool span can find the call it answers
+            part, calls = _model_part(span, a)
             emitted += [_Call(span, i, c, span.start_ns) for i, c in enumerate(calls)]
             draft.parts.append(part)
         elif kind != oa.TOOL:
-            draft.parts.append(_other_part(span, span.attrs, kind))
+            draft.parts.append(_other_part(span, a, kind))
     ledger = draft.ledger
     prior = [p for t in dict.fromkeys(s.trace_id for s in draft.spans) for p in ledger.prior.get(t, ())] if ledger else []
     if prior:
@@ -810,14 +826,17 @@ def _step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
         otel["parent_span_id"] = span.parent_id
     if span.status_message:
         otel["status_message"] = span.status_message
-    otel.update({k: v for k, v in span.otel.items() if v})
-    events = [{k: v for k, v in e.items() if v not in (None, {})} for e in span.events]
-    if events:
-        otel["events"] = events
+    for key, value in span.otel.items():
+        if value:
+            otel[key] = value
+    if span.events:
+        otel["events"] = [{k: v for k, v in e.items() if v not in (None, {})} for e in span.events]
     out: dict[str, Any] = {"otel": otel}
-    leftover = {k: v for k, v in a.leftover().items() if not k.startswith(OVERRIDE)}
-    if leftover:
-        out["attributes"] = leftover
+    if a.values:  # a bare span (most of a big structural trace) has nothing left over
+        used = a.used
+        leftover = {k: v for k, v in a.values.items() if k not in used and not k.startswith(OVERRIDE)}
+        if leftover:
+            out["attributes"] = leftover
     return out
 
 
@@ -836,41 +855,45 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
     out: list[Event | BadRecord] = []
     parts = draft.parts
     for part in parts:
+        span = part.span
+        if part.role == "step":
+            span.anchor = part
         key = OVERRIDE + part.role
-        if key in part.span.attributes:
+        if key in span.attributes:
             try:
-                part.fields.update(_override(part.span.attributes[key], key))
+                part.fields.update(_override(span.attributes[key], key))
             except ValueError as exc:
-                out.append(BadRecord(part.span.where, str(exc)))
-    anchors = {id(p.span): p for p in parts if p.role == "step"}
-    trees = draft.trees
-    rank = {id(s): (trees.depth(s), i) for i, s in enumerate(draft.spans)}
+                out.append(BadRecord(span.where, str(exc)))
     parts.sort(key=lambda p: (
         p.t_ns if p.t_ns is not None else 2**63,
         0 if p.ends and (p.span.end_ns or 0) > (p.span.start_ns or 0) else 1,
-        *rank[id(p.span)], p.role != "step", p.role,
+        *p.span.rank, p.role != "step", p.role,
     ))
     parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
     steps: list[StepEvent] = []
     replaces: list[Replace] = []
+    parent_of = draft.trees.parent
+    sid = draft.session_id
     for n, part in enumerate(parts, start=1):
-        fields = part.fields
-        fields.setdefault("event_id", part.span.span_id if part.role == "step" else f"{part.span.span_id}.{part.role}")
+        fields, span = part.fields, part.span
+        if "event_id" not in fields:
+            fields["event_id"] = span.span_id if part.role == "step" else f"{span.span_id}.{part.role}"
         if "parent_id" not in fields:
-            parent = trees.parent[id(part.span)]
-            anchor = anchors.get(id(parent)) if parent is not None else None
-            fields["parent_id"] = anchor.fields.get("event_id") if anchor else part.span.parent_id
+            parent = parent_of[id(span)]
+            anchor = parent.anchor if parent is not None else None
+            fields["parent_id"] = anchor.fields.get("event_id") if anchor else span.parent_id
         if "seq" not in fields and assign_seq:
             fields["seq"] = n
+        # the fields themselves, Nones and all, are what the fast path checks (one dict a step, not three:
+        # it is a third of the map's time); the model only for what it cannot vouch for (it words the refusal)
+        fields.setdefault("kind", "step")
+        fields.setdefault("session_id", sid)
         try:
-            given = {k: v for k, v in fields.items() if v is not None}
-            # the model only for what the fast path cannot vouch for (it words the refusal); a third of the map's time
-            step = fast_step({"kind": "step", "session_id": draft.session_id, **given}) or StepEvent(
-                session_id=draft.session_id, **given)
+            step = fast_step(fields) or StepEvent(**{k: v for k, v in fields.items() if v is not None})
             (replaces.append(Replace(part.replaces, step)) if part.replaces else steps.append(step))
         except (ValidationError, TypeError) as exc:
             reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
-            out.append(BadRecord(f"{part.span.where} ({part.role})", reason))
+            out.append(BadRecord(f"{span.where} ({part.role})", reason))
     session = dict(draft.fields)
     raw = next((s.resource[SESSION_OVERRIDE] for s in draft.spans if SESSION_OVERRIDE in s.resource), None)
     if raw is not None:

@@ -66,9 +66,6 @@ class Attrs:
                 self.used.add(key)
         return [items[i] for i in sorted(items)]
 
-    def leftover(self) -> dict[str, Any]:
-        return {k: v for k, v in self.values.items() if k not in self.used}
-
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}
 
