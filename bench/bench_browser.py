@@ -3,8 +3,9 @@
 The served app (`streamlit run streamlit_app.py`, as `make run` starts it) on a database of
 2,000 runs × 50 steps plus one 10,000-step run, then on one with a 100,000-step run:
 - the timeline's first open (goal ≤ 2 s at 100,000 steps) and the repaint after each
-  Next / Previous / Next-cycle click (goal ≤ 250 ms p95), timed from the click until the
-  step's heading shows the new step and Streamlit's running indicator is gone;
+  Next / Previous / Next-cycle click (goal ≤ 150 ms p95 at 10,000 steps, ≤ 250 ms at 100,000),
+  timed from the click until the step's heading shows the new step and Streamlit's running
+  indicator is gone;
 - the analytics page with all its charts drawn;
 - the served app's memory (RSS) with the 100,000-step run open (goal ≤ 500 MB), beside the same
   process's RSS with only the runs page open;
@@ -92,7 +93,7 @@ def click_ms(pg, name: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def timeline(pg, base: str, sid: str, label: str) -> None:
+def timeline(pg, base: str, sid: str, label: str, click_goal: str) -> None:
     first = open_ms(pg, f"{base}/timeline?session={sid}&step=2", "h3:has-text('· step 2')")
     report(f"browser_timeline_open_{label}", first, "ms", "<= 2000", BASELINE["runs_page"], higher_is_better=False)
     times = []
@@ -100,9 +101,9 @@ def timeline(pg, base: str, sid: str, label: str) -> None:
         times.append(click_ms(pg, name))
     times.sort()
     p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
-    report(f"browser_timeline_click_p50_{label}", statistics.median(times), "ms", "<= 250", BASELINE["runs_page"],
+    report(f"browser_timeline_click_p50_{label}", statistics.median(times), "ms", click_goal, BASELINE["runs_page"],
            higher_is_better=False)
-    report(f"browser_timeline_click_p95_{label}", p95, "ms", "<= 250", BASELINE["runs_page"], higher_is_better=False)
+    report(f"browser_timeline_click_p95_{label}", p95, "ms", click_goal, BASELINE["runs_page"], higher_is_better=False)
 
 
 BASELINE: dict[str, float] = {}
@@ -130,7 +131,7 @@ def main() -> None:
             pg.wait_for_function(DRAWN, timeout=120_000)
             report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1000",
                    BASELINE["runs_page"], higher_is_better=False)
-            timeline(pg, base, "big-10k", "10k_steps")
+            timeline(pg, base, "big-10k", "10k_steps", "<= 150")
         huge = f"sqlite:///{tmp}/huge.db"
         store = Store(huge)
         import_bytes(store, one_run("big-100k", 100_000), "huge.jsonl")
@@ -138,7 +139,7 @@ def main() -> None:
         with served_app(huge) as base:
             open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
             idle_rss = served_rss_mb(base)
-            timeline(pg, base, "big-100k", "100k_steps")
+            timeline(pg, base, "big-100k", "100k_steps", "<= 250")
             report("served_app_rss_100k_step_run_open", served_rss_mb(base), "MB", "<= 500", idle_rss,
                    higher_is_better=False)
         browser.close()

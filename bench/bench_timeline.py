@@ -49,7 +49,7 @@ def one(steps: int, label: str, goal_open: str) -> None:
 
 
 def main() -> None:
-    one(10_000, "10k", "<= 250")
+    one(10_000, "10k", "<= 150")
     one(100_000, "100k", "<= 1000")
 
 

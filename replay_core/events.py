@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -256,9 +257,25 @@ class StepEvent(_Event):
         `fields_set`: one set (the keys of `values`) shared by every step of a load, which all
         have the same keys: a set per step was half the memory of a 100,000-step run (1.2 KB each).
         """
+        return cls._filled({**_STEP_DEFAULTS, **values}, set(values) if fields_set is None else fields_set)
+
+    @classmethod
+    def trusted_rows(cls, keys: tuple[str, ...], rows: Iterable[Sequence], fields_set: set[str], **same: Any) -> list[StepEvent]:
+        """`trusted` for a whole load of rows of `keys` (plus `same`, e.g. the session id, for every row):
+        each step's values one copy of the defaults updated in place (a fifth of `trusted`'s time)."""
+        base = {**_STEP_DEFAULTS, **same}
+        out = []
+        for row in rows:
+            values = base.copy()
+            values.update(zip(keys, row))
+            out.append(cls._filled(values, fields_set))
+        return out
+
+    @classmethod
+    def _filled(cls, values: dict[str, Any], fields_set: set[str]) -> StepEvent:
         step = cls.__new__(cls)
-        object.__setattr__(step, "__dict__", {**_STEP_DEFAULTS, **values})
-        object.__setattr__(step, "__pydantic_fields_set__", set(values) if fields_set is None else fields_set)
+        object.__setattr__(step, "__dict__", values)
+        object.__setattr__(step, "__pydantic_fields_set__", fields_set)
         object.__setattr__(step, "__pydantic_extra__", None)
         object.__setattr__(step, "__pydantic_private__", None)
         return step

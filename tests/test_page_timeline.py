@@ -177,6 +177,17 @@ def test_only_the_open_tab_is_drawn(demo_store):
     assert at.subheader[0].value.endswith("step 6") and not at.chat_message
 
 
+def test_everything_recorded_for_a_step_is_drawn_only_when_opened(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
+    recorded = lambda: [j for j in at.json if '"event_id"' in j.value]  # noqa: E731
+    assert not recorded()
+    at.session_state["step_raw"] = True
+    at.run()
+    assert recorded() and '"seq": 5' in recorded()[0].value
+    at.button(key="jump_next").click().run()  # stays open from step to step
+    assert '"seq": 6' in recorded()[0].value
+
+
 def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"}, state={"step_tab": "Review"})
     at.radio(key="review_target").set_value("Step 18")

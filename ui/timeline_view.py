@@ -176,7 +176,9 @@ def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure:
     ticks = strip_ticks(tl, seq, noted, hits=hits, explanation=explanation, structure=structure)
     gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing", "lane": "shape"} for g in tl.gaps]
     shown = [k for k in STRIP_KINDS if any(t["what"] == k for t in ticks) or (k == "missing" and gaps)]
-    st.vega_lite_chart(spec=strip_spec(tl.steps[0].seq, tl.steps[-1].seq, ticks, gaps), width="stretch", height=80,
+    # the ticks go as the chart's data and the spec stays the same from click to click, so the browser
+    # swaps the data in the drawn chart instead of building the chart again
+    st.vega_lite_chart(ticks, spec=strip_spec(tl.steps[0].seq, tl.steps[-1].seq, gaps), width="stretch", height=80,
                        key="strip", on_select=lambda: _picked("strip"), selection_mode=STRIP_PICK)
     left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
     if len(hits) > MAX_HIT_TICKS:
@@ -184,9 +186,9 @@ def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure:
     st.caption("Ticks: " + " · ".join(shown) + " (hover for which) — click a tick to go to its step" + left_off)
 
 
-def strip_spec(first: int, last: int, ticks: list[dict], gaps: list[dict]) -> dict:
-    """The strip as a Vega-Lite spec, written out: building it through Altair validated it against the
-    whole schema on every click (a fifth of a click's server time)."""
+def strip_spec(first: int, last: int, gaps: list[dict]) -> dict:
+    """The strip as a Vega-Lite spec over the ticks given as its data, written out: building it through
+    Altair validated it against the whole schema on every click (a fifth of a click's server time)."""
     encoding = {
         "x": {"field": "seq", "type": "quantitative", "scale": {"domain": [first, last], "nice": False},
               "axis": {"title": None, "format": "d", "tickCount": 10, "grid": False}},
@@ -196,7 +198,7 @@ def strip_spec(first: int, last: int, ticks: list[dict], gaps: list[dict]) -> di
         "tooltip": [{"field": "what", "type": "nominal", "title": "what"},
                     {"field": "seq", "type": "quantitative", "title": "step", "format": "d"}],
     }
-    marks = {"name": "strip_ticks", "data": {"values": ticks},
+    marks = {"name": "strip_ticks",
              "mark": {"type": "tick", "thickness": 3, "size": 16, "cursor": "pointer"}, "encoding": encoding}
     layers = [marks]
     if gaps:
@@ -501,14 +503,14 @@ def _answered_call(tl: Timeline, pos: int):
     return None
 
 
-def show_text(text: str | None) -> None:
-    """Content exactly as recorded: JSON as a tree (the recorded text one click away), anything with a
-    line break or longer than a line verbatim in a code block (indentation kept, no typographic
-    replacements such as `->` into an arrow), a short line as plain text."""
+def show_text(text: str | None, *, tree: bool = True) -> None:
+    """Content exactly as recorded: JSON as a tree (the recorded text one click away) unless `tree` is
+    False, anything with a line break or longer than a line verbatim in a code block (indentation kept,
+    no typographic replacements such as `->` into an arrow), a short line as plain text."""
     if not text:
         return
     stripped = text.strip()
-    if stripped[:1] in "[{":
+    if tree and stripped[:1] in "[{":
         try:
             st.json(orjson.loads(stripped), expanded=2)
             with st.expander("As recorded"):
@@ -594,8 +596,11 @@ def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict])
     show_text(step.content)
     for note in notes:
         st.markdown(note_line(note))
-    with st.expander("Everything recorded for this step"):
-        st.json(step.to_json_dict(), expanded=1)
+    # drawn only when opened (a click's repaint redrew the whole step's tree, hidden, every time)
+    raw = st.expander("Everything recorded for this step", key="step_raw", on_change="rerun")
+    if raw.open:
+        with raw:
+            st.json(step.to_json_dict(), expanded=1)
 
 
 # ------------------------------------------------------------------ state at the step
@@ -629,7 +634,8 @@ def context_view(snap: Snapshot) -> None:
         with st.chat_message(role if role in ("user", "assistant") else role.title(), avatar=ROLE_AVATARS.get(role, "💬")):
             where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
             st.caption(f"{md(role)} · {where} step {origin['seq']}")
-            show_text(_message_text(message))
+            # verbatim, JSON too: the text the model is sent, and three elements a bubble fewer to redraw per click
+            show_text(_message_text(message), tree=False)
             for call in message.get("tool_calls") or []:
                 fn = call.get("function", {}) if isinstance(call, dict) else {}
                 st.code(f"{fn.get('name', 'tool')}({fn.get('arguments', '')})", language=None, wrap_lines=True)

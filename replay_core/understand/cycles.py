@@ -46,23 +46,27 @@ def cycle_of_steps(types: Sequence[str]) -> list[int | None]:
     return out
 
 
-def group_cycles(steps: Sequence) -> list[Cycle]:
-    """Cycles of a session's steps (objects with `type` and `seq`), in order."""
-    membership = cycle_of_steps([s.type for s in steps])
+def group_cycles(steps: Sequence, membership: Sequence[int | None] | None = None) -> list[Cycle]:
+    """Cycles of a session's steps (objects with `type` and `seq`), in order; `membership`, when the
+    caller has it already, is cycle_of_steps of their types."""
+    types = [s.type for s in steps]
+    if membership is None:
+        membership = cycle_of_steps(types)
     grouped: list[list[int]] = []
     for pos, index in enumerate(membership):
         if index is None:
             continue
         if index == len(grouped):
-            grouped.append([])
-        grouped[index].append(pos)
+            grouped.append([pos])
+        else:
+            grouped[index].append(pos)
     return [
         Cycle(
             index=i,
             first_seq=steps[members[0]].seq,
             last_seq=steps[members[-1]].seq,
             positions=tuple(members),
-            types=tuple(steps[p].type for p in members),
+            types=tuple([types[p] for p in members]),
         )
         for i, members in enumerate(grouped)
     ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any
 
 from .cycles import Cycle, cycle_of_steps, group_cycles
@@ -49,20 +48,32 @@ class RunningTotals:
 
     @classmethod
     def of(cls, steps: list[StepEvent]) -> RunningTotals:
+        """One pass over the steps, all sums at once (a pass per sum was a third of building a timeline)."""
         first = next((s.timestamp for s in steps if s.timestamp), None)
         model_steps = {"think", "decision"}
-        return cls(
-            tokens_in=list(accumulate(s.tokens_in or 0 for s in steps)),
-            tokens_out=list(accumulate(s.tokens_out or 0 for s in steps)),
-            cost_usd=list(accumulate(s.cost_usd or 0.0 for s in steps)),
-            cost_unknown_steps=list(
-                accumulate(1 if s.cost_usd is None and s.type in model_steps and (s.tokens_in or s.tokens_out) else 0 for s in steps)
-            ),
-            tool_calls=list(accumulate(1 if s.type == "tool_call" else 0 for s in steps)),
-            errors=list(accumulate(1 if s.type == "error" or s.status == "error" else 0 for s in steps)),
-            retries=list(accumulate(1 if (s.retry or 0) > 0 else 0 for s in steps)),
-            elapsed_s=[(s.timestamp - first).total_seconds() if s.timestamp and first else None for s in steps],
-        )
+        out = cls([], [], [], [], [], [], [], [])
+        tokens_in = tokens_out = unknown = calls = errors = retries = 0
+        cost = 0.0
+        for s in steps:
+            t_in, t_out, kind = s.tokens_in or 0, s.tokens_out or 0, s.type
+            tokens_in += t_in
+            tokens_out += t_out
+            if s.cost_usd is not None:
+                cost += s.cost_usd
+            elif kind in model_steps and (t_in or t_out):
+                unknown += 1
+            calls += kind == "tool_call"
+            errors += kind == "error" or s.status == "error"
+            retries += (s.retry or 0) > 0
+            out.tokens_in.append(tokens_in)
+            out.tokens_out.append(tokens_out)
+            out.cost_usd.append(cost)
+            out.cost_unknown_steps.append(unknown)
+            out.tool_calls.append(calls)
+            out.errors.append(errors)
+            out.retries.append(retries)
+            out.elapsed_s.append((s.timestamp - first).total_seconds() if s.timestamp and first else None)
+        return out
 
     def at(self, position: int) -> dict[str, Any]:
         return {
@@ -163,11 +174,12 @@ def find_gaps(seqs: list[int]) -> list[Gap]:
 
 def build_timeline(session: dict, steps: list[StepEvent], context_ids: set[str] | None = None) -> Timeline:
     seqs = [s.seq for s in steps]
+    membership = cycle_of_steps([s.type for s in steps])
     return Timeline(
         session=session,
         steps=steps,
-        cycles=group_cycles(steps),
-        cycle_index=cycle_of_steps([s.type for s in steps]),
+        cycles=group_cycles(steps, membership),
+        cycle_index=membership,
         gaps=find_gaps(seqs),
         totals=RunningTotals.of(steps),
         context_ids=context_ids or set(),
