@@ -383,8 +383,9 @@ class Store:
         next_seq = 1
         if existed:
             ids = list({row[_EVENT_ID] for row, _ in batch})
-            for part in _chunks(ids):
-                seen.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
+            known = select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(bindparam("ids", expanding=True)))
+            for part in _chunks(ids):  # an expanding parameter: ids are sent as values, not coerced into the statement one by one
+                seen.update(conn.scalars(known, {"ids": list(part)}))
             next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1
         batch_max = max((row[_SEQ] for row, _ in batch if row[_SEQ] is not None), default=0)
         next_seq = max(next_seq, batch_max + 1)
