@@ -1,10 +1,17 @@
-"""HTTP ingest through the served app (`streamlit run streamlit_app.py`), batches of 500 steps,
-against the same events ingested in process (the pipeline without HTTP) as the baseline."""
+"""HTTP ingest through the served app (`streamlit run streamlit_app.py`): 8 writers at once, each
+an agent of its own (a process: client CPU is counted, `client_cpu_s`), sending its runs' steps in
+batches of 500, on SQLite and on PostgreSQL (a throwaway database). Baseline: the same batches
+ingested in process (redaction and Store write, no HTTP, no validation), one after another.
+`one_writer` is the same served app fed by one client, for context."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import sys
 import tempfile
+import time
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -19,16 +26,20 @@ from replay_core.events import parse_event  # noqa: E402
 from replay_core.ingest.pipeline import ingest  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
 
-SESSIONS, PER_SESSION, BATCH = 20, 2_000, 500
+WRITERS, RUNS_PER_WRITER, PER_SESSION, BATCH = 8, 2, 5_000, 500
+SESSIONS = WRITERS * RUNS_PER_WRITER
 STEPS = SESSIONS * PER_SESSION
 TOKEN = "bench-token"
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def requests() -> list[tuple[str, bytes]]:
-    """(path, body) in the order an agent would send them: open, steps in batches of 500, end."""
-    out, pending = [], []
+def requests(prefix: str) -> list[list[tuple[str, bytes]]]:
+    """Per run, (path, body) in the order an agent sends them: open, steps in batches of 500, end."""
+    runs: dict[str, list[tuple[str, bytes]]] = {}
+    pending: list[dict] = []
     for obj in generated_objects(SESSIONS, PER_SESSION):
-        sid = obj["session_id"]
+        sid = obj["session_id"] = f"{prefix}{obj['session_id']}"
+        out = runs.setdefault(sid, [])
         if obj["kind"] == "session":
             out.append(("/api/v1/sessions", orjson.dumps(obj)))
         elif obj["kind"] == "step":
@@ -38,26 +49,46 @@ def requests() -> list[tuple[str, bytes]]:
                 pending = []
         else:
             out.append((f"/api/v1/sessions/{sid}/end", orjson.dumps(obj)))
-    return out
+    return list(runs.values())
 
 
-def over_http(base: str, bodies: list[tuple[str, bytes]]) -> float:
+def _writer(base: str, bodies: list[tuple[str, bytes]], ready, start, results) -> None:
+    """One agent: its own connection, its runs' requests in order; reports steps stored, CPU spent, when it finished."""
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
-    with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
-        def send():
-            stored = 0
-            for path, body in bodies:
-                res = http.post(path, content=body)
-                res.raise_for_status()
-                stored += res.json()["steps"]
-            return stored
+    with httpx.Client(base_url=base, headers=headers, timeout=120) as http:
+        http.get("/healthz").raise_for_status()  # connected before the clock starts
+        ready.release()
+        start.wait()
+        cpu, stored = time.process_time(), 0
+        for path, body in bodies:
+            res = http.post(path, content=body)
+            res.raise_for_status()
+            stored += res.json()["steps"]
+        results.put((stored, time.process_time() - cpu, time.perf_counter()))
 
-        stored, seconds = timed(send)
+
+def over_http(base: str, runs: list[list[tuple[str, bytes]]], writers: int) -> tuple[float, float]:
+    """Steps/s with `writers` client processes sharing the runs out, and the clients' CPU seconds."""
+    ctx = mp.get_context("fork")
+    ready, start, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+    shares = [[req for run in runs[w::writers] for req in run] for w in range(writers)]
+    procs = [ctx.Process(target=_writer, args=(base, share, ready, start, results)) for share in shares]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.acquire()
+    began = time.perf_counter()  # CLOCK_MONOTONIC: the same clock in every process
+    start.set()
+    done = [results.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join()
+    stored = sum(d[0] for d in done)
     assert stored == STEPS, stored
-    return STEPS / seconds
+    return STEPS / (max(d[2] for d in done) - began), sum(d[1] for d in done)
 
 
 def in_process(url: str) -> float:
+    """The baseline: the same batches redacted and stored by a Store in this process, one after another."""
     store = Store(url)
     events = [parse_event(o) for o in generated_objects(SESSIONS, PER_SESSION)]
 
@@ -70,17 +101,47 @@ def in_process(url: str) -> float:
     return STEPS / seconds
 
 
-def main() -> None:
+@contextmanager
+def postgres_databases(count: int):
+    """`count` throwaway databases on the local server, dropped after; None when there is no server."""
+    import psycopg
+
+    try:
+        admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        print(orjson.dumps({"bench": "http_ingest_8_writers_postgres", "skipped": str(exc).splitlines()[0]}).decode())
+        yield None
+        return
+    names = [f"bench_api_{uuid.uuid4().hex[:8]}" for _ in range(count)]
+    try:
+        for name in names:
+            admin.execute(f'create database "{name}"')
+        yield [PG_ADMIN.rsplit("/", 1)[0] + "/" + name for name in names]
+    finally:
+        for name in names:
+            admin.execute(f'drop database if exists "{name}" with (force)')
+        admin.close()
+
+
+def measure(label: str, goal: str, baseline_url: str, served_url: str) -> None:
     from apptest_helpers import served_app
 
-    bodies = requests()
+    base_rate = in_process(baseline_url)
+    Store(served_url).close()  # migrated before the server starts
+    with served_app(served_url, AGENT_REPLAY_API_TOKENS=TOKEN) as base:
+        value, client_cpu = over_http(base, requests("w8-"), WRITERS)
+        one, _ = over_http(base, requests("w1-"), 1)
+    report(f"http_ingest_{WRITERS}_writers_batches_of_{BATCH}_{label}", value, "steps/s", goal, base_rate,
+           steps=STEPS, client_cpu_s=round(client_cpu, 3), client_cpu_us_per_step=round(client_cpu / STEPS * 1e6, 2),
+           one_writer=round(one, 1))
+
+
+def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        base_rate = in_process(f"sqlite:///{tmp}/direct.db")
-        url = f"sqlite:///{tmp}/served.db"
-        Store(url).close()
-        with served_app(url, AGENT_REPLAY_API_TOKENS=TOKEN) as base:
-            value = over_http(base, bodies)
-    report("http_ingest_batches_of_500_sqlite", value, "steps/s", ">= 5000", base_rate)
+        measure("sqlite", ">= 30000", f"sqlite:///{tmp}/direct.db", f"sqlite:///{tmp}/served.db")
+    with postgres_databases(2) as urls:
+        if urls:
+            measure("postgres", ">= 20000", *urls)
 
 
 if __name__ == "__main__":

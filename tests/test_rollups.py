@@ -39,6 +39,12 @@ step = st.builds(
     metadata=st.none() | st.sampled_from(({"approval": True}, {"block": "fallback"}, {"block": "fallback", "agent_invoked": True})),
 )
 
+# a step of few tools, arguments and call ids: loops and redundant calls that span batches
+call = st.builds(dict, type=st.sampled_from(("tool_call", "tool_call", "tool_result", "think")), retry=st.sampled_from((0, 0, 1)),
+                 status=st.sampled_from(("ok", "ok", "error")), tool_name=st.sampled_from(("search", "read")),
+                 tool_args=st.sampled_from(({"q": 1}, {"q": 1}, {"q": 2})), tool_call_id=st.sampled_from(("c1", "c2", "c3", "c4")),
+                 minute=st.integers(0, 600))
+
 op = st.one_of(
     st.tuples(st.just("write"), st.sampled_from(SIDS), st.lists(step, max_size=8), st.booleans(), st.booleans()),
     st.tuples(st.just("delete"), st.sampled_from(SIDS)),
@@ -94,6 +100,34 @@ def test_rollups_equal_a_rebuild_after_any_writes(store, actions):
     with store.engine.connect() as conn:
         with_steps = set(conn.scalars(text("select distinct session_id from steps")))
     assert {row[0] for row in kept[0]} == with_steps
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(batches=st.lists(st.lists(step | call, min_size=1, max_size=8), min_size=2, max_size=6))
+def test_a_live_run_sent_in_batches_equals_a_rebuild(store, batches):
+    """A run's later batches carry its stored rollup on (storage/rollups.py `append`): loops and
+    redundant calls across batches, results arriving a batch after their calls, cycles going on."""
+    _clear(store)
+    for i, specs in enumerate(batches):  # each step placed after the stored ones, as an agent's next batch is
+        store.write([_event("live", {**spec, "seq": None, "event_id": f"b{i}.{j}"}) for j, spec in enumerate(specs)])
+    kept = _tables(store)
+    store.rebuild_rollups()
+    assert kept == _tables(store)
+
+
+def test_a_loop_and_its_redundant_calls_across_batches(store):
+    """Three calls of one tool and arguments, their first result in the next batch, a fourth call in the one after."""
+    _clear(store)
+    call = {"type": "tool_call", "tool_name": "search", "tool_args": {"q": 1}, "minute": 0}
+    for batch in ([{**call, "tool_call_id": f"c{i}", "event_id": f"e{i}"} for i in (1, 2, 3)],
+                  [{"type": "tool_result", "tool_call_id": "c1", "event_id": "r1", "minute": 1}],
+                  [{**call, "tool_call_id": "c4", "event_id": "e4"}]):
+        store.write([_event("live", spec) for spec in batch])
+    kept = _tables(store)
+    store.rebuild_rollups()
+    assert kept == _tables(store)
+    row = dict(zip(rollups.ROLLUP_COLUMNS, kept[0][0], strict=True))
+    assert (row["loops"], row["redundant_calls"]) == (1, 1)
 
 
 def test_definitions_on_a_known_run():

@@ -25,7 +25,7 @@ from operator import itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Connection
 
 from .tables import run_breakdown, run_rollups, steps
@@ -46,13 +46,25 @@ def _args_key(args: Any) -> str:
 def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tuple]] | None:
     """A run's rollup row and breakdown rows from its steps (tuples in FIELDS order, in seq
     order, ties in storage order); None for a run without steps."""
-    n = retried = errored = unknown = blocked = approvals = blocks = agent = calls_n = failures = falls = 0
-    tokens_in = tokens_out = cost = max_seq = first_error = last_phase = None
-    phased = False
-    durations: list[str] = []
-    breakdown: dict[tuple, list[int]] = {}
-    calls: dict[tuple, list[tuple]] = {}
-    ok_at: dict[str, int] = {}
+    state = _fold(_empty(), rows)
+    if not state[0]:
+        return None
+    loops, redundant = _loops(state[-2], state[-1])
+    return _rolled(session_id, state, loops, redundant)
+
+
+# What the fold carries from step to step: the counts, sums and extremes a rollup row holds (with
+# `falls`, `last_phase` and `phased` for cycles, the durations as strings), the breakdown
+# {(tool, error class): [calls, errored]}, the calls {(tool, args key): [(seq, call id)]} and the
+# first ok result's seq per call id (loops and redundant calls are worked out from those two).
+def _empty() -> tuple:
+    return (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, None, None, None, None, None, False, [], {}, {}, {})
+
+
+def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
+    """`state` carried over `rows` (in seq order, ties in storage order); its lists and dicts are added to."""
+    (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
+     max_seq, first_error, last_phase, phased, durations, breakdown, calls, ok_at) = state
     for seq, kind, status, retry, dur, t_in, t_out, c, ts, tool, ecls, args, call_id, meta in rows:
         n += 1
         if max_seq is None or seq > max_seq:
@@ -102,8 +114,13 @@ def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tu
                 counts[1] += 1
         elif kind == "tool_result" and status == "ok" and call_id is not None and (call_id not in ok_at or seq < ok_at[call_id]):
             ok_at[call_id] = seq
-    if not n:
-        return None
+    return (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
+            max_seq, first_error, last_phase, phased, durations, breakdown, calls, ok_at)
+
+
+def _loops(calls: dict[tuple, list[tuple]], ok_at: dict[str, int]) -> tuple[int, int]:
+    """Loops (a tool with the same arguments called 3+ times) and redundant calls (a repeat of a
+    call whose ok result was already seen) among these groups of calls."""
     loops = redundant = 0
     for group in calls.values():
         if len(group) < 2:
@@ -113,6 +130,12 @@ def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tu
         if seen:
             first_ok = min(seen)
             redundant += sum(1 for seq, _ in group if seq > first_ok)
+    return loops, redundant
+
+
+def _rolled(session_id: str, state: tuple, loops: int, redundant: int) -> tuple[tuple, list[tuple]]:
+    (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
+     max_seq, first_error, _, phased, durations, breakdown, _, _) = state
     row = (session_id, n, max_seq, tokens_in, tokens_out, cost, unknown, retried, errored, first_error, blocked, approvals,
            blocks, agent, calls_n, failures, (falls + 1) if phased else 0, loops, redundant, ",".join(durations) or None)
     return row, [(session_id, tool, ecls, a, b) for (tool, ecls), (a, b) in breakdown.items()]
@@ -154,6 +177,71 @@ def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
     ids = sorted(set(session_ids))
     if ids:
         write(conn, ids, from_stored(conn, ids), insert_rows)
+
+
+def append(conn: Connection, added: dict[str, list[Sequence]], insert_rows) -> None:
+    """The rollups of runs that have just stored `added` steps (FIELDS tuples, in the order stored).
+    A run whose new steps all come after its stored ones (a live run's next batch) goes on from its
+    stored rollup, reading back only its last phase and the calls its new steps group with (the
+    loops they may make or end); any other is recomputed from its steps (`refresh`): the same
+    rows either way, without reading a long run whole at each batch."""
+    r = run_rollups.c
+    ids = sorted(added)
+    stored: dict[str, Any] = {}
+    for start in range(0, len(ids), _CHUNK):
+        stored.update((row.session_id, row) for row in conn.execute(select(run_rollups).where(r.session_id.in_(ids[start : start + _CHUNK]))))
+    again, rolled = [], {}
+    for sid in ids:
+        rows = sorted(added[sid], key=itemgetter(0))
+        row = stored.get(sid)
+        if row is None or not rows or rows[0][0] <= row.max_seq:
+            again.append(sid)
+        else:
+            rolled[sid] = _carried_on(conn, sid, row, rows)
+    write(conn, list(rolled), rolled.values(), insert_rows)
+    refresh(conn, again, insert_rows)
+
+
+def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[tuple, list[tuple]]:
+    """`row` (the stored rollup of `sid`, steps up to seq `row.max_seq`) carried over `rows`, which follow them."""
+    s = steps.c
+    before = (s.session_id == sid, s.seq <= row.max_seq)  # the new steps are stored already: not them
+    last = conn.scalar(select(s.type).where(*before, s.type.in_(list(_PHASE))).order_by(s.seq.desc(), s.id.desc()).limit(1))
+    new_calls = [((tool, _args_key(args)), call_id) for _, kind, _, retry, _, _, _, _, _, tool, _, args, call_id, _ in rows
+                 if kind == "tool_call" and not retry and tool is not None]
+    new_ok = [call_id for _, kind, status, *_, call_id, _ in rows if kind == "tool_result" and status == "ok" and call_id is not None]
+    tools = {tool for (tool, _), _ in new_calls}
+    for part in _parts(new_ok):  # a new ok result may make a stored call's repeats redundant: its group is touched too
+        tools.update(conn.scalars(select(s.tool_name).distinct().where(*before, s.type == "tool_call", s.tool_call_id.in_(part))))
+    tools.discard(None)
+    stored_calls: dict[tuple, list[tuple]] = {}
+    if tools:
+        query = select(s.seq, s.tool_name, s.tool_args, s.tool_call_id).where(*before, s.type == "tool_call", s.retry == 0,
+                                                                              s.tool_name.in_(sorted(tools)))
+        for seq, tool, args, call_id in conn.execute(query):
+            stored_calls.setdefault((tool, _args_key(args)), []).append((seq, call_id))
+    ok_new = set(new_ok)
+    touched = {key for key, _ in new_calls} | {key for key, group in stored_calls.items() if any(cid in ok_new for _, cid in group)}
+    calls = {key: stored_calls[key] for key in touched if key in stored_calls}
+    wanted = sorted({cid for group in calls.values() for _, cid in group if cid is not None} | {cid for _, cid in new_calls if cid is not None})
+    ok_at: dict[str, int] = {}
+    for part in _parts(wanted):
+        ok_at.update(conn.execute(select(s.tool_call_id, func.min(s.seq)).where(
+            *before, s.type == "tool_result", s.status == "ok", s.tool_call_id.in_(part)).group_by(s.tool_call_id)).all())
+    old_loops, old_redundant = _loops(calls, ok_at)
+    breakdown = {(b.tool_name, b.error_class): [b.tool_calls, b.errored]
+                 for b in conn.execute(select(run_breakdown).where(run_breakdown.c.session_id == sid))}
+    state = (row.steps, row.retried_steps, row.errored_steps, row.cost_unknown_steps, row.blocked_steps, row.approvals,
+             row.fallback_blocks, row.fallback_agent, row.tool_calls, row.tool_failures, max(row.cycles - 1, 0), row.tokens_in,
+             row.tokens_out, row.cost_usd, row.max_seq, row.first_error_at, _PHASE.get(last), row.cycles > 0,
+             [row.durations_us] if row.durations_us else [], breakdown, calls, ok_at)
+    state = _fold(state, rows)
+    loops, redundant = _loops(state[-2], state[-1])
+    return _rolled(sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)
+
+
+def _parts(items: Sequence) -> Iterable[list]:
+    return (list(items[i : i + _CHUNK]) for i in range(0, len(items), _CHUNK))
 
 
 def rebuild(conn: Connection, insert_rows, *, batch: int = 2000) -> int:

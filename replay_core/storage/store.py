@@ -259,13 +259,13 @@ class Store:
             if sid in known and fields:
                 conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
         last_seen: dict[str, datetime] = {}
-        rolled_new, stale, all_rows, all_contexts = {}, [], [], []
+        rolled_new, stale, all_rows, all_contexts = {}, {}, [], []
         for sid, pending in by_session.items():
             dupes, new_rows, contexts = self._new_steps(conn, sid, pending, sid in known)
             if sid in created and sid not in known:  # every step of the run is in hand
                 rolled_new[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
             elif new_rows:
-                stale.append(sid)
+                stale[sid] = list(map(_ROLLUP_OF_ROW, new_rows))
             all_rows += new_rows
             all_contexts += contexts
             result.steps += len(new_rows)
@@ -279,7 +279,7 @@ class Store:
         _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows)
         _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts)
         rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
-        rollups.refresh(conn, stale, _bulk_insert)
+        rollups.append(conn, stale, _bulk_insert)
         moved: dict[bool, list[dict]] = {False: [], True: []}
         for sid, latest in last_seen.items():
             revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
@@ -386,8 +386,9 @@ class Store:
         next_seq = 1
         if existed:
             ids = list({row[_EVENT_ID] for row, _ in batch})
-            for part in _chunks(ids):
-                seen.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
+            known = select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(bindparam("ids", expanding=True)))
+            for part in _chunks(ids):  # an expanding parameter: ids are sent as values, not coerced into the statement one by one
+                seen.update(conn.scalars(known, {"ids": list(part)}))
             next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1
         batch_max = max((row[_SEQ] for row, _ in batch if row[_SEQ] is not None), default=0)
         next_seq = max(next_seq, batch_max + 1)
