@@ -82,7 +82,7 @@ def write_pipelined(store: Store, data: bytes, redactor: Redactor, *, source: st
     readers = []
     for start, end in _parts(data, READERS):
         queue = ctx.Queue(maxsize=8)
-        process = ctx.Process(target=_reader, args=(data, start, end, redactor, queue), daemon=True)
+        process = ctx.Process(target=_reader, args=(data, start, end, redactor, store.engine.dialect, queue), daemon=True)
         process.start()
         readers.append((process, queue))
     read = Read()
@@ -159,10 +159,13 @@ def _received(readers, read: Read, progress) -> Iterator[WriteBatch]:
         raise Fallback("no steps")
 
 
-def _reader(data: bytes, start: int, end: int, redactor: Redactor, queue) -> None:
-    """A forked process: the lines of data[start:end] → validated, redacted events → batches on `queue`."""
+def _reader(data: bytes, start: int, end: int, redactor: Redactor, dialect, queue) -> None:
+    """A forked process: the lines of data[start:end] → validated, redacted events → batches on
+    `queue`, bound for the database (`WriteBatch.bind`: the writer's work that needs no stored state)."""
     try:
         for message in _batches(data[start:end], data.count(b"\n", 0, start), redactor):
+            if message[0] == "batch":
+                message[1][0].bind(dialect)
             queue.put(message)
     except Fallback as exc:
         queue.put(("fallback", str(exc)))

@@ -124,6 +124,11 @@ class WriteBatch:
     opened: dict[str, dict[str, Any]] = field(default_factory=dict)
     ended: dict[str, SessionEndEvent] = field(default_factory=dict)
     steps: dict[str, list[tuple[tuple, Any]]] = field(default_factory=dict)
+    # set by `bind`: the rows and contexts hold their values as the database takes them, and what
+    # the writer would have read from the unbound rows is here: each run's rollup and (first, last) time
+    bound: bool = False
+    rolled: dict[str, Any] = field(default_factory=dict)
+    times: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     def add(self, ev: SessionEvent | StepEvent | SessionEndEvent) -> None:
         sid = ev.session_id
@@ -138,6 +143,32 @@ class WriteBatch:
                     fields[name] = value
         else:
             self.ended[sid] = ev
+
+    def bind(self, dialect) -> None:
+        """Do in a reader process (ingest.parallel) the writer's work on rows that need no stored
+        state: the types' conversions, the rollups of the runs and their first and last times.
+        Only when every step has its seq and no run repeats an event id (else the writer numbers and
+        skips, from the unbound rows); the writer uses the rollups only for runs the write creates."""
+        for pending in self.steps.values():
+            if len({row[_EVENT_ID] for row, _ in pending}) != len(pending) or any(row[_SEQ] is None for row, _ in pending):
+                return
+        row_procs = _bind_processors(dialect, steps, (*STEP_COLUMNS, "session_id"))
+        context_proc = step_contexts.c.context.type._cached_bind_processor(dialect)
+        for sid, pending in self.steps.items():
+            rows = [row for row, _ in pending]
+            self.rolled[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, rows), key=itemgetter(0)))
+            stamps = [row[_TIMESTAMP] for row in rows if row[_TIMESTAMP] is not None]
+            self.times[sid] = (min(stamps), max(stamps)) if stamps else (None, None)
+            self.steps[sid] = [(_bound(row, row_procs), None if context is None or context_proc is None else context_proc(context))
+                               for row, context in pending]
+        self.bound = True
+
+    def first_last(self, sid: str) -> tuple[Any, Any]:
+        """The earliest and latest time of this run's steps in the batch (None, None without any)."""
+        if self.bound:
+            return self.times.get(sid, (None, None))
+        stamps = [row[_TIMESTAMP] for row, _ in self.steps.get(sid, ()) if row[_TIMESTAMP] is not None]
+        return (min(stamps), max(stamps)) if stamps else (None, None)
 
 
 class WriteRefused(ValueError):
@@ -241,6 +272,8 @@ class Store:
                     listed.update(batch.order)
                     self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts)
                     index_new()  # while the reader makes the next batch
+            # once for the whole write: a day's cell holds runs of many batches, and was summed again after each
+            daily.refresh(conn, list(listed), _bulk_insert)
         result.sessions = list(listed)
         return result
 
@@ -248,7 +281,7 @@ class Store:
         ids, opened, ended, by_session = list(batch.order), batch.opened, batch.ended, batch.steps
         known = self._existing_sessions(conn, ids, lock=True)
         self._check_references(conn, ids, opened)
-        created = self._create_sessions(conn, ids, known, opened, by_session, now, default_source, ended)
+        created = self._create_sessions(conn, ids, known, opened, batch, now, default_source, ended)
         known.update(self._existing_sessions(conn, [sid for sid in ids if sid not in known and sid not in created], lock=True))
         if not replace:
             conflicts = self._keep_final(known, opened, ended)
@@ -261,23 +294,24 @@ class Store:
         last_seen: dict[str, datetime] = {}
         rolled_new, stale, all_rows, all_contexts = {}, {}, [], []
         for sid, pending in by_session.items():
-            dupes, new_rows, contexts = self._new_steps(conn, sid, pending, sid in known)
+            dupes, new_rows, contexts = self._new_steps(conn, sid, pending, sid in known, batch.bound)
             if sid in created and sid not in known:  # every step of the run is in hand
-                rolled_new[sid] = rollups.rollup_of(sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
+                rolled_new[sid] = batch.rolled[sid] if batch.bound else rollups.rollup_of(
+                    sid, sorted(map(_ROLLUP_OF_ROW, new_rows), key=itemgetter(0)))
             elif new_rows:
                 stale[sid] = list(map(_ROLLUP_OF_ROW, new_rows))
             all_rows += new_rows
             all_contexts += contexts
             result.steps += len(new_rows)
             result.duplicates += dupes
-            latest = max((row[_TIMESTAMP] for row, _ in pending if row[_TIMESTAMP] is not None), default=None)
+            latest = batch.first_last(sid)[1]
             if latest is None and new_rows and sid not in ended:
                 latest = now  # a live run's steps without times: when they arrived is when they happened
             if latest is not None:
                 last_seen[sid] = latest
         # one executemany per table for the whole batch: statements per run were most of a big import
-        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows)
-        _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts)
+        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows, bound=batch.bound)
+        _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts, bound=batch.bound)
         rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
         rollups.append(conn, stale, _bulk_insert)
         moved: dict[bool, list[dict]] = {False: [], True: []}
@@ -300,7 +334,6 @@ class Store:
             conn.execute(update(sessions).where(sessions.c.id == bindparam("sid")).values(
                 status=bindparam("e_status"), outcome=bindparam("e_outcome"), error_class=bindparam("e_class"),
                 ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at)), ends)
-        daily.refresh(conn, ids, _bulk_insert)
 
     def _write_transaction(self):
         """A write transaction: on SQLite it takes the write lock at BEGIN (IMMEDIATE), so a
@@ -354,7 +387,7 @@ class Store:
                                  " (replace to change it)")
         return conflicts
 
-    def _create_sessions(self, conn, ids, known, opened, by_session, now, default_source, ended) -> set[str]:
+    def _create_sessions(self, conn, ids, known, opened, batch: WriteBatch, now, default_source, ended) -> set[str]:
         """Insert the sessions not yet stored; returns those this transaction created (a
         concurrent writer may have created the others first). A run's start is the source's, else
         its first step's time; the time of arrival only for a live run (not ended in this batch:
@@ -366,8 +399,9 @@ class Store:
             fields = opened.get(sid, {})
             started = fields.get("started_at")
             if started is None:
-                stamps = [row[_TIMESTAMP] for row, _ in by_session.get(sid, ()) if row[_TIMESTAMP]]
-                started = min(stamps) if stamps else (None if sid in ended else now)
+                started = batch.first_last(sid)[0]
+                if started is None:
+                    started = None if sid in ended else now
             row = {name: fields.get(name) for name in SESSION_FIELDS}
             row.update(id=sid, started_at=started, created_at=now, status=fields.get("status") or "running")
             row["source"] = row["source"] or default_source
@@ -380,8 +414,10 @@ class Store:
             created.update(_insert_new(conn, sessions, names, [[row[n] for n in names] for row in part], "id"))
         return created
 
-    def _new_steps(self, conn, sid: str, batch: list[tuple[tuple, Any]], existed: bool):
+    def _new_steps(self, conn, sid: str, batch: list[tuple[tuple, Any]], existed: bool, bound: bool = False):
         """The rows (and contexts) of the steps of `batch` (`step_row`s) not stored yet, numbered; and the duplicates."""
+        if not existed and bound:  # `WriteBatch.bind` found every seq given and no event id twice
+            return 0, [row for row, _ in batch], [(sid, row[_EVENT_ID], context) for row, context in batch if context is not None]
         seen: set[str] = set()
         next_seq = 1
         if existed:
@@ -1410,10 +1446,24 @@ def _drop_unused_blobs(conn: Connection) -> None:
     conn.execute(delete(media_blobs).where(media_blobs.c.sha256.not_in(used)))
 
 
-def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> None:
+def _bind_processors(dialect, table, names: Sequence[str]) -> list[tuple[int, Any]]:
+    """(position, bind processor) of the columns of `names` whose type converts its values."""
+    procs = [(i, table.c[n].type._cached_bind_processor(dialect)) for i, n in enumerate(names)]
+    return [(i, p) for i, p in procs if p is not None]
+
+
+def _bound(row: Sequence, converted: list[tuple[int, Any]]) -> tuple:
+    values = list(row)
+    for i, proc in converted:
+        if values[i] is not None:
+            values[i] = proc(values[i])
+    return tuple(values)
+
+
+def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list, *, bound: bool = False) -> None:
     """executemany straight to the driver, with SQLAlchemy's own bind processors.
 
-    `rows` are sequences of values in the order of `names` (lists are converted in place).
+    `rows` are sequences of values in the order of `names`, converted here unless `bound`.
     The same rows through `conn.execute(insert(table), dicts)` spend most of their time in
     per-row parameter processing; this keeps the types' conversions (JSON, UTC
     datetimes) and skips the rest. On PostgreSQL a big batch goes by COPY (psycopg's
@@ -1425,15 +1475,11 @@ def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list) -> N
     quote = dialect.identifier_preparer.quote
     mark = "?" if dialect.paramstyle == "qmark" else "%s"
     sql = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES ({', '.join([mark] * len(names))})"
-    procs = [(i, table.c[n].type._cached_bind_processor(dialect)) for i, n in enumerate(names)]
-    converted = [(i, p) for i, p in procs if p is not None]
-    params = []
-    for row in rows:
-        values = list(row)
-        for i, proc in converted:
-            if values[i] is not None:
-                values[i] = proc(values[i])
-        params.append(tuple(values))
+    if bound:  # converted already (`WriteBatch.bind`)
+        params = rows
+    else:
+        converted = _bind_processors(dialect, table, names)
+        params = [_bound(row, converted) for row in rows]
     if dialect.name == "postgresql" and len(params) >= _COPY_FROM:
         columns = ", ".join(quote(n) for n in names)
         with conn.connection.dbapi_connection.cursor() as cur, cur.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy:
