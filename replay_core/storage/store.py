@@ -1387,6 +1387,8 @@ class Store:
         Storing order, not seq: a step stored late with a lower seq (an SDK's held place for a
         model call) still comes. One run's writes are serialised (its row lock, SQLite's write
         lock), so its row ids grow in commit order and a cursor never skips a committed step."""
+        from ..events import StepEvent
+
         cols = [steps.c.id, *(steps.c[name] for name in STEP_COLUMNS)]
         query = select(*cols).where(steps.c.session_id == session_id, steps.c.id > after)
         query = query.order_by(steps.c.id.desc() if newest else steps.c.id).limit(limit)
