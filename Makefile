@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test fuzz bench install install-dev clean
+.PHONY: run test fuzz bench install install-dev bytecode clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,14 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements-dev.txt
 	touch $@
 
-install: $(VENV)/.runtime
-install-dev: $(VENV)/.dev
+install: $(VENV)/.runtime bytecode
+install-dev: $(VENV)/.dev bytecode
+
+# The project's own modules compiled as a wheel install would compile them: the editable install
+# leaves none, and where PYTHONDONTWRITEBYTECODE is set every start recompiled them all (~0.3 s of
+# CPU for the app and `stats`). Up-to-date files are skipped, so this costs nothing on a rerun.
+bytecode: $(VENV)/.runtime
+	$(BIN)/python -m compileall -q replay_core pages ui streamlit_app.py >/dev/null
 
 run: install
 	$(BIN)/agent-replay db upgrade
