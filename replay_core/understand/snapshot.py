@@ -20,9 +20,8 @@ from typing import Any
 import orjson
 
 from ..events import StepEvent
-from ..ingest.pipeline import collector_paused
 from ..storage.store import Store
-from .timeline import Timeline
+from .timeline import Timeline, paused_and_promoted
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 
@@ -215,7 +214,7 @@ def _rebuild(timeline: Timeline, start: int, end: int) -> _Rebuild:
     key = ("snapshot", start, end)
     found = timeline.cache.get(key)
     if found is None:
-        with collector_paused():  # a message dict per step of a long run: see timeline.open_timeline
+        with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
             steps = timeline.steps[start:end]
             marks: list[tuple[int, int | None]] = []
             messages = rebuild_messages(steps, marks)

@@ -6,7 +6,10 @@ cursor over the timeline (snapshot.state_at) costs O(1) for the totals.
 
 from __future__ import annotations
 
+import gc
 from bisect import bisect_left
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,8 +198,19 @@ def open_timeline(store: Store, session_id: str) -> Timeline:
     session = store.get_session(session_id)
     if session is None:
         raise KeyError(session_id)
-    with collector_paused():
+    with paused_and_promoted():
         return build_timeline(session, store.load_steps(session_id), store.context_event_ids(session_id))
+
+
+@contextmanager
+def paused_and_promoted() -> Iterator[None]:
+    """collector_paused, and what was made meanwhile moved straight to the oldest generation (gc.freeze
+    then gc.unfreeze: a list splice), not traversed by the young collection that the next allocation
+    would start (45 ms at 100,000 steps). Nothing is exempt from later full collections."""
+    with collector_paused():
+        yield
+        gc.freeze()
+        gc.unfreeze()
 
 
 def count_cycles(store: Store, session_ids: list[str]) -> dict[str, int]:
