@@ -209,8 +209,10 @@ def build_database(url: str, sessions: int, steps_total: int) -> None:
         t = time.perf_counter()
         db.execute("SET maintenance_work_mem = '1GB'")
         for ddl in restore:
+            one = time.perf_counter()
             db.execute(ddl)
-        db.commit()
+            db.commit()
+            print(f"{time.perf_counter() - one:7.1f} s  {ddl[:90]}", file=sys.stderr)
         print(f"steps' indexes and constraints built in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     db.close()
     t = time.perf_counter()
