@@ -150,10 +150,26 @@ def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path)
     assert "rollups rebuilt for 1 runs" in cli("db", "rebuild-rollups").stdout
     assert json.loads(cli("stats", "--json").stdout) == before
     probe = "import sys, runpy; sys.argv = ['agent-replay', 'stats']\ntry:\n    runpy.run_module('replay_core.cli', run_name='__main__')\n" \
-            "except SystemExit:\n    pass\nprint(sorted(m for m in ('polars', 'litellm', 'streamlit', 'alembic') if m in sys.modules))"
+            "except SystemExit:\n    pass\nprint(sorted(m for m in ('polars', 'litellm', 'streamlit', 'alembic', 'pydantic', " \
+            "'sqlalchemy.dialects.postgresql') if m in sys.modules))"
     env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["--by", "model"], ["--json", "--by", "day"], ["--by", "nope"], ["--bogus"], ["--db"],
+                                  ["--help"], ["--since", "2026-04-01", "--json"], ["extra"], ["--json", "--json"]])
+def test_stats_without_typer_coercion_is_stats_through_typer(cli, hand_file, tmp_path, args):
+    """`main` runs a plain `stats` past Typer's value coercion (pydantic): output, errors and exit
+    code are what Typer's own handling of the same arguments gives."""
+    cli("import", str(hand_file))
+    probe = ("import sys\nimport replay_core.cli as c\nif sys.argv.pop(1) == 'typer':\n    c._plain_stats = lambda args: False\n"
+             "sys.argv[0] = 'agent-replay'\nc.main()")
+    env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}", COLUMNS="200")
+    ran = [subprocess.run([sys.executable, "-c", probe, way, "stats", *args], capture_output=True, text=True, env=env, timeout=120)
+           for way in ("plain", "typer")]
+    assert (ran[0].returncode, ran[0].stdout, ran[0].stderr) == (ran[1].returncode, ran[1].stdout, ran[1].stderr)
+    assert ran[0].stdout or ran[0].stderr
 
 
 def test_stats_dates_are_checked(cli, hand_file):

@@ -38,8 +38,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from .. import config
@@ -648,7 +646,7 @@ class Store:
             conn.execute(update(otlp_traces).where(otlp_traces.c.session_id == from_sid).values(session_id=to_sid))
             if src is None or from_sid == to_sid:
                 return 0
-            dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+            dialect = _dialect_module(self.dialect)
             conn.execute(dialect.insert(sessions).values(**{**src, "id": to_sid}).on_conflict_do_nothing(index_elements=["id"]))
             self._existing_sessions(conn, [to_sid], lock=True)
             target = conn.execute(select(sessions.c.id, sessions.c.last_event_at).where(sessions.c.id == to_sid)).first()
@@ -1450,7 +1448,7 @@ class Store:
         caller that moves `job_runs.last_run_at` forward runs the job (retention sweep)."""
         now = now or now_utc()
         with self._write_lock, self._write_transaction() as conn:
-            dialect = pg_dialect if self.dialect == "postgresql" else sqlite_dialect
+            dialect = _dialect_module(self.dialect)
             conn.execute(dialect.insert(job_runs).values(name=name, last_run_at=now - every * 2)
                          .on_conflict_do_nothing(index_elements=["name"]))
             done = conn.execute(update(job_runs).where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
@@ -1486,6 +1484,18 @@ def _bound(row: Sequence, converted: list[tuple[int, Any]]) -> tuple:
         if values[i] is not None:
             values[i] = proc(values[i])
     return tuple(values)
+
+
+def _dialect_module(name: str):
+    """The dialect's own module (its INSERT … ON CONFLICT), imported when first needed: PostgreSQL's
+    package is not loaded by a SQLite process (it was a tenth of `agent-replay stats`' imports)."""
+    if name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite
 
 
 def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list, *, bound: bool = False) -> None:
