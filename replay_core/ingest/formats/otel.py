@@ -44,6 +44,7 @@ OVERRIDE = "agent_replay."
 SESSION_OVERRIDE = "agent_replay.session"
 KINDS = ("unspecified", "internal", "server", "client", "producer", "consumer")
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
+_HEX_DIGITS = "0123456789abcdef"
 _TEXT_ONLY = bytes(range(0x20)).replace(b"\t", b"").replace(b"\n", b"").replace(b"\r", b"")
 
 
@@ -115,12 +116,10 @@ def time_ns(value: datetime) -> int:
 
 def span_hex(value: Any, size: int) -> str | None:
     """An id as lowercase hex: from hex (optionally 0x…), base64 (protobuf's JSON) or a decimal integer."""
-    if value.__class__ is str and len(value) == size * 2 and value.isascii() and value.isalnum():  # the common case: hex
-        try:
-            int(value, 16)  # letters past f refuse; isalnum left out signs, spaces and "_" that int() would take
-            return value.lower()
-        except ValueError:
-            pass
+    if value.__class__ is str and len(value) == size * 2:  # the common case: hex
+        low = value.lower()
+        if not low.strip(_HEX_DIGITS):  # every character a hex digit (strip leaves any other)
+            return low
     if value is None or value == "":
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -593,12 +592,18 @@ def _read_session(draft: SessionDraft) -> None:
         span.agent = None
     for place, span in enumerate(draft.spans):  # parents start first: an agent's name reaches its descendants
         span.rank = (span.depth, place)
-        a = span.attrs = oa.Attrs(span.attributes)
-        kind = span.kind = oa.span_class(a)
-        if oa.conversation_id(span.attributes) == sid:
-            a.use("gen_ai.conversation.id", "session.id")
+        values = span.attributes
+        a = span.attrs = oa.Attrs(values)
+        if values:
+            kind = oa.span_class(a)
+            if oa.conversation_id(values) == sid:
+                a.use("gen_ai.conversation.id", "session.id")
+            own = oa.agent_name(a)
+        else:  # a bare span (most of a big structural trace): no attribute to read
+            kind, own = oa.OTHER, None
+        span.kind = kind
         parent = span.up
-        span.agent = oa.agent_name(a) or (parent.agent if parent is not None else None)
+        span.agent = own or (parent.agent if parent is not None else None)
         if kind == oa.MODEL:  # model calls first, so that every tool span can find the call it answers
             part, calls = _model_part(span, a)
             emitted += [_Call(span, i, c, span.start_ns) for i, c in enumerate(calls)]
