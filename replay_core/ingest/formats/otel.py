@@ -14,7 +14,9 @@ decodes its container into `Span`s and one mapping turns spans into contract eve
   the contract fields the GenAI conventions have no name for.
 
 Everything is linear in spans (depths are memoised along each walk up the tree, so a
-50,000-deep parent chain costs what 50,000 siblings do). For OTLP arriving in batches,
+50,000-deep parent chain costs what 50,000 siblings do). Parent links and depths are kept on
+the spans, and a span's link to its step part is cleared once the steps are made: what a
+mapping built is freed by reference counting, none of it left to the cyclic collector. For OTLP arriving in batches,
 a `Ledger` carries what earlier batches of the same traces stored (their session, the
 calls left open); ingest/otlp_receiver.py keeps it in the Store.
 """
