@@ -8,6 +8,7 @@ output_cost), ids are the source's ids written as hex.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import shutil
@@ -361,6 +362,55 @@ def test_events_from_otlp_for_the_http_api(store):
         otel.events_from_otlp(b"<html>", "application/json")
     with pytest.raises(otel.OtlpError, match="the file is truncated"):
         otel.events_from_otlp(proto_fixture()[:50], "application/x-protobuf")
+
+
+def test_agent_names_reach_descendants_through_parents_that_start_first():
+    """A span's agent is its own, else its parent's as read so far: a child that starts before its parent
+    (clock skew) gets none, nor do its own children; bare spans pass the name on. The same Span objects
+    mapped twice give the same steps (what a mapping leaves on a span is not read by the next)."""
+    t0 = 1_764_000_000_000_000_000
+
+    def span(n: int, parent: int | None, start: int, **attrs) -> dict:
+        out = {"traceId": hex32(7), "spanId": hex16(n), "name": f"s{n}", "startTimeUnixNano": str(t0 + start),
+               "endTimeUnixNano": str(t0 + 100), "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+        if parent is not None:
+            out["parentSpanId"] = hex16(parent)
+        return out
+
+    body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        span(1, None, 10, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}),
+        span(2, 1, 5),  # starts before its parent
+        span(3, 2, 20),  # under the early child: nothing to inherit
+        span(4, 1, 15),  # bare, after its parent
+        span(5, 4, 30),  # bare grandchild
+        span(6, 4, 40, **{"gen_ai.agent.name": "coder"}),
+        span(7, 6, 50),
+    ]}]}]})
+    spans = otel.spans_from_otlp(body, "application/json")
+    first = otel.events_from_spans(spans)
+    agents = {e.event_id: e.agent_id for e in first if isinstance(e, StepEvent)}
+    assert agents == {hex16(1): "planner", hex16(2): None, hex16(3): None, hex16(4): "planner", hex16(5): "planner",
+                      hex16(6): "coder", hex16(7): "coder"}
+    assert otel.events_from_spans(spans) == first
+
+
+@pytest.mark.parametrize("name", ["edge_failed_and_totals.otlp.json", "opentelemetry-proto_trace.json", "OPENAI_trace.json"])
+def test_mapping_leaves_no_cyclic_garbage(name):
+    """What a mapping made is freed as soon as its events are dropped: nothing needs the cyclic collector
+    (a span and its step part pointing at each other left a 50,000-span body a quarter second of collection)."""
+    data = (OTEL / name).read_bytes()
+    reader = detect(data, name)
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        events = list(reader.read(data, name))
+        assert any(isinstance(e, StepEvent) for e in events)
+        del events
+        assert gc.collect() == 0
+    finally:
+        if was_on:
+            gc.enable()
 
 
 # ---------------------------------------------------------------------------- export → import round trip

@@ -94,7 +94,7 @@ def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:
     for span in spans:
         tid = span.trace_id
         found, has_root = out.get(tid, (None, False))
-        named = oa.conversation_id(span.attributes)
+        named = oa.conversation_id(span.attributes) if span.attributes else None
         if named is not None:
             key = (span.parent_id is not None, span.start_ns if span.start_ns is not None else 2**63)
             if found is None or key < best[tid]:

@@ -231,11 +231,10 @@ def _overrides(session: _Session, planned: list[_Planned]) -> None:
         derived_steps.append((part, native))
     if len(derived_steps) != len(session.steps):
         raise RuntimeError(f"export of {session.session_id}: {len(session.steps)} steps read back as {len(derived_steps)}")
-    trees = draft.trees
     anchors = {id(p.span): p for p in draft.parts if p.role == "step"}
     for part, native in derived_steps:
         mine = {"event_id": native.identity(), "seq": native.seq}
-        parent = trees.parent[id(part.span)]
+        parent = part.span.up
         derived = dict(part.fields)
         anchor = anchors.get(id(parent)) if parent is not None else None
         derived["parent_id"] = by_event[anchor.span.span_id].identity() if anchor else None
