@@ -166,3 +166,13 @@ def test_only_a_process_with_one_thread_forks_and_only_where_it_pays(pipelined, 
     finally:
         done.set()
         worker.join()
+
+
+@pytest.mark.parametrize("blank", [b"\n", b" \t\r\n", b"\n\n   \n"])
+def test_the_pipelined_way_counts_the_lines_as_the_plain_way_counts_them(store, pipelined, monkeypatch, blank):
+    """Its record count is the readers' (not a second pass over the file): blank lines anywhere are not records."""
+    lines = _lines([(f"run-{i}", True, [{"type": "think", "content": "alpha"}], True) for i in range(4)], False).split(b"\n")
+    data = blank + blank.join(lines[:5]) + b"\n" + b"\n".join(lines[5:]) + blank
+    plain = _imported(store, data, pipelined=False, monkeypatch=monkeypatch)
+    piped = _imported(store, data, pipelined=True, monkeypatch=monkeypatch)
+    assert piped == plain and plain[0]["files"][0]["records"] == 12 and plain[0]["files"][0]["unit"] == "lines"
