@@ -257,12 +257,13 @@ class Store:
 
     def write_batches(
         self, batches: Iterable[WriteBatch], *, default_source: str | None = None, replace: bool = False,
-        refuse_conflicts: bool = False,
+        refuse_conflicts: bool = False, counts: list[tuple[int, int]] | None = None,
     ) -> WriteResult:
         """`write` of several batches in one transaction, each stored as it comes, so that a reader
         process can parse the next one meanwhile (ingest.parallel). The same as one `write` of all
         their events as long as each session's events are all in one batch: an error raised by the
-        iterable rolls the whole transaction back."""
+        iterable rolls the whole transaction back. `counts` (when given) gets each non-empty batch's
+        (steps stored, duplicates), for a caller answering per batch (the HTTP API's joined writes)."""
         result = WriteResult()
         now = now_utc()
         with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn) as index_new:
@@ -270,7 +271,10 @@ class Store:
             for batch in batches:
                 if batch.order:
                     listed.update(batch.order)
+                    before = result.steps, result.duplicates
                     self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts)
+                    if counts is not None:
+                        counts.append((result.steps - before[0], result.duplicates - before[1]))
                     index_new()  # while the reader makes the next batch
             # once for the whole write: a day's cell holds runs of many batches, and was summed again after each
             daily.refresh(conn, list(listed), _bulk_insert)
