@@ -5,12 +5,15 @@ serves the same routes alone. Bodies are native contract objects (design.md §3)
 every write needs a bearer token, is validated whole before anything is stored
 (one bad item refuses the batch, naming `steps[3].type`), then redacted and stored
 in one transaction. Blocking work runs in the thread pool so the UI's event loop
-never waits on the database.
+never waits on the database. Concurrent requests' batches are written together, in one
+transaction (`JoinedWrites`); each request is still answered only once its own batch is
+committed, with its own counts or its own error.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import os
 import socket
@@ -18,6 +21,7 @@ import stat
 import threading
 import zlib
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,7 +45,7 @@ from ..ingest import otlp_worker
 from ..ingest.pipeline import IngestReport, ingest
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
-from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteRefused
+from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteBatch, WriteRefused, WriteResult
 from ..understand.timeline import open_timeline
 
 API_PREFIX = "/api/v1"
@@ -226,6 +230,89 @@ def step_items(body: Any) -> list[Any]:
     return body if isinstance(body, list) else [body]
 
 
+# ---------------------------------------------------------------- writes joined
+
+
+class JoinedWrites:
+    """Concurrent requests' batches written in one transaction: a database takes one writer at a
+    time anyway (SQLite's lock, this process's `Store` lock), so while one transaction commits,
+    the batches that arrive meanwhile queue, and the next thread to get the lock writes all of
+    them at once, paying once for what a write costs whatever its size (BEGIN and commit, the
+    daily cells' refresh, the search index). Each caller waits until its own batch is committed
+    and gets its own counts; when a joined write fails, each batch is written again alone, so a
+    refusal (409, 422) or a failure reaches only the request it belongs to and the others are
+    stored as they would have been one by one."""
+
+    MAX_STEPS = 10_000  # per transaction: a joined write stays short for the writers behind it
+
+    def __init__(self, store: Callable[[], Store], *, default_source: str, refuse_conflicts: bool):
+        self._store, self._options = store, {"default_source": default_source, "refuse_conflicts": refuse_conflicts}
+        self._queued: list[tuple[WriteBatch, Future]] = []
+        self._queue_lock = threading.Lock()
+        self._writing = threading.Lock()
+
+    def write(self, batch: WriteBatch) -> WriteResult:
+        """Store `batch` (alone or with others queued meanwhile); blocks until it is committed."""
+        mine: Future = Future()
+        with self._queue_lock:
+            self._queued.append((batch, mine))
+        with self._writing:
+            while not mine.done():  # else a writer before us took ours along
+                self._write(self._take())
+        return mine.result()
+
+    def _take(self) -> list[tuple[WriteBatch, Future]]:
+        with self._queue_lock:
+            size, end = 0, 0
+            for end, (batch, _) in enumerate(self._queued, 1):
+                size += sum(map(len, batch.steps.values()))
+                if size >= self.MAX_STEPS:
+                    break
+            group, self._queued = self._queued[:end], self._queued[end:]
+        return group
+
+    def _write(self, group: list[tuple[WriteBatch, Future]]) -> None:
+        if len(group) > 1:
+            counts: list[tuple[int, int]] = []
+            try:  # on copies: a write drops from its batch what it refused (an ended run's new end), the retry needs it
+                self._store().write_batches([_copy(batch) for batch, _ in group], **self._options, counts=counts)
+            except Exception:  # noqa: BLE001 — each batch again alone: its error (or none) is its own
+                pass
+            else:
+                for (batch, done), (stored, dupes) in zip(group, counts, strict=True):
+                    done.set_result(WriteResult(sessions=list(batch.order), steps=stored, duplicates=dupes))
+                return
+        for batch, done in group:
+            try:
+                done.set_result(self._store().write_batches([batch], **self._options))
+            except Exception as exc:  # noqa: BLE001 — raised in the request's own thread by `write`
+                done.set_exception(exc)
+
+
+def _copy(batch: WriteBatch) -> WriteBatch:
+    """`batch` with its own copies of what a write changes in place (the sessions' fields, the ends)."""
+    return dataclasses.replace(batch, opened={sid: dict(fields) for sid, fields in batch.opened.items()}, ended=dict(batch.ended))
+
+
+class _JoiningStore:
+    """The store as `ingest` sees it on the HTTP routes: its `write` goes through `JoinedWrites`
+    (a replace, for editors and audited, is written alone); the rest is the store's."""
+
+    def __init__(self, store: Store, joined: JoinedWrites):
+        self._store, self._joined = store, joined
+
+    def write(self, events, *, default_source: str | None = None, replace: bool = False, refuse_conflicts: bool = False) -> WriteResult:
+        if replace or default_source != SOURCE or not refuse_conflicts:
+            return self._store.write(events, default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts)
+        batch = WriteBatch()
+        for ev in events:
+            batch.add(ev)
+        return self._joined.write(batch) if batch.order else WriteResult()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 # ---------------------------------------------------------------- the routes
 
 
@@ -240,6 +327,7 @@ class IngestAPI:
         self.degraded: str | None = None  # why the last write failed, until one succeeds
         self._hub: StepHub | None = None  # the stream's pollers (server/stream.py), made on first use
         self._document: dict | None = None
+        self._joined = JoinedWrites(self.store, default_source=SOURCE, refuse_conflicts=True)
         otlp_worker.start()  # ready before the first big OTLP body (spawning it takes a second)
 
     def store(self) -> Store:
@@ -394,8 +482,9 @@ class IngestAPI:
 
     async def _ingest(self, events: list, request: Request) -> Response:
         replace = _flag(request.query_params, "replace")
+        store = _JoiningStore(self.store(), self._joined)
         report: IngestReport = await run_in_threadpool(
-            lambda: ingest(self.store(), events, source=SOURCE, replace=replace, refuse_conflicts=True,
+            lambda: ingest(store, events, source=SOURCE, replace=replace, refuse_conflicts=True,
                            actor=getattr(request.state, "actor", None)))
         self.degraded = None
         body = report.to_dict()
