@@ -447,8 +447,10 @@ class Store:
             ids = list({row[_EVENT_ID] for row, _ in batch})
             known = select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(bindparam("ids", expanding=True)))
             if self.dialect == "postgresql":  # one array, joined: the generic plan a pooled connection gets after a few
-                wanted = func.unnest(bindparam("ids", type_=_dialect_module(self.dialect).ARRAY(Text))).table_valued("id").render_derived()  # runs tested
-                known = select(steps.c.event_id).join_from(wanted, steps, and_(  # each of the run's steps against the list (75 ms a batch)
+                # runs tested each of the run's steps against the list (75 ms a batch)
+                id_array = _dialect_module(self.dialect).ARRAY(Text)
+                wanted = func.unnest(bindparam("ids", type_=id_array)).table_valued("id").render_derived()
+                known = select(steps.c.event_id).join_from(wanted, steps, and_(
                     steps.c.session_id == sid, steps.c.event_id == wanted.c.id))
             for part in _chunks(ids):  # an expanding parameter: ids are sent as values, not coerced into the statement one by one
                 seen.update(conn.scalars(known, {"ids": list(part)}))
