@@ -14,8 +14,9 @@ from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
 
 ANALYTICS = "pages/analytics.py"
-CHARTS = ["Runs by status", "Success rate", "Step latency by model", "Cost and tokens", "Tool failure rate", "Error classes",
-          "Retries, fallbacks, interventions", "Loops", "Failure patterns"]
+TABS = {"Runs": ["Runs by status", "Success rate"], "Speed and cost": ["Step latency by model", "Cost and tokens"],
+        "Tools and errors": ["Tool failure rate", "Error classes"], "Retries and loops": ["Retries, fallbacks, interventions", "Loops"]}
+CHARTS_PER_TAB = {"Runs": 2, "Speed and cost": 2, "Tools and errors": 2, "Retries and loops": 1}  # no loops in the demo
 
 
 # AppTest does not hand URL values to widgets bound with bind="query-params" (the filter bar's
@@ -44,10 +45,13 @@ def test_demo_dashboard(demo_store):
         "Tool failures": "5.0%", "Agent took over": "33.3%",  # 1 of the 3 fallback blocks
     }
     assert [m.delta for m in at.metric][:1] == ["+18"]  # nothing in the 30 days before
-    assert [s.value for s in at.subheader] == CHARTS
-    assert len(at.get("vega_lite_chart")) == 7  # no loops in the demo: a sentence instead of an empty chart
-    assert len(at.get("download_button")) == 7
-    assert "No run repeated a tool call with the same arguments 3+ times. 636 decision cycles (35.3 a run)" in texts(at)
+    assert [s.value for s in at.subheader] == [*TABS["Runs"], "Failure patterns"]  # only the open tab's charts are drawn
+    for tab, titles in TABS.items():
+        opened = page(ANALYTICS, state={"charts": tab})
+        assert not opened.exception
+        assert [s.value for s in opened.subheader] == [*titles, "Failure patterns"]
+        assert len(opened.get("vega_lite_chart")) == len(opened.get("download_button")) == CHARTS_PER_TAB[tab]
+    assert "No run repeated a tool call with the same arguments 3+ times. 636 decision cycles (35.3 a run)" in texts(opened)
 
 
 def test_filters_from_the_shared_filter_bar(demo_store):
@@ -98,9 +102,9 @@ def test_a_tiny_dataset_shows_helpful_states(empty_store):
     at = page(ANALYTICS)
     assert not at.exception
     assert metrics(at)["Runs"] == "1" and metrics(at)["Success rate"] == "—"
-    shown = texts(at)
+    assert "No finished runs yet." in texts(at)
+    shown = texts(page(ANALYTICS, state={"charts": "Tools and errors"}))
     assert "No tool failed in 0 calls. 🎉" in shown and "No errors in these runs. 🎉" in shown
-    assert "No finished runs yet." in shown
 
 
 def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
