@@ -1,6 +1,6 @@
 """Analytics: after a release, did success fall, latency rise, a tool start failing, cost
 jump, the agent loop more? Every chart's point opens the runs list filtered to the runs
-behind it; every chart's data downloads as CSV."""
+behind it; every chart's data downloads as CSV. The charts sit in tabs, only the open one drawn."""
 
 from __future__ import annotations
 

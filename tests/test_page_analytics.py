@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time, timedelta
+from urllib.parse import urlencode
 
 import pytest
 from apptest_helpers import demo_db, demo_store, empty_store, page, served_app, texts  # noqa: F401  (fixtures)
@@ -173,10 +174,10 @@ def test_deep_links_set_the_shared_filters(browser_page, demo_db):
     tab.wait_for_selector("text=No run matches this period and these filters.", timeout=60_000)
 
 
-def click_mark(base, tab, label_part: str, *, not_part: str | None = None) -> str:
-    """Open the dashboard, click the first mark whose accessible label holds `label_part`
-    (and not `not_part`), wait for the runs list; returns the clicked mark's label."""
-    tab.goto(f"{base}/analytics")
+def click_mark(base, tab, label_part: str, *, not_part: str | None = None, charts: str = "Runs") -> str:
+    """Open the dashboard on the tab of `charts`, click the first mark whose accessible label holds
+    `label_part` (and not `not_part`), wait for the runs list; returns the clicked mark's label."""
+    tab.goto(f"{base}/analytics?{urlencode({'charts': charts})}")
     selector = f'[aria-label*="{label_part}"]' + (f':not([aria-label*="{not_part}"])' if not_part else "")
     mark = tab.locator(selector).first
     mark.wait_for(timeout=60_000)
@@ -208,7 +209,7 @@ def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page, demo_db):
     start = datetime.combine(day, time(), UTC)
     behind = store.session_ids(SessionFilter(status="failed", since=start, until=start + timedelta(days=1)))
     assert behind and listed(tab) == len(behind) == int(re.search(r"runs: (\d+)", label).group(1))
-    click_mark(base, tab, "model: gpt-4o;")
+    click_mark(base, tab, "model: gpt-4o;", charts="Speed and cost")
     assert "model=gpt-4o&" in tab.url and listed(tab) == store.count_sessions(SessionFilter(model="gpt-4o")) == 6
 
 
@@ -218,11 +219,11 @@ def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
 
     base, tab = browser_page
     # a day with retries: which day, and its rate, depend on the hour the demo runs were shifted to
-    label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%")  # the y title is in the label
+    label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%", charts="Retries and loops")  # the y title is in the label
     day = marked_day(label)
     assert f"has=retry&since={day}&until={day}" in tab.url
     start = datetime.combine(day, time(), UTC)
     store = Store(f"sqlite:///{demo_db}")
     assert listed(tab) == len(store.session_ids(SessionFilter(has="retry", since=start, until=start + timedelta(days=1))))
-    click_mark(base, tab, "tool_name: run_tests")
+    click_mark(base, tab, "tool_name: run_tests", charts="Tools and errors")
     assert "failed_tool=run_tests" in tab.url and listed(tab) == 1
