@@ -110,7 +110,10 @@ BASELINE: dict[str, float] = {}
 
 
 def main() -> None:
+    """`--only analytics`: the runs page and the analytics page alone (no timeline, no 100,000-step run)."""
     from playwright.sync_api import sync_playwright
+
+    only_analytics = sys.argv[1:] == ["--only", "analytics"]
 
     print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
@@ -131,6 +134,9 @@ def main() -> None:
             pg.wait_for_function(DRAWN, timeout=120_000)
             report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1000",
                    BASELINE["runs_page"], higher_is_better=False)
+            if only_analytics:
+                browser.close()
+                return
             timeline(pg, base, "big-10k", "10k_steps", "<= 150")
         huge = f"sqlite:///{tmp}/huge.db"
         store = Store(huge)

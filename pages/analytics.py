@@ -1,6 +1,6 @@
 """Analytics: after a release, did success fall, latency rise, a tool start failing, cost
 jump, the agent loop more? Every chart's point opens the runs list filtered to the runs
-behind it; every chart's data downloads as CSV."""
+behind it; every chart's data downloads as CSV. The charts sit in tabs, only the open one drawn."""
 
 from __future__ import annotations
 
@@ -225,22 +225,8 @@ def patterns_section(flt: SessionFilter) -> None:
             st.page_link(PAGE_TIMELINE, label=sid, icon=":material/timeline:", query_params={"session": sid})
 
 
-def page() -> None:
-    if DRILL in st.session_state:
-        open_runs(st.session_state.pop(DRILL))
-    store = get_store()
-    st.title("Analytics")
-    if store.count_sessions() == 0:
-        st.info("No runs recorded yet. Load the demo runs with `agent-replay demo`, or import runs on the **Import** page.")
-        return
-    flt = period_filter(filter_bar(store))
-    data = load(flt)
-    if data.runs.is_empty():
-        st.info("No run matches this period and these filters. Widen the period or clear a filter in the sidebar.")
-        return
-    before = analytics.previous_period(flt)
-    headline(data, load(before, detail=False) if before else None)
-
+def volume_row(data: analytics.RunData, flt: SessionFilter) -> None:
+    """Runs by status and the success rate, by day."""
     left, right = st.columns(2)
     with left:
         volume = analytics.volume(data, "day")
@@ -256,6 +242,9 @@ def page() -> None:
              Drill(flt, "day"), empty="No finished runs yet.",
              caption="Succeeded over finished runs (running ones wait). A point opens that day's runs.")
 
+
+def cost_row(data: analytics.RunData, flt: SessionFilter) -> None:
+    """Step latency by model; cost and tokens by model or agent."""
     left, right = st.columns(2)
     with left:
         latency = analytics.step_latency(data, "model")
@@ -274,6 +263,9 @@ def page() -> None:
              caption=f"Known cost; {usage['runs_cost_unknown'].sum()} runs used a model without a price. "
                      "Tokens are in the tooltip and the CSV.")
 
+
+def failures_row(data: analytics.RunData, flt: SessionFilter) -> None:
+    """The tools that failed and the error classes."""
     left, right = st.columns(2)
     with left:
         tools = analytics.tools(data)
@@ -288,6 +280,9 @@ def page() -> None:
              Drill(flt, narrow={"error_class": "error_class"}),
              empty="No errors in these runs. 🎉")
 
+
+def rates_row(data: analytics.RunData, flt: SessionFilter) -> None:
+    """Retries, fallbacks and interventions, and loops, by day."""
     left, right = st.columns(2)
     rates = (
         analytics.retries(data, "day").select("day", retry="retry_rate")
@@ -310,6 +305,35 @@ def page() -> None:
         show("loops", "Loops", drawn(looping), over_time(drawn(loops), "runs_with_loops"), Drill(flt, "day", fixed={"has": "loop"}),
              empty=f"No run repeated a tool call with the same arguments 3+ times. {totals}",
              caption=f"Runs repeating a tool call with the same arguments 3+ times. {totals}")
+
+
+CHART_TABS = {"Runs": volume_row, "Speed and cost": cost_row, "Tools and errors": failures_row,
+              "Retries and loops": rates_row}
+
+
+def page() -> None:
+    if DRILL in st.session_state:
+        open_runs(st.session_state.pop(DRILL))
+    store = get_store()
+    st.title("Analytics")
+    if store.count_sessions() == 0:
+        st.info("No runs recorded yet. Load the demo runs with `agent-replay demo`, or import runs on the **Import** page.")
+        return
+    flt = period_filter(filter_bar(store))
+    data = load(flt)
+    if data.runs.is_empty():
+        st.info("No run matches this period and these filters. Widen the period or clear a filter in the sidebar.")
+        return
+    before = analytics.previous_period(flt)
+    headline(data, load(before, detail=False) if before else None)
+
+    # only the open tab's charts are drawn: each chart is its own Vega view, compiled and drawn in
+    # the browser, and eight of them were most of the page's time (issue 16)
+    tabs = st.tabs(list(CHART_TABS), key="charts", on_change="rerun", bind="query-params")
+    for tab, row in zip(tabs, CHART_TABS.values(), strict=True):
+        if tab.open:
+            with tab:
+                row(data, flt)
 
     patterns_section(flt)
 

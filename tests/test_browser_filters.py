@@ -114,7 +114,7 @@ def test_every_filter_clears_and_stays_cleared(browser, app):
 def test_a_drill_down_shows_as_a_chip_that_removes_it(browser, app):
     base, store = app
     pg = browser.new_page(viewport={"width": 1600, "height": 3000})
-    pg.goto(f"{base}/analytics")
+    pg.goto(f"{base}/analytics?charts=Tools+and+errors")
     mark = pg.locator('[aria-label*="tool_name: run_tests"]').first
     mark.wait_for(timeout=60_000)
     mark.dispatch_event("click")

@@ -86,6 +86,7 @@ PAGES = [
     "runs", f"timeline?session={SID}&step=1", f"timeline?session={SID}&step=2", f"timeline?session={SID}&step=3",
     f"timeline?session={SID}&step=4", f"timeline?session={SID}&step=5", "review?review=bad", "review?review=needs_attention",
     f"live?live={LIVE}", f"compare?a={SID}&b={LIVE}", f"whatif?session={SID}", "analytics",
+    "analytics?charts=Speed+and+cost", "analytics?charts=Tools+and+errors", "analytics?charts=Retries+and+loops",  # one tab each
 ]
 
 

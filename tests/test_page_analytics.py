@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time, timedelta
+from urllib.parse import urlencode
 
 import pytest
 from apptest_helpers import demo_db, demo_store, empty_store, page, served_app, texts  # noqa: F401  (fixtures)
@@ -14,8 +15,9 @@ from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
 
 ANALYTICS = "pages/analytics.py"
-CHARTS = ["Runs by status", "Success rate", "Step latency by model", "Cost and tokens", "Tool failure rate", "Error classes",
-          "Retries, fallbacks, interventions", "Loops", "Failure patterns"]
+TABS = {"Runs": ["Runs by status", "Success rate"], "Speed and cost": ["Step latency by model", "Cost and tokens"],
+        "Tools and errors": ["Tool failure rate", "Error classes"], "Retries and loops": ["Retries, fallbacks, interventions", "Loops"]}
+CHARTS_PER_TAB = {"Runs": 2, "Speed and cost": 2, "Tools and errors": 2, "Retries and loops": 1}  # no loops in the demo
 
 
 # AppTest does not hand URL values to widgets bound with bind="query-params" (the filter bar's
@@ -44,10 +46,13 @@ def test_demo_dashboard(demo_store):
         "Tool failures": "5.0%", "Agent took over": "33.3%",  # 1 of the 3 fallback blocks
     }
     assert [m.delta for m in at.metric][:1] == ["+18"]  # nothing in the 30 days before
-    assert [s.value for s in at.subheader] == CHARTS
-    assert len(at.get("vega_lite_chart")) == 7  # no loops in the demo: a sentence instead of an empty chart
-    assert len(at.get("download_button")) == 7
-    assert "No run repeated a tool call with the same arguments 3+ times. 636 decision cycles (35.3 a run)" in texts(at)
+    assert [s.value for s in at.subheader] == [*TABS["Runs"], "Failure patterns"]  # only the open tab's charts are drawn
+    for tab, titles in TABS.items():
+        opened = page(ANALYTICS, state={"charts": tab})
+        assert not opened.exception
+        assert [s.value for s in opened.subheader] == [*titles, "Failure patterns"]
+        assert len(opened.get("vega_lite_chart")) == len(opened.get("download_button")) == CHARTS_PER_TAB[tab]
+    assert "No run repeated a tool call with the same arguments 3+ times. 636 decision cycles (35.3 a run)" in texts(opened)
 
 
 def test_filters_from_the_shared_filter_bar(demo_store):
@@ -98,9 +103,9 @@ def test_a_tiny_dataset_shows_helpful_states(empty_store):
     at = page(ANALYTICS)
     assert not at.exception
     assert metrics(at)["Runs"] == "1" and metrics(at)["Success rate"] == "—"
-    shown = texts(at)
+    assert "No finished runs yet." in texts(at)
+    shown = texts(page(ANALYTICS, state={"charts": "Tools and errors"}))
     assert "No tool failed in 0 calls. 🎉" in shown and "No errors in these runs. 🎉" in shown
-    assert "No finished runs yet." in shown
 
 
 def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
@@ -169,10 +174,10 @@ def test_deep_links_set_the_shared_filters(browser_page, demo_db):
     tab.wait_for_selector("text=No run matches this period and these filters.", timeout=60_000)
 
 
-def click_mark(base, tab, label_part: str, *, not_part: str | None = None) -> str:
-    """Open the dashboard, click the first mark whose accessible label holds `label_part`
-    (and not `not_part`), wait for the runs list; returns the clicked mark's label."""
-    tab.goto(f"{base}/analytics")
+def click_mark(base, tab, label_part: str, *, not_part: str | None = None, charts: str = "Runs") -> str:
+    """Open the dashboard on the tab of `charts`, click the first mark whose accessible label holds
+    `label_part` (and not `not_part`), wait for the runs list; returns the clicked mark's label."""
+    tab.goto(f"{base}/analytics?{urlencode({'charts': charts})}")
     selector = f'[aria-label*="{label_part}"]' + (f':not([aria-label*="{not_part}"])' if not_part else "")
     mark = tab.locator(selector).first
     mark.wait_for(timeout=60_000)
@@ -204,7 +209,7 @@ def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page, demo_db):
     start = datetime.combine(day, time(), UTC)
     behind = store.session_ids(SessionFilter(status="failed", since=start, until=start + timedelta(days=1)))
     assert behind and listed(tab) == len(behind) == int(re.search(r"runs: (\d+)", label).group(1))
-    click_mark(base, tab, "model: gpt-4o;")
+    click_mark(base, tab, "model: gpt-4o;", charts="Speed and cost")
     assert "model=gpt-4o&" in tab.url and listed(tab) == store.count_sessions(SessionFilter(model="gpt-4o")) == 6
 
 
@@ -214,11 +219,11 @@ def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
 
     base, tab = browser_page
     # a day with retries: which day, and its rate, depend on the hour the demo runs were shifted to
-    label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%")  # the y title is in the label
+    label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%", charts="Retries and loops")  # the y title is in the label
     day = marked_day(label)
     assert f"has=retry&since={day}&until={day}" in tab.url
     start = datetime.combine(day, time(), UTC)
     store = Store(f"sqlite:///{demo_db}")
     assert listed(tab) == len(store.session_ids(SessionFilter(has="retry", since=start, until=start + timedelta(days=1))))
-    click_mark(base, tab, "tool_name: run_tests")
+    click_mark(base, tab, "tool_name: run_tests", charts="Tools and errors")
     assert "failed_tool=run_tests" in tab.url and listed(tab) == 1
