@@ -256,7 +256,10 @@ def cost_row(data: analytics.RunData, flt: SessionFilter) -> None:
         show("latency", "Step latency by model", drawn(latency), chart,
              Drill(flt, "model"), empty="No step durations recorded.")
     with right:
-        by = st.segmented_control("Cost by", ["model", "agent"], default="model", key="cost_by") or "model"
+        # the widget's own state is dropped while its tab is closed: the choice is kept beside it
+        kept = st.session_state.get("cost_by_kept", "model")
+        by = st.segmented_control("Cost by", ["model", "agent"], default=kept, key="cost_by") or "model"
+        st.session_state["cost_by_kept"] = by
         usage = analytics.usage(data, by)
         show("usage", "Cost and tokens", drawn(usage), bars(drawn(usage), by, "cost_usd", fmt="$,.4f"),
              Drill(flt, by), empty="No runs.",

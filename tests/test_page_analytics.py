@@ -227,3 +227,22 @@ def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
     assert listed(tab) == len(store.session_ids(SessionFilter(has="retry", since=start, until=start + timedelta(days=1))))
     click_mark(base, tab, "tool_name: run_tests", charts="Tools and errors")
     assert "failed_tool=run_tests" in tab.url and listed(tab) == 1
+
+
+@pytest.mark.browser
+def test_cost_by_choice_survives_a_closed_tab(browser_page):
+    """A closed tab's widgets are not drawn, so Streamlit drops their state; the model/agent
+    choice of the cost chart is kept beside it and is still chosen when its tab opens again."""
+    base, tab = browser_page
+    tab.goto(f"{base}/analytics?{urlencode({'charts': 'Speed and cost'})}")
+    tab.wait_for_selector("text=Cost and tokens", timeout=60_000)
+    cost_by = tab.get_by_role("radiogroup", name="Cost by")
+    cost_by.get_by_role("radio", name="agent", exact=True).click()
+    tab.locator('[aria-label*="agent: "]').first.wait_for(timeout=30_000)  # the cost bars are by agent now
+    tab.get_by_role("tab", name="Runs").click()
+    tab.wait_for_selector("text=Runs by status", timeout=30_000)
+    tab.wait_for_selector("text=Cost and tokens", state="detached", timeout=30_000)
+    tab.get_by_role("tab", name="Speed and cost").click()
+    tab.wait_for_selector("text=Cost and tokens", timeout=30_000)
+    tab.locator('[aria-label*="agent: "]').first.wait_for(timeout=30_000)
+    assert cost_by.get_by_role("radio", name="agent", exact=True).get_attribute("aria-checked") == "true"
