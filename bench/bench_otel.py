@@ -15,7 +15,8 @@ A body this big is received in the app's OTLP worker process (ingest/otlp_worker
 smaller big body of another trace goes first, so the figure is a running app's, not the
 worker's start.
 `stages`: the same chain through the receiver's stages in this process (read the body, map
-spans to events, redact and store), each beside orjson.loads of the body. Every part prints
+spans to events, redact and store), each beside orjson.loads of the body, and the whole receive
+beside its floor (`floor`: parse, rows built inline, one executemany, the search index, commit). Every part prints
 os.getloadavg() (the machine is shared: judge ratios, not seconds).
 Run one part with `python bench/bench_otel.py chain`, `… stages` or `… import`.
 """
@@ -172,10 +173,46 @@ def stages() -> None:
         store = Store(f"sqlite:///{tmp}/stages.db")
         _, total_s = timed(receive, store, body, "application/json")
         store.close()
+        floor_s = floor(body, f"{tmp}/floor.db")
     for name, seconds in (("read", read_s), ("map", map_s), ("receive_total", total_s)):
         report(f"otlp_chain_{CHAIN // 1000}k_{name}", seconds, "s", "<= 2" if name == "receive_total" else "-", parse_s,
                higher_is_better=False)
+    report(f"otlp_chain_{CHAIN // 1000}k_receive_total_vs_floor", total_s, "s", "<= 2", floor_s, higher_is_better=False)
     _load()
+
+
+def floor(body: bytes, path: str) -> float:
+    """What no receiver of this body into our schema can beat: orjson.loads, each span's step row built
+    inline (no validation, redaction, tree or rollups), one sqlite3 executemany, the search index's fill
+    and the commit. The receive's ratio to it is what the mapping, checks and bookkeeping cost."""
+    import sqlite3
+
+    from replay_core.storage import search
+    from replay_core.storage.store import STEP_COLUMNS
+
+    Store(f"sqlite:///{path}").close()  # the schema, indexes and triggers, as the receive writes into
+    conn = sqlite3.connect(path, isolation_level=None)
+    start = time.perf_counter()
+    sid = "c" * 32
+    rows = []
+    for n, span in enumerate(orjson.loads(body)["resourceSpans"][0]["scopeSpans"][0]["spans"], start=1):
+        begin, end = int(span["startTimeUnixNano"]), int(span["endTimeUnixNano"])
+        meta = {"otel": {"trace_id": span["traceId"], "span_id": span["spanId"], "name": span["name"],
+                         "parent_span_id": span.get("parentSpanId")}}
+        values = {"seq": n, "event_id": span["spanId"], "parent_id": span.get("parentSpanId"), "type": "span",
+                  "timestamp": otel.ns_time(begin).isoformat(" ", "microseconds")[:26], "duration_ms": (end - begin) / 1e6,
+                  "content": span["name"], "status": "ok", "retry": 0, "metadata": orjson.dumps(meta).decode(), "redacted": 0}
+        rows.append((*(values.get(c) for c in STEP_COLUMNS), sid))
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO sessions (id, created_at, status) VALUES (?, '2026-01-01 00:00:00.000000', 'running')", (sid,))
+    conn.executemany(f"INSERT INTO steps ({', '.join((*STEP_COLUMNS, 'session_id'))}) VALUES ({', '.join('?' * (len(STEP_COLUMNS) + 1))})",
+                     rows)
+    conn.execute(search.SQLITE_FILL)
+    conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    assert conn.execute("SELECT count(*) FROM steps_fts WHERE steps_fts MATCH '\"step\"'").fetchone()[0] == len(rows)
+    conn.close()
+    return elapsed
 
 
 def _load() -> None:
