@@ -123,8 +123,10 @@ def test_reads_are_the_stores(db):
     store.close()
 
 
-def test_a_plain_stats_process_imports_none_of_the_heavy_modules(db):
-    probe = ("import sys, runpy\ntry:\n    runpy.run_module('replay_core.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+@pytest.mark.parametrize("start", ["runpy.run_module('replay_core.cli', run_name='__main__')", "replay_core.command()"],
+                         ids=["python -m replay_core.cli", "the console script"])
+def test_a_plain_stats_process_imports_none_of_the_heavy_modules(db, start):
+    probe = (f"import sys, runpy, replay_core\ntry:\n    {start}\nexcept SystemExit:\n    pass\n"
              f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))")
     for args in ([], ["--by", "tag", "--json"], ["--by", "hour"]):
         proc = subprocess.run([sys.executable, "-c", probe, "stats", "--db", db, *args], capture_output=True, text=True, timeout=120)
