@@ -1379,7 +1379,7 @@ def _plain_stats(args: list[str]) -> bool:
 
 def main() -> None:
     try:
-        if not (_fast_stats(sys.argv[1:]) or _plain_stats(sys.argv[1:])):
+        if not _plain_stats(sys.argv[1:]):  # run as a program, a plain `stats` on a SQLite file was `_fast_stats`' above
             app()
     except CliError as exc:
         err.print(f"error: {exc}")

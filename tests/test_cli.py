@@ -160,10 +160,10 @@ def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path)
 @pytest.mark.parametrize("args", [[], ["--by", "model"], ["--json", "--by", "day"], ["--by", "nope"], ["--bogus"], ["--db"],
                                   ["--help"], ["--since", "2026-04-01", "--json"], ["extra"], ["--json", "--json"]])
 def test_stats_without_typer_coercion_is_stats_through_typer(cli, hand_file, tmp_path, args):
-    """`main` runs a plain `stats` past Typer's value coercion (pydantic), or on sqlite3 alone
-    (storage.plain): output, errors and exit code are what Typer's own handling of the same arguments gives."""
+    """`main` runs a plain `stats` past Typer's value coercion (pydantic): output, errors and exit
+    code are what Typer's own handling of the same arguments gives."""
     cli("import", str(hand_file))
-    probe = ("import sys\nimport replay_core.cli as c\nif sys.argv.pop(1) == 'typer':\n    c._plain_stats = c._fast_stats = lambda args: False\n"
+    probe = ("import sys\nimport replay_core.cli as c\nif sys.argv.pop(1) == 'typer':\n    c._plain_stats = lambda args: False\n"
              "sys.argv[0] = 'agent-replay'\nc.main()")
     env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}", COLUMNS="200")
     ran = [subprocess.run([sys.executable, "-c", probe, way, "stats", *args], capture_output=True, text=True, env=env, timeout=120)

@@ -134,8 +134,8 @@ def test_a_plain_stats_process_imports_none_of_the_heavy_modules(db, start):
 
 
 def test_the_command_as_run_is_the_store_way(db, tmp_path):
-    """`python -m replay_core.cli stats` (the plain way) beside the same arguments with the plain way off."""
-    off = "import sys\nimport replay_core.cli as c\nc._fast_stats = lambda args: False\nsys.argv[0] = 'agent-replay'\nc.main()"
+    """`python -m replay_core.cli stats` (the plain way) beside `cli.main` imported and called (the Store's way)."""
+    off = "import sys\nimport replay_core.cli as c\nsys.argv[0] = 'agent-replay'\nc.main()"
     env = dict(os.environ, COLUMNS="200")
     for args in ([], ["--by", "model"], ["--json", "--by", "tag"]):
         cmd = ["stats", "--db", db, *args]
@@ -159,7 +159,7 @@ def test_a_missing_file_is_made_by_the_store_as_before(tmp_path):
     outputs = []
     for way, name in (("-m", "a.db"), ("off", "b.db")):
         cmd = ["stats", "--db", str(tmp_path / name)]
-        prefix = ["-m", "replay_core.cli"] if way == "-m" else ["-c", "import replay_core.cli as c\nc._fast_stats = lambda a: False\nc.main()"]
+        prefix = ["-m", "replay_core.cli"] if way == "-m" else ["-c", "import replay_core.cli as c\nc.main()"]
         proc = subprocess.run([sys.executable, *prefix, *cmd], capture_output=True, timeout=120)
         outputs.append((proc.returncode, proc.stdout, proc.stderr))
         assert (tmp_path / name).exists()
