@@ -54,5 +54,13 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def command() -> None:
+    """The `agent-replay` console script: cli.py run as `python -m replay_core.cli` runs it, so that a
+    plain `stats` is answered above that module's imports (Typer, rich, SQLAlchemy) here too."""
+    import runpy
+
+    runpy.run_module("replay_core.cli", run_name="__main__")
+
+
 def __dir__() -> list[str]:
     return sorted([*globals(), *_PUBLIC])

@@ -2,15 +2,131 @@
 
 Every command is a few lines that call replay_core and print: a table for people, or
 JSON with --json for scripts. Bad input is one line on stderr and exit code 1.
+
+A plain `stats` on a SQLite file is answered by the part above the imports of Typer, rich's
+console and the Store (`_fast_stats`): those imports were most of its 0.4 s budget (issue 16).
 """
+# ruff: noqa: E402  (the imports below the fast `stats` are where they are on purpose)
 
 import sys
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import orjson
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode() + "\n")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def _console(**options):
+    from rich.console import Console
+
+    return Console(highlight=False, markup=False, **options)
+
+
+STATS_HEADINGS = {"success_rate": "success", "p50_ms": "p50 run s", "p95_ms": "p95 run s", "tokens_in": "tokens in",
+                  "tokens_out": "tokens out", "cost_usd": "cost $", "retry_rate": "retry", "tool_failure_rate": "tool fail",
+                  "fallback_rate": "fallback"}
+STATS_VALUES = ("--since", "--until", "--by", "--db")  # `stats`' options that take a value; --json is its flag
+
+
+def _stat(name: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if name.endswith("_rate"):
+        return f"{value:.1%}"
+    if name.endswith("_ms"):
+        return f"{value / 1000:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return _fmt(value)
+
+
+def _show_stats(items: list[dict], by: str | None, json: bool, console=None) -> None:
+    """`stats`' output; the console is made only for a table or "no runs" (rich's import: half of a fast `stats --json`)."""
+    if json:
+        print_json(items if by else items[0])
+        return
+    console = console or _console(soft_wrap=True)
+    if not items:
+        console.print("no runs")
+        return
+    from rich.table import Table
+
+    if by is None:  # one group: a metric a line
+        table = Table("metric", "value")
+        for k, v in items[0].items():
+            table.add_row(STATS_HEADINGS.get(k, k), _stat(k, v))
+    else:
+        table = Table(*(STATS_HEADINGS.get(k, k) for k in items[0]))
+        for item in items:
+            table.add_row(*(_stat(k, v) for k, v in item.items()))
+    console.print(table)
+
+
+def _stats_args(args: list[str]) -> dict | None:
+    """`stats`' options when each is given plainly and once (`--by model`, `--by=model`, `--json`);
+    None for anything else, which Typer parses and reports in its words."""
+    given: dict[str, Any] = {}
+    rest = iter(args)
+    for arg in rest:
+        name, eq, value = arg.partition("=")
+        if arg == "--json":
+            value = True
+        elif name not in STATS_VALUES:
+            return None
+        elif not eq:
+            value = next(rest, None)
+            if value is None or value.startswith("-"):
+                return None
+        if name[2:] in given:
+            return None
+        given[name[2:]] = value
+    return given
+
+
+def _fast_stats(args: list[str]) -> bool:
+    """`stats` without a time filter on a SQLite file, read by storage.plain (sqlite3, no SQLAlchemy)
+    and printed by the same code as the command; False, having printed nothing, wherever the
+    command itself must answer (another command, help, an error, PostgreSQL, an old schema, a run to expire…)."""
+    given = _stats_args(args[1:]) if args[:1] == ["stats"] else None
+    if given is None or given.get("since") or given.get("until"):
+        return False
+    from .storage.plain import open_reader
+    from .understand.headline import DIMENSIONS, headline
+
+    by = given.get("by")
+    if by is not None and by not in DIMENSIONS:
+        return False
+    try:
+        reader = open_reader(given.get("db"))
+        if reader is None:
+            return False
+        with reader:
+            items = headline(reader, None, by)
+    except Exception:  # whatever it is, the Store's way reports it (or finds it fine)
+        return False
+    _show_stats(items, by, given.get("json", False))
+    return True
+
+
+if __name__ == "__main__" and _fast_stats(sys.argv[1:]):
+    sys.exit()
+
+from pathlib import Path
+from typing import Annotated
+
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from .storage.actor import PermissionDenied, local
@@ -20,8 +136,8 @@ app = typer.Typer(help="Record, import, inspect, replay and compare AI agent run
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-out = Console(soft_wrap=True, highlight=False, markup=False)
-err = Console(stderr=True, highlight=False, markup=False)
+out = _console(soft_wrap=True)
+err = _console(stderr=True)
 
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL or SQLite path (default: AGENT_REPLAY_DB_URL, else data/agent_replay.db).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -55,20 +171,6 @@ def cli_actor():
         return local("cli")
     except ValueError as exc:
         raise CliError(str(exc)) from None
-
-
-def print_json(value: Any) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode() + "\n")
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    if hasattr(value, "strftime"):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    return str(value)
 
 
 def _when(value: Any) -> str:
@@ -392,39 +494,7 @@ def stats_cmd(
             fail(f"--{exc}")
     store = open_store(db)
     store.expire_idle()
-    items = headline(store, flt, by)
-    if json:
-        print_json(items if by else items[0])
-        return
-    if not items:
-        out.print("no runs")
-        return
-    if by is None:  # one group: a metric a line
-        table = Table("metric", "value")
-        for k, v in items[0].items():
-            table.add_row(STATS_HEADINGS.get(k, k), _stat(k, v))
-    else:
-        table = Table(*(STATS_HEADINGS.get(k, k) for k in items[0]))
-        for item in items:
-            table.add_row(*(_stat(k, v) for k, v in item.items()))
-    out.print(table)
-
-
-STATS_HEADINGS = {"success_rate": "success", "p50_ms": "p50 run s", "p95_ms": "p95 run s", "tokens_in": "tokens in",
-                  "tokens_out": "tokens out", "cost_usd": "cost $", "retry_rate": "retry", "tool_failure_rate": "tool fail",
-                  "fallback_rate": "fallback"}
-
-
-def _stat(name: str, value: Any) -> str:
-    if value is None:
-        return "—"
-    if name.endswith("_rate"):
-        return f"{value:.1%}"
-    if name.endswith("_ms"):
-        return f"{value / 1000:,.1f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return _fmt(value)
+    _show_stats(headline(store, flt, by), by, json, out)
 
 
 # ---------------------------------------------------------------------------- replay / compare
@@ -1309,7 +1379,7 @@ def _plain_stats(args: list[str]) -> bool:
 
 def main() -> None:
     try:
-        if not _plain_stats(sys.argv[1:]):
+        if not _plain_stats(sys.argv[1:]):  # run as a program, a plain `stats` on a SQLite file was `_fast_stats`' above
             app()
     except CliError as exc:
         err.print(f"error: {exc}")

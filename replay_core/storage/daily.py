@@ -18,7 +18,6 @@ anything else (text, tags, workflow, …) is answered from the per-run rollups i
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -26,6 +25,7 @@ import orjson
 from sqlalchemy import BigInteger, and_, case, cast, delete, func, insert, literal, or_, select, union_all
 from sqlalchemy.engine import Connection
 
+from .plain import nano  # the cells' unit, shared with the plain reads of `stats`
 from .tables import DAILY_KEY, DAILY_SUMS, daily_cells, daily_errors, daily_members, daily_tools, run_breakdown, run_rollups, sessions
 
 MEMBER_COLUMNS = tuple(c.name for c in daily_members.c)
@@ -45,15 +45,6 @@ def _number(value):
 
 def _us(end: datetime | None, start: datetime | None) -> int | None:
     return None if end is None or start is None else (end - start) // timedelta(microseconds=1)
-
-
-SUMMED_BELOW = 1e5  # USD a run: past it (a stored cost may be 10¹⁵ a step) its nano-dollars could overflow a sum
-
-
-def nano(cost: float | None) -> int | None:
-    """USD as whole nano-dollars (half up), so sums are exact; None for no cost or one too large
-    to sum this way (such a run marks its cell `runs_cost_unsummed`: analytics then reads per run)."""
-    return None if cost is None or abs(cost) >= SUMMED_BELOW else math.floor(cost * 1e9 + 0.5)
 
 
 def contribution(s, r) -> list:

@@ -49,6 +49,7 @@ from .tables import (
     job_runs, otlp_open_calls, otlp_traces, run_breakdown, run_rollups, sessions, step_contexts, steps, watch_offsets,
 )
 from .tables import queue_items, queue_reviews, review_queues, share_links
+from .plain import EXPERIMENT_SOURCE  # experiments' replay sessions: kept out of lists and analytics unless asked for
 from .search import PG_DOCUMENT, SQLITE_FILL_AFTER, SearchQuery, snippet
 
 if TYPE_CHECKING:  # made only by the reads that return events: `stats` opens a Store without pydantic
@@ -95,8 +96,6 @@ REVIEW_LABELS = ("good", "bad", "needs_attention")
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
 HAS_FLAGS = ("retry", "error", "intervention", "fallback", "loop")
-# The source of an experiment's replay sessions: kept out of lists and analytics unless asked for.
-EXPERIMENT_SOURCE = "experiment"
 
 
 def _json_dumps(value: Any) -> str:

@@ -30,7 +30,7 @@ from functools import partial
 import polars as pl
 
 from ..events import now_utc
-from ..storage.daily import SUMMED_BELOW
+from ..storage.plain import SUMMED_BELOW
 from ..storage.store import SessionFilter, Store
 
 SQL_TIME = "%Y-%m-%d %H:%M:%S%.f"  # how both databases print a stored (UTC) timestamp as text

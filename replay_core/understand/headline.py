@@ -4,19 +4,24 @@
 sum a few columns, was most of its time. When the filter and `by` allow, it sums the per-day
 rollups' cells (Store.daily_rows: a few thousand rows, and one duration per run for the
 percentiles); otherwise one narrow query gives a row per run (Store.headline_rows), made into
-cells of one run. The numbers are `analytics.headline`'s, with the same definitions
-(docs/analytics.md), and tests/test_analytics_headline.py holds the two equal on both databases.
+cells of one run. On a SQLite file the CLI hands it storage.plain's Reader instead of a Store:
+the same two reads on sqlite3, without SQLAlchemy's import. The numbers are `analytics.headline`'s,
+with the same definitions (docs/analytics.md), and tests/test_analytics_headline.py holds the two
+equal on both databases.
 """
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import orjson
 
-from ..storage.daily import nano
-from ..storage.store import SessionFilter, Store
+from ..storage.plain import nano
+
+if TYPE_CHECKING:  # a Store or a storage.plain.Reader: `stats` on a SQLite file imports no SQLAlchemy
+    from ..storage.store import SessionFilter, Store
 
 BUCKET = {"day": 10, "hour": 13}  # characters of 'YYYY-MM-DD HH' a time bucket keeps
 COLUMN = {"model": "model", "agent": "agent_id", "workflow": "workflow", "environment": "environment",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import re
 from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, text
+if TYPE_CHECKING:  # head_revision is read without SQLAlchemy (storage/plain.py)
+    from sqlalchemy import Engine
 
 HERE = Path(__file__).resolve().parent
 _REVISION = re.compile(r"^(down_revision|revision)\s*=\s*['\"]?([\w.]+|None)['\"]?", re.M)
@@ -32,6 +33,8 @@ def at_head(engine: Engine) -> bool:
     head = head_revision()
     if head is None:
         return False
+    from sqlalchemy import text
+
     try:
         with engine.connect() as conn:
             return list(conn.scalars(text("SELECT version_num FROM alembic_version"))) == [head]
