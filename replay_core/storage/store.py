@@ -73,13 +73,14 @@ _ROLLUP_OF_ROW = itemgetter(*(STEP_COLUMNS.index(name) for name in rollups.FIELD
 _JSON_STEP_COLUMNS = tuple(STEP_COLUMNS.index(name) for name in ("tool_args", "metadata"))
 
 
-def _decoded_step_rows(rows: list[Sequence], dialect: str) -> Iterable[Sequence]:
-    """Step rows as the driver returns them, with the values SQLAlchemy's column types would have
-    made: the timestamp timezone-aware UTC (tables.UTCDateTime), the JSON columns parsed (and a bare
-    number, which SQLite hands back as a number, kept: SQLAlchemy's JSON type failed on it). SQLite
-    hands back text; psycopg a naive datetime and JSON it parsed itself (the engine's json_deserializer)."""
+def _decoded_step_columns(rows: list[Sequence], dialect: str) -> list[Sequence]:
+    """Step rows as the driver returns them, turned into columns (STEP_COLUMNS' order) with the values
+    SQLAlchemy's column types would have made: the timestamp timezone-aware UTC (tables.UTCDateTime),
+    the JSON columns parsed (and a bare number, which SQLite hands back as a number, kept: SQLAlchemy's
+    JSON type failed on it). SQLite hands back text; psycopg a naive datetime and JSON it parsed itself
+    (the engine's json_deserializer)."""
     if not rows:
-        return rows
+        return [() for _ in STEP_COLUMNS]
     columns = list(zip(*rows, strict=True))
     stamps = columns[_TIMESTAMP]
     if dialect == "sqlite":  # stored naive, as "YYYY-MM-DD HH:MM:SS.ffffff"
@@ -88,7 +89,17 @@ def _decoded_step_rows(rows: list[Sequence], dialect: str) -> Iterable[Sequence]
             columns[i] = [orjson.loads(v) if isinstance(v, str | bytes) else v for v in columns[i]]
     else:
         columns[_TIMESTAMP] = [None if v is None else v.replace(tzinfo=UTC) for v in stamps]
-    return zip(*columns, strict=True)
+    return columns
+
+
+def step_events(session_id: str, rows: Iterable[Sequence]) -> list[StepEvent]:
+    """Steps of one session from decoded rows of STEP_COLUMNS (validated on their way in: built without validation)."""
+    from ..events import StepEvent
+
+    return StepEvent.trusted_rows(STEP_COLUMNS, rows, _STEP_FIELDS_SET, session_id=session_id)
+
+
+_STEP_FIELDS_SET = {*STEP_COLUMNS, "session_id"}  # one set shared by every loaded step (StepEvent.trusted)
 
 
 REVIEW_LABELS = ("good", "bad", "needs_attention")
@@ -735,8 +746,11 @@ class Store:
 
     def load_steps(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[StepEvent]:
         """Steps of a session in order (seq, then timestamp), without their context."""
-        from ..events import StepEvent
+        return step_events(session_id, zip(*self.load_step_columns(session_id, from_seq=from_seq, to_seq=to_seq)))
 
+    def load_step_columns(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[Sequence]:
+        """load_steps as columns (STEP_COLUMNS' order, decoded), every column whole: what an opened run's
+        cycles, totals and rebuilt messages are computed from without building 100,000 step objects."""
         cols = [steps.c[name] for name in STEP_COLUMNS]
         query = select(*cols).where(steps.c.session_id == session_id)
         if from_seq is not None:
@@ -750,8 +764,7 @@ class Store:
             # per-value processors were 60% of a 100,000-step open, a row at a time another quarter
             rows = result.cursor.fetchall()
             result.close()
-        decoded = _decoded_step_rows(rows, self.engine.dialect.name)
-        return StepEvent.trusted_rows(STEP_COLUMNS, decoded, {*STEP_COLUMNS, "session_id"}, session_id=session_id)
+        return _decoded_step_columns(rows, self.engine.dialect.name)
 
     # ------------------------------------------------------------------ reading one long run (the timeline)
 
