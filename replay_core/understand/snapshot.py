@@ -144,34 +144,40 @@ def _rebuilt(rows: Iterable[tuple], marks: list[tuple[int, int | None]] | None) 
     """rebuild_messages over the steps' REBUILT_FIELDS (an opened run's columns, zipped: no step objects)."""
     messages: list[dict] = []
     pending: dict[str, str] = {}  # tool_call_id -> tool name, for calls not answered yet
+    calls: int | None = None  # how many tool calls the last message holds (None unless it is an assistant turn)
     for kind, seq, content, tool_name, tool_args, tool_call_id, metadata in rows:
         if marks is not None:
-            last = messages[-1] if messages else None
-            marks.append((len(messages), len(last.get("tool_calls", ())) if last and last["role"] == "assistant" else None))
+            marks.append((len(messages), calls))
         if kind in ("think", "decision"):
             messages.append({"role": "assistant", "content": content or ""})
+            calls = 0
         elif kind == "tool_call":
             call_id = tool_call_id or f"call_{seq}"
             call = {"id": call_id, "type": "function", "function": {"name": tool_name or "tool", "arguments": _arguments_json(tool_args)}}
-            last = messages[-1] if messages else None
-            if last and last["role"] == "assistant":
-                last.setdefault("tool_calls", []).append(call)
-            else:
+            if calls is None:
                 messages.append({"role": "assistant", "tool_calls": [call]})  # no "content": None: litellm drops it
+                calls = 1
+            else:
+                messages[-1].setdefault("tool_calls", []).append(call)
+                calls += 1
             pending[call_id] = tool_name or ""
         elif kind in ("tool_result", "observation", "error"):
             call_id = tool_call_id if tool_call_id in pending else _match_pending(pending, tool_name)
             if call_id is not None:
                 pending.pop(call_id)
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": content or ""})
+                calls = None
             elif kind == "observation":
                 messages.append({"role": "user", "content": content or ""})
+                calls = None
             elif kind == "tool_result":
                 messages.append({"role": "user", "content": f"Result of {tool_name or 'tool'}: {content or ''}"})
+                calls = None
         elif kind == "input":
             meta = metadata or {}
             role = meta.get("role") if meta.get("role") in ("system", "user", "assistant") else "user"
             messages.append({"role": role, "content": content or ""})
+            calls = 0 if role == "assistant" else None
     return messages
 
 
@@ -230,10 +236,9 @@ def _rebuild(timeline: Timeline, start: int, end: int) -> _Rebuild:
             rows = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS))
             marks: list[tuple[int, int | None]] = []
             messages = _rebuilt(rows, marks)
-            origins: list[dict] = []
             bounds = [m[0] for m in marks] + [len(messages)]
-            for i, seq in enumerate(islice(columns["seq"], start, end)):
-                origins += [{"source": "rebuilt", "seq": seq}] * (bounds[i + 1] - bounds[i])
+            origins = [{"source": "rebuilt", "seq": seq}
+                       for seq, a, b in zip(islice(columns["seq"], start, end), bounds, islice(bounds, 1, None)) for _ in range(b - a)]
             found = timeline.cache[key] = _Rebuild(start, messages, marks, origins)
     return found
 
