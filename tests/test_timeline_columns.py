@@ -123,7 +123,8 @@ def test_an_opened_run_is_what_its_steps_in_hand_give(store, specs, seed):
         assert messages_before(tl, pos) == before
         if steps[pos].type == "tool_call":  # it joins the assistant turn before it (whatever step made it), else opens one
             joins = bool(before) and before[-1]["role"] == "assistant"
-            assert len(after) == len(before) + (not joins) and after[-1]["tool_calls"][-1]["function"]["name"] == (steps[pos].tool_name or "tool")
+            assert len(after) == len(before) + (not joins)
+            assert after[-1]["tool_calls"][-1]["function"]["name"] == (steps[pos].tool_name or "tool")
     for seq in rng.sample([s.seq for s in steps], min(4, len(steps))):
         assert state_at(tl, seq, store).to_dict() == state_at(in_hand, seq, store).to_dict()
         assert state_at(tl, seq).to_dict() == state_at(in_hand, seq).to_dict()

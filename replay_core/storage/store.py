@@ -102,14 +102,18 @@ def _fetched(conn: Connection, query: Any) -> list[Sequence]:
     return rows
 
 
-def step_events(session_id: str, rows: Iterable[Sequence]) -> list[StepEvent]:
-    """Steps of one session from decoded rows of STEP_COLUMNS (validated on their way in: built without validation)."""
+def step_events(session_id: str, rows: Iterable[Sequence], fields_set: set[str] | None = None) -> list[StepEvent]:
+    """Steps of one session from decoded rows of STEP_COLUMNS (validated on their way in: built without
+    validation), sharing one fields-set: `fields_set` (step_fields_set()) or a new one for this load."""
     from ..events import StepEvent
 
-    return StepEvent.trusted_rows(STEP_COLUMNS, rows, _STEP_FIELDS_SET, session_id=session_id)
+    shared = step_fields_set() if fields_set is None else fields_set
+    return StepEvent.trusted_rows(STEP_COLUMNS, rows, shared, session_id=session_id)
 
 
-_STEP_FIELDS_SET = {*STEP_COLUMNS, "session_id"}  # one set shared by every loaded step (StepEvent.trusted)
+def step_fields_set() -> set[str]:
+    """The fields-set of a load's steps: one per load, so an assignment to one step marks no other load's."""
+    return {*STEP_COLUMNS, "session_id"}
 
 
 REVIEW_LABELS = ("good", "bad", "needs_attention")

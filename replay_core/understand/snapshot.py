@@ -153,7 +153,8 @@ def _rebuilt(rows: Iterable[tuple], marks: list[tuple[int, int | None]] | None) 
             calls = 0
         elif kind == "tool_call":
             call_id = tool_call_id or f"call_{seq}"
-            call = {"id": call_id, "type": "function", "function": {"name": tool_name or "tool", "arguments": _arguments_json(tool_args)}}
+            function = {"name": tool_name or "tool", "arguments": _arguments_json(tool_args)}
+            call = {"id": call_id, "type": "function", "function": function}
             if calls is None:
                 messages.append({"role": "assistant", "tool_calls": [call]})  # no "content": None: litellm drops it
                 calls = 1
@@ -237,8 +238,8 @@ def _rebuild(timeline: Timeline, start: int, end: int) -> _Rebuild:
             marks: list[tuple[int, int | None]] = []
             messages = _rebuilt(rows, marks)
             bounds = [m[0] for m in marks] + [len(messages)]
-            origins = [{"source": "rebuilt", "seq": seq}
-                       for seq, a, b in zip(islice(columns["seq"], start, end), bounds, islice(bounds, 1, None)) for _ in range(b - a)]
+            opened = zip(islice(columns["seq"], start, end), bounds, islice(bounds, 1, None))  # a step's seq, its messages
+            origins = [{"source": "rebuilt", "seq": seq} for seq, a, b in opened for _ in range(b - a)]
             found = timeline.cache[key] = _Rebuild(start, messages, marks, origins)
     return found
 

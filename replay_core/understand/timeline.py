@@ -18,7 +18,7 @@ from typing import Any, overload
 from .cycles import Cycle, cycle_of_steps, cycles_of
 from ..events import StepEvent
 from ..ingest.pipeline import collector_paused
-from ..storage.store import STEP_COLUMNS, Store, step_events
+from ..storage.store import STEP_COLUMNS, Store, step_events, step_fields_set
 
 Columns = dict[str, Sequence]  # a run's steps as columns, by STEP_COLUMNS name
 
@@ -106,6 +106,7 @@ class Steps(Sequence[StepEvent]):
         self._columns = columns
         self._built: list[StepEvent | None] = [None] * len(columns["seq"])
         self._whole = False
+        self._fields_set = step_fields_set()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -123,14 +124,15 @@ class Steps(Sequence[StepEvent]):
         step = self._built[index]
         if step is None:
             row = tuple(self._columns[name][index] for name in STEP_COLUMNS)
-            step = self._built[index] = step_events(self._session_id, [row])[0]
+            step = self._built[index] = step_events(self._session_id, [row], self._fields_set)[0]
         return step
 
     def __iter__(self) -> Iterator[StepEvent]:
         if not self._whole:
             with self._lock, paused_and_promoted():
                 if not self._whole:
-                    fresh = step_events(self._session_id, zip(*(self._columns[name] for name in STEP_COLUMNS), strict=True))
+                    rows = zip(*(self._columns[name] for name in STEP_COLUMNS), strict=True)
+                    fresh = step_events(self._session_id, rows, self._fields_set)
                     self._built = [new if old is None else old for old, new in zip(self._built, fresh, strict=True)]
                     self._whole = True
         return iter(self._built)
@@ -169,8 +171,8 @@ class Timeline:
     def error_positions(self) -> tuple[int, ...]:
         """Positions of failed steps; a pass over every step, so computed once (a page asks several times)."""
         if "error_positions" not in self.cache:
-            pairs = zip(self.columns["type"], self.columns["status"], strict=True)
-            self.cache["error_positions"] = tuple(i for i, (kind, status) in enumerate(pairs) if kind == "error" or status == "error")
+            pairs = enumerate(zip(self.columns["type"], self.columns["status"], strict=True))
+            self.cache["error_positions"] = tuple(i for i, (kind, status) in pairs if kind == "error" or status == "error")
         return self.cache["error_positions"]
 
     def error_class_positions(self) -> tuple[int, ...]:
@@ -182,8 +184,8 @@ class Timeline:
     def first_input(self) -> StepEvent | None:
         """What the agent was asked: the first input step that is not a system prompt (a pass, kept)."""
         if "first_input" not in self.cache:
-            pairs = zip(self.columns["type"], self.columns["metadata"], strict=True)
-            pos = next((i for i, (kind, meta) in enumerate(pairs) if kind == "input" and (meta or {}).get("role") != "system"), None)
+            pairs = enumerate(zip(self.columns["type"], self.columns["metadata"], strict=True))
+            pos = next((i for i, (kind, meta) in pairs if kind == "input" and (meta or {}).get("role") != "system"), None)
             self.cache["first_input"] = None if pos is None else self.steps[pos]
         return self.cache["first_input"]
 
