@@ -55,8 +55,8 @@ class RunningTotals:
 
     @classmethod
     def of(cls, columns: Columns) -> RunningTotals:
-        """All sums from the steps' columns, each a C-level accumulate (a Python pass over step objects was
-        a fifth of opening a run). Every sum starts from 0 as a plain loop would: a first True stays 1."""
+        """All sums from the steps' columns, each an accumulate (an opened run has no step objects to walk).
+        Each sum starts from 0 as a loop adding to 0 would: a count is an int from its first step on."""
         types, statuses = columns["type"], columns["status"]
         tokens_in = [v or 0 for v in columns["tokens_in"]]
         tokens_out = [v or 0 for v in columns["tokens_out"]]
@@ -99,7 +99,7 @@ def _running(values: list, start: int | float) -> list:
 class Steps(Sequence[StepEvent]):
     """An opened run's steps, each built when first asked for, whole from its full row (content, arguments
     and metadata included: never a step in part): one on indexing, all at once on iteration. Building
-    100,000 step objects was a third of opening a run, and a page draws the few around its cursor."""
+    100,000 step objects was a fifth of opening a run, and a page draws the few around its cursor."""
 
     def __init__(self, session_id: str, columns: Columns):
         self._session_id = session_id
