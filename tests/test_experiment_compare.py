@@ -279,9 +279,10 @@ def test_each_case_is_opened_once_for_all_its_variants(sqlite_store, server, mon
         server.route(m, Agent(server))
     eid, _ = ex.start(store, "refunds", [variant(server, m) for m in ("a", "b", "c")], concurrency=3)
     opened, read_steps = [], []
-    real_open, real_load = ex.open_timeline, store.load_steps
+    real_open = ex.open_timeline
     monkeypatch.setattr(ex, "open_timeline", lambda s, sid: opened.append(sid) or real_open(s, sid))
-    monkeypatch.setattr(store, "load_steps", lambda sid, **kw: read_steps.append(sid) or real_load(sid, **kw))
+    real_read = store.load_step_columns  # every read of a run's steps (load_steps and an opened run's columns)
+    monkeypatch.setattr(store, "load_step_columns", lambda sid, **kw: read_steps.append(sid) or real_read(sid, **kw))
     assert ex.run(store, eid) == "done"
     assert sorted(opened) == [f"refund-{i}" for i in range(4)]
     originals = [s for s in read_steps if "~replay" not in s]

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from operator import itemgetter
+from itertools import islice
+from operator import ge, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -74,22 +75,46 @@ _ROLLUP_OF_ROW = itemgetter(*(STEP_COLUMNS.index(name) for name in rollups.FIELD
 _JSON_STEP_COLUMNS = tuple(STEP_COLUMNS.index(name) for name in ("tool_args", "metadata"))
 
 
-def _decoded_step_rows(rows: list[Sequence], dialect: str) -> Iterable[Sequence]:
-    """Step rows as the driver returns them, with the values SQLAlchemy's column types would have
-    made: the timestamp timezone-aware UTC (tables.UTCDateTime), the JSON columns parsed (and a bare
-    number, which SQLite hands back as a number, kept: SQLAlchemy's JSON type failed on it). SQLite
-    hands back text; psycopg a naive datetime and JSON it parsed itself (the engine's json_deserializer)."""
+def _decoded_step_columns(rows: list[Sequence], dialect: str) -> list[Sequence]:
+    """Step rows as the driver returns them, turned into columns (STEP_COLUMNS' order) with the values
+    SQLAlchemy's column types would have made: the timestamp timezone-aware UTC (tables.UTCDateTime),
+    the JSON columns parsed (and a bare number, which SQLite hands back as a number, kept: SQLAlchemy's
+    JSON type failed on it). SQLite hands back text; psycopg a naive datetime and JSON it parsed itself
+    (the engine's json_deserializer)."""
     if not rows:
-        return rows
+        return [() for _ in STEP_COLUMNS]
     columns = list(zip(*rows, strict=True))
     stamps = columns[_TIMESTAMP]
     if dialect == "sqlite":  # stored naive, as "YYYY-MM-DD HH:MM:SS.ffffff"
         columns[_TIMESTAMP] = [None if v is None else datetime.fromisoformat(v + "+00:00") for v in stamps]
         for i in _JSON_STEP_COLUMNS:  # a bare number comes back a number (the column's numeric affinity)
-            columns[i] = [orjson.loads(v) if isinstance(v, str | bytes) else v for v in columns[i]]
+            columns[i] = [v if v is None else orjson.loads(v) if isinstance(v, (str, bytes)) else v for v in columns[i]]
     else:
         columns[_TIMESTAMP] = [None if v is None else v.replace(tzinfo=UTC) for v in stamps]
-    return zip(*columns, strict=True)
+    return columns
+
+
+def _fetched(conn: Connection, query: Any) -> list[Sequence]:
+    """The driver's own row tuples, fetched at once: SQLAlchemy's Row objects and per-value processors
+    were 60% of a 100,000-step open, a row at a time another quarter."""
+    result = conn.execute(query)
+    rows = result.cursor.fetchall()
+    result.close()
+    return rows
+
+
+def step_events(session_id: str, rows: Iterable[Sequence], fields_set: set[str] | None = None) -> list[StepEvent]:
+    """Steps of one session from decoded rows of STEP_COLUMNS (validated on their way in: built without
+    validation), sharing one fields-set: `fields_set` (step_fields_set()) or a new one for this load."""
+    from ..events import StepEvent
+
+    shared = step_fields_set() if fields_set is None else fields_set
+    return StepEvent.trusted_rows(STEP_COLUMNS, rows, shared, session_id=session_id)
+
+
+def step_fields_set() -> set[str]:
+    """The fields-set of a load's steps: one per load, so an assignment to one step marks no other load's."""
+    return {*STEP_COLUMNS, "session_id"}
 
 
 REVIEW_LABELS = ("good", "bad", "needs_attention")
@@ -734,23 +759,24 @@ class Store:
 
     def load_steps(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[StepEvent]:
         """Steps of a session in order (seq, then timestamp), without their context."""
-        from ..events import StepEvent
+        return step_events(session_id, zip(*self.load_step_columns(session_id, from_seq=from_seq, to_seq=to_seq)))
 
+    def load_step_columns(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[Sequence]:
+        """load_steps as columns (STEP_COLUMNS' order, decoded), every column whole: what an opened run's
+        cycles, totals and rebuilt messages are computed from without building 100,000 step objects."""
         cols = [steps.c[name] for name in STEP_COLUMNS]
         query = select(*cols).where(steps.c.session_id == session_id)
         if from_seq is not None:
             query = query.where(steps.c.seq >= from_seq)
         if to_seq is not None:
             query = query.where(steps.c.seq <= to_seq)
-        query = query.order_by(steps.c.seq, steps.c.timestamp, steps.c.id)
         with self.engine.connect() as conn:
-            result = conn.execute(query)
-            # the driver's own tuples, fetched at once and decoded below: SQLAlchemy's Row objects and
-            # per-value processors were 60% of a 100,000-step open, a row at a time another quarter
-            rows = result.cursor.fetchall()
-            result.close()
-        decoded = _decoded_step_rows(rows, self.engine.dialect.name)
-        return StepEvent.trusted_rows(STEP_COLUMNS, decoded, {*STEP_COLUMNS, "session_id"}, session_id=session_id)
+            # in seq order alone first, as the index holds them: the full order's ties on seq cost SQLite
+            # a sort of every row (a quarter of the read); when a seq repeats, read again in the full order
+            rows = _fetched(conn, query.order_by(steps.c.seq))
+            if any(map(ge, map(itemgetter(_SEQ), rows), map(itemgetter(_SEQ), islice(rows, 1, None)))):
+                rows = _fetched(conn, query.order_by(steps.c.seq, steps.c.timestamp, steps.c.id))
+        return _decoded_step_columns(rows, self.engine.dialect.name)
 
     # ------------------------------------------------------------------ reading one long run (the timeline)
 

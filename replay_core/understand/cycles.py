@@ -46,12 +46,14 @@ def cycle_of_steps(types: Sequence[str]) -> list[int | None]:
     return out
 
 
-def group_cycles(steps: Sequence, membership: Sequence[int | None] | None = None) -> list[Cycle]:
-    """Cycles of a session's steps (objects with `type` and `seq`), in order; `membership`, when the
-    caller has it already, is cycle_of_steps of their types."""
+def group_cycles(steps: Sequence) -> list[Cycle]:
+    """Cycles of a session's steps (objects with `type` and `seq`), in order."""
     types = [s.type for s in steps]
-    if membership is None:
-        membership = cycle_of_steps(types)
+    return cycles_of([s.seq for s in steps], types, cycle_of_steps(types))
+
+
+def cycles_of(seqs: Sequence[int], types: Sequence[str], membership: Sequence[int | None]) -> list[Cycle]:
+    """group_cycles from the steps' columns and their cycle_of_steps (an opened run has them without building step objects)."""
     grouped: list[list[int]] = []
     for pos, index in enumerate(membership):
         if index is None:
@@ -63,8 +65,8 @@ def group_cycles(steps: Sequence, membership: Sequence[int | None] | None = None
     return [
         Cycle(
             index=i,
-            first_seq=steps[members[0]].seq,
-            last_seq=steps[members[-1]].seq,
+            first_seq=seqs[members[0]],
+            last_seq=seqs[members[-1]],
             positions=tuple(members),
             types=tuple([types[p] for p in members]),
         )

@@ -14,7 +14,10 @@ never inside it, so the messages stay byte-equal to what is sent.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -130,37 +133,52 @@ def rebuild_messages(steps: list[StepEvent], marks: list[tuple[int, int | None]]
     many there were, and how many tool calls the last one held (None unless it is an
     assistant turn) — so any prefix can be cut from one rebuild (see messages_before).
     """
+    return _rebuilt(map(_REBUILT_OF_STEP, steps), marks)
+
+
+REBUILT_FIELDS = ("type", "seq", "content", "tool_name", "tool_args", "tool_call_id", "metadata")  # what a rebuild reads
+_REBUILT_OF_STEP = attrgetter(*REBUILT_FIELDS)
+
+
+def _rebuilt(rows: Iterable[tuple], marks: list[tuple[int, int | None]] | None) -> list[dict]:
+    """rebuild_messages over the steps' REBUILT_FIELDS (an opened run's columns, zipped: no step objects)."""
     messages: list[dict] = []
     pending: dict[str, str] = {}  # tool_call_id -> tool name, for calls not answered yet
-    for step in steps:
+    calls: int | None = None  # how many tool calls the last message holds (None unless it is an assistant turn)
+    for kind, seq, content, tool_name, tool_args, tool_call_id, metadata in rows:
         if marks is not None:
-            last = messages[-1] if messages else None
-            marks.append((len(messages), len(last.get("tool_calls", ())) if last and last["role"] == "assistant" else None))
-        kind = step.type
-        meta = step.metadata or {}
+            marks.append((len(messages), calls))
         if kind in ("think", "decision"):
-            messages.append({"role": "assistant", "content": step.content or ""})
+            messages.append({"role": "assistant", "content": content or ""})
+            calls = 0
         elif kind == "tool_call":
-            call_id = step.tool_call_id or f"call_{step.seq}"
-            call = {"id": call_id, "type": "function", "function": {"name": step.tool_name or "tool", "arguments": _arguments_json(step.tool_args)}}
-            last = messages[-1] if messages else None
-            if last and last["role"] == "assistant":
-                last.setdefault("tool_calls", []).append(call)
-            else:
+            call_id = tool_call_id or f"call_{seq}"
+            function = {"name": tool_name or "tool", "arguments": _arguments_json(tool_args)}
+            call = {"id": call_id, "type": "function", "function": function}
+            if calls is None:
                 messages.append({"role": "assistant", "tool_calls": [call]})  # no "content": None: litellm drops it
-            pending[call_id] = step.tool_name or ""
+                calls = 1
+            else:
+                messages[-1].setdefault("tool_calls", []).append(call)
+                calls += 1
+            pending[call_id] = tool_name or ""
         elif kind in ("tool_result", "observation", "error"):
-            call_id = step.tool_call_id if step.tool_call_id in pending else _match_pending(pending, step.tool_name)
+            call_id = tool_call_id if tool_call_id in pending else _match_pending(pending, tool_name)
             if call_id is not None:
                 pending.pop(call_id)
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": step.content or ""})
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": content or ""})
+                calls = None
             elif kind == "observation":
-                messages.append({"role": "user", "content": step.content or ""})
+                messages.append({"role": "user", "content": content or ""})
+                calls = None
             elif kind == "tool_result":
-                messages.append({"role": "user", "content": f"Result of {step.tool_name or 'tool'}: {step.content or ''}"})
+                messages.append({"role": "user", "content": f"Result of {tool_name or 'tool'}: {content or ''}"})
+                calls = None
         elif kind == "input":
+            meta = metadata or {}
             role = meta.get("role") if meta.get("role") in ("system", "user", "assistant") else "user"
-            messages.append({"role": role, "content": step.content or ""})
+            messages.append({"role": role, "content": content or ""})
+            calls = 0 if role == "assistant" else None
     return messages
 
 
@@ -215,13 +233,13 @@ def _rebuild(timeline: Timeline, start: int, end: int) -> _Rebuild:
     found = timeline.cache.get(key)
     if found is None:
         with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
-            steps = timeline.steps[start:end]
+            columns = timeline.columns
+            rows = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS))
             marks: list[tuple[int, int | None]] = []
-            messages = rebuild_messages(steps, marks)
-            origins: list[dict] = []
+            messages = _rebuilt(rows, marks)
             bounds = [m[0] for m in marks] + [len(messages)]
-            for i, step in enumerate(steps):
-                origins += [{"source": "rebuilt", "seq": step.seq}] * (bounds[i + 1] - bounds[i])
+            opened = zip(islice(columns["seq"], start, end), bounds, islice(bounds, 1, None))  # a step's seq, its messages
+            origins = [{"source": "rebuilt", "seq": seq} for seq, a, b in opened for _ in range(b - a)]
             found = timeline.cache[key] = _Rebuild(start, messages, marks, origins)
     return found
 
@@ -237,10 +255,11 @@ class _Index:
 def _index(timeline: Timeline) -> _Index:
     found = timeline.cache.get("snapshot")
     if found is None:
-        steps = timeline.steps
+        ids, metadata = timeline.columns["event_id"], timeline.columns["metadata"]
+        contexts = timeline.context_ids
         found = timeline.cache["snapshot"] = _Index(
-            context_positions=[i for i, s in enumerate(steps) if s.event_id in timeline.context_ids] if timeline.context_ids else [],
-            state_positions=[i for i, s in enumerate(steps) if s.metadata and isinstance(s.metadata.get("state"), dict)],
+            context_positions=[i for i, e in enumerate(ids) if e in contexts] if contexts else [],
+            state_positions=[i for i, m in enumerate(metadata) if m and isinstance(m.get("state"), dict)],
         )
     return found
 

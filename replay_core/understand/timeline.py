@@ -7,16 +7,20 @@ cursor over the timeline (snapshot.state_at) costs O(1) for the totals.
 from __future__ import annotations
 
 import gc
+import threading
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import accumulate
+from typing import Any, overload
 
-from .cycles import Cycle, cycle_of_steps, group_cycles
+from .cycles import Cycle, cycle_of_steps, cycles_of
 from ..events import StepEvent
 from ..ingest.pipeline import collector_paused
-from ..storage.store import Store
+from ..storage.store import STEP_COLUMNS, Store, step_events, step_fields_set
+
+Columns = dict[str, Sequence]  # a run's steps as columns, by STEP_COLUMNS name
 
 
 @dataclass(frozen=True)
@@ -50,33 +54,27 @@ class RunningTotals:
     elapsed_s: list[float | None]
 
     @classmethod
-    def of(cls, steps: list[StepEvent]) -> RunningTotals:
-        """One pass over the steps, all sums at once (a pass per sum was a third of building a timeline)."""
-        first = next((s.timestamp for s in steps if s.timestamp), None)
+    def of(cls, columns: Columns) -> RunningTotals:
+        """All sums from the steps' columns, each an accumulate (an opened run has no step objects to walk).
+        Each sum starts from 0 as a loop adding to 0 would: a count is an int from its first step on."""
+        types, statuses = columns["type"], columns["status"]
+        tokens_in = [v or 0 for v in columns["tokens_in"]]
+        tokens_out = [v or 0 for v in columns["tokens_out"]]
         model_steps = {"think", "decision"}
-        out = cls([], [], [], [], [], [], [], [])
-        tokens_in = tokens_out = unknown = calls = errors = retries = 0
-        cost = 0.0
-        for s in steps:
-            t_in, t_out, kind = s.tokens_in or 0, s.tokens_out or 0, s.type
-            tokens_in += t_in
-            tokens_out += t_out
-            if s.cost_usd is not None:
-                cost += s.cost_usd
-            elif kind in model_steps and (t_in or t_out):
-                unknown += 1
-            calls += kind == "tool_call"
-            errors += kind == "error" or s.status == "error"
-            retries += (s.retry or 0) > 0
-            out.tokens_in.append(tokens_in)
-            out.tokens_out.append(tokens_out)
-            out.cost_usd.append(cost)
-            out.cost_unknown_steps.append(unknown)
-            out.tool_calls.append(calls)
-            out.errors.append(errors)
-            out.retries.append(retries)
-            out.elapsed_s.append((s.timestamp - first).total_seconds() if s.timestamp and first else None)
-        return out
+        unknown = [c is None and k in model_steps and (a != 0 or b != 0)
+                   for c, k, a, b in zip(columns["cost_usd"], types, tokens_in, tokens_out, strict=True)]
+        stamps = columns["timestamp"]
+        first = next((t for t in stamps if t), None)
+        return cls(
+            tokens_in=_running(tokens_in, 0),
+            tokens_out=_running(tokens_out, 0),
+            cost_usd=_running([0.0 if c is None else c for c in columns["cost_usd"]], 0.0),
+            cost_unknown_steps=_running(unknown, 0),
+            tool_calls=_running([k == "tool_call" for k in types], 0),
+            errors=_running([k == "error" or st == "error" for k, st in zip(types, statuses, strict=True)], 0),
+            retries=_running([(r or 0) > 0 for r in columns["retry"]], 0),
+            elapsed_s=[(t - first).total_seconds() if t and first else None for t in stamps],
+        )
 
     def at(self, position: int) -> dict[str, Any]:
         return {
@@ -91,10 +89,63 @@ class RunningTotals:
         }
 
 
+def _running(values: list, start: int | float) -> list:
+    """Running sums of `values` from `start` (excluded), in order: the float sums added as a loop adds them."""
+    out = list(accumulate(values, initial=start))
+    del out[0]
+    return out
+
+
+class Steps(Sequence[StepEvent]):
+    """An opened run's steps, each built when first asked for, whole from its full row (content, arguments
+    and metadata included: never a step in part): one on indexing, all at once on iteration. Building
+    100,000 step objects was a fifth of opening a run, and a page draws the few around its cursor."""
+
+    def __init__(self, session_id: str, columns: Columns):
+        self._session_id = session_id
+        self._columns = columns
+        self._built: list[StepEvent | None] = [None] * len(columns["seq"])
+        self._whole = False
+        self._fields_set = step_fields_set()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    @overload
+    def __getitem__(self, index: int) -> StepEvent: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[StepEvent]: ...
+
+    def __getitem__(self, index: int | slice) -> StepEvent | list[StepEvent]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._built)))]
+        step = self._built[index]
+        if step is None:
+            row = tuple(self._columns[name][index] for name in STEP_COLUMNS)
+            step = self._built[index] = step_events(self._session_id, [row], self._fields_set)[0]
+        return step
+
+    def __iter__(self) -> Iterator[StepEvent]:
+        if not self._whole:
+            with self._lock, paused_and_promoted():
+                if not self._whole:
+                    rows = zip(*(self._columns[name] for name in STEP_COLUMNS), strict=True)
+                    fresh = step_events(self._session_id, rows, self._fields_set)
+                    self._built = [new if old is None else old for old, new in zip(self._built, fresh, strict=True)]
+                    self._whole = True
+        return iter(self._built)
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} steps of {self._session_id!r}>"
+
+
 @dataclass
 class Timeline:
     session: dict
-    steps: list[StepEvent]
+    steps: Sequence[StepEvent]  # a list, or Steps when opened from the store
+    columns: Columns
     cycles: list[Cycle]
     cycle_index: list[int | None]
     gaps: list[Gap]
@@ -120,20 +171,22 @@ class Timeline:
     def error_positions(self) -> tuple[int, ...]:
         """Positions of failed steps; a pass over every step, so computed once (a page asks several times)."""
         if "error_positions" not in self.cache:
-            self.cache["error_positions"] = tuple(i for i, s in enumerate(self.steps) if s.type == "error" or s.status == "error")
+            pairs = enumerate(zip(self.columns["type"], self.columns["status"], strict=True))
+            self.cache["error_positions"] = tuple(i for i, (kind, status) in pairs if kind == "error" or status == "error")
         return self.cache["error_positions"]
 
     def error_class_positions(self) -> tuple[int, ...]:
         """Positions of steps that name an error class (what search matches beside the index)."""
         if "error_class_positions" not in self.cache:
-            self.cache["error_class_positions"] = tuple(i for i, s in enumerate(self.steps) if s.error_class)
+            self.cache["error_class_positions"] = tuple(i for i, e in enumerate(self.columns["error_class"]) if e)
         return self.cache["error_class_positions"]
 
     def first_input(self) -> StepEvent | None:
         """What the agent was asked: the first input step that is not a system prompt (a pass, kept)."""
         if "first_input" not in self.cache:
-            self.cache["first_input"] = next(
-                (s for s in self.steps if s.type == "input" and (s.metadata or {}).get("role") != "system"), None)
+            pairs = enumerate(zip(self.columns["type"], self.columns["metadata"], strict=True))
+            pos = next((i for i, (kind, meta) in pairs if kind == "input" and (meta or {}).get("role") != "system"), None)
+            self.cache["first_input"] = None if pos is None else self.steps[pos]
         return self.cache["first_input"]
 
     def summary(self) -> str:
@@ -176,22 +229,29 @@ def find_gaps(seqs: list[int]) -> list[Gap]:
 
 
 def build_timeline(session: dict, steps: list[StepEvent], context_ids: set[str] | None = None) -> Timeline:
-    seqs = [s.seq for s in steps]
-    membership = cycle_of_steps([s.type for s in steps])
+    """The timeline of steps in hand (tests, a run not in the store)."""
+    return _timeline(session, steps, {name: [getattr(s, name) for s in steps] for name in STEP_COLUMNS}, context_ids)
+
+
+def _timeline(session: dict, steps: Sequence[StepEvent], columns: Columns, context_ids: set[str] | None) -> Timeline:
+    seqs = list(columns["seq"])
+    membership = cycle_of_steps(columns["type"])
     return Timeline(
         session=session,
         steps=steps,
-        cycles=group_cycles(steps, membership),
+        columns=columns,
+        cycles=cycles_of(seqs, columns["type"], membership),
         cycle_index=membership,
         gaps=find_gaps(seqs),
-        totals=RunningTotals.of(steps),
+        totals=RunningTotals.of(columns),
         context_ids=context_ids or set(),
         _seqs=seqs,
     )
 
 
 def open_timeline(store: Store, session_id: str) -> Timeline:
-    """Load a session and everything the timeline needs, in three narrow queries.
+    """Load a session and everything the timeline needs, in three narrow queries; cycles, gaps and totals
+    come from the steps' columns, and the step objects are built when asked for (Steps).
 
     The cyclic GC is paused meanwhile: a 100,000-step run is over a million long-lived objects, none
     of them cyclic garbage, and its collections, triggered again and again, took a third of the time."""
@@ -199,7 +259,8 @@ def open_timeline(store: Store, session_id: str) -> Timeline:
     if session is None:
         raise KeyError(session_id)
     with paused_and_promoted():
-        return build_timeline(session, store.load_steps(session_id), store.context_event_ids(session_id))
+        columns = dict(zip(STEP_COLUMNS, store.load_step_columns(session_id), strict=True))
+        return _timeline(session, Steps(session_id, columns), columns, store.context_event_ids(session_id))
 
 
 @contextmanager
