@@ -4,7 +4,6 @@ and PostgreSQL; and the migration fills them for a database written before it.""
 
 from __future__ import annotations
 
-import struct
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -155,7 +154,7 @@ def test_definitions_on_a_known_run():
         "blocked_steps": 1, "approvals": 1, "fallback_blocks": 1, "fallback_agent": 1, "tool_calls": 4, "tool_failures": 1,
         # phases 0 1 2 1 2 1 1 4 0: falls at seq 4, 6 and 11 -> 4 cycles; 3 calls of search {"q": 1} outside retries: a
         # loop, and the calls after the first ok result (seq 3) are redundant: seq 4 and 7
-        "cycles": 4, "loops": 1, "redundant_calls": 2, "step_durations_us": struct.pack("<2q", 10000, 1500),  # little-endian int64 µs
+        "cycles": 4, "loops": 1, "redundant_calls": 2, "durations_us": "10000,1500",
     }
     assert sorted(parts, key=repr) == sorted([("r", "search", None, 4, 0), ("r", "search", "Timeout", 0, 1)], key=repr)
     assert rollups.rollup_of("r", []) is None
@@ -172,26 +171,6 @@ def test_migration_fills_rollups_of_an_older_database(store):
     command.downgrade(alembic_config(store.engine), "0004_audit")
     command.upgrade(alembic_config(store.engine), "head")
     assert _tables(store) == expected and expected[0][0][1] == len(TYPES)
-
-
-def test_migration_packs_the_text_durations_of_an_older_database(store):
-    """0012 turns 0011's comma-separated µs into packed int64 (and back on downgrade), value for value."""
-    from alembic import command
-
-    from replay_core.storage.migrations import alembic_config
-
-    store.write([SessionEvent(session_id="x"), _event("x", {"type": "think", "minute": 0, "duration_ms": 1.5}),
-                 _event("x", {"type": "decision", "minute": 1, "duration_ms": 86_400_000.25}),  # a day: past int32 µs
-                 _event("x", {"type": "input", "minute": 2}),
-                 SessionEvent(session_id="y"), _event("y", {"type": "think", "minute": 0})])
-    expected = _tables(store)
-    command.downgrade(alembic_config(store.engine), "0011_daily")
-    with store.engine.connect() as conn:
-        old = dict(conn.execute(text("SELECT session_id, durations_us FROM run_rollups")).all())
-    assert old == {"x": "1500,86400000250", "y": None}  # what 0011's code wrote
-    command.upgrade(alembic_config(store.engine), "head")
-    assert _tables(store) == expected
-    assert dict((r[0], r[-1]) for r in expected[0]) == {"x": struct.pack("<2q", 1500, 86_400_000_250), "y": None}
 
 
 @pytest.mark.parametrize("flag", ["retry", "error", "intervention", "fallback", "loop"])

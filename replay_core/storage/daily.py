@@ -79,15 +79,10 @@ def contribution(s, r) -> list:
             *(sums[name] for name in DAILY_SUMS)]
 
 
-# what a member row does not need of a run's rollup (its step durations are read per run, `reads`): also
-# what keeps migration 0011 reading the rollups of its time, before 0012 packed the durations
-_NOT_SUMMED = ("session_id", "step_durations_us")
-
-
 def _contributions(conn: Connection, ids: Sequence[str] | None) -> list[list]:
     s = sessions.c
     query = (select(s.id, s.model, s.agent_id, s.status, s.source, s.replay_of, s.started_at, s.ended_at, s.last_event_at,
-                    s.metadata, *(c for c in run_rollups.c if c.name not in _NOT_SUMMED))
+                    s.metadata, *(c for c in run_rollups.c if c.name != "session_id"))
              .select_from(sessions.outerjoin(run_rollups, run_rollups.c.session_id == s.id)))
     if ids is not None:
         query = query.where(s.id.in_(ids))
@@ -248,6 +243,6 @@ def reads(flt, experiment_source: str, *, detail: bool) -> dict:
         "times": select(m.cell, m.duration_us, m.first_error_us).where(*run_where),
     }
     if detail:
-        out["steps"] = (select(m.cell, run_rollups.c.step_durations_us)
+        out["steps"] = (select(m.cell, run_rollups.c.durations_us)
                         .select_from(daily_members.join(run_rollups, run_rollups.c.session_id == m.session_id)).where(*run_where))
     return out

@@ -19,8 +19,6 @@ retries aside; a redundant call repeats one whose successful result was already 
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 from operator import itemgetter
@@ -39,29 +37,6 @@ ROLLUP_COLUMNS = tuple(c.name for c in run_rollups.c)
 BREAKDOWN_COLUMNS = tuple(c.name for c in run_breakdown.c)
 _PHASE = {"think": 0, "tool_call": 1, "tool_result": 2, "observation": 3, "decision": 4}
 _CHUNK = 500
-US = "q"  # array type of a step duration in whole µs: int64 (the contract caps duration_ms at 1e15, 1e18 µs)
-
-
-def packed(durations: array) -> bytes | None:
-    """Step durations as `run_rollups.step_durations_us` keeps them: whole µs, little-endian int64, in
-    step order (None without any). Bytes, not text: the dashboard reads millions of them at once, and
-    numbers it can take as they lie (analytics) cost a tenth of splitting and parsing text."""
-    if not durations:
-        return None
-    if sys.byteorder != "little":
-        durations = array(US, durations)
-        durations.byteswap()
-    return durations.tobytes()
-
-
-def unpacked(data: bytes | None) -> array:
-    """`packed`'s durations back as an array of whole µs."""
-    out = array(US)
-    if data:
-        out.frombytes(data)
-        if sys.byteorder != "little":
-            out.byteswap()
-    return out
 
 
 def _args_key(args: Any) -> str:
@@ -79,11 +54,11 @@ def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tu
 
 
 # What the fold carries from step to step: the counts, sums and extremes a rollup row holds (with
-# `falls`, `last_phase` and `phased` for cycles, the durations in µs), the breakdown
+# `falls`, `last_phase` and `phased` for cycles, the durations as strings), the breakdown
 # {(tool, error class): [calls, errored]}, the calls {(tool, args key): [(seq, call id)]} and the
 # first ok result's seq per call id (loops and redundant calls are worked out from those two).
 def _empty() -> tuple:
-    return (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, None, None, None, None, None, False, array(US), {}, {}, {})
+    return (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, None, None, None, None, None, False, [], {}, {}, {})
 
 
 def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
@@ -105,7 +80,7 @@ def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
         if retry:
             retried += 1
         if dur is not None:
-            durations.append(int(dur * 1000))
+            durations.append(str(int(dur * 1000)))
         bad = kind == "error" or status == "error"
         if status == "blocked":
             blocked += 1
@@ -162,7 +137,7 @@ def _rolled(session_id: str, state: tuple, loops: int, redundant: int) -> tuple[
     (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
      max_seq, first_error, _, phased, durations, breakdown, _, _) = state
     row = (session_id, n, max_seq, tokens_in, tokens_out, cost, unknown, retried, errored, first_error, blocked, approvals,
-           blocks, agent, calls_n, failures, (falls + 1) if phased else 0, loops, redundant, packed(durations))
+           blocks, agent, calls_n, failures, (falls + 1) if phased else 0, loops, redundant, ",".join(durations) or None)
     return row, [(session_id, tool, ecls, a, b) for (tool, ecls), (a, b) in breakdown.items()]
 
 
@@ -259,7 +234,7 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
     state = (row.steps, row.retried_steps, row.errored_steps, row.cost_unknown_steps, row.blocked_steps, row.approvals,
              row.fallback_blocks, row.fallback_agent, row.tool_calls, row.tool_failures, max(row.cycles - 1, 0), row.tokens_in,
              row.tokens_out, row.cost_usd, row.max_seq, row.first_error_at, _PHASE.get(last), row.cycles > 0,
-             unpacked(row.step_durations_us), breakdown, calls, ok_at)
+             [row.durations_us] if row.durations_us else [], breakdown, calls, ok_at)
     state = _fold(state, rows)
     loops, redundant = _loops(state[-2], state[-1])
     return _rolled(sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)

@@ -886,12 +886,12 @@ class Store:
 
     def rollup_rows(self, flt: SessionFilter | None = None, *, durations: bool = True) -> tuple[list[str], list[tuple]]:
         """Per run with steps, its rollup (storage/rollups.py): counts, sums, first error, cycles,
-        loops, and with `durations` its step durations (packed: rollups.packed)."""
+        loops, and with `durations` its step durations packed as comma-separated whole µs."""
         r = run_rollups.c
-        cols = [c for c in r if c.name not in ("max_seq", "first_error_at", "step_durations_us")]
+        cols = [c for c in r if c.name not in ("max_seq", "first_error_at", "durations_us")]
         cols.append(cast(r.first_error_at, Text).label("first_error_at"))
         if durations:
-            cols.append(r.step_durations_us)
+            cols.append(r.durations_us)
         query = select(*cols).select_from(run_rollups.join(sessions, sessions.c.id == r.session_id)).where(*self._filter_clause(flt))
         with self.engine.connect() as conn:
             return self._rows(conn, query)

@@ -429,8 +429,7 @@ run_rollups = Table(
     Column("cycles", Integer, nullable=False),
     Column("loops", Integer, nullable=False),
     Column("redundant_calls", Integer, nullable=False),
-    # step durations in whole µs, packed (rollups.packed): the step latency percentiles
-    Column("step_durations_us", LargeBinary),
+    Column("durations_us", Text),  # step durations in whole µs, comma-separated (step latency percentiles)
 )
 
 # Per run, tool and error class: tool calls and errored steps (the tools and error-class charts).

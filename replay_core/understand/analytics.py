@@ -44,7 +44,7 @@ DTYPES = {
     "steps": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cost_usd": pl.Float64,
     "cost_unknown_steps": pl.Int64, "retried_steps": pl.Int64, "errored_steps": pl.Int64,
     "blocked_steps": pl.Int64, "approvals": pl.Int64, "fallback_blocks": pl.Int64, "fallback_agent": pl.Int64,
-    "cycles": pl.Int64, "loops": pl.Int64, "redundant_calls": pl.Int64,
+    "durations_us": pl.String, "cycles": pl.Int64, "loops": pl.Int64, "redundant_calls": pl.Int64,
     "tool_failures": pl.Int64, "tool_name": pl.String, "tool_calls": pl.Int64,
     "errored": pl.Int64, "cell": pl.String, "day": pl.String, "source": pl.String,  # the rest of a cell's columns: Int64
 }
@@ -93,34 +93,17 @@ class RunData:
 
 
 def _frame(columns_rows: tuple[list[str], list[tuple]]) -> pl.DataFrame:
-    """The rows of a read as a frame; packed step durations (`step_durations_us`, the last column where
-    a read has them) become `step_durations`, decoded from the rows (`_durations`)."""
     columns, rows = columns_rows
-    packed = columns[-1:] == ["step_durations_us"]
-    if packed:
-        columns, blobs, rows = columns[:-1], [r[-1] for r in rows], [r[:-1] for r in rows]
     frame = pl.DataFrame(rows, schema=[(c, DTYPES.get(c, pl.Int64)) for c in columns], orient="row")
     return frame.with_columns(
         *(pl.col(c).str.to_datetime(SQL_TIME, time_unit="us", time_zone="UTC") for c in TIMES if c in columns),
         *([pl.col("tags").str.json_decode(pl.List(pl.String))] if "tags" in columns else []),
-        *([_durations(blobs)] if packed else []),
     )
 
 
-def _durations(blobs: list[bytes | None]) -> pl.Series:
-    """Each run's step durations (whole µs packed as storage/rollups.packed keeps them; None without any)
-    as a list of ms, decoded in one go: numpy reads the joined bytes as they lie and arrow makes the lists
-    from their offsets (splitting and parsing them as text was half the dashboard on PostgreSQL)."""
-    import numpy as np
-    import pyarrow as pa
-
-    n = len(blobs)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter((len(b) >> 3 if b else 0 for b in blobs), dtype=np.int64, count=n), out=offsets[1:])
-    values = np.frombuffer(b"".join(b for b in blobs if b), dtype="<i8") / 1000
-    missing = pa.array(np.fromiter((b is None for b in blobs), dtype=bool, count=n))
-    return pl.Series("step_durations", pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values), mask=missing),
-                     dtype=pl.List(pl.Float64))
+def _durations(column: str) -> pl.Expr:
+    """Step durations packed as comma-separated whole µs, in ms."""
+    return pl.col(column).str.split(",").cast(pl.List(pl.Int64)).list.eval(pl.element() / 1000)
 
 
 def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True, daily: bool = False) -> RunData:
@@ -186,7 +169,7 @@ def _from_cells(got: dict, detail: bool) -> RunData:
         cells = cells.with_columns(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "runs_with_loops", "redundant_calls"))
     times = _frame(got["times"]).select("cell", duration_ms=pl.col("duration_us") / 1000, first_error_ms=pl.col("first_error_us") / 1000)
     if detail:
-        step_times = _frame(got["steps"]).select("cell", "step_durations")
+        step_times = _frame(got["steps"]).select("cell", step_durations=_durations("durations_us"))
     else:
         step_times = pl.DataFrame(schema={"cell": pl.String, "step_durations": pl.List(pl.Float64)})
     cells = cells.with_columns(cost_big=pl.lit(0.0), cost_known_big=pl.lit(0.0))
@@ -199,8 +182,9 @@ def _ms_between(start: str, end: str) -> pl.Expr:
 
 
 def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
-    if detail:  # step durations come decoded by _frame
-        sequences = [*(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls"))]
+    if detail:  # step durations come packed as whole µs
+        sequences = [*(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls")),
+                     _durations("durations_us").alias("step_durations")]
     else:
         sequences = [*(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),
                      pl.lit(None, pl.List(pl.Float64)).alias("step_durations")]
@@ -219,7 +203,7 @@ def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
         (pl.col("cost_unknown_steps") == 0) & (pl.col("cost_usd").is_not_null() | (pl.col("tokens_in") + pl.col("tokens_out") == 0))
     )
     return runs.with_columns(cost_known=cost_known).drop(
-        "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session",
+        "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session",
         strict=False,
     )
 

@@ -37,9 +37,7 @@ def upgrade() -> None:
         *(sa.Column(name, sa.Integer(), nullable=False) for name in COUNTS[:3]),
         sa.Column("first_error_at", UTCDateTime()),
         *(sa.Column(name, sa.Integer(), nullable=False) for name in COUNTS[3:]),
-        # what rollups.rebuild below writes now (0012_packed_durations converts a database whose 0009 made
-        # the text column `durations_us` of before)
-        sa.Column("step_durations_us", sa.LargeBinary()),
+        sa.Column("durations_us", sa.Text()),
         sa.PrimaryKeyConstraint("session_id", name=op.f("pk_run_rollups")),
     )
     op.create_table(
