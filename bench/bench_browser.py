@@ -10,7 +10,8 @@ The served app (`streamlit run streamlit_app.py`, as `make run` starts it) on a 
 - the served app's memory (RSS) with the 100,000-step run open (goal ≤ 500 MB), beside the same
   process's RSS with only the runs page open;
 - baseline: the runs page's first open, in the same run.
-No fixed sleeps inside a timed span: every wait is on the DOM.
+Each timeline line also says what it cost: the served app's CPU, the page's main-thread time and the
+websocket bytes (Costs). No fixed sleeps inside a timed span: every wait is on the DOM.
 """
 
 from __future__ import annotations
@@ -50,18 +51,48 @@ def one_run(sid: str, steps: int) -> bytes:
     return generated_jsonl(1, steps).replace(b'"bench-0"', f'"{sid}"'.encode())
 
 
-def served_rss_mb(base: str) -> float:
-    """RSS of the app process that `served_app` started on `base`'s port (found by its command line)."""
+def served_pid(base: str) -> int:
+    """The app process that `served_app` started on `base`'s port (found by its command line)."""
     port = base.rsplit(":", 1)[1].encode()
     for proc in glob.glob("/proc/[0-9]*"):
         try:
             argv = Path(proc, "cmdline").read_bytes().split(b"\0")
-            if b"--server.port" not in argv or argv[argv.index(b"--server.port") + 1] != port:
-                continue
-            return int(re.search(r"VmRSS:\s+(\d+) kB", Path(proc, "status").read_text()).group(1)) / 1024
+            if b"--server.port" in argv and argv[argv.index(b"--server.port") + 1] == port:
+                return int(Path(proc).name)
         except (OSError, IndexError):
             continue
     raise RuntimeError(f"no served app on port {port.decode()}")
+
+
+def served_rss_mb(base: str) -> float:
+    return int(re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{served_pid(base)}/status").read_text()).group(1)) / 1024
+
+
+class Costs:
+    """What a timed span cost beside its wall time: the served app's CPU (all its threads, /proc), the
+    browser page's main-thread busy time (CDP Performance.getMetrics' TaskDuration) and the bytes the
+    page received over Streamlit's websocket."""
+
+    def __init__(self, pg, base: str):
+        self.pid = served_pid(base)
+        self.cdp = pg.context.new_cdp_session(pg)
+        self.cdp.send("Performance.enable")
+        self.ws_bytes = 0
+        pg.on("websocket", lambda ws: ws.on("framereceived", self._received))
+
+    def _received(self, payload) -> None:
+        self.ws_bytes += len(payload)
+
+    def now(self) -> tuple[float, float, int]:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        server = (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+        metrics = {m["name"]: m["value"] for m in self.cdp.send("Performance.getMetrics")["metrics"]}
+        return server, metrics["TaskDuration"] * 1000, self.ws_bytes
+
+    @staticmethod
+    def spent(before: tuple, after: tuple) -> dict[str, float]:
+        return {"server_cpu_ms": round(after[0] - before[0]), "browser_main_ms": round(after[1] - before[1]),
+                "ws_kb": round((after[2] - before[2]) / 1024, 1)}
 
 
 def settled(pg) -> None:
@@ -94,15 +125,21 @@ def click_ms(pg, name: str) -> float:
 
 
 def timeline(pg, base: str, sid: str, label: str, click_goal: str) -> None:
+    costs = Costs(pg, base)
+    before = costs.now()
     first = open_ms(pg, f"{base}/timeline?session={sid}&step=2", "h3:has-text('· step 2')")
-    report(f"browser_timeline_open_{label}", first, "ms", "<= 2000", BASELINE["runs_page"], higher_is_better=False)
-    times = []
+    report(f"browser_timeline_open_{label}", first, "ms", "<= 2000", BASELINE["runs_page"], higher_is_better=False,
+           **Costs.spent(before, costs.now()))
+    times, spent = [], []
     for name in itertools.islice(itertools.cycle(["next", "next_cycle", "prev"]), CLICKS):
+        before = costs.now()
         times.append(click_ms(pg, name))
+        spent.append(Costs.spent(before, costs.now()))
+    per_click = {f"{k}_p50": statistics.median(c[k] for c in spent) for k in spent[0]}
     times.sort()
     p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
     report(f"browser_timeline_click_p50_{label}", statistics.median(times), "ms", click_goal, BASELINE["runs_page"],
-           higher_is_better=False)
+           higher_is_better=False, **per_click)
     report(f"browser_timeline_click_p95_{label}", p95, "ms", click_goal, BASELINE["runs_page"], higher_is_better=False)
 
 
@@ -110,10 +147,14 @@ BASELINE: dict[str, float] = {}
 
 
 def main() -> None:
-    """`--only analytics`: the runs page and the analytics page alone (no timeline, no 100,000-step run)."""
+    """`--only analytics|10k|100k …`: some of the parts (the runs page's baseline is always measured)."""
+    import argparse
+
     from playwright.sync_api import sync_playwright
 
-    only_analytics = sys.argv[1:] == ["--only", "analytics"]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", nargs="+", choices=["analytics", "10k", "100k"], default=["analytics", "10k", "100k"])
+    only = set(parser.parse_args().only)
 
     print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
@@ -122,32 +163,33 @@ def main() -> None:
         many = f"sqlite:///{tmp}/many.db"
         store = Store(many)
         import_bytes(store, generated_jsonl(2000, 50), "many.jsonl")
-        import_bytes(store, one_run("big-10k", 10_000), "big.jsonl")
+        if "10k" in only:
+            import_bytes(store, one_run("big-10k", 10_000), "big.jsonl")
         store.close()
         with served_app(many) as base:
             open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")  # the server's first page load: not timed
             BASELINE["runs_page"] = open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
-            start = time.perf_counter()
-            pg.goto(f"{base}/analytics?period=All+time")
-            pg.wait_for_selector("text=Runs by status", timeout=120_000)
-            settled(pg)
-            pg.wait_for_function(DRAWN, timeout=120_000)
-            report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1000",
-                   BASELINE["runs_page"], higher_is_better=False)
-            if only_analytics:
-                browser.close()
-                return
-            timeline(pg, base, "big-10k", "10k_steps", "<= 150")
-        huge = f"sqlite:///{tmp}/huge.db"
-        store = Store(huge)
-        import_bytes(store, one_run("big-100k", 100_000), "huge.jsonl")
-        store.close()
-        with served_app(huge) as base:
-            open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
-            idle_rss = served_rss_mb(base)
-            timeline(pg, base, "big-100k", "100k_steps", "<= 250")
-            report("served_app_rss_100k_step_run_open", served_rss_mb(base), "MB", "<= 500", idle_rss,
-                   higher_is_better=False)
+            if "analytics" in only:
+                start = time.perf_counter()
+                pg.goto(f"{base}/analytics?period=All+time")
+                pg.wait_for_selector("text=Runs by status", timeout=120_000)
+                settled(pg)
+                pg.wait_for_function(DRAWN, timeout=120_000)
+                report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1000",
+                       BASELINE["runs_page"], higher_is_better=False)
+            if "10k" in only:
+                timeline(pg, base, "big-10k", "10k_steps", "<= 150")
+        if "100k" in only:
+            huge = f"sqlite:///{tmp}/huge.db"
+            store = Store(huge)
+            import_bytes(store, one_run("big-100k", 100_000), "huge.jsonl")
+            store.close()
+            with served_app(huge) as base:
+                open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
+                idle_rss = served_rss_mb(base)
+                timeline(pg, base, "big-100k", "100k_steps", "<= 250")
+                report("served_app_rss_100k_step_run_open", served_rss_mb(base), "MB", "<= 500", idle_rss,
+                       higher_is_better=False)
         browser.close()
     print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
 

@@ -9,13 +9,13 @@ from replay_core.demo import load_demo
 from replay_core.events import StepEvent
 from replay_core.understand.cycle_groups import MAX_GROUPS, action, cycle_groups, story
 from replay_core.understand.cycles import group_cycles
-from replay_core.understand.timeline import open_timeline
+from replay_core.understand.timeline import columns_of, open_timeline
 
 
 def test_demo_runs_are_told_a_group_at_a_time(sqlite_store):
     load_demo(sqlite_store, only_if_empty=False)
     coding = open_timeline(sqlite_store, "demo-02-coding-format-price-failed")
-    assert story(coding.steps, coding.cycles) == [
+    assert story(coding.columns, coding.cycles) == [
         "Steps 2–4: searched code once.",
         "Steps 5–7: read file once.",
         "Steps 8–10: wrote file once.",
@@ -26,12 +26,12 @@ def test_demo_runs_are_told_a_group_at_a_time(sqlite_store):
         "Steps 24–25: reasoned without calling a tool; 1 error recorded.",
     ]
     sql = open_timeline(sqlite_store, "demo-12-sql-churn-by-plan-failed")
-    assert story(sql.steps, sql.cycles)[0] == "Steps 2–11: ran sql three times (failed every time); 1 error recorded."
+    assert story(sql.columns, sql.cycles)[0] == "Steps 2–11: ran sql three times (failed every time); 1 error recorded."
     retries = open_timeline(sqlite_store, "demo-03-shipment-status-retries")
-    assert "Steps 5–12: called http_get three times (failed twice); 1 error recorded." in story(retries.steps, retries.cycles)
+    assert "Steps 5–12: called http_get three times (failed twice); 1 error recorded." in story(retries.columns, retries.cycles)
     long = open_timeline(sqlite_store, "demo-07-crm-migration-batch7")
-    told = story(long.steps, long.cycles)
-    groups = cycle_groups(long.steps, long.cycles)
+    told = story(long.columns, long.cycles)
+    groups = cycle_groups(long.columns, long.cycles)
     assert len(told) == MAX_GROUPS + 1 and len(groups) > MAX_GROUPS  # the rest is counted, not dropped
     rest = groups[MAX_GROUPS:]
     assert told[-1].startswith(f"Steps {rest[0].first_seq}–{rest[-1].last_seq}: {len(rest)} more groups of cycles")
@@ -57,7 +57,7 @@ def test_groups_cover_every_cycle_once_and_count_every_call(specs):
                        status="error" if failed and kind in ("tool_result", "error") else "ok")
              for i, (kind, tool, failed) in enumerate(specs)]
     cycles = group_cycles(steps)
-    groups = cycle_groups(steps, cycles)
+    groups = cycle_groups(columns_of(steps), cycles)
     assert sum(g.cycles for g in groups) == len(cycles)
     assert [g.first_seq for g in groups] == sorted(g.first_seq for g in groups)
     assert all(a.last_seq < b.first_seq for a, b in zip(groups, groups[1:]))
@@ -76,4 +76,4 @@ def test_groups_cover_every_cycle_once_and_count_every_call(specs):
         assert g.errors == sum(1 for s in failed if s.tool_name not in g.tools)
         assert g.failures == {t: n for t in g.tools if (n := sum(1 for s in failed if s.tool_name == t and s.type != "tool_call"))}
         assert g.sentence.startswith(f"Step {g.first_seq}" if g.first_seq == g.last_seq else f"Steps {g.first_seq}–{g.last_seq}")
-    assert len(story(steps, cycles)) == min(len(groups), MAX_GROUPS) + (len(groups) > MAX_GROUPS)
+    assert len(story(columns_of(steps), cycles)) == min(len(groups), MAX_GROUPS) + (len(groups) > MAX_GROUPS)

@@ -103,7 +103,7 @@ def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_store):
 
     tl = open_timeline(demo_store, FAILED_CODING)
     ticks = strip_ticks(tl, 3, {7}, hits=[17, 22], explanation=explain(demo_store, FAILED_CODING),
-                        structure=build_structure(tl.steps))
+                        structure=build_structure(tl.columns))
     by_kind: dict[str, list[int]] = {}
     for t in ticks:
         by_kind.setdefault(t["what"], []).append(t["seq"])
@@ -153,7 +153,7 @@ def test_multi_agent_structure(demo_store):
 
 def test_structure_of_retries_and_spans(demo_store):
     tl = open_timeline(demo_store, "demo-03-shipment-status-retries")
-    structure = build_structure(tl.steps)
+    structure = build_structure(tl.columns)
     labels = [node_label(tl.steps, n) for n in structure.walk()]
     assert labels == ["🔁 retries of step 6 (http_get) (steps 6–11, 4 steps inside, 1 error)",
                       "🔁 retries of step 12 (steps 12–13, 1 step inside)"]

@@ -65,7 +65,7 @@ def expire_idle(store: Store) -> None:
 @st.cache_resource(max_entries=8, show_spinner="Opening the run…")
 def _cached_run(url: str, session_id: str, stamp: tuple) -> tuple[Timeline, Structure]:
     timeline = open_timeline(_store_for(url), session_id)
-    return timeline, build_structure(timeline.steps)
+    return timeline, build_structure(timeline.columns)
 
 
 def load_run(store: Store, session_id: str) -> tuple[Timeline, Structure] | None:

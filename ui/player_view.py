@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from bisect import bisect_right
 from pathlib import Path
 
 import streamlit as st
@@ -98,9 +99,10 @@ def _ticker(tl: Timeline, every: float) -> None:
             return
         st.session_state["player_last_tick"] = now
         seq = st.session_state.get("step", tl.steps[0].seq)
-        later = [s.seq for s in tl.steps if s.seq > seq]
-        if later:
-            st.session_state["step"] = later[0]
+        seqs = tl.columns["seq"]  # in order: the next step is a bisection away, no step built
+        later = bisect_right(seqs, seq)
+        if later < len(seqs):
+            st.session_state["step"] = seqs[later]
             st.rerun(scope="app")
 
     tick()

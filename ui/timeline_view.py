@@ -60,7 +60,7 @@ def is_error(step) -> bool:
 def jump_targets(tl: Timeline, pos: int) -> dict[str, int | None]:
     """Seq to jump to for each button (None when there is nowhere to go)."""
     steps = tl.steps
-    seq_at = lambda p: steps[p].seq  # noqa: E731
+    seq_at = tl.columns["seq"].__getitem__
     starts = [c.positions[0] for c in tl.cycles]
     errors = tl.error_positions()
     here = tl.cycle_index[pos]
@@ -151,10 +151,11 @@ def _run_ticks(tl: Timeline, structure: Structure | None) -> list[dict]:
     step, so made once per opened version of the run (the Timeline is cached per version)."""
     key = ("strip", structure is not None)
     if key not in tl.cache:
-        ticks = [(tl.steps[p].seq, "error") for p in tl.error_positions()]
-        ticks += [(step.seq, "retry") for step in tl.steps if step.retry]
+        seqs = tl.columns["seq"]
+        ticks = [(seqs[p], "error") for p in tl.error_positions()]
+        ticks += [(seq, "retry") for seq, retry in zip(seqs, tl.columns["retry"], strict=True) if retry]
         if structure is not None:
-            ticks += [(tl.steps[p].seq, "group") for p in structure.nodes]
+            ticks += [(seqs[p], "group") for p in structure.nodes]
         if len(tl.cycles) <= MAX_CYCLE_TICKS:
             ticks += [(c.first_seq, "cycle start") for c in tl.cycles]
         tl.cache[key] = [{"seq": q, "what": what, "lane": STRIP_KINDS[what][0]} for q, what in ticks]
@@ -288,7 +289,7 @@ def explanation_for(store: Store, tl: Timeline) -> Explanation | None:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _story(_tl: Timeline, url: str, session_id: str, stamp: tuple) -> list[str]:
-    return story(_tl.steps, _tl.cycles)
+    return story(_tl.columns, _tl.cycles)
 
 
 def plain_header(store: Store, tl: Timeline, explanation) -> None:
@@ -688,7 +689,7 @@ def notes_by_seq(tl: Timeline, notes: list[dict]) -> tuple[list[dict], dict[int,
     seq_of = {}
     wanted = {n["event_id"] for n in notes if n["event_id"]}
     if wanted:
-        seq_of = {s.event_id: s.seq for s in tl.steps if s.event_id in wanted}
+        seq_of = {e: seq for e, seq in zip(tl.columns["event_id"], tl.columns["seq"], strict=True) if e in wanted}
     by_seq: dict[int, list[dict]] = defaultdict(list)
     run_notes = []
     for note in notes:

@@ -12,9 +12,9 @@ told as "called NAME". Steps outside any cycle (inputs, groups) are not told. At
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..events import StepEvent
 from .cycles import Cycle
 
 MAX_GROUPS = 8
@@ -87,10 +87,6 @@ def _join(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _failed(step: StepEvent) -> bool:
-    return step.type == "error" or step.status in ("error", "blocked")
-
-
 @dataclass
 class _CycleCounts:
     """One cycle's steps counted once (a 100,000-step run's header went over its steps twice per cycle)."""
@@ -102,19 +98,19 @@ class _CycleCounts:
     failed_results: dict  # the same, tool calls left out
 
 
-def _counts(steps: list[StepEvent], cycle: Cycle) -> _CycleCounts:
+def _counts(columns: Mapping[str, Sequence], cycle: Cycle) -> _CycleCounts:
     called: dict = {}
     answered: dict = {}
     failed: dict = {}
     failed_results: dict = {}
+    types, names, statuses = columns["type"], columns["tool_name"], columns["status"]
     for p in cycle.positions:
-        s = steps[p]
-        kind, name = s.type, s.tool_name
+        kind, name = types[p], names[p]
         if kind == "tool_call":
             called[name] = called.get(name, 0) + 1
         elif kind in ("tool_result", "observation"):
             answered[name] = answered.get(name, 0) + 1
-        if _failed(s):
+        if kind == "error" or statuses[p] in ("error", "blocked"):
             failed[name] = failed.get(name, 0) + 1
             if kind != "tool_call":
                 failed_results[name] = failed_results.get(name, 0) + 1
@@ -122,12 +118,13 @@ def _counts(steps: list[StepEvent], cycle: Cycle) -> _CycleCounts:
     return _CycleCounts(tuple(t for t in named if t), called, answered, failed, failed_results)
 
 
-def cycle_groups(steps: list[StepEvent], cycles: list[Cycle]) -> list[CycleGroup]:
-    """Consecutive cycles with the same tools, each as a CycleGroup, in run order."""
+def cycle_groups(columns: Mapping[str, Sequence], cycles: list[Cycle]) -> list[CycleGroup]:
+    """Consecutive cycles with the same tools, each as a CycleGroup, in run order; from the run's step
+    columns (Timeline.columns: type, tool_name, status), so that telling a run builds no step object."""
     runs: list[list[tuple[Cycle, _CycleCounts]]] = []
     keys: list[frozenset] = []
     for cycle in cycles:
-        counts = _counts(steps, cycle)
+        counts = _counts(columns, cycle)
         key = frozenset(counts.tools)
         if runs and keys[-1] == key:
             runs[-1].append((cycle, counts))
@@ -145,9 +142,9 @@ def cycle_groups(steps: list[StepEvent], cycles: list[Cycle]) -> list[CycleGroup
     return out
 
 
-def story(steps: list[StepEvent], cycles: list[Cycle]) -> list[str]:
+def story(columns: Mapping[str, Sequence], cycles: list[Cycle]) -> list[str]:
     """The sentences of the plain header: one per group, the groups past MAX_GROUPS counted in a last one."""
-    groups = cycle_groups(steps, cycles)
+    groups = cycle_groups(columns, cycles)
     lines = [g.sentence for g in groups[:MAX_GROUPS]]
     rest = groups[MAX_GROUPS:]
     if rest:

@@ -1,10 +1,11 @@
 """The nesting of a run: agents, groups, fallback blocks and retry chains, from `parent_id`.
 
-Pure functions over a timeline's steps (no Streamlit), computed once per opened run.
+Pure functions over a timeline's step columns (no Streamlit), computed once per opened run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from replay_core.events import StepEvent
@@ -51,28 +52,29 @@ class Structure:
         return out
 
 
-def _is_error(step: StepEvent) -> bool:
-    return step.type == "error" or step.status == "error"
-
-
-def build_structure(steps: list[StepEvent]) -> Structure:
-    """Nodes for every span and every step that has children; a parent_id naming no step is ignored."""
-    by_event = {s.event_id: i for i, s in enumerate(steps)}
-    parent: list[int | None] = [by_event.get(s.parent_id) if s.parent_id else None for s in steps]
+def build_structure(columns: Mapping[str, Sequence]) -> Structure:
+    """Nodes for every span and every step that has children; a parent_id naming no step is ignored.
+    From the run's columns (Timeline.columns): opening a run builds no step object."""
+    seqs, types = columns["seq"], columns["type"]
+    by_event = {e: i for i, e in enumerate(columns["event_id"])}
+    parent: list[int | None] = [by_event.get(p) if p else None for p in columns["parent_id"]]
     for i, p in enumerate(parent):
         if p == i:
             parent[i] = None
-    holders = {p for p in parent if p is not None} | {i for i, s in enumerate(steps) if s.type == "span"}
-    nodes = {p: Node(position=p, depth=0, first_seq=steps[p].seq, last_seq=steps[p].seq) for p in sorted(holders)}
-    for i, step in enumerate(steps):
+    holders = {p for p in parent if p is not None} | {i for i, kind in enumerate(types) if kind == "span"}
+    nodes = {p: Node(position=p, depth=0, first_seq=seqs[p], last_seq=seqs[p]) for p in sorted(holders)}
+    failed = [kind == "error" or status == "error" for kind, status in zip(types, columns["status"], strict=True)]
+    for i, up in enumerate(parent):
+        if up is None:
+            continue
         seen = set()
-        current = parent[i]
+        current = up
         while current is not None and current not in seen:
             seen.add(current)
             node = nodes[current]
             node.steps += 1
-            node.errors += _is_error(step)
-            node.last_seq = max(node.last_seq, step.seq)
+            node.errors += failed[i]
+            node.last_seq = max(node.last_seq, seqs[i])
             current = parent[current]
     for p, node in nodes.items():
         up = parent[p]

@@ -228,9 +228,14 @@ def find_gaps(seqs: list[int]) -> list[Gap]:
     return [Gap(a + 1, b - 1) for a, b in zip(seqs, seqs[1:], strict=False) if b - a > 1]
 
 
+def columns_of(steps: Sequence[StepEvent]) -> Columns:
+    """Steps in hand as the columns an opened run is computed from."""
+    return {name: [getattr(s, name) for s in steps] for name in STEP_COLUMNS}
+
+
 def build_timeline(session: dict, steps: list[StepEvent], context_ids: set[str] | None = None) -> Timeline:
     """The timeline of steps in hand (tests, a run not in the store)."""
-    return _timeline(session, steps, {name: [getattr(s, name) for s in steps] for name in STEP_COLUMNS}, context_ids)
+    return _timeline(session, steps, columns_of(steps), context_ids)
 
 
 def _timeline(session: dict, steps: Sequence[StepEvent], columns: Columns, context_ids: set[str] | None) -> Timeline:
