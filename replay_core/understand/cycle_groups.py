@@ -12,7 +12,7 @@ told as "called NAME". Steps outside any cycle (inputs, groups) are not told. At
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .cycles import Cycle
@@ -87,68 +87,90 @@ def _join(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-@dataclass
-class _CycleCounts:
-    """One cycle's steps counted once (a 100,000-step run's header went over its steps twice per cycle)."""
-
-    tools: tuple[str, ...]  # the tools its calls name (results', for sources that record only those), first call first
-    called: dict  # tool_call steps by tool
-    answered: dict  # tool_result and observation steps by tool
-    failed: dict  # errored or blocked steps by tool (None: no tool), tool calls included
-    failed_results: dict  # the same, tool calls left out
+_ANSWERS = frozenset(("tool_result", "observation"))
+_FAILED = frozenset(("error", "blocked"))
 
 
-def _counts(columns: Mapping[str, Sequence], cycle: Cycle) -> _CycleCounts:
-    called: dict = {}
-    answered: dict = {}
-    failed: dict = {}
-    failed_results: dict = {}
+@dataclass(slots=True)
+class _CycleSteps:
+    """One cycle's steps as a group's sentence counts them, each step looked at once."""
+
+    cycle: Cycle
+    calls: list  # the tool each tool_call step names (None: none), in run order
+    answers: list  # the same of each tool_result and observation step
+    failed: list  # (tool, is a tool call) of each errored or blocked step
+
+    def tools(self) -> tuple[str, ...]:
+        """The tools its calls name (results', for sources that record only those), first call first."""
+        named = dict.fromkeys(self.calls or self.answers)
+        named.pop(None, None)
+        named.pop("", None)
+        return tuple(named)
+
+
+def _runs(columns: Mapping[str, Sequence], cycles: list[Cycle]) -> Iterator[list[_CycleSteps]]:
+    """The cycles with their steps, in runs of consecutive cycles that call the same tools, one run at a
+    time (a 100,000-step run can have 25,000 of them: held all at once, they set off full collections)."""
     types, names, statuses = columns["type"], columns["tool_name"], columns["status"]
-    for p in cycle.positions:
-        kind, name = types[p], names[p]
-        if kind == "tool_call":
-            called[name] = called.get(name, 0) + 1
-        elif kind in ("tool_result", "observation"):
-            answered[name] = answered.get(name, 0) + 1
-        if kind == "error" or statuses[p] in ("error", "blocked"):
-            failed[name] = failed.get(name, 0) + 1
-            if kind != "tool_call":
-                failed_results[name] = failed_results.get(name, 0) + 1
-    named = called if called else answered
-    return _CycleCounts(tuple(t for t in named if t), called, answered, failed, failed_results)
+    run: list[_CycleSteps] = []
+    last: frozenset | None = None
+    for cycle in cycles:
+        calls, answers, failed = [], [], []
+        for p in cycle.positions:
+            kind = types[p]
+            if kind == "tool_call":
+                calls.append(names[p])
+            elif kind in _ANSWERS:
+                answers.append(names[p])
+            if kind == "error" or statuses[p] in _FAILED:
+                failed.append((names[p], kind == "tool_call"))
+        steps = _CycleSteps(cycle, calls, answers, failed)
+        key = frozenset(steps.tools())
+        if run and key != last:
+            yield run
+            run = []
+        run.append(steps)
+        last = key
+    if run:
+        yield run
+
+
+def _group(run: list[_CycleSteps]) -> CycleGroup:
+    tools = tuple(dict.fromkeys(t for c in run for t in c.tools()))
+    any_call = any(c.calls for c in run)
+    calls = {t: sum((c.calls if any_call else c.answers).count(t) for c in run) for t in tools}
+    failures = {t: n for t in tools if (n := sum(name == t and not call for c in run for name, call in c.failed))}
+    errors = sum(name not in calls for c in run for name, _ in c.failed)
+    return CycleGroup(run[0].cycle.first_seq, run[-1].cycle.last_seq, len(run), tools, calls, failures, errors)
+
+
+def _calls(run: list[_CycleSteps]) -> int:
+    """sum(_group(run).calls.values()), without making the group: every cycle of a run names the same tools,
+    so that is every call naming a tool (every such result, in a run without calls)."""
+    any_call = any(c.calls for c in run)
+    return sum(1 for c in run for t in (c.calls if any_call else c.answers) if t)
 
 
 def cycle_groups(columns: Mapping[str, Sequence], cycles: list[Cycle]) -> list[CycleGroup]:
     """Consecutive cycles with the same tools, each as a CycleGroup, in run order; from the run's step
     columns (Timeline.columns: type, tool_name, status), so that telling a run builds no step object."""
-    runs: list[list[tuple[Cycle, _CycleCounts]]] = []
-    keys: list[frozenset] = []
-    for cycle in cycles:
-        counts = _counts(columns, cycle)
-        key = frozenset(counts.tools)
-        if runs and keys[-1] == key:
-            runs[-1].append((cycle, counts))
-        else:
-            runs.append([(cycle, counts)])
-            keys.append(key)
-    out = []
-    for group in runs:
-        tools = tuple(dict.fromkeys(t for _, c in group for t in c.tools))
-        any_call = any(c.called for _, c in group)
-        calls = {t: sum((c.called if any_call else c.answered).get(t, 0) for _, c in group) for t in tools}
-        failures = {t: n for t in tools if (n := sum(c.failed_results.get(t, 0) for _, c in group))}
-        errors = sum(n for _, c in group for name, n in c.failed.items() if name not in calls)
-        out.append(CycleGroup(group[0][0].first_seq, group[-1][0].last_seq, len(group), tools, calls, failures, errors))
-    return out
+    return [_group(run) for run in _runs(columns, cycles)]
 
 
 def story(columns: Mapping[str, Sequence], cycles: list[Cycle]) -> list[str]:
-    """The sentences of the plain header: one per group, the groups past MAX_GROUPS counted in a last one."""
-    groups = cycle_groups(columns, cycles)
-    lines = [g.sentence for g in groups[:MAX_GROUPS]]
-    rest = groups[MAX_GROUPS:]
-    if rest:
-        calls = sum(sum(g.calls.values()) for g in rest)
-        lines.append(f"Steps {rest[0].first_seq}–{rest[-1].last_seq}: {len(rest)} more groups of cycles "
-                     f"({sum(g.cycles for g in rest)} cycles, {calls} tool call{'s' if calls != 1 else ''}), not told one by one.")
+    """The sentences of the plain header: one per group, the groups past MAX_GROUPS counted in a last one
+    (only counted: making each of a 100,000-step run's 25,000 groups was most of its header)."""
+    lines: list[str] = []
+    first = last = None
+    groups = counted_cycles = calls = 0
+    for run in _runs(columns, cycles):
+        if len(lines) < MAX_GROUPS:
+            lines.append(_group(run).sentence)
+            continue
+        first = run[0].cycle.first_seq if first is None else first
+        last = run[-1].cycle.last_seq
+        groups, counted_cycles, calls = groups + 1, counted_cycles + len(run), calls + _calls(run)
+    if groups:
+        lines.append(f"Steps {first}–{last}: {groups} more groups of cycles "
+                     f"({counted_cycles} cycles, {calls} tool call{'s' if calls != 1 else ''}), not told one by one.")
     return lines

@@ -55,25 +55,26 @@ class Structure:
 def build_structure(columns: Mapping[str, Sequence]) -> Structure:
     """Nodes for every span and every step that has children; a parent_id naming no step is ignored.
     From the run's columns (Timeline.columns): opening a run builds no step object."""
-    seqs, types = columns["seq"], columns["type"]
-    by_event = {e: i for i, e in enumerate(columns["event_id"])}
-    parent: list[int | None] = [by_event.get(p) if p else None for p in columns["parent_id"]]
-    for i, p in enumerate(parent):
+    seqs, types, statuses = columns["seq"], columns["type"], columns["status"]
+    named = set(columns["parent_id"]) - {None, ""}
+    by_event = {e: i for i, e in enumerate(columns["event_id"]) if e in named}
+    # a flat run (no parent_id naming a step) is only walked for its spans
+    parent: list[int | None] = [by_event.get(p) for p in columns["parent_id"]] if by_event else [None] * len(seqs)
+    children = [(i, p) for i, p in enumerate(parent) if p is not None] if by_event else []
+    for i, p in children:
         if p == i:
             parent[i] = None
-    holders = {p for p in parent if p is not None} | {i for i, kind in enumerate(types) if kind == "span"}
+    holders = {p for i, _ in children if (p := parent[i]) is not None} | {i for i, kind in enumerate(types) if kind == "span"}
     nodes = {p: Node(position=p, depth=0, first_seq=seqs[p], last_seq=seqs[p]) for p in sorted(holders)}
-    failed = [kind == "error" or status == "error" for kind, status in zip(types, columns["status"], strict=True)]
-    for i, up in enumerate(parent):
-        if up is None:
-            continue
+    for i, _ in children:
+        failed = types[i] == "error" or statuses[i] == "error"
         seen = set()
-        current = up
+        current = parent[i]
         while current is not None and current not in seen:
             seen.add(current)
             node = nodes[current]
             node.steps += 1
-            node.errors += failed[i]
+            node.errors += failed
             node.last_seq = max(node.last_seq, seqs[i])
             current = parent[current]
     for p, node in nodes.items():
