@@ -1,8 +1,8 @@
 """The timeline page's run-wide parts come from the opened run's columns, no step object built: the
 nesting (structure.build_structure), the story (cycle_groups.story), the strip's run-wide ticks and the
-notes by seq. Each must be exactly what the step objects gave: the nesting against the step-walking
-build it replaced (kept here as the reference), on random parent graphs (self-parents, dangling ids,
-cycles) and on runs read back from SQLite and PostgreSQL."""
+notes by seq. Each must be exactly what the step objects give: the nesting against its definition over
+step objects, on random parent graphs (self-parents, dangling ids, cycles) and on runs read back from
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -24,35 +24,29 @@ T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 _runs = itertools.count()
 
 
+def _above(parent: list[int | None], i: int) -> list[int]:
+    """The positions above step i, nearest first, up to where the chain would repeat."""
+    chain: list[int] = []
+    current = parent[i]
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = parent[current]
+    return chain
+
+
 def _structure_of_steps(steps: list[StepEvent]) -> Structure:
-    """The build over step objects that build_structure replaced, verbatim."""
+    """The nesting by its definition, over step objects: a node's steps are the steps it is above."""
     by_event = {s.event_id: i for i, s in enumerate(steps)}
     parent: list[int | None] = [by_event.get(s.parent_id) if s.parent_id else None for s in steps]
-    for i, p in enumerate(parent):
-        if p == i:
-            parent[i] = None
-    holders = {p for p in parent if p is not None} | {i for i, s in enumerate(steps) if s.type == "span"}
-    nodes = {p: Node(position=p, depth=0, first_seq=steps[p].seq, last_seq=steps[p].seq) for p in sorted(holders)}
-    for i, step in enumerate(steps):
-        seen = set()
-        current = parent[i]
-        while current is not None and current not in seen:
-            seen.add(current)
-            node = nodes[current]
-            node.steps += 1
-            node.errors += step.type == "error" or step.status == "error"
-            node.last_seq = max(node.last_seq, step.seq)
-            current = parent[current]
-    for p, node in nodes.items():
-        up = parent[p]
-        depth, seen = 0, set()
-        while up is not None and up not in seen:
-            seen.add(up)
-            depth += 1
-            up = parent[up]
-        node.depth = depth
-        if parent[p] is not None:
-            nodes[parent[p]].children.append(p)
+    parent = [None if p == i else p for i, p in enumerate(parent)]
+    holders = sorted({p for p in parent if p is not None} | {i for i, s in enumerate(steps) if s.type == "span"})
+    nodes = {}
+    for p in holders:
+        below = [i for i in range(len(steps)) if p in _above(parent, i)]
+        nodes[p] = Node(position=p, depth=len(_above(parent, p)), first_seq=steps[p].seq,
+                        last_seq=max([steps[p].seq] + [steps[i].seq for i in below]), steps=len(below),
+                        errors=sum(steps[i].type == "error" or steps[i].status == "error" for i in below),
+                        children=[c for c in holders if parent[c] == p])
     return Structure(nodes=nodes, parent=parent)
 
 
