@@ -395,6 +395,13 @@ def fast_step(obj: dict) -> StepEvent | None:
     """The step `obj` describes when it is plainly valid, else None (the model decides).
 
     Checked by kind of field over the keys present (`_plan`), not key by key."""
+    values = fast_step_values(obj)
+    return None if values is None else StepEvent.trusted(values)
+
+
+def fast_step_values(obj: dict) -> dict[str, Any] | None:
+    """`fast_step`'s field values (the keys `obj` gives, without `kind` and `schema`), for a path that
+    stores steps without making StepEvents (ingest.pipeline.step_row_of); None when the model decides."""
     plan = _plan(tuple(obj))
     if plan is None or obj.get("kind") != "step" or obj.get("schema", SCHEMA) != SCHEMA:
         return None
@@ -453,7 +460,7 @@ def fast_step(obj: dict) -> StepEvent | None:
             _json_ok(value)
         except ValueError:
             return None
-    return StepEvent.trusted(values)
+    return values
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 
 from ..events import StepEvent
 from ..storage.store import Store
 from .formats import otel
 from .formats import otel_attributes as oa
-from .pipeline import IngestReport, collector_paused, ingest
+from .pipeline import IngestReport, collector_paused, ingest, step_row_of
 from .redact import Redactor, default_redactor
 
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
@@ -71,7 +72,7 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
                 if where is not None and where[0] != sid:
                     moves.append((where[0], sid))
             ledger.session_of[tid] = now_placed[tid][0]
-        items = otel.events_from_spans(spans, ledger)  # OtlpError before anything is stored
+        items = otel.events_from_spans(spans, ledger, partial(step_row_of, redactor=redactor))  # OtlpError before anything is stored
         events = [e for e in items if not isinstance(e, otel.Replace)]
         replaced: list[tuple[str, StepEvent]] = [(r.old_event_id, redactor.event(r.step)) for r in items
                                                  if isinstance(r, otel.Replace)]

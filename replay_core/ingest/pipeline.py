@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..events import AttachmentEvent, SessionEndEvent, SessionStatus, StepEvent
+from ..events import _STEP_DEFAULTS, AttachmentEvent, SessionEndEvent, SessionStatus, StepEvent, fast_step_values
 from ..media.attachments import attach_image
 from ..media.images import CheckedImage, MediaError, check, check_target
 from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
@@ -25,7 +25,7 @@ from .formats.shape import describe, shape_of
 from . import parallel
 from .redact import Redactor, default_redactor
 from ..storage.actor import IMPORT, REPLACE, Actor
-from ..storage.store import Store
+from ..storage.store import StepRow, Store
 
 
 @dataclass
@@ -93,6 +93,10 @@ def ingest(
     attachments: list[tuple[str, str, dict]] = []
     refused: list[str] = []
     for ev in events:
+        if isinstance(ev, StepRow):  # validated and redacted as it was made (step_row_of)
+            redacted += ev.redacted
+            clean.append(ev)
+            continue
         if isinstance(ev, AttachmentEvent):
             _set_aside_attachment_event(ev, attachments, refused)
             continue
@@ -112,6 +116,19 @@ def ingest(
                         conflicts=written.conflicts, media_refused=refused)
 
 
+def step_row_of(fields: dict, redactor: Redactor) -> StepRow | None:
+    """A step's fields (a reader's dict, as `fast_step` takes it) validated and redacted straight into the
+    row `ingest` would store for its StepEvent, without making one: None when `fast_step` would leave the
+    decision to the model, or the step carries images (set aside by `ingest`) or no event_id."""
+    values = fast_step_values(fields)
+    if values is None or values.get("event_id") is None:
+        return None
+    metadata = values.get("metadata")
+    if metadata and parallel.CARRIERS & metadata.keys():
+        return None
+    values = {**_STEP_DEFAULTS, **values}
+    clean = redactor.step_values(values)
+    return StepRow.of(clean, clean["redacted"] - values["redacted"])
 
 
 def _set_aside_attachments(step: StepEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> StepEvent:

@@ -380,9 +380,25 @@ class Redactor:
         fields = _EVENT_FIELDS.get(type(event))
         if fields is None:
             fields = next((f for cls, f in _EVENT_FIELDS.items() if isinstance(event, cls)), ())
+        update, count = self._scrubbed(event.__dict__, fields, _ID_FIELDS.get(type(event), ()))  # pydantic's values
+        if update is None:
+            return event
+        if isinstance(event, StepEvent):
+            update["redacted"] = event.redacted + count
+        return event.model_copy(update=update)
+
+    def step_values(self, values: dict[str, Any]) -> dict[str, Any]:
+        """`event` of a step given as its values (every StepEvent field, as `StepEvent.__dict__` holds
+        them): the values scrubbed, `redacted` grown; the very same dict when nothing changed."""
+        update, count = self._scrubbed(values, _EVENT_FIELDS[StepEvent], _ID_FIELDS[StepEvent])
+        if update is None:
+            return values
+        return {**values, **update, "redacted": values["redacted"] + count}
+
+    def _scrubbed(self, values: dict[str, Any], fields: tuple[str, ...], ids: tuple[str, ...]) -> tuple[dict | None, int]:
+        """The scrubbed values of `fields` and `ids` that changed (None: none did) and how many secrets went."""
         acc = [0]
         update = None
-        values = event.__dict__  # pydantic keeps field values there; cheaper than getattr
         for name in fields:
             value = values.get(name)
             if value is None:
@@ -393,7 +409,7 @@ class Redactor:
                     update = {}
                 update[name] = new
         search, min_len = self._search, self._min_len
-        for name in _ID_FIELDS.get(type(event), ()):
+        for name in ids:
             value = values.get(name)
             if type(value) is not str or len(value) < min_len:
                 continue
@@ -405,11 +421,7 @@ class Redactor:
                 if update is None:
                     update = {}
                 update[name] = _keep_apart(new, value) if name in _LINK_FIELDS else new[:_ID_MAX]
-        if update is None:
-            return event
-        if isinstance(event, StepEvent):
-            update["redacted"] = event.redacted + acc[0]
-        return event.model_copy(update=update)
+        return update, acc[0]
 
     def is_sensitive_key(self, key: Any) -> bool:
         """Whether a dict key names a secret ("api_key", "Authorization"), not a count ("max_tokens")."""

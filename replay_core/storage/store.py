@@ -157,6 +157,24 @@ def step_row(step: StepEvent) -> tuple[tuple, Any]:
     return row, values["context"]
 
 
+@dataclass(slots=True)
+class StepRow:
+    """A step validated and redacted on a path that makes no StepEvent (ingest.pipeline.step_row_of):
+    its `step_row`, and how many values redaction replaced in it. `Store.write` takes it among events."""
+
+    session_id: str
+    row: tuple
+    context: Any
+    redacted: int  # values this redaction replaced (the report's count), not the row's `redacted`
+    kind = "row"
+
+    @classmethod
+    def of(cls, values: dict[str, Any], redacted: int) -> StepRow:
+        """From a step's values (every StepEvent field) whose event_id is set."""
+        sid = values["session_id"]
+        return cls(sid, (*_ROW_OF_STEP(values), sid), values["context"], redacted)
+
+
 @dataclass
 class WriteBatch:
     """Events as `Store.write` takes them apart: the sessions in order of first appearance, the
@@ -173,11 +191,13 @@ class WriteBatch:
     rolled: dict[str, Any] = field(default_factory=dict)
     times: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
-    def add(self, ev: SessionEvent | StepEvent | SessionEndEvent) -> None:
+    def add(self, ev: SessionEvent | StepEvent | StepRow | SessionEndEvent) -> None:
         sid = ev.session_id
         self.order.setdefault(sid)
         if ev.kind == "step":
             self.steps.setdefault(sid, []).append(step_row(ev))
+        elif ev.kind == "row":
+            self.steps.setdefault(sid, []).append((ev.row, ev.context))
         elif ev.kind == "session":
             fields = self.opened.setdefault(sid, {})
             for name in SESSION_FIELDS:

@@ -29,7 +29,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,6 +42,7 @@ from . import otel_attributes as oa
 from .jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+StepRows = Callable[[dict[str, Any]], Any]  # a step's fields → what to store for it, or None (its StepEvent then)
 OVERRIDE = "agent_replay."
 SESSION_OVERRIDE = "agent_replay.session"
 KINDS = ("unspecified", "internal", "server", "client", "producer", "consumer")
@@ -858,8 +859,11 @@ def _override(raw: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Event | BadRecord]:
-    """Contract events of one drafted session: overrides applied, steps ordered and numbered."""
+def session_events(draft: SessionDraft, *, assign_seq: bool = True, rows: StepRows | None = None) -> list[Event | BadRecord]:
+    """Contract events of one drafted session: overrides applied, steps ordered and numbered.
+
+    With `rows` (a receiver storing the steps at once), each step is what `rows` makes of its fields,
+    where it makes something (a store row, validated and redacted), else its StepEvent."""
     out: list[Event | BadRecord] = []
     parts = draft.parts
     for part in parts:
@@ -878,7 +882,7 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
         *p.span.rank, p.role != "step", p.role,
     ))
     parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
-    steps: list[StepEvent] = []
+    steps: list = []  # StepEvents, and what `rows` made
     replaces: list[Replace] = []
     sid = draft.session_id
     for n, part in enumerate(parts, start=1):
@@ -896,8 +900,11 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
         fields.setdefault("kind", "step")
         fields.setdefault("session_id", sid)
         try:
-            step = fast_step(fields) or StepEvent(**{k: v for k, v in fields.items() if v is not None})
-            (replaces.append(Replace(part.replaces, step)) if part.replaces else steps.append(step))
+            if part.replaces:
+                replaces.append(Replace(part.replaces, fast_step(fields) or StepEvent(**{k: v for k, v in fields.items() if v is not None})))
+            else:
+                steps.append((rows and rows(fields)) or fast_step(fields)
+                             or StepEvent(**{k: v for k, v in fields.items() if v is not None}))
         except (ValidationError, TypeError) as exc:
             reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
             out.append(BadRecord(f"{span.where} ({part.role})", reason))
@@ -924,7 +931,7 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True) -> list[Even
 
 
 def spans_to_events(
-    spans: Iterable[Span | BadRecord], *, assign_seq: bool = True, ledger: Ledger | None = None
+    spans: Iterable[Span | BadRecord], *, assign_seq: bool = True, ledger: Ledger | None = None, rows: StepRows | None = None,
 ) -> Iterator[Event | Replace | BadRecord]:
     """The whole mapping: spans (and the readers' refusals, passed on) → contract events.
 
@@ -936,7 +943,7 @@ def spans_to_events(
         else:
             good.append(item)
     for draft in draft_sessions(good, ledger):
-        yield from session_events(draft, assign_seq=assign_seq)
+        yield from session_events(draft, assign_seq=assign_seq, rows=rows)
 
 
 # ---------------------------------------------------------------------------- readers
@@ -1094,10 +1101,11 @@ def spans_from_otlp(data: bytes, content_type: str) -> list[Span]:
     return spans
 
 
-def events_from_spans(spans: list[Span], ledger: Ledger | None = None) -> list[Event | Replace]:
-    """Events of one request's spans, without seq (see events_from_otlp); OtlpError on the first bad one."""
+def events_from_spans(spans: list[Span], ledger: Ledger | None = None, rows: StepRows | None = None) -> list[Event | Replace]:
+    """Events of one request's spans, without seq (see events_from_otlp); OtlpError on the first bad one.
+    `rows`: as session_events."""
     events, bad = [], []
-    for item in spans_to_events(spans, assign_seq=False, ledger=ledger):
+    for item in spans_to_events(spans, assign_seq=False, ledger=ledger, rows=rows):
         (bad if isinstance(item, BadRecord) else events).append(item)
     _refuse(bad)
     return events
