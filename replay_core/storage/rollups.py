@@ -20,6 +20,7 @@ retries aside; a redundant call repeats one whose successful result was already 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import cache
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
@@ -237,27 +238,23 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
     return _rolled(sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)
 
 
-_READS: dict[str, dict[str, Any]] = {}
-
-
+@cache
 def _reads(dialect: str) -> dict[str, Any]:
     """`_carried_on`'s statements, built once per dialect (building them was a third of its time),
     each list of ids bound as one parameter (`_among`)."""
-    if dialect not in _READS:
-        s = steps.c
-        before = (s.session_id == bindparam("sid"), s.seq <= bindparam("max_seq"))
-        answered = steps.alias("answered").c
-        answered_tools = select(answered.tool_name).where(answered.session_id == bindparam("sid"), answered.seq <= bindparam("max_seq"),
-                                                          answered.type == "tool_call", _among(answered.tool_call_id, "ok_ids", dialect))
-        _READS[dialect] = {
-            "last_phase": select(s.type).where(*before, s.type.in_(list(_PHASE))).order_by(s.seq.desc(), s.id.desc()).limit(1),
-            "stored_calls": select(s.seq, s.tool_name, s.tool_args, s.tool_call_id).where(
-                *before, s.type == "tool_call", s.retry == 0, or_(_among(s.tool_name, "tools", dialect), s.tool_name.in_(answered_tools))),
-            "first_ok": select(s.tool_call_id, func.min(s.seq)).where(
-                *before, s.type == "tool_result", s.status == "ok", _among(s.tool_call_id, "ids", dialect)).group_by(s.tool_call_id),
-            "breakdown": select(run_breakdown).where(run_breakdown.c.session_id == bindparam("sid")),
-        }
-    return _READS[dialect]
+    s = steps.c
+    before = (s.session_id == bindparam("sid"), s.seq <= bindparam("max_seq"))
+    answered = steps.alias("answered").c
+    answered_tools = select(answered.tool_name).where(answered.session_id == bindparam("sid"), answered.seq <= bindparam("max_seq"),
+                                                      answered.type == "tool_call", _among(answered.tool_call_id, "ok_ids", dialect))
+    return {
+        "last_phase": select(s.type).where(*before, s.type.in_(list(_PHASE))).order_by(s.seq.desc(), s.id.desc()).limit(1),
+        "stored_calls": select(s.seq, s.tool_name, s.tool_args, s.tool_call_id).where(
+            *before, s.type == "tool_call", s.retry == 0, or_(_among(s.tool_name, "tools", dialect), s.tool_name.in_(answered_tools))),
+        "first_ok": select(s.tool_call_id, func.min(s.seq)).where(
+            *before, s.type == "tool_result", s.status == "ok", _among(s.tool_call_id, "ids", dialect)).group_by(s.tool_call_id),
+        "breakdown": select(run_breakdown).where(run_breakdown.c.session_id == bindparam("sid")),
+    }
 
 
 def _among(column, name: str, dialect: str):
