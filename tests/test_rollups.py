@@ -184,3 +184,21 @@ def test_has_filters_read_the_rollups(store, flag):
     }[flag]
     store.write([_event("hit", {"minute": 0, **s}) for s in specs] + [_event("miss", {"minute": 0, "type": "think"})])
     assert store.session_ids(SessionFilter(has=flag)) == ["hit"]
+
+
+def test_names_and_call_ids_of_any_text_carry_on_across_batches(store):
+    """The ids a live run's next batch looks up go to the database as one JSON array (SQLite) or
+    array (PostgreSQL): quotes, backslashes, brackets and non-ASCII text are matched as they are."""
+    _clear(store)
+    names = ['a"b', "c\\d", "é ü", "[x]", "it's"]
+    call = {"type": "tool_call", "tool_args": {"q": 1}, "minute": 0}
+    batches = ([{**call, "tool_name": n, "tool_call_id": f"{n}-1", "event_id": f"c{i}"} for i, n in enumerate(names)],
+               [{"type": "tool_result", "tool_call_id": f"{n}-1", "event_id": f"r{i}", "minute": 1} for i, n in enumerate(names)],
+               [{**call, "tool_name": n, "tool_call_id": f"{n}-2", "event_id": f"d{i}"} for i, n in enumerate(names)])
+    for batch in batches:
+        store.write([_event("live", spec) for spec in batch])
+    kept = _tables(store)
+    store.rebuild_rollups()
+    assert kept == _tables(store)
+    row = dict(zip(rollups.ROLLUP_COLUMNS, kept[0][0], strict=True))
+    assert row["redundant_calls"] == len(names)  # each second call repeats one whose result was seen

@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 import orjson
-from sqlalchemy import BigInteger, and_, case, cast, delete, func, insert, literal, or_, select, union_all
+from sqlalchemy import BigInteger, and_, bindparam, case, cast, delete, func, insert, literal, or_, select, union_all
 from sqlalchemy.engine import Connection
 
 from .plain import nano  # the cells' unit, shared with the plain reads of `stats`
@@ -80,16 +81,16 @@ def contribution(s, r) -> list:
 
 
 def _contributions(conn: Connection, ids: Sequence[str] | None) -> list[list]:
+    rows = conn.execute(_contribution_query()) if ids is None else conn.execute(_statements()["contributions"], {"ids": list(ids)})
+    return [contribution(row, row if row.steps is not None else None) for row in rows]
+
+
+def _contribution_query():
+    """Each run's session row beside its rollup row (none without steps): what `contribution` reads."""
     s = sessions.c
-    query = (select(s.id, s.model, s.agent_id, s.status, s.source, s.replay_of, s.started_at, s.ended_at, s.last_event_at,
-                    s.metadata, *(c for c in run_rollups.c if c.name != "session_id"))
-             .select_from(sessions.outerjoin(run_rollups, run_rollups.c.session_id == s.id)))
-    if ids is not None:
-        query = query.where(s.id.in_(ids))
-    out = []
-    for row in conn.execute(query):
-        out.append(contribution(row, row if row.steps is not None else None))
-    return out
+    return (select(s.id, s.model, s.agent_id, s.status, s.source, s.replay_of, s.started_at, s.ended_at, s.last_event_at,
+                   s.metadata, *(c for c in run_rollups.c if c.name != "session_id"))
+            .select_from(sessions.outerjoin(run_rollups, run_rollups.c.session_id == s.id)))
 
 
 def _sum(column):
@@ -134,16 +135,37 @@ def error_sums(where):
 
 def _recompute(conn: Connection, cells: Sequence[str] | None) -> None:
     """Cells (all with None) from their members: deleted, then summed again."""
-    parts = [None] if cells is None else [list(cells[i : i + _CHUNK]) for i in range(0, len(cells), _CHUNK)]
-    m = daily_members.c
-    for part in parts:
+    if cells is None:
         for table in (daily_cells, daily_tools, daily_errors):
-            conn.execute(delete(table) if part is None else delete(table).where(table.c.cell.in_(part)))
-        where = [] if part is None else [m.cell.in_(part)]
-        sums = cell_sums().where(*where)
-        conn.execute(insert(daily_cells).from_select([c.name for c in sums.selected_columns], sums))
-        for table, query in ((daily_tools, tool_sums(where)), (daily_errors, error_sums(where))):
-            conn.execute(insert(table).from_select([c.name for c in query.selected_columns], query))
+            conn.execute(delete(table))
+        for statement in _summing([]):
+            conn.execute(statement)
+        return
+    for start in range(0, len(cells), _CHUNK):
+        for statement in _statements()["recompute"]:
+            conn.execute(statement, {"cells": list(cells[start : start + _CHUNK])})
+
+
+def _summing(where: list) -> list:
+    """The INSERT … SELECTs that fill the cells, tools and errors of the members matching `where`."""
+    return [insert(table).from_select([c.name for c in query.selected_columns], query)
+            for table, query in ((daily_cells, cell_sums().where(*where)), (daily_tools, tool_sums(where)),
+                                 (daily_errors, error_sums(where)))]
+
+
+@cache
+def _statements() -> dict:
+    """`refresh`'s statements, built once (building them each time was most of its time), the runs
+    and cells bound as expanding parameters."""
+    m = daily_members.c
+    cells, ids = bindparam("cells", expanding=True), bindparam("ids", expanding=True)
+    return {
+        "recompute": [*(delete(table).where(table.c.cell.in_(cells)) for table in (daily_cells, daily_tools, daily_errors)),
+                      *_summing([m.cell.in_(cells)])],
+        "cells_of": select(m.cell).where(m.session_id.in_(ids)),
+        "leave": delete(daily_members).where(m.session_id.in_(ids)),
+        "contributions": _contribution_query().where(sessions.c.id.in_(ids)),
+    }
 
 
 def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
@@ -151,12 +173,12 @@ def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
     cell they left or joined."""
     ids = sorted(set(session_ids))
     touched: set[str] = set()
-    m = daily_members.c
+    statements = _statements()
     for start in range(0, len(ids), _CHUNK):
-        part = ids[start : start + _CHUNK]
-        touched.update(conn.scalars(select(m.cell).where(m.session_id.in_(part))))
-        conn.execute(delete(daily_members).where(m.session_id.in_(part)))
-        rows = _contributions(conn, part)
+        part = {"ids": ids[start : start + _CHUNK]}
+        touched.update(conn.execute(statements["cells_of"], part).scalars())
+        conn.execute(statements["leave"], part)
+        rows = _contributions(conn, part["ids"])
         insert_rows(conn, daily_members, MEMBER_COLUMNS, rows)
         touched.update(row[1] for row in rows)
     if touched:
