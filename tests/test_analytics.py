@@ -11,6 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from replay_core.understand import analytics
 from replay_core.understand.compare import compare
@@ -441,3 +444,26 @@ def test_a_light_load_has_the_headline_and_leaves_the_rest_out(fixed, data):
     light = analytics.load(fixed, detail=False)
     assert analytics.headline(light).to_dicts() == analytics.headline(data).to_dicts()
     assert light.runs.select("cycles", "loops", "redundant_calls", "step_durations").null_count().row(0) == (5, 5, 5, 5)
+
+
+durations_lists = st.lists(st.none() | st.lists(st.integers(0, 10**15) | st.sampled_from((0, 5, 5000)), max_size=12), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(per_run=durations_lists, models=st.lists(st.none() | st.sampled_from(("m1", "m2", "m3")), min_size=12, max_size=12))
+def test_step_latency_equals_percentiles_over_all_steps_at_once(per_run, models):
+    """step_latency puts each group's runs together before its percentiles: the numbers of one
+    pass over all steps (polars' quantiles over the exploded durations), per group and in all."""
+    cells = [f"c{i}" for i in range(len(per_run))]
+    runs = pl.DataFrame({"cell": cells, "model": models[: len(per_run)]}, schema={"cell": pl.String, "model": pl.String})
+    step_times = pl.DataFrame({"cell": cells, "step_durations": [None if d is None else [v / 1000 for v in d] for d in per_run]},
+                              schema={"cell": pl.String, "step_durations": pl.List(pl.Float64)})
+    empty = pl.DataFrame()
+    data = analytics.RunData(runs=runs, tools=empty, errors=empty, times=empty, step_times=step_times)
+    for by in (None, "model"):
+        keys = [by] if by else []
+        steps = step_times.join(runs, on="cell").select(*keys, "step_durations").explode("step_durations").drop_nulls("step_durations")
+        aggs = [pl.len().cast(pl.Int64).alias("steps"),
+                *(pl.col("step_durations").quantile(p / 100, "linear").alias(f"p{p}_ms") for p in analytics.PERCENTILES)]
+        want = steps.group_by(keys).agg(*aggs).sort(keys, nulls_last=True) if keys else steps.select(*aggs)
+        assert_frame_equal(analytics.step_latency(data, by), want, check_exact=True)

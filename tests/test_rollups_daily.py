@@ -16,7 +16,7 @@ from sqlalchemy import select
 from replay_core.demo import load_demo
 from replay_core.events import SessionEndEvent, SessionEvent
 from replay_core.storage.store import SessionFilter, Store, WriteRefused
-from replay_core.storage.tables import daily_cells, daily_errors, daily_members, daily_tools
+from replay_core.storage.tables import daily_cells, daily_errors, daily_members, daily_tools, run_rollups
 from replay_core.understand import analytics, headline
 from test_rollups import SIDS, T0, _apply, _clear, _event, step
 
@@ -147,6 +147,24 @@ def test_migration_fills_daily_rollups_of_an_older_database(store):
     command.downgrade(alembic_config(store.engine), "0010_search")
     command.upgrade(alembic_config(store.engine), "head")
     assert _daily_tables(store) == expected and expected[1]
+
+
+def test_migration_copies_step_durations_onto_the_members(store):
+    """0012_member_durations: a database at 0011 gets each run's step durations on its member row, as a rebuild puts them."""
+    from alembic import command
+
+    from replay_core.storage.migrations import alembic_config
+
+    load_demo(store)
+    expected = _daily_tables(store)
+    assert any(row[-1] for row in expected[0])
+    command.downgrade(alembic_config(store.engine), "0011_daily")
+    command.upgrade(alembic_config(store.engine), "head")
+    assert _daily_tables(store) == expected
+    with store.engine.connect() as conn:
+        copied = conn.execute(select(daily_members.c.session_id, daily_members.c.durations_us)).all()
+        rolled = dict(conn.execute(select(run_rollups.c.session_id, run_rollups.c.durations_us)).all())
+    assert all(durations == rolled.get(sid) for sid, durations in copied)
 
 
 def test_a_cost_too_large_for_exact_sums_is_read_per_run(store):

@@ -4,7 +4,8 @@ per run joined to its session (tables.py: daily_members, daily_cells, daily_tool
 
 Exact by construction: `daily_members` holds each run's contribution as integers (cost in
 nano-USD, durations in µs), computed from its session and per-run rollup (rollups.py) by
-`contribution`, the one definition; a cell is the plain sum of its members. `refresh` is called
+`contribution`, the one definition; a cell is the plain sum of its members. A member also
+carries a copy of its rollup's step durations, so the latency percentiles read one table. `refresh` is called
 at the end of every transaction that changes a run's session or steps (writes, ends, idle
 expiry, moves, deletes, retention): it replaces the runs' contributions and recomputes every
 cell a run left or joined from its members, so a late, duplicate or out-of-order step, a
@@ -77,7 +78,7 @@ def contribution(s, r) -> list:
     }
     first_error = None if r is None else r.first_error_at
     return [s.id, cell_of(key), *key, started, _us(ended, started) if s.status != "running" else None, _us(first_error, started),
-            *(sums[name] for name in DAILY_SUMS)]
+            *(sums[name] for name in DAILY_SUMS), None if r is None else r.durations_us]
 
 
 def _contributions(conn: Connection, ids: Sequence[str] | None) -> list[list]:
@@ -246,8 +247,8 @@ def period(flt) -> tuple[list, list]:
 
 def reads(flt, experiment_source: str, *, detail: bool) -> dict:
     """The queries behind one dashboard: cells (whole days from daily_cells, part days summed
-    from members), tools and errors per cell, each run's times, and with `detail` each run's
-    step durations (from its rollup)."""
+    from members), tools and errors per cell, and each run's times, with `detail` also its step
+    durations (copied onto its member row: joining 100,000 runs' rollups was most of this read)."""
     on_cells, on_edges = period(flt)
     c, m = daily_cells.c, daily_members.c
     cell_where = [*where(daily_cells, flt, experiment_source), *on_cells]
@@ -257,14 +258,10 @@ def reads(flt, experiment_source: str, *, detail: bool) -> dict:
                  *([m.started_at < flt.until] if flt is not None and flt.until else [])]
     chosen = select(c.cell).where(*cell_where)
     t, e = daily_tools.c, daily_errors.c
-    out = {
+    return {
         "cells": union_all(select(daily_cells).where(*cell_where), cell_sums().where(*edge_where)),
         "tools": union_all(select(t.cell, t.tool_name, t.calls, t.failures, t.runs_with_failure).where(t.cell.in_(chosen)),
                            tool_sums(edge_where)),
         "errors": union_all(select(e.cell, e.error_class, e.errors, e.runs).where(e.cell.in_(chosen)), error_sums(edge_where)),
-        "times": select(m.cell, m.duration_us, m.first_error_us).where(*run_where),
+        "times": select(m.cell, m.duration_us, m.first_error_us, *([m.durations_us] if detail else [])).where(*run_where),
     }
-    if detail:
-        out["steps"] = (select(m.cell, run_rollups.c.durations_us)
-                        .select_from(daily_members.join(run_rollups, run_rollups.c.session_id == m.session_id)).where(*run_where))
-    return out

@@ -471,6 +471,9 @@ daily_members = Table(
     Column("duration_us", BigInteger),
     Column("first_error_us", BigInteger),
     *(Column(name, BigInteger) for name in DAILY_SUMS),
+    # the run rollup's step durations, copied (migration 0012): the dashboard reads them with the
+    # run times, in one pass over the members, not joined to run_rollups
+    Column("durations_us", Text),
     Index(None, "cell"),
     Index(None, "started_at"),
 )
