@@ -137,7 +137,7 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
 out = _console(soft_wrap=True)
-err = _console(stderr=True)
+err = _console(stderr=True, soft_wrap=True)  # messages name files: folded at the width, a path would break
 
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL or SQLite path (default: AGENT_REPLAY_DB_URL, else data/agent_replay.db).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
