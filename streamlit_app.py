@@ -67,6 +67,9 @@ def main() -> None:
 if __name__ == "__main__":  # the page script of a browser session (or of AppTest)
     main()
 else:  # imported by `streamlit run` / uvicorn: the server
+    import importlib
+    import threading
+
     from streamlit.runtime.pages_manager import PagesManager
 
     # A `pages/` folder makes Streamlit run a deep link such as /runs straight from that
@@ -88,6 +91,14 @@ else:  # imported by `streamlit run` / uvicorn: the server
             print(f"agent-replay: {refusal}", file=sys.stderr, flush=True)
             os._exit(2)  # before anything opened; a SystemExit here would end in uvicorn's traceback
 
+    def warm_up() -> threading.Thread:
+        """Altair imported beside the idle server (about half a CPU second here), so the first
+        analytics view after a start does not wait for it; a page that needs it sooner waits on
+        Python's import lock for this same import, never a second one."""
+        thread = threading.Thread(target=importlib.import_module, args=("altair",), name="warm-up", daemon=True)
+        thread.start()
+        return thread
+
     @asynccontextmanager
     async def lifespan(_app):
         import asyncio
@@ -98,6 +109,7 @@ else:  # imported by `streamlit run` / uvicorn: the server
 
         refuse_to_serve_open()
         api.tcp_nodelay_on_listening_sockets()
+        warm_up()
         sweeper = asyncio.create_task(retention.run_periodically(cache(Store)))
         yield
         sweeper.cancel()

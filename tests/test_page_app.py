@@ -93,3 +93,31 @@ def test_signed_out_oidc_visitors_see_the_sign_in_button(demo_store):
     at.run()
     assert [b.label for b in at.button] == ["Sign in with your company account"]
     assert not at.text_input  # no shared password configured
+
+
+WARM_UP_PROBE = """
+import asyncio, sys, threading
+from streamlit import config
+config.set_option("server.address", "127.0.0.1")
+import streamlit_app as s
+assert "altair" not in sys.modules, "imported before the server started"
+async def main():
+    async with s.lifespan(s.app):
+        for thread in threading.enumerate():
+            if thread.name == "warm-up":
+                thread.join(120)
+        print("altair" in sys.modules)
+asyncio.run(main())
+"""
+
+
+def test_the_server_imports_altair_beside_itself_once_started(tmp_path):
+    """The first analytics view after a start does not pay Altair's import: the lifespan begins it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AGENT_REPLAY_DB_URL": f"sqlite:///{tmp_path / 'replay.db'}"}
+    proc = subprocess.run([sys.executable, "-c", WARM_UP_PROBE], capture_output=True, text=True, cwd=REPO, env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"]
