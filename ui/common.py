@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import re
+import threading
 import time as _time
+from functools import cache
 from datetime import date, datetime, timedelta
 
 import streamlit as st
@@ -52,6 +55,16 @@ def _store_for(url: str) -> Store:
 def get_store() -> Store:
     """One Store (engine and pool) per database URL and app process."""
     return _store_for(config.database_url())
+
+
+@cache
+def warm_up() -> threading.Thread:
+    """Altair imported in a thread once a first page is drawn (about half a CPU second here): the
+    first analytics view then does not wait for it, nor does the first page after a start; a page
+    that needs it sooner waits on Python's import lock for this same import, never a second one."""
+    thread = threading.Thread(target=importlib.import_module, args=("altair",), name="warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def expire_idle(store: Store) -> None:
