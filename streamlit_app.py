@@ -48,7 +48,7 @@ def navigation(*, visible: bool):
 
 
 def main() -> None:
-    from ui.common import expire_idle, get_store
+    from ui.common import expire_idle, get_store, warm_up
     from ui.login import sign_in, sign_out_button, signed_in_role
 
     st.set_page_config(page_title="Agent Replay", page_icon="⏪", layout="wide")
@@ -62,14 +62,12 @@ def main() -> None:
     expire_idle(get_store())
     sign_out_button()
     nav.run()
+    warm_up()  # after the page: the first one after a start is not slowed by it
 
 
 if __name__ == "__main__":  # the page script of a browser session (or of AppTest)
     main()
 else:  # imported by `streamlit run` / uvicorn: the server
-    import importlib
-    import threading
-
     from streamlit.runtime.pages_manager import PagesManager
 
     # A `pages/` folder makes Streamlit run a deep link such as /runs straight from that
@@ -91,14 +89,6 @@ else:  # imported by `streamlit run` / uvicorn: the server
             print(f"agent-replay: {refusal}", file=sys.stderr, flush=True)
             os._exit(2)  # before anything opened; a SystemExit here would end in uvicorn's traceback
 
-    def warm_up() -> threading.Thread:
-        """Altair imported beside the idle server (about half a CPU second here), so the first
-        analytics view after a start does not wait for it; a page that needs it sooner waits on
-        Python's import lock for this same import, never a second one."""
-        thread = threading.Thread(target=importlib.import_module, args=("altair",), name="warm-up", daemon=True)
-        thread.start()
-        return thread
-
     @asynccontextmanager
     async def lifespan(_app):
         import asyncio
@@ -109,7 +99,6 @@ else:  # imported by `streamlit run` / uvicorn: the server
 
         refuse_to_serve_open()
         api.tcp_nodelay_on_listening_sockets()
-        warm_up()
         sweeper = asyncio.create_task(retention.run_periodically(cache(Store)))
         yield
         sweeper.cancel()
