@@ -57,12 +57,17 @@ def get_store() -> Store:
     return _store_for(config.database_url())
 
 
+WARM_UP = ("altair", "polars", "replay_core.understand.analytics", "replay_core.understand.explain")
+
+
 @cache
 def warm_up() -> threading.Thread:
-    """Altair imported in a thread once a first page is drawn (about half a CPU second here): the
-    first analytics view then does not wait for it, nor does the first page after a start; a page
-    that needs it sooner waits on Python's import lock for this same import, never a second one."""
-    thread = threading.Thread(target=importlib.import_module, args=("altair",), name="warm-up", daemon=True)
+    """What the analytics page imports that no other first page does (Altair, polars, the metrics and
+    failure patterns: about half a CPU second here), imported in a thread once a first page is drawn:
+    the first analytics view then does not wait for it, nor does the first page after a start; a page
+    that needs one sooner waits on Python's import lock for this same import, never a second one."""
+    thread = threading.Thread(target=lambda: [importlib.import_module(name) for name in WARM_UP], name="warm-up",
+                              daemon=True)
     thread.start()
     return thread
 
