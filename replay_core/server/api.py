@@ -42,7 +42,8 @@ from .auth import Access
 from .stream import StepHub
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message, fast_step
 from ..ingest import otlp_worker
-from ..ingest.pipeline import IngestReport, ingest
+from ..ingest.pipeline import IngestReport, ingest, step_row_of
+from ..ingest.redact import Redactor, default_redactor
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
 from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteBatch, WriteRefused, WriteResult
@@ -171,8 +172,9 @@ def _validation_failed(errors: list[dict]) -> ApiError:
     return ApiError(422, f"{errors[0]['loc']}: {errors[0]['msg']}{more}", shown)
 
 
-def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict]):
-    """Validate one object; fields the route implies are filled in, and must agree when given."""
+def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict], redactor: Redactor | None = None):
+    """Validate one object; fields the route implies are filled in, and must agree when given. With
+    `redactor`, a step the contract's fast path vouches for comes back as its redacted row (StepRow)."""
     loc = (lambda name: f"{where}.{name}") if where else (lambda name: name)
     if not isinstance(obj, dict):
         errors.append({"loc": where or "body", "msg": f"expected a JSON object, got {type(obj).__name__}"})
@@ -192,6 +194,10 @@ def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict])
         return None
     body = {**obj, **implied}
     if kind == "step":  # the contract's fast path (events.fast_step): the model still judges what it cannot vouch for
+        if redactor is not None:  # straight into the row `ingest` stores, no StepEvent made (pipeline.step_row_of)
+            row = step_row_of(body, redactor)
+            if row is not None:
+                return row
         step = fast_step(body)
         if step is not None:
             return step
@@ -205,9 +211,11 @@ def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict])
 
 
 def parse_events(items: list[Any], name: str, implied: Mapping[str, str]) -> list:
-    """Validate a batch whole: every bad item is listed as `name[i].field`, nothing is kept."""
+    """Validate a batch whole: every bad item is listed as `name[i].field`, nothing is kept. Steps come
+    back validated and redacted as rows where the fast path vouches for them (`ingest` stores them as they are)."""
     errors: list[dict] = []
-    events = [_event(obj, f"{name}[{i}]", implied, errors) for i, obj in enumerate(items)]
+    redactor = default_redactor()
+    events = [_event(obj, f"{name}[{i}]", implied, errors, redactor) for i, obj in enumerate(items)]
     if errors:
         raise _validation_failed(errors)
     return events
