@@ -12,8 +12,6 @@ import os
 import sys
 import tempfile
 import time
-import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -22,7 +20,7 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from common import generated_objects, report, timed  # noqa: E402
+from common import generated_objects, postgres_databases, report, timed  # noqa: E402
 
 from replay_core.events import parse_event  # noqa: E402
 from replay_core.ingest.pipeline import ingest  # noqa: E402
@@ -32,7 +30,6 @@ WRITERS, RUNS_PER_WRITER, PER_SESSION, BATCH = 8, 2, 5_000, 500
 SESSIONS = WRITERS * RUNS_PER_WRITER
 STEPS = SESSIONS * PER_SESSION
 TOKEN = "bench-token"
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def requests(prefix: str) -> list[list[tuple[str, bytes]]]:
@@ -117,28 +114,6 @@ def in_process(url: str) -> float:
     return STEPS / seconds
 
 
-@contextmanager
-def postgres_databases(count: int):
-    """`count` throwaway databases on the local server, dropped after; None when there is no server."""
-    import psycopg
-
-    try:
-        admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        print(orjson.dumps({"bench": "http_ingest_8_writers_postgres", "skipped": str(exc).splitlines()[0]}).decode())
-        yield None
-        return
-    names = [f"bench_api_{uuid.uuid4().hex[:8]}" for _ in range(count)]
-    try:
-        for name in names:
-            admin.execute(f'create database "{name}"')
-        yield [PG_ADMIN.rsplit("/", 1)[0] + "/" + name for name in names]
-    finally:
-        for name in names:
-            admin.execute(f'drop database if exists "{name}" with (force)')
-        admin.close()
-
-
 def measure(label: str, goal: str, baseline_url: str, served_url: str) -> None:
     from apptest_helpers import served_app
 
@@ -161,7 +136,7 @@ def measure(label: str, goal: str, baseline_url: str, served_url: str) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         measure("sqlite", ">= 30000", f"sqlite:///{tmp}/direct.db", f"sqlite:///{tmp}/served.db")
-    with postgres_databases(2) as urls:
+    with postgres_databases(2, "http_ingest_8_writers") as urls:
         if urls:
             measure("postgres", ">= 20000", *urls)
 

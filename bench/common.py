@@ -6,10 +6,13 @@ import json
 import os
 import random
 import time
+import uuid
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import orjson
 
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 TOOLS = ["search_docs", "read_file", "run_tests", "http_get", "sql_query"]
 
 
@@ -57,3 +60,25 @@ def generated_objects(sessions: int, steps_per_session: int, seed: int = 7):
 
 def generated_jsonl(sessions: int, steps_per_session: int) -> bytes:
     return b"\n".join(orjson.dumps(o) for o in generated_objects(sessions, steps_per_session)) + b"\n"
+
+
+@contextmanager
+def postgres_databases(count: int, label: str):
+    """`count` throwaway databases on the local server, dropped after; None when there is no server."""
+    import psycopg
+
+    try:
+        admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        print(orjson.dumps({"bench": f"{label}_postgres", "skipped": str(exc).splitlines()[0]}).decode())
+        yield None
+        return
+    names = [f"bench_{uuid.uuid4().hex[:8]}" for _ in range(count)]
+    try:
+        for name in names:
+            admin.execute(f'create database "{name}"')
+        yield [PG_ADMIN.rsplit("/", 1)[0] + "/" + name for name in names]
+    finally:
+        for name in names:
+            admin.execute(f'drop database if exists "{name}" with (force)')
+        admin.close()
