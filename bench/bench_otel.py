@@ -95,7 +95,7 @@ def _worker_cpu() -> float | None:
     """CPU seconds (user + system) the OTLP worker process has used so far; None where /proc cannot tell."""
     from replay_core.ingest import otlp_worker
 
-    worker = otlp_worker._WORKER
+    worker = otlp_worker.WORKER.current
     try:
         fields = Path(f"/proc/{worker.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (AttributeError, OSError):

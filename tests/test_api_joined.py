@@ -15,6 +15,7 @@ from sqlalchemy import select
 from replay_core.events import parse_event
 from replay_core.server.api import SOURCE, JoinedWrites
 from replay_core.storage.store import WriteBatch, WriteRefused
+from replay_core.storage.worker import OffloadedWrites
 from replay_core.storage.tables import run_rollups, sessions, steps
 
 step = st.fixed_dictionaries({"kind": st.just("step"), "run": st.sampled_from("ab"), "event_id": st.sampled_from(["e0", "e1", "e2", "e3"]),
@@ -100,3 +101,16 @@ def test_joined_writes_answer_and_store_as_one_by_one(store, batches):
     refused = sum(1 for r in alone if r[0] == "refused")
     assert spy.calls[1:] == ([1] * len(batches) if refused else [])  # a refusal: each again alone
     assert stored(store, "j" + tag) == stored(store, "s" + tag)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=batches)
+def test_joined_writes_in_the_write_worker_answer_and_store_as_one_by_one(store, batches):
+    """The same through the worker process the served routes write in (storage.worker.OffloadedWrites):
+    counts, refusals and a refused group's retries one by one come back from the other process as they are."""
+    tag = f"{time.monotonic_ns()}-"
+    alone = [outcome(lambda b=b: store.write(events(b, "s" + tag), default_source=SOURCE, refuse_conflicts=True)) for b in batches]
+    spy = Spy(OffloadedWrites(store))
+    assert joined(store, spy, batches, "w" + tag) == alone
+    assert spy.calls[0] == len(batches)
+    assert stored(store, "w" + tag) == stored(store, "s" + tag)

@@ -10,6 +10,7 @@ import pytest
 
 from replay_core.ingest import otlp_receiver, otlp_worker
 from replay_core.ingest.formats import otel
+from replay_core.storage import worker as store_worker
 from replay_core.storage.store import Store, WriteRefused
 from test_otlp_batches import AUTH, CHAT, ROOT, TOOL, _body, _picture, _span, chain_body
 from test_recorder import Served, api
@@ -92,12 +93,12 @@ def test_the_worker_redacts_with_the_servers_current_settings(store, via_worker,
 def test_a_killed_worker_is_replaced(store, monkeypatch):
     monkeypatch.setattr(otlp_worker, "WORKER_FROM", 0)
     otlp_worker.receive(store, _body([CHAT]), "application/json")
-    with otlp_worker._WORKER_LOCK:
-        worker = otlp_worker._worker().process
+    with otlp_worker.WORKER.lock:
+        worker = otlp_worker.WORKER._process().process
     worker.kill()
     worker.wait()
     otlp_worker.receive(store, _body([ROOT, TOOL]), "application/json")
-    assert otlp_worker._WORKER is not None and otlp_worker._WORKER.process.pid != worker.pid
+    assert otlp_worker.WORKER.current is not None and otlp_worker.WORKER.current.process.pid != worker.pid
     assert len(store.load_steps("conv-hand")) == 4
 
 
@@ -109,10 +110,10 @@ def test_a_worker_lost_mid_body_leaves_the_body_to_the_thread(store, monkeypatch
     def lost(pipe):
         raise EOFError("the other side closed the pipe")
 
-    monkeypatch.setattr(otlp_worker, "_read", lost)
+    monkeypatch.setattr(store_worker, "_read", lost)
     report = otlp_worker.receive(store, _body([ROOT, CHAT, TOOL]), "application/json")
     assert report.steps + report.duplicates == 4
-    assert otlp_worker._WORKER is None
+    assert otlp_worker.WORKER.current is None
     assert len(store.load_steps("conv-hand")) == 4
 
 
@@ -120,7 +121,7 @@ def test_a_database_only_this_process_sees_stays_in_the_thread(monkeypatch):
     monkeypatch.setattr(otlp_worker, "WORKER_FROM", 0)
     memory = Store("sqlite://")
     try:
-        assert otlp_worker._shared_url(memory) is None
+        assert store_worker.shared_url(memory) is None
         otlp_worker.receive(memory, _body([ROOT, CHAT, TOOL]), "application/json")
         assert len(memory.load_steps("conv-hand")) == 4
     finally:
@@ -133,19 +134,33 @@ def test_a_database_the_worker_cannot_write_answers_503(tmp_path, monkeypatch):
     from sqlalchemy import exc as sa_exc
 
     monkeypatch.setattr(otlp_worker, "WORKER_FROM", 0)
+    store = store_with_its_folder_gone(tmp_path)
+    with pytest.raises(sa_exc.OperationalError, match="unable to open database file"):
+        otlp_worker.receive(store, _body([ROOT, CHAT, TOOL]), "application/json")
+    answers_503_and_degraded(store, "/v1/traces", content=_body([ROOT, CHAT, TOOL]),
+                             headers={"Content-Type": "application/json"})
+
+
+def store_with_its_folder_gone(tmp_path) -> Store:
+    """A SQLite Store whose database file and folder were removed after it opened: no process can write it."""
     folder = tmp_path / "gone"
     folder.mkdir()
     store = Store(f"sqlite:///{folder / 'replay.db'}")
     for name in folder.iterdir():
         name.unlink()
     folder.rmdir()
-    with pytest.raises(sa_exc.OperationalError, match="unable to open database file"):
-        otlp_worker.receive(store, _body([ROOT, CHAT, TOOL]), "application/json")
-    with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
-        res = http.post("/v1/traces", content=_body([ROOT, CHAT, TOOL]), headers={"Content-Type": "application/json"})
-        assert res.status_code == 503 and "Retry-After" in res.headers, res.text
-        assert http.get("/healthz").json()["status"] == "degraded"
-    store.close()
+    return store
+
+
+def answers_503_and_degraded(store: Store, path: str, **request) -> None:
+    """POST `path` on a served API over `store`: 503 with Retry-After, then /healthz degraded; closes `store`."""
+    try:
+        with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
+            res = http.post(path, **request)
+            assert res.status_code == 503 and "Retry-After" in res.headers, res.text
+            assert http.get("/healthz").json()["status"] == "degraded"
+    finally:
+        store.close()
 
 
 def test_a_forked_server_starts_its_own_worker(sqlite_store, monkeypatch):
@@ -154,14 +169,14 @@ def test_a_forked_server_starts_its_own_worker(sqlite_store, monkeypatch):
 
     monkeypatch.setattr(otlp_worker, "WORKER_FROM", 0)
     otlp_worker.start()
-    parent_worker = otlp_worker._WORKER.process.pid
+    parent_worker = otlp_worker.WORKER.current.process.pid
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: receive one body, say which worker did it, leave without running atexit
         code = 1
         try:
             otlp_worker.receive(sqlite_store, _body([ROOT, CHAT, TOOL]), "application/json")
-            os.write(write_end, str(otlp_worker._WORKER.process.pid).encode())
+            os.write(write_end, str(otlp_worker.WORKER.current.process.pid).encode())
             code = 0
         finally:
             os._exit(code)
@@ -170,5 +185,5 @@ def test_a_forked_server_starts_its_own_worker(sqlite_store, monkeypatch):
     os.close(read_end)
     _, status = os.waitpid(pid, 0)
     assert status == 0 and child_worker not in (0, parent_worker)
-    assert otlp_worker._WORKER.process.pid == parent_worker and otlp_worker._WORKER.process.poll() is None
+    assert otlp_worker.WORKER.current.process.pid == parent_worker and otlp_worker.WORKER.current.process.poll() is None
     assert len(sqlite_store.load_steps("conv-hand")) == 4

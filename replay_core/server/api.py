@@ -47,6 +47,7 @@ from ..ingest.redact import Redactor, default_redactor
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
 from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteBatch, WriteRefused, WriteResult
+from ..storage.worker import WRITES, OffloadedWrites
 from ..understand.timeline import open_timeline
 
 API_PREFIX = "/api/v1"
@@ -335,8 +336,10 @@ class IngestAPI:
         self.degraded: str | None = None  # why the last write failed, until one succeeds
         self._hub: StepHub | None = None  # the stream's pollers (server/stream.py), made on first use
         self._document: dict | None = None
-        self._joined = JoinedWrites(self.store, default_source=SOURCE, refuse_conflicts=True)
-        otlp_worker.start()  # ready before the first big OTLP body (spawning it takes a second)
+        # the joined writes run in a worker process (storage.worker), this one left the requests
+        self._joined = JoinedWrites(lambda: OffloadedWrites(self.store()), default_source=SOURCE, refuse_conflicts=True)
+        otlp_worker.start()  # both ready before the first body that needs them (spawning one takes a second)
+        WRITES.start()
 
     def store(self) -> Store:
         with self._store_lock:

@@ -7,6 +7,7 @@ and the same tests run on both. Schema changes go through the alembic migrations
 
 from __future__ import annotations
 
+import functools
 import threading
 from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Sequence
@@ -242,6 +243,9 @@ class WriteRefused(ValueError):
         super().__init__(reason)
         self.reason, self.field, self.status = reason, field, status
 
+    def __reduce__(self):  # whole across processes (storage.worker): its field and status are keywords
+        return functools.partial(WriteRefused, field=self.field, status=self.status), (self.reason,)
+
 
 @dataclass(frozen=True)
 class SessionFilter:
@@ -274,6 +278,7 @@ class Store:
     def __init__(self, url: str | None = None, *, migrate: bool = True, engine: Engine | None = None):
         self.url = config.database_url(url)
         self.engine = engine or make_engine(self.url)
+        self.engine_given = engine is not None  # its connection settings live only in this process
         self._write_lock = threading.Lock()
         if migrate:
             self.upgrade()

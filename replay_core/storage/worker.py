@@ -1,0 +1,266 @@
+"""Work on a Store done in a worker process, on its own Store over the same database URL.
+
+The server is one Python process: whatever CPU-bound work it does in a thread (storing a batch,
+receiving a big OTLP body) shares the GIL with the event loop and with every other request, so
+it all runs on one of the machine's cores. A worker (`python -m replay_core.storage.worker`: its
+own interpreter, no fork of a threaded server, no re-import of the server's main script) runs
+one job at a time on another core while the server's thread waits on the pipe, GIL released.
+
+A job is a function `f(store, *args)` named "module:function", resolved in the worker. What it
+raises comes back as the same exception (WriteRefused, OtlpError, the database's own errors), so
+a route answers as it would in the thread; an exception that does not survive pickling comes
+back as ValueError or RuntimeError with its message. The server's `AGENT_REPLAY_*` settings go
+with every job (redaction rules may change while the worker runs).
+
+A worker that dies (killed, out of memory) rolled its transaction back: `run` raises WorkerLost
+and the caller does the job in its own thread; the next job starts a new worker. A server forked
+after starting one (a pre-loading process manager) starts its own. A database only this process
+can open (an in-memory SQLite database, or one on an engine the caller made) has no `shared_url`:
+its work stays in the thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import IO, Any
+
+from .store import Store, WriteBatch, WriteResult
+
+_ENV_PREFIX = "AGENT_REPLAY_"
+_RUNNING: list[StoreWorker] = []  # stopped at exit
+
+
+class WorkerLost(Exception):
+    """The worker died or its pipe broke before answering: its transaction was rolled back."""
+
+
+def shared_url(store: Store) -> str | None:
+    """The URL another process opens the same database by, as this one does; None for a database only
+    this process can see, or one opened on an engine of the caller's (its settings would not travel)."""
+    if store.engine_given:
+        return None
+    url = store.engine.url
+    if url.get_backend_name() == "sqlite" and (url.database in (None, "", ":memory:") or "memory" in str(url.query)):
+        return None
+    return url.render_as_string(hide_password=False)
+
+
+@dataclass
+class _Process:
+    process: subprocess.Popen  # jobs go to its stdin
+    answers: IO[bytes]  # its answers come on a pipe of their own: nothing it prints can garble them
+    owner: int  # the pid that started it
+
+
+class StoreWorker:
+    """One worker process, started on first use (or by `start`), one job at a time through its pipe.
+    `warm` ("module:function", no arguments) runs in the worker before it takes its first job, so the
+    first real job does not pay for the imports and the first statements."""
+
+    def __init__(self, warm: str | None = None):
+        self.warm = warm
+        self.lock = threading.Lock()  # one job at a time through the one pipe
+        self.current: _Process | None = None
+        _RUNNING.append(self)
+
+    def start(self) -> None:
+        """Start the worker now (its imports take a second), so the first job does not wait for them."""
+        with self.lock:
+            self._process()
+
+    def run(self, url: str, job: str, *args: Any) -> Any:
+        """`job(store, *args)` in the worker on its Store for `url`; its value, or its exception raised here."""
+        env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIX)}
+        with self.lock:
+            worker = self._process()
+            try:
+                _send(worker.process.stdin, (url, job, args, env))
+                ok, value = _read(worker.answers)
+            except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                self._stop()
+                raise WorkerLost(str(exc)) from exc
+        if ok:
+            return value
+        raise value
+
+    def stop(self) -> None:
+        with self.lock:
+            self._stop()
+
+    def _process(self) -> _Process:
+        """The running worker (started if there is none); call with the lock held."""
+        if self.current is not None and self.current.owner != os.getpid():  # inherited through a fork: the parent's
+            for pipe in (self.current.process.stdin, self.current.answers):
+                pipe.close()
+            self.current = None
+        if self.current is None or self.current.process.poll() is not None:
+            if self.current is not None:
+                self._stop()
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the server's modules
+            read_end, write_end = os.pipe()
+            try:
+                process = subprocess.Popen([sys.executable, "-m", __name__, str(write_end), self.warm or ""],
+                                           stdin=subprocess.PIPE, pass_fds=(write_end,), env=env)
+            except BaseException:
+                os.close(read_end)
+                raise
+            finally:
+                os.close(write_end)
+            self.current = _Process(process, os.fdopen(read_end, "rb"), os.getpid())
+        return self.current
+
+    def _stop(self) -> None:
+        """End the worker (its stdin closed: it leaves its loop); call with the lock held, or at exit."""
+        worker, self.current = self.current, None
+        if worker is None:
+            return
+        for pipe in (worker.process.stdin, worker.answers):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        if worker.owner != os.getpid():
+            return
+        try:
+            worker.process.wait(5)
+        except subprocess.TimeoutExpired:
+            worker.process.kill()
+            worker.process.wait()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for worker in _RUNNING:
+        worker._stop()
+
+
+def _send(pipe: IO[bytes], value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(struct.pack("<Q", len(data)))
+    pipe.write(data)
+    pipe.flush()
+
+
+def _read(pipe: IO[bytes]) -> Any:
+    head = pipe.read(8)
+    if len(head) < 8:
+        raise EOFError("the other side closed the pipe")
+    size = struct.unpack("<Q", head)[0]
+    data = pipe.read(size)
+    if len(data) < size:
+        raise EOFError("the other side closed the pipe")
+    return pickle.loads(data)
+
+
+# ---------------------------------------------------------------- the HTTP routes' writes
+
+WRITES = StoreWorker(warm=f"{__name__}:warm_writes")
+
+
+class OffloadedWrites:
+    """`store` as the HTTP routes' joined writes see it: `write_batches` runs in the WRITES worker when
+    it can open the database, so the server's process is left the requests and their validation
+    (the two use both cores); in the thread otherwise, or when the worker is lost."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def write_batches(self, batches, *, counts: list[tuple[int, int]] | None = None, **options: Any) -> WriteResult:
+        batches = list(batches)
+        url = shared_url(self.store)
+        if url is not None:
+            try:
+                result, got = WRITES.run(url, f"{__name__}:write_batches", batches, options)
+            except WorkerLost:
+                pass  # rolled back: written here instead (what it may have committed first comes back as duplicates)
+            else:
+                if counts is not None:
+                    counts.extend(got)
+                return result
+        return self.store.write_batches(batches, counts=counts, **options)
+
+
+def write_batches(store: Store, batches: list[WriteBatch], options: dict) -> tuple[WriteResult, list[tuple[int, int]]]:
+    """The job: `Store.write_batches` with each batch's counts."""
+    counts: list[tuple[int, int]] = []
+    return store.write_batches(batches, counts=counts, **options), counts
+
+
+def warm_writes() -> None:
+    """One run written into a throwaway in-memory database: the imports and the first statements."""
+    from ..events import parse_event
+
+    store = Store("sqlite://")
+    try:
+        batch = WriteBatch()
+        for obj in ({"kind": "session", "session_id": "warm"},
+                    {"kind": "step", "session_id": "warm", "seq": 1, "type": "think", "event_id": "w1", "content": "warm"}):
+            batch.add(parse_event(obj))
+        store.write_batches([batch], default_source="api", refuse_conflicts=True)
+    finally:
+        store.close()
+
+
+# ---------------------------------------------------------------- in the worker process
+
+_STORES: OrderedDict[str, Store] = OrderedDict()  # the worker's own Stores by URL, the last few kept open
+_STORES_KEPT = 4
+
+
+def _store(url: str) -> Store:
+    store = _STORES.pop(url, None) or Store(url, migrate=False)  # the server migrated it when it opened it
+    _STORES[url] = store
+    while len(_STORES) > _STORES_KEPT:
+        _STORES.popitem(last=False)[1].close()
+    return store
+
+
+def _resolve(name: str):
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def _work(url: str, job: str, args: tuple, env: dict[str, str]) -> tuple[bool, Any]:
+    """One job under the server's settings; (True, value) or (False, the exception as it can travel)."""
+    for key in [k for k in os.environ if k.startswith(_ENV_PREFIX) and k not in env]:
+        del os.environ[key]
+    os.environ.update(env)
+    try:
+        return True, _resolve(job)(_store(url), *args)
+    except Exception as exc:  # noqa: BLE001 — raised again in the server
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # noqa: BLE001 — lossy to pickle (pydantic's errors): its message travels
+            kind = ValueError if isinstance(exc, ValueError) else RuntimeError
+            return False, kind(str(exc) if kind is ValueError else f"{type(exc).__name__}: {exc}")
+        return False, exc
+
+
+def main() -> None:
+    """The worker's loop: one job in on stdin, its outcome out on the answers' pipe (its file
+    descriptor is the first argument, the warm-up the second), until stdin closes."""
+    requests, answers = sys.stdin.buffer, os.fdopen(int(sys.argv[1]), "wb")
+    if len(sys.argv) > 2 and sys.argv[2]:
+        try:
+            _resolve(sys.argv[2])()
+        except Exception as exc:  # noqa: BLE001 — a warm-up is an optimisation: the jobs still run (and say what fails)
+            print(f"agent-replay worker: warm-up {sys.argv[2]} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    while True:
+        try:
+            call = _read(requests)
+        except EOFError:
+            return
+        _send(answers, _work(*call))
+
+
+if __name__ == "__main__":
+    main()
