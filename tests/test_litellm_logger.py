@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import litellm
@@ -167,6 +168,32 @@ def test_the_session_comes_from_metadata_else_the_current_one_else_nothing_is_re
     assert [(s.seq, s.content) for s in landed(store, second.id, 1)] == [(1, "two")]
     assert [(s.seq, s.content) for s in landed(store, "opened-elsewhere", 1)] == [(1, "four")]
     assert store.count_sessions() == 3
+
+
+def test_a_call_started_outside_any_run_stays_out_of_one_opened_before_its_hook_runs(store, recorder, server, monkeypatch):
+    """litellm runs the sync success hook later, on its thread pool: here the first call's hook is
+    held until a run is open (a CI run once saw that order by chance, and the call landed in the run)."""
+    from replay_core.sdk.litellm_logger import ReplayLogger
+
+    opened, finished, real = threading.Event(), threading.Event(), ReplayLogger._finished
+
+    def late(self, kwargs, failed):
+        assert opened.wait(10)
+        real(self, kwargs, failed)
+        finished.set()
+
+    monkeypatch.setattr(ReplayLogger, "_finished", late)
+    server.script(server.text("outside"), server.text("inside"))
+    call(server)
+    with recorder.session("opened-meanwhile") as run:
+        opened.set()
+        assert finished.wait(10)
+        finished.clear()
+        call(server)
+        assert finished.wait(10)
+    assert recorder.flush()
+    assert [(s.seq, s.content) for s in landed(store, run.id, 1)] == [(1, "inside")]
+    assert store.count_sessions() == 1
 
 
 def test_importing_the_recorder_does_not_import_litellm():

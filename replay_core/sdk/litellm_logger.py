@@ -81,9 +81,8 @@ class ReplayLogger(CustomLogger):
         return self.recorder.run_for(str(session_id)) if session_id else self.recorder.current
 
     def _started(self, kwargs: dict) -> None:
-        run = self._run(kwargs)
-        if run is not None and kwargs.get("call_type") in CALL_TYPES and kwargs.get("litellm_call_id"):
-            self.recorder.call_started(run, kwargs["litellm_call_id"])
+        if kwargs.get("call_type") in CALL_TYPES and kwargs.get("litellm_call_id"):
+            self.recorder.call_started(self._run(kwargs), kwargs["litellm_call_id"])
 
     def _finished(self, kwargs: dict, failed: bool) -> None:
         slo = kwargs.get("standard_logging_object") or {}

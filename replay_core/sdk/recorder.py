@@ -62,6 +62,7 @@ class Recorder(StepMethods):
         self._lock = threading.Lock()
         self._open: dict[str, Session] = {}
         self._calls: dict[str, tuple[Session, Held]] = {}
+        self._outside: dict[str, float] = {}  # calls started outside any run: their deadline (monotonic)
         self.spool = Spool(spool_dir or default_spool_dir(), sink.key)
         self._shipper = Shipper(sink, self.spool, batch_size=batch_size, interval=flush_interval,
                                 before_send=self._release_expired)
@@ -153,18 +154,23 @@ class Recorder(StepMethods):
 
     # ------------------------------------------------------------------ model calls (integrations)
 
-    def call_started(self, run: Session, key: str) -> None:
-        """Hold the place of a model call whose steps will come later (from a logging thread)."""
-        if not run.order.numbered:
-            return
+    def call_started(self, run: Session | None, key: str) -> None:
+        """Hold the place of a model call whose steps will come later (from a logging thread). The
+        run is the one of the call's start: a call started outside any run stays out of the run
+        opened before its steps come (litellm's thread pool runs the hook late)."""
         with self._lock:
-            if key not in self._calls:
+            if run is None:
+                self._outside[key] = time.monotonic() + self.call_timeout
+            elif run.order.numbered and key not in self._calls:
                 self._calls[key] = (run, run.order.hold(key, current_parent.get(), self.call_timeout))
 
     def call_finished(self, key: str, steps: Callable[[], list[dict]], run: Session | None) -> None:
-        """Record a model call's steps (dicts of step fields) in the place `call_started` held,
-        or, without one, in `run` now."""
+        """Record a model call's steps (dicts of step fields) in the place `call_started` held, or
+        nowhere for a call started outside any run; in `run` (the run now) for a call started in an
+        unnumbered run or whose start was not seen."""
         with self._lock:
+            if self._outside.pop(key, None) is not None:
+                return
             run, held = self._calls.pop(key, (run, None))
         if run is None:
             return
@@ -208,6 +214,8 @@ class Recorder(StepMethods):
                 if run.order.waiting:
                     self._shipper.put(run.order.release(expire_all=expire_all))
             self._calls = {key: (run, held) for key, (run, held) in self._calls.items() if not held.abandoned}
+            now = time.monotonic()
+            self._outside = {} if expire_all else {key: due for key, due in self._outside.items() if due > now}
 
     # ------------------------------------------------------------------ delivery
 
