@@ -103,10 +103,11 @@ def _session_steps(sid: str, n: int, start: datetime, rng: random.Random, failed
         low, high = CONTENT.get(kind, (0, 0))
         start = rng.randrange(len(TEXT) - high - 1)
         content = TEXT[start : start + rng.randint(low, high)] if high else None
+        key = rollups.call_key(kind, tool, args)
         rows.append((sid, seq, f"e{seq}", parent, kind, _ts(clock), float(duration), model if tokens else None, content, tool,
                      None if args is None else orjson.dumps(args).decode(), call_id, status, error, retry, tin, tout, cost,
-                     None if meta is None else orjson.dumps(meta).decode()))
-        facts.append((seq, kind, status, retry, float(duration), tin, tout, cost, clock, tool, error, args, call_id, meta))
+                     None if meta is None else orjson.dumps(meta).decode(), key))
+        facts.append((seq, kind, status, retry, float(duration), tin, tout, cost, clock, tool, error, key, call_id, meta))
 
     add("input", meta={"approval": True} if rng.random() < 0.05 else None)
     if fallback:
@@ -166,7 +167,7 @@ def _batches(sessions: int, steps_total: int, seed: int = 11):
 SESSION_COLUMNS = ("id, name, agent_id, model, workflow, environment, agent_version, status, error_class, started_at, ended_at,"
                    " last_event_at, tags, source, created_at")
 STEP_COLUMNS = ("session_id, seq, event_id, parent_id, type, timestamp, duration_ms, model, content, tool_name, tool_args,"
-                " tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, redacted")
+                " tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, call_key, redacted")
 
 
 def build_database(url: str, sessions: int, steps_total: int) -> None:
@@ -180,7 +181,7 @@ def build_database(url: str, sessions: int, steps_total: int) -> None:
 
         def write(session_rows, step_rows):
             db.executemany(f"insert into sessions ({SESSION_COLUMNS}) values ({','.join('?' * 15)})", session_rows)
-            db.executemany(f"insert into steps ({STEP_COLUMNS}) values ({','.join('?' * 19)},0)", step_rows)
+            db.executemany(f"insert into steps ({STEP_COLUMNS}) values ({','.join('?' * 20)},0)", step_rows)
             db.commit()
     else:
         import psycopg

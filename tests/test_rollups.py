@@ -14,7 +14,7 @@ from sqlalchemy import select, text
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.storage import rollups
 from replay_core.storage.store import SessionFilter, Store
-from replay_core.storage.tables import run_breakdown, run_rollups
+from replay_core.storage.tables import run_breakdown, run_rollups, steps
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
 SIDS = ("a", "b", "c")
@@ -83,6 +83,15 @@ def _tables(store: Store) -> tuple[list, list]:
     return main, parts
 
 
+def keys_hold(store: Store) -> None:
+    """Every stored step's call_key is the key of its stored tool, type and arguments (the keyed
+    carry-on reads the column; the rebuild it is held to computes the keys from the arguments)."""
+    s = steps.c
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(s.type, s.tool_name, s.tool_args, s.call_key)).all()
+    assert [r.call_key for r in rows] == [rollups.call_key(r.type, r.tool_name, r.tool_args) for r in rows]
+
+
 def _clear(store: Store) -> None:
     store.delete_sessions(store.session_ids(SessionFilter(experiments=True)))
 
@@ -96,6 +105,7 @@ def test_rollups_equal_a_rebuild_after_any_writes(store, actions):
     kept = _tables(store)
     store.rebuild_rollups()
     assert kept == _tables(store)
+    keys_hold(store)
     # and every run with steps has its row, none without
     with store.engine.connect() as conn:
         with_steps = set(conn.scalars(text("select distinct session_id from steps")))
@@ -113,6 +123,7 @@ def test_a_live_run_sent_in_batches_equals_a_rebuild(store, batches):
     kept = _tables(store)
     store.rebuild_rollups()
     assert kept == _tables(store)
+    keys_hold(store)
 
 
 def test_a_loop_and_its_redundant_calls_across_batches(store):
@@ -146,6 +157,7 @@ def test_definitions_on_a_known_run():
         (10, "decision", "ok", 0, None, 3, 0, 0.5, T0, None, None, None, None, None),
         (11, "think", "ok", 0, None, None, None, None, T0, None, None, None, None, None),
     ]
+    rows = [(*r[:11], rollups.call_key(r[1], r[9], r[11]), *r[12:]) for r in rows]  # FIELDS: the call's key, not its args
     main, parts = rollups.rollup_of("r", rows)
     got = dict(zip(rollups.ROLLUP_COLUMNS, main, strict=True))
     assert got == {
@@ -171,6 +183,29 @@ def test_migration_fills_rollups_of_an_older_database(store):
     command.downgrade(alembic_config(store.engine), "0004_audit")
     command.upgrade(alembic_config(store.engine), "head")
     assert _tables(store) == expected and expected[0][0][1] == len(TYPES)
+
+
+def test_migration_keys_the_stored_calls_and_a_live_run_carries_on_from_them(store):
+    """0013_call_keys: a database at 0012 gets every stored call's key (its steps written before the
+    column); the run's next batch then finds the loop its calls make with the stored ones."""
+    from alembic import command
+
+    from replay_core.storage.migrations import alembic_config
+
+    _clear(store)
+    call = {"type": "tool_call", "tool_name": "search", "minute": 0}
+    store.write([_event("live", {**call, "tool_args": args, "tool_call_id": f"c{i}", "event_id": f"e{i}"})
+                 for i, args in enumerate(({"q": 1, "n": [1, 2]}, {"n": [1, 2], "q": 1}, None, {"q": 2}))])
+    command.downgrade(alembic_config(store.engine), "0012_member_durations")
+    command.upgrade(alembic_config(store.engine), "head")
+    keys_hold(store)
+    with store.engine.connect() as conn:
+        assert len(set(conn.scalars(select(steps.c.call_key)))) == 3  # the two orders of one set of arguments are one call
+    store.write([_event("live", {**call, "tool_args": {"q": 1, "n": [1, 2]}, "tool_call_id": "c9", "event_id": "e9"})])
+    kept = _tables(store)
+    assert dict(zip(rollups.ROLLUP_COLUMNS, kept[0][0], strict=True))["loops"] == 1
+    store.rebuild_rollups()
+    assert kept == _tables(store)
 
 
 @pytest.mark.parametrize("flag", ["retry", "error", "intervention", "fallback", "loop"])

@@ -14,34 +14,43 @@ no cost; a retried step has retry > 0; an approval is an `input` step with metad
 by the agent when `agent_invoked: true`; cycles follow the phase order think < tool_call <
 tool_result < observation < decision (a fall opens a cycle, errors join the current one);
 a loop is one tool called with the same arguments (as JSON values) three times or more,
-retries aside; a redundant call repeats one whose successful result was already seen.
+retries aside; a redundant call repeats one whose successful result was already seen. A call's
+tool and arguments are stored hashed with it (`call_key`, steps.call_key), which a live run's
+next batch reads its repeats by; a rebuild computes the keys again from the stored arguments.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import hashlib
 from functools import cache
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import String, bindparam, delete, func, literal_column, or_, select
+from sqlalchemy import String, and_, bindparam, delete, func, literal_column, select
 from sqlalchemy.engine import Connection
 
 from .tables import run_breakdown, run_rollups, steps
 
 # what a rollup reads of a step, in this order
 FIELDS = ("seq", "type", "status", "retry", "duration_ms", "tokens_in", "tokens_out", "cost_usd", "timestamp", "tool_name",
-          "error_class", "tool_args", "tool_call_id", "metadata")
+          "error_class", "call_key", "tool_call_id", "metadata")
+_KEY_AT, _TYPE_AT, _TOOL_AT = FIELDS.index("call_key"), FIELDS.index("type"), FIELDS.index("tool_name")
 ROLLUP_COLUMNS = tuple(c.name for c in run_rollups.c)
 BREAKDOWN_COLUMNS = tuple(c.name for c in run_breakdown.c)
 _PHASE = {"think": 0, "tool_call": 1, "tool_result": 2, "observation": 3, "decision": 4}
 _CHUNK = 500
 
 
-def _args_key(args: Any) -> str:
-    return "" if args is None else orjson.dumps(args, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+def call_key(kind: str, tool: str | None, args: Any) -> str | None:
+    """What groups a run's tool calls into loops: the tool and its arguments as JSON values (keys
+    sorted), hashed to 32 hex digits; None for a step that is not a call of a named tool."""
+    if kind != "tool_call" or tool is None:
+        return None
+    text = orjson.dumps([tool, args], option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
 def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tuple]] | None:
@@ -56,7 +65,7 @@ def rollup_of(session_id: str, rows: Iterable[Sequence]) -> tuple[tuple, list[tu
 
 # What the fold carries from step to step: the counts, sums and extremes a rollup row holds (with
 # `falls`, `last_phase` and `phased` for cycles, the durations as strings), the breakdown
-# {(tool, error class): [calls, errored]}, the calls {(tool, args key): [(seq, call id)]} and the
+# {(tool, error class): [calls, errored]}, the calls {call key: [(seq, call id)]} and the
 # first ok result's seq per call id (loops and redundant calls are worked out from those two).
 def _empty() -> tuple:
     return (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, None, None, None, None, None, False, [], {}, {}, {})
@@ -66,7 +75,7 @@ def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
     """`state` carried over `rows` (in seq order, ties in storage order); its lists and dicts are added to."""
     (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
      max_seq, first_error, last_phase, phased, durations, breakdown, calls, ok_at) = state
-    for seq, kind, status, retry, dur, t_in, t_out, c, ts, tool, ecls, args, call_id, meta in rows:
+    for seq, kind, status, retry, dur, t_in, t_out, c, ts, tool, ecls, key, call_id, meta in rows:
         n += 1
         if max_seq is None or seq > max_seq:
             max_seq = seq
@@ -109,8 +118,8 @@ def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
             if kind == "tool_call":
                 counts[0] += 1
                 calls_n += tool is not None
-                if not retry and tool is not None:
-                    calls.setdefault((tool, _args_key(args)), []).append((seq, call_id))
+                if not retry and key is not None:
+                    calls.setdefault(key, []).append((seq, call_id))
             if bad:
                 counts[1] += 1
         elif kind == "tool_result" and status == "ok" and call_id is not None and (call_id not in ok_at or seq < ok_at[call_id]):
@@ -162,15 +171,21 @@ def forget(conn: Connection, session_ids: Sequence[str]) -> None:
 
 
 def from_stored(conn: Connection, session_ids: Sequence[str]) -> list[tuple[tuple, list[tuple]] | None]:
-    """Rollups recomputed from the stored steps of `session_ids`."""
+    """Rollups recomputed from the stored steps of `session_ids`, the calls' keys from their stored
+    arguments (not from steps.call_key: a from-scratch pass, which the tests hold the keyed one to)."""
     out = []
-    cols = [steps.c.session_id, *(steps.c[name] for name in FIELDS)]
+    cols = [steps.c.session_id, *(steps.c["tool_args" if name == "call_key" else name] for name in FIELDS)]
     for start in range(0, len(session_ids), _CHUNK):
         part = list(session_ids[start : start + _CHUNK])
         query = select(*cols).where(steps.c.session_id.in_(part)).order_by(steps.c.session_id, steps.c.seq, steps.c.id)
-        found = {sid: rollup_of(sid, (r[1:] for r in rows)) for sid, rows in groupby(conn.execute(query), key=itemgetter(0))}
+        found = {sid: rollup_of(sid, (_keyed(r[1:]) for r in rows)) for sid, rows in groupby(conn.execute(query), key=itemgetter(0))}
         out += [found.get(sid) for sid in part]
     return out
+
+
+def _keyed(row: Sequence) -> tuple:
+    """A stored step read with its arguments where FIELDS has the call key, the key computed."""
+    return (*row[:_KEY_AT], call_key(row[_TYPE_AT], row[_TOOL_AT], row[_KEY_AT]), *row[_KEY_AT + 1 :])
 
 
 def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
@@ -209,24 +224,26 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
     reads = _reads(dialect)
     before = {"sid": sid, "max_seq": row.max_seq}  # the new steps are stored already: not them
     last = conn.execute(reads["last_phase"], before).scalar()
-    new_calls = [((tool, _args_key(args)), call_id) for _, kind, _, retry, _, _, _, _, _, tool, _, args, call_id, _ in rows
-                 if kind == "tool_call" and not retry and tool is not None]
+    new_calls = [(key, call_id) for _, kind, _, retry, _, _, _, _, _, _, _, key, call_id, _ in rows
+                 if kind == "tool_call" and not retry and key is not None]
     new_ok = [call_id for _, kind, status, *_, call_id, _ in rows if kind == "tool_result" and status == "ok" and call_id is not None]
-    tools = sorted({tool for (tool, _), _ in new_calls})
-    stored_calls: dict[tuple, list[tuple]] = {}
-    if tools or new_ok:  # the calls of the new calls' tools, and of the tools of stored calls a new ok result answers
-        # (it may make their repeats redundant: their groups are touched too), one statement, rows as the driver gives them
-        params = {**before, "tools": _listed(tools, dialect), "ok_ids": _listed(new_ok, dialect)}
-        decode = orjson.loads if dialect == "sqlite" else None  # SQLite hands JSON back as text, psycopg parsed
-        for seq, tool, args, call_id in _driver_rows(conn, reads["stored_calls"], params):
-            if decode is not None and isinstance(args, (str, bytes)):
-                args = decode(args)
-            stored_calls.setdefault((tool, _args_key(args)), []).append((seq, call_id))
+    # the stored repeats of the new calls, and the groups of the stored calls a new ok result answers (it may make
+    # their repeats redundant: their groups are touched too), then the first ok result of each of their call ids
+    keys = {key for key, _ in new_calls}
+    if new_ok:
+        keys.update(key for *_, key, _ in _by_index(conn, reads["by_ids"], sid, new_ok, row.max_seq) if key is not None)
+    stored_calls: dict[str, list[tuple]] = {}
+    for seq, retry, key, call_id in _by_index(conn, reads["by_keys"], sid, sorted(keys), row.max_seq):
+        if not retry:
+            stored_calls.setdefault(key, []).append((seq, call_id))
     ok_new = set(new_ok)
     touched = {key for key, _ in new_calls} | {key for key, group in stored_calls.items() if any(cid in ok_new for _, cid in group)}
     calls = {key: stored_calls[key] for key in touched if key in stored_calls}
     wanted = sorted({cid for group in calls.values() for _, cid in group if cid is not None} | {cid for _, cid in new_calls if cid is not None})
-    ok_at: dict[str, int] = dict(_driver_rows(conn, reads["first_ok"], {**before, "ids": _listed(wanted, dialect)})) if wanted else {}
+    ok_at: dict[str, int] = {}
+    for seq, kind, status, _, call_id in _by_index(conn, reads["by_ids"], sid, wanted, row.max_seq):
+        if kind == "tool_result" and status == "ok" and (call_id not in ok_at or seq < ok_at[call_id]):
+            ok_at[call_id] = seq
     old_loops, old_redundant = _loops(calls, ok_at)
     breakdown = {(tool, ecls): [n, bad] for _, tool, ecls, n, bad in _driver_rows(conn, reads["breakdown"], {"sid": sid})}
     state = (row.steps, row.retried_steps, row.errored_steps, row.cost_unknown_steps, row.blocked_steps, row.approvals,
@@ -244,17 +261,34 @@ def _reads(dialect: str) -> dict[str, Any]:
     each list of ids bound as one parameter (`_among`)."""
     s = steps.c
     before = (s.session_id == bindparam("sid"), s.seq <= bindparam("max_seq"))
-    answered = steps.alias("answered").c
-    answered_tools = select(answered.tool_name).where(answered.session_id == bindparam("sid"), answered.seq <= bindparam("max_seq"),
-                                                      answered.type == "tool_call", _among(answered.tool_call_id, "ok_ids", dialect))
     return {
         "last_phase": select(s.type).where(*before, s.type.in_(list(_PHASE))).order_by(s.seq.desc(), s.id.desc()).limit(1),
-        "stored_calls": select(s.seq, s.tool_name, s.tool_args, s.tool_call_id).where(
-            *before, s.type == "tool_call", s.retry == 0, or_(_among(s.tool_name, "tools", dialect), s.tool_name.in_(answered_tools))),
-        "first_ok": select(s.tool_call_id, func.min(s.seq)).where(
-            *before, s.type == "tool_result", s.status == "ok", _among(s.tool_call_id, "ids", dialect)).group_by(s.tool_call_id),
+        # a run's steps of given call ids (ix_steps_call_id) and its calls of given keys (ix_steps_call_key), by the
+        # run and the list alone: given a condition on seq, type or retry too, the databases scanned the run by another
+        # index (PostgreSQL before its statistics came); SQLite takes the partial index for the IN (not for IS NOT NULL)
+        "by_ids": _matching(select(s.seq, s.type, s.status, s.call_key, s.tool_call_id), s.tool_call_id, dialect),
+        "by_keys": _matching(select(s.seq, s.retry, s.call_key, s.tool_call_id), s.call_key, dialect),
         "breakdown": select(run_breakdown).where(run_breakdown.c.session_id == bindparam("sid")),
     }
+
+
+def _by_index(conn: Connection, query, sid: str, values: Sequence[str], max_seq: int) -> list[Sequence]:
+    """`query`'s rows for `values` (none for no values), those up to `max_seq` (stored before this write)."""
+    if not values:
+        return []
+    return [r for r in _driver_rows(conn, query, {"sid": sid, "values": _listed(values, conn.dialect.name)}) if r[0] <= max_seq]
+
+
+def _matching(query, column, dialect: str):
+    """`query` of the run's steps whose `column` is among the list bound as "values": on PostgreSQL the
+    list unnested and joined (a lookup per value whatever the statistics; an IN over the array, planned
+    without them or generic, scanned the run), on SQLite `_among`."""
+    if dialect != "postgresql":
+        return query.where(steps.c.session_id == bindparam("sid"), _among(column, "values", dialect))
+    from sqlalchemy.dialects.postgresql import ARRAY
+
+    wanted = func.unnest(bindparam("values", type_=ARRAY(String))).table_valued("value").render_derived()
+    return query.select_from(wanted).join(steps, and_(steps.c.session_id == bindparam("sid"), column == wanted.c.value))
 
 
 def _among(column, name: str, dialect: str):

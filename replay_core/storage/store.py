@@ -72,7 +72,8 @@ STEP_COLUMNS = (
 )
 _SEQ, _EVENT_ID, _TIMESTAMP = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id"), STEP_COLUMNS.index("timestamp")
 _ROW_OF_STEP = itemgetter(*STEP_COLUMNS)
-_ROLLUP_OF_ROW = itemgetter(*(STEP_COLUMNS.index(name) for name in rollups.FIELDS))  # a step row as rollups read it
+ROW_COLUMNS = (*STEP_COLUMNS, "session_id", "call_key")  # a step row as `Store.write` inserts it
+_ROLLUP_OF_ROW = itemgetter(*(ROW_COLUMNS.index(name) for name in rollups.FIELDS))  # a step row as rollups read it
 _JSON_STEP_COLUMNS = tuple(STEP_COLUMNS.index(name) for name in ("tool_args", "metadata"))
 
 
@@ -137,6 +138,10 @@ ENDED = frozenset({SessionStatus.SUCCEEDED.value, SessionStatus.FAILED.value, Se
 FINAL_FIELDS = ("status", "name", "outcome")  # what only an explicit replace changes on an ended run
 
 
+def _call_key(values: dict[str, Any]) -> str | None:
+    return rollups.call_key(values["type"], values["tool_name"], values["tool_args"])
+
+
 @dataclass
 class WriteResult:
     """What one `Store.write` did; `conflicts` names the ended runs whose end (or status,
@@ -149,10 +154,10 @@ class WriteResult:
 
 
 def step_row(step: StepEvent) -> tuple[tuple, Any]:
-    """A step as `Store.write` stores it: its row (STEP_COLUMNS then session_id, the event_id its
-    identity, seq None until placed; a tuple, the cheapest to send between processes) and its context."""
+    """A step as `Store.write` stores it: its row (ROW_COLUMNS, the event_id its identity, seq None
+    until placed; a tuple, the cheapest to send between processes) and its context."""
     values = step.__dict__
-    row = (*_ROW_OF_STEP(values), step.session_id)
+    row = (*_ROW_OF_STEP(values), step.session_id, _call_key(values))
     if row[_EVENT_ID] is None:
         row = (*row[:_EVENT_ID], step.identity(), *row[_EVENT_ID + 1 :])
     return row, values["context"]
@@ -173,7 +178,7 @@ class StepRow:
     def of(cls, values: dict[str, Any], redacted: int) -> StepRow:
         """From a step's values (every StepEvent field) whose event_id is set."""
         sid = values["session_id"]
-        return cls(sid, (*_ROW_OF_STEP(values), sid), values["context"], redacted)
+        return cls(sid, (*_ROW_OF_STEP(values), sid, _call_key(values)), values["context"], redacted)
 
 
 @dataclass
@@ -216,7 +221,7 @@ class WriteBatch:
         for pending in self.steps.values():
             if len({row[_EVENT_ID] for row, _ in pending}) != len(pending) or any(row[_SEQ] is None for row, _ in pending):
                 return
-        row_procs = _bind_processors(dialect, steps, (*STEP_COLUMNS, "session_id"))
+        row_procs = _bind_processors(dialect, steps, ROW_COLUMNS)
         context_proc = step_contexts.c.context.type._cached_bind_processor(dialect)
         for sid, pending in self.steps.items():
             rows = [row for row, _ in pending]
@@ -382,7 +387,7 @@ class Store:
             if latest is not None:
                 last_seen[sid] = latest
         # one executemany per table for the whole batch: statements per run were most of a big import
-        _bulk_insert(conn, steps, (*STEP_COLUMNS, "session_id"), all_rows, bound=batch.bound)
+        _bulk_insert(conn, steps, ROW_COLUMNS, all_rows, bound=batch.bound)
         _bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts, bound=batch.bound)
         rollups.write(conn, list(rolled_new), rolled_new.values(), _bulk_insert)
         rollups.append(conn, stale, _bulk_insert)
@@ -773,7 +778,7 @@ class Store:
                 if taken is not None:  # a re-delivered batch: the tool's step is stored already
                     continue
                 values = dict(zip(STEP_COLUMNS, row_of(step.__dict__), strict=True))
-                values.update(event_id=event_id)
+                values.update(event_id=event_id, call_key=_call_key(values))
                 del values["seq"]
                 conn.execute(update(steps).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
                              .values(**values))

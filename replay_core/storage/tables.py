@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 
 from .plain import sqlite_time
@@ -144,11 +145,20 @@ steps = Table(
     Column("cost_usd", Float),
     Column("metadata", JSONType),
     Column("redacted", Integer, nullable=False, default=0),
+    # A tool call's tool and arguments, hashed (storage.rollups.call_key; NULL for other steps): a live
+    # run's next batch finds the calls it repeats (loops) through the index below, not by reading every
+    # stored call's arguments back, which grew with the run at every batch.
+    Column("call_key", String(32)),
     UniqueConstraint("session_id", "event_id"),
     # A run's steps in order, and everything analytics sums per run (replay_core.analytics),
     # so its passes over a million steps read this index rather than rows full of content.
     Index("ix_steps_rollup", *ROLLUP_COLUMNS),
     Index(None, "tool_name"),
+    Index("ix_steps_call_key", "session_id", "call_key", sqlite_where=text("call_key IS NOT NULL"),
+          postgresql_where=text("call_key IS NOT NULL")),
+    # and a run's calls and results by call id (which calls a new result answers, their first ok result)
+    Index("ix_steps_call_id", "session_id", "tool_call_id", sqlite_where=text("tool_call_id IS NOT NULL"),
+          postgresql_where=text("tool_call_id IS NOT NULL")),
 )
 
 # The context window at a step can be many kilobytes: kept apart so that listing
