@@ -24,13 +24,14 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_jsonl, report, timed  # noqa: E402
 
+from replay_core.storage.rollups import call_key  # noqa: E402
 from replay_core.storage.search import SQLITE_FILL, SQLITE_INDEX  # noqa: E402
 
 PER_RUN = 50
 CLI = [sys.executable, "-m", "replay_core.cli"]
 COLUMNS = ("session_id", "seq", "event_id", "parent_id", "type", "timestamp", "duration_ms", "agent_id", "model", "content",
            "tool_name", "tool_args", "tool_call_id", "status", "error_class", "retry", "tokens_in", "tokens_out", "cost_usd",
-           "metadata", "redacted")
+           "metadata", "redacted", "call_key")
 
 
 def raw_rows(data: bytes) -> tuple[list[str], list[tuple]]:
@@ -47,13 +48,14 @@ def raw_rows(data: bytes) -> tuple[list[str], list[tuple]]:
         args = o.get("tool_args")
         rows.append((o["session_id"], o["seq"], o["event_id"], None, o["type"], o["timestamp"], o.get("duration_ms"), None,
                      o.get("model"), o.get("content"), o.get("tool_name"), None if args is None else orjson.dumps(args).decode(),
-                     o.get("tool_call_id"), "ok", None, 0, o.get("tokens_in"), o.get("tokens_out"), o.get("cost_usd"), None, 0))
+                     o.get("tool_call_id"), "ok", None, 0, o.get("tokens_in"), o.get("tokens_out"), o.get("cost_usd"), None, 0,
+                     call_key(o["type"], o.get("tool_name"), args)))
     return runs, rows
 
 
 def baseline_sqlite(data: bytes, path: str, steps: int) -> tuple[float, float]:
     """Raw sqlite3: parse each line and executemany the same columns, no validation, into a
-    table with our unique key (session_id, event_id), our two step indexes and our FTS5 search
+    table with our unique key (session_id, event_id), our four step indexes and our FTS5 search
     index, filled as `Store.write` fills it (one INSERT … SELECT in the same transaction).
     Returns steps/s with the search index, and steps/s of the same work without it."""
     conn = sqlite3.connect(path)
@@ -63,6 +65,8 @@ def baseline_sqlite(data: bytes, path: str, steps: int) -> tuple[float, float]:
     conn.execute("create index ix_rollup on steps (session_id, seq, type, status, retry, duration_ms, tokens_in, tokens_out,"
                  " cost_usd, timestamp, tool_name, error_class)")
     conn.execute("create index ix_tool on steps (tool_name)")
+    conn.execute("create index ix_call_key on steps (session_id, call_key) where call_key is not null")
+    conn.execute("create index ix_call_id on steps (session_id, tool_call_id) where tool_call_id is not null")
     conn.execute(SQLITE_INDEX[0])
     filled = []
 

@@ -285,6 +285,7 @@ class Store:
         self.engine = engine or make_engine(self.url)
         self.engine_given = engine is not None  # its connection settings live only in this process
         self._write_lock = threading.Lock()
+        self._unplanned = 0 if self.dialect == "postgresql" else None  # steps written before statistics were seen
         if migrate:
             self.upgrade()
 
@@ -352,7 +353,25 @@ class Store:
             # once for the whole write: a day's cell holds runs of many batches, and was summed again after each
             daily.refresh(conn, list(listed), _bulk_insert)
         result.sessions = list(listed)
+        if self._unplanned is not None:
+            self._first_statistics(result.steps)
         return result
+
+    def _first_statistics(self, written: int) -> None:
+        """PostgreSQL plans a steps table it never analyzed as nearly empty, and then scans a whole run
+        where the rollups meant an index lookup (seconds a batch at 30,000 steps, until autovacuum's first
+        ANALYZE a minute or more later): past 1,000 steps written, this process looks once, and runs that
+        first ANALYZE itself if no one has (PostgreSQL's advice after a bulk load)."""
+        self._unplanned += written
+        if self._unplanned < 1000:
+            return
+        self._unplanned = None
+        with self.engine.connect() as conn:
+            seen = conn.execute(text("SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL FROM pg_stat_user_tables"
+                                     " WHERE relid = 'steps'::regclass")).scalar()
+            if not seen:
+                conn.execute(text("ANALYZE steps"))
+            conn.commit()
 
     def _write_batch(self, conn, batch: WriteBatch, now, result: WriteResult, default_source, replace, refuse_conflicts) -> None:
         ids, opened, ended, by_session = list(batch.order), batch.opened, batch.ended, batch.steps
