@@ -27,7 +27,8 @@ def _contents(store) -> dict[str, list]:
 def _schema(store) -> list:
     """The steps table's indexes and constraints (the PostgreSQL load drops them and builds them again)."""
     found = inspect(store.engine)
-    indexes = [i for i in found.get_indexes("steps") if i["name"] != bench_analytics.SEARCH_INDEX_LEFT_OUT]  # left out on purpose
+    indexes = [{**i, "dialect_options": {k: str(v) for k, v in i.get("dialect_options", {}).items()}}  # a partial index's WHERE as text
+               for i in found.get_indexes("steps") if i["name"] != bench_analytics.SEARCH_INDEX_LEFT_OUT]  # left out on purpose
     return [sorted(map(repr, items)) for items in (indexes, found.get_unique_constraints("steps"), found.get_foreign_keys("steps"))]
 
 
