@@ -47,7 +47,7 @@ from ..ingest.redact import Redactor, default_redactor
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
 from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteBatch, WriteRefused, WriteResult
-from ..storage.worker import WRITES, OffloadedWrites
+from ..storage.worker import OffloadedWrites
 from ..understand.timeline import open_timeline
 
 API_PREFIX = "/api/v1"
@@ -338,8 +338,7 @@ class IngestAPI:
         self._document: dict | None = None
         # the joined writes run in a worker process (storage.worker), this one left the requests
         self._joined = JoinedWrites(lambda: OffloadedWrites(self.store()), default_source=SOURCE, refuse_conflicts=True)
-        otlp_worker.start()  # both ready before the first body that needs them (spawning one takes a second)
-        WRITES.start()
+        otlp_worker.start()  # ready before the first big body (spawning it takes a second); the write worker starts at the first write
 
     def store(self) -> Store:
         with self._store_lock:
