@@ -362,10 +362,13 @@ class Store:
         where the rollups meant an index lookup (seconds a batch at 30,000 steps, until autovacuum's first
         ANALYZE a minute or more later): past 1,000 steps written, this process looks once, and runs that
         first ANALYZE itself if no one has (PostgreSQL's advice after a bulk load)."""
-        self._unplanned += written
-        if self._unplanned < 1000:
-            return
-        self._unplanned = None
+        with self._write_lock:  # writers on other threads count too, and only one of them looks
+            if self._unplanned is None:
+                return
+            self._unplanned += written
+            if self._unplanned < 1000:
+                return
+            self._unplanned = None
         with self.engine.connect() as conn:
             seen = conn.execute(text("SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL FROM pg_stat_user_tables"
                                      " WHERE relid = 'steps'::regclass")).scalar()
