@@ -401,7 +401,7 @@ def fast_step(obj: dict) -> StepEvent | None:
 
 def fast_step_values(obj: dict) -> dict[str, Any] | None:
     """`fast_step`'s field values (the keys `obj` gives, without `kind` and `schema`), for a path that
-    stores steps without making StepEvents (ingest.pipeline.step_row_of); None when the model decides."""
+    stores steps without making StepEvents (ingest.step_rows); None when the model decides."""
     plan = _plan(tuple(obj))
     if plan is None or obj.get("kind") != "step" or obj.get("schema", SCHEMA) != SCHEMA:
         return None

@@ -1,5 +1,5 @@
 """Steps posted to `POST /api/v1/sessions/{id}/steps` are validated and redacted straight into store
-rows (pipeline.step_row_of, no StepEvent) where the contract's fast path vouches for them: the same
+rows (ingest.step_rows, no StepEvent) where the contract's fast path vouches for them: the same
 answers (counts, 422s naming the same fields, 409s) and the same tables as the StepEvent path,
 on SQLite and PostgreSQL, whatever the steps (secrets, bad values, images, missing ids)."""
 
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from replay_core.ingest import pipeline
+from replay_core.ingest import step_rows
 from replay_core.server import api
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
@@ -80,7 +80,7 @@ def test_posting_steps_as_rows_stores_what_step_events_stored(store, monkeypatch
 def test_a_clean_batch_goes_as_rows(sqlite_store, monkeypatch):
     """The SDK's shape (ids, seqs, plain values) takes the row path for every step, and no StepEvent is made."""
     made = []
-    monkeypatch.setattr(api, "step_row_of", lambda fields, redactor: made.append(1) or pipeline.step_row_of(fields, redactor))
+    monkeypatch.setattr(api, "step_row_of", lambda fields, redactor: made.append(1) or step_rows.step_row_of(fields, redactor))
     monkeypatch.setattr(api, "fast_step", lambda body: (_ for _ in ()).throw(AssertionError("a StepEvent was made")))
     items = [{"event_id": f"e{i}", "seq": i, "type": "think", "content": f"thought {i} {SECRETS[0]}"} for i in range(1, 51)]
     headers = {"Authorization": f"Bearer {TOKEN}"}

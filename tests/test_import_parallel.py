@@ -130,6 +130,25 @@ def test_a_big_clean_file_goes_the_pipelined_way_and_again_stores_nothing(store,
     assert again.steps == 0 and again.duplicates == 48
 
 
+def test_the_readers_make_steps_straight_into_rows(store, pipelined, monkeypatch):
+    """A step the contract's fast path vouches for becomes its row in the reader (ingest.step_rows), as on
+    the HTTP and OTLP ways: no StepEvent made (the forked readers inherit this patch, which would send the
+    file the plain way), its redactions still counted."""
+    real = parallel.parse_event
+
+    def events_only(obj):
+        assert obj.get("kind") != "step", "a reader made a StepEvent"
+        return real(obj)
+
+    monkeypatch.setattr(parallel, "parse_event", events_only)
+    secret = SECRETS[0]
+    data = _lines([(f"run-{i}", True, [{"type": "think", "content": f"alpha {j} {secret.text}", "event_id": f"e{j}", "seq": j + 1}
+                                        for j in range(3)], True) for i in range(8)], False)
+    written, read = parallel.write_pipelined(store, data, default_redactor(), source="native")
+    assert written.steps == read.steps == 24 and read.redacted >= 24
+    assert secret.secret not in " ".join(step.content for sid in store.session_ids() for step in store.load_steps(sid))
+
+
 def test_a_bad_line_refuses_the_file_naming_it_and_stores_nothing(store, pipelined):
     lines = _lines([(f"run-{i}", True, [{"type": "think", "content": "alpha"}] * 3, False) for i in range(10)], False).split(b"\n")
     lines[17] = b'{"schema": "agent-replay/v1", "kind": "step", "session_id": "x", "type": "nonsense"}'

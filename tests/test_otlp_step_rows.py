@@ -1,4 +1,4 @@
-"""The OTLP receive's steps made straight into store rows (pipeline.step_row_of, no StepEvent) store
+"""The OTLP receive's steps made straight into store rows (ingest.step_rows, no StepEvent) store
 exactly what the StepEvent path stored: the same row per step, the same redaction count, and, end to
 end on SQLite and PostgreSQL, the same tables (steps and their seqs, sessions and their started_at,
 rollups, the receiver's trace state), report and refusals, whatever the spans and batches."""
@@ -16,7 +16,7 @@ from sqlalchemy import String, select
 from replay_core.events import fast_step
 from replay_core.ingest import otlp_receiver
 from replay_core.ingest.formats import otel
-from replay_core.ingest.pipeline import step_row_of
+from replay_core.ingest.step_rows import step_row_of
 from replay_core.ingest.redact import Redactor
 from replay_core.storage.store import WriteRefused, metadata, step_row
 from test_rollups import keys_hold

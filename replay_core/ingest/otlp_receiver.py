@@ -27,7 +27,8 @@ from ..events import StepEvent
 from ..storage.store import Store
 from .formats import otel
 from .formats import otel_attributes as oa
-from .pipeline import IngestReport, collector_paused, ingest, step_row_of
+from .pipeline import IngestReport, collector_paused, ingest
+from .step_rows import step_row_of
 from .redact import Redactor, default_redactor
 
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()

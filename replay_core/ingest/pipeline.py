@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..events import _STEP_DEFAULTS, AttachmentEvent, SessionEndEvent, SessionStatus, StepEvent, fast_step_values
+from ..events import AttachmentEvent, SessionEndEvent, SessionStatus, StepEvent
 from ..media.attachments import attach_image
 from ..media.images import CheckedImage, MediaError, check, check_target
 from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
@@ -24,6 +24,7 @@ from .formats import native
 from .formats.shape import describe, shape_of
 from . import parallel
 from .redact import Redactor, default_redactor
+from .step_rows import CARRIERS
 from ..storage.actor import IMPORT, REPLACE, Actor
 from ..storage.store import StepRow, Store
 
@@ -100,7 +101,7 @@ def ingest(
         if isinstance(ev, AttachmentEvent):
             _set_aside_attachment_event(ev, attachments, refused)
             continue
-        if isinstance(ev, StepEvent) and ev.metadata and parallel.CARRIERS & ev.metadata.keys():
+        if isinstance(ev, StepEvent) and ev.metadata and CARRIERS & ev.metadata.keys():
             ev = _set_aside_attachments(ev, attachments, refused)
         before = ev.redacted if isinstance(ev, StepEvent) else 0
         ev = redactor.event(ev)
@@ -114,21 +115,6 @@ def ingest(
                            detail={"sessions": len(written.sessions), "steps": written.steps, "source": source})
     return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted,
                         conflicts=written.conflicts, media_refused=refused)
-
-
-def step_row_of(fields: dict, redactor: Redactor) -> StepRow | None:
-    """A step's fields (a reader's dict, as `fast_step` takes it) validated and redacted straight into the
-    row `ingest` would store for its StepEvent, without making one: None when `fast_step` would leave the
-    decision to the model, or the step carries images (set aside by `ingest`) or no event_id."""
-    values = fast_step_values(fields)
-    if values is None or values.get("event_id") is None:
-        return None
-    metadata = values.get("metadata")
-    if metadata and parallel.CARRIERS & metadata.keys():
-        return None
-    values = {**_STEP_DEFAULTS, **values}
-    clean = redactor.step_values(values)
-    return StepRow.of(clean, clean["redacted"] - values["redacted"])
 
 
 def _set_aside_attachments(step: StepEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> StepEvent:

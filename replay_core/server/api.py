@@ -42,7 +42,8 @@ from .auth import Access
 from .stream import StepHub
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent, error_message, fast_step
 from ..ingest import otlp_worker
-from ..ingest.pipeline import IngestReport, ingest, step_row_of
+from ..ingest.pipeline import IngestReport, ingest
+from ..ingest.step_rows import step_row_of
 from ..ingest.redact import Redactor, default_redactor
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
@@ -195,7 +196,7 @@ def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict],
         return None
     body = {**obj, **implied}
     if kind == "step":  # the contract's fast path (events.fast_step): the model still judges what it cannot vouch for
-        if redactor is not None:  # straight into the row `ingest` stores, no StepEvent made (pipeline.step_row_of)
+        if redactor is not None:  # straight into the row `ingest` stores, no StepEvent made (ingest.step_rows)
             row = step_row_of(body, redactor)
             if row is not None:
                 return row

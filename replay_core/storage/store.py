@@ -165,7 +165,7 @@ def step_row(step: StepEvent) -> tuple[tuple, Any]:
 
 @dataclass(slots=True)
 class StepRow:
-    """A step validated and redacted on a path that makes no StepEvent (ingest.pipeline.step_row_of):
+    """A step validated and redacted on a path that makes no StepEvent (ingest.step_rows):
     its `step_row`, and how many values redaction replaced in it. `Store.write` takes it among events."""
 
     session_id: str
