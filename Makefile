@@ -46,6 +46,7 @@ fuzz: install-dev
 		$(BIN)/python -m pytest -q -s tests/test_api_fuzz.py tests/test_import_mutations.py
 
 bench: install-dev
+	bash scripts/test-services.sh
 	$(BIN)/python bench/run_all.py
 
 clean:
