@@ -197,18 +197,17 @@ def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tup
                 batch, in_batch = WriteBatch(), 0
         if ev.kind == "attachment" or (ev.kind == "step" and ev.metadata and CARRIERS & ev.metadata.keys()):
             raise Fallback(f"line {number} carries an image")
-        if ev.kind == "row":
-            redacted += ev.redacted
-            in_batch += 1
-            steps += 1
-        elif ev.kind == "step":
+        if ev.kind not in ("row", "step"):  # a run's start or end
+            batch.add(redactor.event(ev))
+            continue
+        if ev.kind == "step":  # one the fast path left to the model: redacted as an event
             before = ev.redacted
             ev = redactor.event(ev)
             redacted += ev.redacted - before
-            in_batch += 1
-            steps += 1
         else:
-            ev = redactor.event(ev)
+            redacted += ev.redacted  # counted as the row was made
+        in_batch += 1
+        steps += 1
         batch.add(ev)
     if batch.order:
         yield "batch", (batch, records)
