@@ -88,6 +88,19 @@ def test_a_dropped_repeat_at_the_end_is_reported_at_the_end():
     assert rows == [(0, 0), (1, 1), (2, None)]
 
 
+@given(st.sampled_from(SMALL_RUNS), st.sampled_from(SMALL_RUNS), st.sampled_from([(), ("tokens",), ("ids", "timing")]))
+def test_a_rows_sameness_is_its_normalised_fields_equal(sid_a, sid_b, include):
+    """Rows whose keys are equal skip normalising: their verdict must be what normalising says."""
+    result = compare_steps(renumber(RUNS[sid_a]), renumber(RUNS[sid_b]), {"id": "a"}, {"id": "b"}, include=include)
+    for row in result.rows:
+        if row.paired:
+            fresh_a, fresh_b = normalise(row.a, include), normalise(row.b, include)
+            assert row.same == (fresh_a == fresh_b)
+            assert set(row.changed) == {k for k in fresh_a if fresh_a[k] != fresh_b[k]}
+        else:
+            assert not row.same and row.changed == ()
+
+
 # ---------------------------------------------------------------------------- the demo pair
 
 
