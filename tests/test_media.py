@@ -8,7 +8,7 @@ import io
 
 import imageio_ffmpeg
 import pytest
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFile
 from starlette.testclient import TestClient
 
 from replay_core.events import SessionEvent, StepEvent, parse_event
@@ -110,6 +110,30 @@ def test_a_bad_inline_image_keeps_the_step_and_names_it(store):
     assert [a["target"] for a in screenshots(store, "n1")] == [{"box": [40.0, 120.0, 360.0, 30.0]}]
     again = import_bytes(store, line, "inline.jsonl", fmt="native")
     assert again.steps == 0 and len(screenshots(store, "n1")) == 1
+
+
+def test_an_imported_image_is_decoded_once_and_its_thumbnail_is_of_it(store, monkeypatch):
+    """Checking decodes every byte; the import then stores what it checked, thumbnail included, without
+    decoding it again (a second and third decoding were two thirds of keeping a screenshot)."""
+    shot = page("decoded once", size=(960, 600))
+    decodes = []
+    real_load = ImageFile.ImageFile.load
+    monkeypatch.setattr(ImageFile.ImageFile, "load",  # a load with tiles left is a decoding; later loads are no-ops
+                        lambda img: (img.tile and decodes.append(img.format)) or real_load(img))
+    line = (b'{"kind":"session","session_id":"d1"}\n'
+            b'{"kind":"step","session_id":"d1","event_id":"s1","seq":1,"type":"observation","content":"page",'
+            b'"attachments":[{"media_type":"image/png","data":"' + base64.b64encode(shot) + b'"}]}\n')
+    report = import_bytes(store, line, "inline.jsonl", fmt="native")
+    assert report.steps == 1 and report.media_refused == []
+    assert decodes == ["PNG"]
+    monkeypatch.undo()
+    [listed] = screenshots(store, "d1")
+    assert store.attachment_data(listed["id"]) == shot
+    with Image.open(io.BytesIO(store.thumbnails([listed["sha256"]])[listed["sha256"]])) as thumb, \
+            Image.open(io.BytesIO(shot)) as whole:
+        assert (thumb.format, thumb.mode, thumb.size) == ("JPEG", "RGB", (240, 150))
+        header = whole.convert("RGB").resize((240, 150)).getpixel((120, 5))  # the page's blue header bar
+        assert all(abs(a - b) <= 24 for a, b in zip(thumb.getpixel((120, 5)), header, strict=True))
 
 
 # ------------------------------------------------------------------ SDK and HTTP

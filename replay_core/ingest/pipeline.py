@@ -184,7 +184,7 @@ def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refus
             continue
         image: CheckedImage | None = found.get("image")
         if image is not None:
-            attach_image(store, sid, event_id, image.data, media_type=image.mime_type, name=found.get("name"), target=found.get("target"))
+            attach_image(store, sid, event_id, image, name=found.get("name"), target=found.get("target"))
             continue
         have = known.setdefault(sid, {(a["event_id"], a["name"]) for a in store.list_attachments(sid)})
         if (event_id, found.get("name")) in have:

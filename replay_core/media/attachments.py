@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..storage.store import Store
-from .images import MediaError, as_bytes, check, check_target
+from .images import CheckedImage, MediaError, as_bytes, check, check_target
 
 __all__ = ["MediaError", "attach_image", "screenshots"]
 
@@ -14,8 +14,11 @@ def attach_image(store: Store, session_id: str, event_id: str | None, source, *,
     nothing is stored then. The same image twice on one step is kept once."""
     where = f"session {session_id}" + (f", step {event_id}" if event_id else "")
     try:
-        data, declared = as_bytes(source)
-        image = check(data, media_type or declared)
+        if isinstance(source, CheckedImage):  # checked already (an import checks each image as it reads it)
+            image = source
+        else:
+            data, declared = as_bytes(source)
+            image = check(data, media_type or declared)
         point = check_target(target)
     except (MediaError, OSError) as exc:
         raise MediaError(f"{where}: {exc}") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
@@ -31,11 +31,12 @@ class CheckedImage:
     mime_type: str
     width: int
     height: int
+    thumbnail: bytes = field(repr=False)  # made from the decoding that checked it: decoding again cost as much
 
     def blob(self) -> dict:
-        """The `media_blobs` row, thumbnail included (made once, when the bytes are first stored)."""
+        """The `media_blobs` row, thumbnail included."""
         return {"mime_type": self.mime_type, "size": len(self.data), "width": self.width, "height": self.height,
-                "data": self.data, "thumbnail": thumbnail(self.data)}
+                "data": self.data, "thumbnail": self.thumbnail}
 
 
 def check(data: bytes, declared: str | None = None, *, max_bytes: int = MAX_BYTES) -> CheckedImage:
@@ -50,6 +51,7 @@ def check(data: bytes, declared: str | None = None, *, max_bytes: int = MAX_BYTE
             if width * height > MAX_PIXELS:
                 raise MediaError(f"image of {width}×{height} pixels is over the {MAX_PIXELS:,}-pixel cap")
             img.load()  # decodes every byte: a truncated file fails here, not later in a view
+            small = thumbnail(img)
     except MediaError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
@@ -59,7 +61,7 @@ def check(data: bytes, declared: str | None = None, *, max_bytes: int = MAX_BYTE
         raise MediaError(f"image type {kind} is not kept (PNG, JPEG, GIF and WebP are)")
     if declared and declared.lower().split(";")[0].strip() not in (mime, "image/jpg" if mime == "image/jpeg" else mime):
         raise MediaError(f"declared as {declared} but the bytes are {mime}")
-    return CheckedImage(data, hashlib.sha256(data).hexdigest(), mime, width, height)
+    return CheckedImage(data, hashlib.sha256(data).hexdigest(), mime, width, height, small)
 
 
 def as_bytes(source) -> tuple[bytes, str | None]:
@@ -75,13 +77,13 @@ def as_bytes(source) -> tuple[bytes, str | None]:
     raise TypeError(f"a screenshot is bytes, a path or a PIL image, not {type(source).__name__}")
 
 
-def thumbnail(data: bytes, width: int = THUMB_WIDTH) -> bytes:
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB")
-        img.thumbnail((width, width * 4))
-        buf = io.BytesIO()
-        img.save(buf, format="JPEG", quality=70)
-        return buf.getvalue()
+def thumbnail(img: Image.Image, width: int = THUMB_WIDTH) -> bytes:
+    """A decoded image as a small JPEG (the filmstrip's)."""
+    small = img.convert("RGB")
+    small.thumbnail((width, width * 4))
+    buf = io.BytesIO()
+    small.save(buf, format="JPEG", quality=70)
+    return buf.getvalue()
 
 
 def check_target(target) -> dict | None:
