@@ -69,3 +69,32 @@ def test_trace_text_is_shown_as_text(empty_store):
     at = page(PAGE, params={"a": "x1", "b": "x2"})
     assert at.error[0].value == md("First divergence — different text: Step 1: A thought “plain”; B thought “" + evil + "”.")
     assert evil in [c.value for c in at.code]  # the step itself, in a code block
+
+
+def test_a_comparison_is_made_once_per_version_of_both_runs(empty_store, monkeypatch):
+    """Picking a pair reruns the page, not the comparison; a new step in either run makes it anew.
+    The pair picker lists the rows the table shows (labelling every row of two long runs took seconds)."""
+    import replay_core.understand.compare as compare_module
+
+    made = []
+    real = compare_module.compare
+    monkeypatch.setattr(compare_module, "compare", lambda *a, **k: made.append(a[1:3]) or real(*a, **k))
+    a_events = big_events(3000, "cache-a")
+    # each its own name: AppTest tells a picker's options apart by their labels
+    b_events = [ev.model_copy(update={"session_id": "cache-b"} | ({} if isinstance(ev, StepEvent) else {"name": "run B"}))
+                for ev in a_events]
+    k = next(i for i, ev in enumerate(b_events) if isinstance(ev, StepEvent) and ev.seq == 1502)  # a tool call
+    b_events[k] = b_events[k].model_copy(update={"tool_args": {"row": 9999}})
+    ingest(empty_store, a_events + b_events)
+    at = page(PAGE, params={"a": "cache-a", "b": "cache-b"})
+    assert not at.exception and made == [("cache-a", "cache-b")]
+    pair = at.selectbox(key="pair_cache-a_cache-b")
+    assert pair.options[pair.index].startswith("A 1502 / B 1502") and len(pair.options) == 40
+    pair.set_value(pair.value + 1).run()
+    assert not at.exception and at.selectbox(key="pair_cache-a_cache-b").options[5 + 1].startswith("A 1503 / B 1503")
+    assert len(made) == 1
+    ingest(empty_store, [StepEvent(session_id="cache-b", seq=99_999, type="think", content="one more")])
+    at.run()
+    assert not at.exception and len(made) == 2
+    at.run()
+    assert len(made) == 2

@@ -6,6 +6,7 @@ import importlib
 import re
 import threading
 import time as _time
+from collections.abc import Iterable
 from functools import cache
 from datetime import date, datetime, timedelta
 
@@ -86,16 +87,38 @@ def _cached_run(url: str, session_id: str, stamp: tuple) -> tuple[Timeline, Stru
     return timeline, build_structure(timeline.columns)
 
 
+def run_stamp(row: dict) -> tuple:
+    """What changes when a run does (new steps, a new status or outcome): what a view of it is cached under."""
+    return row["steps"], row["max_seq"], row["last_event_at"], row["status"], row["ended_at"], row["outcome"]
+
+
 def load_run(store: Store, session_id: str) -> tuple[Timeline, Structure] | None:
     """The opened session and its nesting, computed once per version of it
     (new steps or a new status reopen it); None when there is no such session."""
     row = store.get_session(session_id)
     if row is None:
         return None
-    stamp = (row["steps"], row["max_seq"], row["last_event_at"], row["status"], row["ended_at"], row["outcome"])
-    timeline, structure = _cached_run(store.url, session_id, stamp)
+    timeline, structure = _cached_run(store.url, session_id, run_stamp(row))
     timeline.session.update(row)
     return timeline, structure
+
+
+@st.cache_resource(max_entries=8, show_spinner="Comparing the runs…")
+def _cached_comparison(url: str, a_id: str, b_id: str, include: tuple[str, ...], whole: bool, stamps: tuple):
+    from replay_core.understand.compare import compare  # rapidfuzz and the rest: not on every page's start
+
+    return compare(_store_for(url), a_id, b_id, include=include, whole=whole)
+
+
+def load_comparison(store: Store, a_id: str, b_id: str, *, include: Iterable[str] = (), whole: bool = False):
+    """compare(), once per version of both runs and per options: every click on the compare page reran it
+    (two seconds a click for two 50,000-step runs). KeyError for a run that is not there."""
+    rows = {sid: store.get_session(sid) for sid in (a_id, b_id)}
+    missing = [sid for sid, row in rows.items() if row is None]
+    if missing:
+        raise KeyError(missing[0])
+    stamps = tuple(run_stamp(row) for row in rows.values())
+    return _cached_comparison(store.url, a_id, b_id, tuple(include), whole, stamps)
 
 
 def load_timeline(store: Store, session_id: str) -> Timeline | None:
