@@ -103,7 +103,8 @@ def load_run(store: Store, session_id: str) -> tuple[Timeline, Structure] | None
     return timeline, structure
 
 
-@st.cache_resource(max_entries=8, show_spinner="Comparing the runs…")
+# A comparison holds both runs' steps: two 50,000-step runs are ~225 MB (a 50-step pair, well under 1 MB).
+@st.cache_resource(max_entries=4, show_spinner="Comparing the runs…")
 def _cached_comparison(url: str, a_id: str, b_id: str, include: tuple[str, ...], whole: bool, stamps: tuple):
     from replay_core.understand.compare import compare  # rapidfuzz and the rest: not on every page's start
 
