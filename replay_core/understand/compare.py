@@ -214,8 +214,8 @@ class Row:
 
     a: StepEvent | None
     b: StepEvent | None
-    names: tuple[str, ...] = field(default=COMPARED, repr=False)  # the compared fields
-    same_key: bool = field(default=False, repr=False)  # both steps' keys equal: nothing to normalise
+    names: tuple[str, ...] = field(repr=False)  # the compared fields
+    same_key: bool = field(repr=False)  # both steps' keys equal: nothing to normalise
 
     @property
     def paired(self) -> bool:
