@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -143,7 +144,41 @@ def texts(at: AppTest) -> str:
             parts.append(str(getattr(el, "value", "")))
             parts.append(str(getattr(el, "label", "")))
     parts += [b.label for b in at.button]
+    parts += component_texts(at)
     return "\n".join(parts)
+
+
+def component_data(at: AppTest, key: str) -> dict:
+    """The data a page gave one of its components drawn by the browser (ui/components.py): AppTest
+    holds such an element but not what its script draws from that data."""
+    found = [el for el in at.get("bidi_component") if el.key == key]
+    assert len(found) == 1, f"{len(found)} components keyed {key!r}"
+    return json.loads(found[0].proto.json)
+
+
+def component_texts(at: AppTest) -> list[str]:
+    """Every text the page's components draw: the step rows' and the transcript's (ui/assets/*.js)."""
+    parts = []
+    for el in at.get("bidi_component"):
+        data = json.loads(el.proto.json)
+        parts += [row["text"] for row in data.get("rows", [])]
+        for message in data.get("messages", []):
+            parts += [message["origin"], *(text for _, text in message["parts"])]
+    return parts
+
+
+def trigger(at: AppTest, key: str, event: str, value) -> AppTest:
+    """Run the page as the browser does after a component's script calls `setTriggerValue(event, value)`.
+    AppTest has no call for it, so the widget state is made the way Streamlit's frontend makes it: a
+    list of {event, value} under the component's trigger id."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    [el] = [el for el in at.get("bidi_component") if el.key == key]
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=_make_trigger_id(el.proto.id, "events"),
+                                      json_trigger_value=json.dumps([{"event": event, "value": value}])))
+    return at._run(states)
 
 
 def free_port() -> int:

@@ -82,6 +82,17 @@ def plant(store: Store, port: int) -> None:
     annotate(store, SID, "needs_attention", h("stepnote"), event_id="e2", author="Ana")
 
 
+# every element's attribute, shadow roots (the components of ui/components.py) included
+EVERY_ATTRIBUTE = """([tag, name]) => {
+  const found = [];
+  const walk = (root) => root.querySelectorAll("*").forEach((el) => {
+    if (el.shadowRoot) walk(el.shadowRoot);
+    if (el.localName === tag && el.hasAttribute(name)) found.push(el.getAttribute(name));
+  });
+  walk(document);
+  return found;
+}"""
+
 PAGES = [
     "runs", f"timeline?session={SID}&step=1", f"timeline?session={SID}&step=2", f"timeline?session={SID}&step=3",
     f"timeline?session={SID}&step=4", f"timeline?session={SID}&step=5", "review?review=bad", "review?review=needs_attention",
@@ -108,9 +119,9 @@ def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):  #
                 pg.wait_for_timeout(500)
                 settled(pg)
                 port = f"127.0.0.1:{listener.port}"
-                links = pg.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+                links = pg.evaluate(EVERY_ATTRIBUTE, ["a", "href"])
                 bad_links = [h for h in links if h.lower().startswith("javascript:") or port in h]
-                images = pg.eval_on_selector_all("img[src]", "els => els.map(e => e.getAttribute('src'))")
+                images = pg.evaluate(EVERY_ATTRIBUTE, ["img", "src"])
                 where = pg.eval_on_selector_all("a[href]", "els => els.filter(e => e.getAttribute('href').includes('%s')).map(e => [e.getAttribute('href'), (e.closest('[data-testid]')||{}).getAttribute && e.closest('[data-testid]').getAttribute('data-testid'), e.outerHTML.slice(0,200)])" % port)
                 assert bad_links == [], (path, where[:5])
                 assert [s for s in images if port in s or s == "x"] == [], path
@@ -124,6 +135,11 @@ def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):  #
             title = pg.inner_text("h1").replace("\u2060", "")  # the invisible joiner that keeps URLs plain
             assert f"![beacon](http://127.0.0.1:{listener.port}/name-md.png)" in title
             assert "<img src=" in title
+            # the steps around the cursor and what the agent saw (drawn in shadow roots by ui/components.py)
+            row = pg.locator("button.step[aria-current=step]").inner_text()
+            assert row.startswith(f"▶ 2 💭 Thought 📝 — ![beacon](http://127.0.0.1:{listener.port}/think-md.png) <img src="), row
+            said = pg.locator(".message").all_inner_texts()
+            assert any(f"<img src=\"http://127.0.0.1:{listener.port}/input-html.png\">" in m for m in said), said
         assert listener.hits == []
         assert dialogs == []
         assert seen_text > 0

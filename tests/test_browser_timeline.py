@@ -49,6 +49,29 @@ def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
     pg.screenshot(path=str(OUT / "timeline-strip.png"))
 
 
+def test_clicking_a_step_in_the_list_goes_to_it(browser, app):
+    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
+    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
+    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
+    settled(pg)
+    rows = pg.locator("button.step")  # drawn in the component's shadow root (ui/components.py)
+    assert rows.locator("nth=0").inner_text().startswith("1 ") and rows.count() == 3 + 9
+    assert pg.locator("button.step[aria-current=step]").inner_text().startswith("▶ 3 🔧 Tool call · search_code")
+    pg.locator("button.step[data-seq='9']").click()
+    pg.wait_for_url("**step=9**", timeout=30_000)
+    pg.get_by_text("Tool call · step 9").wait_for()
+    settled(pg)
+    assert pg.locator("button.step[aria-current=step]").inner_text().startswith("▶ 9 ")
+    assert "Cycle 3 of 8 · steps 8–10" in pg.locator(".rows .cycle").all_inner_texts()
+    pg.locator("button.step[data-seq='9']").click()  # the step already shown: nothing to do
+    assert pg.locator("button.step[aria-current=step]").inner_text().startswith("▶ 9 ")
+    pg.keyboard.press("Shift+Tab")  # the rows are buttons: reachable and pressed from the keyboard
+    pg.locator("button.step[data-seq='8']").focus()
+    pg.keyboard.press("Enter")
+    pg.wait_for_url("**step=8**", timeout=30_000)
+    pg.get_by_text("· step 8").first.wait_for()
+
+
 def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_a_row(browser, app):
     OUT.mkdir(parents=True, exist_ok=True)
     pg = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
@@ -62,7 +85,7 @@ def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_
     pg.screenshot(path=str(OUT / "timeline-phone.png"))
     slider = pg.locator("[data-testid=stSlider]").first.bounding_box()
     detail = pg.locator(".st-key-step_detail h3").first.bounding_box()
-    first_row = pg.locator(".st-key-row_12").first.bounding_box()  # the list of steps around the cursor
+    first_row = pg.locator("button.step[data-seq='12']").bounding_box()  # the list of steps around the cursor
     assert slider["y"] < detail["y"] < first_row["y"]  # the step before the list of steps
     assert detail["y"] - (slider["y"] + slider["height"]) < 844  # within one phone screen of the slider
     pg.locator(".st-key-step_detail h3").first.scroll_into_view_if_needed()

@@ -6,12 +6,14 @@ import pytest
 from apptest_helpers import (  # noqa: F401  (fixtures)
     BIG,
     FAILED_CODING,
+    component_data,
     big_store,
     demo_db,
     demo_store,
     empty_store,
     page,
     texts,
+    trigger,
 )
 
 from replay_core.events import SessionEvent, StepEvent
@@ -28,7 +30,7 @@ GAP_RUN = "demo-14-docs-crawl-gap"
 
 
 def row_buttons(at) -> list[str]:
-    return [b.label for b in at.button if b.key and b.key.startswith("row_")]
+    return [row["text"] for row in component_data(at, "step_rows")["rows"] if "seq" in row]
 
 
 def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
@@ -46,25 +48,28 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
     assert [m.value for m in at.metric[:3]] == ["25", "8", "3"]
     # The window: the cursor's row is marked, grouped under cycle headings.
     rows = row_buttons(at)
-    assert rows[6].startswith("▶ 18  📦 Tool result · run\\_tests ❗")
+    assert rows[6].startswith("▶ 18  📦 Tool result · run_tests ❗")
     assert len(rows) == 6 + 1 + 7  # six before, the cursor, the rest of the run
-    assert "Cycle 5 of 8 · steps 16–18" in [c.value for c in at.caption]
+    assert "Cycle 5 of 8 · steps 16–18" in [r["text"] for r in component_data(at, "step_rows")["rows"]]
 
 
 def test_the_agent_saw_its_recorded_context(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
     assert any(plain(c.value).startswith("2 messages as recorded at step 2, then 2 rebuilt from steps 2–4") for c in at.caption)
-    assert [m.name for m in at.chat_message][:2] == ["System", "user"]
+    messages = component_data(at, "transcript")["messages"]
+    assert [m["origin"] for m in messages] == ["system · as recorded at step 2", "user · as recorded at step 2",
+                                               "assistant · rebuilt from step 2", "tool · rebuilt from step 4"]
 
 
 def test_at_step_8_the_agent_saw_the_search_and_the_read(demo_store):
     """The issue's case: what the agent had when it decided at step 8 holds steps 4 and 7, marked rebuilt."""
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "8"})
     assert not at.exception
-    code = "\n".join(c.value for c in at.code)
-    assert "pricing/format.py:42:def format_price(amount: Decimal" in code and "pricing/format.py (9 lines)" in code
-    captions = [c.value for c in at.caption]
-    assert "tool · rebuilt from step 7" in captions and "system · as recorded at step 2" in captions
+    messages = component_data(at, "transcript")["messages"]
+    said = "\n".join(text for m in messages for _, text in m["parts"])
+    assert "pricing/format.py:42:def format_price(amount: Decimal" in said and "pricing/format.py (9 lines)" in said
+    origins = [m["origin"] for m in messages]
+    assert "tool · rebuilt from step 7" in origins and "system · as recorded at step 2" in origins
 
 
 def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
@@ -81,7 +86,7 @@ def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
     at.button(key="jump_last").click().run()
     assert at.slider(key="step").value == 25
     assert at.button(key="jump_next").disabled
-    at.button(key="row_20").click().run()
+    trigger(at, "step_rows", "picked", 20)
     assert at.slider(key="step").value == 20
     assert at.subheader[0].value == "🔧 Tool call · step 20"
 
@@ -124,7 +129,7 @@ def test_missing_steps_are_shown_as_missing(demo_store):
     assert any("5 steps never arrived \\(steps 40–44 missing\\)" in w.value for w in at.warning)
     assert "Step 42 was never received; showing step 45, the next one that was." in [i.value for i in at.info]
     assert at.subheader[0].value.endswith("step 45")
-    assert "🕳️ *steps 40–44 missing: never received*" in [m.value for m in at.markdown]
+    assert "🕳️ steps 40–44 missing: never received" in [r["text"] for r in component_data(at, "step_rows")["rows"]]
 
 
 def test_an_incomplete_run_says_so(demo_store):
@@ -143,7 +148,7 @@ def test_multi_agent_structure(demo_store):
                       "🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13…"]
     rows = row_buttons(at)
     assert rows[0].startswith("3  💭 Thought")  # the run's own agent is not repeated
-    assert rows[2].startswith("5  \\[researcher\\] 💭 Thought")
+    assert rows[2].startswith("5  [researcher] 💭 Thought")
     tree = [b for b in at.button if b.key and b.key.startswith("node_")]
     assert tree[1].label == ("\u2003\u2003**🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13 steps inside\\)** "
                              "← you are here")
@@ -169,12 +174,13 @@ def test_goal_and_memory_show_when_recorded(demo_store):
 
 def test_only_the_open_tab_is_drawn(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
-    assert at.chat_message and not at.get("form") and not [m for m in at.metric if m.label == "Tokens in"]
+    transcript = lambda: [el for el in at.get("bidi_component") if el.key == "transcript"]  # noqa: E731
+    assert transcript() and not at.get("form") and not [m for m in at.metric if m.label == "Tokens in"]
     at.session_state["step_tab"] = "Totals so far"
     at.run()
-    assert not at.chat_message and [m.value for m in at.metric if m.label == "Tool calls"]
+    assert not transcript() and [m.value for m in at.metric if m.label == "Tool calls"]
     at.button(key="jump_next").click().run()  # the tab stays open from step to step
-    assert at.subheader[0].value.endswith("step 6") and not at.chat_message
+    assert at.subheader[0].value.endswith("step 6") and not transcript()
 
 
 def test_everything_recorded_for_a_step_is_drawn_only_when_opened(demo_store):
@@ -201,7 +207,7 @@ def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
     note_lines = [m.value for m in at.markdown if m.value.startswith("👎 Bad")]
     assert note_lines == [f"👎 Bad — Ana: Edited callers before reading the tests\\: see step 19\\. · "
                           f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"]
-    assert row_buttons(at)[6].endswith("📝 — FF\\.F\\.\\.FF\\.\\.F\\.F\\.\\.")
+    assert row_buttons(at)[6].endswith("📝 — FF.F..FF..F.F..")
     # After a save no verdict is picked (no accidental approval) and the name stays.
     assert at.radio(key="review_label").value is None
     assert at.text_input(key="review_author").value == "Ana"

@@ -25,6 +25,7 @@ from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
 
+from . import components
 from .common import (
     current_actor,
     REVIEW_LABELS,
@@ -47,7 +48,6 @@ LONG_TEXT, MAX_TEXT = 1500, 20_000  # characters: longer text goes in a code box
 MAX_TREE_NODES = 200
 PAGE_WHATIF, PAGE_COMPARE = "pages/whatif.py", "pages/compare.py"
 ROW_TEXT = 160  # characters of a step's text on its row (the row wraps)
-ROLE_AVATARS = {"system": "⚙️", "tool": "🔧", "user": "user", "assistant": "assistant"}
 
 
 # ------------------------------------------------------------------ the cursor
@@ -441,7 +441,8 @@ def action_links(tl: Timeline, seq: int, explanation) -> None:
 
 
 def row_label(step, *, current: bool, noted: bool, run_agent: str | None = None) -> str:
-    """'▶ 18  📦 Tool result · run_tests ❗ — FF.F..' (with the agent's name when it is not the run's own)."""
+    """'▶ 18  📦 Tool result · run_tests ❗ — FF.F..' (with the agent's name when it is not the run's own),
+    as plain text."""
     what = step_label(step.type)
     if step.agent_id and step.agent_id != run_agent:
         what = f"[{step.agent_id}] {what}"
@@ -449,7 +450,7 @@ def row_label(step, *, current: bool, noted: bool, run_agent: str | None = None)
         what += f" · {step.tool_name}"
     text = short(step.content or step.error_class or _args_text(step.tool_args), ROW_TEXT)
     flags = (" ❗" if is_error(step) else "") + (" 📝" if noted else "")
-    return md(f"{'▶ ' if current else ''}{step.seq}  {what}{flags}" + (f" — {text}" if text else ""))
+    return f"{'▶ ' if current else ''}{step.seq}  {what}{flags}" + (f" — {text}" if text else "")
 
 
 def _args_text(args: Any) -> str:
@@ -459,34 +460,37 @@ def _args_text(args: Any) -> str:
 
 
 def step_window(tl: Timeline, pos: int, noted: set[int]) -> None:
-    """The steps around the cursor, under a heading per decision cycle, with missing steps shown."""
+    """The steps around the cursor, under a heading per decision cycle, with missing steps shown;
+    clicking a step moves the cursor there. One element drawn by the browser (ui/components.py)."""
     lo, hi = max(0, pos - BEFORE), min(len(tl.steps), pos + AFTER + 1)
-    with st.container(gap="xxsmall"):
-        _rows(tl, pos, noted, lo, hi)
+    components.step_rows(window_rows(tl, pos, noted, lo, hi), key="step_rows", on_pick=_go)
 
 
-def _rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> None:
+def window_rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> list[dict]:
+    """The rows of the window from position `lo` to `hi`: steps, cycle headings, missing steps, and how
+    many steps lie before and after it."""
+    rows = []
     if lo > 0:
-        st.caption(f"… {lo} earlier step{'s' if lo != 1 else ''}")
+        rows.append({"kind": "more", "text": f"… {lo} earlier step{'s' if lo != 1 else ''}"})
     shown_cycle: object = object()
     for p in range(lo, hi):
         step = tl.steps[p]
         if p > lo and step.seq - tl.steps[p - 1].seq > 1:
             a, b = tl.steps[p - 1].seq + 1, step.seq - 1
-            st.markdown(f"🕳️ *{'step ' + str(a) if a == b else f'steps {a}–{b}'} missing: never received*")
+            rows.append({"kind": "gap", "text": f"🕳️ {'step ' + str(a) if a == b else f'steps {a}–{b}'} missing: never received"})
         cycle = tl.cycle_index[p]
         if cycle != shown_cycle:
             shown_cycle = cycle
             if cycle is None:
-                st.caption("Outside any cycle")
+                rows.append({"kind": "cycle", "text": "Outside any cycle"})
             else:
                 c = tl.cycles[cycle]
-                st.caption(f"Cycle {cycle + 1} of {len(tl.cycles)} · steps {c.first_seq}–{c.last_seq}")
+                rows.append({"kind": "cycle", "text": f"Cycle {cycle + 1} of {len(tl.cycles)} · steps {c.first_seq}–{c.last_seq}"})
         label = row_label(step, current=p == pos, noted=step.seq in noted, run_agent=tl.session.get("agent_id"))
-        st.button(label, key=f"row_{step.seq}",
-                  type="primary" if p == pos else "tertiary", on_click=_go, args=(step.seq,))
+        rows.append({"seq": step.seq, "text": label, "current": p == pos})
     if hi < len(tl.steps):
-        st.caption(f"… {len(tl.steps) - hi} later step{'s' if len(tl.steps) - hi != 1 else ''}")
+        rows.append({"kind": "more", "text": f"… {len(tl.steps) - hi} later step{'s' if len(tl.steps) - hi != 1 else ''}"})
+    return rows
 
 
 # ------------------------------------------------------------------ the selected step
@@ -630,16 +634,22 @@ def context_view(snap: Snapshot) -> None:
     hidden = max(0, len(context) - MAX_MESSAGES)
     if hidden:
         st.caption(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
-    for message, origin in zip(context[hidden:], origins[hidden:], strict=True):
-        role = str(message.get("role"))
-        with st.chat_message(role if role in ("user", "assistant") else role.title(), avatar=ROLE_AVATARS.get(role, "💬")):
-            where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
-            st.caption(f"{md(role)} · {where} step {origin['seq']}")
-            # verbatim, JSON too: the text the model is sent, and three elements a bubble fewer to redraw per click
-            show_text(_message_text(message), tree=False)
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function", {}) if isinstance(call, dict) else {}
-                st.code(f"{fn.get('name', 'tool')}({fn.get('arguments', '')})", language=None, wrap_lines=True)
+    components.transcript([transcript_message(m, o) for m, o in zip(context[hidden:], origins[hidden:], strict=True)],
+                          key="transcript")
+
+
+def transcript_message(message: dict, origin: dict) -> dict:
+    """One message as the transcript draws it: its role, where it came from, its text verbatim (JSON too:
+    the text the model is sent) and each tool call it makes."""
+    role = str(message.get("role"))
+    where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
+    text = _message_text(message)
+    stripped = text.strip()
+    parts = [("text", _cut(text)) if "\n" in stripped or len(stripped) > 200 else ("line", text)] if stripped else []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        parts.append(("call", f"{fn.get('name', 'tool')}({fn.get('arguments', '')})"))
+    return {"role": role, "origin": f"{role} · {where} step {origin['seq']}", "parts": parts}
 
 
 def totals_view(snap: Snapshot) -> None:

@@ -1,0 +1,20 @@
+// Chat messages as the agent had them, each saying where it came from.
+// Everything from the trace is set as text (textContent), never as HTML.
+export default function ({ parentElement, data }) {
+  const list = parentElement.querySelector(".messages");
+  list.replaceChildren(...data.messages.map((message) => {
+    const box = document.createElement("div");
+    box.className = "message " + message.role;
+    const origin = document.createElement("div");
+    origin.className = "origin";
+    origin.textContent = message.origin;
+    box.append(origin);
+    for (const [kind, text] of message.parts) {
+      const part = document.createElement(kind === "line" ? "div" : "pre");
+      part.className = kind;
+      part.textContent = text;
+      box.append(part);
+    }
+    return box;
+  }));
+}

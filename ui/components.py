@@ -1,0 +1,35 @@
+"""Parts of the timeline drawn by the browser as one element each (st.components.v2).
+
+A click on the timeline redraws everything around the cursor, and the browser's cost of a redraw
+grows with the number of Streamlit elements in it: the steps around the cursor (~20 buttons and
+headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each take a
+third off a click's repaint (docs/architecture.md). The scripts set everything from a trace as text
+(textContent), never as HTML, as the rest of the UI does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import streamlit as st
+
+ASSETS = Path(__file__).parent / "assets"
+CSS = (ASSETS / "components.css").read_text()
+
+_step_rows = st.components.v2.component(
+    "agent_replay.step_rows", html='<nav class="rows"></nav>', css=CSS, js=(ASSETS / "step_rows.js").read_text())
+_transcript = st.components.v2.component(
+    "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=(ASSETS / "transcript.js").read_text())
+
+
+def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> None:
+    """A list of rows: a step ({"seq", "text", "current"}, a button: clicking it calls `on_pick(seq)`) or a
+    line between them ({"kind": "cycle" | "gap" | "more", "text"})."""
+    _step_rows(data={"rows": rows}, key=key, on_picked_change=lambda: on_pick(int(st.session_state[key]["picked"])))
+
+
+def transcript(messages: list[dict], *, key: str) -> None:
+    """Chat messages, each {"role", "origin": where it came from, "parts": [("line" | "text" | "call", text)]}:
+    a short one-line text as a line, other text and each tool call verbatim in a box."""
+    _transcript(data={"messages": messages}, key=key)
