@@ -47,6 +47,11 @@ def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
     settled(pg)
     assert pg.locator('.st-key-strip [aria-label$="what: you are here; step: 22"]').count() == 1
     pg.screenshot(path=str(OUT / "timeline-strip.png"))
+    mark = tick(pg, "error", 18).bounding_box()  # a click a few pixels beside a tick, in its lane, is on it
+    pg.mouse.click(mark["x"] + mark["width"] + 4, mark["y"] + mark["height"] / 2)
+    pg.wait_for_url("**step=18**", timeout=30_000)
+    pg.get_by_text("Tool result · step 18").wait_for()
+    assert pg.locator('.st-key-strip [aria-label$="what: you are here; step: 18"]').count() == 1
 
 
 def test_clicking_a_step_in_the_list_goes_to_it(browser, app):

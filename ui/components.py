@@ -2,8 +2,9 @@
 
 A click on the timeline redraws everything around the cursor, and the browser's cost of a redraw
 grows with the number of Streamlit elements in it: the steps around the cursor (~20 buttons and
-headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each take a
-third off a click's repaint (docs/architecture.md). The scripts set everything from a trace as text
+headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each took a
+quarter off a click's repaint; the strip, a Vega-Lite chart before, redraws only its cursor from
+click to click (docs/architecture.md). The scripts set everything from a trace as text
 (textContent), never as HTML, as the rest of the UI does.
 """
 
@@ -19,6 +20,10 @@ CSS = (ASSETS / "components.css").read_text()
 
 _step_rows = st.components.v2.component(
     "agent_replay.step_rows", html='<nav class="rows"></nav>', css=CSS, js=(ASSETS / "step_rows.js").read_text())
+_strip = st.components.v2.component(
+    "agent_replay.strip", css=CSS, js=(ASSETS / "strip.js").read_text(),
+    html='<div class="strip"><svg role="group" aria-label="Places in the run">'
+         '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div></div>')
 _transcript = st.components.v2.component(
     "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=(ASSETS / "transcript.js").read_text())
 
@@ -27,6 +32,13 @@ def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> 
     """A list of rows: a step ({"seq", "text", "current"}, a button: clicking it calls `on_pick(seq)`) or a
     line between them ({"kind": "cycle" | "gap" | "more", "text"})."""
     _step_rows(data={"rows": rows}, key=key, on_picked_change=lambda: on_pick(int(st.session_state[key]["picked"])))
+
+
+def strip(data: dict, *, key: str, on_pick: Callable[[int], None]) -> None:
+    """The timeline's strip (ui/assets/strip.js): {"first", "last": the axis; "lanes"; "kinds": what → [lane,
+    colour]; "ticks": [[seq, what]]; "gaps": [[from, to]]; "cursor": seq; "legend": [[what, colour]]; "left_off":
+    what the ticks leave out}. Clicking a tick, or next to one in its lane, calls `on_pick(seq)`."""
+    _strip(data=data, key=key, on_picked_change=lambda: on_pick(int(st.session_state[key]["picked"])))
 
 
 def transcript(messages: list[dict], *, key: str) -> None:

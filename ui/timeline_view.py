@@ -125,7 +125,6 @@ STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
     "missing": ("shape", "#b0b0b0"), "you are here": ("found", "#1f77b4"),
 }
 LANES = ["what went wrong", "found", "shape"]
-STRIP_PICK = "tick"
 MAX_CYCLE_TICKS = 2000  # past this, cycle starts are left off the strip (said in its caption)
 MAX_HIT_TICKS = 2000  # likewise search hits: the count and previous/next hit still cover them all
 
@@ -162,52 +161,23 @@ def _run_ticks(tl: Timeline, structure: Structure | None) -> list[dict]:
     return tl.cache[key]
 
 
-def _picked(key: str) -> None:
-    """A tick was clicked: move the cursor there (the slider is drawn above the strip, so this runs as a callback)."""
-    points = (st.session_state.get(key) or {}).get("selection", {}).get(STRIP_PICK) or []
-    if points and points[0].get("seq") is not None:
-        _go(int(points[0]["seq"]))
-
-
 def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure: Structure | None = None,
            hits: list[int] = ()) -> None:
     """A bar under the slider in three lanes: what went wrong (errors, the causal chain, the turning point),
     what was found (notes, search hits, the cursor), and the run's shape (retries, groups, cycle starts,
     missing steps). Clicking a tick moves the cursor to its step."""
     ticks = strip_ticks(tl, seq, noted, hits=hits, explanation=explanation, structure=structure)
-    gaps = [{"seq": g.first_missing - 0.5, "end": g.last_missing + 0.5, "what": "missing", "lane": "shape"} for g in tl.gaps]
-    shown = [k for k in STRIP_KINDS if any(t["what"] == k for t in ticks) or (k == "missing" and gaps)]
-    # the ticks go as the chart's data and the spec stays the same from click to click, so the browser
-    # swaps the data in the drawn chart instead of building the chart again
-    st.vega_lite_chart(ticks, spec=strip_spec(tl.steps[0].seq, tl.steps[-1].seq, gaps), width="stretch", height=80,
-                       key="strip", on_select=lambda: _picked("strip"), selection_mode=STRIP_PICK)
+    kinds = {what: [LANES.index(lane), colour] for what, (lane, colour) in STRIP_KINDS.items()}
+    shown = {t["what"] for t in ticks} | ({"missing"} if tl.gaps else set())
     left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
     if len(hits) > MAX_HIT_TICKS:
         left_off += f" · the {len(hits):,} search hits left off (too many: step through them with Next hit)"
-    st.caption("Ticks: " + " · ".join(shown) + " (hover for which) — click a tick to go to its step" + left_off)
-
-
-def strip_spec(first: int, last: int, gaps: list[dict]) -> dict:
-    """The strip as a Vega-Lite spec over the ticks given as its data, written out: building it through
-    Altair validated it against the whole schema on every click (a fifth of a click's server time)."""
-    encoding = {
-        "x": {"field": "seq", "type": "quantitative", "scale": {"domain": [first, last], "nice": False},
-              "axis": {"title": None, "format": "d", "tickCount": 10, "grid": False}},
-        "y": {"field": "lane", "type": "nominal", "axis": None, "scale": {"domain": LANES}},
-        "color": {"field": "what", "type": "nominal", "legend": None,
-                  "scale": {"domain": list(STRIP_KINDS), "range": [c for _, c in STRIP_KINDS.values()]}},
-        "tooltip": [{"field": "what", "type": "nominal", "title": "what"},
-                    {"field": "seq", "type": "quantitative", "title": "step", "format": "d"}],
-    }
-    marks = {"name": "strip_ticks",
-             "mark": {"type": "tick", "thickness": 3, "size": 16, "cursor": "pointer"}, "encoding": encoding}
-    layers = [marks]
-    if gaps:
-        layers.insert(0, {"data": {"values": gaps}, "mark": {"type": "rect", "opacity": 0.7},
-                          "encoding": {**encoding, "x2": {"field": "end"}}})
-    pick = {"name": STRIP_PICK, "select": {"type": "point", "fields": ["seq"], "on": "click", "clear": False},
-            "views": ["strip_ticks"]}
-    return {"layer": layers, "params": [pick]}
+    components.strip({
+        "first": tl.steps[0].seq, "last": tl.steps[-1].seq, "lanes": LANES, "kinds": kinds, "cursor": seq,
+        "ticks": [[t["seq"], t["what"]] for t in ticks if t["what"] != "you are here"],
+        "gaps": [[g.first_missing - 0.5, g.last_missing + 0.5] for g in tl.gaps],
+        "legend": [[what, colour] for what, (_, colour) in STRIP_KINDS.items() if what in shown], "left_off": left_off,
+    }, key="strip", on_pick=_go)
 
 
 # ------------------------------------------------------------------ the run

@@ -1,0 +1,105 @@
+// The timeline's strip: a tick per place worth going to, in lanes, and the cursor; clicking a tick
+// (or near one, in its lane) picks its step. The ticks are drawn again only when they change:
+// from click to click only the cursor moves.
+const SVG = "http://www.w3.org/2000/svg";
+const LANE = 20, TICK = 3, NEAR_PX = 8;
+
+function tick(x, lane, color, label) {
+  const mark = document.createElementNS(SVG, "rect");
+  mark.setAttribute("x", x - TICK / 2); mark.setAttribute("width", TICK);
+  mark.setAttribute("y", lane * LANE + 3); mark.setAttribute("height", LANE - 6);
+  mark.setAttribute("fill", color);
+  mark.setAttribute("aria-label", label);
+  const title = document.createElementNS(SVG, "title");
+  title.textContent = label;
+  mark.append(title);
+  return mark;
+}
+
+function roundStep(span) {  // 1, 2 or 5 times a power of ten: at most 10 labels on the axis
+  const raw = span / 10, power = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+}
+
+function draw(box, data, width) {
+  const { first, last } = data, span = last - first;
+  const x = (seq) => ((seq - first) / span) * width;
+  const marks = box.querySelector(".marks");
+  const byLane = data.lanes.map(() => []);
+  const drawn = [];
+  for (const [start, end] of data.gaps) {
+    const rect = document.createElementNS(SVG, "rect");
+    const lane = data.kinds.missing[0];
+    rect.setAttribute("x", x(start)); rect.setAttribute("width", Math.max(x(end) - x(start), 0.5));
+    rect.setAttribute("y", lane * LANE + 3); rect.setAttribute("height", LANE - 6);
+    rect.setAttribute("fill", data.kinds.missing[1]);
+    rect.setAttribute("aria-label", `what: missing; steps: ${start + 0.5}–${end - 0.5}`);
+    drawn.push(rect);
+  }
+  for (const [seq, what] of data.ticks) {
+    const [lane, color] = data.kinds[what];
+    const mark = tick(x(seq), lane, color, `what: ${what}; step: ${seq}`);
+    mark.dataset.seq = String(seq);
+    drawn.push(mark);
+    byLane[lane].push(seq);
+  }
+  marks.replaceChildren(...drawn);
+  box.lanes = byLane.map((seqs) => seqs.sort((a, b) => a - b));
+  const axis = box.querySelector(".axis"), step = roundStep(span), labels = [];
+  for (let at = Math.ceil(first / step) * step; at <= last; at += step) {
+    const label = document.createElement("span");
+    label.textContent = at.toLocaleString("en-US");
+    label.style.left = `${(x(at) / width) * 100}%`;
+    labels.push(label);
+  }
+  axis.replaceChildren(...labels);
+  const legend = box.querySelector(".legend");
+  legend.replaceChildren("Ticks: ", ...data.legend.flatMap(([what, color], i) => {
+    const swatch = document.createElement("span");
+    swatch.className = "swatch"; swatch.style.background = color;
+    return [...(i ? [" · "] : []), swatch, what];
+  }), ` (hover for which) — click a tick to go to its step${data.left_off}`);
+}
+
+function nearest(seqs, seq) {  // the seq in sorted `seqs` closest to `seq`
+  let lo = 0, hi = seqs.length;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (seqs[mid] < seq) lo = mid + 1; else hi = mid; }
+  const around = [seqs[lo - 1], seqs[lo]].filter((s) => s !== undefined);
+  return around.sort((a, b) => Math.abs(a - seq) - Math.abs(b - seq))[0];
+}
+
+function render(box, data) {
+  const svg = box.querySelector("svg"), width = svg.clientWidth;
+  const key = JSON.stringify([width, data.first, data.last, data.ticks, data.gaps, data.left_off]);
+  if (box.drawnFor !== key) {
+    draw(box, data, width);
+    box.drawnFor = key;
+  }
+  const [lane, color] = data.kinds["you are here"];
+  const cursor = tick(((data.cursor - data.first) / (data.last - data.first)) * width, lane, color,
+    `what: you are here; step: ${data.cursor}`);
+  cursor.setAttribute("class", "cursor");
+  box.querySelector(".cursor").replaceWith(cursor);
+}
+
+export default function ({ parentElement, data, setTriggerValue }) {
+  const box = parentElement.querySelector(".strip");
+  box.data = data;
+  render(box, data);
+  if (!box.resized) {  // drawn in pixels: drawn again when the page's width changes
+    box.resized = new ResizeObserver(() => render(box, box.data));
+    box.resized.observe(box);
+  }
+  const svg = box.querySelector("svg");
+  svg.onclick = (event) => {
+    let seq = event.target.dataset?.seq;
+    if (seq === undefined) {  // near a tick: the closest one in the lane clicked, within a few pixels
+      const rect = svg.getBoundingClientRect();
+      const seqs = box.lanes[Math.floor(((event.clientY - rect.top) / rect.height) * data.lanes.length)] || [];
+      const at = data.first + ((event.clientX - rect.left) / rect.width) * (data.last - data.first);
+      const found = seqs.length ? nearest(seqs, at) : undefined;
+      if (found !== undefined && Math.abs(found - at) / (data.last - data.first) * rect.width <= NEAR_PX) seq = found;
+    }
+    if (seq !== undefined && Number(seq) !== data.cursor) setTriggerValue("picked", Number(seq));
+  };
+}
