@@ -122,3 +122,54 @@ def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
     for pos in range(len(steps)):
         assert messages_before(tl, pos) == rebuild_messages(steps[:pos])
     assert messages_before(tl, len(steps) - 1) == rebuild_messages(steps[:-1])  # cutting never changes the index
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), min_size=7, max_size=40),
+       st.lists(st.integers(0, 45), min_size=1, max_size=10), st.integers(0, 10))
+def test_a_state_near_the_start_is_cut_from_a_prefix_while_the_rest_is_rebuilt_behind(spec, positions, released_after):
+    """With the whole rebuild held back in its thread, states within PREFIX steps of the start come from the
+    prefix's rebuild, a state past it waits for the whole one, and every state equals rebuilding the steps
+    before it from scratch, messages and origins alike, before, during and after the thread."""
+    import threading
+    from unittest import mock
+
+    from replay_core.understand import snapshot
+
+    steps = [
+        StepEvent(session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name=tool,
+                  tool_call_id=f"c{i // 2}" if with_id else None, content=f"text {i}", tool_args={"i": i})
+        for i, (kind, tool, with_id) in enumerate(spec)
+    ]
+    tl = build_timeline({"id": "p"}, steps)
+    whole = snapshot._rebuilt_range(build_timeline({"id": "p"}, steps), 0, len(steps))
+    release, waited = threading.Event(), []
+    rebuild_whole = snapshot._rebuild_whole
+
+    def held_back(*args):
+        waited.append(release.wait(timeout=10))
+        rebuild_whole(*args)
+
+    with mock.patch.object(snapshot, "PREFIX", 3), mock.patch.object(snapshot, "_rebuild_whole", held_back):
+        for i, pos in enumerate(p % len(steps) for p in positions):
+            if i == released_after or pos >= 3:  # a state past the prefix waits for the whole rebuild
+                release.set()
+            got = snapshot.agent_context(tl, pos)
+            assert got.messages == rebuild_messages(steps[:pos])
+            assert (got.messages, got.origins) == whole.cut(pos)
+        release.set()
+        pending = tl.cache.get(("snapshot pending", 0, len(steps)))
+        if pending is not None:
+            pending[1].join()
+    assert waited in ([], [True])  # the thread ran at most once, and never timed out
+    assert ("snapshot", 0, len(steps)) in tl.cache or not waited
+
+
+def test_the_whole_rebuild_behind_the_page_equals_the_one_made_at_once():
+    """What the thread makes (yielding the GIL as it goes) is the rebuild made in one go."""
+    from replay_core.understand import snapshot
+
+    steps = [StepEvent(session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name="ls", tool_call_id=f"c{i // 3}",
+                       content=f"text {i}") for i, kind in enumerate(["think", "tool_call", "tool_result"] * 700)]
+    tl = build_timeline({"id": "p"}, steps)
+    assert snapshot._rebuilt_range(tl, 0, len(steps), yielding=True) == snapshot._rebuilt_range(tl, 0, len(steps))

@@ -13,8 +13,10 @@ never inside it, so the messages stay byte-equal to what is sent.
 
 from __future__ import annotations
 
+import threading
+import time
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from operator import attrgetter
@@ -228,20 +230,65 @@ class _Rebuild:
         return out, self.origins[:count]
 
 
-def _rebuild(timeline: Timeline, start: int, end: int) -> _Rebuild:
-    key = ("snapshot", start, end)
+PREFIX = 4096  # steps: a state this near the start of a longer range is cut from a rebuild of these alone
+_STARTING = threading.Lock()
+
+
+def _rebuild(timeline: Timeline, start: int, end: int, pos: int | None = None) -> _Rebuild:
+    """The one rebuild of steps[start:end], made once per opened timeline, or, for a state at `pos` within
+    PREFIX steps of a range more than twice that long that is not rebuilt yet, a rebuild of its first
+    PREFIX steps while a thread rebuilds the whole range. Opening a 100,000-step run at its start waited
+    ~0.13 s for messages it did not show; rebuilding only as far as asked and the rest on the next far
+    jump made that jump ~80 ms. Whoever needs the whole range before the thread is done waits for it."""
+    key, pending_key = ("snapshot", start, end), ("snapshot pending", start, end)
     found = timeline.cache.get(key)
-    if found is None:
-        with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
-            columns = timeline.columns
-            rows = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS))
-            marks: list[tuple[int, int | None]] = []
-            messages = _rebuilt(rows, marks)
-            bounds = [m[0] for m in marks] + [len(messages)]
-            opened = zip(islice(columns["seq"], start, end), bounds, islice(bounds, 1, None))  # a step's seq, its messages
-            origins = [{"source": "rebuilt", "seq": seq} for seq, a, b in opened for _ in range(b - a)]
-            found = timeline.cache[key] = _Rebuild(start, messages, marks, origins)
+    if found is not None:
+        return found
+    with _STARTING:  # one thread per range, whichever session asks first (an opened run is shared)
+        pending = timeline.cache.get(pending_key)
+        if pending is None and pos is not None and pos - start < PREFIX and end - start > 2 * PREFIX:
+            thread = threading.Thread(target=_rebuild_whole, args=(timeline, start, end), daemon=True,
+                                      name=f"rebuild {timeline.id}")
+            pending = timeline.cache[pending_key] = _rebuilt_range(timeline, start, start + PREFIX), thread
+            thread.start()
+    if pending is not None:
+        prefix, thread = pending
+        if pos is not None and pos - start < PREFIX:
+            return prefix
+        thread.join()
+    found = timeline.cache.get(key)
+    if found is None:  # no thread, or it failed: rebuilt here
+        found = timeline.cache[key] = _rebuilt_range(timeline, start, end)
     return found
+
+
+def _rebuild_whole(timeline: Timeline, start: int, end: int) -> None:
+    try:
+        timeline.cache[("snapshot", start, end)] = _rebuilt_range(timeline, start, end, yielding=True)
+    finally:
+        timeline.cache.pop(("snapshot pending", start, end), None)
+
+
+def _yielding(rows: Iterable[tuple], every: int = 512) -> Iterator[tuple]:
+    """`rows`, with the GIL let go a moment every `every` rows: a rebuild behind the page must not hold
+    back the server's sending of what the page drew (it held the GIL for 5 ms at a time)."""
+    for i, row in enumerate(rows):
+        if not i % every:
+            time.sleep(0.0005)
+        yield row
+
+
+def _rebuilt_range(timeline: Timeline, start: int, end: int, *, yielding: bool = False) -> _Rebuild:
+    with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
+        columns = timeline.columns
+        rows = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS))
+        rows = _yielding(rows) if yielding else rows
+        marks: list[tuple[int, int | None]] = []
+        messages = _rebuilt(rows, marks)
+        bounds = [m[0] for m in marks] + [len(messages)]
+        opened = zip(islice(columns["seq"], start, end), bounds, islice(bounds, 1, None))  # a step's seq, its messages
+        origins = [{"source": "rebuilt", "seq": seq} for seq, a, b in opened for _ in range(b - a)]
+        return _Rebuild(start, messages, marks, origins)
 
 
 @dataclass
@@ -287,12 +334,12 @@ def agent_context(timeline: Timeline, pos: int, store: Store | None = None) -> A
         raw = store.step_context(timeline.id, timeline.steps[at].event_id)
         if is_chat(raw):
             end = index.context_positions[found] if found < len(index.context_positions) else len(timeline.steps)
-            messages, origins = _rebuild(timeline, at, end).cut(pos)
+            messages, origins = _rebuild(timeline, at, end, pos).cut(pos)
             seq = timeline.steps[at].seq
             base_origin = [{"source": "recorded", "seq": seq}] * len(raw)
             return AgentContext(raw + messages, base_origin + origins, raw, seq, at)
         recorded = raw
-    messages, origins = _rebuild(timeline, 0, len(timeline.steps)).cut(pos)
+    messages, origins = _rebuild(timeline, 0, len(timeline.steps), pos).cut(pos)
     return AgentContext(messages, origins, [], None, 0, recorded)
 
 
