@@ -103,4 +103,8 @@ else:  # imported by `streamlit run` / uvicorn: the server
         yield
         sweeper.cancel()
 
-    app = st.App(HERE / "streamlit_app.py", routes=api.routes(), lifespan=lifespan)
+    from starlette.middleware import Middleware
+
+    from ui.early_open import EarlyOpen
+
+    app = st.App(HERE / "streamlit_app.py", routes=api.routes(), lifespan=lifespan, middleware=[Middleware(EarlyOpen)])

@@ -34,15 +34,20 @@ def _signed_in_email() -> str | None:
         return None
 
 
+def no_door(secrets: dict | None = None) -> bool:
+    """Nothing configured (no password, no single sign-on): every visitor is an editor."""
+    secrets = _secrets() if secrets is None else secrets
+    return not Access.load(secrets=secrets).gated and "auth" not in secrets
+
+
 def signed_in_role() -> str | None:
     """The visitor's role, or None while the door is closed for them."""
     secrets = _secrets()
-    access = Access.load(secrets=secrets)
-    oidc = "auth" in secrets
-    if not access.gated and not oidc:
+    if no_door(secrets):
         st.session_state["role"] = EDITOR
         return EDITOR
-    email = _signed_in_email() if oidc else None
+    access = Access.load(secrets=secrets)
+    email = _signed_in_email() if "auth" in secrets else None
     if email:
         role = access.role_for_email(email)
         if st.session_state.get("who") != email:  # first run after the provider sent them back

@@ -262,6 +262,11 @@ def _story(_tl: Timeline, url: str, session_id: str, stamp: tuple) -> list[str]:
     return story(_tl.columns, _tl.cycles)
 
 
+def story_of(store: Store, tl: Timeline) -> list[str]:
+    """The run in a sentence a group of cycles (cycle_groups.story), once per version of the run."""
+    return _story(tl, store.url, tl.id, _stamp(tl.session))
+
+
 def plain_header(store: Store, tl: Timeline, explanation) -> None:
     """For readers who are not engineers: what it was asked, what it did (a sentence per group of cycles),
     how it ended, and why (the cause line)."""
@@ -269,7 +274,7 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
     asked = first.content if first is not None else None
     s = tl.session
     lines = [f"**Asked:** {md(short(asked, 240)) if asked else '(no input recorded)'}"]
-    did = _story(tl, store.url, tl.id, _stamp(tl.session))
+    did = story_of(store, tl)
     if did:
         lines.append("**Did:** " + " ".join(md(sentence) for sentence in did))
     lines.append(f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
