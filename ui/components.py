@@ -31,14 +31,19 @@ _transcript = st.components.v2.component(
 def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> None:
     """A list of rows: a step ({"seq", "text", "current"}, a button: clicking it calls `on_pick(seq)`) or a
     line between them ({"kind": "cycle" | "gap" | "more", "text"})."""
-    _step_rows(data={"rows": rows}, key=key, on_picked_change=lambda: on_pick(int(st.session_state[key]["picked"])))
+    _step_rows(data={"rows": rows}, key=key, on_picked_change=_picked(key, on_pick))
 
 
 def strip(data: dict, *, key: str, on_pick: Callable[[int], None]) -> None:
     """The timeline's strip (ui/assets/strip.js): {"first", "last": the axis; "lanes"; "kinds": what → [lane,
     colour]; "ticks": [[seq, what]]; "gaps": [[from, to]]; "cursor": seq; "legend": [[what, colour]]; "left_off":
     what the ticks leave out}. Clicking a tick, or next to one in its lane, calls `on_pick(seq)`."""
-    _strip(data=data, key=key, on_picked_change=lambda: on_pick(int(st.session_state[key]["picked"])))
+    _strip(data=data, key=key, on_picked_change=_picked(key, on_pick))
+
+
+def _picked(key: str, on_pick: Callable[[int], None]) -> Callable[[], None]:
+    """The callback of a component whose script sends a step as its "picked" trigger."""
+    return lambda: on_pick(int(st.session_state[key]["picked"]))
 
 
 def transcript(messages: list[dict], *, key: str) -> None:
