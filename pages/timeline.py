@@ -50,7 +50,7 @@ def at_the_cursor() -> None:
     with right, st.container(key="step_detail"):
         tv.step_detail(tl, pos, structure, step_notes.get(step.seq, []))
         tv.action_links(tl, step.seq, explanation)
-        snap = state_at(tl, step.seq, store)
+        snap = state_at(tl, step.seq, store, behind=True)  # the rest of a long run rebuilt after the page
         names = ["What the agent saw", "Totals so far", "Structure", "Review"] + (["Goal & memory"] if snap.state else [])
         # only the open tab is drawn: every tab drawn on every click was most of a click's repaint
         tabs = dict(zip(names, st.tabs(names, key="step_tab", on_change="rerun"), strict=True))

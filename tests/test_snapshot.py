@@ -146,15 +146,15 @@ def test_a_state_near_the_start_is_cut_from_a_prefix_while_the_rest_is_rebuilt_b
     release, waited = threading.Event(), []
     rebuild_whole = snapshot._rebuild_whole
 
-    def held_back(*args):
+    def held_back(timeline, start, end, hurry):
         waited.append(release.wait(timeout=10))
-        rebuild_whole(*args)
+        rebuild_whole(timeline, start, end, hurry)
 
     with mock.patch.object(snapshot, "PREFIX", 3), mock.patch.object(snapshot, "_rebuild_whole", held_back):
         for i, pos in enumerate(p % len(steps) for p in positions):
             if i == released_after or pos >= 3:  # a state past the prefix waits for the whole rebuild
                 release.set()
-            got = snapshot.agent_context(tl, pos)
+            got = snapshot.agent_context(tl, pos, behind=True)
             assert got.messages == rebuild_messages(steps[:pos])
             assert (got.messages, got.origins) == whole.cut(pos)
         release.set()
@@ -163,6 +163,10 @@ def test_a_state_near_the_start_is_cut_from_a_prefix_while_the_rest_is_rebuilt_b
             pending[1].join()
     assert waited in ([], [True])  # the thread ran at most once, and never timed out
     assert ("snapshot", 0, len(steps)) in tl.cache or not waited
+    without = build_timeline({"id": "p"}, steps)  # not asked to: the whole range rebuilt at once, no thread
+    with mock.patch.object(snapshot, "PREFIX", 3):
+        snapshot.agent_context(without, 0)
+    assert ("snapshot", 0, len(steps)) in without.cache and ("snapshot pending", 0, len(steps)) not in without.cache
 
 
 def test_the_whole_rebuild_behind_the_page_equals_the_one_made_at_once():
@@ -172,4 +176,7 @@ def test_the_whole_rebuild_behind_the_page_equals_the_one_made_at_once():
     steps = [StepEvent(session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name="ls", tool_call_id=f"c{i // 3}",
                        content=f"text {i}") for i, kind in enumerate(["think", "tool_call", "tool_result"] * 700)]
     tl = build_timeline({"id": "p"}, steps)
-    assert snapshot._rebuilt_range(tl, 0, len(steps), yielding=True) == snapshot._rebuilt_range(tl, 0, len(steps))
+    import threading
+
+    hurry = threading.Event()
+    assert snapshot._rebuilt_range(tl, 0, len(steps), hurry=hurry) == snapshot._rebuilt_range(tl, 0, len(steps))

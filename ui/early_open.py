@@ -70,7 +70,7 @@ def _open(session_id: str, step: int | None) -> None:
         tv.explanation_for(store, tl)
         tv.story_of(store, tl)
         first, last = tl.steps[0].seq, tl.steps[-1].seq
-        state_at(tl, first if step is None else min(max(step, first), last), store)
+        state_at(tl, first if step is None else min(max(step, first), last), store, behind=True)
     except Exception:  # the page opens the run itself and shows what went wrong
         log.exception("opening run %r early", session_id[:MAX_ID])
     finally:

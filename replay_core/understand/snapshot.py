@@ -235,11 +235,12 @@ _STARTING = threading.Lock()
 
 
 def _rebuild(timeline: Timeline, start: int, end: int, pos: int | None = None) -> _Rebuild:
-    """The one rebuild of steps[start:end], made once per opened timeline, or, for a state at `pos` within
-    PREFIX steps of a range more than twice that long that is not rebuilt yet, a rebuild of its first
-    PREFIX steps while a thread rebuilds the whole range. Opening a 100,000-step run at its start waited
-    ~0.13 s for messages it did not show; rebuilding only as far as asked and the rest on the next far
-    jump made that jump ~80 ms. Whoever needs the whole range before the thread is done waits for it."""
+    """The one rebuild of steps[start:end], made once per opened timeline; or, asked `pos` (a page that
+    draws before it needs more: `behind=True` below) for a state within PREFIX steps of the start of a
+    range more than twice that long that is not rebuilt yet, a rebuild of its first PREFIX steps, while
+    a thread rebuilds the whole range. Opening a 100,000-step run at its start waited ~0.13 s for
+    messages it did not show; rebuilding only as far as asked and the rest on the next far jump made
+    that jump ~80 ms. Whoever needs the whole range before the thread is done hurries it and waits."""
     key, pending_key = ("snapshot", start, end), ("snapshot pending", start, end)
     found = timeline.cache.get(key)
     if found is not None:
@@ -247,14 +248,16 @@ def _rebuild(timeline: Timeline, start: int, end: int, pos: int | None = None) -
     with _STARTING:  # one thread per range, whichever session asks first (an opened run is shared)
         pending = timeline.cache.get(pending_key)
         if pending is None and pos is not None and pos - start < PREFIX and end - start > 2 * PREFIX:
-            thread = threading.Thread(target=_rebuild_whole, args=(timeline, start, end), daemon=True,
+            hurry = threading.Event()
+            thread = threading.Thread(target=_rebuild_whole, args=(timeline, start, end, hurry), daemon=True,
                                       name=f"rebuild {timeline.id}")
-            pending = timeline.cache[pending_key] = _rebuilt_range(timeline, start, start + PREFIX), thread
+            pending = timeline.cache[pending_key] = _rebuilt_range(timeline, start, start + PREFIX), thread, hurry
             thread.start()
     if pending is not None:
-        prefix, thread = pending
+        prefix, thread, hurry = pending
         if pos is not None and pos - start < PREFIX:
             return prefix
+        hurry.set()
         thread.join()
     found = timeline.cache.get(key)
     if found is None:  # no thread, or it failed: rebuilt here
@@ -262,27 +265,28 @@ def _rebuild(timeline: Timeline, start: int, end: int, pos: int | None = None) -
     return found
 
 
-def _rebuild_whole(timeline: Timeline, start: int, end: int) -> None:
+def _rebuild_whole(timeline: Timeline, start: int, end: int, hurry: threading.Event) -> None:
     try:
-        timeline.cache[("snapshot", start, end)] = _rebuilt_range(timeline, start, end, yielding=True)
+        timeline.cache[("snapshot", start, end)] = _rebuilt_range(timeline, start, end, hurry=hurry)
     finally:
         timeline.cache.pop(("snapshot pending", start, end), None)
 
 
-def _yielding(rows: Iterable[tuple], every: int = 512) -> Iterator[tuple]:
-    """`rows`, with the GIL let go a moment every `every` rows: a rebuild behind the page must not hold
-    back the server's sending of what the page drew (it held the GIL for 5 ms at a time)."""
+def _yielding(rows: Iterable[tuple], hurry: threading.Event, every: int = 512) -> Iterator[tuple]:
+    """`rows`, with the GIL let go a moment every `every` rows until someone waits for them: a rebuild
+    behind the page must not hold back the server's sending of what the page drew (it held the GIL
+    for 5 ms at a time)."""
     for i, row in enumerate(rows):
-        if not i % every:
+        if not i % every and not hurry.is_set():
             time.sleep(0.0005)
         yield row
 
 
-def _rebuilt_range(timeline: Timeline, start: int, end: int, *, yielding: bool = False) -> _Rebuild:
+def _rebuilt_range(timeline: Timeline, start: int, end: int, *, hurry: threading.Event | None = None) -> _Rebuild:
     with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
         columns = timeline.columns
         rows = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS))
-        rows = _yielding(rows) if yielding else rows
+        rows = rows if hurry is None else _yielding(rows, hurry)
         marks: list[tuple[int, int | None]] = []
         messages = _rebuilt(rows, marks)
         bounds = [m[0] for m in marks] + [len(messages)]
@@ -316,7 +320,7 @@ def messages_before(timeline: Timeline, pos: int) -> list[dict]:
     return _rebuild(timeline, 0, len(timeline.steps)).cut(pos)[0]
 
 
-def agent_context(timeline: Timeline, pos: int, store: Store | None = None) -> AgentContext:
+def agent_context(timeline: Timeline, pos: int, store: Store | None = None, *, behind: bool = False) -> AgentContext:
     """The chat messages the agent had when it produced the step at `pos` (the one definition).
 
     The latest context recorded at or before `pos` is the base when it is chat messages
@@ -324,7 +328,8 @@ def agent_context(timeline: Timeline, pos: int, store: Store | None = None) -> A
     later one before `pos` are rebuilt after it. Without a store, or with no recorded chat
     context, every step before `pos` is rebuilt. One keyed read at most; the rebuilds are
     cached per base, each over the steps up to the next recorded context, so scrubbing a
-    whole run rebuilds every step once.
+    whole run rebuilds every step once. `behind`: a page that draws this state first may have the
+    rest of a long run rebuilt in a thread (see _rebuild); a later state past it may then wait.
     """
     index = _index(timeline)
     found = bisect_right(index.context_positions, pos)
@@ -334,17 +339,18 @@ def agent_context(timeline: Timeline, pos: int, store: Store | None = None) -> A
         raw = store.step_context(timeline.id, timeline.steps[at].event_id)
         if is_chat(raw):
             end = index.context_positions[found] if found < len(index.context_positions) else len(timeline.steps)
-            messages, origins = _rebuild(timeline, at, end, pos).cut(pos)
+            messages, origins = _rebuild(timeline, at, end, pos if behind else None).cut(pos)
             seq = timeline.steps[at].seq
             base_origin = [{"source": "recorded", "seq": seq}] * len(raw)
             return AgentContext(raw + messages, base_origin + origins, raw, seq, at)
         recorded = raw
-    messages, origins = _rebuild(timeline, 0, len(timeline.steps), pos).cut(pos)
+    messages, origins = _rebuild(timeline, 0, len(timeline.steps), pos if behind else None).cut(pos)
     return AgentContext(messages, origins, [], None, 0, recorded)
 
 
-def state_at(timeline: Timeline, seq: int, store: Store | None = None) -> Snapshot:
-    """State at the step with `seq` (or the first step after it). O(1) totals; one keyed read at most."""
+def state_at(timeline: Timeline, seq: int, store: Store | None = None, *, behind: bool = False) -> Snapshot:
+    """State at the step with `seq` (or the first step after it). O(1) totals; one keyed read at most.
+    `behind`: as agent_context's."""
     pos = timeline.position_of(seq)
     index = _index(timeline)
     stated = index.state_positions[: bisect_right(index.state_positions, pos)]
@@ -352,7 +358,7 @@ def state_at(timeline: Timeline, seq: int, store: Store | None = None) -> Snapsh
         position=pos,
         step=timeline.steps[pos],
         cycle=timeline.cycle_index[pos],
-        agent=agent_context(timeline, pos, store),
+        agent=agent_context(timeline, pos, store, behind=behind),
         totals=timeline.totals.at(pos),
         state=source_state([timeline.steps[i] for i in stated]),
     )
