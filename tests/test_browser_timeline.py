@@ -46,6 +46,7 @@ def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
     pg.get_by_text("Tool call · step 22").wait_for()
     settled(pg)
     assert pg.locator('.st-key-strip [aria-label$="what: you are here; step: 22"]').count() == 1
+    assert pg.locator(".st-key-strip .axis span").all_inner_texts() == ["5", "10", "15", "20", "25"]
     pg.screenshot(path=str(OUT / "timeline-strip.png"))
     mark = tick(pg, "error", 18).bounding_box()  # a click a few pixels beside a tick, in its lane, is on it
     pg.mouse.click(mark["x"] + mark["width"] + 4, mark["y"] + mark["height"] / 2)

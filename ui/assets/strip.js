@@ -16,9 +16,9 @@ function tick(x, lane, color, label) {
   return mark;
 }
 
-function roundStep(span) {  // 1, 2 or 5 times a power of ten: at most 10 labels on the axis
+function roundStep(span) {  // 1, 2 or 5 times a power of ten, a whole step at least: at most 10 labels on the axis
   const raw = span / 10, power = 10 ** Math.floor(Math.log10(raw));
-  return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  return Math.max(1, [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw));
 }
 
 function draw(box, data, width) {
