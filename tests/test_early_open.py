@@ -40,6 +40,21 @@ def test_the_page_finds_the_run_opened_when_its_link_was_asked_for(demo_store, o
     assert opened == [FAILED_CODING]  # the page opened nothing itself
 
 
+def test_the_early_open_adds_no_line_to_the_log(demo_store, opened):
+    import logging
+
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    logger = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    logger.addHandler(handler)
+    try:
+        early_open.start(f"session={FAILED_CODING}".encode()).join(timeout=60)
+    finally:
+        logger.removeHandler(handler)
+    assert opened == [FAILED_CODING] and seen == []
+
+
 def test_a_long_run_opened_early_is_rebuilt_behind_from_its_first_steps(big_store, opened):
     early_open.start(f"session={BIG}".encode()).join(timeout=120)
     tl, _ = ui.common.load_run(big_store, BIG)

@@ -20,8 +20,20 @@ import threading
 from urllib.parse import parse_qs
 
 MAX_ID = 256  # characters: longer is no run id
+THREAD = "early open"
 log = logging.getLogger(__name__)
 _busy = threading.Lock()
+
+
+class _NotOurThread(logging.Filter):
+    """Streamlit warns of each cached call made outside a page's run ("missing ScriptRunContext"):
+    the early open's are meant, and would print a line for every link followed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName != THREAD
+
+
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NotOurThread())
 
 
 class EarlyOpen:
@@ -48,7 +60,7 @@ def start(query: bytes) -> threading.Thread | None:
     if not session_id or len(session_id) > MAX_ID or not _busy.acquire(blocking=False):
         return None
     thread = threading.Thread(target=_open, args=(session_id, int(step) if step.isdecimal() and len(step) < 19 else None),
-                              name="early open", daemon=True)
+                              name=THREAD, daemon=True)
     thread.start()
     return thread
 
