@@ -34,19 +34,23 @@ def _signed_in_email() -> str | None:
         return None
 
 
-def no_door(secrets: dict | None = None) -> bool:
+def _open(access: Access, secrets: dict) -> bool:
+    return not access.gated and "auth" not in secrets
+
+
+def no_door() -> bool:
     """Nothing configured (no password, no single sign-on): every visitor is an editor."""
-    secrets = _secrets() if secrets is None else secrets
-    return not Access.load(secrets=secrets).gated and "auth" not in secrets
+    secrets = _secrets()
+    return _open(Access.load(secrets=secrets), secrets)
 
 
 def signed_in_role() -> str | None:
     """The visitor's role, or None while the door is closed for them."""
     secrets = _secrets()
-    if no_door(secrets):
+    access = Access.load(secrets=secrets)
+    if _open(access, secrets):
         st.session_state["role"] = EDITOR
         return EDITOR
-    access = Access.load(secrets=secrets)
     email = _signed_in_email() if "auth" in secrets else None
     if email:
         role = access.role_for_email(email)

@@ -498,10 +498,15 @@ def show_text(text: str | None, *, tree: bool = True) -> None:
             return
         except orjson.JSONDecodeError:
             pass
-    if "\n" in stripped or len(stripped) > 200:
+    if _boxed(stripped):
         st.code(_cut(text), language=None, wrap_lines=True)
     else:
         st.text(text)
+
+
+def _boxed(stripped: str) -> bool:
+    """Text shown verbatim in a box (a line break, or longer than a line), not as one plain line."""
+    return "\n" in stripped or len(stripped) > 200
 
 
 def _cut(text: str) -> str:
@@ -620,7 +625,7 @@ def transcript_message(message: dict, origin: dict) -> dict:
     where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
     text = _message_text(message)
     stripped = text.strip()
-    parts = [("text", _cut(text)) if "\n" in stripped or len(stripped) > 200 else ("line", text)] if stripped else []
+    parts = [("text", _cut(text)) if _boxed(stripped) else ("line", text)] if stripped else []
     for call in message.get("tool_calls") or []:
         fn = call.get("function", {}) if isinstance(call, dict) else {}
         parts.append(("call", f"{fn.get('name', 'tool')}({fn.get('arguments', '')})"))

@@ -4,12 +4,17 @@
 const SVG = "http://www.w3.org/2000/svg";
 const LANE = 20, TICK = 3, NEAR_PX = 8;
 
+function laneRect(x, width, lane, color, label) {  // a mark in its lane, from x for width pixels
+  const rect = document.createElementNS(SVG, "rect");
+  rect.setAttribute("x", x); rect.setAttribute("width", width);
+  rect.setAttribute("y", lane * LANE + 3); rect.setAttribute("height", LANE - 6);
+  rect.setAttribute("fill", color);
+  rect.setAttribute("aria-label", label);
+  return rect;
+}
+
 function tick(x, lane, color, label) {
-  const mark = document.createElementNS(SVG, "rect");
-  mark.setAttribute("x", x - TICK / 2); mark.setAttribute("width", TICK);
-  mark.setAttribute("y", lane * LANE + 3); mark.setAttribute("height", LANE - 6);
-  mark.setAttribute("fill", color);
-  mark.setAttribute("aria-label", label);
+  const mark = laneRect(x - TICK / 2, TICK, lane, color, label);
   const title = document.createElementNS(SVG, "title");
   title.textContent = label;
   mark.append(title);
@@ -27,14 +32,10 @@ function draw(box, data, width) {
   const marks = box.querySelector(".marks");
   const byLane = data.lanes.map(() => []);
   const drawn = [];
+  const [gapLane, gapColor] = data.kinds.missing;
   for (const [start, end] of data.gaps) {
-    const rect = document.createElementNS(SVG, "rect");
-    const lane = data.kinds.missing[0];
-    rect.setAttribute("x", x(start)); rect.setAttribute("width", Math.max(x(end) - x(start), 0.5));
-    rect.setAttribute("y", lane * LANE + 3); rect.setAttribute("height", LANE - 6);
-    rect.setAttribute("fill", data.kinds.missing[1]);
-    rect.setAttribute("aria-label", `what: missing; steps: ${start + 0.5}–${end - 0.5}`);
-    drawn.push(rect);
+    drawn.push(laneRect(x(start), Math.max(x(end) - x(start), 0.5), gapLane, gapColor,
+      `what: missing; steps: ${start + 0.5}–${end - 0.5}`));
   }
   for (const [seq, what] of data.ticks) {
     const [lane, color] = data.kinds[what];
