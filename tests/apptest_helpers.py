@@ -156,6 +156,11 @@ def component_data(at: AppTest, key: str) -> dict:
     return json.loads(found[0].proto.json)
 
 
+def cursor(at: AppTest) -> int:
+    """The step the timeline's strip and slider show (ui/assets/strip.js)."""
+    return component_data(at, "strip")["cursor"]
+
+
 def component_texts(at: AppTest) -> list[str]:
     """Every text the page's components draw: the step rows' and the transcript's (ui/assets/*.js)."""
     parts = []

@@ -1,4 +1,4 @@
-"""The timeline in headless Chromium: the strip's ticks are clickable, and the phone layout (390 × 844).
+"""The timeline in headless Chromium: the strip's slider and ticks move the cursor, and the phone layout (390 × 844).
 
 Screenshots go to test-output/browser/ (gitignored): timeline-strip.png, timeline-phone.png,
 timeline-phone-detail.png.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from playwright.sync_api import expect
+
 from apptest_helpers import FAILED_CODING, demo_db, served_app  # noqa: F401  (fixture)
 from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
 
@@ -55,6 +57,37 @@ def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
     assert pg.locator('.st-key-strip [aria-label$="what: you are here; step: 18"]').count() == 1
 
 
+def test_the_slider_follows_the_keyboard_and_the_mouse(browser, app):
+    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
+    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
+    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
+    settled(pg)
+    slider = pg.locator(".st-key-strip input[type=range]")
+    expect(pg.locator(".st-key-strip .where")).to_have_text("Step 3 (of steps 1–25)")  # once its script has run
+    slider.focus()
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_url("**step=4**", timeout=30_000)
+    pg.locator(".st-key-step_detail h3", has_text="· step 4").wait_for()
+    settled(pg)
+    expect(slider).to_have_value("4")
+    # a drag: the cursor and the line above follow the hand; the step opens when it lets go
+    box, first_tick = slider.bounding_box(), pg.locator(".st-key-strip svg").bounding_box()
+    y = box["y"] + box["height"] / 2
+    pg.mouse.move(first_tick["x"] + first_tick["width"] * 3 / 24, y)
+    pg.mouse.down()
+    pg.mouse.move(first_tick["x"] + first_tick["width"] * 17 / 24, y, steps=8)  # step 18 lies 17/24 along the axis
+    assert pg.locator(".st-key-strip .where").inner_text() == "Step 18 (of steps 1–25)"
+    assert pg.locator('.st-key-strip [aria-label$="what: you are here; step: 18"]').count() == 1
+    pg.mouse.up()
+    pg.wait_for_url("**step=18**", timeout=30_000)
+    pg.get_by_text("Tool result · step 18").wait_for()
+    settled(pg)
+    pg.locator(".st-key-jump_next_error button").first.click()  # a jump moves the slider too
+    pg.wait_for_url("**step=23**", timeout=30_000)
+    settled(pg)
+    expect(slider).to_have_value("23")
+
+
 def test_clicking_a_step_in_the_list_goes_to_it(browser, app):
     pg = browser.new_page(viewport={"width": 1500, "height": 1400})
     pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
@@ -89,7 +122,7 @@ def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_
     assert len({round(m["x"]) for m in metrics}) == 2 and len({round(m["y"]) for m in metrics}) == 3  # two columns, three rows
     assert all(m["x"] + m["width"] <= 390 for m in metrics)
     pg.screenshot(path=str(OUT / "timeline-phone.png"))
-    slider = pg.locator("[data-testid=stSlider]").first.bounding_box()
+    slider = pg.locator(".st-key-strip input[type=range]").bounding_box()
     detail = pg.locator(".st-key-step_detail h3").first.bounding_box()
     first_row = pg.locator("button.step[data-seq='12']").bounding_box()  # the list of steps around the cursor
     assert slider["y"] < detail["y"] < first_row["y"]  # the step before the list of steps

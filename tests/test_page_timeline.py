@@ -7,6 +7,7 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     BIG,
     FAILED_CODING,
     component_data,
+    cursor,
     big_store,
     demo_db,
     demo_store,
@@ -40,7 +41,7 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
     summary = at.error[0].value
     assert summary.startswith("Failed after 8 cycles \\(25 steps\\); first error at step 18 \\(run\\_tests TestFailure\\)")
     assert "Outcome\\: Tests still failing after 2 fix attempts" in summary
-    assert at.slider(key="step").value == 18
+    assert cursor(at) == 18
     assert at.subheader[0].value == "📦 Tool result · step 18"
     assert "This step failed\\: TestFailure\\." in [e.value for e in at.error]
     assert any("TypeError: format_price() got an unexpected keyword argument 'rounding'" in c.value for c in at.code)
@@ -75,20 +76,52 @@ def test_at_step_8_the_agent_saw_the_search_and_the_read(demo_store):
 def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
     at.button(key="jump_next_error").click().run()
-    assert at.slider(key="step").value == 23
+    assert cursor(at) == 23
     assert at.query_params["step"] == "23"
     at.button(key="jump_next_cycle").click().run()
-    assert at.slider(key="step").value == 24
+    assert cursor(at) == 24
     at.button(key="jump_first").click().run()
-    assert at.slider(key="step").value == 1
+    assert cursor(at) == 1
     assert "step" not in at.query_params  # the default is not written to the link
     assert at.button(key="jump_prev").disabled
     at.button(key="jump_last").click().run()
-    assert at.slider(key="step").value == 25
+    assert cursor(at) == 25
     assert at.button(key="jump_next").disabled
     trigger(at, "step_rows", "picked", 20)
-    assert at.slider(key="step").value == 20
+    assert cursor(at) == 20
     assert at.subheader[0].value == "🔧 Tool call · step 20"
+
+
+def test_the_slider_moves_the_cursor_and_the_link(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "3"})
+    strip = component_data(at, "strip")
+    assert (strip["first"], strip["last"], strip["cursor"]) == (1, 25, 3)
+    trigger(at, "strip", "picked", 12)  # what strip.js sends when the slider is let go at step 12
+    assert cursor(at) == 12 and at.query_params["step"] == "12"
+    assert at.subheader[0].value.endswith("· step 12")
+    trigger(at, "strip", "picked", 1)
+    assert cursor(at) == 1 and "step" not in at.query_params
+
+
+@pytest.mark.parametrize("step, shown", [("abc", 1), ("-4", 1), ("0", 1), ("999", 25), ("9" * 40, 1), ("", 1)])
+def test_a_link_with_a_step_out_of_the_run_or_not_a_number_opens_in_the_run(demo_store, step, shown):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": step})
+    assert not at.exception
+    assert cursor(at) == shown and at.subheader[0].value.endswith(f"· step {shown}")
+    assert at.query_params.get("step") == (None if shown == 1 else str(shown))  # the link says what is shown
+
+
+def test_a_link_followed_in_the_same_session_opens_its_step_and_another_run_its_first(demo_store):
+    at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
+    at.button(key="jump_next").click().run()
+    assert cursor(at) == 19
+    at.query_params["step"] = "7"  # a link to this run's step 7 followed (st.page_link, the address bar)
+    at.run()
+    assert cursor(at) == 7 and at.subheader[0].value.endswith("· step 7")
+    at.query_params.clear()
+    at.query_params["session"] = "demo-08-flight-bos-sfo-a"  # another run, its link naming no step
+    at.run()
+    assert cursor(at) == 1 and "step" not in at.query_params
 
 
 def test_jump_targets_follow_cycles_and_errors(demo_store):
@@ -264,7 +297,7 @@ def test_a_one_step_run_has_no_slider(empty_store):
     ingest(empty_store, [StepEvent(session_id="one", type="think", content="only thought")])
     at = page(TIMELINE, params={"session": "one"})
     assert not at.exception
-    assert not at.slider
+    assert not [el for el in at.get("bidi_component") if el.key == "strip"]
     assert at.subheader[0].value == "💭 Thought · step 1"
 
 
@@ -329,7 +362,7 @@ def test_the_explanation_is_computed_once_per_version_of_the_run(demo_store, mon
     monkeypatch.setattr(tv, "explain", lambda store, sid, **kw: calls.append(sid) or real(store, sid, **kw))
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "3"})
     at.button(key="jump_next").click().run()
-    at.slider(key="step").set_value(12).run()
+    trigger(at, "strip", "picked", 12)  # the slider let go at step 12
     assert calls == [FAILED_CODING] and at.session_state["step"] == 12
     ingest(demo_store, [StepEvent(session_id=FAILED_CODING, seq=26, type="think", content="one more thought")])
     at.button(key="jump_prev").click().run()  # the run changed: explained again

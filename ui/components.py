@@ -4,7 +4,7 @@ A click on the timeline redraws everything around the cursor, and the browser's 
 grows with the number of Streamlit elements in it: the steps around the cursor (~20 buttons and
 headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each took a
 quarter off a click's repaint; the strip, a Vega-Lite chart before, redraws only its cursor from
-click to click (docs/architecture.md). The scripts set everything from a trace as text
+click to click, and its slider is the page's (docs/architecture.md). The scripts set everything from a trace as text
 (textContent), never as HTML, as the rest of the UI does.
 """
 
@@ -22,7 +22,8 @@ _step_rows = st.components.v2.component(
     "agent_replay.step_rows", html='<nav class="rows"></nav>', css=CSS, js=(ASSETS / "step_rows.js").read_text())
 _strip = st.components.v2.component(
     "agent_replay.strip", css=CSS, js=(ASSETS / "strip.js").read_text(),
-    html='<div class="strip"><svg role="group" aria-label="Places in the run">'
+    html='<div class="strip"><label class="scrub"><span class="where"></span>'
+         '<input type="range" step="1" aria-label="Step"></label><svg role="group" aria-label="Places in the run">'
          '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div></div>')
 _transcript = st.components.v2.component(
     "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=(ASSETS / "transcript.js").read_text())
@@ -35,9 +36,11 @@ def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> 
 
 
 def strip(data: dict, *, key: str, on_pick: Callable[[int], None]) -> None:
-    """The timeline's strip (ui/assets/strip.js): {"first", "last": the axis; "lanes"; "kinds": what → [lane,
-    colour]; "ticks": [[seq, what]]; "gaps": [[from, to]]; "cursor": seq; "legend": [[what, colour]]; "left_off":
-    what the ticks leave out}. Clicking a tick, or next to one in its lane, calls `on_pick(seq)`."""
+    """The timeline's strip (ui/assets/strip.js): a slider over the run's steps, then its ticks. {"first", "last":
+    the axis; "lanes"; "kinds": what → [lane, colour]; "ticks": [[seq, what]]; "gaps": [[from, to]]; "cursor": seq;
+    "legend": [[what, colour]]; "left_off": what the ticks leave out}. Letting go of the slider (or a key on it),
+    clicking a tick, or next to one in its lane, calls `on_pick(seq)`. A native range input: Streamlit's slider
+    measured its track on every redraw, a sixth of a click's repaint (issue 16)."""
     _strip(data=data, key=key, on_picked_change=_picked(key, on_pick))
 
 

@@ -87,19 +87,36 @@ def _go(seq: int) -> None:
     st.session_state["step"] = seq
 
 
+STEP_IN_URL = "_step_in_url"  # (run, ?step=) as last read or written: a link that names another step is followed
+
+
+def cursor(tl: Timeline) -> int:
+    """The cursor's seq, in the run's range: `st.session_state["step"]`, else the link's `?step=`, else the first
+    step; kept in `?step=` (left out at the first step), so the address bar always links to what is shown.
+    A `?step=` other than the one last read or written here (a link followed, another run) is followed."""
+    first, last = tl.steps[0].seq, tl.steps[-1].seq
+    raw = st.query_params.get("step")
+    if st.session_state.get(STEP_IN_URL) != (tl.id, raw):
+        st.session_state["step"] = int(raw) if raw and raw.isdecimal() and len(raw) < 19 else first
+    current = st.session_state.get("step")
+    seq = min(max(current, first), last) if isinstance(current, int) else first
+    st.session_state["step"] = seq
+    shown = None if seq == first else str(seq)
+    if raw != shown:
+        if shown is None:
+            st.query_params.pop("step", None)
+        else:
+            st.query_params["step"] = shown
+    st.session_state[STEP_IN_URL] = (tl.id, shown)
+    return seq
+
+
 def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None,
              hits: list[int] = ()) -> int:
-    """The slider (bound to `?step=`), the strip of clickable ticks, the jump buttons; returns the position."""
-    first, last = tl.steps[0].seq, tl.steps[-1].seq
-    current = st.session_state.get("step")
-    if isinstance(current, int) and not first <= current <= last:
-        st.session_state["step"] = min(max(current, first), last)
-    if last > first:
-        seq = st.slider("Step", min_value=first, max_value=last, key="step", bind="query-params",
-                        help="Drag to move through the run; the address bar keeps the step, so the link can be shared.")
+    """The strip (its slider and clickable ticks, ui/components.py) and the jump buttons; returns the position."""
+    seq = cursor(tl)
+    if tl.steps[-1].seq > tl.steps[0].seq:
         _strip(tl, seq, noted, explanation, structure, hits)
-    else:
-        seq = first
     pos = tl.position_of(seq)
     targets = jump_targets(tl, pos)
     buttons = [

@@ -1,6 +1,7 @@
-// The timeline's strip: a tick per place worth going to, in lanes, and the cursor; clicking a tick
-// (or near one, in its lane) picks its step. The ticks are drawn again only when they change:
-// from click to click only the cursor moves.
+// The timeline's strip: a slider over the run's steps, a tick per place worth going to, in lanes,
+// and the cursor. Letting go of the slider, or a key on it, picks its step; so does clicking a tick
+// (or near one, in its lane). The ticks are drawn again only when they change: from click to click
+// only the cursor and the slider move.
 const SVG = "http://www.w3.org/2000/svg";
 const LANE = 20, TICK = 3, NEAR_PX = 8;
 
@@ -59,7 +60,7 @@ function draw(box, data, width) {
     const swatch = document.createElement("span");
     swatch.className = "swatch"; swatch.style.background = color;
     return [...(i ? [" · "] : []), swatch, what];
-  }), ` (hover for which) — click a tick to go to its step${data.left_off}`);
+  }), ` (hover for which) — drag the slider or click a tick to go to a step (the address bar keeps it: the link can be shared)${data.left_off}`);
 }
 
 function nearest(seqs, seq) {  // the seq in sorted `seqs` closest to `seq`
@@ -69,6 +70,20 @@ function nearest(seqs, seq) {  // the seq in sorted `seqs` closest to `seq`
   return around.sort((a, b) => Math.abs(a - seq) - Math.abs(b - seq))[0];
 }
 
+function where(data, seq) {
+  const n = (v) => v.toLocaleString("en-US");
+  return `Step ${n(seq)} (of steps ${n(data.first)}–${n(data.last)})`;
+}
+
+function moveCursor(box, data, seq) {
+  const svg = box.querySelector("svg"), [lane, color] = data.kinds["you are here"];
+  const cursor = tick(((seq - data.first) / (data.last - data.first)) * svg.clientWidth, lane, color,
+    `what: you are here; step: ${seq}`);
+  cursor.setAttribute("class", "cursor");
+  box.querySelector(".cursor").replaceWith(cursor);
+  box.querySelector(".where").textContent = where(data, seq);
+}
+
 function render(box, data) {
   const svg = box.querySelector("svg"), width = svg.clientWidth;
   const key = JSON.stringify([width, data.first, data.last, data.ticks, data.gaps, data.left_off]);
@@ -76,11 +91,11 @@ function render(box, data) {
     draw(box, data, width);
     box.drawnFor = key;
   }
-  const [lane, color] = data.kinds["you are here"];
-  const cursor = tick(((data.cursor - data.first) / (data.last - data.first)) * width, lane, color,
-    `what: you are here; step: ${data.cursor}`);
-  cursor.setAttribute("class", "cursor");
-  box.querySelector(".cursor").replaceWith(cursor);
+  const range = box.querySelector("input");
+  if (!box.dragging) {  // the server's cursor; while a drag is under way, the hand's
+    range.min = data.first; range.max = data.last; range.value = data.cursor;
+    moveCursor(box, data, data.cursor);
+  }
 }
 
 export default function ({ parentElement, data, setTriggerValue }) {
@@ -91,6 +106,16 @@ export default function ({ parentElement, data, setTriggerValue }) {
     box.resized = new ResizeObserver(() => render(box, box.data));
     box.resized.observe(box);
   }
+  const range = box.querySelector("input");
+  range.oninput = () => {  // dragging: the cursor follows at once, the step is picked when let go
+    box.dragging = true;
+    moveCursor(box, box.data, Number(range.value));
+  };
+  range.onpointerup = range.onblur = () => { box.dragging = false; };  // let go where it started: no change
+  range.onchange = () => {
+    box.dragging = false;
+    if (Number(range.value) !== box.data.cursor) setTriggerValue("picked", Number(range.value));
+  };
   const svg = box.querySelector("svg");
   svg.onclick = (event) => {
     let seq = event.target.dataset?.seq;
