@@ -52,8 +52,11 @@ def at_the_cursor() -> None:
         tv.action_links(tl, step.seq, explanation)
         snap = state_at(tl, step.seq, store, behind=True)  # the rest of a long run rebuilt after the page
         names = ["What the agent saw", "Totals so far", "Structure", "Review"] + (["Goal & memory"] if snap.state else [])
-        # only the open tab is drawn: every tab drawn on every click was most of a click's repaint
-        tabs = dict(zip(names, st.tabs(names, key="step_tab", on_change="rerun"), strict=True))
+        # only the open view is drawn: every tab drawn on every click was most of a click's repaint; and a
+        # segmented control, not tabs, which measured their labels on every click (a tenth of one, issue 16)
+        if st.session_state.get("step_tab") not in names:  # "Goal & memory" open at a step without any
+            st.session_state["step_tab"] = names[0]
+        shown = st.segmented_control("Show", names, required=True, key="step_tab", label_visibility="collapsed")
         views = {
             "What the agent saw": lambda: tv.context_view(snap),
             "Totals so far": lambda: tv.totals_view(snap),
@@ -61,10 +64,7 @@ def at_the_cursor() -> None:
             "Review": lambda: tv.review_form(store, tl, step, reviewer_name()),
             "Goal & memory": lambda: tv.state_view(snap),
         }
-        for name, tab in tabs.items():
-            if tab.open:
-                with tab:
-                    views[name]()
+        views[shown]()
 
 
 at_the_cursor()

@@ -201,18 +201,24 @@ def test_structure_of_retries_and_spans(demo_store):
 def test_goal_and_memory_show_when_recorded(demo_store):
     at = page(TIMELINE, params={"session": "demo-10-browser-change-address", "step": "6"}, state={"step_tab": "Goal & memory"})
     assert not at.exception
-    assert [t.label for t in at.tabs] == ["What the agent saw", "Totals so far", "Structure", "Review", "Goal & memory"]
+    assert at.segmented_control(key="step_tab").options == ["What the agent saw", "Totals so far", "Structure", "Review",
+                                                             "Goal & memory"]
     assert "**Goal**" in [m.value for m in at.markdown]
+    at.button(key="jump_first").click().run()  # nothing recorded yet at the first step: the first view instead
+    assert not at.exception
+    assert "Goal & memory" not in at.segmented_control(key="step_tab").options
+    assert at.segmented_control(key="step_tab").value == "What the agent saw"
+    assert [el for el in at.get("bidi_component") if el.key == "transcript"] or any(
+        c.value == "Nothing yet: this is the start of the run." for c in at.caption)
 
 
 def test_only_the_open_tab_is_drawn(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
     transcript = lambda: [el for el in at.get("bidi_component") if el.key == "transcript"]  # noqa: E731
     assert transcript() and not at.get("form") and not [m for m in at.metric if m.label == "Tokens in"]
-    at.session_state["step_tab"] = "Totals so far"
-    at.run()
+    at.segmented_control(key="step_tab").set_value("Totals so far").run()
     assert not transcript() and [m.value for m in at.metric if m.label == "Tool calls"]
-    at.button(key="jump_next").click().run()  # the tab stays open from step to step
+    at.button(key="jump_next").click().run()  # the view stays open from step to step
     assert at.subheader[0].value.endswith("step 6") and not transcript()
 
 
