@@ -44,6 +44,12 @@ CLICKS = 20
 # every chart on the page has drawn its SVG (how many there are depends on the data)
 DRAWN = ("() => { const c = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];"
          " return c.length > 0 && c.every(e => e.querySelector('svg, canvas')); }")
+# the selected step's heading (drawn in the shadow root of its component, ui/components.step_detail, or
+# in the page itself as before that) names another step than `before`
+STEP_SHOWN = ("(before) => { const box = document.querySelector('.st-key-step_detail'); if (!box) return false;"
+              " const roots = [box, ...[...box.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)];"
+              " const h = roots.flatMap(r => [...r.querySelectorAll('h3')]).find(e => e.innerText.includes('· step'));"
+              " return h && !h.innerText.endsWith('· step ' + before); }")
 IDLE = ("() => !document.querySelector('[data-testid=stSkeleton]')"
         " && !document.querySelector('[data-testid=stStatusWidget]')")
 
@@ -175,9 +181,7 @@ def click_ms(pg, name: str) -> float:
     before = heading_step(pg)
     start = time.perf_counter()
     pg.locator(f".st-key-jump_{name} button").first.click()
-    pg.wait_for_function(
-        "(before) => { const h = [...document.querySelectorAll('h3')].find(e => e.innerText.includes('· step'));"
-        " return h && !h.innerText.endsWith('· step ' + before); }", arg=before, timeout=60_000)
+    pg.wait_for_function(STEP_SHOWN, arg=before, timeout=60_000)
     settled(pg)
     return (time.perf_counter() - start) * 1000
 

@@ -161,14 +161,25 @@ def cursor(at: AppTest) -> int:
     return component_data(at, "strip")["cursor"]
 
 
+def shown_step(at: AppTest) -> dict:
+    """What the timeline's selected-step view draws (ui/timeline_view.step_view): heading, facts, lines, call,
+    error, content, notes."""
+    return component_data(at, "step_view")
+
+
 def component_texts(at: AppTest) -> list[str]:
-    """Every text the page's components draw: the step rows' and the transcript's (ui/assets/*.js)."""
+    """Every text the page's components draw: the step rows', the selected step's and the transcript's (ui/assets/*.js)."""
     parts = []
     for el in at.get("bidi_component"):
         data = json.loads(el.proto.json)
         parts += [row["text"] for row in data.get("rows", [])]
         for message in data.get("messages", []):
             parts += [message["origin"], *(text for _, text in message["parts"])]
+        if "heading" in data:  # the selected step: its texts, and its content and arguments as recorded
+            call, content = data["call"] or {}, data["content"] or {}
+            parts += [data["heading"], data["facts"], *data["lines"], data["error"] or "", *data["notes"],
+                      call.get("text", ""), *(text for _, text in call.get("long", [])),
+                      *(content.get(kind, "") for kind in ("line", "box", "recorded"))]
     return parts
 
 

@@ -53,8 +53,10 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         settled(pg)
         body = pg.inner_text("body")
         assert "Failed after 8 cycles (25 steps); first error at step 18" in body
-        assert "Tool result · step 18" in body
-        assert "This step failed: TestFailure." in body
+        detail = pg.locator(".st-key-step_detail .detail")  # drawn in its component's shadow root (ui/components.py)
+        assert detail.locator("h3").inner_text() == "📦 Tool result · step 18"
+        assert detail.locator(".failed").inner_text() == "❌ This step failed: TestFailure."
+        assert "TypeError: format_price() got an unexpected keyword argument 'rounding'" in detail.locator("pre").first.inner_text()
         assert "Import" in pg.inner_text("[data-testid=stSidebarNav]")
         assert "streamlit app" not in pg.inner_text("[data-testid=stSidebarNav]")
         pg.screenshot(path=str(OUT / "timeline.png"), full_page=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from apptest_helpers import BIG, FAILED_CODING, big_store, demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import BIG, FAILED_CODING, big_store, demo_db, demo_store, empty_store, page, shown_step  # noqa: F401  (fixtures)
 
 import ui.common
 from ui import early_open
@@ -36,7 +36,7 @@ def test_the_page_finds_the_run_opened_when_its_link_was_asked_for(demo_store, o
     tl, _ = ui.common.load_run(demo_store, FAILED_CODING)
     assert [k for k in tl.cache if k[0] == "snapshot"]  # what the agent saw, rebuilt for the linked step
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
-    assert not at.exception and at.subheader[0].value == "📦 Tool result · step 18"
+    assert not at.exception and shown_step(at)["heading"] == "📦 Tool result · step 18"
     assert opened == [FAILED_CODING]  # the page opened nothing itself
 
 

@@ -8,6 +8,7 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     FAILED_CODING,
     component_data,
     cursor,
+    shown_step,
     big_store,
     demo_db,
     demo_store,
@@ -42,9 +43,9 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
     assert summary.startswith("Failed after 8 cycles \\(25 steps\\); first error at step 18 \\(run\\_tests TestFailure\\)")
     assert "Outcome\\: Tests still failing after 2 fix attempts" in summary
     assert cursor(at) == 18
-    assert at.subheader[0].value == "📦 Tool result · step 18"
-    assert "This step failed\\: TestFailure\\." in [e.value for e in at.error]
-    assert any("TypeError: format_price() got an unexpected keyword argument 'rounding'" in c.value for c in at.code)
+    assert shown_step(at)["heading"] == "📦 Tool result · step 18"
+    assert shown_step(at)["error"] == "This step failed: TestFailure."
+    assert "TypeError: format_price() got an unexpected keyword argument 'rounding'" in shown_step(at)["content"]["box"]
     assert [m.label for m in at.metric[:6]] == ["Steps", "Cycles", "Errors", "Tokens", "Cost", "Duration"]
     assert [m.value for m in at.metric[:3]] == ["25", "8", "3"]
     # The window: the cursor's row is marked, grouped under cycle headings.
@@ -89,7 +90,7 @@ def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
     assert at.button(key="jump_next").disabled
     trigger(at, "step_rows", "picked", 20)
     assert cursor(at) == 20
-    assert at.subheader[0].value == "🔧 Tool call · step 20"
+    assert shown_step(at)["heading"] == "🔧 Tool call · step 20"
 
 
 def test_the_slider_moves_the_cursor_and_the_link(demo_store):
@@ -98,7 +99,7 @@ def test_the_slider_moves_the_cursor_and_the_link(demo_store):
     assert (strip["first"], strip["last"], strip["cursor"]) == (1, 25, 3)
     trigger(at, "strip", "picked", 12)  # what strip.js sends when the slider is let go at step 12
     assert cursor(at) == 12 and at.query_params["step"] == "12"
-    assert at.subheader[0].value.endswith("· step 12")
+    assert shown_step(at)["heading"].endswith("· step 12")
     trigger(at, "strip", "picked", 1)
     assert cursor(at) == 1 and "step" not in at.query_params
 
@@ -107,7 +108,7 @@ def test_the_slider_moves_the_cursor_and_the_link(demo_store):
 def test_a_link_with_a_step_out_of_the_run_or_not_a_number_opens_in_the_run(demo_store, step, shown):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": step})
     assert not at.exception
-    assert cursor(at) == shown and at.subheader[0].value.endswith(f"· step {shown}")
+    assert cursor(at) == shown and shown_step(at)["heading"].endswith(f"· step {shown}")
     assert at.query_params.get("step") == (None if shown == 1 else str(shown))  # the link says what is shown
 
 
@@ -117,7 +118,7 @@ def test_a_link_followed_in_the_same_session_opens_its_step_and_another_run_its_
     assert cursor(at) == 19
     at.query_params["step"] = "7"  # a link to this run's step 7 followed (st.page_link, the address bar)
     at.run()
-    assert cursor(at) == 7 and at.subheader[0].value.endswith("· step 7")
+    assert cursor(at) == 7 and shown_step(at)["heading"].endswith("· step 7")
     at.query_params.clear()
     at.query_params["session"] = "demo-08-flight-bos-sfo-a"  # another run, its link naming no step
     at.run()
@@ -161,7 +162,7 @@ def test_missing_steps_are_shown_as_missing(demo_store):
     assert not at.exception
     assert any("5 steps never arrived \\(steps 40–44 missing\\)" in w.value for w in at.warning)
     assert "Step 42 was never received; showing step 45, the next one that was." in [i.value for i in at.info]
-    assert at.subheader[0].value.endswith("step 45")
+    assert shown_step(at)["heading"].endswith("step 45")
     assert "🕳️ steps 40–44 missing: never received" in [r["text"] for r in component_data(at, "step_rows")["rows"]]
 
 
@@ -176,9 +177,9 @@ def test_an_incomplete_run_says_so(demo_store):
 def test_multi_agent_structure(demo_store):
     at = page(TIMELINE, params={"session": MULTI_AGENT, "step": "9"}, state={"step_tab": "Structure"})
     assert not at.exception
-    inside = [c.value for c in at.caption if c.value.startswith("Inside:")]
-    assert inside == ["Inside: 🧩 orchestrator\\: weekly competitor brief \\(steps 2–26, 24 ste… › "
-                      "🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13…"]
+    inside = [line for line in shown_step(at)["lines"] if line.startswith("Inside:")]
+    assert inside == ["Inside: 🧩 orchestrator: weekly competitor brief (steps 2–26, 24 ste… › "
+                      "🧩 researcher: collect prices and promotions (steps 4–17, 13…"]
     rows = row_buttons(at)
     assert rows[0].startswith("3  💭 Thought")  # the run's own agent is not repeated
     assert rows[2].startswith("5  [researcher] 💭 Thought")
@@ -219,7 +220,7 @@ def test_only_the_open_tab_is_drawn(demo_store):
     at.segmented_control(key="step_tab").set_value("Totals so far").run()
     assert not transcript() and [m.value for m in at.metric if m.label == "Tool calls"]
     at.button(key="jump_next").click().run()  # the view stays open from step to step
-    assert at.subheader[0].value.endswith("step 6") and not transcript()
+    assert shown_step(at)["heading"].endswith("step 6") and not transcript()
 
 
 def test_everything_recorded_for_a_step_is_drawn_only_when_opened(demo_store):
@@ -243,9 +244,8 @@ def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
     notes = demo_store.annotations(FAILED_CODING)
     assert [(n["label"], n["text"], n["author"], n["event_id"]) for n in notes] == [
         ("bad", "Edited callers before reading the tests: see step 19.", "Ana", "e0018")]
-    note_lines = [m.value for m in at.markdown if m.value.startswith("👎 Bad")]
-    assert note_lines == [f"👎 Bad — Ana: Edited callers before reading the tests\\: see step 19\\. · "
-                          f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"]
+    assert shown_step(at)["notes"] == [f"👎 Bad — Ana: Edited callers before reading the tests: see step 19. · "
+                                       f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"]
     assert row_buttons(at)[6].endswith("📝 — FF.F..FF..F.F..")
     # After a save no verdict is picked (no accidental approval) and the name stays.
     assert at.radio(key="review_label").value is None
@@ -304,7 +304,7 @@ def test_a_one_step_run_has_no_slider(empty_store):
     at = page(TIMELINE, params={"session": "one"})
     assert not at.exception
     assert not [el for el in at.get("bidi_component") if el.key == "strip"]
-    assert at.subheader[0].value == "💭 Thought · step 1"
+    assert shown_step(at)["heading"] == "💭 Thought · step 1"
 
 
 def test_text_from_a_trace_is_never_markup(empty_store):
@@ -313,7 +313,7 @@ def test_text_from_a_trace_is_never_markup(empty_store):
                          StepEvent(session_id="evil", type="decision", content="done")])
     at = page(TIMELINE, params={"session": "evil", "step": "1"})
     assert not [m.value for m in at.markdown if "<img" in m.value or "**bold**" in m.value]  # never as markdown
-    assert evil in [t.value for t in at.text]  # shown as plain text, exactly as recorded
+    assert shown_step(at)["content"] == {"line": evil}  # set as text by the step's view, exactly as recorded
     assert [h.proto.body for h in at.html] == [PHONE_CSS]  # the only HTML is the page's own stylesheet
 
 
@@ -326,7 +326,7 @@ def test_a_ten_thousand_step_run_renders_only_a_window(big_store, step):
     if step == "5003":
         assert "Step 5003 was never received; showing step 5005, the next one that was." in [i.value for i in at.info]
     else:
-        assert at.subheader[0].value == "📦 Tool result · step 9999"
+        assert shown_step(at)["heading"] == "📦 Tool result · step 9999"
     assert "1 earlier step" not in texts(at)
 
 
@@ -412,11 +412,32 @@ def test_content_is_shown_exactly_as_recorded(empty_store):
         StepEvent(session_id="verb", seq=3, type="decision", content="a -> b"),
     ])
     at = page(TIMELINE, params={"session": "verb", "step": "1"})
-    assert code.rstrip("\n") in [c.value for c in at.code]  # the file written, verbatim (st.code drops the final newline)
+    call = shown_step(at)["call"]
+    assert call["tree"] == {"path": "f.py", "content": code} and call["long"] == [["content", code]]  # the file written, verbatim
     at = page(TIMELINE, params={"session": "verb", "step": "2"})
-    assert "f.py:1:def f(x) -> int:\n  indented" in [c.value for c in at.code]
+    assert shown_step(at)["content"] == {"box": "f.py:1:def f(x) -> int:\n  indented"}
     at = page(TIMELINE, params={"session": "verb", "step": "3"})
-    assert "a -> b" in [t.value for t in at.text] and not any("→" in m.value for m in at.markdown)
+    assert shown_step(at)["content"] == {"line": "a -> b"} and not any("→" in m.value for m in at.markdown)
+
+
+def test_json_content_is_a_tree_with_the_recorded_text_one_click_away(empty_store):
+    payload = '{"rows": 25, "ok": true}'
+    huge = "[" + ",".join(["1"] * 12_000) + "]"  # JSON past MAX_TEXT: in a box, cut and said so, not a tree
+    ingest(empty_store, [
+        StepEvent(session_id="js", seq=1, type="tool_result", tool_name="q", content=payload),
+        StepEvent(session_id="js", seq=2, type="tool_result", tool_name="q", content=huge),
+        StepEvent(session_id="js", seq=3, type="tool_call", tool_name="q", tool_args="select 1"),
+        StepEvent(session_id="js", seq=4, type="tool_result", tool_name="q", content="{not json"),
+    ])
+    at = page(TIMELINE, params={"session": "js", "step": "1"})
+    assert shown_step(at)["content"] == {"tree": {"rows": 25, "ok": True}, "recorded": payload}
+    at = page(TIMELINE, params={"session": "js", "step": "2"})
+    box = shown_step(at)["content"]["box"]
+    assert box.startswith("[1,1,1") and box.endswith(f"… ({len(huge) - 20_000:,} more characters)")
+    at = page(TIMELINE, params={"session": "js", "step": "3"})
+    assert shown_step(at)["call"] == {"tool": "q", "text": "select 1"}
+    at = page(TIMELINE, params={"session": "js", "step": "4"})
+    assert shown_step(at)["content"] == {"line": "{not json"}
 
 
 def test_a_write_shows_its_diff_against_the_earlier_read(demo_store):

@@ -179,10 +179,12 @@ def fmt_when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "—"
 
 
-def note_line(note: dict, where: str = "") -> str:
-    """'👎 Bad on step 18 — Ana: ignored the failing tests · 2026-05-01 09:00 UTC'."""
-    who = md(note.get("author") or "someone")
-    text = f": {md(note['text'])}" if note.get("text") else ""
+def note_line(note: dict, where: str = "", *, markdown: bool = True) -> str:
+    """'👎 Bad on step 18 — Ana: ignored the failing tests · 2026-05-01 09:00 UTC', as markdown (what was
+    typed escaped) or, with `markdown=False`, as plain text for a component that sets it as text."""
+    escape = md if markdown else str
+    who = escape(note.get("author") or "someone")
+    text = f": {escape(note['text'])}" if note.get("text") else ""
     place = f" {where}" if where else ""
     return f"{REVIEW_LABELS.get(note['label'], note['label'])}{place} — {who}{text} · {fmt_when(note['created_at'])}"
 

@@ -3,7 +3,7 @@
 A click on the timeline redraws everything around the cursor, and the browser's cost of a redraw
 grows with the number of Streamlit elements in it: the steps around the cursor (~20 buttons and
 headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each took a
-quarter off a click's repaint; the strip, a Vega-Lite chart before, redraws only its cursor from
+quarter off a click's repaint, and the selected step is one too; the strip, a Vega-Lite chart before, redraws only its cursor from
 click to click, and its slider is the page's (docs/architecture.md). The scripts set everything from a trace as text
 (textContent), never as HTML, as the rest of the UI does.
 """
@@ -25,6 +25,9 @@ _strip = st.components.v2.component(
     html='<div class="strip"><label class="scrub"><span class="where"></span>'
          '<input type="range" step="1" aria-label="Step"></label><svg role="group" aria-label="Places in the run">'
          '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div></div>')
+_step_detail = st.components.v2.component(
+    "agent_replay.step_detail", html='<article class="detail"></article>', css=CSS,
+    js=(ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text())
 _transcript = st.components.v2.component(
     "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=(ASSETS / "transcript.js").read_text())
 
@@ -47,6 +50,13 @@ def strip(data: dict, *, key: str, on_pick: Callable[[int], None]) -> None:
 def _picked(key: str, on_pick: Callable[[int], None]) -> Callable[[], None]:
     """The callback of a component whose script sends a step as its "picked" trigger."""
     return lambda: on_pick(int(st.session_state[key]["picked"]))
+
+
+def step_detail(view: dict, *, key: str) -> None:
+    """The selected step (ui/assets/step_detail.js): {"heading"; "facts"; "lines": captions; "call": {"tool", "tree"
+    | "text", "long": [[key, text]]} | None; "error": text | None; "content": {"tree", "recorded"} | {"box"} |
+    {"line"} | None; "notes": [text]}. Its parts were a dozen Streamlit elements redrawn on every click."""
+    _step_detail(data=view, key=key)
 
 
 def transcript(messages: list[dict], *, key: str) -> None:

@@ -530,17 +530,29 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text) - MAX_TEXT:,} more characters)"
 
 
-def show_args(args: Any) -> None:
-    """A call's arguments: a tree, and each long or multi-line text value (a file's contents) verbatim in a code block."""
+def args_view(tool: str | None, args: Any) -> dict:
+    """A call's arguments as the step's view draws them: a tree, and each long or multi-line text value (a
+    file's contents) verbatim in a box; arguments that are no object or list as their text."""
     if isinstance(args, (dict, list)):
-        st.json(args, expanded=2)
-        if isinstance(args, dict):
-            for key, value in args.items():
-                if isinstance(value, str) and ("\n" in value or len(value) > 200):
-                    st.caption(f"{md(key)}, as recorded:")
-                    st.code(_cut(value), language=None, wrap_lines=True)
-    else:
-        st.code(_args_text(args) or "(no arguments)", language=None, wrap_lines=True)
+        long = [[key, _cut(value)] for key, value in args.items() if isinstance(value, str) and _boxed(value)] \
+            if isinstance(args, dict) else []
+        return {"tool": tool or "a tool", "tree": args, "long": long}
+    return {"tool": tool or "a tool", "text": _args_text(args) or "(no arguments)"}
+
+
+def content_view(text: str | None) -> dict | None:
+    """Content exactly as recorded, as the step's view draws it (show_text's rule): JSON as a tree with the
+    recorded text one click away, anything with a line break or longer than a line verbatim in a box (cut
+    past MAX_TEXT, said), a short line as plain text."""
+    if not text:
+        return None
+    stripped = text.strip()
+    if stripped[:1] in "[{" and len(stripped) <= MAX_TEXT:
+        try:
+            return {"tree": orjson.loads(stripped), "recorded": text}
+        except orjson.JSONDecodeError:
+            pass
+    return {"box": _cut(text)} if _boxed(stripped) else {"line": text}
 
 
 def write_view(tl: Timeline, pos: int) -> None:
@@ -560,11 +572,23 @@ def write_view(tl: Timeline, pos: int) -> None:
 
 
 def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> None:
+    """The selected step, one element drawn by the browser (ui/components.py); then what a call changes in a
+    file (derived, said so) and, when opened, everything recorded for it."""
+    components.step_detail(step_view(tl, pos, structure, notes), key="step_view")
+    write_view(tl, pos)
+    # drawn only when opened (a click's repaint redrew the whole step's tree, hidden, every time)
+    raw = st.expander("Everything recorded for this step", key="step_raw", on_change="rerun")
+    if raw.open:
+        with raw:
+            st.json(tl.steps[pos].to_json_dict(), expanded=1)
+
+
+def step_view(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> dict:
+    """What components.step_detail draws of a step: its heading and facts, where it sits, the call it
+    answers, its arguments, whether it failed, its content and the notes on it, all as plain text."""
     step = tl.steps[pos]
     cycle = tl.cycle_index[pos]
-    where = f"cycle {cycle + 1} of {len(tl.cycles)}" if cycle is not None else "outside any cycle"
-    st.subheader(f"{step_label(step.type)} · step {step.seq}", anchor=False)
-    facts = [where]
+    facts = [f"cycle {cycle + 1} of {len(tl.cycles)}" if cycle is not None else "outside any cycle"]
     if step.status != "ok":
         facts.append(f"{'❌' if step.status == 'error' else '⛔'} {step.status}" + (f" ({step.error_class})" if step.error_class else ""))
     elif step.error_class:
@@ -579,30 +603,20 @@ def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict])
         facts.append(fmt_cost(step.cost_usd))
     if step.retry:
         facts.append(f"retry {step.retry}")
-    for name in ("agent_id", "model"):
-        if getattr(step, name):
-            facts.append(str(getattr(step, name)))
-    st.caption(md(" · ".join(facts)))
+    facts += [str(value) for value in (step.agent_id, step.model) if value]
+    lines = []
     inside = structure.ancestors(pos)
     if inside:
-        st.caption("Inside: " + " › ".join(md(short(node_label(tl.steps, structure.nodes[p]), 60)) for p in inside))
+        lines.append("Inside: " + " › ".join(short(node_label(tl.steps, structure.nodes[p]), 60) for p in inside))
     call = _answered_call(tl, pos)
     if call is not None:
-        st.caption(f"Answers the call at step {call.seq}: {md(call.tool_name or 'tool')}({md(short(_args_text(call.tool_args), 80))})")
-    if step.type == "tool_call":
-        st.markdown(f"Calls **{md(step.tool_name or 'a tool')}** with:")
-        show_args(step.tool_args)
-        write_view(tl, pos)
-    if is_error(step):
-        st.error(md(f"This step failed{': ' + step.error_class if step.error_class else ''}."), icon="❌")
-    show_text(step.content)
-    for note in notes:
-        st.markdown(note_line(note))
-    # drawn only when opened (a click's repaint redrew the whole step's tree, hidden, every time)
-    raw = st.expander("Everything recorded for this step", key="step_raw", on_change="rerun")
-    if raw.open:
-        with raw:
-            st.json(step.to_json_dict(), expanded=1)
+        lines.append(f"Answers the call at step {call.seq}: {call.tool_name or 'tool'}({short(_args_text(call.tool_args), 80)})")
+    return {
+        "heading": f"{step_label(step.type)} · step {step.seq}", "facts": " · ".join(facts), "lines": lines,
+        "call": args_view(step.tool_name, step.tool_args) if step.type == "tool_call" else None,
+        "error": f"This step failed{': ' + step.error_class if step.error_class else ''}." if is_error(step) else None,
+        "content": content_view(step.content), "notes": [note_line(note, markdown=False) for note in notes],
+    }
 
 
 # ------------------------------------------------------------------ state at the step
