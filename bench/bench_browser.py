@@ -45,8 +45,8 @@ CLICKS = 20
 DRAWN = ("() => { const c = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];"
          " return c.length > 0 && c.every(e => e.querySelector('svg, canvas')); }")
 # the selected step's heading (drawn in the shadow root of its component, ui/components.step_detail, or
-# in the page itself as before that) names another step than `before`
-STEP_SHOWN = ("(before) => { const box = document.querySelector('.st-key-step_detail'); if (!box) return false;"
+# in the page itself, as before that and on FLOOR) names another step than `before`
+STEP_SHOWN = ("(before) => { const box = document.querySelector('.st-key-step_detail') || document;  /* FLOOR has none */"
               " const roots = [box, ...[...box.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)];"
               " const h = roots.flatMap(r => [...r.querySelectorAll('h3')]).find(e => e.innerText.includes('· step'));"
               " return h && !h.innerText.endsWith('· step ' + before); }")

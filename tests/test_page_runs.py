@@ -114,6 +114,18 @@ def test_empty_database_explains_how_to_get_runs(empty_store):
     assert not at.dataframe
 
 
+def test_more_filters_are_drawn_only_when_open_and_a_filter_there_opens_them(demo_store):
+    at = page(RUNS)
+    assert "_url_tag" not in [b.key for b in at.selectbox]  # closed: its seven widgets are not drawn
+    at.session_state["more_filters"] = True  # opened
+    at.run()
+    assert "_url_tag" in [b.key for b in at.selectbox] and "_url_failed_tool" in [t.key for t in at.text_input]
+    at = page(RUNS, params={"tag": "coding"})  # a link setting one of them opens them
+    assert at.selectbox(key="_url_tag").value == "coding"
+    at.selectbox(key="_url_tag").set_value("").run()  # cleared: still open, where the person is working
+    assert "tag" not in at.query_params and at.selectbox(key="_url_tag").value == ""
+
+
 def test_drill_down_filters_from_analytics_links(demo_store):
     for params in ({"failed_tool": "run_tests"}, {"error_class": "TestFailure"}, {"has": "retry"}, {"source": "demo"}):
         at = page(RUNS, params=params)

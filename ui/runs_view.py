@@ -62,14 +62,20 @@ def filter_bar(store: Store) -> SessionFilter:
             _pick(label, key, _choices(store.url, key))
         url_date("Started on or after", "since")
         url_date("Started on or before", "until")
-        with st.expander("More filters", expanded=any(st.query_params.get(k) for k in more)):
-            for key, label in DIMENSIONS[3:]:
-                _pick(label, key, _choices(store.url, key))
-            _pick("Tag", "tag", _choices(store.url, "tags"))
-            _pick("Runs with", "has", list(HAS_LABELS), HAS_LABELS.get)
-            url_text("A failed call to the tool", "failed_tool", placeholder="e.g. run_tests")
-            url_text("Error class", "error_class", placeholder="e.g. TimeoutError")
-            _pick("Source", "source", _choices(store.url, "source"))
+        # drawn only when open: seven widgets fewer on every page with the bar when closed; what they filter
+        # lives in the link either way (issue 16). A filter set there keeps it open; cleared, it stays as it was.
+        if any(st.query_params.get(k) for k in more):
+            st.session_state["more_filters"] = True
+        more_filters = st.expander("More filters", key="more_filters", on_change="rerun")
+        if more_filters.open:
+            with more_filters:
+                for key, label in DIMENSIONS[3:]:
+                    _pick(label, key, _choices(store.url, key))
+                _pick("Tag", "tag", _choices(store.url, "tags"))
+                _pick("Runs with", "has", list(HAS_LABELS), HAS_LABELS.get)
+                url_text("A failed call to the tool", "failed_tool", placeholder="e.g. run_tests")
+                url_text("Error class", "error_class", placeholder="e.g. TimeoutError")
+                _pick("Source", "source", _choices(store.url, "source"))
         url_toggle("Include replays and experiments", "replays",
                    help="Off: only the agent's own runs are listed and counted. On: what-if replays and experiments' "
                         "runs too, each with its outcome against the run it replays.")

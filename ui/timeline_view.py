@@ -44,7 +44,7 @@ from replay_core.understand.structure import Structure, node_label
 BEFORE, AFTER = 6, 9  # steps drawn around the cursor
 SHORTCUTS = {"prev": "Left", "next": "Right", "next_error": "E"}  # keys shown on the buttons
 MAX_MESSAGES = 12
-LONG_TEXT, MAX_TEXT = 1500, 20_000  # characters: longer text goes in a code box, and is cut
+MAX_TEXT = 20_000  # characters: longer text is cut, and says how much was left off
 MAX_TREE_NODES = 200
 PAGE_WHATIF, PAGE_COMPARE = "pages/whatif.py", "pages/compare.py"
 ROW_TEXT = 160  # characters of a step's text on its row (the row wraps)
