@@ -12,15 +12,24 @@ import pytest
 from playwright.sync_api import expect
 
 from apptest_helpers import FAILED_CODING, demo_db, served_app  # noqa: F401  (fixture)
+from replay_core.events import StepEvent
+from replay_core.ingest.pipeline import ingest
+from replay_core.storage.store import Store
 from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.browser
+
+
+GAPPED = "gapped"  # steps 1–3 and 10–11: the slider's next value (4) is not the next step (10)
 
 
 @pytest.fixture(scope="module")
 def app(demo_db, tmp_path_factory):
     db = tmp_path_factory.mktemp("tl") / "demo.db"
     shutil.copy(demo_db, db)
+    store = Store(f"sqlite:///{db}")
+    ingest(store, [StepEvent(session_id=GAPPED, seq=seq, type="think", content=f"thought {seq}") for seq in (1, 2, 3, 10, 11)])
+    store.close()
     with served_app(f"sqlite:///{db}") as base:
         yield base
 
@@ -86,6 +95,25 @@ def test_the_slider_follows_the_keyboard_and_the_mouse(browser, app):
     pg.wait_for_url("**step=23**", timeout=30_000)
     settled(pg)
     expect(slider).to_have_value("23")
+
+
+def test_a_key_on_the_slider_moves_the_slider_only(browser, app):
+    """→ on the focused slider is the slider's (one seq on), not the Next button's shortcut (the next step)."""
+    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
+    pg.goto(f"{app}/timeline?session={GAPPED}&step=3")
+    pg.get_by_text("Thought · step 3").wait_for(timeout=60_000)
+    settled(pg)
+    slider = pg.locator(".st-key-strip input[type=range]")
+    expect(pg.locator(".st-key-strip .where")).to_have_text("Step 3 (of steps 1–11)")
+    slider.focus()
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_url("**step=4**", timeout=30_000)
+    pg.get_by_text("Step 4 was never received; showing step 10, the next one that was.").wait_for()
+    settled(pg)
+    assert "step=4" in pg.url
+    slider.blur()  # focus elsewhere: → is the Next button's again
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_url("**step=11**", timeout=30_000)
 
 
 def test_clicking_a_step_in_the_list_goes_to_it(browser, app):
