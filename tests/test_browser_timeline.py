@@ -116,6 +116,22 @@ def test_a_key_on_the_slider_moves_the_slider_only(browser, app):
     pg.wait_for_url("**step=11**", timeout=30_000)
 
 
+def test_the_back_button_goes_back_a_step_and_the_page_follows(browser, app):
+    """Each move is an entry of the browser's history: Back shows the step its address names, never another."""
+    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
+    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
+    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
+    settled(pg)
+    for step in (4, 5):
+        pg.locator(".st-key-jump_next button").first.click()
+        pg.wait_for_url(f"**step={step}**", timeout=30_000)
+        settled(pg)
+    pg.go_back()
+    pg.wait_for_url("**step=4**", timeout=30_000)
+    expect(pg.locator(".st-key-step_detail h3").first).to_have_text("📦 Tool result · step 4")
+    expect(pg.locator(".st-key-strip input[type=range]")).to_have_value("4")
+
+
 def test_clicking_a_step_in_the_list_goes_to_it(browser, app):
     pg = browser.new_page(viewport={"width": 1500, "height": 1400})
     pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
