@@ -34,6 +34,15 @@ def app(demo_db, tmp_path_factory):
         yield base
 
 
+def opened(browser, app, session: str, step: int, heading: str):
+    """A desktop page on the timeline of `session` at `step`, once `heading` shows and the run is over."""
+    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
+    pg.goto(f"{app}/timeline?session={session}&step={step}")
+    pg.get_by_text(heading).wait_for(timeout=60_000)
+    settled(pg)
+    return pg
+
+
 def tick(pg, what: str, seq: int):
     mark = pg.locator(f'.st-key-strip [aria-label$="what: {what}; step: {seq}"]').first
     mark.wait_for(timeout=30_000)
@@ -42,10 +51,7 @@ def tick(pg, what: str, seq: int):
 
 def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
     OUT.mkdir(parents=True, exist_ok=True)
-    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
-    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
-    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
-    settled(pg)
+    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
     tick(pg, "cause", 9).dispatch_event("click")  # the causal chain's "acted on it" step
     pg.wait_for_url("**step=9**", timeout=30_000)
     pg.get_by_text("Tool call · step 9").wait_for()
@@ -67,10 +73,7 @@ def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
 
 
 def test_the_slider_follows_the_keyboard_and_the_mouse(browser, app):
-    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
-    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
-    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
-    settled(pg)
+    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
     slider = pg.locator(".st-key-strip input[type=range]")
     expect(pg.locator(".st-key-strip .where")).to_have_text("Step 3 (of steps 1–25)")  # once its script has run
     slider.focus()
@@ -99,10 +102,7 @@ def test_the_slider_follows_the_keyboard_and_the_mouse(browser, app):
 
 def test_a_key_on_the_slider_moves_the_slider_only(browser, app):
     """→ on the focused slider is the slider's (one seq on), not the Next button's shortcut (the next step)."""
-    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
-    pg.goto(f"{app}/timeline?session={GAPPED}&step=3")
-    pg.get_by_text("Thought · step 3").wait_for(timeout=60_000)
-    settled(pg)
+    pg = opened(browser, app, GAPPED, 3, "Thought · step 3")
     slider = pg.locator(".st-key-strip input[type=range]")
     expect(pg.locator(".st-key-strip .where")).to_have_text("Step 3 (of steps 1–11)")
     slider.focus()
@@ -118,10 +118,7 @@ def test_a_key_on_the_slider_moves_the_slider_only(browser, app):
 
 def test_the_back_button_goes_back_a_step_and_the_page_follows(browser, app):
     """Each move is an entry of the browser's history: Back shows the step its address names, never another."""
-    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
-    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
-    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
-    settled(pg)
+    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
     for step in (4, 5):
         pg.locator(".st-key-jump_next button").first.click()
         pg.wait_for_url(f"**step={step}**", timeout=30_000)
@@ -133,10 +130,7 @@ def test_the_back_button_goes_back_a_step_and_the_page_follows(browser, app):
 
 
 def test_clicking_a_step_in_the_list_goes_to_it(browser, app):
-    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
-    pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=3")
-    pg.get_by_text("Tool call · step 3").wait_for(timeout=60_000)
-    settled(pg)
+    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
     rows = pg.locator("button.step")  # drawn in the component's shadow root (ui/components.py)
     assert rows.locator("nth=0").inner_text().startswith("1 ") and rows.count() == 3 + 9
     assert pg.locator("button.step[aria-current=step]").inner_text().startswith("▶ 3 🔧 Tool call · search_code")

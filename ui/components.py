@@ -3,9 +3,9 @@
 A click on the timeline redraws everything around the cursor, and the browser's cost of a redraw
 grows with the number of Streamlit elements in it: the steps around the cursor (~20 buttons and
 headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each took a
-quarter off a click's repaint, and the selected step is one too; the strip, a Vega-Lite chart before, redraws only its cursor from
-click to click, and its slider is the page's (docs/architecture.md). The scripts set everything from a trace as text
-(textContent), never as HTML, as the rest of the UI does.
+quarter off a click's repaint, and the selected step is one too; the strip, a Vega-Lite chart before,
+redraws only its cursor from click to click, and its slider is the page's (docs/architecture.md). The
+scripts set everything from a trace as text (textContent), never as HTML, as the rest of the UI does.
 """
 
 from __future__ import annotations

@@ -59,10 +59,15 @@ def start(query: bytes) -> threading.Thread | None:
     step = (params.get("step") or [""])[0]
     if not session_id or len(session_id) > MAX_ID or not _busy.acquire(blocking=False):
         return None
-    thread = threading.Thread(target=_open, args=(session_id, int(step) if step.isdecimal() and len(step) < 19 else None),
-                              name=THREAD, daemon=True)
+    thread = threading.Thread(target=_open, args=(session_id, linked_step(step)), name=THREAD, daemon=True)
     thread.start()
     return thread
+
+
+def linked_step(raw: str | None) -> int | None:
+    """A timeline link's `step=` as a seq; None when it is none (missing, not digits, past 18 of them).
+    The page (`timeline_view.cursor`) and the early open read a link alike."""
+    return int(raw) if raw and raw.isdecimal() and len(raw) < 19 else None
 
 
 def _open(session_id: str, step: int | None) -> None:

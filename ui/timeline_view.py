@@ -26,6 +26,7 @@ from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
 
 from . import components
+from .early_open import linked_step
 from .common import (
     current_actor,
     REVIEW_LABELS,
@@ -97,7 +98,8 @@ def cursor(tl: Timeline) -> int:
     first, last = tl.steps[0].seq, tl.steps[-1].seq
     raw = st.query_params.get("step")
     if st.session_state.get(STEP_IN_URL) != (tl.id, raw):
-        st.session_state["step"] = int(raw) if raw and raw.isdecimal() and len(raw) < 19 else first
+        linked = linked_step(raw)
+        st.session_state["step"] = first if linked is None else linked
     current = st.session_state.get("step")
     seq = min(max(current, first), last) if isinstance(current, int) else first
     st.session_state["step"] = seq
@@ -500,25 +502,19 @@ def _answered_call(tl: Timeline, pos: int):
     return None
 
 
-def show_text(text: str | None, *, tree: bool = True) -> None:
-    """Content exactly as recorded: JSON as a tree (the recorded text one click away) unless `tree` is
-    False, anything with a line break or longer than a line verbatim in a code block (indentation kept,
-    no typographic replacements such as `->` into an arrow), a short line as plain text."""
-    if not text:
+def show_text(text: str | None) -> None:
+    """Content exactly as recorded, drawn by Streamlit (goal & memory values), by content_view's rule."""
+    view = content_view(text)
+    if view is None:
         return
-    stripped = text.strip()
-    if tree and stripped[:1] in "[{":
-        try:
-            st.json(orjson.loads(stripped), expanded=2)
-            with st.expander("As recorded"):
-                st.code(_cut(text), language=None, wrap_lines=True)
-            return
-        except orjson.JSONDecodeError:
-            pass
-    if _boxed(stripped):
-        st.code(_cut(text), language=None, wrap_lines=True)
+    if "tree" in view:
+        st.json(view["tree"], expanded=2)
+        with st.expander("As recorded"):
+            st.code(_cut(view["recorded"]), language=None, wrap_lines=True)
+    elif "box" in view:
+        st.code(view["box"], language=None, wrap_lines=True)
     else:
-        st.text(text)
+        st.text(view["line"])
 
 
 def _boxed(stripped: str) -> bool:
@@ -541,7 +537,7 @@ def args_view(tool: str | None, args: Any) -> dict:
 
 
 def content_view(text: str | None) -> dict | None:
-    """Content exactly as recorded, as the step's view draws it (show_text's rule): JSON as a tree with the
+    """Content exactly as recorded, as the step's view (and show_text) draws it: JSON as a tree with the
     recorded text one click away, anything with a line break or longer than a line verbatim in a box (cut
     past MAX_TEXT, said), a short line as plain text."""
     if not text:

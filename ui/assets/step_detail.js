@@ -1,17 +1,10 @@
 // The selected step: heading, facts, where it sits, its call's arguments, whether it failed, its content
 // and the notes on it. Everything from the trace is set as text (textContent), never as HTML.
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
+// Bundled after tree.js (ui/components.py): `el` and `jsonTree` are its.
 function callView(call) {
-  const part = el("div", "call");
-  const name = el("strong", "", call.tool);
-  part.append(el("div", "", "Calls "));
-  part.firstChild.append(name, " with:");
+  const part = el("div", "call"), head = el("div", "", "Calls ");
+  head.append(el("strong", "", call.tool), " with:");
+  part.append(head);
   if (call.tree !== undefined) part.append(jsonTree(call.tree));
   else part.append(el("pre", "", call.text));
   for (const [key, text] of call.long || []) part.append(el("div", "caption", `${key}, as recorded:`), el("pre", "", text));
