@@ -15,6 +15,7 @@ import streamlit as st
 from replay_core.understand import analytics
 from replay_core.understand.explain import failure_patterns
 from replay_core.storage.store import SessionFilter
+from ui import components
 from ui.common import PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_cost, fmt_duration, get_store, md
 from ui.runs_view import filter_bar
 
@@ -96,11 +97,14 @@ def headline(data: analytics.RunData, previous: analytics.RunData | None) -> Non
     changes = {}
     if previous is not None:
         changes = dict(analytics.change(now, analytics.headline(previous)).select("metric", "change").iter_rows())
-    for column, (metric, label, fmt, rise_is_bad) in zip([*st.columns(5), *st.columns(5)], CARDS, strict=False):
-        value = now[metric][0]
-        column.metric(label, "—" if value is None else fmt(value), _delta(metric, fmt, changes.get(metric)),
-                      delta_color="inverse" if rise_is_bad else "normal",
-                      help="Change against the period of the same length just before." if previous is not None else None)
+    cards = []
+    for metric, label, fmt, rise_is_bad in CARDS:
+        value, change = now[metric][0], changes.get(metric)
+        cards.append(components.card(
+            label, "—" if value is None else fmt(value), delta=_delta(metric, fmt, change),
+            good=None if not change else (change > 0) != rise_is_bad,
+            help="Change against the period of the same length just before." if previous is not None else None))
+    components.metrics(cards, key="headline", columns=5)
 
 
 def drawn(frame: pl.DataFrame) -> pl.DataFrame:

@@ -167,12 +167,19 @@ def shown_step(at: AppTest) -> dict:
     return component_data(at, "step_view")
 
 
+def metric_cards(at: AppTest, key: str) -> list[dict]:
+    """The numbers of a row drawn by ui/components.metrics: each {"label", "value", "delta", "tone", "help"}."""
+    return component_data(at, key)["cards"]
+
+
 def component_texts(at: AppTest) -> list[str]:
-    """Every text the page's components draw: the step rows', the selected step's and the transcript's (ui/assets/*.js)."""
+    """Every text the page's components draw: the step rows', the numbers', the selected step's and the transcript's
+    (ui/assets/*.js)."""
     parts = []
     for el in at.get("bidi_component"):
         data = json.loads(el.proto.json)
         parts += [row["text"] for row in data.get("rows", [])]
+        parts += [text for card in data.get("cards", []) for text in (card["label"], card["value"], card["delta"] or "")]
         for message in data.get("messages", []):
             parts += [message["origin"], *(text for _, text in message["parts"])]
         if "heading" in data:  # the selected step: its texts, and its content and arguments as recorded

@@ -155,7 +155,7 @@ def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_
     pg.goto(f"{app}/timeline?session={FAILED_CODING}&step=18")
     pg.get_by_text("Tool result · step 18").wait_for(timeout=60_000)
     settled(pg)
-    metrics = [m.bounding_box() for m in pg.locator(".st-key-run_metrics [data-testid=stMetric]").all()]
+    metrics = [m.bounding_box() for m in pg.locator(".st-key-run_metrics .metric").all()]
     assert len(metrics) == 6
     assert len({round(m["x"]) for m in metrics}) == 2 and len({round(m["y"]) for m in metrics}) == 3  # two columns, three rows
     assert all(m["x"] + m["width"] <= 390 for m in metrics)

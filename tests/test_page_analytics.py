@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from urllib.parse import urlencode
 
 import pytest
-from apptest_helpers import demo_db, demo_store, empty_store, page, served_app, texts  # noqa: F401  (fixtures)
+from apptest_helpers import demo_db, demo_store, empty_store, metric_cards, page, served_app, texts  # noqa: F401  (fixtures)
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
@@ -25,14 +25,14 @@ CHARTS_PER_TAB = {"Runs": 2, "Speed and cost": 2, "Tools and errors": 2, "Retrie
 
 
 def metrics(at) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {card["label"]: card["value"] for card in metric_cards(at, "headline")}
 
 
 def test_empty_database_says_how_to_get_runs(empty_store):
     at = page(ANALYTICS)
     assert not at.exception
     assert at.info[0].value.startswith("No runs recorded yet. Load the demo runs with `agent-replay demo`")
-    assert not at.metric and not at.get("vega_lite_chart")
+    assert not at.get("bidi_component") and not at.get("vega_lite_chart")
 
 
 def test_demo_dashboard(demo_store):
@@ -45,7 +45,8 @@ def test_demo_dashboard(demo_store):
         "Runs retrying": "16.7%",  # 3 of 18: shipment, CRM migration, inbox triage
         "Tool failures": "5.0%", "Agent took over": "33.3%",  # 1 of the 3 fallback blocks
     }
-    assert [m.delta for m in at.metric][:1] == ["+18"]  # nothing in the 30 days before
+    runs = metric_cards(at, "headline")[0]
+    assert (runs["delta"], runs["tone"]) == ("+18", "good")  # nothing in the 30 days before; more runs is no bad news
     assert [s.value for s in at.subheader] == [*TABS["Runs"], "Failure patterns"]  # only the open tab's charts are drawn
     for tab, titles in TABS.items():
         opened = page(ANALYTICS, state={"charts": tab})
@@ -87,8 +88,17 @@ def test_period_and_its_previous_period(demo_store):
     now = demo_store.count_sessions(SessionFilter(since=since))
     before = demo_store.count_sessions(SessionFilter(since=since - timedelta(days=7), until=since))
     assert 0 < now < 18 and before > 0
-    runs = next(m for m in at.metric if m.label == "Runs")
-    assert (runs.value, runs.delta) == (str(now), f"{now - before:+d}")
+    runs = next(card for card in metric_cards(at, "headline") if card["label"] == "Runs")
+    assert (runs["value"], runs["delta"]) == (str(now), f"{now - before:+d}")
+    assert runs["tone"] == (None if now == before else "good" if now > before else "bad")
+    # every change is green when it is good news and red when bad: a longer run time or more failures is bad
+    bad_when_up = {"Median run time", "Run time, slowest 5%", "Cost (known)", "Tokens in", "Runs retrying", "Tool failures",
+                   "Agent took over"}
+    changed = [card for card in metric_cards(at, "headline") if card["delta"] and card["delta"].strip("+-0. pts$")]
+    assert len(changed) >= 3
+    for card in changed:
+        up = not card["delta"].startswith("-")
+        assert card["tone"] == ("bad" if up == (card["label"] in bad_when_up) else "good"), card
     dated = page(ANALYTICS, params={"since": since.date().isoformat()})
     assert metrics(dated)["Runs"] == str(now)
     assert "Period: the dates in the sidebar filter." in [c.value for c in dated.caption]
@@ -172,7 +182,7 @@ def test_deep_links_set_the_shared_filters(browser_page, demo_db):
         tab.goto(f"{base}/analytics?{query}")
         tab.wait_for_selector("text=Runs by status", timeout=60_000)
         # waited for, not read once: a rerun still drawing can show the row half redrawn (seen once in CI)
-        expect(tab.locator('[data-testid="stMetricValue"]').first).to_have_text(str(expected), timeout=30_000)
+        expect(tab.locator(".st-key-headline .metric .value").first).to_have_text(str(expected), timeout=30_000)
     tab.goto(f"{base}/analytics?q=no+run+says+this")
     tab.wait_for_selector("text=No run matches this period and these filters.", timeout=60_000)
 

@@ -13,6 +13,7 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     demo_db,
     demo_store,
     empty_store,
+    metric_cards,
     page,
     texts,
     trigger,
@@ -46,8 +47,9 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
     assert shown_step(at)["heading"] == "📦 Tool result · step 18"
     assert shown_step(at)["error"] == "This step failed: TestFailure."
     assert "TypeError: format_price() got an unexpected keyword argument 'rounding'" in shown_step(at)["content"]["box"]
-    assert [m.label for m in at.metric[:6]] == ["Steps", "Cycles", "Errors", "Tokens", "Cost", "Duration"]
-    assert [m.value for m in at.metric[:3]] == ["25", "8", "3"]
+    numbers = metric_cards(at, "run_metrics")
+    assert [card["label"] for card in numbers] == ["Steps", "Cycles", "Errors", "Tokens", "Cost", "Duration"]
+    assert [card["value"] for card in numbers[:3]] == ["25", "8", "3"]
     # The window: the cursor's row is marked, grouped under cycle headings.
     rows = row_buttons(at)
     assert rows[6].startswith("▶ 18  📦 Tool result · run_tests ❗")
@@ -216,9 +218,10 @@ def test_goal_and_memory_show_when_recorded(demo_store):
 def test_only_the_open_tab_is_drawn(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
     transcript = lambda: [el for el in at.get("bidi_component") if el.key == "transcript"]  # noqa: E731
-    assert transcript() and not at.get("form") and not [m for m in at.metric if m.label == "Tokens in"]
+    totals = lambda: [el for el in at.get("bidi_component") if el.key == "totals_metrics"]  # noqa: E731
+    assert transcript() and not at.get("form") and not totals()
     at.segmented_control(key="step_tab").set_value("Totals so far").run()
-    assert not transcript() and [m.value for m in at.metric if m.label == "Tool calls"]
+    assert not transcript() and [card["value"] for card in metric_cards(at, "totals_metrics") if card["label"] == "Tool calls"]
     at.button(key="jump_next").click().run()  # the view stays open from step to step
     assert shown_step(at)["heading"].endswith("step 6") and not transcript()
 
@@ -321,7 +324,7 @@ def test_text_from_a_trace_is_never_markup(empty_store):
 def test_a_ten_thousand_step_run_renders_only_a_window(big_store, step):
     at = page(TIMELINE, params={"session": BIG, "step": step}, timeout=60)
     assert not at.exception
-    assert at.metric[0].value == "9,996"
+    assert metric_cards(at, "run_metrics")[0]["value"] == "9,996"
     assert len(row_buttons(at)) <= 16
     if step == "5003":
         assert "Step 5003 was never received; showing step 5005, the next one that was." in [i.value for i in at.info]

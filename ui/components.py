@@ -1,10 +1,11 @@
-"""Parts of the timeline drawn by the browser as one element each (st.components.v2).
+"""Parts of pages drawn by the browser as one element each (st.components.v2).
 
 A click on the timeline redraws everything around the cursor, and the browser's cost of a redraw
 grows with the number of Streamlit elements in it: the steps around the cursor (~20 buttons and
 headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each took a
 quarter off a click's repaint, and the selected step is one too; the strip, a Vega-Lite chart before,
-redraws only its cursor from click to click, and its slider is the page's (docs/architecture.md). The
+redraws only its cursor from click to click, and its slider is the page's (docs/architecture.md). A row of
+numbers is one too: each st.metric cost a page's open ~7 ms in the browser. The
 scripts set everything from a trace as text (textContent), never as HTML, as the rest of the UI does.
 """
 
@@ -25,9 +26,12 @@ _strip = st.components.v2.component(
     html='<div class="strip"><label class="scrub"><span class="where"></span>'
          '<input type="range" step="1" aria-label="Step"></label><svg role="group" aria-label="Places in the run">'
          '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div></div>')
+EL = (ASSETS / "el.js").read_text()  # the helper the scripts after it share
 _step_detail = st.components.v2.component(
     "agent_replay.step_detail", html='<article class="detail"></article>', css=CSS,
-    js=(ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text())
+    js=EL + (ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text())
+_metrics = st.components.v2.component(
+    "agent_replay.metrics", html='<div class="metrics"></div>', css=CSS, js=EL + (ASSETS / "metrics.js").read_text())
 _transcript = st.components.v2.component(
     "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=(ASSETS / "transcript.js").read_text())
 
@@ -63,3 +67,16 @@ def transcript(messages: list[dict], *, key: str) -> None:
     """Chat messages, each {"role", "origin": where it came from, "parts": [("line" | "text" | "call", text)]}:
     a short one-line text as a line, other text and each tool call verbatim in a box."""
     _transcript(data={"messages": messages}, key=key)
+
+
+def card(label: str, value: str, *, delta: str | None = None, good: bool | None = None, help: str | None = None) -> dict:
+    """One number of a `metrics` row: `delta` is its change (a leading "-" points its arrow down), `good` whether
+    that change is good news (green), bad (red) or neither (None, grey)."""
+    tone = None if good is None else "good" if good else "bad"
+    return {"label": label, "value": value, "delta": delta, "tone": tone, "help": help}
+
+
+def metrics(cards: list[dict], *, key: str, width: int | None = None, columns: int | None = None) -> None:
+    """A row of numbers (`card`s): cards `width` pixels wide that wrap (two a row on a phone), else `columns` a
+    row (two on a phone)."""
+    _metrics(data={"cards": cards, "width": width, "columns": columns}, key=key)

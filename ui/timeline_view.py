@@ -211,11 +211,6 @@ PHONE_CSS = """<style>
 </style>"""
 
 
-def metric_row(key: str):
-    """A row of metrics that wraps: two a line on a phone, all in one line on a desktop."""
-    return st.container(horizontal=True, wrap=True, gap="small", key=key)
-
-
 def phone_layout() -> None:
     st.html(PHONE_CSS)
 
@@ -233,15 +228,16 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
     box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
     totals = tl.totals.at(len(tl.steps) - 1) if tl.steps else None
-    with metric_row("run_metrics"):
-        st.metric("Steps", f"{len(tl.steps):,}", width=METRIC_WIDTH)
-        st.metric("Cycles", f"{len(tl.cycles):,}", width=METRIC_WIDTH)
-        st.metric("Errors", f"{totals['errors']:,}" if totals else "0", width=METRIC_WIDTH)
+    card = components.card
+    components.metrics([
+        card("Steps", f"{len(tl.steps):,}"), card("Cycles", f"{len(tl.cycles):,}"),
+        card("Errors", f"{totals['errors']:,}" if totals else "0"),
         # the run's totals as the Store defines them (steps' sums, else the source's run totals)
-        st.metric("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}", width=METRIC_WIDTH,
-                  help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None)
-        st.metric("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—", width=METRIC_WIDTH)
-        st.metric("Duration", fmt_duration(s.get("duration_s")), width=METRIC_WIDTH)
+        card("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}",
+             help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None),
+        card("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—"),
+        card("Duration", fmt_duration(s.get("duration_s"))),
+    ], key="run_metrics", width=METRIC_WIDTH)
     if tl.gaps:
         missing = sum(g.last_missing - g.first_missing + 1 for g in tl.gaps)
         labels = ", ".join(g.label for g in tl.gaps[:5]) + (" …" if len(tl.gaps) > 5 else "")
@@ -660,18 +656,13 @@ def transcript_message(message: dict, origin: dict) -> dict:
 
 
 def totals_view(snap: Snapshot) -> None:
-    t = snap.totals
-    with metric_row("totals_metrics"):
-        st.metric("Tokens in", f"{t['tokens_in']:,}", width=METRIC_WIDTH)
-        st.metric("Tokens out", f"{t['tokens_out']:,}", width=METRIC_WIDTH)
-        st.metric("Cost so far", fmt_cost(t["cost_usd"]), width=METRIC_WIDTH)
-        st.metric("Time since start", fmt_duration(t["elapsed_s"]), width=METRIC_WIDTH)
-        st.metric("Tool calls", f"{t['tool_calls']:,}", width=METRIC_WIDTH)
-        st.metric("Errors", f"{t['errors']:,}", width=METRIC_WIDTH)
-        st.metric("Retries", f"{t['retries']:,}", width=METRIC_WIDTH)
-        if t["cost_unknown_steps"]:
-            st.metric("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown",
-                      width=METRIC_WIDTH)
+    t, card = snap.totals, components.card
+    cards = [card("Tokens in", f"{t['tokens_in']:,}"), card("Tokens out", f"{t['tokens_out']:,}"),
+             card("Cost so far", fmt_cost(t["cost_usd"])), card("Time since start", fmt_duration(t["elapsed_s"])),
+             card("Tool calls", f"{t['tool_calls']:,}"), card("Errors", f"{t['errors']:,}"), card("Retries", f"{t['retries']:,}")]
+    if t["cost_unknown_steps"]:
+        cards.append(card("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown"))
+    components.metrics(cards, key="totals_metrics", width=METRIC_WIDTH)
 
 
 def state_view(snap: Snapshot) -> None:

@@ -1,6 +1,6 @@
 // The selected step: heading, facts, where it sits, its call's arguments, whether it failed, its content
 // and the notes on it. Everything from the trace is set as text (textContent), never as HTML.
-// Bundled after tree.js (ui/components.py): `el` and `jsonTree` are its.
+// Bundled after el.js and tree.js (ui/components.py): `el` and `jsonTree` are theirs.
 function callView(call) {
   const part = el("div", "call"), head = el("div", "", "Calls ");
   head.append(el("strong", "", call.tool), " with:");

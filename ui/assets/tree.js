@@ -1,14 +1,7 @@
 // A JSON value as a tree of <details>, open two levels deep (as st.json(expanded=2) drew it): every key
 // and value set as text. At most TREE_NODES nodes are drawn; the rest is said, not dropped silently.
-// `el` serves the script this one is bundled with too (ui/components.py).
+// Bundled after el.js (ui/components.py).
 const TREE_NODES = 2000;
-
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function jsonTree(value) {
   const budget = { left: TREE_NODES };
