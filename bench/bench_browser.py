@@ -6,12 +6,14 @@ The served app (`streamlit run streamlit_app.py`, as `make run` starts it) on a 
   Next / Previous / Next-cycle click (goal ≤ 150 ms p95 at 10,000 steps, ≤ 250 ms at 100,000),
   timed from the click until the step's heading shows the new step and Streamlit's running
   indicator is gone;
-- the analytics page with all its charts drawn;
+- the analytics page with all its charts drawn: its first open (the first for this browser and this server:
+  Vega's scripts fetched and compiled, the page's caches cold) and the median of OPENS opens after it;
 - the served app's memory (RSS) with the 100,000-step run open (goal ≤ 500 MB), beside the same
   process's RSS with only the runs page open;
-- baselines, in the same run: the runs page's first open (for the opens and the analytics page) and
-  Streamlit's own floor for a click (for the clicks) and for a page's open: a one-button page (`FLOOR`)
-  served by the same Streamlit to the same browser, timed the same way. What costs more is ours.
+- baselines, in the same run: the runs page's open (the median of OPENS after an untimed first; for the
+  opens and the analytics page) and Streamlit's own floor for a click (for the clicks) and for a page's
+  open: a one-button page (`FLOOR`) served by the same Streamlit to the same browser, timed the same
+  way. What costs more is ours.
 Each timeline line also says what it cost: the served app's CPU, the page's main-thread time and the
 websocket bytes (Costs). No fixed sleeps inside a timed span: every wait is on the DOM.
 """
@@ -40,7 +42,8 @@ from replay_core.storage.store import Store  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
-CLICKS = 20
+CLICKS = 60  # a p95 of 20 clicks was their second slowest: it moved ±15 ms between two runs of the same build
+OPENS = 5  # a page opened again: the median of this many
 # every chart on the page has drawn its SVG (how many there are depends on the data)
 DRAWN = ("() => { const c = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];"
          " return c.length > 0 && c.every(e => e.querySelector('svg, canvas')); }")
@@ -171,6 +174,16 @@ def open_ms(pg, url: str, ready: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def analytics_ms(pg, base: str) -> float:
+    """The analytics page opened until every chart has drawn and the run is over."""
+    start = time.perf_counter()
+    pg.goto(f"{base}/analytics?period=All+time")
+    pg.wait_for_selector("text=Runs by status", timeout=120_000)
+    settled(pg)
+    pg.wait_for_function(DRAWN, timeout=120_000)
+    return (time.perf_counter() - start) * 1000
+
+
 def heading_step(pg) -> int:
     text = pg.locator("h3:has-text('· step')").first.inner_text()
     return int(re.search(r"· step (\d+)", text).group(1))
@@ -180,7 +193,7 @@ def click_ms(pg, name: str) -> float:
     """One jump button clicked; milliseconds until the detail shows another step and the run is over."""
     before = heading_step(pg)
     start = time.perf_counter()
-    pg.locator(f".st-key-jump_{name} button").first.click()
+    pg.locator(f".st-key-strip button[data-jump={name}], .st-key-jump_{name} button").first.click()  # the app's, FLOOR's
     pg.wait_for_function(STEP_SHOWN, arg=before, timeout=60_000)
     settled(pg)
     return (time.perf_counter() - start) * 1000
@@ -259,18 +272,21 @@ def main() -> None:
             pid = served_pid(base)
             quiet(pid)
             runs_cpu = cpu_ms(pid)
-            BASELINE["runs_page"] = open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")
+            runs = [open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")]
             runs_cpu = cpu_ms(pid) - runs_cpu
+            runs += [open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]") for _ in range(OPENS - 1)]
+            BASELINE["runs_page"] = statistics.median(runs)
             if "analytics" in only:
-                start, server_cpu = time.perf_counter(), cpu_ms(pid)
-                pg.goto(f"{base}/analytics?period=All+time")
-                pg.wait_for_selector("text=Runs by status", timeout=120_000)
-                settled(pg)
-                pg.wait_for_function(DRAWN, timeout=120_000)
-                report("browser_analytics_drawn_2k_runs_100k_steps", (time.perf_counter() - start) * 1000, "ms", "<= 1000",
-                       BASELINE["runs_page"], higher_is_better=False)
+                server_cpu = cpu_ms(pid)
+                first = analytics_ms(pg, base)  # the page's first open in this browser and this server
                 # the served app's CPU for it, beside the runs page's (wall time on a loaded machine says little alone)
-                report("browser_analytics_served_app_cpu", cpu_ms(pid) - server_cpu, "ms", "-", runs_cpu, higher_is_better=False)
+                server_cpu = cpu_ms(pid) - server_cpu
+                report("browser_analytics_drawn_2k_runs_100k_steps", first, "ms", "<= 1000", BASELINE["runs_page"],
+                       higher_is_better=False)
+                report("browser_analytics_served_app_cpu", server_cpu, "ms", "-", runs_cpu, higher_is_better=False)
+                # opened again, as the runs page's baseline is: its scripts and Vega's compiled by now
+                report("browser_analytics_drawn_again_median", statistics.median(analytics_ms(pg, base) for _ in range(OPENS)),
+                       "ms", "<= 1000", BASELINE["runs_page"], higher_is_better=False)
             if "10k" in only:
                 timeline(pg, base, "big-10k", "10k_steps", "<= 150")
         if "100k" in only:

@@ -20,7 +20,7 @@ from common import report, timed  # noqa: E402
 
 def main() -> None:
     import streamlit as st
-    from apptest_helpers import APP, BIG, big_events, shown_step, trigger
+    from apptest_helpers import APP, BIG, big_events, jump, shown_step, trigger
     from streamlit.testing.v1 import AppTest
 
     from replay_core.demo import load_demo, shifted
@@ -64,7 +64,7 @@ def main() -> None:
         _, moved = timed(trigger, at, "strip", "picked", 6_000)  # the slider let go at step 6,000
         assert shown_step(at)["heading"].endswith("step 6000"), shown_step(at)["heading"]
         report("page_timeline_10k_slider_move", moved, "s", "<= 3", floor, higher_is_better=False)
-        _, jumped = timed(at.button(key="jump_next_error").click().run)
+        _, jumped = timed(jump, at, "next_error")
         assert shown_step(at)["heading"].endswith("step 7979"), shown_step(at)["heading"]
         report("page_timeline_10k_next_error", jumped, "s", "<= 3", floor, higher_is_better=False)
         live = switch("pages/live.py", "Live", live="big-live")

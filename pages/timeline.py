@@ -33,6 +33,7 @@ explanation = tv.explanation_for(store, tl)
 tv.plain_header(store, tl, explanation)
 
 noted = set(step_notes)
+tv.search_box()
 
 
 @st.fragment
@@ -40,7 +41,7 @@ def at_the_cursor() -> None:
     """Everything that moves with the cursor: a click here reruns (and redraws) only this."""
     hits = tv.run_hits(store, tl, st.session_state.get("run_search"))
     pos = tv.scrubber(tl, noted, explanation, structure, hits)
-    tv.goto_and_search(tl, pos, hits)
+    tv.search_hits(tl, pos, hits)
     step = tl.steps[pos]
     player_view.player(store, tl, pos)
     tv.phone_layout()

@@ -161,6 +161,18 @@ def cursor(at: AppTest) -> int:
     return component_data(at, "strip")["cursor"]
 
 
+def jumps(at: AppTest) -> dict[str, int | None]:
+    """Where the strip's jump buttons go (ui/assets/strip.js): name → seq, None for a button with nowhere to go."""
+    return {name: seq for name, _, seq, _ in component_data(at, "strip")["jumps"]}
+
+
+def jump(at: AppTest, name: str) -> AppTest:
+    """A click on the strip's `name` jump button: the page run as after the browser sends its target."""
+    target = jumps(at)[name]
+    assert target is not None, f"the {name} button has nowhere to go"
+    return trigger(at, "strip", "picked", target)
+
+
 def shown_step(at: AppTest) -> dict:
     """What the timeline's selected-step view draws (ui/timeline_view.step_view): heading, facts, lines, call,
     error, content, notes."""

@@ -61,7 +61,7 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         assert "streamlit app" not in pg.inner_text("[data-testid=stSidebarNav]")
         pg.screenshot(path=str(OUT / "timeline.png"), full_page=True)
         # The next-error button moves the cursor and the address bar.
-        pg.locator(".st-key-jump_next_error button").first.click()
+        pg.locator(".st-key-strip button[data-jump=next_error]").click()
         pg.wait_for_url("**step=23**")
         pg.get_by_text("Tool result · step 23").wait_for()
         # The runs list.

@@ -29,6 +29,7 @@ def app(demo_db, tmp_path_factory):
     shutil.copy(demo_db, db)
     store = Store(f"sqlite:///{db}")
     ingest(store, [StepEvent(session_id=GAPPED, seq=seq, type="think", content=f"thought {seq}") for seq in (1, 2, 3, 10, 11)])
+    ingest(store, [StepEvent(session_id="one", type="think", content="only thought")])
     store.close()
     with served_app(f"sqlite:///{db}") as base:
         yield base
@@ -94,7 +95,7 @@ def test_the_slider_follows_the_keyboard_and_the_mouse(browser, app):
     pg.wait_for_url("**step=18**", timeout=30_000)
     pg.get_by_text("Tool result · step 18").wait_for()
     settled(pg)
-    pg.locator(".st-key-jump_next_error button").first.click()  # a jump moves the slider too
+    pg.locator(".st-key-strip button[data-jump=next_error]").click()  # a jump moves the slider too
     pg.wait_for_url("**step=23**", timeout=30_000)
     settled(pg)
     expect(slider).to_have_value("23")
@@ -116,11 +117,45 @@ def test_a_key_on_the_slider_moves_the_slider_only(browser, app):
     pg.wait_for_url("**step=11**", timeout=30_000)
 
 
+def test_the_go_to_box_and_the_jump_keys(browser, app):
+    """A step number entered goes there (a missing one to the next received); → and E jump, but not while a
+    field has the focus; a run of one step has the buttons alone, with nowhere to go."""
+    pg = opened(browser, app, GAPPED, 1, "Thought · step 1")
+    box = pg.locator(".st-key-strip .goto input")
+    box.fill("5")
+    box.press("Enter")
+    pg.wait_for_url("**step=5**", timeout=30_000)
+    pg.get_by_text("Step 5 was never received; showing step 10, the next one that was.").wait_for()
+    settled(pg)
+    expect(pg.locator(".st-key-step_detail h3").first).to_have_text("💭 Thought · step 10")
+    search = pg.locator(".st-key-run_search input")
+    search.fill("thought")
+    search.press("ArrowRight")  # the field's, not Next's: the cursor stays
+    search.press("Enter")
+    pg.locator(".st-key-strip [aria-label$='what: search hit; step: 11']").first.wait_for(timeout=30_000)
+    settled(pg)
+    assert "step=5" in pg.url
+    pg.locator("h1").first.click()  # the focus out of the field: → is Next's again
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_url("**step=11**", timeout=30_000)
+    expect(pg.locator(".st-key-step_detail h3").first).to_have_text("💭 Thought · step 11")
+    assert pg.locator(".st-key-strip button[data-jump=next]").is_disabled()
+    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
+    assert pg.locator(".st-key-strip button[data-jump=next_error]").get_attribute("title") == "Step 18 (key: e)"
+    pg.keyboard.press("e")
+    pg.wait_for_url("**step=18**", timeout=30_000)
+    pg.get_by_text("Tool result · step 18").wait_for()
+    pg = opened(browser, app, "one", 1, "Thought · step 1")
+    assert pg.locator(".st-key-strip button.jump").count() == 8
+    assert all(b.is_disabled() for b in pg.locator(".st-key-strip button.jump").all())
+    assert not pg.locator(".st-key-strip input[type=range]").is_visible()
+
+
 def test_the_back_button_goes_back_a_step_and_the_page_follows(browser, app):
     """Each move is an entry of the browser's history: Back shows the step its address names, never another."""
     pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
     for step in (4, 5):
-        pg.locator(".st-key-jump_next button").first.click()
+        pg.locator(".st-key-strip button[data-jump=next]").click()
         pg.wait_for_url(f"**step={step}**", timeout=30_000)
         settled(pg)
     pg.go_back()

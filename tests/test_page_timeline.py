@@ -13,6 +13,8 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     demo_db,
     demo_store,
     empty_store,
+    jump,
+    jumps,
     metric_cards,
     page,
     texts,
@@ -78,18 +80,18 @@ def test_at_step_8_the_agent_saw_the_search_and_the_read(demo_store):
 
 def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
-    at.button(key="jump_next_error").click().run()
+    jump(at, "next_error")
     assert cursor(at) == 23
     assert at.query_params["step"] == "23"
-    at.button(key="jump_next_cycle").click().run()
+    jump(at, "next_cycle")
     assert cursor(at) == 24
-    at.button(key="jump_first").click().run()
+    jump(at, "first")
     assert cursor(at) == 1
     assert "step" not in at.query_params  # the default is not written to the link
-    assert at.button(key="jump_prev").disabled
-    at.button(key="jump_last").click().run()
+    assert jumps(at)["prev"] is None
+    jump(at, "last")
     assert cursor(at) == 25
-    assert at.button(key="jump_next").disabled
+    assert jumps(at)["next"] is None
     trigger(at, "step_rows", "picked", 20)
     assert cursor(at) == 20
     assert shown_step(at)["heading"] == "🔧 Tool call · step 20"
@@ -116,7 +118,7 @@ def test_a_link_with_a_step_out_of_the_run_or_not_a_number_opens_in_the_run(demo
 
 def test_a_link_followed_in_the_same_session_opens_its_step_and_another_run_its_first(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
-    at.button(key="jump_next").click().run()
+    jump(at, "next")
     assert cursor(at) == 19
     at.query_params["step"] = "7"  # a link to this run's step 7 followed (st.page_link, the address bar)
     at.run()
@@ -207,7 +209,7 @@ def test_goal_and_memory_show_when_recorded(demo_store):
     assert at.segmented_control(key="step_tab").options == ["What the agent saw", "Totals so far", "Structure", "Review",
                                                              "Goal & memory"]
     assert "**Goal**" in [m.value for m in at.markdown]
-    at.button(key="jump_first").click().run()  # nothing recorded yet at the first step: the first view instead
+    jump(at, "first")  # nothing recorded yet at the first step: the first view instead
     assert not at.exception
     assert "Goal & memory" not in at.segmented_control(key="step_tab").options
     assert at.segmented_control(key="step_tab").value == "What the agent saw"
@@ -222,7 +224,7 @@ def test_only_the_open_tab_is_drawn(demo_store):
     assert transcript() and not at.get("form") and not totals()
     at.segmented_control(key="step_tab").set_value("Totals so far").run()
     assert not transcript() and [card["value"] for card in metric_cards(at, "totals_metrics") if card["label"] == "Tool calls"]
-    at.button(key="jump_next").click().run()  # the view stays open from step to step
+    jump(at, "next")  # the view stays open from step to step
     assert shown_step(at)["heading"].endswith("step 6") and not transcript()
 
 
@@ -233,7 +235,7 @@ def test_everything_recorded_for_a_step_is_drawn_only_when_opened(demo_store):
     at.session_state["step_raw"] = True
     at.run()
     assert recorded() and '"seq": 5' in recorded()[0].value
-    at.button(key="jump_next").click().run()  # stays open from step to step
+    jump(at, "next")  # stays open from step to step
     assert '"seq": 6' in recorded()[0].value
 
 
@@ -302,11 +304,12 @@ def test_a_run_without_steps(empty_store):
     assert at.info[-1].value.startswith("This run has no steps yet.")
 
 
-def test_a_one_step_run_has_no_slider(empty_store):
+def test_a_one_step_run_has_nowhere_to_jump(empty_store):
     ingest(empty_store, [StepEvent(session_id="one", type="think", content="only thought")])
     at = page(TIMELINE, params={"session": "one"})
     assert not at.exception
-    assert not [el for el in at.get("bidi_component") if el.key == "strip"]
+    strip = component_data(at, "strip")  # its script draws the buttons alone: no slider over one step (a browser test)
+    assert (strip["first"], strip["last"]) == (1, 1) and set(jumps(at).values()) == {None}
     assert shown_step(at)["heading"] == "💭 Thought · step 1"
 
 
@@ -370,11 +373,11 @@ def test_the_explanation_is_computed_once_per_version_of_the_run(demo_store, mon
     real = explain_module.explain
     monkeypatch.setattr(tv, "explain", lambda store, sid, **kw: calls.append(sid) or real(store, sid, **kw))
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "3"})
-    at.button(key="jump_next").click().run()
+    jump(at, "next")
     trigger(at, "strip", "picked", 12)  # the slider let go at step 12
     assert calls == [FAILED_CODING] and at.session_state["step"] == 12
     ingest(demo_store, [StepEvent(session_id=FAILED_CODING, seq=26, type="think", content="one more thought")])
-    at.button(key="jump_prev").click().run()  # the run changed: explained again
+    jump(at, "prev")  # the run changed: explained again
     assert calls == [FAILED_CODING, FAILED_CODING]
 
 
@@ -386,7 +389,7 @@ def test_a_succeeded_run_has_no_cause_line(demo_store):
 
 def test_go_to_step_and_search_with_next_and_previous_hit(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "1"})
-    at.number_input(key="goto_step").set_value(12).run()
+    trigger(at, "strip", "picked", 12)  # what strip.js sends for 12 entered in its go-to box
     assert at.session_state["step"] == 12
     at.text_input(key="run_search").input("run_tests").run()
     assert any(c.value.startswith("4 steps match") for c in at.caption)  # 17 and 22 call run_tests, 18 and 23 answer

@@ -25,7 +25,10 @@ _strip = st.components.v2.component(
     "agent_replay.strip", css=CSS, js=(ASSETS / "strip.js").read_text(),
     html='<div class="strip"><label class="scrub"><span class="where"></span>'
          '<input type="range" step="1" aria-label="Step"></label><svg role="group" aria-label="Places in the run">'
-         '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div></div>')
+         '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div>'
+         '<div class="controls"><div class="jumps" role="toolbar" aria-label="Go to another step"></div>'
+         '<form class="goto"><label>Go to step <input type="number" step="1" placeholder="step number"></label></form>'
+         '</div></div>')
 EL = (ASSETS / "el.js").read_text()  # the helper the scripts after it share
 _step_detail = st.components.v2.component(
     "agent_replay.step_detail", html='<article class="detail"></article>', css=CSS,
@@ -43,11 +46,13 @@ def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> 
 
 
 def strip(data: dict, *, key: str, on_pick: Callable[[int], None]) -> None:
-    """The timeline's strip (ui/assets/strip.js): a slider over the run's steps, then its ticks. {"first", "last":
-    the axis; "lanes"; "kinds": what → [lane, colour]; "ticks": [[seq, what]]; "gaps": [[from, to]]; "cursor": seq;
-    "legend": [[what, colour]]; "left_off": what the ticks leave out}. Letting go of the slider (or a key on it),
-    clicking a tick, or next to one in its lane, calls `on_pick(seq)`. A native range input: Streamlit's slider
-    measured its track on every redraw, a sixth of a click's repaint (issue 16)."""
+    """The timeline's strip (ui/assets/strip.js): a slider over the run's steps, its ticks, then the jump buttons
+    and a go-to box. {"first", "last": the axis; "lanes"; "kinds": what → [lane, colour]; "ticks": [[seq, what]];
+    "gaps": [[from, to]]; "cursor": seq; "legend": [[what, colour]]; "left_off": what the ticks leave out;
+    "jumps": [[name, label, seq | None, key | None]]}. Letting go of the slider (or a key on it), clicking a tick
+    (or next to one in its lane) or a jump button, pressing a button's key while no field has the focus, or a
+    step number entered in the box calls `on_pick(seq)`. A run of one step has the buttons alone. A native range
+    input: Streamlit's slider measured its track on every redraw, a sixth of a click's repaint (issue 16)."""
     _strip(data=data, key=key, on_picked_change=_picked(key, on_pick))
 
 

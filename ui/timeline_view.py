@@ -43,7 +43,11 @@ from .common import (
 from replay_core.understand.structure import Structure, node_label
 
 BEFORE, AFTER = 6, 9  # steps drawn around the cursor
-SHORTCUTS = {"prev": "Left", "next": "Right", "next_error": "E"}  # keys shown on the buttons
+JUMPS = [  # the strip's jump buttons: name, label, the key that presses it (KeyboardEvent.key)
+    ("first", "⇤ First", None), ("prev_cycle", "« Previous cycle", None), ("prev", "‹ Previous", "ArrowLeft"),
+    ("next", "Next ›", "ArrowRight"), ("next_cycle", "Next cycle »", None), ("prev_error", "← Previous error", None),
+    ("next_error", "Next error →", "e"), ("last", "Last ⇥", None),
+]
 MAX_MESSAGES = 12
 MAX_TEXT = 20_000  # characters: longer text is cut, and says how much was left off
 MAX_TREE_NODES = 200
@@ -115,23 +119,10 @@ def cursor(tl: Timeline) -> int:
 
 def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None,
              hits: list[int] = ()) -> int:
-    """The strip (its slider and clickable ticks, ui/components.py) and the jump buttons; returns the position."""
+    """The strip (its slider, clickable ticks, jump buttons and go-to box: ui/components.py); returns the position."""
     seq = cursor(tl)
-    if tl.steps[-1].seq > tl.steps[0].seq:
-        _strip(tl, seq, noted, explanation, structure, hits)
     pos = tl.position_of(seq)
-    targets = jump_targets(tl, pos)
-    buttons = [
-        ("first", "First", ":material/first_page:"), ("prev_cycle", "Previous cycle", ":material/fast_rewind:"),
-        ("prev", "Previous", ":material/chevron_left:"), ("next", "Next", ":material/chevron_right:"),
-        ("next_cycle", "Next cycle", ":material/fast_forward:"), ("prev_error", "Previous error", ":material/arrow_back:"),
-        ("next_error", "Next error", ":material/arrow_forward:"), ("last", "Last", ":material/last_page:"),
-    ]
-    with st.container(horizontal=True, gap="small"):
-        for name, label, icon in buttons:
-            target = targets[name]
-            st.button(label, key=f"jump_{name}", icon=icon, disabled=target is None, on_click=_go, args=(target,),
-                      help=f"Step {target}" if target is not None else "Nowhere to go", shortcut=SHORTCUTS.get(name))
+    _strip(tl, seq, pos, noted, explanation, structure, hits)
     if tl.steps[pos].seq != seq:
         st.info(f"Step {seq} was never received; showing step {tl.steps[pos].seq}, the next one that was.")
     return pos
@@ -180,11 +171,14 @@ def _run_ticks(tl: Timeline, structure: Structure | None) -> list[dict]:
     return tl.cache[key]
 
 
-def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure: Structure | None = None,
+def _strip(tl: Timeline, seq: int, pos: int, noted: set[int], explanation=None, structure: Structure | None = None,
            hits: list[int] = ()) -> None:
     """A bar under the slider in three lanes: what went wrong (errors, the causal chain, the turning point),
     what was found (notes, search hits, the cursor), and the run's shape (retries, groups, cycle starts,
-    missing steps). Clicking a tick moves the cursor to its step."""
+    missing steps); then the jump buttons and a go-to box. Clicking a tick or a button, or going to a
+    step, moves the cursor there. The buttons are the strip's, not Streamlit's: fewer elements for a
+    click to redraw (issue 16)."""
+    targets = jump_targets(tl, pos)
     ticks = strip_ticks(tl, seq, noted, hits=hits, explanation=explanation, structure=structure)
     kinds = {what: [LANES.index(lane), colour] for what, (lane, colour) in STRIP_KINDS.items()}
     shown = {t["what"] for t in ticks} | ({"missing"} if tl.gaps else set())
@@ -196,6 +190,7 @@ def _strip(tl: Timeline, seq: int, noted: set[int], explanation=None, structure:
         "ticks": [[t["seq"], t["what"]] for t in ticks if t["what"] != "you are here"],
         "gaps": [[g.first_missing - 0.5, g.last_missing + 0.5] for g in tl.gaps],
         "legend": [[what, colour] for what, (_, colour) in STRIP_KINDS.items() if what in shown], "left_off": left_off,
+        "jumps": [[name, label, targets[name], key] for name, label, key in JUMPS],
     }, key="strip", on_pick=_go)
 
 
@@ -359,18 +354,18 @@ def narrative_view(explanation: Explanation) -> None:
                     st.button(f"Step {seq}", key=f"cited_{seq}", on_click=_go, args=(seq,), type="tertiary")
 
 
-def goto_and_search(tl: Timeline, pos: int, hits: list[int]) -> None:
-    """A go-to-step box, and search inside the run (content, tool names, arguments, error class) with
-    previous/next hit and the matched text of the hit at or after the cursor."""
-    left, right = st.columns([1, 3], vertical_alignment="bottom")
-    with left:
-        st.number_input("Go to step", min_value=tl.steps[0].seq, max_value=tl.steps[-1].seq, value=None, step=1,
-                        key="goto_step", on_change=lambda: _go(st.session_state["goto_step"]) if st.session_state["goto_step"]
-                        is not None else None, placeholder="step number")
-    with right:
-        query = st.text_input("Search in this run", key="run_search", placeholder="words, tool name or argument",
-                              help="Whole words, the last one also as the start of a word (“refund” finds “refunded”); "
-                                   "every word must be in the step. The same search as on the Runs page.")
+def search_box() -> None:
+    """Search inside the run (content, tool names, arguments, error class): drawn above the strip, outside
+    what a click redraws; a search redraws the page, its hits are ticks on the strip."""
+    st.text_input("Search in this run", key="run_search", placeholder="words, tool name or argument",
+                  help="Whole words, the last one also as the start of a word (“refund” finds “refunded”); "
+                       "every word must be in the step. The same search as on the Runs page.")
+
+
+def search_hits(tl: Timeline, pos: int, hits: list[int]) -> None:
+    """The search's hits as seen from the cursor: how many, previous/next hit, and the matched text of the hit
+    at or after the cursor."""
+    query = st.session_state.get("run_search")
     if not query:
         return
     if not SearchQuery.parse(query):

@@ -1,7 +1,8 @@
 // The timeline's strip: a slider over the run's steps, a tick per place worth going to, in lanes,
-// and the cursor. Letting go of the slider, or a key on it, picks its step; so does clicking a tick
-// (or near one, in its lane). The ticks are drawn again only when they change: from click to click
-// only the cursor and the slider move.
+// and the cursor; then the jump buttons and a go-to box. Letting go of the slider, or a key on it,
+// picks its step; so does clicking a tick (or near one, in its lane), a jump button or its key, or a
+// step number entered in the box. The ticks are drawn again only when they change: from click to
+// click only the cursor, the slider and the buttons' targets move.
 const SVG = "http://www.w3.org/2000/svg";
 const LANE = 20, TICK = 3, NEAR_PX = 8;
 
@@ -84,7 +85,38 @@ function moveCursor(box, data, seq) {
   box.querySelector(".where").textContent = where(data, seq);
 }
 
+function jumps(box, data) {  // the buttons made once, their targets set on every render
+  const row = box.querySelector(".jumps");
+  if (!row.childElementCount) {
+    row.append(...data.jumps.map(([name, label, , key]) => {
+      const button = document.createElement("button");
+      button.type = "button"; button.className = "jump"; button.dataset.jump = name; button.textContent = label;
+      if (key) button.setAttribute("aria-keyshortcuts", key);
+      return button;
+    }));
+  }
+  for (const [name, , seq, key] of data.jumps) {
+    const button = row.querySelector(`[data-jump="${name}"]`);
+    button.disabled = seq === null;
+    button.title = seq === null ? "Nowhere to go" : `Step ${seq}` + (key ? ` (key: ${KEY_NAMES[key] || key})` : "");
+  }
+  const goto = box.querySelector(".goto input");
+  goto.min = data.first; goto.max = data.last;
+}
+
+const KEY_NAMES = { ArrowLeft: "←", ArrowRight: "→" };
+
+function typing(event) {  // a key meant for a field, the slider or another control: not a jump's
+  const target = event.composedPath()[0];
+  return event.altKey || event.ctrlKey || event.metaKey
+    || (target instanceof Element && !!target.closest("input, textarea, select, [contenteditable], [role=slider], [role=combobox], [role=textbox]"));
+}
+
 function render(box, data) {
+  jumps(box, data);
+  const single = data.first === data.last;  // one step: nothing to slide over
+  box.classList.toggle("single", single);
+  if (single) return;
   const svg = box.querySelector("svg"), width = svg.clientWidth;
   const key = JSON.stringify([width, data.first, data.last, data.ticks, data.gaps, data.left_off]);
   if (box.drawnFor !== key) {
@@ -102,6 +134,25 @@ export default function ({ parentElement, data, setTriggerValue }) {
   const box = parentElement.querySelector(".strip");
   box.data = data;
   render(box, data);
+  const pick = (seq) => { if (seq !== box.data.cursor) setTriggerValue("picked", seq); };
+  box.querySelector(".jumps").onclick = (event) => {
+    const button = event.target.closest("button.jump");
+    const jump = button && box.data.jumps.find(([name]) => name === button.dataset.jump);
+    if (jump && jump[2] !== null) pick(jump[2]);
+  };
+  box.querySelector(".goto").onsubmit = (event) => {
+    event.preventDefault();
+    const input = event.target.querySelector("input"), seq = Number(input.value);
+    if (input.value !== "" && Number.isInteger(seq)) pick(seq);  // the page takes one past the run to its nearer end
+  };
+  document.removeEventListener("keydown", box.onKey);  // one listener, whichever render set it
+  box.onKey = (event) => {
+    if (!box.isConnected) { document.removeEventListener("keydown", box.onKey); return; }  // the page moved on
+    if (event.defaultPrevented || typing(event)) return;
+    const jump = box.data.jumps.find(([, , seq, key]) => key && seq !== null && key.toLowerCase() === event.key.toLowerCase());
+    if (jump) { event.preventDefault(); pick(jump[2]); }
+  };
+  document.addEventListener("keydown", box.onKey);
   if (!box.resized) {  // drawn in pixels: drawn again when the page's width changes
     box.resized = new ResizeObserver(() => render(box, box.data));
     box.resized.observe(box);
@@ -114,7 +165,7 @@ export default function ({ parentElement, data, setTriggerValue }) {
   range.onpointerup = range.onblur = () => { box.dragging = false; };  // let go where it started: no change
   range.onchange = () => {
     box.dragging = false;
-    if (Number(range.value) !== box.data.cursor) setTriggerValue("picked", Number(range.value));
+    pick(Number(range.value));
   };
   const svg = box.querySelector("svg");
   svg.onclick = (event) => {
@@ -126,6 +177,7 @@ export default function ({ parentElement, data, setTriggerValue }) {
       const found = seqs.length ? nearest(seqs, at) : undefined;
       if (found !== undefined && Math.abs(found - at) / (data.last - data.first) * rect.width <= NEAR_PX) seq = found;
     }
-    if (seq !== undefined && Number(seq) !== data.cursor) setTriggerValue("picked", Number(seq));
+    if (seq !== undefined) pick(Number(seq));
   };
+  return () => document.removeEventListener("keydown", box.onKey);
 }
