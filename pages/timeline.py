@@ -33,6 +33,7 @@ explanation = tv.explanation_for(store, tl)
 tv.plain_header(store, tl, explanation)
 
 noted = set(step_notes)
+tv.phone_layout()
 tv.search_box()
 
 
@@ -44,7 +45,6 @@ def at_the_cursor() -> None:
     tv.search_hits(tl, pos, hits)
     step = tl.steps[pos]
     player_view.player(store, tl, pos)
-    tv.phone_layout()
     left, right = st.columns([2, 3], gap="large")
     with left:
         tv.step_window(tl, pos, noted)

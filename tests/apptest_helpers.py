@@ -192,6 +192,7 @@ def component_texts(at: AppTest) -> list[str]:
         data = json.loads(el.proto.json)
         parts += [row["text"] for row in data.get("rows", [])]
         parts += [text for card in data.get("cards", []) for text in (card["label"], card["value"], card["delta"] or "")]
+        parts += data.get("notes", [])
         for message in data.get("messages", []):
             parts += [message["origin"], *(text for _, text in message["parts"])]
         if "heading" in data:  # the selected step: its texts, and its content and arguments as recorded

@@ -61,8 +61,9 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
 
 def test_the_agent_saw_its_recorded_context(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
-    assert any(plain(c.value).startswith("2 messages as recorded at step 2, then 2 rebuilt from steps 2–4") for c in at.caption)
-    messages = component_data(at, "transcript")["messages"]
+    transcript = component_data(at, "transcript")
+    assert transcript["notes"][0].startswith("2 messages as recorded at step 2, then 2 rebuilt from steps 2–4")
+    messages = transcript["messages"]
     assert [m["origin"] for m in messages] == ["system · as recorded at step 2", "user · as recorded at step 2",
                                                "assistant · rebuilt from step 2", "tool · rebuilt from step 4"]
 
@@ -213,8 +214,8 @@ def test_goal_and_memory_show_when_recorded(demo_store):
     assert not at.exception
     assert "Goal & memory" not in at.segmented_control(key="step_tab").options
     assert at.segmented_control(key="step_tab").value == "What the agent saw"
-    assert [el for el in at.get("bidi_component") if el.key == "transcript"] or any(
-        c.value == "Nothing yet: this is the start of the run." for c in at.caption)
+    transcript = component_data(at, "transcript")
+    assert transcript["messages"] == [] and transcript["notes"][-1] == "Nothing yet: this is the start of the run."
 
 
 def test_only_the_open_tab_is_drawn(demo_store):

@@ -68,10 +68,11 @@ def step_detail(view: dict, *, key: str) -> None:
     _step_detail(data=view, key=key)
 
 
-def transcript(messages: list[dict], *, key: str) -> None:
-    """Chat messages, each {"role", "origin": where it came from, "parts": [("line" | "text" | "call", text)]}:
-    a short one-line text as a line, other text and each tool call verbatim in a box."""
-    _transcript(data={"messages": messages}, key=key)
+def transcript(notes: list[str], messages: list[dict], *, key: str) -> None:
+    """Lines saying how the messages were put together and what is left out, then chat messages, each {"role",
+    "origin": where it came from, "parts": [("line" | "text" | "call", text)]}: a short one-line text as a line,
+    other text and each tool call verbatim in a box."""
+    _transcript(data={"notes": notes, "messages": messages}, key=key)
 
 
 def card(label: str, value: str, *, delta: str | None = None, good: bool | None = None, help: str | None = None) -> dict:

@@ -621,19 +621,18 @@ def context_view(snap: Snapshot) -> None:
 
     These are exactly the messages a replay starting at this step sends to the model (snapshot.agent_context).
     """
-    st.caption(md(snap.agent.note() + " This is what a replay from this step sends to the model."))
     context, origins = snap.context, snap.agent.origins
+    notes = [snap.agent.note() + " This is what a replay from this step sends to the model."]
+    hidden = max(0, len(context) - MAX_MESSAGES)
+    if not context:
+        notes.append("Nothing yet: this is the start of the run.")
+    elif hidden:
+        notes.append(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
+    components.transcript(notes, [transcript_message(m, o) for m, o in zip(context[hidden:], origins[hidden:], strict=True)],
+                          key="transcript")
     if snap.agent.recorded is not None:
         with st.expander("Context the source recorded (not chat messages)"):
             st.json(snap.agent.recorded, expanded=1)
-    if not context:
-        st.caption("Nothing yet: this is the start of the run.")
-        return
-    hidden = max(0, len(context) - MAX_MESSAGES)
-    if hidden:
-        st.caption(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
-    components.transcript([transcript_message(m, o) for m, o in zip(context[hidden:], origins[hidden:], strict=True)],
-                          key="transcript")
 
 
 def transcript_message(message: dict, origin: dict) -> dict:

@@ -1,8 +1,13 @@
-// Chat messages as the agent had them, each saying where it came from.
+// How the messages were put together, then the chat messages as the agent had them, each saying where it came from.
 // Everything from the trace is set as text (textContent), never as HTML.
 export default function ({ parentElement, data }) {
   const list = parentElement.querySelector(".messages");
-  list.replaceChildren(...data.messages.map((message) => {
+  list.replaceChildren(...data.notes.map((text) => {
+    const note = document.createElement("div");
+    note.className = "caption";
+    note.textContent = text;
+    return note;
+  }), ...data.messages.map((message) => {
     const box = document.createElement("div");
     box.className = "message " + message.role;
     const origin = document.createElement("div");
