@@ -179,6 +179,16 @@ def shown_step(at: AppTest) -> dict:
     return component_data(at, "step_view")
 
 
+def filter_values(at: AppTest) -> dict:
+    """What the runs' filter bar shows (ui/assets/filters.js): key → its field's value ("" for Any or empty)."""
+    return {f["key"]: f["value"] for f in component_data(at, "filters")["fields"]}
+
+
+def set_filter(at: AppTest, key: str, value) -> AppTest:
+    """A field of the filter bar changed in the browser: what its script sends ("" or False lets the filter go)."""
+    return trigger(at, "filters", "set", {"key": key, "value": value})
+
+
 def metric_cards(at: AppTest, key: str) -> list[dict]:
     """The numbers of a row drawn by ui/components.metrics: each {"label", "value", "delta", "tone", "help"}."""
     return component_data(at, key)["cards"]

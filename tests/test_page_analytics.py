@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from urllib.parse import urlencode
 
 import pytest
-from apptest_helpers import demo_db, demo_store, empty_store, metric_cards, page, served_app, texts  # noqa: F401  (fixtures)
+from apptest_helpers import demo_db, demo_store, empty_store, filter_values, metric_cards, page, served_app, set_filter, texts  # noqa: F401  (fixtures)
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
@@ -77,7 +77,7 @@ def test_replays_are_not_counted_unless_asked_for(demo_store):
     at = page(ANALYTICS)
     assert (metrics(at)["Runs"], metrics(at)["Success rate"]) == ("18", "76.5%")  # as before the replays
     assert "What-if fan-outs" in [s.value for s in at.subheader]  # still there, apart
-    at.toggle(key="_url_replays").set_value(True).run()
+    set_filter(at, "replays", True)
     assert metrics(at)["Runs"] == "20"
 
 
@@ -127,7 +127,7 @@ def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
     assert not at.exception
     assert at.title[0].value == "Runs"
     assert (at.query_params["status"], at.query_params["since"], at.query_params["until"]) == ("failed", str(day), str(day))
-    assert (at.date_input(key="_url_since").value, at.date_input(key="_url_until").value) == (day, day)
+    assert (filter_values(at)["since"], filter_values(at)["until"]) == (day.isoformat(), day.isoformat())
     expected = demo_store.session_ids(target)
     assert "demo-02-coding-format-price-failed" in expected
     assert any(m.value.startswith(f"**{len(expected)} run") for m in at.markdown)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from apptest_helpers import FAILED_CODING, demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import (  # noqa: F401  (fixtures)
+    FAILED_CODING, component_data, demo_db, demo_store, empty_store, filter_values, page, set_filter, trigger,
+)
 
 from replay_core.events import SessionEvent
 from replay_core.ingest.pipeline import ingest
@@ -42,14 +44,14 @@ def test_demo_runs_listed_newest_first(demo_store):
 
 def test_sidebar_filters_write_the_link(demo_store):
     at = page(RUNS)
-    at.selectbox(key="_url_status").set_value("failed").run()
+    set_filter(at, "status", "failed")
     assert at.query_params["status"] == "failed"
     failed = [r["id"] for r in demo_store.list_sessions(SessionFilter(status="failed"))]
     assert table_ids(at) == failed
     assert at.markdown[0].value == "**4 runs**: ❌ 4 failed"
-    at.selectbox(key="_url_model").set_value("gpt-4o").run()
+    set_filter(at, "model", "gpt-4o")
     assert table_ids(at) == [r["id"] for r in demo_store.list_sessions(SessionFilter(status="failed", model="gpt-4o"))]
-    at.selectbox(key="_url_status").set_value("succeeded").run()
+    set_filter(at, "status", "succeeded")
     assert at.query_params["status"] == "succeeded"
     assert at.markdown[0].value == expected_summary(demo_store, SessionFilter(status="succeeded", model="gpt-4o"))
 
@@ -57,7 +59,7 @@ def test_sidebar_filters_write_the_link(demo_store):
 def test_text_search_looks_inside_steps(demo_store):
     at = page(RUNS, params={"q": "unexpected keyword argument"})
     assert table_ids(at) == [FAILED_CODING]
-    assert at.text_input(key="_url_q").value == "unexpected keyword argument"
+    assert filter_values(at)["q"] == "unexpected keyword argument"
     cell = at.dataframe[0].value["Matched step"].iloc[0]  # the matched step, its snippet as plain text
     seq = demo_store.search_matches([FAILED_CODING], "unexpected keyword argument")[FAILED_CODING]["seq"]
     assert cell.startswith(f"{seq}: ") and "«unexpected» «keyword» «argument»" in cell
@@ -69,7 +71,7 @@ def test_a_shared_link_applies_every_filter(demo_store):
     flt = filter_from_params(params)
     assert table_ids(at) == [r["id"] for r in demo_store.list_sessions(flt)]
     assert len(table_ids(at)) == 1
-    assert at.selectbox(key="_url_tag").value == "travel"
+    assert filter_values(at)["tag"] == "travel"
     assert filter_params(flt) == params | {"since": "2000-01-01"}
 
 
@@ -114,16 +116,27 @@ def test_empty_database_explains_how_to_get_runs(empty_store):
     assert not at.dataframe
 
 
-def test_more_filters_are_drawn_only_when_open_and_a_filter_there_opens_them(demo_store):
+def test_more_filters_hold_the_rarer_ones_and_a_link_can_set_them(demo_store):
     at = page(RUNS)
-    assert "_url_tag" not in [b.key for b in at.selectbox]  # closed: its seven widgets are not drawn
-    at.session_state["more_filters"] = True  # opened
-    at.run()
-    assert "_url_tag" in [b.key for b in at.selectbox] and "_url_failed_tool" in [t.key for t in at.text_input]
-    at = page(RUNS, params={"tag": "coding"})  # a link setting one of them opens them
-    assert at.selectbox(key="_url_tag").value == "coding"
-    at.selectbox(key="_url_tag").set_value("").run()  # cleared: still open, where the person is working
-    assert "tag" not in at.query_params and at.selectbox(key="_url_tag").value == ""
+    bar = component_data(at, "filters")
+    assert bar["more"] == ["environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source"]
+    assert {f["key"] for f in bar["fields"]} >= set(bar["more"]) and not bar["active"]
+    at = page(RUNS, params={"tag": "coding"})  # a link setting one of them: its script opens "More filters"
+    assert filter_values(at)["tag"] == "coding" and component_data(at, "filters")["active"]
+    set_filter(at, "tag", "")  # cleared
+    assert "tag" not in at.query_params and filter_values(at)["tag"] == ""
+
+
+def test_the_bar_takes_only_its_own_filters_and_real_dates(demo_store):
+    """What the browser sends is checked: a key that is no filter, or a date that is none, changes nothing."""
+    at = page(RUNS)
+    set_filter(at, "session", "demo-01")
+    set_filter(at, "since", "not a date")
+    assert not at.exception and "session" not in at.query_params and "since" not in at.query_params
+    set_filter(at, "since", "2000-01-01")
+    assert at.query_params["since"] == "2000-01-01" and filter_values(at)["since"] == "2000-01-01"
+    at = page(RUNS, params={"since": "yesterday"})  # a bad date in a link is ignored: the field shows none
+    assert filter_values(at)["since"] == "" and len(table_ids(at)) == 18
 
 
 def test_drill_down_filters_from_analytics_links(demo_store):
@@ -131,7 +144,7 @@ def test_drill_down_filters_from_analytics_links(demo_store):
         at = page(RUNS, params=params)
         assert not at.exception
         assert table_ids(at) == [r["id"] for r in demo_store.list_sessions(filter_from_params(params))], params
-        assert "More filters" in [e.label for e in at.expander]
+        assert component_data(at, "filters")["active"]
     assert table_ids(page(RUNS, params={"failed_tool": "run_tests"})) == [FAILED_CODING]
     assert len(table_ids(page(RUNS, params={"has": "retry"}))) == len(demo_store.session_ids(SessionFilter(has="retry")))
 
@@ -146,25 +159,25 @@ TEXTS = {"q": "format_price", "failed_tool": "run_tests", "error_class": "TestFa
 def test_every_select_has_any_and_choosing_it_clears_the_link(demo_store):
     for key, value in SELECTS.items():
         at = page(RUNS, params={key: value})
-        box = at.selectbox(key=f"_url_{key}")
-        assert box.value == value and box.options[0] == "Any", key
-        box.set_value("").run()  # the first choice, "Any"
+        field = next(f for f in component_data(at, "filters")["fields"] if f["key"] == key)
+        assert field["value"] == value and field["options"][0] == ["", "Any"], key
+        set_filter(at, key, "")  # the first choice, "Any"
         assert key not in at.query_params, key
         at.run()  # and it does not come back
-        assert key not in at.query_params and at.selectbox(key=f"_url_{key}").value == "", key
+        assert key not in at.query_params and filter_values(at)[key] == "", key
         assert len(table_ids(at)) == 18, key
 
 
 def test_emptied_text_and_dates_stay_cleared(demo_store):
     for key, value in TEXTS.items():
         at = page(RUNS, params={key: value})
-        assert at.text_input(key=f"_url_{key}").value == value
-        at.text_input(key=f"_url_{key}").set_value("").run()
+        assert filter_values(at)[key] == value
+        set_filter(at, key, "")
         assert key not in at.query_params, key
         at.run()
-        assert at.text_input(key=f"_url_{key}").value == "" and len(table_ids(at)) == 18, key
+        assert filter_values(at)[key] == "" and len(table_ids(at)) == 18, key
     at = page(RUNS, params={"since": "2000-01-01", "until": "2100-01-01"})
-    at.date_input(key="_url_since").set_value(None).run()
+    set_filter(at, "since", "")
     assert "since" not in at.query_params and at.query_params["until"] == "2100-01-01"
 
 
@@ -175,8 +188,8 @@ def test_chips_show_every_active_filter_and_remove_it(demo_store):
     assert table_ids(at) == [FAILED_CODING]
     at.button(key="chip_failed_tool").click().run()
     assert "failed_tool" not in at.query_params and at.query_params["status"] == "failed"
-    assert len(table_ids(at)) == 4 and at.text_input(key="_url_failed_tool").value == ""
-    at.button(key="clear_filters").click().run()
+    assert len(table_ids(at)) == 4 and filter_values(at)["failed_tool"] == ""
+    trigger(at, "filters", "clear", True)  # the bar's Clear all
     assert not {k for k in at.query_params if k in SELECTS | TEXTS}
     assert len(table_ids(at)) == 18 and not [b for b in at.button if b.key.startswith("chip_")]
 
@@ -197,7 +210,7 @@ def test_replays_are_kept_apart_until_asked_for(demo_store):
     result = replay(demo_store, FAILED_CODING, None, None, ReplayConfig(model="recorded"))
     at = page(RUNS)
     assert at.markdown[0].value.startswith("**18 runs**") and result.session not in table_ids(at)
-    at.toggle(key="_url_replays").set_value(True).run()
+    set_filter(at, "replays", True)
     assert at.query_params["replays"] == "1" and at.markdown[0].value.startswith("**19 runs**")
     table = at.dataframe[0].value
     row = table[table["id"] == result.session].iloc[0]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 import threading
 import time as _time
 from collections.abc import Iterable
 from functools import cache
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 import streamlit as st
 
@@ -81,10 +82,13 @@ def _warm_up() -> None:
     import polars as pl
 
     frame = pl.DataFrame({"day": ["2026-01-01"], "status": ["succeeded"], "runs": [1]})
-    alt.Chart(frame).mark_bar().encode(
-        x=alt.X("day:T", timeUnit="utcyearmonthdate"), y=alt.Y("runs:Q", axis=alt.Axis(format="d")),
-        color=alt.Color("status:N"), tooltip=[alt.Tooltip("day:T"), alt.Tooltip("runs")],
-    ).add_params(alt.selection_point(name="pick", fields=["day"], on="click")).to_dict(validate=False)
+    try:
+        alt.Chart(frame).mark_bar().encode(
+            x=alt.X("day:T", timeUnit="utcyearmonthdate"), y=alt.Y("runs:Q", axis=alt.Axis(format="d")),
+            color=alt.Color("status:N"), tooltip=[alt.Tooltip("day:T"), alt.Tooltip("runs")],
+        ).add_params(alt.selection_point(name="pick", fields=["day"], on="click")).to_dict(validate=False)
+    except Exception:  # only time is lost: Altair reads a pandas that another thread may be importing meanwhile
+        logging.getLogger(__name__).debug("warming Altair up failed", exc_info=True)
 
 
 def expire_idle(store: Store) -> None:
@@ -270,44 +274,11 @@ def _url_bound(make, key: str, current, to_param, on_change=None, **kwargs):
     return make(key=widget, on_change=sync, **kwargs)
 
 
-def url_choice(label: str, key: str, options: list, *, format_func=str, on_change=None, any_label: str | None = None, **kwargs):
+def url_choice(label: str, key: str, options: list, *, format_func=str, on_change=None, **kwargs):
     """A selectbox whose value lives in `?key=` as the raw option, so links stay readable
-    (`bind="query-params"` would put the formatted label in the URL). With `any_label`, a first
-    choice of that name clears it (it stands for None)."""
+    (`bind="query-params"` would put the formatted label in the URL)."""
     wanted = st.query_params.get(key)
     current = wanted if wanted in options else None
-    if any_label is None:
-        index = None if current is None else options.index(current)
-        return _url_bound(st.selectbox, key, current, lambda v: v, on_change, label=label, options=options, index=index,
-                          format_func=format_func, **kwargs)
-    shown = format_func
-    options = ["", *options]  # "" rather than None: a real option, that AppTest and the browser pick alike
-
-    def with_any(value):
-        return any_label if value == "" else shown(value)
-
-    value = _url_bound(st.selectbox, key, current or "", lambda v: v, on_change, label=label, options=options,
-                       index=options.index(current or ""), format_func=with_any, **kwargs)
-    return value or None
-
-
-def url_text(label: str, key: str, **kwargs) -> str | None:
-    """A text input bound to `?key=`; emptied, the parameter goes (and does not come back)."""
-    current = st.query_params.get(key) or ""
-    value = _url_bound(st.text_input, key, current, lambda v: (v or "").strip(), label=label, value=current, **kwargs)
-    return (value or "").strip() or None
-
-
-def url_date(label: str, key: str, **kwargs):
-    """A date input bound to `?key=` (ISO date); a bad date in the link is ignored."""
-    try:
-        current = date.fromisoformat(st.query_params.get(key) or "")
-    except ValueError:
-        current = None
-    return _url_bound(st.date_input, key, current, lambda v: v.isoformat() if v else None, label=label, value=current, **kwargs)
-
-
-def url_toggle(label: str, key: str, **kwargs) -> bool:
-    """A toggle bound to `?key=1`."""
-    current = st.query_params.get(key) in ("1", "true", "yes")
-    return _url_bound(st.toggle, key, current, lambda v: "1" if v else None, label=label, value=current, **kwargs)
+    index = None if current is None else options.index(current)
+    return _url_bound(st.selectbox, key, current, lambda v: v, on_change, label=label, options=options, index=index,
+                      format_func=format_func, **kwargs)

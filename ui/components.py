@@ -35,6 +35,12 @@ _step_detail = st.components.v2.component(
     js=EL + (ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text())
 _metrics = st.components.v2.component(
     "agent_replay.metrics", html='<div class="metrics"></div>', css=CSS, js=EL + (ASSETS / "metrics.js").read_text())
+_filters = st.components.v2.component(
+    "agent_replay.filters", css=CSS, js=EL + (ASSETS / "filters.js").read_text(),
+    html='<form class="filters"><div class="head"><h2>Filter runs</h2>'
+         '<button type="button" class="clear">Clear all</button></div><div class="fields"></div>'
+         '<details class="more"><summary>More filters</summary><div class="fields"></div></details>'
+         '<div class="toggles"></div></form>')
 _transcript = st.components.v2.component(
     "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=(ASSETS / "transcript.js").read_text())
 
@@ -86,3 +92,19 @@ def metrics(cards: list[dict], *, key: str, width: int | None = None, columns: i
     """A row of numbers (`card`s): cards `width` pixels wide that wrap (two a row on a phone), else `columns` a
     row (two on a phone)."""
     _metrics(data={"cards": cards, "width": width, "columns": columns}, key=key)
+
+
+def filters(fields: list[dict], *, more: list[str], active: bool, key: str, on_set: Callable[[str, str | bool], None],
+            on_clear: Callable[[], None]) -> None:
+    """The runs' filters, one form (ui/assets/filters.js): `fields` each {"key", "kind": "text" | "choice" | "date" |
+    "toggle", "label", "value", "options": [[value, label]] for a choice, "placeholder", "help"}; those keyed in `more`
+    sit under "More filters" (open when one is set); "Clear all" is enabled when `active`. A changed field calls
+    `on_set(key, value)` ("" or False: let go); "Clear all" calls `on_clear()`. Ten Streamlit widgets cost a page's
+    open about a tenth (issue 16)."""
+    def changed() -> None:
+        event = st.session_state[key]["set"]
+        if isinstance(event, dict) and isinstance(event.get("key"), str):
+            on_set(event["key"], event.get("value"))
+
+    _filters(data={"fields": fields, "more": more, "active": active}, key=key, on_set_change=changed,
+             on_clear_change=on_clear)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import date
 
 import streamlit as st
 
@@ -13,8 +14,9 @@ from replay_core.understand.replay_outcome import replay_outcome
 
 from .common import (
     FILTER_PARAMS, HAS_LABELS, REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, filter_from_params, fmt_cost, fmt_duration, md, short,
-    status_label, url_choice, url_date, url_text, url_toggle,
+    status_label,
 )
+from . import components
 
 PAGE_SIZE = 25
 DIMENSIONS = (
@@ -36,50 +38,72 @@ def _choices(url: str, column: str) -> list[str]:
     return store.distinct_values(column)
 
 
-def _pick(label: str, key: str, options: list[str], format_func=str) -> str | None:
-    return url_choice(label, key, options, format_func=format_func, any_label="Any")
-
-
 def clear_filters() -> None:
     """Every filter off: the parameters go, and the widgets follow the link on the next run."""
     for key in (*FILTER_PARAMS, "page"):
         st.query_params.pop(key, None)
 
 
+MORE_FILTERS = ("environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source")
+
+
+def set_filter(key: str, value) -> None:
+    """One filter changed in the bar: into the link (a value "" or False lets it go; a date must be one), back to
+    the first page. What the browser sends is checked: a key that is no filter changes nothing."""
+    if key not in FILTER_PARAMS:
+        return
+    raw = ("1" if value is True else None) if key == "replays" else str(value or "").strip() or None
+    if raw is not None and key in ("since", "until"):
+        try:
+            date.fromisoformat(raw)
+        except ValueError:
+            raw = None
+    if raw is None:
+        st.query_params.pop(key, None)
+    else:
+        st.query_params[key] = raw
+    st.query_params.pop("page", None)
+
+
 def filter_bar(store: Store) -> SessionFilter:
     """The sidebar filters. Each lives in the URL (so a filtered list can be shared), each can be
     set back to Any or emptied, and the filter is read back from the URL, so what the chips say,
-    what the widgets show and what is counted are one thing whichever way it was set."""
-    more = ("environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source")
+    what the fields show and what is counted are one thing whichever way it was set. One form drawn
+    by the browser (ui/components.filters)."""
+    params = st.query_params
+
+    def text(key: str, label: str, placeholder: str) -> dict:
+        return {"key": key, "kind": "text", "label": label, "placeholder": placeholder, "value": params.get(key) or ""}
+
+    def choice(key: str, label: str, options: list[str], format_func=str) -> dict:
+        value = params.get(key)
+        return {"key": key, "kind": "choice", "label": label, "value": value if value in options else "",
+                "options": [["", "Any"], *([o, format_func(o)] for o in options)]}
+
+    def day(key: str, label: str) -> dict:
+        try:
+            value = date.fromisoformat(params.get(key) or "").isoformat()
+        except ValueError:  # a bad date in the link is ignored
+            value = ""
+        return {"key": key, "kind": "date", "label": label, "value": value}
+
+    fields = [
+        text("q", "Search step content", "e.g. timeout, refund"),
+        choice("status", "Status", [s.value for s in SessionStatus], lambda s: STATUS_LABELS.get(s, s)),
+        choice("review", "Review", list(REVIEW_CHOICES), REVIEW_CHOICES.get),
+        *(choice(key, label, _choices(store.url, key)) for key, label in DIMENSIONS),
+        day("since", "Started on or after"), day("until", "Started on or before"),
+        choice("tag", "Tag", _choices(store.url, "tags")), choice("has", "Runs with", list(HAS_LABELS), HAS_LABELS.get),
+        text("failed_tool", "A failed call to the tool", "e.g. run_tests"), text("error_class", "Error class", "e.g. TimeoutError"),
+        choice("source", "Source", _choices(store.url, "source")),
+        {"key": "replays", "kind": "toggle", "label": "Include replays and experiments", "value": params.get("replays") in ("1", "true", "yes"),
+         "help": "Off: only the agent's own runs are listed and counted. On: what-if replays and experiments' runs too, "
+                 "each with its outcome against the run it replays."},
+    ]
     with st.sidebar:
-        head, clear = st.columns([3, 2], vertical_alignment="center")
-        head.header("Filter runs")
-        clear.button("Clear all", key="clear_filters", on_click=clear_filters, disabled=not active_filters(st.query_params))
-        url_text("Search step content", "q", placeholder="e.g. timeout, refund")
-        _pick("Status", "status", [s.value for s in SessionStatus], lambda s: STATUS_LABELS.get(s, s))
-        _pick("Review", "review", list(REVIEW_CHOICES), REVIEW_CHOICES.get)
-        for key, label in DIMENSIONS[:3]:
-            _pick(label, key, _choices(store.url, key))
-        url_date("Started on or after", "since")
-        url_date("Started on or before", "until")
-        # drawn only when open: seven widgets fewer on every page with the bar when closed; what they filter
-        # lives in the link either way (issue 16). A filter set there keeps it open; cleared, it stays as it was.
-        if any(st.query_params.get(k) for k in more):
-            st.session_state["more_filters"] = True
-        more_filters = st.expander("More filters", key="more_filters", on_change="rerun")
-        if more_filters.open:
-            with more_filters:
-                for key, label in DIMENSIONS[3:]:
-                    _pick(label, key, _choices(store.url, key))
-                _pick("Tag", "tag", _choices(store.url, "tags"))
-                _pick("Runs with", "has", list(HAS_LABELS), HAS_LABELS.get)
-                url_text("A failed call to the tool", "failed_tool", placeholder="e.g. run_tests")
-                url_text("Error class", "error_class", placeholder="e.g. TimeoutError")
-                _pick("Source", "source", _choices(store.url, "source"))
-        url_toggle("Include replays and experiments", "replays",
-                   help="Off: only the agent's own runs are listed and counted. On: what-if replays and experiments' "
-                        "runs too, each with its outcome against the run it replays.")
-    return filter_from_params(st.query_params.to_dict())
+        components.filters(fields, more=list(MORE_FILTERS), active=bool(active_filters(params)), key="filters",
+                           on_set=set_filter, on_clear=clear_filters)
+    return filter_from_params(params.to_dict())
 
 
 CHIP_NAMES = {"q": "Search", "status": "Status", "review": "Review", "model": "Model", "agent_id": "Agent", "workflow": "Workflow",

@@ -9,14 +9,7 @@ export default function ({ parentElement, data }) {
     const box = el("div", "metric");
     box.setAttribute("role", "group");
     box.setAttribute("aria-label", card.label);
-    const label = el("div", "label", card.label);
-    if (card.help) {
-      const help = el("span", "help", "?");
-      help.title = card.help;
-      help.setAttribute("aria-label", card.help);
-      label.append(" ", help);
-    }
-    box.append(label, el("div", "value", card.value));
+    box.append(labelled("div", "label", card.label, card.help), el("div", "value", card.value));
     if (card.delta) {
       box.append(el("div", `delta ${card.tone || "neutral"}`, `${card.delta.startsWith("-") ? "↓" : "↑"} ${card.delta}`));
     }
