@@ -31,7 +31,7 @@ function show(box, data) {  // what the link says, except in the field being typ
   for (const spec of data.fields) {
     const input = box.querySelector(`[name="${spec.key}"]`);
     if (spec.kind === "toggle") input.checked = spec.value;
-    else if (input !== box.shadowRoot?.activeElement && input !== box.getRootNode().activeElement) input.value = spec.value;
+    else if (input !== box.getRootNode().activeElement) input.value = spec.value;
   }
   if (data.fields.some((f) => data.more.includes(f.key) && f.value)) box.querySelector("details.more").open = true;
   box.querySelector("button.clear").disabled = !data.active;

@@ -106,10 +106,13 @@ function jumps(box, data) {  // the buttons made once, their targets set on ever
 
 const KEY_NAMES = { ArrowLeft: "←", ArrowRight: "→" };
 
-function typing(event) {  // a key meant for a field, the slider or another control: not a jump's
+// what takes keys itself: a field, a select, the slider, and the controls that move by arrow keys
+const OWN_KEYS = "input, textarea, select, [contenteditable], [role=slider], [role=combobox], [role=textbox], [role=listbox], "
+  + "[role=radiogroup], [role=radio], [role=tablist], [role=tab], [role=menu], [role=menuitem], [role=grid]";
+
+function typing(event) {  // a key meant for the control that has the focus: not a jump's
   const target = event.composedPath()[0];
-  return event.altKey || event.ctrlKey || event.metaKey
-    || (target instanceof Element && !!target.closest("input, textarea, select, [contenteditable], [role=slider], [role=combobox], [role=textbox]"));
+  return event.altKey || event.ctrlKey || event.metaKey || (target instanceof Element && !!target.closest(OWN_KEYS));
 }
 
 function render(box, data) {
