@@ -5,7 +5,7 @@ grows with the number of Streamlit elements in it: the steps around the cursor (
 headings) and what the agent saw (~40 bubbles, captions and code boxes) as one element each took a
 quarter off a click's repaint, and the selected step is one too; the strip, a Vega-Lite chart before,
 redraws only its cursor from click to click, and its slider is the page's (docs/architecture.md). A row of
-numbers is one too: each st.metric cost a page's open ~7 ms in the browser. The
+numbers is one too (each st.metric cost a page's open ~7 ms in the browser), and so is the runs' filter bar. The
 scripts set everything from a trace as text (textContent), never as HTML, as the rest of the UI does.
 """
 
@@ -21,15 +21,15 @@ CSS = (ASSETS / "components.css").read_text()
 
 _step_rows = st.components.v2.component(
     "agent_replay.step_rows", html='<nav class="rows"></nav>', css=CSS, js=(ASSETS / "step_rows.js").read_text())
+EL = (ASSETS / "el.js").read_text()  # the helper the scripts after it share
 _strip = st.components.v2.component(
-    "agent_replay.strip", css=CSS, js=(ASSETS / "strip.js").read_text(),
+    "agent_replay.strip", css=CSS, js=EL + (ASSETS / "strip.js").read_text(),
     html='<div class="strip"><label class="scrub"><span class="where"></span>'
          '<input type="range" step="1" aria-label="Step"></label><svg role="group" aria-label="Places in the run">'
          '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div>'
          '<div class="controls"><div class="jumps" role="toolbar" aria-label="Go to another step"></div>'
          '<form class="goto"><label>Go to step <input type="number" step="1" placeholder="step number"></label></form>'
          '</div></div>')
-EL = (ASSETS / "el.js").read_text()  # the helper the scripts after it share
 _step_detail = st.components.v2.component(
     "agent_replay.step_detail", html='<article class="detail"></article>', css=CSS,
     js=EL + (ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text())
@@ -42,7 +42,7 @@ _filters = st.components.v2.component(
          '<details class="more"><summary>More filters</summary><div class="fields"></div></details>'
          '<div class="toggles"></div></form>')
 _transcript = st.components.v2.component(
-    "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=(ASSETS / "transcript.js").read_text())
+    "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=EL + (ASSETS / "transcript.js").read_text())
 
 
 def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> None:

@@ -47,6 +47,14 @@ def clear_filters() -> None:
 MORE_FILTERS = ("environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source")
 
 
+def _iso_day(raw: str) -> str | None:
+    """`raw` as an ISO date, None when it is none."""
+    try:
+        return date.fromisoformat(raw).isoformat()
+    except ValueError:
+        return None
+
+
 def set_filter(key: str, value) -> None:
     """One filter changed in the bar: into the link (a value "" or False lets it go; a date must be one), back to
     the first page. What the browser sends is checked: a key that is no filter changes nothing."""
@@ -54,10 +62,7 @@ def set_filter(key: str, value) -> None:
         return
     raw = ("1" if value is True else None) if key == "replays" else str(value or "").strip() or None
     if raw is not None and key in ("since", "until"):
-        try:
-            date.fromisoformat(raw)
-        except ValueError:
-            raw = None
+        raw = _iso_day(raw)
     if raw is None:
         st.query_params.pop(key, None)
     else:
@@ -80,12 +85,8 @@ def filter_bar(store: Store) -> SessionFilter:
         return {"key": key, "kind": "choice", "label": label, "value": value if value in options else "",
                 "options": [["", "Any"], *([o, format_func(o)] for o in options)]}
 
-    def day(key: str, label: str) -> dict:
-        try:
-            value = date.fromisoformat(params.get(key) or "").isoformat()
-        except ValueError:  # a bad date in the link is ignored
-            value = ""
-        return {"key": key, "kind": "date", "label": label, "value": value}
+    def day(key: str, label: str) -> dict:  # a bad date in the link is ignored
+        return {"key": key, "kind": "date", "label": label, "value": _iso_day(params.get(key) or "") or ""}
 
     fields = [
         text("q", "Search step content", "e.g. timeout, refund"),

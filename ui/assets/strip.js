@@ -2,7 +2,7 @@
 // and the cursor; then the jump buttons and a go-to box. Letting go of the slider, or a key on it,
 // picks its step; so does clicking a tick (or near one, in its lane), a jump button or its key, or a
 // step number entered in the box. The ticks are drawn again only when they change: from click to
-// click only the cursor, the slider and the buttons' targets move.
+// click only the cursor, the slider and the buttons' targets move. Bundled after el.js (ui/components.py).
 const SVG = "http://www.w3.org/2000/svg";
 const LANE = 20, TICK = 3, NEAR_PX = 8;
 
@@ -89,8 +89,8 @@ function jumps(box, data) {  // the buttons made once, their targets set on ever
   const row = box.querySelector(".jumps");
   if (!row.childElementCount) {
     row.append(...data.jumps.map(([name, label, , key]) => {
-      const button = document.createElement("button");
-      button.type = "button"; button.className = "jump"; button.dataset.jump = name; button.textContent = label;
+      const button = el("button", "jump", label);
+      button.type = "button"; button.dataset.jump = name;
       if (key) button.setAttribute("aria-keyshortcuts", key);
       return button;
     }));
