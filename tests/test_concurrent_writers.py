@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from contextlib import ExitStack
 
 import httpx
@@ -143,3 +144,35 @@ def test_moving_a_provisional_run_while_another_writer_adds_to_its_target(store)
     seqs = [s.seq for s in store.load_steps("real")]
     assert sorted(seqs) == list(range(1, (moves + batches) * per + 1))
     assert [store.get_session(f"prov-{m}") for m in range(moves)] == [None] * moves
+
+
+def test_runs_of_one_day_written_at_once_by_four_writers_all_land_and_their_cells_stay_exact(store):
+    """Four writers (a Store each, as four processes or replicas would have) store new runs of the same
+    day, model and agent at once, so every write recomputes the same daily cell: on PostgreSQL each
+    deleted and inserted that cell, and all but one writer failed on its key; with some runs deleted
+    meanwhile (a refresh of its own). Every write lands, and the cells equal a rebuild."""
+    from replay_core.events import SessionEvent, StepEvent
+    from test_rollups_daily import _daily_tables
+
+    writers, runs = 4, 15
+    started = datetime(2026, 12, 1, 10, tzinfo=UTC)
+
+    def writer(w: int) -> int:
+        other = Store(store.url, migrate=False)
+        try:
+            for r in range(runs):
+                sid = f"w{w}-r{r}"
+                other.write([SessionEvent(session_id=sid, model="m", agent_id="a", started_at=started),
+                             *(StepEvent(session_id=sid, type="think", event_id=f"{sid}-{n}", seq=n, content="x") for n in (1, 2))])
+                if r % 5 == 4:
+                    other.delete_sessions([f"w{w}-r{r - 1}"])
+            return runs
+        finally:
+            other.close()
+
+    with ThreadPoolExecutor(writers) as pool:
+        assert sum(pool.map(writer, range(writers))) == writers * runs  # no writer raised
+    kept = _daily_tables(store)
+    assert sum(row[7] for row in kept[1]) == writers * (runs - 3) == store.count_sessions()
+    store.rebuild_rollups()
+    assert kept == _daily_tables(store)

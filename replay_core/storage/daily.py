@@ -35,6 +35,7 @@ FALLBACK_FIELDS = ("text", "review", "ids", "failed_tool", "error_class", "has",
                    "replay_of")  # SessionFilter fields the cells cannot answer
 _CHUNK = 500
 _DAY = timedelta(days=1)
+REFRESH_LOCK = 7_402_113_903  # the advisory lock key of the cells' recompute (migrations use ...901, retention ...902)
 
 
 def cell_of(key: Sequence) -> str:
@@ -169,12 +170,24 @@ def _statements() -> dict:
     }
 
 
+def _one_at_a_time(conn: Connection) -> None:
+    """On PostgreSQL, wait for any other transaction recomputing cells to commit. Two writers of runs
+    that share a cell (one day, model, agent) would each delete and insert it: the second's insert
+    failed on the cell's key, and an upsert instead would keep a sum that missed the first's runs.
+    A transaction lock, taken by the last step of every transaction that refreshes (no row lock
+    is taken after it, so it cannot deadlock): concurrent writers wait for each other over their
+    tail only. SQLite has one writer at a time already."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({REFRESH_LOCK})")
+
+
 def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
     """Replace these runs' contributions (a run no longer stored leaves) and recompute every
     cell they left or joined."""
     ids = sorted(set(session_ids))
     touched: set[str] = set()
     statements = _statements()
+    _one_at_a_time(conn)
     for start in range(0, len(ids), _CHUNK):
         part = {"ids": ids[start : start + _CHUNK]}
         touched.update(conn.execute(statements["cells_of"], part).scalars())
@@ -188,6 +201,7 @@ def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
 
 def rebuild(conn: Connection, insert_rows) -> None:
     """Every run's contribution and every cell from scratch."""
+    _one_at_a_time(conn)
     conn.execute(delete(daily_members))
     insert_rows(conn, daily_members, MEMBER_COLUMNS, _contributions(conn, None))
     _recompute(conn, None)

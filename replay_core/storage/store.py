@@ -676,7 +676,7 @@ class Store:
         Editors only (`actor`, default the local user); the delete is in the audit log."""
         ids = list(ids)
         actor = self.authorize(actor, DELETE, ",".join(ids)[:2000])
-        n = 0
+        n, left = 0, []
         with self._write_lock, self.engine.begin() as conn:
             self._audit(conn, actor, DELETE, target=",".join(ids)[:2000], detail={"sessions": len(ids)})
             for part in _chunks(list(ids)):
@@ -688,8 +688,9 @@ class Store:
                 conn.execute(delete(otlp_open_calls).where(otlp_open_calls.c.trace_id.in_(traces)))
                 conn.execute(delete(otlp_traces).where(otlp_traces.c.session_id.in_(part)))
                 n += conn.execute(delete(sessions).where(sessions.c.id.in_(part))).rowcount
-                daily.refresh(conn, [*part, *orphans], _bulk_insert)  # a replay whose original went counts as a run now
+                left += [*part, *orphans]  # a replay whose original went counts as a run now
             _drop_unused_blobs(conn)
+            daily.refresh(conn, left, _bulk_insert)  # once, last: its lock is the transaction's last (daily._one_at_a_time)
         return n
 
     def delete_older_than(self, days: float, *, keep_annotated: bool = False, now: datetime | None = None) -> int:
