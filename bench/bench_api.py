@@ -2,7 +2,8 @@
 an agent of its own (a process: client CPU is counted, `client_cpu_s`), sending its runs' steps in
 batches of 500, on SQLite and on PostgreSQL (a throwaway database). Baseline: the same batches
 ingested in process (redaction and Store write, no HTTP, no validation), one after another.
-`one_writer` is the same served app fed by one client, for context. `server_cpu_us_per_step`: the
+`one_writer` is the same served app fed by one client, for context. On PostgreSQL the served app
+writes in two lanes at once (storage.worker.WRITE_LANES), the baseline in one. `server_cpu_us_per_step`: the
 served app's CPU time (user + system, from /proc; its worker processes included, `workers_cpu_s`)
 over the 8 writers' ingest, per step."""
 
@@ -13,10 +14,12 @@ import os
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import orjson
+from sqlalchemy.engine import make_url
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -26,6 +29,7 @@ from common import generated_objects, postgres_databases, report, timed  # noqa:
 from replay_core.events import parse_event  # noqa: E402
 from replay_core.ingest.pipeline import ingest  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
+from replay_core.storage.worker import WRITE_LANES  # noqa: E402
 
 WRITERS, RUNS_PER_WRITER, PER_SESSION, BATCH = 8, 2, 5_000, 500
 SESSIONS = WRITERS * RUNS_PER_WRITER
@@ -119,19 +123,22 @@ def in_process(url: str) -> float:
     return STEPS / seconds
 
 
-def warmed(base: str, server: int) -> None:
-    """A running server's state, not timed: its first write starts the write worker (storage.worker),
-    and one more, once the worker runs, waits out its warm-up."""
+def warmed(base: str, server: int, lanes: int) -> None:
+    """A running server's state, not timed: its first write starts the write workers (storage.worker,
+    one per lane), and writes from several threads at once, once they run, wait out their warm-up."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     step = [{"type": "think", "content": "warm"}]
     with httpx.Client(base_url=base, headers=headers, timeout=120) as http:
         http.post("/api/v1/sessions/warm-up/steps", json=step).raise_for_status()
         deadline = time.monotonic() + 60
-        while len(_children(server)) < 2:  # the OTLP worker and the write worker
+        while len(_children(server)) < 1 + lanes:  # the OTLP worker and the write workers
             if time.monotonic() > deadline:
                 raise RuntimeError("the served app started no write worker")
             time.sleep(0.05)
-        http.post("/api/v1/sessions/warm-up/steps", json=step).raise_for_status()
+        with ThreadPoolExecutor(WRITERS) as pool:
+            for _ in range(3):
+                list(pool.map(lambda n: http.post(f"/api/v1/sessions/warm-up-{n}/steps", json=step).raise_for_status(),
+                              range(WRITERS)))
 
 
 def measure(label: str, goal: str, baseline_url: str, served_url: str) -> None:
@@ -142,7 +149,7 @@ def measure(label: str, goal: str, baseline_url: str, served_url: str) -> None:
     before = set(_children())
     with served_app(served_url, AGENT_REPLAY_API_TOKENS=TOKEN) as base:
         (server,) = set(_children()) - before  # the `streamlit run` process
-        warmed(base, server)
+        warmed(base, server, WRITE_LANES[make_url(served_url).get_backend_name()])
         runs = requests("w8-")
         cpu, workers = cpu_seconds(server), workers_cpu_seconds(server)
         value, client_cpu = over_http(base, runs, WRITERS)

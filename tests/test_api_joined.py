@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -57,12 +58,25 @@ class Spy:
         self.store, self.calls = store, []
 
     def __call__(self):
-        return self
+        return [self]
 
     def write_batches(self, batches, **kwargs):
         batches = list(batches)
         self.calls.append(len(batches))
         return self.store.write_batches(batches, **kwargs)
+
+
+@contextmanager
+def _lanes_busy(writes: JoinedWrites):
+    """Every lane taken (as by writes in progress) while inside; then freed, and the waiting writers told."""
+    with writes._state:
+        writes._writing.update(range(len(writes._lanes())))
+    try:
+        yield
+    finally:
+        with writes._state:
+            writes._writing.clear()
+            writes._state.notify_all()
 
 
 def joined(store, spy: Spy, given_batches: list[list], prefix: str) -> list:
@@ -74,7 +88,7 @@ def joined(store, spy: Spy, given_batches: list[list], prefix: str) -> list:
         results[i] = outcome(lambda: writes.write(batch))
 
     threads = []
-    with writes._writing:  # a write in progress: the batches queue behind it
+    with _lanes_busy(writes):  # a write in progress: the batches queue behind it
         for i, items in enumerate(given_batches):
             batch = WriteBatch()
             for ev in events(items, prefix):
@@ -114,3 +128,56 @@ def test_joined_writes_in_the_write_worker_answer_and_store_as_one_by_one(store,
     assert joined(store, spy, batches, "w" + tag) == alone
     assert spy.calls[0] == len(batches)
     assert stored(store, "w" + tag) == stored(store, "s" + tag)
+
+
+class Gate:
+    """A lane's store whose writes wait until opened, so a test can hold one lane mid-write."""
+
+    def __init__(self, store):
+        self.store, self.entered, self.open = store, threading.Event(), threading.Event()
+
+    def write_batches(self, batches, **kwargs):
+        batches = list(batches)
+        self.entered.set()
+        assert self.open.wait(30)
+        return self.store.write_batches(batches, **kwargs)
+
+
+def test_two_lanes_write_other_runs_at_once_and_a_runs_batches_in_their_order(store):
+    """PostgreSQL's lanes: while lane 0 writes run a, a batch of b is written in lane 1 at once; the
+    next batch of a, a batch of a and c behind it and a batch of c behind that wait for a's write (not
+    lane 1), so each run's
+    steps without seq are numbered in the order their batches came."""
+    tag = f"{time.monotonic_ns()}-"
+    gate = Gate(store)
+    writes = JoinedWrites(lambda: [gate, store], default_source=SOURCE, refuse_conflicts=True)
+
+    def batch(runs: str, n: int) -> WriteBatch:
+        out = WriteBatch()
+        for run in runs:
+            out.add(parse_event({"kind": "step", "session_id": tag + run, "type": "think", "event_id": f"{run}{n}"}))
+        return out
+
+    results: dict[str, object] = {}
+
+    def send(name: str, runs: str, n: int) -> threading.Thread:
+        thread = threading.Thread(target=lambda: results.__setitem__(name, writes.write(batch(runs, n))))
+        thread.start()
+        return thread
+
+    first = send("a1", "a", 1)
+    assert gate.entered.wait(10)  # lane 0 holds run a
+    waiting = [send("a2", "a", 2), send("ac3", "ac", 3), send("c4", "c", 4)]
+    deadline = time.monotonic() + 10
+    while len(writes._queued) < 3 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    other = send("b1", "b", 1)
+    other.join(10)
+    assert results.get("b1") is not None and results["b1"].steps == 1  # lane 1, while lane 0 still writes
+    assert set(results) == {"b1"} and len(writes._queued) == 3  # a's later batches wait for a, and c's behind them
+    gate.open.set()
+    for thread in (first, *waiting):
+        thread.join(30)
+    assert [results[k].steps for k in ("a1", "a2", "ac3", "c4")] == [1, 1, 2, 1]
+    assert [(s.event_id, s.seq) for s in store.load_steps(tag + "a")] == [("a1", 1), ("a2", 2), ("a3", 3)]
+    assert [(s.event_id, s.seq) for s in store.load_steps(tag + "c")] == [("c3", 1), ("c4", 2)]

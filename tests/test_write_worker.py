@@ -27,7 +27,7 @@ def in_the_worker(monkeypatch):
         raise AssertionError("written in the server's process, not in the write worker")
 
     monkeypatch.setattr(Store, "write_batches", not_here)
-    store_worker.WRITES.start()  # else the first writes are the thread's, while the worker starts
+    store_worker.WRITES[0].start()  # else the first writes are the thread's, while the worker starts
 
 
 def _steps(sid: str, first: int, n: int) -> list[dict]:
@@ -50,7 +50,7 @@ def test_the_routes_write_in_the_worker_and_answer_as_the_thread(store, in_the_w
         unknown = http.post("/api/v1/sessions", json={"session_id": "w-replay", "replay_of": "no-such-run"})
         assert unknown.status_code == 422, unknown.text
         assert unknown.json()["errors"][0]["loc"] == "replay_of"
-    assert store_worker.WRITES.current is not None and store_worker.WRITES.current.process.poll() is None
+    assert store_worker.WRITES[0].current is not None and store_worker.WRITES[0].current.process.poll() is None
     assert [s.seq for s in store.load_steps("w-run")] == list(range(1, 51))
     assert store.get_session("w-run")["status"] == "succeeded"
     assert store.get_session("w-replay") is None
@@ -58,7 +58,7 @@ def test_the_routes_write_in_the_worker_and_answer_as_the_thread(store, in_the_w
 
 def _started_within(seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    while not store_worker.WRITES.started():
+    while not store_worker.WRITES[0].started():
         assert time.monotonic() < deadline, "no write worker started"
         time.sleep(0.05)
 
@@ -66,10 +66,10 @@ def _started_within(seconds: float) -> None:
 def test_the_write_worker_starts_at_the_first_write_not_with_the_server(store):
     """Spawned with the server, its imports took CPU from the server's first page (0.70 -> 0.90 s on 2
     cores): the first write starts it, and is written in the thread meanwhile."""
-    store_worker.WRITES.stop()
+    store_worker.WRITES[0].stop()
     with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
         assert http.get("/healthz").status_code == 200
-        assert not store_worker.WRITES.started()
+        assert not store_worker.WRITES[0].started()
         assert http.post("/api/v1/sessions/s-run/steps", json=_steps("s-run", 1, 3)).json()["steps"] == 3
         _started_within(30)
         assert http.post("/api/v1/sessions/s-run/steps", json=_steps("s-run", 4, 3)).json()["steps"] == 3
@@ -79,14 +79,14 @@ def test_the_write_worker_starts_at_the_first_write_not_with_the_server(store):
 def test_a_killed_write_worker_is_replaced(store):
     with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
         assert http.post("/api/v1/sessions/k-run/steps", json=_steps("k-run", 1, 5)).status_code == 200
-        with store_worker.WRITES.lock:
-            dead = store_worker.WRITES._process().process
+        with store_worker.WRITES[0].lock:
+            dead = store_worker.WRITES[0]._process().process
         dead.kill()
         dead.wait()
         res = http.post("/api/v1/sessions/k-run/steps", json=_steps("k-run", 6, 5))
         assert res.status_code == 200 and res.json()["steps"] == 5, res.text  # in the thread, a new worker starting
         _started_within(30)
-        assert store_worker.WRITES.current.process.pid != dead.pid
+        assert store_worker.WRITES[0].current.process.pid != dead.pid
         res = http.post("/api/v1/sessions/k-run/steps", json=_steps("k-run", 11, 5))
         assert res.status_code == 200 and res.json()["steps"] == 5, res.text  # in the new one
     assert len(store.load_steps("k-run")) == 15
@@ -99,13 +99,13 @@ def test_a_write_worker_lost_mid_write_leaves_the_write_to_the_thread(store, mon
     def lost(pipe):
         raise EOFError("the other side closed the pipe")
 
-    store_worker.WRITES.start()
+    store_worker.WRITES[0].start()
     monkeypatch.setattr(store_worker, "_read", lost)
     with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
         res = http.post("/api/v1/sessions/l-run/steps", json=_steps("l-run", 1, 8))
         assert res.status_code == 200, res.text
         assert res.json()["steps"] + res.json()["duplicates"] == 8
-    assert store_worker.WRITES.current is None
+    assert store_worker.WRITES[0].current is None
     assert [s.seq for s in store.load_steps("l-run")] == list(range(1, 9))
 
 
@@ -115,7 +115,7 @@ def test_a_database_only_this_process_sees_is_written_in_the_thread(monkeypatch,
     def no_worker(*args, **kwargs):
         raise AssertionError("a database only this process sees sent to the worker")
 
-    monkeypatch.setattr(store_worker.WRITES, "run", no_worker)
+    monkeypatch.setattr(store_worker.WRITES[0], "run", no_worker)
     from replay_core.storage.store import make_engine
 
     url = f"sqlite:///{tmp_path / 'own.db'}"
@@ -140,6 +140,6 @@ def test_a_database_only_this_process_sees_is_written_in_the_thread(monkeypatch,
 def test_a_database_the_write_worker_cannot_write_answers_503(tmp_path):
     """The database's own error comes back whole from the worker (SQLite's "unable to open database
     file", its directory gone): 503 with Retry-After, and /healthz says degraded."""
-    store_worker.WRITES.start()
+    store_worker.WRITES[0].start()
     answers_503_and_degraded(store_with_its_folder_gone(tmp_path), "/api/v1/sessions/g-run/steps",
                              json=_steps("g-run", 1, 3))

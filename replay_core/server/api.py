@@ -20,7 +20,7 @@ import socket
 import stat
 import threading
 import zlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -48,7 +48,7 @@ from ..ingest.redact import Redactor, default_redactor
 from ..understand.snapshot import state_at
 from ..storage.actor import INGEST, MANAGE_QUEUES, READ, REPLAY, SHARE, WORK_QUEUE, PermissionDenied
 from ..storage.store import HAS_FLAGS, REVIEW_LABELS, SessionFilter, Store, WriteBatch, WriteRefused, WriteResult
-from ..storage.worker import OffloadedWrites
+from ..storage.worker import WRITE_LANES, OffloadedWrites
 from ..understand.timeline import open_timeline
 
 API_PREFIX = "/api/v1"
@@ -251,41 +251,67 @@ class JoinedWrites:
     daily cells' refresh, the search index). Each caller waits until its own batch is committed
     and gets its own counts; when a joined write fails, each batch is written again alone, so a
     refusal (409, 422) or a failure reaches only the request it belongs to and the others are
-    stored as they would have been one by one."""
+    stored as they would have been one by one.
+
+    `lanes()` gives the stores to write with: more than one (PostgreSQL, which takes concurrent
+    writers, `WRITE_LANES`) lets that many transactions run at once, each of runs no other lane
+    is writing; a batch of a run in flight waits for that write, and so does every later batch
+    that shares a run with it, so a run's batches are stored in the order they came."""
 
     MAX_STEPS = 10_000  # per transaction: a joined write stays short for the writers behind it
 
-    def __init__(self, store: Callable[[], Store], *, default_source: str, refuse_conflicts: bool):
-        self._store, self._options = store, {"default_source": default_source, "refuse_conflicts": refuse_conflicts}
+    def __init__(self, lanes: Callable[[], Sequence[Any]], *, default_source: str, refuse_conflicts: bool):
+        self._lanes, self._options = lanes, {"default_source": default_source, "refuse_conflicts": refuse_conflicts}
         self._queued: list[tuple[WriteBatch, Future]] = []
-        self._queue_lock = threading.Lock()
-        self._writing = threading.Lock()
+        self._state = threading.Condition(threading.Lock())  # guards the queue, the lanes in use and the runs in flight
+        self._writing: set[int] = set()  # lanes in use
+        self._in_flight: set[str] = set()  # runs being written
 
     def write(self, batch: WriteBatch) -> WriteResult:
         """Store `batch` (alone or with others queued meanwhile); blocks until it is committed."""
         mine: Future = Future()
-        with self._queue_lock:
+        with self._state:
             self._queued.append((batch, mine))
-        with self._writing:
             while not mine.done():  # else a writer before us took ours along
-                self._write(self._take())
+                lanes = self._lanes()
+                lane = next((n for n in range(len(lanes)) if n not in self._writing), None)
+                group = self._take() if lane is not None else []
+                if not group:  # every lane busy, or what is queued waits for runs in flight
+                    self._state.wait()
+                    continue
+                runs = {sid for batch_, _ in group for sid in batch_.order}
+                self._writing.add(lane)
+                self._in_flight |= runs
+                self._state.release()
+                try:
+                    self._write(lanes[lane], group)
+                finally:
+                    self._state.acquire()
+                    self._writing.discard(lane)
+                    self._in_flight -= runs
+                    self._state.notify_all()
         return mine.result()
 
     def _take(self) -> list[tuple[WriteBatch, Future]]:
-        with self._queue_lock:
-            size, end = 0, 0
-            for end, (batch, _) in enumerate(self._queued, 1):
-                size += sum(map(len, batch.steps.values()))
-                if size >= self.MAX_STEPS:
-                    break
-            group, self._queued = self._queued[:end], self._queued[end:]
+        """The queued batches of the next write, in order, up to MAX_STEPS; those of runs in flight
+        (and any later one sharing a run with them) stay queued. Call with `_state` held."""
+        size, group, rest, held = 0, [], [], set(self._in_flight)
+        for item in self._queued:
+            runs = item[0].order.keys()
+            if size >= self.MAX_STEPS or not held.isdisjoint(runs):
+                held.update(runs)
+                rest.append(item)
+                continue
+            group.append(item)
+            size += sum(map(len, item[0].steps.values()))
+        self._queued = rest
         return group
 
-    def _write(self, group: list[tuple[WriteBatch, Future]]) -> None:
+    def _write(self, store: Any, group: list[tuple[WriteBatch, Future]]) -> None:
         if len(group) > 1:
             counts: list[tuple[int, int]] = []
             try:  # on copies: a write drops from its batch what it refused (an ended run's new end), the retry needs it
-                self._store().write_batches([_copy(batch) for batch, _ in group], **self._options, counts=counts)
+                store.write_batches([_copy(batch) for batch, _ in group], **self._options, counts=counts)
             except Exception:  # noqa: BLE001 — each batch again alone: its error (or none) is its own
                 pass
             else:
@@ -294,7 +320,7 @@ class JoinedWrites:
                 return
         for batch, done in group:
             try:
-                done.set_result(self._store().write_batches([batch], **self._options))
+                done.set_result(store.write_batches([batch], **self._options))
             except Exception as exc:  # noqa: BLE001 — raised in the request's own thread by `write`
                 done.set_exception(exc)
 
@@ -338,7 +364,7 @@ class IngestAPI:
         self._hub: StepHub | None = None  # the stream's pollers (server/stream.py), made on first use
         self._document: dict | None = None
         # the joined writes run in a worker process (storage.worker), this one left the requests
-        self._joined = JoinedWrites(lambda: OffloadedWrites(self.store()), default_source=SOURCE, refuse_conflicts=True)
+        self._joined = JoinedWrites(self._write_lanes, default_source=SOURCE, refuse_conflicts=True)
         otlp_worker.start()  # ready before the first big body (spawning it takes a second); the write worker starts at the first write
 
     def store(self) -> Store:
@@ -346,6 +372,12 @@ class IngestAPI:
             if self._store is None:
                 self._store = Store()
             return self._store
+
+    def _write_lanes(self) -> list[OffloadedWrites]:
+        """The joined writes' lanes: one per write worker PostgreSQL takes at once, one on SQLite."""
+        store = self.store()
+        lanes = WRITE_LANES.get(store.dialect, 1)
+        return [OffloadedWrites(store, lane, lanes) for lane in range(lanes)]
 
     def routes(self) -> list[Route]:
         sid = "{session_id:path}"  # ids may hold "/" (sent URL-encoded); the specific routes come first
