@@ -271,7 +271,7 @@ def import_bytes(
     Editors only (`actor`, default the local user); every import is in the audit log."""
     actor = store.authorize(actor, IMPORT, filename)
     with collector_paused():
-        if not live and not replace and parallel.suitable(data, fmt, store.dialect):
+        if not live and not replace and parallel.suitable(data, fmt):
             try:
                 return _import_pipelined(store, data, filename, redactor or default_redactor(), progress, actor)
             except parallel.Fallback:

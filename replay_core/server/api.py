@@ -270,16 +270,16 @@ class JoinedWrites:
     def write(self, batch: WriteBatch) -> WriteResult:
         """Store `batch` (alone or with others queued meanwhile); blocks until it is committed."""
         mine: Future = Future()
+        lanes = self._lanes()
         with self._state:
             self._queued.append((batch, mine))
             while not mine.done():  # else a writer before us took ours along
-                lanes = self._lanes()
                 lane = next((n for n in range(len(lanes)) if n not in self._writing), None)
                 group = self._take() if lane is not None else []
                 if not group:  # every lane busy, or what is queued waits for runs in flight
                     self._state.wait()
                     continue
-                runs = {sid for batch_, _ in group for sid in batch_.order}
+                runs = {sid for queued, _ in group for sid in queued.order}
                 self._writing.add(lane)
                 self._in_flight |= runs
                 self._state.release()

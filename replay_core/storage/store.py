@@ -342,6 +342,7 @@ class Store:
         now = now_utc()
         with self._write_lock, self._write_transaction() as conn, self._search_indexed(conn) as index_new:
             listed: dict[str, None] = {}
+            analyzed = ANALYZE_WITHIN
             for batch in batches:
                 if batch.order:
                     listed.update(batch.order)
@@ -350,6 +351,9 @@ class Store:
                     if counts is not None:
                         counts.append((result.steps - before[0], result.duplicates - before[1]))
                     index_new()  # while the reader makes the next batch
+                    if self.dialect == "postgresql" and len(listed) >= analyzed:
+                        conn.exec_driver_sql(f"ANALYZE {', '.join(t.name for t in RUN_TABLES)}")
+                        analyzed *= 4
             # once for the whole write: a day's cell holds runs of many batches, and was summed again after each
             daily.refresh(conn, list(listed), _bulk_insert)
         result.sessions = list(listed)
@@ -1615,6 +1619,13 @@ def _bulk_insert(conn: Connection, table, names: Sequence[str], rows: list, *, b
     conn.exec_driver_sql(sql, params)
 
 
+# A long write (a big file's batches in one transaction, ingest.parallel) grows the per-run tables past
+# what PostgreSQL's statistics say (none in a new database, and autovacuum cannot see rows not committed):
+# each batch's look-ups of its runs by an IN list were planned as scans of the whole table, and a 1M-step
+# import spent 30 of its 70 s in them. `write_batches` analyzes them itself (ANALYZE counts the rows its
+# own transaction wrote) once it has written ANALYZE_WITHIN runs, then at 4×, 16× … that.
+ANALYZE_WITHIN = 2_000
+RUN_TABLES = (sessions, run_rollups, run_breakdown)
 _COPY_FROM = 200  # rows from which PostgreSQL takes them by COPY (several times executemany's speed)
 
 
