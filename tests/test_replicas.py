@@ -80,3 +80,31 @@ def test_the_retention_sweep_ran_once_between_the_replicas(replicas):
     sweeps = [e for e in store.audit_entries(actions=[DELETE]) if e["who"] == RETENTION.who]
     assert len(sweeps) == 1, sweeps
     assert sweeps[0]["detail"] == {"sessions": 2}
+
+
+def test_new_runs_of_one_day_posted_to_both_replicas_at_once_all_land_and_the_cells_stay_exact(replicas):
+    """Eight agents, four on each replica, start runs of the same day at once: each write recomputes the
+    same daily cell, in two processes (and, on each, in its two write lanes). Every request is answered
+    200, every run is stored, and the cells equal a rebuild (the cells' recompute waits for the other
+    writer's commit: daily.REFRESH_LOCK)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from test_rollups_daily import _daily_tables
+
+    a, b, store = replicas
+    agents, runs = 8, 6
+
+    def agent(n: int) -> list[int]:
+        base = (a, b)[n % 2]
+        with httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
+            return [http.post(f"/api/v1/sessions/day-{n}-{r}/steps",
+                              json=[{"type": "think", "content": f"agent {n} run {r} step {s}"} for s in range(20)]).status_code
+                    for r in range(runs)]
+
+    with ThreadPoolExecutor(agents) as pool:
+        statuses = [s for one in pool.map(agent, range(agents)) for s in one]
+    assert statuses == [200] * agents * runs
+    assert len([sid for sid in store.session_ids() if sid.startswith("day-")]) == agents * runs
+    kept = _daily_tables(store)
+    store.rebuild_rollups()
+    assert kept == _daily_tables(store)
