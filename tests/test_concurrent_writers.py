@@ -15,7 +15,7 @@ from contextlib import ExitStack
 import httpx
 import pytest
 from apptest_helpers import served_api
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 
 from replay_core.storage.store import Store
 
@@ -176,3 +176,45 @@ def test_runs_of_one_day_written_at_once_by_four_writers_all_land_and_their_cell
     assert sum(row[7] for row in kept[1]) == writers * (runs - 3) == store.count_sessions()
     store.rebuild_rollups()
     assert kept == _daily_tables(store)
+
+
+def test_one_new_image_attached_by_two_writers_at_once_is_stored_once(store):
+    """Two processes attach the same new screenshot (an identical blank page, say) to their own runs at
+    once: both had asked `has_blob` before either stored it. The second's insert of the bytes used to fail
+    on the hash's key (the request answered 422, its steps stored without the image); now both land."""
+    import threading
+
+    from replay_core.events import StepEvent
+    from replay_core.media.images import check
+    from replay_core.storage.tables import attachments, media_blobs
+    from test_media import page
+
+    rounds = 8
+    images = [check(page(f"blank page {n}")) for n in range(rounds)]
+    store.write([StepEvent(session_id=f"img-{w}", type="observation", event_id=f"o{n}", seq=n + 1)
+                 for w in range(2) for n in range(rounds)])
+
+    def writer(w: int, ready: threading.Barrier, errors: list) -> None:
+        other = Store(store.url, migrate=False)
+        try:
+            for n, image in enumerate(images):
+                blob = None if other.has_blob(image.sha256) else image.blob()
+                ready.wait()
+                try:
+                    other.add_media(f"img-{w}", f"o{n}", blob, sha256=image.sha256, mime_type=image.mime_type)
+                except Exception as exc:  # noqa: BLE001 — collected and asserted on below
+                    errors.append(exc)
+        finally:
+            other.close()
+
+    errors: list = []
+    ready = threading.Barrier(2)
+    threads = [threading.Thread(target=writer, args=(w, ready, errors)) for w in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    with store.engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(media_blobs)) == rounds
+        assert conn.scalar(select(func.count()).select_from(attachments)) == 2 * rounds

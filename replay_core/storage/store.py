@@ -1052,8 +1052,9 @@ class Store:
         """Attach an image to a step: its bytes once per hash (`blob` is None when `has_blob` said
         it is stored), the link once per (step, hash). Returns (attachment id, whether it was new)."""
         with self._write_lock, self.engine.begin() as conn:
-            if blob is not None and conn.scalar(select(media_blobs.c.sha256).where(media_blobs.c.sha256 == sha256)) is None:
-                conn.execute(insert(media_blobs).values(sha256=sha256, created_at=now_utc(), **blob))
+            if blob is not None:  # another writer may store the same new image at once: then this insert does nothing
+                conn.execute(_dialect_module(self.dialect).insert(media_blobs).values(sha256=sha256, created_at=now_utc(), **blob)
+                             .on_conflict_do_nothing(index_elements=["sha256"]))
             same = select(attachments.c.id).where(attachments.c.session_id == session_id, attachments.c.sha256 == sha256)
             same = same.where(attachments.c.event_id.is_(None) if event_id is None else attachments.c.event_id == event_id)
             known = conn.scalar(same)
