@@ -197,13 +197,14 @@ class OffloadedWrites:
     first write starts it (not the server's start, whose first page it slowed by 0.2 s on 2 cores)."""
 
     def __init__(self, store: Store, lane: int = 0, lanes: int = 1):
-        self.store, self.worker, self.lanes = store, WRITES[lane], WRITES[:lanes]
+        self.store, self.lanes = store, WRITES[:lanes]
+        self.worker = self.lanes[lane]
 
     def write_batches(self, batches, *, counts: list[tuple[int, int]] | None = None, **options: Any) -> WriteResult:
         batches = list(batches)
         url = shared_url(self.store)
         if url is not None and not self.worker.started():
-            for worker in {self.worker, *self.lanes}:  # the other lanes' with it
+            for worker in self.lanes:  # the other lanes' with it
                 if not worker.started():
                     worker.start_soon()
         elif url is not None:
