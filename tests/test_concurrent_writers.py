@@ -1,4 +1,4 @@
-"""Writers in several processes on one database, SQLite and PostgreSQL (issue 12, finding 4):
+"""Writers in several processes on one database, SQLite and PostgreSQL:
 two served apps (uvicorn, each its own process and Store) with four writer threads each post
 steps without seq into one session; eight SDK processes open a fresh SQLite file at once.
 Every step lands once, with its own seq, and no request gets a 5xx."""

@@ -1,4 +1,4 @@
-"""A refused event never blocks the others (issue 12, finding 2): the HTTP sink narrows a refused
+"""A refused event never blocks the others: the HTTP sink narrows a refused
 batch to the events the served API names, delivers the rest, and the recorder sets the refused
 ones aside in the dead-letter file beside its spool, which `agent-replay deliver-spool` reports."""
 

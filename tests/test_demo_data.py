@@ -85,7 +85,7 @@ def load(name: str) -> Demo:
 
 
 def cycles(steps: list[StepEvent]) -> dict[int, int]:
-    """seq -> cycle number, by the rule of design.md §4."""
+    """seq -> cycle number, by the decision-cycle rule."""
     phase = {"think": 0, "tool_call": 1, "tool_result": 2, "observation": 3, "decision": 4}
     out, current, highest = {}, -1, -1
     for step in steps:

@@ -2,7 +2,7 @@
 422 naming the field (never a 500), every error is JSON, an ended run keeps its end unless
 replaced, a database that cannot take writes answers 503 and /healthz says degraded.
 
-The cases are those of issue 12 (findings 3 and 5), each tried on both databases."""
+Each case is tried on both databases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Redaction before storage (design.md §8): every corpus secret goes in every placement,
+"""Redaction before storage (docs/security.md): every corpus secret goes in every placement,
 the surrounding text stays, counts are right, look-alikes stay untouched."""
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def _full_order(store, sid: str) -> list[str]:
 
 
 def _totals_by_definition(steps: list[StepEvent], pos: int) -> dict:
-    """Each running total at `pos`, summed over the steps up to it, as design.md §5 defines it."""
+    """Each running total at `pos`, summed over the steps up to it, as the state-at-step rule defines it."""
     upto = steps[: pos + 1]
     first = next((s.timestamp for s in steps if s.timestamp), None)
     cost = 0.0

@@ -33,7 +33,7 @@ from .step_rows import CARRIERS, step_row_of
 
 MIN_LINES = 20_000  # under this the reader processes cost more than they save
 READERS = 2  # with this process, three on two cores: a reader is the slower side, and this one waits less
-# PostgreSQL too: 1M steps 19.1k/19.6k steps/s the plain way, 25.8k/27.4k pipelined (session 17). It had
+# PostgreSQL too: 1M steps 19.1k/19.6k steps/s the plain way, 25.8k/27.4k pipelined (bench/RESULTS.md). It had
 # been slower there (14.6k) only while the transaction's growing per-run tables went unanalyzed
 # (Store.write_batches, ANALYZE_WITHIN).
 CUT_LINES = 100_000  # how far past a part's middle its cut (the next change of run) is looked for

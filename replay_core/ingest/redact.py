@@ -1,6 +1,6 @@
 """Secret and PII scrubbing, run on every ingestion path before anything is stored.
 
-What is caught (design.md §8): provider API keys and tokens, bearer and basic
+What is caught (docs/security.md): provider API keys and tokens, bearer and basic
 credentials, JWTs, PEM private keys, passwords in URLs, ``key=value`` / ``"key": "value"``
 text whose key is a sensitive word, and values under sensitive dict keys; optionally
 e-mail addresses, phone numbers and card numbers. Each secret becomes ``[REDACTED]``

@@ -2,5 +2,5 @@
 log of who did what. Sits over `storage` only (the Store keeps the rows, `storage.actor`
 says who may do what); pages, routes and the CLI call it.
 
-Today it holds the audit log (`audit.py`); review queues and share links come next.
+It holds the audit log (`audit.py`), review queues (`queues.py`) and share links (`shares.py`).
 """

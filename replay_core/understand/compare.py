@@ -1,6 +1,6 @@
-"""Compare two runs down to the first step where they part ways (design.md §7).
+"""Compare two runs down to the first step where they part ways (docs/architecture.md, "Replay and compare").
 
-The steps of both runs are aligned in two passes of Myers' O(ND) diff: first on the
+The steps of both runs are aligned in two passes of an exact longest common subsequence: first on the
 whole normalised step (identical steps anchor the alignment, so an inserted or dropped
 step reads as such), then, between anchors, on the step signature (type, tool name), so
 that a changed step is paired with its counterpart. Each aligned pair that differs is

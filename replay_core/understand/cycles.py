@@ -1,4 +1,4 @@
-"""Decision cycles: think → act → observe → decide loops (design.md §4).
+"""Decision cycles: think → act → observe → decide loops.
 
 Walking steps in order, a step opens a new cycle when its phase is lower than the
 highest phase the current cycle has reached. Parallel tool calls therefore stay in

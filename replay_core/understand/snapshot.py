@@ -1,4 +1,4 @@
-"""The agent's state at step n (design.md §5).
+"""The agent's state at step n: the state-at-step rule (docs/architecture.md).
 
 The context at step n is what the agent had in front of it when it produced step n:
 the latest chat context the source recorded at or before n (what it sent to get the

@@ -1,4 +1,4 @@
-"""The original run seen as a source of answers for a replay (design.md §6).
+"""The original run seen as a source of answers for a replay (docs/replay.md).
 
 A replayed range is cut into model turns (a thought or answer and the tool calls that
 follow it) and what the environment said back before the next turn. The recording

@@ -1,4 +1,4 @@
-"""What-if replay: re-run a stretch of a recorded run with another model (design.md §6).
+"""What-if replay: re-run a stretch of a recorded run with another model (docs/replay.md).
 
 The model gets the run's context at the start of the range (with the prompt change
 applied) and the tools the run used. Its answers become the steps of a new session
