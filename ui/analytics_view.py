@@ -11,9 +11,9 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand import analytics
 from replay_core.understand.explain import failure_patterns
-from replay_core.storage.store import SessionFilter, Store
 
 from . import components
 from .common import PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_cost, fmt_duration, get_store, md

@@ -10,8 +10,19 @@ import streamlit as st
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.compare import OPTIONAL, Row, describe
 
-from .common import (PAGE_TIMELINE, fmt_cost, fmt_duration, load_comparison, md, run_label, short, status_label, step_label,
-                     url_choice, with_linked_runs)
+from .common import (
+    PAGE_TIMELINE,
+    fmt_cost,
+    fmt_duration,
+    load_comparison,
+    md,
+    run_label,
+    short,
+    status_label,
+    step_label,
+    url_choice,
+    with_linked_runs,
+)
 
 WINDOW = 40  # rows shown around the first divergence unless all are asked for
 MARKS = {True: "=", False: "≠"}

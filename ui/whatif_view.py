@@ -17,8 +17,15 @@ from replay_core.understand.replay_outcome import describe, replay_outcome
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif.models import RECORDED_OPTION, ModelOption, Readiness, offered_models, readiness
 from replay_core.whatif.replay import Progress, Recording, ReplayError, estimate_for, open_recording, replay_many
-from replay_core.whatif.replay_config import (RECORDED, Budget, ConfigError, ReplayConfig, configs_for, default_api_base,
-                                              default_api_key_env)
+from replay_core.whatif.replay_config import (
+    RECORDED,
+    Budget,
+    ConfigError,
+    ReplayConfig,
+    configs_for,
+    default_api_base,
+    default_api_key_env,
+)
 
 from .common import PAGE_COMPARE, PAGE_TIMELINE, fmt_cost, fmt_when, md, run_label, short, url_choice, with_linked_runs
 
@@ -198,8 +205,8 @@ def replay_configs(choice: ModelChoice, blocked: list[tuple[ModelOption, Readine
         params = json.loads(choice.params_text) if choice.params_text.strip() else {}
         if not isinstance(params, dict):
             raise ConfigError("Other litellm parameters: give a JSON object, e.g. {\"top_p\": 0.9}")
-        shared = dict(temperature=choice.temperature, max_tokens=choice.max_tokens, params=params, system_prompt=system_prompt,
-                      system_mode=system_mode, budget=budget)
+        shared = {"temperature": choice.temperature, "max_tokens": choice.max_tokens, "params": params,
+                  "system_prompt": system_prompt, "system_mode": system_mode, "budget": budget}
         fallback_model = choice.fallback.model if choice.fallback else None
         return [c for o in runnable for c in configs_for([o.model], **shared, **o.settings(), fallback_model=fallback_model)]
     except ConfigError as exc:
@@ -239,7 +246,7 @@ def run_replays(store: Store, session_id: str, rec: Recording, configs: list[Rep
         try:
             outcome["results"] = replay_many(store, session_id, rec.from_step, rec.to_step, configs, actor=actor,
                                              on_progress=lambda p: progress.__setitem__(p.model, p))
-        except Exception as exc:  # shown below, with its class
+        except Exception as exc:  # noqa: BLE001 — shown below, with its class
             outcome["error"] = exc
 
     worker = threading.Thread(target=work, name="whatif", daemon=True)
