@@ -44,6 +44,7 @@ HAS_LABELS = {"error": "Errors", "retry": "Retries", "fallback": "A fallback to 
 PAGE_TIMELINE = "pages/timeline.py"
 PAGE_RUNS = "pages/runs.py"
 PAGE_QUEUES = "pages/queues.py"
+PAGE_COMPARE = "pages/compare.py"
 EXPIRE_EVERY_S = 30.0
 
 _last_expiry: dict[str, float] = {}
@@ -154,6 +155,20 @@ def status_label(status: str | None) -> str:
     return STATUS_LABELS.get(status or "running", status or "unknown")
 
 
+def run_label(row: dict) -> str:
+    """A run as a picker lists it: its name (else its id), status and start."""
+    return f"{row['name'] or row['id']} · {status_label(row['status'])} · {fmt_when(row['started_at'])}"
+
+
+def with_linked_runs(store: Store, rows: list[dict], *keys: str) -> list[dict]:
+    """`rows`, with each run the link names (`?key=<id>`) put first when it is not among them."""
+    for key in keys:
+        wanted = st.query_params.get(key)
+        if wanted and wanted not in {r["id"] for r in rows} and (row := store.get_session(wanted)) is not None:
+            rows.insert(0, row)
+    return rows
+
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:=^])")
 # Markdown's autolinking finds bare URLs, "www." and e-mail addresses in the text itself, after
 # escapes are undone: an invisible word joiner (U+2060) inside each keeps them plain text.
@@ -175,9 +190,9 @@ def short(text: str | None, limit: int = 90) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def fmt_cost(value: float | None) -> str:
+def fmt_cost(value: float | None, unknown: str = "—") -> str:
     if value is None:
-        return "—"
+        return unknown
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
