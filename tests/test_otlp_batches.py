@@ -227,7 +227,7 @@ def test_depths_are_the_number_of_ancestors(parents, rng):
     n = len(parents)
     spans = [otel.Span("t" * 32, f"{i:016x}", None if p < 0 else f"{p % n:016x}", "", i, i, "unset", None, {})
              for i, p in enumerate(parents)]
-    trees = otel._Trees(spans)
+    trees = otel.SpanTrees(spans)
     index = {id(s): i for i, s in enumerate(spans)}
     parent = {i: (index[id(s.up)] if s.up is not None else None) for i, s in enumerate(spans)}
     acyclic = {i for i in range(n) if _naive_depth(parent, i) == _walk_len(parent, i)}

@@ -1,0 +1,77 @@
+"""Where spans and their steps are put in order: span trees, depths, and the steps' order.
+
+Steps are ordered by time, not by the order spans arrive in (exporters send a span when it
+ends, children before their parents): a span's step at its start, a tool's result and a
+model's emitted calls at its end. Ties in time go parents first, then by start order. A span
+whose parent was never exported hangs under its trace's root, so every step has a parent.
+"""
+
+from __future__ import annotations
+
+from .spans import Part, Span
+
+LAST = 2**63  # the time of a span or part that has none: after every real one
+
+
+class SpanTrees:
+    """Parent links (`Span.up`), roots and depths of a set of spans, orphans attached to their trace's root."""
+
+    def __init__(self, spans: list[Span]):
+        self.by_id = {(s.trace_id, s.span_id): s for s in spans}
+        self.roots: dict[str, Span] = {}
+        for s in spans:  # per trace the root that starts first (the first met on a tie)
+            if s.parent_id is None:
+                found = self.roots.get(s.trace_id)
+                if found is None or start_key(s) < start_key(found):
+                    self.roots[s.trace_id] = s
+        by_id, roots = self.by_id, self.roots
+        for s in spans:
+            found = None
+            if s.parent_id:
+                found = by_id.get((s.trace_id, s.parent_id))
+                if found is None:
+                    root = roots.get(s.trace_id)
+                    found = root if root is not s else None
+            s.up = found
+            s.depth = -1
+
+    @staticmethod
+    def depth(span: Span) -> int:
+        """How many ancestors the span has: one walk up to the first span of known depth, then every
+        span on the way is memoised, so depths of all n spans cost O(n) together (a 50,000-deep
+        chain included: no recursion). A parent cycle (bad input) counts up to where it closes."""
+        if span.depth >= 0:
+            return span.depth
+        path: list[Span] = []
+        node: Span | None = span
+        while node is not None and node.depth == -1:
+            node.depth = -2  # on this walk: met again, the cycle closes here
+            path.append(node)
+            node = node.up
+        base = node.depth + 1 if node is not None and node.depth >= 0 else 0
+        for n, item in enumerate(reversed(path)):
+            item.depth = base + n
+        return span.depth
+
+    def order(self, spans: list[Span]) -> None:
+        """Sort one session's spans by start, parents before children on a tie (the sort is stable: other ties
+        keep their order), and give each its rank, which orders its parts among parts of the same instant."""
+        depth = self.depth
+        spans.sort(key=lambda s: (s.start_ns if s.start_ns is not None else LAST, depth(s)))
+        for place, span in enumerate(spans):
+            span.rank = (span.depth, place)
+
+
+def start_key(span: Span) -> int:
+    """A span's start, for comparing: one without a start comes last."""
+    return span.start_ns if span.start_ns is not None else LAST
+
+
+def step_order(part: Part) -> tuple:
+    """Where a part goes among its session's steps: by time; at one instant what ends (a result, an emitted call)
+    before what starts, unless its span took no time; then by its span's rank; a span's own step before its others."""
+    return (
+        part.t_ns if part.t_ns is not None else LAST,
+        0 if part.ends and (part.span.end_ns or 0) > (part.span.start_ns or 0) else 1,
+        *part.span.rank, part.role != "step", part.role,
+    )
