@@ -8,8 +8,8 @@ import re
 import threading
 import time as _time
 from collections.abc import Iterable
-from functools import cache
 from datetime import datetime, timedelta
+from functools import cache
 
 import streamlit as st
 
@@ -17,9 +17,8 @@ from replay_core import config
 from replay_core.server.api import session_filter
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
-from replay_core.understand.timeline import Timeline, open_timeline
-
 from replay_core.understand.structure import Structure, build_structure
+from replay_core.understand.timeline import Timeline, open_timeline
 
 # Query parameter names a page understands, so one page can deep-link to another.
 FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review",
@@ -45,6 +44,7 @@ PAGE_TIMELINE = "pages/timeline.py"
 PAGE_RUNS = "pages/runs.py"
 PAGE_QUEUES = "pages/queues.py"
 PAGE_COMPARE = "pages/compare.py"
+PAGE_WHATIF = "pages/whatif.py"
 EXPIRE_EVERY_S = 30.0
 
 _last_expiry: dict[str, float] = {}

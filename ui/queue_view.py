@@ -20,7 +20,7 @@ from replay_core.understand.structure import Structure
 from replay_core.understand.timeline import Timeline
 
 from . import timeline_view as tv
-from .common import fmt_when, load_run, md, reviewer_name, short, status_label
+from .common import fmt_when, load_run, md, reviewer_name, run_label, short, status_label
 
 SINCE = {"any time": None, "the last 24 hours": "1d", "the last 7 days": "7d", "the last 30 days": "30d"}
 SAVE_KEY, SKIP_KEY = "N", "S"
@@ -140,7 +140,7 @@ def item_row(it: dict, criteria: list[str]) -> dict:
 def new_queue_form(store: Store, actor: Actor) -> None:
     """Editors: a queue from a filter (the runs that match now) or from runs picked by hand."""
     runs = store.list_sessions(limit=200)
-    labels = {r["id"]: f"{r['name'] or r['id']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}" for r in runs}
+    labels = {r["id"]: run_label(r) for r in runs}
     with st.form("new_queue", border=False):
         name = st.text_input("Name", placeholder="Failed checkout runs this week")
         st.caption("Which runs: pick them by hand, or leave that empty and use the filter (the runs it matches now).")

@@ -10,14 +10,15 @@ from replay_core.storage.store import SessionFilter, Store
 from replay_core.team import audit
 
 from .common import (
-    current_actor,
     PAGE_TIMELINE,
     REVIEW_CHOICES,
     REVIEW_LABELS,
+    current_actor,
     fmt_when,
     load_timeline,
     md,
     note_line,
+    run_label,
     status_label,
     url_choice,
 )
@@ -39,7 +40,7 @@ MARK_KEYS = ("mark_sid", "mark_label", "mark_text")  # cleared after a save; the
 def mark_run_form(store: Store, author: str | None) -> None:
     """No verdict preselected (an accidental approval is worse than a click), and the name stays after a save."""
     rows = store.list_sessions(limit=100)
-    names = {r["id"]: f"{r['name'] or r['id']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}" for r in rows}
+    names = {r["id"]: run_label(r) for r in rows}
     if st.session_state.pop("mark_saved", False):
         st.toast("Note saved.")
     with st.form("mark_run", border=False):

@@ -17,7 +17,7 @@ from replay_core.storage.actor import SHARE, Actor, PermissionDenied
 from replay_core.storage.store import Store
 from replay_core.team import shares
 
-from .common import client_origin, fmt_when, load_run, md, status_label
+from .common import client_origin, fmt_when, load_run, md, run_label, status_label
 
 EXPIRY = {"1 day": "1d", "7 days": "7d", "30 days": "30d"}
 KIND_WORDS = {shares.RUN: "run", shares.COMPARE: "comparison", shares.QUEUE: "queue results"}
@@ -75,7 +75,7 @@ def share_a_run(store: Store, actor: Actor) -> None:
     if not actor.may(SHARE):
         return
     rows = store.list_sessions(limit=200)
-    labels = {r["id"]: f"{r['name'] or r['id']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}" for r in rows}
+    labels = {r["id"]: run_label(r) for r in rows}
     sid = st.selectbox("Run", list(labels), format_func=labels.get, index=None, placeholder="Pick a run…", key="share_run")
     other = st.selectbox("Compare with (optional)", [k for k in labels if k != sid], format_func=labels.get, index=None,
                          placeholder="No comparison", key="share_other")

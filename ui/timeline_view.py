@@ -16,31 +16,34 @@ import streamlit as st
 
 from replay_core import config
 from replay_core.ingest.annotate import annotate
+from replay_core.storage.search import SearchQuery, snippet
+from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.cycle_groups import story
 from replay_core.understand.explain import EXPLAINED, Explanation, explain
 from replay_core.understand.file_writes import classify, file_write
 from replay_core.understand.snapshot import Snapshot
-from replay_core.storage.search import SearchQuery, snippet
-from replay_core.storage.store import SessionFilter, Store
+from replay_core.understand.structure import Structure, node_label
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
 
 from . import components
-from .early_open import linked_step
 from .common import (
-    current_actor,
+    PAGE_COMPARE,
+    PAGE_WHATIF,
     REVIEW_LABELS,
-    note_line,
+    current_actor,
     fmt_cost,
     fmt_duration,
     fmt_when,
     md,
+    note_line,
+    run_label,
     short,
     status_label,
     step_label,
     url_choice,
 )
-from replay_core.understand.structure import Structure, node_label
+from .early_open import linked_step
 
 BEFORE, AFTER = 6, 9  # steps drawn around the cursor
 JUMPS = [  # the strip's jump buttons: name, label, the key that presses it (KeyboardEvent.key)
@@ -51,7 +54,7 @@ JUMPS = [  # the strip's jump buttons: name, label, the key that presses it (Key
 MAX_MESSAGES = 12
 MAX_TEXT = 20_000  # characters: longer text is cut, and says how much was left off
 MAX_TREE_NODES = 200
-PAGE_WHATIF, PAGE_COMPARE = "pages/whatif.py", "pages/compare.py"
+
 ROW_TEXT = 160  # characters of a step's text on its row (the row wraps)
 
 
@@ -760,7 +763,7 @@ def session_picker(store: Store, recent: int = 30) -> str | None:
         st.info("No runs recorded yet: there is nothing to show on a timeline. Load the demo runs with "
                 "`agent-replay demo`, or import a trace on the **Import** page.")
         return None
-    names = {r["id"]: f"{r['name'] or r['id']} · {status_label(r['status'])} · {fmt_when(r['started_at'])}" for r in rows}
+    names = {r["id"]: run_label(r) for r in rows}
     with st.sidebar:
         return url_choice("Run", "session", list(names), format_func=names.get, on_change=_forget_step,
                           placeholder="Pick a run…")
