@@ -1,6 +1,7 @@
 """The app as someone gets it with pip: the sdist and the wheel built from this tree, the wheel installed
 into a fresh virtualenv outside the repository, and `agent-replay serve --demo` started from elsewhere
-serving the pages and the API with the 18 demo runs.
+serving the pages and the API with the 18 demo runs; and the rules that make it work from anywhere (where
+the data directory is, which flags Streamlit gets).
 
 The fresh virtualenv sees the running interpreter's installed dependencies (a .pth line naming its
 site-packages) and gets the wheel itself with --no-deps: installing Streamlit, polars and litellm from the
@@ -23,7 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.slow
+from replay_core import config
+from replay_core.cli.serve import streamlit_flags
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
@@ -69,6 +71,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_the_sdist_and_the_wheel_carry_the_app(dist):
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
@@ -82,6 +85,7 @@ def test_the_sdist_and_the_wheel_carry_the_app(dist):
     assert "agent_replay_app/setup.py" not in wheel
 
 
+@pytest.mark.slow
 def test_the_installed_wheel_serves_the_demo(venv, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -123,3 +127,27 @@ def test_the_installed_wheel_serves_the_demo(venv, tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def test_the_data_directory_is_home_else_the_checkout_else_the_users(tmp_path, monkeypatch):
+    monkeypatch.delenv("AGENT_REPLAY_HOME", raising=False)
+    monkeypatch.delenv("AGENT_REPLAY_DB_URL", raising=False)
+    assert config.in_checkout() and config.data_dir() == REPO / "data"
+    assert config.database_url() == f"sqlite:///{REPO / 'data' / 'agent_replay.db'}"
+    assert config.demo_dir() == REPO / "data" / "demo"
+    monkeypatch.setattr(config, "PROJECT_ROOT", tmp_path / "site-packages")  # as from an installed wheel
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert config.data_dir() == tmp_path / "xdg" / "agent-replay"
+    assert not config.in_checkout() and config.data_dir().is_dir()
+    monkeypatch.setenv("AGENT_REPLAY_HOME", str(tmp_path / "home"))
+    assert config.data_dir() == tmp_path / "home" and (tmp_path / "home").is_dir()
+    assert config.database_url() == f"sqlite:///{tmp_path / 'home' / 'agent_replay.db'}"
+
+
+def test_streamlit_gets_the_apps_config_as_flags_then_where_to_listen():
+    flags = streamlit_flags(REPO, "0.0.0.0", 9000)
+    given = dict(zip(flags[::2], flags[1::2], strict=True))
+    assert given | {"--server.address": "0.0.0.0", "--server.port": "9000", "--server.headless": "true",
+                    "--browser.gatherUsageStats": "false", "--server.fileWatcherType": "none"} == given
+    assert given["--runner.postScriptGC"] == "false"  # from .streamlit/config.toml, which Streamlit reads from the working folder only
