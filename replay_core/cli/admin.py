@@ -32,7 +32,10 @@ def load_demo_runs(store: "Store", *, force: bool) -> bool:
     """Load the demo runs (into an empty database unless `force`), saying how many; False where the database had runs."""
     from ..demo import load_demo
 
-    report = load_demo(store, only_if_empty=not force)
+    try:
+        report = load_demo(store, only_if_empty=not force)
+    except FileNotFoundError as exc:  # an install without the demo runs
+        fail(str(exc))
     if report is not None:
         out.print(f"loaded {len(report.sessions)} demo sessions, {report.steps} steps")
     return report is not None

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .admin import load_demo_runs, upgraded
-from .options import DbOption, out
+from .options import DbOption, fail, out
 
 commands = typer.Typer()
 
@@ -31,7 +31,10 @@ def serve_cmd(
     if demo and not load_demo_runs(store, force=False):
         out.print("database already has sessions; demo not loaded")
     store.close()
-    script = config.app_dir() / "streamlit_app.py"
+    try:
+        script = config.app_dir() / "streamlit_app.py"
+    except FileNotFoundError as exc:
+        fail(str(exc))
     # -P: the working folder stays off sys.path (Streamlit puts the app's folder there, which holds ui/ and pages/)
     argv = [sys.executable, "-P", "-m", "streamlit", "run", str(script), *streamlit_flags(script.parent, host, port)]
     env = {**os.environ, "AGENT_REPLAY_DB_URL": url}
