@@ -30,10 +30,7 @@ bytecode: $(VENV)/.runtime
 	$(BIN)/python -m compileall -q replay_core pages ui streamlit_app.py >/dev/null
 
 run: install
-	$(BIN)/agent-replay db upgrade
-	$(BIN)/agent-replay demo
-	$(BIN)/streamlit run streamlit_app.py --server.address $(HOST) --server.port $(PORT) \
-		--server.headless true --browser.gatherUsageStats false
+	$(BIN)/agent-replay serve --demo --host $(HOST) --port $(PORT)
 
 test: install-dev
 	bash scripts/test-services.sh

@@ -14,8 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 # public name → module that defines it
 _PUBLIC = {
     "Recorder": "replay_core.sdk.recorder",
@@ -46,6 +44,13 @@ if TYPE_CHECKING:  # for editors and type checkers; at run time __getattr__ reso
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's, read on first use (importlib.metadata is not free to import)
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("agent-replay")
+        except PackageNotFoundError:  # a checkout used without installing it
+            return "0+unknown"
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'replay_core' has no attribute {name!r}")
@@ -55,12 +60,12 @@ def __getattr__(name: str) -> Any:
 
 
 def command() -> None:
-    """The `agent-replay` console script: cli.py run as `python -m replay_core.cli` runs it, so that a
-    plain `stats` is answered above that module's imports (Typer, rich, SQLAlchemy) here too."""
+    """The `agent-replay` console script: the cli package run as `python -m replay_core.cli` runs it, so
+    that a plain `stats` is answered before Typer, rich and SQLAlchemy are imported here too."""
     import runpy
 
     runpy.run_module("replay_core.cli", run_name="__main__")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+    return sorted([*globals(), *_PUBLIC, "__version__"])

@@ -7,17 +7,53 @@ from datetime import timedelta
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = PROJECT_ROOT / "data"
-DEFAULT_DB_PATH = DATA_DIR / "agent_replay.db"
-DEMO_DIR = DATA_DIR / "demo"
+APP_PACKAGE = "agent_replay_app"  # what a wheel installs the app's own files as (streamlit_app.py, pages/, ui/, data/demo/)
+
+
+def in_checkout() -> bool:
+    """Running from the repository (a clone, or an editable install of one), not from an installed wheel."""
+    return (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "data").is_dir()
+
+
+def data_dir() -> Path:
+    """Where the default database lives, made if missing: `AGENT_REPLAY_HOME`; else `data/` in a checkout;
+    else the user's data folder (e.g. ~/.local/share/agent-replay on Linux)."""
+    home = os.environ.get("AGENT_REPLAY_HOME")
+    if home:
+        folder = Path(home).expanduser().resolve()
+    elif in_checkout():
+        folder = PROJECT_ROOT / "data"
+    else:
+        from platformdirs import user_data_path
+
+        folder = user_data_path("agent-replay", appauthor=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def app_dir() -> Path:
+    """The folder holding streamlit_app.py, pages/, ui/, .streamlit/ and data/demo/: the checkout, or
+    the package a wheel installs them as."""
+    if in_checkout():
+        return PROJECT_ROOT
+    import importlib.util
+
+    spec = importlib.util.find_spec(APP_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"the app's files are not installed (no {APP_PACKAGE} beside replay_core); reinstall agent-replay")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def demo_dir() -> Path:
+    return app_dir() / "data" / "demo"
 
 
 def database_url(explicit: str | None = None) -> str:
-    """`--db` beats `AGENT_REPLAY_DB_URL` beats the embedded SQLite file.
+    """`--db` beats `AGENT_REPLAY_DB_URL` beats agent_replay.db in the data folder (`data_dir`).
 
     A bare path is accepted as a SQLite file, so `--db runs.db` does what it says.
     """
-    url = explicit or os.environ.get("AGENT_REPLAY_DB_URL") or f"sqlite:///{DEFAULT_DB_PATH}"
+    url = explicit or os.environ.get("AGENT_REPLAY_DB_URL") or f"sqlite:///{data_dir() / 'agent_replay.db'}"
     if "://" not in url:
         url = f"sqlite:///{Path(url).expanduser().resolve()}"
     return url

@@ -1,4 +1,4 @@
-"""The demo runs shipped in data/demo, loaded so that they look recent.
+"""The demo runs shipped in data/demo (and in the wheel), loaded so that they look recent.
 
 The files are fixed (made by scripts/make_demo.py); on load every timestamp moves by
 the same offset so that the newest demo event is a minute old. That keeps the
@@ -20,13 +20,17 @@ TIME_FIELDS = ("started_at", "ended_at", "timestamp")
 BROWSER_DEMO = "demo-10-browser-change-address"
 
 
-def demo_files(folder: Path = config.DEMO_DIR) -> list[Path]:
-    return sorted(folder.glob("*.jsonl"))
+def demo_files(folder: Path | None = None) -> list[Path]:
+    """The demo runs' files: data/demo in a checkout, or as a wheel installs it (config.demo_dir)."""
+    return sorted((folder or config.demo_dir()).glob("*.jsonl"))
 
 
-def read_demo(folder: Path = config.DEMO_DIR) -> list[Event]:
+def read_demo(folder: Path | None = None) -> list[Event]:
+    files = demo_files(folder)
+    if not files:  # an install without its data would otherwise "load" nothing and say so as a success
+        raise FileNotFoundError(f"no demo runs (*.jsonl) in {folder or config.demo_dir()}")
     events: list[Event] = []
-    for path in demo_files(folder):
+    for path in files:
         parsed, bad, _ = read_events(path.read_bytes(), str(path), "native")
         if bad:
             raise ValueError(f"demo file is broken: {bad[0]}")

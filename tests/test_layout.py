@@ -141,8 +141,8 @@ def test_screens_stay_out_of_storage_internals():
 def test_the_top_of_the_package_lists_only_wings_and_a_handful_of_files():
     files = sorted(p.name for p in PACKAGE.glob("*.py"))
     wings = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    assert files == ["__init__.py", "cli.py", "config.py", "demo.py", "events.py", "vocabulary.py"]
-    assert set(wings) <= set(ALLOWED)
+    assert files == ["__init__.py", "config.py", "demo.py", "events.py", "vocabulary.py"]
+    assert set(wings) <= set(ALLOWED) | {"cli"}
     for wing in wings:
         assert ast.get_docstring(ast.parse((PACKAGE / wing / "__init__.py").read_text())), f"{wing}/__init__ needs its docstring"
 

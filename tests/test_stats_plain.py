@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_core import cli
+from replay_core.cli import output, stats_fast_path, understand
 from replay_core.demo import load_demo
 from replay_core.ingest.pipeline import import_file
 from replay_core.storage import plain
@@ -91,19 +92,19 @@ def _printed(fn, *args, **kwargs) -> tuple[object, str]:
 
 def _both(url: str, args: list[str]) -> tuple[str, str]:
     """(the plain way's output, the Store's way's) for `stats --db url *args`, in this process."""
-    ran, fast = _printed(cli._fast_stats, ["stats", "--db", url, *args])
+    ran, fast = _printed(stats_fast_path.fast_stats, ["stats", "--db", url, *args])
     assert ran is True, args
-    given = cli._stats_args(args)
-    _, slow = _printed(cli.stats_cmd, since=None, until=None, by=given.get("by"), db=url, json=given.get("json", False))
+    given = stats_fast_path.stats_args(args)
+    _, slow = _printed(understand.stats_cmd, since=None, until=None, by=given.get("by"), db=url, json=given.get("json", False))
     return fast, slow
 
 
 @pytest.mark.parametrize("args", ARGS, ids=" ".join)
 def test_plain_stats_prints_what_the_store_way_prints(db, args, monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
-    # cli.out is made when cli is first imported, with whatever COLUMNS another test had set then (under
-    # xdist, in another order); made here, it reads the width the fast path's own console reads
-    monkeypatch.setattr(cli, "out", cli._console(soft_wrap=True))
+    # the commands' console is made when they are first imported, with whatever COLUMNS another test had set
+    # then (under xdist, in another order); made here, it reads the width the fast path's own console reads
+    monkeypatch.setattr(understand, "out", output.make_console(soft_wrap=True))
     fast, slow = _both(db, args)
     assert fast == slow
     assert "gpt-4o" in fast or "--by" not in args or args[-1] not in ("model", "--by=model")
@@ -154,7 +155,7 @@ def test_what_the_plain_way_leaves_to_the_store(db, tmp_path, url):
     (tmp_path / "not-a-database.txt").write_text("hello")
     url = url.format(dir=tmp_path)
     assert plain.open_reader(url) is None
-    assert _printed(cli._fast_stats, ["stats", "--db", url]) == (False, "")
+    assert _printed(stats_fast_path.fast_stats, ["stats", "--db", url]) == (False, "")
     assert not (tmp_path / "nothing-here.db").exists()  # the Store creates it, not this
 
 
@@ -186,7 +187,7 @@ def test_an_old_schema_is_left_to_the_store_which_migrates_it(tmp_path):
 def test_a_run_to_expire_is_left_to_the_store_which_expires_it(db, monkeypatch):
     monkeypatch.setenv("AGENT_REPLAY_IDLE_MINUTES", "0.001")  # r-live is idle now
     assert plain.open_reader(db) is None
-    before = _printed(cli.stats_cmd, since=None, until=None, by="status", db=db, json=True)[1]
+    before = _printed(understand.stats_cmd, since=None, until=None, by="status", db=db, json=True)[1]
     assert '"running"' not in before and '"incomplete"' in before
     assert plain.open_reader(db) is not None  # expired: nothing more to write
     assert _both(db, ["--by", "status", "--json"]) == (before, before)
@@ -201,16 +202,16 @@ def test_the_plain_arguments_are_the_commands_options():
     from typer.main import get_command
 
     command = get_command(cli.app).commands["stats"]
-    assert {o for p in command.params for o in p.opts} == {*cli.STATS_VALUES, "--json"}
+    assert {o for p in command.params for o in p.opts} == {*stats_fast_path.STATS_VALUES, "--json"}
     for args in (["--by"], ["--by", "--json"], ["--json=1"], ["--json", "--json"], ["--db", "a", "--db=b"], ["x"], ["--help"], ["-h"],
                  ["--", "--json"], ["--bogus", "1"]):
-        assert cli._stats_args(args) is None, args
-    assert cli._stats_args(["--by=", "--db", "x.db", "--json"]) == {"by": "", "db": "x.db", "json": True}
+        assert stats_fast_path.stats_args(args) is None, args
+    assert stats_fast_path.stats_args(["--by=", "--db", "x.db", "--json"]) == {"by": "", "db": "x.db", "json": True}
 
 
 def test_a_time_filter_takes_the_store_way(db):
-    assert _printed(cli._fast_stats, ["stats", "--db", db, "--since", "2026-01-01"]) == (False, "")
-    assert _printed(cli._fast_stats, ["stats", "--db", db, "--by", "nope"]) == (False, "")
+    assert _printed(stats_fast_path.fast_stats, ["stats", "--db", db, "--since", "2026-01-01"]) == (False, "")
+    assert _printed(stats_fast_path.fast_stats, ["stats", "--db", db, "--by", "nope"]) == (False, "")
 
 
 MODELS, AGENTS, STATUSES = ("m1", "m2", None), ("a1", "a2", None), ("succeeded", "failed", "unknown", "incomplete")

@@ -1,0 +1,26 @@
+"""The `agent-replay` Typer app: every command group's commands in one list, and `--version`."""
+
+from typing import Annotated
+
+import typer
+
+from . import admin, experiments, media, runs, serve, team, understand, whatif
+
+app = typer.Typer(help="Record, import, inspect, replay and compare AI agent runs.", no_args_is_help=True, add_completion=False)
+for group in (serve, runs, understand, whatif, experiments, media, admin, team):
+    app.add_typer(group.commands)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from .. import __version__
+
+        print(f"agent-replay {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top_level(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)] = False,
+) -> None:
+    pass

@@ -1,0 +1,111 @@
+"""Understanding runs: headline metrics (stats), why one failed (explain), where two differ (compare)."""
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from .options import DbOption, JsonOption, fail, open_store, out
+from .output import fmt, print_json, show_stats
+
+commands = typer.Typer()
+
+
+@commands.command("stats")
+def stats_cmd(
+    since: Annotated[str | None, typer.Option("--since", help="From this date (2026-05-01) or ISO date-time.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Up to this date (included) or ISO date-time.")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status.")] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Headline run metrics, optionally per group. p50_ms / p95_ms are run durations."""
+    from ..storage.store import SessionFilter
+    from ..understand.headline import DIMENSIONS, headline
+
+    if by is not None and by not in DIMENSIONS:
+        fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
+    flt = SessionFilter()
+    if since or until:  # parsed as the API parses them; server.api is a tenth of a second to import, so only then
+        from ..server.api import session_filter
+
+        try:
+            flt = session_filter({"since": since or "", "until": until or ""})
+        except ValueError as exc:
+            fail(f"--{exc}")
+    store = open_store(db)
+    store.expire_idle()
+    show_stats(headline(store, flt, by), by, json, out)
+
+
+@commands.command("explain")
+def explain_cmd(
+    session: Annotated[str, typer.Argument(help="Session id of a failed, incomplete or unknown-outcome run.")],
+    json: JsonOption = False,
+    replays: Annotated[bool, typer.Option("--replays", help="Also compare with successful replays.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Why did this run fail? Turning point, causal chain and contradictions, from what is recorded (no model)."""
+    from ..understand.explain import ExplainError, explain
+
+    store = open_store(db)
+    store.expire_idle()  # a run idle past the limit is explained as incomplete
+    try:
+        result = explain(store, session, include_replays=replays)
+    except ExplainError as exc:
+        fail(str(exc))
+    if json:
+        print_json(result.to_dict())
+        return
+    out.print(f"{session}  {result.status}" + (f": {result.outcome}" if result.outcome else ""))
+    out.print(result.cause_line())
+    tp = result.turning_point
+    if tp:
+        out.print(f"\nturning point: step {fmt(tp.seq)} against step {fmt(tp.compared_seq)} of {tp.compared_with} ({tp.kind})")
+        out.print(f"  {tp.summary}")
+    out.print("\ncausal chain:")
+    for link in result.chain:
+        out.print(f"  step {link.seq:>5}  [{link.kind}] {link.summary}")
+    if result.contradictions:
+        out.print("\ncontradictions:")
+        for c in result.contradictions:
+            out.print(f"  step {c.seq} vs step {c.earlier_seq} ({c.resource}): {c.summary}")
+    for note in result.notes:
+        out.print(f"\nnote: {note}")
+
+
+@commands.command("compare")
+def compare_cmd(
+    a: Annotated[str, typer.Argument(help="Session A (e.g. the original).")],
+    b: Annotated[str, typer.Argument(help="Session B (e.g. a replay).")],
+    include: Annotated[list[str] | None, typer.Option("--include", help="Also compare: ids, timing, tokens, cost, model.")] = None,
+    whole: Annotated[bool, typer.Option("--whole", help="Compare a replay with its whole source, not only the replayed range.")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Align two runs step by step and name the first step where they differ."""
+    from ..understand.compare import compare
+
+    store = open_store(db)
+    try:
+        result = compare(store, a, b, include=include or (), whole=whole)
+    except KeyError as exc:
+        fail(f"no such session: {exc.args[0]}")
+    except ValueError as exc:
+        fail(f"--include: {exc}")
+    if json:
+        print_json(result.to_dict())
+        return
+    div = result.first_divergence
+    out.print(f"first divergence ({div.kind}): {div.summary}" if div else "no divergence: same steps, same outcome")
+    table = Table("A seq", "", "B seq", "type", "tool", "difference")
+    for row in result.rows:
+        mark = "=" if row.same else ("≠" if row.paired else ("<" if row.b is None else ">"))
+        step = row.a or row.b
+        table.add_row(fmt(row.a.seq if row.a else None), mark, fmt(row.b.seq if row.b else None), step.type,
+                      fmt(step.tool_name), row.kind or "")
+    out.print(table)
+    totals = Table("", "A", "B")
+    for key in result.totals["a"]:
+        totals.add_row(key, fmt(result.totals["a"][key]), fmt(result.totals["b"][key]))
+    out.print(totals)
