@@ -42,7 +42,8 @@ import streamlit as st  # noqa: E402
 
 from replay_core.understand import analytics  # noqa: E402
 from replay_core.storage import daily, rollups, search  # noqa: E402
-from replay_core.storage.store import SessionFilter, Store, _bulk_insert  # noqa: E402
+from replay_core.storage.bulk import bulk_insert as _bulk_insert  # noqa: E402
+from replay_core.storage.store import SessionFilter, Store  # noqa: E402
 from replay_core.storage.tables import run_breakdown, run_rollups  # noqa: E402
 
 SESSIONS = 20_000

@@ -201,10 +201,10 @@ def test_a_long_write_on_postgresql_analyzes_the_run_tables_as_it_grows_them(sto
     from sqlalchemy import event
 
     from replay_core.events import parse_event
-    from replay_core.storage import store as store_module
+    from replay_core.storage import writing
     from replay_core.storage.store import WriteBatch
 
-    monkeypatch.setattr(store_module, "ANALYZE_WITHIN", 4)
+    monkeypatch.setattr(writing, "ANALYZE_WITHIN", 4)
     analyzed: list[str] = []
     event.listen(store.engine, "before_cursor_execute",
                  lambda conn, cursor, statement, *rest: analyzed.append(statement) if statement.startswith("ANALYZE") else None)

@@ -223,7 +223,7 @@ def _midnight(value: datetime, up: bool) -> datetime:
 
 
 def where(table, flt, experiment_source: str) -> list:
-    """`Store._filter_clause`'s meaning on a cells or members table's copied dimensions
+    """`filters.filter_clauses`' meaning on a cells or members table's copied dimensions
     (times aside: see `period`)."""
     c = table.c
     clauses = []

@@ -1,7 +1,7 @@
 """Alembic environment: runs against the engine the Store hands over.
 
 Under a lock, so that processes opening a fresh database at once do not race to create
-the tables: SQLite's write lock taken at BEGIN (IMMEDIATE, see store._sqlite_begin),
+the tables: SQLite's write lock taken at BEGIN (IMMEDIATE, see engine._sqlite_begin),
 PostgreSQL's transaction-scoped advisory lock. The version is read after the lock, so
 the second process finds the schema at head and does nothing.
 """

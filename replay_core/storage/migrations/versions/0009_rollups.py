@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from replay_core.storage import rollups
-from replay_core.storage.store import _bulk_insert
+from replay_core.storage.bulk import bulk_insert
 from replay_core.storage.tables import UTCDateTime
 
 revision = "0009_rollups"
@@ -49,7 +49,7 @@ def upgrade() -> None:
         sa.Column("errored", sa.Integer(), nullable=False),
     )
     op.create_index("ix_run_breakdown_session_id", "run_breakdown", ["session_id"])
-    rollups.rebuild(op.get_bind(), _bulk_insert)
+    rollups.rebuild(op.get_bind(), bulk_insert)
 
 
 def downgrade() -> None:

@@ -12,7 +12,7 @@ Create Date: 2026-12-01
 from alembic import op
 
 from replay_core.storage import daily
-from replay_core.storage.store import _bulk_insert
+from replay_core.storage.bulk import bulk_insert
 from replay_core.storage.tables import daily_cells, daily_errors, daily_members, daily_tools
 
 revision = "0011_daily"
@@ -27,7 +27,7 @@ def upgrade() -> None:
     bind = op.get_bind()
     for table in TABLES:
         table.create(bind)
-    daily.rebuild(bind, _bulk_insert)
+    daily.rebuild(bind, bulk_insert)
 
 
 def downgrade() -> None:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from replay_core.storage import daily
-from replay_core.storage.store import _bulk_insert
+from replay_core.storage.bulk import bulk_insert
 
 revision = "0012_member_durations"
 down_revision = "0011_daily"
@@ -33,7 +33,7 @@ def upgrade() -> None:
     op.add_column("daily_members", sa.Column("durations_us", sa.Text()))
     if bind.dialect.name == "postgresql":
         op.execute(f"TRUNCATE {TABLES}")
-    daily.rebuild(bind, _bulk_insert)
+    daily.rebuild(bind, bulk_insert)
 
 
 def downgrade() -> None:

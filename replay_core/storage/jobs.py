@@ -1,0 +1,47 @@
+"""Periodic jobs across replicas: which process runs a job this time (`claim_job`), and
+PostgreSQL's advisory locks for work only one replica may do at once."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from sqlalchemy import text, update
+
+from ..vocabulary import now_utc
+from .bulk import dialect_module
+from .engine import StoreBase
+from .tables import job_runs
+
+
+class Jobs(StoreBase):
+    """Advisory locks and job claims."""
+
+    @contextmanager
+    def advisory_lock(self, key: int):
+        """`with store.advisory_lock(k) as held:` PostgreSQL's session advisory lock, tried (never waited
+        for), released at the end; True on SQLite, whose write lock serialises writers already."""
+        if self.dialect != "postgresql":
+            yield True
+            return
+        with self.engine.connect() as conn:
+            held = conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": key})
+            conn.commit()
+            try:
+                yield bool(held)
+            finally:
+                if held:
+                    conn.scalar(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    conn.commit()
+
+    def claim_job(self, name: str, every: timedelta, *, now: datetime | None = None) -> bool:
+        """True for exactly one caller per `every` among all processes on this database: the
+        caller that moves `job_runs.last_run_at` forward runs the job (retention sweep)."""
+        now = now or now_utc()
+        with self._write_lock, self._write_transaction() as conn:
+            dialect = dialect_module(self.dialect)
+            conn.execute(dialect.insert(job_runs).values(name=name, last_run_at=now - every * 2)
+                         .on_conflict_do_nothing(index_elements=["name"]))
+            done = conn.execute(update(job_runs).where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
+                                .values(last_run_at=now)).rowcount
+        return done == 1
