@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from replay_core.server import api
+from replay_core.server import api, sockets
 
 HERE = Path(__file__).resolve().parent
 
@@ -98,7 +98,7 @@ else:  # imported by `streamlit run` / uvicorn: the server
         from replay_core.storage.store import Store
 
         refuse_to_serve_open()
-        api.tcp_nodelay_on_listening_sockets()
+        sockets.tcp_nodelay_on_listening_sockets()
         sweeper = asyncio.create_task(retention.run_periodically(cache(Store)))
         yield
         sweeper.cancel()

@@ -430,7 +430,7 @@ def test_stats_refuses_bad_options(sqlite_store):
 
 
 def test_drill_parameters_parse_from_links(fixed):
-    from replay_core.server.api import session_filter
+    from replay_core.storage.filter_params import session_filter
 
     flt = session_filter({"has": "loop", "failed_tool": "grep", "error_class": "Boom", "since": "2026-05-01"})
     assert (flt.has, flt.failed_tool, flt.error_class, flt.since) == ("loop", "grep", "Boom", T0)

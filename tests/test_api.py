@@ -9,7 +9,8 @@ import pytest
 from apptest_helpers import emit_agent_spans
 from starlette.testclient import TestClient
 
-from replay_core.server.api import create_app, session_filter
+from replay_core.server.api import create_app
+from replay_core.storage.filter_params import session_filter
 from replay_core.server.auth import Access
 from replay_core.storage.store import SessionFilter
 
@@ -515,7 +516,7 @@ def test_session_ids_with_slashes_and_spaces(client, store):
 def test_listening_sockets_get_tcp_nodelay():
     import socket
 
-    from replay_core.server.api import tcp_nodelay_on_listening_sockets
+    from replay_core.server.sockets import tcp_nodelay_on_listening_sockets
 
     server = socket.socket(socket.AF_INET)  # as Streamlit binds it: protocol 0, so asyncio leaves Nagle on
     server.bind(("127.0.0.1", 0))

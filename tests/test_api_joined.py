@@ -1,4 +1,4 @@
-"""Concurrent HTTP writes joined into one transaction (server/api.py `JoinedWrites`): whatever the
+"""Concurrent HTTP writes joined into one transaction (storage/worker.py `JoinedWrites`): whatever the
 batches (runs shared between them, duplicate event ids, steps with and without seq, ends that
 conflict with a run already ended), writing them joined gives each request the counts or the
 refusal it would have had alone, and stores what writing them one after another stores."""
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from replay_core.events import parse_event
-from replay_core.server.api import SOURCE, JoinedWrites
+from replay_core.server.routes.ingest import SOURCE
 from replay_core.storage.store import WriteBatch, WriteRefused
-from replay_core.storage.worker import OffloadedWrites
+from replay_core.storage.worker import JoinedWrites, OffloadedWrites
 from replay_core.storage.tables import run_rollups, sessions, steps
 
 step = st.fixed_dictionaries({"kind": st.just("step"), "run": st.sampled_from("ab"), "event_id": st.sampled_from(["e0", "e1", "e2", "e3"]),

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from replay_core.ingest import step_rows
-from replay_core.server import api
+from replay_core.server import validation
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
 from test_otlp_step_rows import SECRETS, _tables
@@ -69,7 +69,7 @@ def test_posting_steps_as_rows_stores_what_step_events_stored(store, monkeypatch
     with TestClient(create_app(store, access=Access(api_tokens=(TOKEN,))), headers=headers) as client:
         got = _post_all(client, batches, new)
         with monkeypatch.context() as patched:
-            patched.setattr(api, "step_row_of", lambda fields, redactor: None)  # every step a StepEvent
+            patched.setattr(validation, "step_row_of", lambda fields, redactor: None)  # every step a StepEvent
             expected = _post_all(client, batches, old)
     assert got == expected
     tables = _tables_of(store, new)
@@ -80,8 +80,8 @@ def test_posting_steps_as_rows_stores_what_step_events_stored(store, monkeypatch
 def test_a_clean_batch_goes_as_rows(sqlite_store, monkeypatch):
     """The SDK's shape (ids, seqs, plain values) takes the row path for every step, and no StepEvent is made."""
     made = []
-    monkeypatch.setattr(api, "step_row_of", lambda fields, redactor: made.append(1) or step_rows.step_row_of(fields, redactor))
-    monkeypatch.setattr(api, "fast_step", lambda body: (_ for _ in ()).throw(AssertionError("a StepEvent was made")))
+    monkeypatch.setattr(validation, "step_row_of", lambda fields, redactor: made.append(1) or step_rows.step_row_of(fields, redactor))
+    monkeypatch.setattr(validation, "fast_step", lambda body: (_ for _ in ()).throw(AssertionError("a StepEvent was made")))
     items = [{"event_id": f"e{i}", "seq": i, "type": "think", "content": f"thought {i} {SECRETS[0]}"} for i in range(1, 51)]
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with TestClient(create_app(sqlite_store, access=Access(api_tokens=(TOKEN,))), headers=headers) as client:

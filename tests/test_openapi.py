@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.server import openapi
-from replay_core.server.api import IngestAPI, create_app
+from replay_core.server.api import HttpApi, create_app
 from replay_core.server.auth import Access
 
 ACCESS = Access.load(env={"AGENT_REPLAY_API_TOKENS": "viewer:v-token-0000,editor:e-token-0000"}, secrets={})
@@ -31,7 +31,7 @@ def test_the_served_document_is_valid_openapi_31_and_lists_every_route(client, s
     doc = client.get("/api/v1/openapi.json").json()  # no token needed to read the description
     assert doc["openapi"].startswith("3.1")
     OpenAPIV31SpecValidator(doc).validate()
-    table = IngestAPI(sqlite_store, access=ACCESS).routes()
+    table = HttpApi(sqlite_store, access=ACCESS).routes()
     listed = {(m.upper(), p) for p, methods in doc["paths"].items() for m in methods}
     assert listed == {(m, p) for m, p, _ in openapi.operations(table)}
     assert len(listed) >= 30
@@ -41,7 +41,7 @@ def test_a_route_added_without_docs_fails():
     async def new(request):
         return Response(b"")
 
-    table = [*IngestAPI(None, access=ACCESS).routes(), Route("/api/v1/stream", new, methods=["GET"])]
+    table = [*HttpApi(None, access=ACCESS).routes(), Route("/api/v1/stream", new, methods=["GET"])]
     with pytest.raises(openapi.MissingDocs, match="GET /api/v1/stream"):
         openapi.document(table)
 

@@ -14,7 +14,7 @@ from functools import cache
 import streamlit as st
 
 from replay_core import config
-from replay_core.server.api import session_filter
+from replay_core.storage.filter_params import session_filter
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.structure import Structure, build_structure

@@ -156,10 +156,6 @@ class Access:
         role = self.token_roles[i] if i < len(self.token_roles) else EDITOR
         return Actor(token_name(self.api_tokens[i]), role, origin)
 
-    def token_ok(self, authorization: str | None) -> bool:
-        """Whether an `Authorization: Bearer <token>` header carries a configured token."""
-        return self.token_actor(authorization) is not None
-
     def role_for(self, password: str) -> str | None:
         """The role a typed password opens (the highest if two passwords are the same), or None.
         Every configured password is compared, in constant time, whatever the outcome."""

@@ -22,6 +22,7 @@ its work stays in the thread.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib
 import os
 import pickle
@@ -30,6 +31,8 @@ import subprocess
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -238,6 +241,114 @@ def warm_writes() -> None:
         store.write_batches([batch], default_source="api", refuse_conflicts=True)
     finally:
         store.close()
+
+
+class JoinedWrites:
+    """Concurrent requests' batches written in one transaction: a database takes one writer at a
+    time anyway (SQLite's lock, this process's `Store` lock), so while one transaction commits,
+    the batches that arrive meanwhile queue, and the next thread to get the lock writes all of
+    them at once, paying once for what a write costs whatever its size (BEGIN and commit, the
+    daily cells' refresh, the search index). Each caller waits until its own batch is committed
+    and gets its own counts; when a joined write fails, each batch is written again alone, so a
+    refusal (409, 422) or a failure reaches only the request it belongs to and the others are
+    stored as they would have been one by one.
+
+    `lanes()` gives the stores to write with: more than one (PostgreSQL, which takes concurrent
+    writers, `WRITE_LANES`) lets that many transactions run at once, each of runs no other lane
+    is writing; a batch of a run in flight waits for that write, and so does every later batch
+    that shares a run with it, so a run's batches are stored in the order they came."""
+
+    MAX_STEPS = 10_000  # per transaction: a joined write stays short for the writers behind it
+
+    def __init__(self, lanes: Callable[[], Sequence[Any]], *, default_source: str, refuse_conflicts: bool):
+        self._lanes = lanes
+        self.options = {"default_source": default_source, "refuse_conflicts": refuse_conflicts}
+        self._queued: list[tuple[WriteBatch, Future]] = []
+        self._state = threading.Condition(threading.Lock())  # guards the queue, the lanes in use and the runs in flight
+        self._writing: set[int] = set()  # lanes in use
+        self._in_flight: set[str] = set()  # runs being written
+
+    def write(self, batch: WriteBatch) -> WriteResult:
+        """Store `batch` (alone or with others queued meanwhile); blocks until it is committed."""
+        mine: Future = Future()
+        lanes = self._lanes()
+        with self._state:
+            self._queued.append((batch, mine))
+            while not mine.done():  # else a writer before us took ours along
+                lane = next((n for n in range(len(lanes)) if n not in self._writing), None)
+                group = self._take() if lane is not None else []
+                if not group:  # every lane busy, or what is queued waits for runs in flight
+                    self._state.wait()
+                    continue
+                runs = {sid for queued, _ in group for sid in queued.order}
+                self._writing.add(lane)
+                self._in_flight |= runs
+                self._state.release()
+                try:
+                    self._write(lanes[lane], group)
+                finally:
+                    self._state.acquire()
+                    self._writing.discard(lane)
+                    self._in_flight -= runs
+                    self._state.notify_all()
+        return mine.result()
+
+    def _take(self) -> list[tuple[WriteBatch, Future]]:
+        """The queued batches of the next write, in order, up to MAX_STEPS; those of runs in flight
+        (and any later one sharing a run with them) stay queued. Call with `_state` held."""
+        size, group, rest, held = 0, [], [], set(self._in_flight)
+        for item in self._queued:
+            runs = item[0].order.keys()
+            if size >= self.MAX_STEPS or not held.isdisjoint(runs):
+                held.update(runs)
+                rest.append(item)
+                continue
+            group.append(item)
+            size += sum(map(len, item[0].steps.values()))
+        self._queued = rest
+        return group
+
+    def _write(self, store: Any, group: list[tuple[WriteBatch, Future]]) -> None:
+        if len(group) > 1:
+            counts: list[tuple[int, int]] = []
+            try:  # on copies: a write drops from its batch what it refused (an ended run's new end), the retry needs it
+                store.write_batches([_copy(batch) for batch, _ in group], **self.options, counts=counts)
+            except Exception:  # noqa: BLE001 — each batch again alone: its error (or none) is its own
+                pass
+            else:
+                for (batch, done), (stored, dupes) in zip(group, counts, strict=True):
+                    done.set_result(WriteResult(sessions=list(batch.order), steps=stored, duplicates=dupes))
+                return
+        for batch, done in group:
+            try:
+                done.set_result(store.write_batches([batch], **self.options))
+            except Exception as exc:  # noqa: BLE001 — raised in the request's own thread by `write`
+                done.set_exception(exc)
+
+
+def _copy(batch: WriteBatch) -> WriteBatch:
+    """`batch` with its own copies of what a write changes in place (the sessions' fields, the ends)."""
+    return dataclasses.replace(batch, opened={sid: dict(fields) for sid, fields in batch.opened.items()}, ended=dict(batch.ended))
+
+
+class JoiningStore:
+    """The store as `ingest` sees it on the HTTP routes: a `write` with the joined writes' options goes
+    through `JoinedWrites` (any other, e.g. a replace, for editors and audited, is written alone); the
+    rest is the store's."""
+
+    def __init__(self, store: Store, joined: JoinedWrites):
+        self._store, self._joined = store, joined
+
+    def write(self, events, *, default_source: str | None = None, replace: bool = False, refuse_conflicts: bool = False) -> WriteResult:
+        if replace or {"default_source": default_source, "refuse_conflicts": refuse_conflicts} != self._joined.options:
+            return self._store.write(events, default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts)
+        batch = WriteBatch()
+        for ev in events:
+            batch.add(ev)
+        return self._joined.write(batch) if batch.order else WriteResult()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 # ---------------------------------------------------------------- in the worker process

@@ -1,0 +1,132 @@
+"""Datasets and experiments (whatif.experiment): make a dataset of runs, launch an experiment on it
+(long work, run on a background thread and polled by GET), read its results, compare two experiments.
+Launching costs money and making a dataset writes: editors; reading: any role."""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ...storage.actor import INGEST, READ, REPLAY
+from ..bodies import object_body
+from ..context import API_PREFIX, ApiContext
+from ..responses import ApiError, json_response
+
+
+class ExperimentRoutes:
+    def __init__(self, api: ApiContext):
+        self.api = api
+
+    def routes(self) -> list[Route]:
+        guarded = self.api.guarded
+        return [
+            Route(f"{API_PREFIX}/datasets", guarded(self.create_dataset, INGEST), methods=["POST"]),
+            Route(f"{API_PREFIX}/datasets", guarded(self.list_datasets, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/datasets/{{name:path}}", guarded(self.get_dataset, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments", guarded(self.create_experiment, REPLAY), methods=["POST"]),
+            Route(f"{API_PREFIX}/experiments", guarded(self.list_experiments, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments/{{experiment_id}}", guarded(self.get_experiment, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments/{{a}}/compare/{{b}}", guarded(self.compare_experiments, READ), methods=["GET"]),
+        ]
+
+    async def create_dataset(self, request: Request) -> Response:
+        """POST /api/v1/datasets {name, runs | filter {status, workflow, since, search}, expected?, match?, description?}."""
+        from ...whatif import dataset as ds
+
+        body = await object_body(request, self.api.max_body)
+        store = self.api.store()
+
+        def make() -> dict:
+            flt = None
+            if not body.get("runs"):
+                given = body.get("filter") or {}
+                if not isinstance(given, dict):
+                    raise ds.DatasetError("filter: expected an object")
+                unknown = sorted(set(given) - set(ds.FILTER_KEYS))
+                if unknown:
+                    raise ds.DatasetError(f"filter.{unknown[0]}: not a dataset filter ({', '.join(ds.FILTER_KEYS)})")
+                if given:
+                    flt = ds.parse_filter(given)
+            runs = body.get("runs")
+            if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
+                raise ds.DatasetError("runs: expected a list of run ids")
+            cases, made_from = ds.resolve(store, runs=runs, flt=flt, expected=body.get("expected"))
+            made = ds.create(store, str(body.get("name") or ""), cases, match=body.get("match") or "equals",
+                             description=body.get("description"), made_from=made_from)
+            return {k: made[k] for k in ("id", "name", "version", "cases")}
+
+        try:
+            return json_response(await run_in_threadpool(make), 201)
+        except ds.DatasetError as exc:
+            raise ApiError(422, str(exc), [{"loc": str(exc).split(":", 1)[0], "msg": str(exc)}]) from None
+
+    async def list_datasets(self, request: Request) -> Response:
+        rows = await run_in_threadpool(self.api.store().list_datasets)
+        return json_response({"datasets": [{k: r[k] for k in ("id", "name", "version", "cases", "match", "description", "updated_at")}
+                                           for r in rows]})
+
+    async def get_dataset(self, request: Request) -> Response:
+        from ...whatif import dataset as ds
+
+        try:
+            return json_response(await run_in_threadpool(ds.show, self.api.store(), request.path_params["name"]))
+        except ds.DatasetError as exc:
+            raise ApiError(404, str(exc)) from None
+
+    async def create_experiment(self, request: Request) -> Response:
+        """POST /api/v1/experiments {dataset, models | variants, api_base?, from?, scorers?, scorer_options?, concurrency?,
+        budget_usd?, budget_tokens?} → 202 with the id; it runs in the background, GET it for progress then results."""
+        from ...whatif import experiment as ex
+        from ...whatif.replay_config import ConfigError, ReplayConfig
+
+        body = await object_body(request, self.api.max_body)
+        store = self.api.store()
+
+        def start() -> dict:
+            shared = {"api_base": body["api_base"]} if body.get("api_base") else {}
+            variants = [{"model": m} for m in body.get("models") or []] + list(body.get("variants") or [])
+            if not all(isinstance(v, dict) for v in variants):
+                raise ConfigError("variants: expected objects of replay settings")
+            configs = [ReplayConfig.from_json({**shared, **v}) for v in variants]
+            experiment_id, plan = ex.start(
+                store, str(body.get("dataset") or ""), configs, start=body.get("from"), scorers=body.get("scorers"),
+                scorer_options=body.get("scorer_options"), concurrency=int(body.get("concurrency") or 4),
+                budget_usd=body.get("budget_usd"), budget_tokens=body.get("budget_tokens"))
+            ex.launch(store, experiment_id)
+            return {"experiment": experiment_id, "status": "running", "estimates": [e.to_dict() for e in plan.estimates],
+                    "poll": f"{API_PREFIX}/experiments/{experiment_id}"}
+
+        try:
+            return json_response(await run_in_threadpool(start), 202)
+        except (ex.ExperimentError, ConfigError, TypeError, ValueError) as exc:
+            raise ApiError(422, str(exc), [{"loc": str(exc).split(":", 1)[0], "msg": str(exc)}]) from None
+
+    async def list_experiments(self, request: Request) -> Response:
+        rows = await run_in_threadpool(self.api.store().list_experiments)
+        return json_response({"experiments": [{"experiment": r["id"], "dataset": r["dataset"], "status": r["status"],
+                                               "variants": r["settings"]["names"], "runs_done": r["runs_done"],
+                                               "created_at": r["created_at"]} for r in rows]})
+
+    async def get_experiment(self, request: Request) -> Response:
+        """GET /api/v1/experiments/{id}: status and progress while it runs; the results (so far, then whole)."""
+        from ...whatif.results import summarise
+
+        try:
+            return json_response(await run_in_threadpool(summarise, self.api.store(), request.path_params["experiment_id"]))
+        except KeyError:
+            raise ApiError(404, f"no experiment {request.path_params['experiment_id']!r}") from None
+
+    async def compare_experiments(self, request: Request) -> Response:
+        """GET /api/v1/experiments/{a}/compare/{b}[?by=position]: per variant and scorer, what B improved or regressed."""
+        from ...whatif.experiment_compare import CompareError, compare_experiments
+
+        a, b = request.path_params["a"], request.path_params["b"]
+        by = request.query_params.get("by", "name")
+        if by not in ("name", "position"):
+            raise ApiError(422, "by: expected name or position", [{"loc": "by", "msg": "expected name or position"}])
+        try:
+            return json_response(await run_in_threadpool(compare_experiments, self.api.store(), a, b, by_position=by == "position"))
+        except CompareError as exc:
+            raise ApiError(404 if str(exc).startswith("no experiment") else 422, str(exc)) from None
