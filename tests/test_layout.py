@@ -147,6 +147,29 @@ def test_the_top_of_the_package_lists_only_wings_and_a_handful_of_files():
         assert ast.get_docstring(ast.parse((PACKAGE / wing / "__init__.py").read_text())), f"{wing}/__init__ needs its docstring"
 
 
+MAX_MODULE_LINES = 800
+
+
+def long_modules(root: Path) -> list[str]:
+    """The repository's Python files (tracked ones: no virtualenv, no build output) longer than the limit."""
+    listed = subprocess.run(["git", "ls-files", "*.py"], capture_output=True, text=True, check=True, cwd=root).stdout.split()
+    lengths = {name: len((root / name).read_text().splitlines()) for name in listed if (root / name).exists()}
+    return sorted(f"{name}: {n} lines" for name, n in lengths.items() if n > MAX_MODULE_LINES)
+
+
+def test_no_module_passes_800_lines():
+    """A module that long holds more than one job: split it along its own seams."""
+    assert not long_modules(REPO)
+
+
+def test_a_long_module_is_caught(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True)
+    assert long_modules(tmp_path) == [f"long.py: {MAX_MODULE_LINES + 1} lines"]
+
+
 def test_the_package_face_is_lazy():
     probe = ("import sys, replay_core; heavy = [m for m in ('sqlalchemy', 'litellm', 'polars', 'pydantic', 'streamlit')"
              " if m in sys.modules]; print(','.join(heavy))")

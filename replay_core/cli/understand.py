@@ -27,7 +27,7 @@ def stats_cmd(
         fail(f"--by: unknown dimension {by!r}; expected one of {', '.join(DIMENSIONS)}")
     flt = SessionFilter()
     if since or until:  # parsed as the API parses them; server.api is a tenth of a second to import, so only then
-        from ..server.api import session_filter
+        from ..storage.filter_params import session_filter
 
         try:
             flt = session_filter({"since": since or "", "until": until or ""})

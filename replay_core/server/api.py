@@ -13,7 +13,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..storage.filter_params import session_filter  # noqa: F401 — the CLI imports it from here
 from ..storage.store import Store
 from .auth import Access
 from .context import ApiContext

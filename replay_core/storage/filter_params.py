@@ -11,7 +11,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from ..events import SessionStatus
-from .store import HAS_FLAGS, REVIEW_LABELS, SessionFilter
+from .attachments import REVIEW_LABELS
+from .filters import HAS_FLAGS, SessionFilter
 
 FILTER_FIELDS = ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of", "failed_tool", "error_class")
 REVIEW_STATES = (*REVIEW_LABELS, "unreviewed")
