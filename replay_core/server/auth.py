@@ -51,7 +51,8 @@ WINDOW = timedelta(hours=1)  # failures older than this are forgotten
 
 def secrets_files() -> list[Path]:
     """Where Streamlit looks for secrets: the project's folder, the working folder, the home folder."""
-    places = [config.PROJECT_ROOT / ".streamlit", Path.cwd() / ".streamlit", Path.home() / ".streamlit"]
+    checkout = [config.PROJECT_ROOT / ".streamlit"] if config.in_checkout() else []  # never inside site-packages
+    places = [*checkout, Path.cwd() / ".streamlit", Path.home() / ".streamlit"]
     return list(dict.fromkeys(p / "secrets.toml" for p in places))
 
 
@@ -256,4 +257,4 @@ def open_to_the_network_refusal(address: str | None, env: Mapping[str, str] | No
     where = f"address {address!r}" if address else "every network interface (no server.address set)"
     return (f"refusing to serve {where} with no sign-in: anyone who can reach it would be an editor. "
             f"Set AGENT_REPLAY_EDITOR_PASSWORD (and AGENT_REPLAY_PASSWORD), configure OIDC in .streamlit/secrets.toml, "
-            f"serve on 127.0.0.1 (--server.address 127.0.0.1), or set {ALLOW_OPEN_KEY}=1 to serve it open on purpose.")
+            f"serve on 127.0.0.1 (agent-replay serve --host 127.0.0.1), or set {ALLOW_OPEN_KEY}=1 to serve it open on purpose.")
