@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from replay_core.storage.actor import REPLAY, PermissionDenied
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
@@ -16,7 +17,7 @@ from replay_core.whatif.replay_config import ConfigError, ReplayConfig, configur
 from replay_core.whatif.results import summarise, to_csv
 from replay_core.whatif.scorers import SCORERS
 
-from .common import PAGE_COMPARE, fmt_cost, fmt_when, md, url_choice
+from .common import PAGE_COMPARE, current_actor, fmt_cost, fmt_when, md, url_choice
 
 ANY = "(any)"
 PREVIEW = 200  # runs of a dataset's filter listed before it is made
@@ -154,6 +155,7 @@ def results(store: Store, experiment_id: str) -> None:
     against the baseline, and the matrix of cases by variant (each cell opens compare)."""
     summary = summarise(store, experiment_id)
     _status(summary)
+    _stop_or_resume(store, experiment_id, summary["status"])
     st.dataframe(pd.DataFrame([_variant_row(v) for v in summary["variants"]]), hide_index=True, key="variants")
     for v in summary["variants"]:
         if v["refusals"]:
@@ -167,10 +169,35 @@ def _status(summary: dict) -> None:
     prog = summary["progress"]
     st.caption(md(f"Status: {summary['status']}" + (f" — {summary['message']}" if summary["message"] else "")
                   + f". {prog['done']} of {prog['total']} replays done. Interval: {summary['interval']}."))
-    if summary["status"] == "running":
+    if summary["status"] in ("running", "stopping"):
         for v in summary["variants"]:
             total = v["cases"] + v["pending"]
             st.progress(v["cases"] / total if total else 1.0, text=md(f"{v['name']}: {v['cases']} of {total}"))
+
+
+def _stop_or_resume(store: Store, experiment_id: str, status: str) -> None:
+    """Stop a running experiment (no more cases launched, those in flight finish), or resume a stopped or failed
+    one (finished replays are never paid for again). Editors only, checked again by the library."""
+    if status not in ("running", "stopped", "failed"):
+        return
+    actor = current_actor()
+    stop = status == "running"
+    label = "Stop the experiment" if stop else "Resume the experiment"
+    hint = ("No more cases are launched; the replays in flight finish; Resume runs the rest." if stop else
+            "Runs the case × model replays not done yet; finished ones are kept, never paid for again.")
+    if not actor.may(REPLAY):
+        hint = "Only editors can stop or resume an experiment."
+    if st.button(label, key="ex_stop" if stop else "ex_resume", help=hint, disabled=not actor.may(REPLAY)):
+        try:
+            if stop:
+                ex.request_stop(store, experiment_id, actor=actor)
+            else:
+                store.authorize(actor, REPLAY, f"experiment {experiment_id}")
+                ex.launch(store, experiment_id)
+        except (ex.ExperimentError, PermissionDenied) as exc:
+            st.warning(str(exc))
+        else:
+            st.rerun()  # the picker above shows the status too
 
 
 def _variant_row(v: dict) -> dict:

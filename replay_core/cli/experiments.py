@@ -9,7 +9,7 @@ import orjson
 import typer
 from rich.table import Table
 
-from .options import DbOption, JsonOption, err, fail, open_store, out, progress_bar
+from .options import DbOption, JsonOption, cli_actor, err, fail, open_store, out, progress_bar
 from .output import fmt, print_json
 
 if TYPE_CHECKING:
@@ -176,6 +176,23 @@ def experiment_resume(
         fail(str(exc))
     _run_with_progress(store, experiment_id, json, budget_usd=budget_usd, budget_tokens=budget_tokens, tools=tools)
     _show(store, experiment_id, json)
+
+
+@experiment_app.command("stop")
+def experiment_stop(experiment_id: Annotated[str, typer.Argument()], db: DbOption = None, json: JsonOption = False) -> None:
+    """Stop a running experiment, wherever it runs (the app, another terminal): it launches no more cases, those in
+    flight finish, and `experiment resume` runs the rest. Editors only."""
+    from ..whatif import experiment as ex
+
+    store = open_store(db)
+    try:
+        status = ex.request_stop(store, experiment_id, actor=cli_actor())
+    except ex.ExperimentError as exc:
+        fail(str(exc))
+    if json:
+        print_json({"experiment": experiment_id, "status": status})
+    else:
+        out.print(f"{experiment_id}: {status} — the replays in flight finish; `agent-replay experiment resume {experiment_id}` runs the rest")
 
 
 @experiment_app.command("show")

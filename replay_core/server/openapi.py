@@ -101,6 +101,12 @@ class ExperimentStarted(_Answer):
     poll: str
 
 
+class ExperimentStopping(_Answer):
+    experiment: str
+    status: str = Field(description="`stopping`: it becomes `stopped` once its runner has seen the request")
+    poll: str
+
+
 class Steps(BaseModel):
     """A batch of steps as `{"steps": [...]}`."""
 
@@ -108,7 +114,7 @@ class Steps(BaseModel):
 
 
 ANSWERS = (ErrorBody, IngestAnswer, Health, SessionsPage, SessionView, AttachmentStored, Datasets, Experiments,
-           ExperimentStarted)
+           ExperimentStarted, ExperimentStopping)
 BODIES = (SessionEvent, StepEvent, Steps, SessionEndEvent, AttachmentEvent)
 
 
@@ -254,6 +260,9 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         None, media=_json(_OBJECT), tag="team"),
     ("GET", "/api/v1/experiments/{experiment_id}"): Op("An experiment's progress, then its results.", None,
                                                        media=_json(_OBJECT), tag="experiments"),
+    ("POST", "/api/v1/experiments/{experiment_id}/stop"): Op(
+        "Stop a running experiment: no more cases are launched, those in flight finish, and resuming runs the rest "
+        "(404: no such experiment; 409: it is not running).", "ExperimentStopping", status=202, tag="experiments"),
     ("GET", "/api/v1/experiments/{a}/compare/{b}"): Op(
         "Two experiments compared: per variant and scorer, pass rates with Wilson intervals, the cases B improved or "
         "regressed, and what cannot be compared.", None, media=_json(_OBJECT), tag="experiments",

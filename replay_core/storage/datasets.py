@@ -110,6 +110,17 @@ class Datasets(StoreBase):
             conn.execute(update(experiments).where(experiments.c.id == experiment_id).values(
                 status=status, message=message, finished_at=now_utc() if finished else None))
 
+    def ask_experiment_stop(self, experiment_id: str, message: str) -> bool:
+        """Mark a running experiment `stopping`, for whichever process runs it to read before its next case;
+        False when it is not running."""
+        with self._write_lock, self.engine.begin() as conn:
+            return conn.execute(update(experiments).where(experiments.c.id == experiment_id, experiments.c.status == "running")
+                                .values(status="stopping", message=message)).rowcount == 1
+
+    def experiment_status(self, experiment_id: str) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(select(experiments.c.status).where(experiments.c.id == experiment_id)).scalar()
+
     def update_experiment_settings(self, experiment_id: str, settings: dict) -> None:
         with self._write_lock, self.engine.begin() as conn:
             conn.execute(update(experiments).where(experiments.c.id == experiment_id).values(settings=settings))

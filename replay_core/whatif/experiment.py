@@ -18,6 +18,10 @@ Resumable: a case × variant is claimed in the database before it starts and mar
 with its scores when it ends, so a restarted experiment runs only what is not done and
 never pays for a finished replay twice. The one exception, stated: a replay in flight
 when the process died is run again (its row is still `running`; `attempts` counts it).
+
+Stoppable from anywhere: `request_stop` marks the experiment `stopping` in the database and
+the process running it (this one, another replica, a CLI) reads that before each case it
+launches; the runs in flight finish and `resume` runs the rest.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..storage.actor import REPLAY, Actor
 from ..storage.store import EXPERIMENT_SOURCE, Store
 from ..understand.timeline import open_timeline
 from . import dataset as datasets
@@ -43,7 +48,7 @@ from .replay_config import RECORDED, ConfigError, ReplayConfig
 from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers
 from .start_point import FIRST_MODEL_TURN, REFUSED, StartPoint
 
-STATES = ("running", "done", "stopped", "budget", "failed")
+STATES = ("running", "stopping", "done", "stopped", "budget", "failed")
 
 
 class ExperimentError(ValueError):
@@ -297,7 +302,7 @@ class _Runner:
         with ThreadPoolExecutor(max_workers=self.plan.concurrency, thread_name_prefix="experiment") as pool:
             while todo or in_flight:
                 while todo and len(in_flight) < self.plan.concurrency and stopped_by is None:
-                    if self.stop.is_set():
+                    if self.stop.is_set() or self.store.experiment_status(self.id) == "stopping":
                         stopped_by = "stopped"
                         break
                     sid, v = todo[0]
@@ -414,9 +419,7 @@ def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None
     experiment planned with them must be given them again to resume.
     """
     p = plan_of(store, experiment_id, budget_usd=budget_usd, budget_tokens=budget_tokens)
-    missing = [t for t in p.tools if t not in (tools or {})]
-    if missing:
-        raise ExperimentError(f"this experiment calls live tools it was not given: {', '.join(missing)} (pass tools=… or --tool)")
+    _check_tools(p, tools)
     runs = store.experiment_runs(experiment_id)
     done = [r for r in runs if r["state"] == "done"]
     total = len(p.cases) * len(p.configs)
@@ -435,6 +438,12 @@ def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None
         raise
 
 
+def _check_tools(p: Plan, tools: LiveTools | None) -> None:
+    missing = [t for t in p.tools if t not in (tools or {})]
+    if missing:
+        raise ExperimentError(f"this experiment calls live tools it was not given: {', '.join(missing)} (pass tools=… or --tool)")
+
+
 def start(store: Store, dataset_name: str, configs: list[ReplayConfig], **options: Any) -> tuple[str, Plan]:
     """Plan (checks, estimate, budget) and store a new experiment; run it with `run` or `launch`."""
     p = plan(store, dataset_name, configs, **options)
@@ -448,7 +457,9 @@ _BACKGROUND_LOCK = threading.Lock()
 
 
 def launch(store: Store, experiment_id: str, **options: Any) -> threading.Thread:
-    """Run an experiment on a background thread; its progress is read from the database."""
+    """Run an experiment on a background thread; its progress is read from the database. What would make it
+    refuse to start (no such experiment, live tools it is not given) is raised here, not lost on the thread."""
+    _check_tools(plan_of(store, experiment_id), options.get("tools"))
     with _BACKGROUND_LOCK:
         running = _BACKGROUND.get(experiment_id)
         if running is not None and running[0].is_alive():
@@ -467,11 +478,19 @@ def launch(store: Store, experiment_id: str, **options: Any) -> threading.Thread
         return thread
 
 
-def stop_background(experiment_id: str) -> bool:
-    """Ask a background experiment to stop launching cases (those in flight finish)."""
+def request_stop(store: Store, experiment_id: str, *, actor: Actor | None = None) -> str:
+    """Stop a running experiment launching cases, wherever it runs; the replays in flight finish, and
+    `resume` runs the rest. Editors only (`actor`, default the local user), in the audit log.
+    Returns the status it is left in (`stopping`, then `stopped` once its runner has seen it)."""
+    actor = store.authorize(actor, REPLAY, f"experiment {experiment_id}")
+    status = store.experiment_status(experiment_id)
+    if status is None:
+        raise ExperimentError(f"no experiment {experiment_id!r}")
+    if not store.ask_experiment_stop(experiment_id, "stop asked: the replays in flight finish; resume to run the rest"):
+        raise ExperimentError(f"experiment {experiment_id} is {status}, not running: nothing to stop")
     with _BACKGROUND_LOCK:
         running = _BACKGROUND.get(experiment_id)
-    if running is None or not running[0].is_alive():
-        return False
-    running[1].set()
-    return True
+    if running is not None and running[0].is_alive():
+        running[1].set()  # this process runs it: no need to wait for its next look at the database
+    store.record_audit(actor, REPLAY, target=f"experiment {experiment_id}", detail={"op": "stop"})
+    return "stopping"

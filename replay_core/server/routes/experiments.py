@@ -28,6 +28,7 @@ class ExperimentRoutes:
             Route(f"{API_PREFIX}/experiments", guarded(self.create_experiment, REPLAY), methods=["POST"]),
             Route(f"{API_PREFIX}/experiments", guarded(self.list_experiments, READ), methods=["GET"]),
             Route(f"{API_PREFIX}/experiments/{{experiment_id}}", guarded(self.get_experiment, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/experiments/{{experiment_id}}/stop", guarded(self.stop_experiment, REPLAY), methods=["POST"]),
             Route(f"{API_PREFIX}/experiments/{{a}}/compare/{{b}}", guarded(self.compare_experiments, READ), methods=["GET"]),
         ]
 
@@ -117,6 +118,22 @@ class ExperimentRoutes:
             return json_response(await run_in_threadpool(summarise, self.api.store(), request.path_params["experiment_id"]))
         except KeyError:
             raise ApiError(404, f"no experiment {request.path_params['experiment_id']!r}") from None
+
+    async def stop_experiment(self, request: Request) -> Response:
+        """POST /api/v1/experiments/{id}/stop → 202 `stopping`: no more cases are launched, those in flight finish;
+        404 for no such experiment, 409 when it is not running."""
+        from ...whatif import experiment as ex
+
+        experiment_id = request.path_params["experiment_id"]
+        store = self.api.store()
+        if await run_in_threadpool(store.experiment_status, experiment_id) is None:
+            raise ApiError(404, f"no experiment {experiment_id!r}")
+        try:
+            status = await run_in_threadpool(ex.request_stop, store, experiment_id, actor=request.state.actor)
+        except ex.ExperimentError as exc:
+            raise ApiError(409, str(exc)) from None
+        return json_response({"experiment": experiment_id, "status": status,
+                              "poll": f"{API_PREFIX}/experiments/{experiment_id}"}, 202)
 
     async def compare_experiments(self, request: Request) -> Response:
         """GET /api/v1/experiments/{a}/compare/{b}[?by=position]: per variant and scorer, what B improved or regressed."""
