@@ -70,6 +70,10 @@ FRAMEWORKS = {
         "pydantic-ai", "fw_pydantic_ai.py", ("v5", "v4"),
         "pydantic-ai-slim built-in: Agent.instrument_all(InstrumentationSettings(tracer_provider=..., version=N)); "
         "v5 is the default format, v4 the previous (deprecated)"),
+    "openai-agents": Framework(
+        "openai-agents", "fw_openai_agents.py", ("openinference",),
+        "openinference-instrumentation-openai-agents OpenAIAgentsInstrumentor (exclusive processor); "
+        "OpenAIChatCompletionsModel"),
 }
 
 
