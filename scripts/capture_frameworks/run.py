@@ -74,6 +74,10 @@ FRAMEWORKS = {
         "openai-agents", "fw_openai_agents.py", ("openinference",),
         "openinference-instrumentation-openai-agents OpenAIAgentsInstrumentor (exclusive processor); "
         "OpenAIChatCompletionsModel"),
+    "langgraph": Framework(
+        "langgraph", "fw_langgraph.py", ("openinference",),
+        "openinference-instrumentation-langchain LangChainInstrumentor; langgraph.prebuilt.create_react_agent "
+        "with langchain-openai ChatOpenAI"),
 }
 
 
