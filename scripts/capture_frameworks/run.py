@@ -78,6 +78,9 @@ FRAMEWORKS = {
         "langgraph", "fw_langgraph.py", ("openinference",),
         "openinference-instrumentation-langchain LangChainInstrumentor; langgraph.prebuilt.create_react_agent "
         "with langchain-openai ChatOpenAI"),
+    "smolagents": Framework(
+        "smolagents", "fw_smolagents.py", ("openinference",),
+        "openinference-instrumentation-smolagents SmolagentsInstrumentor; ToolCallingAgent with OpenAIModel"),
 }
 
 

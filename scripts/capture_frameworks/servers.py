@@ -21,15 +21,30 @@ FINAL_ANSWER_TOOL_FAILED = "In Paris it is sunny and 21 °C; I could not get the
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization"}
 
 
+def _text(content) -> str:
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
 def _tool_results(messages: list[dict]) -> list[str]:
-    """Text of every tool result the framework sent back, in order (OpenAI `tool` role messages)."""
+    """Text of every tool result the framework sent back, in order.
+
+    Most frameworks send OpenAI `tool` role messages; smolagents sends each result as a user message
+    block opened by a line "Observation:" (or "Error:" when the tool raised), and merges consecutive
+    blocks into one message.
+    """
     results = []
     for message in messages:
+        text = _text(message.get("content"))
         if message.get("role") in ("tool", "function"):
-            content = message.get("content")
-            if isinstance(content, list):
-                content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-            results.append(str(content))
+            results.append(text)
+        elif message.get("role") == "user":
+            for line in text.splitlines():
+                if line.strip() in ("Observation:", "Error:"):
+                    results.append(line)
+                elif results and line.strip() and results[-1] in ("Observation:", "Error:"):
+                    results[-1] += " " + line
     return results
 
 
@@ -81,6 +96,8 @@ class ScriptedModel:
                 {
                     "call": call_number,
                     "messages_in": len(messages),
+                    "roles_in": [message.get("role") for message in messages],
+                    "last_message_start": _text(messages[-1].get("content"))[:120] if messages else None,
                     "tool_results_seen": len(results),
                     "tools_offered": offered,
                     "stream": bool(body.get("stream")),
