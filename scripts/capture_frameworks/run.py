@@ -81,6 +81,11 @@ FRAMEWORKS = {
     "smolagents": Framework(
         "smolagents", "fw_smolagents.py", ("openinference",),
         "openinference-instrumentation-smolagents SmolagentsInstrumentor; ToolCallingAgent with OpenAIModel"),
+    "autogen": Framework(
+        "autogen", "fw_autogen.py", ("own", "openllmetry"),
+        "own: autogen-core's GenAI spans through the global tracer provider (AssistantAgent with "
+        "OpenAIChatCompletionClient); openllmetry: the same plus opentelemetry-instrumentation-openai "
+        "OpenAIInstrumentor"),
 }
 
 
