@@ -86,6 +86,11 @@ FRAMEWORKS = {
         "own: autogen-core's GenAI spans through the global tracer provider (AssistantAgent with "
         "OpenAIChatCompletionClient); openllmetry: the same plus opentelemetry-instrumentation-openai "
         "OpenAIInstrumentor"),
+    "langfuse": Framework(
+        "langfuse", "fw_langfuse.py", ("sdk",),
+        "Langfuse SDK: @observe(as_type='agent'/'tool') on a hand-written tool loop, langfuse.openai.OpenAI "
+        "for the model calls", exporter="the Langfuse SDK's own OTLP/HTTP protobuf exporter (gzip, Basic auth) "
+        "behind its BatchSpanProcessor, posting to {LANGFUSE_HOST}/api/public/otel/v1/traces"),
 }
 
 
