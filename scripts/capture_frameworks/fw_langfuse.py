@@ -2,7 +2,6 @@
 langfuse.openai drop-in client for model calls. Its own exporter posts gzipped OTLP protobuf to
 {LANGFUSE_HOST}/api/public/otel/v1/traces with Basic auth (placeholder keys, dropped from the fixtures)."""
 
-import json
 import os
 
 import harness
@@ -29,28 +28,10 @@ def run(mode: str):
         return harness.local_time(city)
 
     tools = {"get_weather": get_weather, "get_time": get_time}
-    schemas = [
-        {"type": "function", "function": {"name": name, "description": f"{name} for a city",
-                                          "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                                         "required": ["city"]}}}
-        for name in tools
-    ]
 
     @observe(name="travel_assistant", as_type="agent")
     def travel_assistant(question: str) -> str:
-        messages = [{"role": "system", "content": harness.INSTRUCTIONS}, {"role": "user", "content": question}]
-        for _ in range(5):
-            reply = client.chat.completions.create(model=harness.MODEL, messages=messages, tools=schemas).choices[0]
-            if not reply.message.tool_calls:
-                return reply.message.content
-            messages.append(reply.message.model_dump(exclude_none=True))
-            for call in reply.message.tool_calls:
-                try:
-                    result = tools[call.function.name](**json.loads(call.function.arguments))
-                except Exception as error:  # a hand-written loop hands the failure back to the model
-                    result = f"Error: {type(error).__name__}: {error}"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        raise RuntimeError("no final answer after 5 model calls")
+        return harness.tool_loop(client, lambda name, arguments, call_id: tools[name](**arguments))
 
     return travel_assistant(harness.QUESTION)
 

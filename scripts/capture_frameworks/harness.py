@@ -40,6 +40,35 @@ def local_time(city: str) -> str:
     return f"14:05 (CET) in {city}"
 
 
+TOOL_SCHEMAS = [
+    {"type": "function", "function": {"name": name, "description": description,
+                                      "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                     "required": ["city"]}}}
+    for name, description in (("get_weather", "Current weather in a city."), ("get_time", "Local time in a city."))
+]
+
+
+def tool_loop(client, run_tool) -> str:
+    """A hand-written agent loop over an OpenAI client, for SDKs that trace app code rather than a framework.
+
+    `run_tool(name, arguments, call_id)` runs one tool; a tool that raises is handed back to the model as
+    an error message, as such loops usually do.
+    """
+    messages = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": QUESTION}]
+    for _ in range(5):
+        reply = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOL_SCHEMAS).choices[0]
+        if not reply.message.tool_calls:
+            return reply.message.content
+        messages.append(reply.message.model_dump(exclude_none=True))
+        for call in reply.message.tool_calls:
+            try:
+                result = run_tool(call.function.name, json.loads(call.function.arguments), call.id)
+            except Exception as error:
+                result = f"Error: {type(error).__name__}: {error}"
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise RuntimeError("no final answer after 5 model calls")
+
+
 def tracer_provider(service_name: str, set_global: bool = True):
     """SDK provider with BatchSpanProcessor + OTLP/HTTP protobuf exporter, configured from OTEL_* env only."""
     from opentelemetry import trace
@@ -52,6 +81,21 @@ def tracer_provider(service_name: str, set_global: bool = True):
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     if set_global:
         trace.set_tracer_provider(provider)
+    keep_for_shutdown(provider)
+    return provider
+
+
+def logger_provider(service_name: str):
+    """SDK logger provider with the OTLP/HTTP protobuf log exporter, for instrumentations that emit GenAI events."""
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+
+    provider = LoggerProvider(resource=Resource.create({"service.name": service_name}))
+    provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+    set_logger_provider(provider)
     keep_for_shutdown(provider)
     return provider
 

@@ -91,6 +91,12 @@ FRAMEWORKS = {
         "Langfuse SDK: @observe(as_type='agent'/'tool') on a hand-written tool loop, langfuse.openai.OpenAI "
         "for the model calls", exporter="the Langfuse SDK's own OTLP/HTTP protobuf exporter (gzip, Basic auth) "
         "behind its BatchSpanProcessor, posting to {LANGFUSE_HOST}/api/public/otel/v1/traces"),
+    "openai-v2": Framework(
+        "openai-v2", "fw_openai_v2.py", ("default", "events", "latest"),
+        "opentelemetry-instrumentation-openai-v2 on the OpenAI client plus the app's own invoke_agent/execute_tool "
+        "GenAI spans around a hand-written tool loop; default: v1.30 conventions, no content; events: "
+        "gen_ai_latest_experimental, content as log events (/v1/logs); latest: the same, content on spans",
+        exporter=OTLP_EXPORTER + "; log events through OTLPLogExporter behind BatchLogRecordProcessor"),
 }
 
 
@@ -128,9 +134,10 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
         CAPTURE_RESULT_PATH=str(result_path),
     )
     if slow:
-        env["OTEL_BSP_SCHEDULE_DELAY"] = str(SLOW_BATCH_DELAY_MS)
+        env["OTEL_BSP_SCHEDULE_DELAY"] = env["OTEL_BLRP_SCHEDULE_DELAY"] = str(SLOW_BATCH_DELAY_MS)
     else:
         env.pop("OTEL_BSP_SCHEDULE_DELAY", None)
+        env.pop("OTEL_BLRP_SCHEDULE_DELAY", None)
     started = time.time()
     child = subprocess.run([str(python), str(HERE / framework.module)], env=env, cwd=str(HERE),
                            capture_output=True, text=True, timeout=300)
@@ -177,6 +184,7 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
                             ("; get_time raises RuntimeError" if variant == "tool-error" else ""),
             "model_delay_seconds": model.delay_seconds,
             "OTEL_BSP_SCHEDULE_DELAY_ms": SLOW_BATCH_DELAY_MS if slow else "unset (SDK default 5000)",
+            "OTEL_BLRP_SCHEDULE_DELAY_ms": SLOW_BATCH_DELAY_MS if slow else "unset (SDK default 1000)",
             "model_calls": model.calls,
             "process_returncode": child.returncode,
         },
