@@ -97,6 +97,10 @@ FRAMEWORKS = {
         "GenAI spans around a hand-written tool loop; default: v1.30 conventions, no content; events: "
         "gen_ai_latest_experimental, content as log events (/v1/logs); latest: the same, content on spans",
         exporter=OTLP_EXPORTER + "; log events through OTLPLogExporter behind BatchLogRecordProcessor"),
+    "crewai": Framework(
+        "crewai", "fw_crewai.py", ("wrappers", "events"),
+        "openinference-instrumentation-crewai CrewAIInstrumentor; wrappers: its default (no LLM spans); "
+        "events: use_event_listener=True, create_llm_spans=True"),
 }
 
 
@@ -140,7 +144,7 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
         env.pop("OTEL_BLRP_SCHEDULE_DELAY", None)
     started = time.time()
     child = subprocess.run([str(python), str(HERE / framework.module)], env=env, cwd=str(HERE),
-                           capture_output=True, text=True, timeout=300)
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     time.sleep(1.0)  # an exporter thread may still be posting after the process said goodbye
     requests = collector.take()
     model_server.shutdown()
