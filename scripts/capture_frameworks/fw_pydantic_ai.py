@@ -3,16 +3,13 @@
 import harness
 
 
-def run(mode: str):
+def build_agent():
+    """The travel agent with its two tools; instrumented by whatever Agent.instrument_all was given."""
     from pydantic_ai import Agent
-    from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    provider = harness.tracer_provider("capture-pydantic-ai")
-    version = int(mode.removeprefix("v"))
     model = OpenAIChatModel(harness.MODEL, provider=OpenAIProvider(base_url=harness.BASE_URL, api_key=harness.API_KEY))
-    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider, version=version))
     agent = Agent(model, name="travel_assistant", instructions=harness.INSTRUCTIONS)
 
     @agent.tool_plain
@@ -25,7 +22,16 @@ def run(mode: str):
         """Local time in a city."""
         return harness.local_time(city)
 
-    return agent.run_sync(harness.QUESTION).output
+    return agent
+
+
+def run(mode: str):
+    from pydantic_ai import Agent
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    provider = harness.tracer_provider("capture-pydantic-ai")
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider, version=int(mode.removeprefix("v"))))
+    return build_agent().run_sync(harness.QUESTION).output
 
 
 if __name__ == "__main__":

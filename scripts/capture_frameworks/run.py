@@ -101,6 +101,12 @@ FRAMEWORKS = {
         "crewai", "fw_crewai.py", ("wrappers", "events"),
         "openinference-instrumentation-crewai CrewAIInstrumentor; wrappers: its default (no LLM spans); "
         "events: use_event_listener=True, create_llm_spans=True"),
+    "logfire": Framework(
+        "logfire", "fw_logfire.py", ("pydantic-ai", "openai"),
+        "Logfire SDK (send_to_logfire=False) exporting to OTEL_EXPORTER_OTLP_ENDPOINT; pydantic-ai: "
+        "logfire.instrument_pydantic_ai(); openai: logfire.instrument_openai() with logfire spans around a "
+        "hand-written tool loop",
+        exporter="Logfire's own BatchSpanProcessor(OTLPSpanExporter()) added for OTEL_EXPORTER_OTLP_ENDPOINT"),
 }
 
 
