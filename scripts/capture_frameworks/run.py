@@ -67,9 +67,10 @@ class Framework:
 
 FRAMEWORKS = {
     "pydantic-ai": Framework(
-        "pydantic-ai", "fw_pydantic_ai.py", ("v5", "v4"),
+        "pydantic-ai", "fw_pydantic_ai.py", ("v5", "v4", "v2", "v6"),
         "pydantic-ai-slim built-in: Agent.instrument_all(InstrumentationSettings(tracer_provider=..., version=N)); "
-        "v5 is the default format, v4 the previous (deprecated)"),
+        "v5 is the default format, v4 the previous (the same bytes for this run), v2 the oldest still accepted "
+        "(span names agent run / running tool), v6 the next (tool results in the tool role)"),
     "openai-agents": Framework(
         "openai-agents", "fw_openai_agents.py", ("openinference",),
         "openinference-instrumentation-openai-agents OpenAIAgentsInstrumentor (exclusive processor); "
