@@ -13,6 +13,7 @@ takes SLOW_MODEL_SECONDS and the batch delay is SLOW_BATCH_DELAY_MS, so spans ar
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -118,9 +119,18 @@ def installed_packages(python: Path) -> list[str]:
     return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.split()
 
 
-def _suffix(content_type: str, content_encoding: str) -> str:
-    suffix = ".json" if "json" in content_type else ".pb"
-    return suffix + (".gz" if content_encoding == "gzip" else "")
+def stored_body(body: bytes, content_type: str, content_encoding: str) -> tuple[bytes, str, str]:
+    """What goes on disk for one request body, its file suffix, and how it relates to what arrived.
+
+    A protobuf body is always stored gzipped, so no raw protobuf lies among the text fixtures (the suite
+    checks that none of them looks like protobuf): a body that arrived gzipped is kept byte for byte,
+    any other is gzipped here and gunzips to exactly what arrived.
+    """
+    if content_encoding == "gzip":
+        return body, (".json.gz" if "json" in content_type else ".pb.gz"), "as received (gzip)"
+    if "json" in content_type:
+        return body, ".json", "as received"
+    return gzip.compress(body, mtime=0), ".pb.gz", "gzipped here; gunzips to the body as received"
 
 
 def capture(name: str, framework: Framework, mode: str, variant: str, python: Path, packages: list[str]) -> Path:
@@ -166,10 +176,12 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
         headers = request["headers"]
         content_type = headers.get("content-type", "")
         content_encoding = headers.get("content-encoding", "")
-        file_name = f"{number:03d}{_suffix(content_type, content_encoding)}"
-        (directory / file_name).write_bytes(request["body"])
+        data, suffix, stored = stored_body(request["body"], content_type, content_encoding)
+        file_name = f"{number:03d}{suffix}"
+        (directory / file_name).write_bytes(data)
         batches.append({
             "file": file_name,
+            "stored": stored,
             "arrival": request["arrival"],
             "after_seconds": round(request["at"] - started, 3),
             "method": request["method"],
