@@ -267,7 +267,7 @@ class StepEvent(_Event):
         out = []
         for row in rows:
             values = base.copy()
-            values.update(zip(keys, row))
+            values.update(zip(keys, row, strict=True))
             out.append(cls._filled(values, fields_set))
         return out
 

@@ -139,7 +139,7 @@ def _locate(reader: Format, data: bytes, filename: str) -> str:
                 pass
         except DocumentError:
             continue
-        except Exception:  # noqa: BLE001 - this line is the one that breaks it
+        except Exception:  # this line is the one that breaks it
             return f"{filename}:{number}"
     return filename
 

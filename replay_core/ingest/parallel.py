@@ -23,6 +23,7 @@ import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 import orjson
 
@@ -37,7 +38,9 @@ READERS = 2  # with this process, three on two cores: a reader is the slower sid
 # been slower there (14.6k) only while the transaction's growing per-run tables went unanalyzed
 # (Store.write_batches, ANALYZE_WITHIN).
 CUT_LINES = 100_000  # how far past a part's middle its cut (the next change of run) is looked for
-BATCH_STEPS = 10_000  # steps per batch, the grain of the pipeline (a batch ends at the next run's first line); statements per batch weigh on PostgreSQL
+# Steps per batch, the grain of the pipeline (a batch ends at the next run's first line); statements per
+# batch weigh on PostgreSQL.
+BATCH_STEPS = 10_000
 
 
 @dataclass
@@ -113,7 +116,7 @@ def _parts(data: bytes, n: int) -> list[tuple[int, int]]:
                 bounds.append(start)
                 break
     bounds.append(len(data))
-    return list(zip(bounds, bounds[1:]))
+    return list(pairwise(bounds))
 
 
 def _session_of(line: bytes):
@@ -165,7 +168,7 @@ def _reader(data: bytes, start: int, end: int, redactor: Redactor, dialect, queu
             queue.put(message)
     except Fallback as exc:
         queue.put(("fallback", str(exc)))
-    except BaseException as exc:  # noqa: BLE001 - said to the parent, which reads the file the plain way
+    except BaseException as exc:  # said to the parent, which reads the file the plain way
         queue.put(("fallback", f"reader failed: {type(exc).__name__}: {exc}"))
     queue.close()
     queue.join_thread()

@@ -18,15 +18,14 @@ from pathlib import Path
 from ..events import AttachmentEvent, SessionEndEvent, SessionStatus, StepEvent
 from ..media.attachments import attach_image
 from ..media.images import CheckedImage, MediaError, check, check_target
-from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
-from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, registry
-from .formats import native
-from .formats.shape import describe, shape_of
-from . import parallel
-from .redact import Redactor, default_redactor
-from .step_rows import CARRIERS
 from ..storage.actor import IMPORT, REPLACE, Actor
 from ..storage.store import StepRow, Store
+from . import parallel
+from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
+from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, native, registry
+from .formats.shape import describe, shape_of
+from .redact import Redactor, default_redactor
+from .step_rows import CARRIERS
 
 
 @dataclass

@@ -241,8 +241,8 @@ class _Scanner:
         self.rules = rules
         by_anchor: dict[str, list[tuple[str, list[str]]]] = {}
         for i, rule in enumerate(rules):
-            rest = re.sub(r"\(\?P<(\w+)>", lambda m: f"(?P<r{i}_{m.group(1)}>", rule.rest)
-            rest = re.sub(r"\(\?\((\w+)\)", lambda m: f"(?(r{i}_{m.group(1)})", rest)
+            rest = re.sub(r"\(\?P<(\w+)>", lambda m, i=i: f"(?P<r{i}_{m.group(1)}>", rule.rest)
+            rest = re.sub(r"\(\?\((\w+)\)", lambda m, i=i: f"(?(r{i}_{m.group(1)})", rest)
             branches = by_anchor.setdefault(rule.anchor, [])
             if branches and branches[-1][0] == rule.gate:  # consecutive rules share their gate
                 branches[-1][1].append(rest)

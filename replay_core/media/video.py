@@ -109,7 +109,8 @@ def export(store: Store, session_id: str, path: str | Path, *, fps: float = 2.0,
         for i, shot in enumerate(picked[:keep]):
             img = render(store, shot, size)
             if truncated and i == keep - 1:
-                img = _end_note(img, f"video cut at {max_seconds:g} s: {len(picked) - keep} more steps not shown (step {picked[-1].step.seq} is the last)")
+                hidden, last = len(picked) - keep, picked[-1].step.seq
+                img = _end_note(img, f"video cut at {max_seconds:g} s: {hidden} more steps not shown (step {last} is the last)")
             yield img, holds[i]
 
     n = _write(path, frames(), size, fps)

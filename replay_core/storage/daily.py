@@ -28,7 +28,17 @@ from sqlalchemy import BigInteger, and_, bindparam, case, cast, delete, func, in
 from sqlalchemy.engine import Connection
 
 from .plain import nano  # the cells' unit, shared with the plain reads of `stats`
-from .tables import DAILY_KEY, DAILY_SUMS, daily_cells, daily_errors, daily_members, daily_tools, run_breakdown, run_rollups, sessions
+from .tables import (
+    DAILY_KEY,
+    DAILY_SUMS,
+    daily_cells,
+    daily_errors,
+    daily_members,
+    daily_tools,
+    run_breakdown,
+    run_rollups,
+    sessions,
+)
 
 MEMBER_COLUMNS = tuple(c.name for c in daily_members.c)
 FALLBACK_FIELDS = ("text", "review", "ids", "failed_tool", "error_class", "has", "tag", "workflow", "environment", "agent_version",

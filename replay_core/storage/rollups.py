@@ -21,8 +21,8 @@ next batch reads its repeats by; a rebuild computes the keys again from the stor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 import hashlib
+from collections.abc import Iterable, Sequence
 from functools import cache
 from itertools import groupby
 from operator import itemgetter

@@ -19,11 +19,11 @@ from typing import Any
 import orjson
 from rapidfuzz.distance import Indel
 
-from .cycles import cycle_of_steps
-from .timeline import paused_and_promoted
 from ..events import StepEvent
 from ..ingest.formats.jsondoc import parse_arguments
 from ..storage.store import Store
+from .cycles import cycle_of_steps
+from .timeline import paused_and_promoted
 
 # Compared by default; everything a run *did*.
 COMPARED = ("type", "tool_name", "tool_args", "content", "status", "error_class", "retry", "agent_id", "metadata")
@@ -61,7 +61,7 @@ def lcs_pairs(a: Sequence, b: Sequence) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
     for op in Indel.opcodes(ia, ib):
         if op.tag == "equal":
-            pairs += zip(range(op.src_start, op.src_end), range(op.dest_start, op.dest_end))
+            pairs += zip(range(op.src_start, op.src_end), range(op.dest_start, op.dest_end), strict=True)
     return pairs
 
 
@@ -138,7 +138,7 @@ def step_keys(steps: Sequence[StepEvent], names: tuple[str, ...]) -> list[tuple]
         rule = NORMALISED.get(name)
         column = [rule(value) for value in column] if rule else column
         columns.append([_hashable(value) for value in column] if name in ("tool_args", "metadata") else column)
-    return list(zip(*columns))
+    return list(zip(*columns, strict=True))
 
 
 def signature(step: StepEvent) -> tuple[str, str | None]:

@@ -61,8 +61,8 @@ class Known:
         """'the read at step 7', or 'the read at step 7 with the edits at steps 12, 14 applied'."""
         if not self.edits:
             return self.origin
-        many = len(self.edits) > 1
-        return f"{self.origin} with the edit{'s' if many else ''} at step{'s' if many else ''} {', '.join(map(str, self.edits))} applied"
+        plural = "s" if len(self.edits) > 1 else ""
+        return f"{self.origin} with the edit{plural} at step{plural} {', '.join(map(str, self.edits))} applied"
 
 
 @dataclass(frozen=True)

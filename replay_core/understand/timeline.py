@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, overload
 
-from .cycles import Cycle, cycle_of_steps, cycles_of
 from ..events import StepEvent
 from ..ingest.pipeline import collector_paused
 from ..storage.store import STEP_COLUMNS, Store, step_events, step_fields_set
+from .cycles import Cycle, cycle_of_steps, cycles_of
 
 Columns = dict[str, Sequence]  # a run's steps as columns, by STEP_COLUMNS name
 

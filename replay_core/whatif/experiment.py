@@ -41,7 +41,7 @@ from .recording import Recording
 from .replay import Estimate, LiveTools, ReplayError, ReplayResult, estimate_for, recording_in, replay
 from .replay_config import RECORDED, ConfigError, ReplayConfig
 from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers
-from .start_point import FIRST_MODEL_TURN, REFUSED, StartPoint
+from .start_point import REFUSED, StartPoint
 
 STATES = ("running", "done", "stopped", "budget", "failed")
 

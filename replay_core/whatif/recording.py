@@ -19,8 +19,8 @@ import orjson
 
 from ..events import StepEvent
 from ..ingest.formats.jsondoc import parse_arguments
-from ..understand.snapshot import agent_context, rebuild_messages
 from ..storage.store import Store
+from ..understand.snapshot import agent_context, rebuild_messages
 from ..understand.timeline import Timeline
 
 TEXT_TYPES = ("think", "decision")

@@ -28,15 +28,15 @@ from typing import Any
 
 import orjson
 
-from ..understand.compare import compare
 from ..events import SessionEndEvent, SessionEvent, StepEvent, now_utc
 from ..ingest.pipeline import ingest
+from ..storage.actor import REPLAY, Actor
+from ..storage.store import Store
+from ..understand.compare import compare
+from ..understand.timeline import Timeline, open_timeline
 from .provider import ModelAnswer, ProviderError, ask, load_litellm, prices
 from .recording import Recording, Turn, call_key, canonical_args
 from .replay_config import RECORDED, ReplayConfig
-from ..storage.actor import REPLAY, Actor
-from ..storage.store import Store
-from ..understand.timeline import Timeline, open_timeline
 
 # replay outcome -> the replay session's status ("error": a fault of the replay itself)
 STATUS_OF = {"completed": "succeeded", "final_answer": "succeeded", "diverged": "incomplete", "budget": "incomplete",
@@ -391,7 +391,8 @@ class _Replay:
             # outcome leaves the replay's outcome unrecorded too: `unknown`).
             ended = src.get("status") in ("succeeded", "failed", "unknown")
             status, error_class = (src["status"], src.get("error_class")) if ended else ("incomplete", None)
-            outcome_text += f". It made the original's calls to the end of the recording; the original's outcome: {src.get('outcome') or src.get('status')}"
+            original_outcome = src.get("outcome") or src.get("status")
+            outcome_text += f". It made the original's calls to the end of the recording; the original's outcome: {original_outcome}"
         self.result.status, self.result.outcome, self.result.message, self.result.error_class = status, outcome, message, error_class
         self.result.steps = len(self.steps)
         meta = {"replay_outcome": outcome, "replay_message": message, "tool_results": tool_results(self.steps)}

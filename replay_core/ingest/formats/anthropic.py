@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event
 from .cassette import is_cassette
 from .chat_messages import Conversation, Reply, read_chat
 from .jsondoc import has_key, starts_json
+from .reader import BadRecord, Event
 
 _BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking")
 

@@ -19,8 +19,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-
-
 from .jsondoc import has_key, load_json, starts_json
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, stable_id

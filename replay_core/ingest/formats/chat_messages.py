@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .cassette import Interaction, is_cassette, read_cassette
 from .jsondoc import is_json_lines, json_lines, load_json, parse_arguments
+from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .runs import Run, compact, stable_id
 
 TEXT_PARTS = ("text", "input_text", "output_text")

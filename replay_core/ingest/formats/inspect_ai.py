@@ -41,8 +41,8 @@ from typing import Any
 
 import orjson
 
-from .reader import BadRecord, DocumentError, Event, Ignored, Records
 from .jsondoc import has_key, load_json, parse_arguments, starts_json
+from .reader import BadRecord, DocumentError, Event, Ignored, Records
 from .runs import Run, compact, parse_time, stable_id
 
 IGNORED_EVENTS = frozenset({"span_begin", "span_end", "step", "state", "store", "score", "logger", "sandbox",

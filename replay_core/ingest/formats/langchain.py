@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from .reader import BadRecord, Event
 from .chat_messages import text_of
 from .jsondoc import has_key, is_json_lines, json_lines, load_json, parse_arguments, starts_json
+from .reader import BadRecord, Event
 from .runs import Run, compact, parse_time
 
 LLM_TYPES = ("llm", "chat_model")

@@ -21,8 +21,8 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event, Records
 from .jsondoc import has_key, load_json, starts_json
+from .reader import BadRecord, Event, Records
 from .runs import Run, compact, parse_time, stable_id
 
 ELEMENT_TYPES = ("agent_step_start", "agent_step_stop", "observation", "agent_completion", "execution_result", "screenshot")

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event
 from .cassette import is_cassette
 from .chat_messages import Conversation, Reply, read_chat
 from .jsondoc import first_record, has_key, starts_json
+from .reader import BadRecord, Event
 from .runs import parse_time
 
 

@@ -35,8 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .reader import BadRecord, Event, Ignored
 from .jsondoc import has_key, json_lines, load_json, parse_arguments, starts_json
+from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time, stable_id
 
 IGNORED_OBSERVATIONS = frozenset({"agent_state_changed", "null"})

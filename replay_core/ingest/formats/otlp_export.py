@@ -25,9 +25,9 @@ from typing import IO, Any
 import orjson
 
 from ...events import SessionEndEvent, SessionEvent, StepEvent
-from .reader import Event
 from . import otel
 from . import otel_attributes as oa
+from .reader import Event
 
 SCOPE = {"name": "agent-replay"}
 ENVELOPE = ("schema_", "session_id", "kind")

@@ -18,9 +18,9 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event
 from .chat_messages import Conversation, text_of
 from .jsondoc import has_key, is_json_lines, json_lines, load_json, parse_arguments, starts_json
+from .reader import BadRecord, Event
 from .runs import Run, compact, parse_time, stable_id
 
 FINAL_TOOL = "final_answer"

@@ -16,15 +16,15 @@ are tool results (non-zero → error), `info.exit_status` ends the run.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .chat_messages import Conversation, text_of
 from .jsondoc import has_key, load_json, starts_json
+from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .runs import Run, compact, parse_time, stable_id
 
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
