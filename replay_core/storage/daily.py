@@ -24,7 +24,21 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 
 import orjson
-from sqlalchemy import BigInteger, and_, bindparam, case, cast, delete, func, insert, literal, or_, select, union_all
+from sqlalchemy import (
+    BigInteger,
+    BindParameter,
+    and_,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.engine import Connection
 
 from .plain import nano  # the cells' unit, shared with the plain reads of `stats`
@@ -170,7 +184,8 @@ def _statements() -> dict:
     """`refresh`'s statements, built once (building them each time was most of its time), the runs
     and cells bound as expanding parameters."""
     m = daily_members.c
-    cells, ids = bindparam("cells", expanding=True), bindparam("ids", expanding=True)
+    cells: BindParameter[str] = bindparam("cells", expanding=True)
+    ids: BindParameter[str] = bindparam("ids", expanding=True)
     return {
         "recompute": [*(delete(table).where(table.c.cell.in_(cells)) for table in (daily_cells, daily_tools, daily_errors)),
                       *_summing([m.cell.in_(cells)])],
