@@ -27,8 +27,8 @@ from itertools import pairwise
 
 import orjson
 
-from ..events import EventError, parse_event
-from ..storage.store import Store, WriteBatch, WriteRefused, WriteResult
+from ..events import AttachmentEvent, EventError, StepEvent, parse_event
+from ..storage.store import StepRow, Store, WriteBatch, WriteRefused, WriteResult
 from .redact import Redactor
 from .step_rows import CARRIERS, step_row_of
 
@@ -162,10 +162,10 @@ def _reader(data: bytes, start: int, end: int, redactor: Redactor, dialect, queu
     """A forked process: the lines of data[start:end] → validated, redacted events → batches on
     `queue`, bound for the database (`WriteBatch.bind`: the writer's work that needs no stored state)."""
     try:
-        for message in _batches(data[start:end], data.count(b"\n", 0, start), redactor):
-            if message[0] == "batch":
-                message[1][0].bind(dialect)
-            queue.put(message)
+        for kind, body in _batches(data[start:end], data.count(b"\n", 0, start), redactor):
+            if isinstance(body[0], WriteBatch):
+                body[0].bind(dialect)
+            queue.put((kind, body))
     except Fallback as exc:
         queue.put(("fallback", str(exc)))
     except BaseException as exc:  # said to the parent, which reads the file the plain way
@@ -174,7 +174,11 @@ def _reader(data: bytes, start: int, end: int, redactor: Redactor, dialect, queu
     queue.join_thread()
 
 
-def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tuple[str, object]]:
+# what a reader sends: ("batch", (batch, records read so far)), then ("done", (records, steps, redacted))
+_Message = tuple[str, tuple[WriteBatch, int] | tuple[int, int, int]]
+
+
+def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[_Message]:
     batch, in_batch = WriteBatch(), 0
     records = steps = redacted = 0
     current = None
@@ -186,9 +190,8 @@ def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tup
             obj = orjson.loads(line)
             # a step straight into its row, as HTTP and OTLP take it; anything else, or a step the model
             # must judge (and one with images or without an event_id), the event's way
-            ev = step_row_of(obj, redactor) if type(obj) is dict and obj.get("kind") == "step" else None
-            if ev is None:
-                ev = parse_event(obj)
+            row = step_row_of(obj, redactor) if type(obj) is dict and obj.get("kind") == "step" else None
+            ev = row if row is not None else parse_event(obj)
         except (orjson.JSONDecodeError, EventError):
             raise Fallback(f"line {number} is not a valid event") from None
         sid = ev.session_id
@@ -197,17 +200,17 @@ def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tup
             if sid not in batch.order and in_batch >= BATCH_STEPS:  # a batch ends only between runs
                 yield "batch", (batch, records - 1)
                 batch, in_batch = WriteBatch(), 0
-        if ev.kind == "attachment" or (ev.kind == "step" and ev.metadata and CARRIERS & ev.metadata.keys()):
+        if isinstance(ev, AttachmentEvent) or (isinstance(ev, StepEvent) and ev.metadata and CARRIERS & ev.metadata.keys()):
             raise Fallback(f"line {number} carries an image")
-        if ev.kind not in ("row", "step"):  # a run's start or end
-            batch.add(redactor.event(ev))
-            continue
-        if ev.kind == "step":  # one the fast path left to the model: redacted as an event
+        if isinstance(ev, StepRow):
+            redacted += ev.redacted  # counted as the row was made
+        elif isinstance(ev, StepEvent):  # one the fast path left to the model: redacted as an event
             before = ev.redacted
             ev = redactor.event(ev)
             redacted += ev.redacted - before
-        else:
-            redacted += ev.redacted  # counted as the row was made
+        else:  # a run's start or end
+            batch.add(redactor.event(ev))
+            continue
         in_batch += 1
         steps += 1
         batch.add(ev)

@@ -304,8 +304,9 @@ def _sessions(events: Iterable[Event]) -> list[_Session]:
             session.opened.update(ev.model_dump(include=set(SESSION_FIELDS), exclude_none=True))
         elif isinstance(ev, StepEvent):
             session.steps.append(ev)
-        else:
+        elif isinstance(ev, SessionEndEvent):
             session.end = ev
+        # an attachment has no OTLP form here: left out
     return list(sessions.values())
 
 
