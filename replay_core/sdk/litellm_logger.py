@@ -30,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm
 from litellm.integrations.custom_logger import CustomLogger
 
-from ..ingest.formats.jsondoc import parse_arguments
+from ..ingest.formats.jsondoc import as_object, parse_arguments
 from .handles import CallRecorder, Run
 
 SESSION_KEY = "agent_replay_session"
@@ -118,7 +118,7 @@ def _present(**values: Any) -> dict[str, Any]:
 
 def success_steps(slo: dict, kwargs: dict) -> list[dict]:
     """A `think` + `tool_call`s, or a `decision`, from a successful completion."""
-    response = slo.get("response") if isinstance(slo.get("response"), dict) else {}
+    response = as_object(slo.get("response"))
     choice = (response.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     calls = message.get("tool_calls") or []
