@@ -286,7 +286,7 @@ def _yielding(rows: Iterable[tuple], hurry: threading.Event, every: int = 512) -
 def _rebuilt_range(timeline: Timeline, start: int, end: int, *, hurry: threading.Event | None = None) -> _Rebuild:
     with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
         columns = timeline.columns
-        rows = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS), strict=True)
+        rows: Iterable[tuple] = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS), strict=True)
         rows = rows if hurry is None else _yielding(rows, hurry)
         marks: list[tuple[int, int | None]] = []
         messages = _rebuilt(rows, marks)
@@ -337,7 +337,7 @@ def agent_context(timeline: Timeline, pos: int, store: Store | None = None, *, b
     recorded = None
     if store is not None and found:
         at = index.context_positions[found - 1]
-        raw = store.step_context(timeline.id, timeline.steps[at].event_id)
+        raw = store.step_context(timeline.id, timeline.columns["event_id"][at])
         if is_chat(raw):
             end = index.context_positions[found] if found < len(index.context_positions) else len(timeline.steps)
             messages, origins = _rebuild(timeline, at, end, pos if behind else None).cut(pos)
