@@ -46,5 +46,23 @@ bench: install-dev
 	bash scripts/test-services.sh
 	$(BIN)/python bench/run_all.py
 
+# Hygiene: `make lint` checks the Python (ruff, mypy) and the browser scripts (Biome); `make fix` rewrites
+# what the tools can mend themselves. Biome comes pinned from package-lock.json.
+.PHONY: lint fix
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint: $(VENV)/.dev node_modules/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	npx --no-install biome ci
+
+fix: $(VENV)/.dev node_modules/.installed
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+	npx --no-install biome check --write
+
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -32,15 +32,19 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-if TYPE_CHECKING:  # for editors and type checkers; at run time __getattr__ resolves the names
-    from .ingest.pipeline import import_bytes, import_file
-    from .sdk.recorder import Recorder
-    from .storage.store import SessionFilter, Store, open_store
-    from .understand.compare import compare
-    from .understand.snapshot import state_at
-    from .understand.timeline import open_timeline
-    from .whatif.replay import replay, replay_many
-    from .whatif.replay_config import ReplayConfig
+if TYPE_CHECKING:  # for editors and type checkers (`x as x` marks a re-export); at run time __getattr__ resolves the names
+    from .ingest.pipeline import import_bytes as import_bytes
+    from .ingest.pipeline import import_file as import_file
+    from .sdk.recorder import Recorder as Recorder
+    from .storage.store import SessionFilter as SessionFilter
+    from .storage.store import Store as Store
+    from .storage.store import open_store as open_store
+    from .understand.compare import compare as compare
+    from .understand.snapshot import state_at as state_at
+    from .understand.timeline import open_timeline as open_timeline
+    from .whatif.replay import replay as replay
+    from .whatif.replay import replay_many as replay_many
+    from .whatif.replay_config import ReplayConfig as ReplayConfig
 
 
 def __getattr__(name: str) -> Any:

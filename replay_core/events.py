@@ -12,16 +12,21 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, overload
 
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from .vocabulary import SessionStatus, StepStatus, StepType, now_utc  # noqa: F401  (re-exported: part of the contract)
 
-SCHEMA = "agent-replay/v1"
+SCHEMA: Final = "agent-replay/v1"
 
 
+@overload
+def utc(value: datetime) -> datetime: ...
+@overload
+def utc(value: None) -> None: ...
 def utc(value: datetime | None) -> datetime | None:
     """Naive datetimes are taken as UTC; aware ones are converted to it."""
     if value is None:
@@ -174,6 +179,8 @@ class _Event(BaseModel):
     metadata: JsonObject | None = None
 
     _known: ClassVar[frozenset[str]] = frozenset()
+    if TYPE_CHECKING:  # each kind of event declares its own tag as a Literal field
+        kind: str
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -267,7 +274,7 @@ class StepEvent(_Event):
         out = []
         for row in rows:
             values = base.copy()
-            values.update(zip(keys, row))
+            values.update(zip(keys, row, strict=True))
             out.append(cls._filled(values, fields_set))
         return out
 
@@ -279,6 +286,14 @@ class StepEvent(_Event):
         object.__setattr__(step, "__pydantic_extra__", None)
         object.__setattr__(step, "__pydantic_private__", None)
         return step
+
+    @property
+    def stored_seq(self) -> int:
+        """The seq of a step read back from the store, which numbers every step it keeps (a step
+        still on its way in may have none yet)."""
+        if self.seq is None:
+            raise ValueError(f"step {self.event_id!r} has no seq: it is not a stored step")
+        return self.seq
 
     def identity(self) -> str:
         """The event_id, or a stable hash of the step when the source gave none.
@@ -472,7 +487,7 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def error_message(err: dict) -> str:
+def error_message(err: ErrorDetails) -> str:
     """pydantic's message for one error, without the "Value error, " of our own validators."""
     msg = err["msg"]
     return msg.removeprefix("Value error, ")

@@ -27,6 +27,7 @@ from .formats.shape import Shape
 
 MIN_COVERAGE = 0.5
 NO_STEPS = "it would give no steps"
+NO_READER = "no reader recognises it"
 EXAMPLES = 3  # where the first few ignored records of each kind were
 PROGRESS_EVERY = 5000
 
@@ -139,15 +140,13 @@ def _locate(reader: Format, data: bytes, filename: str) -> str:
                 pass
         except DocumentError:
             continue
-        except Exception:  # noqa: BLE001 - this line is the one that breaks it
+        except Exception:  # this line is the one that breaks it
             return f"{filename}:{number}"
     return filename
 
 
-def refusal(acc: FileAccount | None) -> str | None:
+def refusal(acc: FileAccount) -> str | None:
     """Why the best reading of a file is not good enough to store, or None when it is."""
-    if acc is None:
-        return "no reader recognises it"
     if acc.records and acc.steps == 0 and not acc.bad:
         return NO_STEPS
     if acc.coverage < MIN_COVERAGE and not acc.bad:

@@ -28,8 +28,8 @@ from ..storage.store import Store
 from .formats import otel
 from .formats import otel_attributes as oa
 from .pipeline import IngestReport, collector_paused, ingest
-from .step_rows import step_row_of
 from .redact import Redactor, default_redactor
+from .step_rows import step_row_of
 
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from ..storage.store import Store
 from ..storage.worker import StoreWorker, WorkerLost, shared_url
-from .otlp_receiver import lock_of, receive as receive_here
+from .otlp_receiver import lock_of
+from .otlp_receiver import receive as receive_here
 from .pipeline import IngestReport
 
 WORKER_FROM = 1024 * 1024  # bytes of body from which the worker process takes it

@@ -23,11 +23,12 @@ import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 import orjson
 
-from ..events import EventError, parse_event
-from ..storage.store import Store, WriteBatch, WriteRefused, WriteResult
+from ..events import AttachmentEvent, EventError, StepEvent, parse_event
+from ..storage.store import StepRow, Store, WriteBatch, WriteRefused, WriteResult
 from .redact import Redactor
 from .step_rows import CARRIERS, step_row_of
 
@@ -37,7 +38,9 @@ READERS = 2  # with this process, three on two cores: a reader is the slower sid
 # been slower there (14.6k) only while the transaction's growing per-run tables went unanalyzed
 # (Store.write_batches, ANALYZE_WITHIN).
 CUT_LINES = 100_000  # how far past a part's middle its cut (the next change of run) is looked for
-BATCH_STEPS = 10_000  # steps per batch, the grain of the pipeline (a batch ends at the next run's first line); statements per batch weigh on PostgreSQL
+# Steps per batch, the grain of the pipeline (a batch ends at the next run's first line); statements per
+# batch weigh on PostgreSQL.
+BATCH_STEPS = 10_000
 
 
 @dataclass
@@ -113,7 +116,7 @@ def _parts(data: bytes, n: int) -> list[tuple[int, int]]:
                 bounds.append(start)
                 break
     bounds.append(len(data))
-    return list(zip(bounds, bounds[1:]))
+    return list(pairwise(bounds))
 
 
 def _session_of(line: bytes):
@@ -159,19 +162,23 @@ def _reader(data: bytes, start: int, end: int, redactor: Redactor, dialect, queu
     """A forked process: the lines of data[start:end] → validated, redacted events → batches on
     `queue`, bound for the database (`WriteBatch.bind`: the writer's work that needs no stored state)."""
     try:
-        for message in _batches(data[start:end], data.count(b"\n", 0, start), redactor):
-            if message[0] == "batch":
-                message[1][0].bind(dialect)
-            queue.put(message)
+        for kind, body in _batches(data[start:end], data.count(b"\n", 0, start), redactor):
+            if isinstance(body[0], WriteBatch):
+                body[0].bind(dialect)
+            queue.put((kind, body))
     except Fallback as exc:
         queue.put(("fallback", str(exc)))
-    except BaseException as exc:  # noqa: BLE001 - said to the parent, which reads the file the plain way
+    except BaseException as exc:  # said to the parent, which reads the file the plain way
         queue.put(("fallback", f"reader failed: {type(exc).__name__}: {exc}"))
     queue.close()
     queue.join_thread()
 
 
-def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tuple[str, object]]:
+# what a reader sends: ("batch", (batch, records read so far)), then ("done", (records, steps, redacted))
+_Message = tuple[str, tuple[WriteBatch, int] | tuple[int, int, int]]
+
+
+def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[_Message]:
     batch, in_batch = WriteBatch(), 0
     records = steps = redacted = 0
     current = None
@@ -183,9 +190,8 @@ def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tup
             obj = orjson.loads(line)
             # a step straight into its row, as HTTP and OTLP take it; anything else, or a step the model
             # must judge (and one with images or without an event_id), the event's way
-            ev = step_row_of(obj, redactor) if type(obj) is dict and obj.get("kind") == "step" else None
-            if ev is None:
-                ev = parse_event(obj)
+            row = step_row_of(obj, redactor) if type(obj) is dict and obj.get("kind") == "step" else None
+            ev = row if row is not None else parse_event(obj)
         except (orjson.JSONDecodeError, EventError):
             raise Fallback(f"line {number} is not a valid event") from None
         sid = ev.session_id
@@ -194,17 +200,17 @@ def _batches(data: bytes, lines_before: int, redactor: Redactor) -> Iterator[tup
             if sid not in batch.order and in_batch >= BATCH_STEPS:  # a batch ends only between runs
                 yield "batch", (batch, records - 1)
                 batch, in_batch = WriteBatch(), 0
-        if ev.kind == "attachment" or (ev.kind == "step" and ev.metadata and CARRIERS & ev.metadata.keys()):
+        if isinstance(ev, AttachmentEvent) or (isinstance(ev, StepEvent) and ev.metadata and CARRIERS & ev.metadata.keys()):
             raise Fallback(f"line {number} carries an image")
-        if ev.kind not in ("row", "step"):  # a run's start or end
-            batch.add(redactor.event(ev))
-            continue
-        if ev.kind == "step":  # one the fast path left to the model: redacted as an event
+        if isinstance(ev, StepRow):
+            redacted += ev.redacted  # counted as the row was made
+        elif isinstance(ev, StepEvent):  # one the fast path left to the model: redacted as an event
             before = ev.redacted
             ev = redactor.event(ev)
             redacted += ev.redacted - before
-        else:
-            redacted += ev.redacted  # counted as the row was made
+        else:  # a run's start or end
+            batch.add(redactor.event(ev))
+            continue
         in_batch += 1
         steps += 1
         batch.add(ev)

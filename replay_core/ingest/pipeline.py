@@ -15,18 +15,17 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..events import AttachmentEvent, SessionEndEvent, SessionStatus, StepEvent
+from ..events import AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent
 from ..media.attachments import attach_image
 from ..media.images import CheckedImage, MediaError, check, check_target
-from .accounting import NO_STEPS, FileAccount, account, mostly_ignored, refusal
-from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, registry
-from .formats import native
-from .formats.shape import describe, shape_of
-from . import parallel
-from .redact import Redactor, default_redactor
-from .step_rows import CARRIERS
 from ..storage.actor import IMPORT, REPLACE, Actor
 from ..storage.store import StepRow, Store
+from . import parallel
+from .accounting import NO_READER, NO_STEPS, FileAccount, account, mostly_ignored, refusal
+from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, native, registry
+from .formats.shape import describe, shape_of
+from .redact import Redactor, default_redactor
+from .step_rows import CARRIERS
 
 
 @dataclass
@@ -86,10 +85,11 @@ def ingest(
     user) and goes in the audit log, naming the runs it could change.
     """
     events = list(events)
+    replacer = None
     if replace:
-        actor = store.authorize(actor, REPLACE, ", ".join(sorted({ev.session_id for ev in events}))[:500] or None)
+        replacer = store.authorize(actor, REPLACE, ", ".join(sorted({ev.session_id for ev in events}))[:500] or None)
     redactor = redactor or default_redactor()
-    clean: list[Event] = []
+    clean: list[SessionEvent | StepEvent | SessionEndEvent | StepRow] = []
     redacted = 0
     attachments: list[tuple[str, str, dict]] = []
     refused: list[str] = []
@@ -110,8 +110,8 @@ def ingest(
         clean.append(ev)
     written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
     _store_attachments(store, attachments, refused)
-    if replace:
-        store.record_audit(actor, REPLACE, target=", ".join(written.sessions)[:500] or None,
+    if replacer is not None:
+        store.record_audit(replacer, REPLACE, target=", ".join(written.sessions)[:500] or None,
                            detail={"sessions": len(written.sessions), "steps": written.steps, "source": source})
     return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted,
                         conflicts=written.conflicts, media_refused=refused)
@@ -120,7 +120,7 @@ def ingest(
 def _set_aside_attachments(step: StepEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> StepEvent:
     """Images leave the step row for the media store, checked first: an image that cannot be kept is
     named in the step's metadata (`attachments_refused`) and in the report, and the step is kept."""
-    meta = dict(step.metadata)
+    meta = dict(step.metadata or {})
     items = meta.pop("attachments", None)
     one = meta.pop("attachment", None)
     items = (items if isinstance(items, list) else [items] if items is not None else []) + ([one] if one is not None else [])
@@ -223,8 +223,10 @@ def _read_file(data: bytes, filename: str, fmt: str, progress: Callable[[int], N
         if tried[-1].coverage == 1.0 and tried[-1].steps and not tried[-1].bad:
             break  # every record used: no later reader can do better (ties go to the earlier one anyway)
     best = max(tried, key=lambda a: a.coverage, default=None)  # first of the best: registry order breaks ties
+    if best is None:
+        raise FileRefused(filename, NO_READER, tried, shape.text)
     why = refusal(best)
-    if why is not None and not (best is not None and best.bad):  # bad records are refused by where they are
+    if why is not None and not best.bad:  # bad records are refused by where they are
         raise FileRefused(filename, why, tried, shape.text)
     return best
 

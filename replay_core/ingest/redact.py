@@ -21,13 +21,11 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, overload
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 
 __all__ = ["REDACTED", "Redactor", "default_redactor"]
-
-_E = TypeVar("_E", SessionEvent, StepEvent, SessionEndEvent)
 
 REDACTED = "[REDACTED]"
 
@@ -241,8 +239,8 @@ class _Scanner:
         self.rules = rules
         by_anchor: dict[str, list[tuple[str, list[str]]]] = {}
         for i, rule in enumerate(rules):
-            rest = re.sub(r"\(\?P<(\w+)>", lambda m: f"(?P<r{i}_{m.group(1)}>", rule.rest)
-            rest = re.sub(r"\(\?\((\w+)\)", lambda m: f"(?(r{i}_{m.group(1)})", rest)
+            rest = re.sub(r"\(\?P<(\w+)>", rf"(?P<r{i}_\1>", rule.rest)
+            rest = re.sub(r"\(\?\((\w+)\)", rf"(?(r{i}_\1)", rest)
             branches = by_anchor.setdefault(rule.anchor, [])
             if branches and branches[-1][0] == rule.gate:  # consecutive rules share their gate
                 branches[-1][1].append(rest)
@@ -372,7 +370,13 @@ class Redactor:
         acc = [0]
         return self._walk(value, acc), acc[0]
 
-    def event(self, event: _E) -> _E:
+    @overload
+    def event(self, event: SessionEvent) -> SessionEvent: ...
+    @overload
+    def event(self, event: StepEvent) -> StepEvent: ...
+    @overload
+    def event(self, event: SessionEndEvent) -> SessionEndEvent: ...
+    def event(self, event: SessionEvent | StepEvent | SessionEndEvent) -> SessionEvent | StepEvent | SessionEndEvent:
         """The event with every stored field scrubbed: free text and JSON (StepEvent: content,
         tool_args, metadata, context; SessionEvent: name, outcome, metadata, replay_config,
         tags; SessionEndEvent: outcome, metadata) and identifiers (_ID_FIELDS). A StepEvent's ``redacted`` grows by the
@@ -489,10 +493,11 @@ class Redactor:
         return value if out is None else out
 
     def _list(self, value: list | tuple, acc: list[int]) -> list | tuple:
-        out = None
+        out: list | None = None
         search = self._search
         min_len = self._min_len
         for i, item in enumerate(value):
+            new: object
             kind = type(item)
             if kind is str:
                 if len(item) < min_len:
@@ -538,24 +543,25 @@ class Redactor:
                     out[key] = new
             return value if out is None else out
         if isinstance(value, (list, tuple)):
-            out = None
+            masked: list | None = None
             for i, item in enumerate(value):
                 new = self._mask(item, acc)
                 if new is not item:
-                    if out is None:
-                        out = list(value)
-                    out[i] = new
-            if out is None:
+                    if masked is None:
+                        masked = list(value)
+                    masked[i] = new
+            if masked is None:
                 return value
-            return type(value)(out) if isinstance(value, tuple) else out
+            return type(value)(masked) if isinstance(value, tuple) else masked
         return value
 
     def _text(self, text: str, acc: list[int]) -> str:
         m = self._search(text)
         return text if m is None else self._replace(text, m, acc)
 
-    def _replace(self, text: str, m: re.Match[str], acc: list[int]) -> str:
-        """``text`` with every secret from the first candidate ``m`` on replaced."""
+    def _replace(self, text: str, first: re.Match[str], acc: list[int]) -> str:
+        """``text`` with every secret from the first candidate on replaced."""
+        m: re.Match[str] | None = first
         search = self._search
         parts = []
         pos = 0
@@ -587,20 +593,22 @@ class Redactor:
         rules get their chance at the same spot. ``floor``: where the text not yet
         replaced starts."""
         while True:
+            assert m.lastindex is not None  # every alternative of the pattern is a rule's group
             i, groups = scanner.specs[m.lastindex]
             rule = scanner.rules[i]
             s = groups["S"]
-            span = (m.start(s) - rule.back, m.end(s))
-            if rule.check is not None:
-                span = self._accept(rule.check, text, m, groups, span, floor)
+            found = (m.start(s) - rule.back, m.end(s))
+            span = found if rule.check is None else self._accept(rule.check, text, m, groups, found, floor)
             if span is not None:
                 return span
-            scanner = scanner.fallback(i)
-            if scanner is None:
+            fallback = scanner.fallback(i)
+            if fallback is None:
                 return None
-            m = scanner.pattern.match(text, m.start())
-            if m is None:
+            scanner = fallback
+            again = scanner.pattern.match(text, m.start())
+            if again is None:
                 return None
+            m = again
 
     def _accept(
         self, check: str, text: str, m: re.Match[str], groups: dict[str, int], span: tuple[int, int], floor: int
@@ -614,8 +622,8 @@ class Redactor:
                 return None
             quoted = m.group(groups["QD"]) is not None or m.group(groups["QS"]) is not None
             if not quoted and text[m.start()] == ":" and _norm(key) in _COOKIE_KEYS:
-                stop = _LINE_END.search(text, end)  # a Cookie header: the whole rest of the line
-                return start, stop.start() if stop else len(text)
+                line_end = _LINE_END.search(text, end)  # a Cookie header: the whole rest of the line
+                return start, line_end.start() if line_end else len(text)
             if secret.startswith("-----BEGIN"):
                 pem = _PEM_AT(text, start)
                 if pem is not None:

@@ -33,9 +33,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from ..storage.store import Store
+from .accounting import NO_STEPS
 from .formats import SNIFF_BYTES, UnknownFormat, get_format
 from .formats.jsondoc import is_json_lines
-from .accounting import NO_STEPS
 from .pipeline import FileRefused, ImportRejected, files_under, import_bytes, read_file
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

@@ -42,7 +42,7 @@ def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None, *
     `only_with_screens`: none at all for a run without a screenshot (the player's question),
     rather than a Shot per step of a 100,000-step run that has nothing to show.
     """
-    by_step: dict[str, dict] = {}
+    by_step: dict[str | None, dict] = {}  # a stored step always has its event_id
     for a in store.list_attachments(session_id):
         if (a.get("mime_type") or "").startswith("image/") and a.get("event_id"):
             by_step[a["event_id"]] = a
@@ -62,9 +62,11 @@ def shots(store: Store, session_id: str, steps: list[StepEvent] | None = None, *
 def click_point(step: StepEvent) -> dict | None:
     """A click recorded in the action's arguments: computer use's `coordinate: [x, y]`, or `x`/`y`."""
     args = step.tool_args if step.type == "tool_call" and isinstance(step.tool_args, dict) else {}
-    xy = args.get("coordinate") if isinstance(args.get("coordinate"), list | tuple) else (args.get("x"), args.get("y"))
-    if len(xy) == 2 and all(isinstance(v, int | float) and not isinstance(v, bool) for v in xy):
-        return {"x": float(xy[0]), "y": float(xy[1])}
+    coordinate = args.get("coordinate")
+    xy = coordinate if isinstance(coordinate, list | tuple) else (args.get("x"), args.get("y"))
+    numbers = [v for v in xy if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(xy) == 2 and len(numbers) == 2:
+        return {"x": float(numbers[0]), "y": float(numbers[1])}
     return None
 
 
@@ -123,11 +125,14 @@ def caption(step: StepEvent, *, goal: str = "", note: str = "") -> str:
 
 @lru_cache(maxsize=32)  # a screenshot shown on several steps (dimmed) is decoded and scaled once
 def _fitted(store: Store, attachment_id: int, sha256: str | None, box: tuple[int, int]) -> tuple[Image.Image, float]:
-    with Image.open(io.BytesIO(store.attachment_data(attachment_id))) as src:
-        src = src if src.mode == "RGB" else src.convert("RGB")
-        scale = min(box[0] / src.width, box[1] / src.height)
+    data = store.attachment_data(attachment_id)
+    if data is None:  # deleted since the run's shots were listed
+        raise LookupError(f"attachment {attachment_id} is no longer stored")
+    with Image.open(io.BytesIO(data)) as src:
+        rgb = src if src.mode == "RGB" else src.convert("RGB")
+        scale = min(box[0] / rgb.width, box[1] / rgb.height)
         # bilinear: a third of bicubic's time, and a screenshot scaled by less than 2× looks the same
-        return src.resize((max(1, int(src.width * scale)), max(1, int(src.height * scale))), Image.Resampling.BILINEAR), scale
+        return rgb.resize((max(1, int(rgb.width * scale)), max(1, int(rgb.height * scale))), Image.Resampling.BILINEAR), scale
 
 
 def render(store: Store, shot: Shot, size: tuple[int, int] = SIZE, *, note: str = "", bar: bool = True) -> Image.Image:

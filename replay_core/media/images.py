@@ -94,7 +94,8 @@ def check_target(target) -> dict | None:
         target = {"x": target[0], "y": target[1]} if len(target) == 2 else {"box": list(target)}
     if not isinstance(target, dict):
         raise MediaError("target is a click point {x, y} or a box {box: [x, y, w, h]}")
-    numbers = [target.get("x"), target.get("y")] if "box" not in target else list(target.get("box") or [])
-    if len(numbers) not in (2, 4) or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers):
+    given = [target.get("x"), target.get("y")] if "box" not in target else list(target.get("box") or [])
+    numbers = [v for v in given if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) not in (2, 4) or len(numbers) < len(given):
         raise MediaError("target is a click point {x, y} or a box {box: [x, y, w, h]} of numbers")
     return {"x": float(numbers[0]), "y": float(numbers[1])} if "box" not in target else {"box": [float(v) for v in numbers]}

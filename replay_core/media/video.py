@@ -98,8 +98,8 @@ def export(store: Store, session_id: str, path: str | Path, *, fps: float = 2.0,
     _check(path, fps)
     if store.get_session(session_id) is None:
         raise ValueError(f"no session {session_id!r}")
-    picked = [s for s in shots(store, session_id) if (from_seq is None or s.step.seq >= from_seq)
-              and (to_seq is None or s.step.seq <= to_seq)]
+    picked = [s for s in shots(store, session_id) if (from_seq is None or (s.step.seq or 0) >= from_seq)
+              and (to_seq is None or (s.step.seq or 0) <= to_seq)]  # a stored step always has its seq
     if not picked:
         raise ValueError(f"session {session_id!r} has no steps in that range")
     holds = [_hold(s, fps) for s in picked]
@@ -109,7 +109,8 @@ def export(store: Store, session_id: str, path: str | Path, *, fps: float = 2.0,
         for i, shot in enumerate(picked[:keep]):
             img = render(store, shot, size)
             if truncated and i == keep - 1:
-                img = _end_note(img, f"video cut at {max_seconds:g} s: {len(picked) - keep} more steps not shown (step {picked[-1].step.seq} is the last)")
+                hidden, last = len(picked) - keep, picked[-1].step.seq
+                img = _end_note(img, f"video cut at {max_seconds:g} s: {hidden} more steps not shown (step {last} is the last)")
             yield img, holds[i]
 
     n = _write(path, frames(), size, fps)

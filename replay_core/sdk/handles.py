@@ -15,7 +15,7 @@ import orjson
 
 if TYPE_CHECKING:
     from ..events import AttachmentEvent, SessionEndEvent, StepEvent
-    from .step_order import AutoCall, Reserved
+    from .step_order import AutoCall, Reserved, StepOrder
 
 current_run: ContextVar[Any] = ContextVar("agent_replay_run", default=None)
 current_parent: ContextVar[str | None] = ContextVar("agent_replay_parent", default=None)
@@ -62,6 +62,7 @@ class Run(Protocol):
 
     id: str
     recorder: Sequencer
+    order: StepOrder
 
     def build(self, type: str, **fields: Any) -> StepEvent: ...
 

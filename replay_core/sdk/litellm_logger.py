@@ -27,11 +27,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-import litellm  # noqa: E402
-from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
+import litellm
+from litellm.integrations.custom_logger import CustomLogger
 
-from ..ingest.formats.jsondoc import parse_arguments  # noqa: E402
-from .handles import CallRecorder, Run  # noqa: E402
+from ..ingest.formats.jsondoc import as_object, parse_arguments
+from .handles import CallRecorder, Run
 
 SESSION_KEY = "agent_replay_session"
 CALL_TYPES = frozenset({"completion", "acompletion"})
@@ -118,7 +118,7 @@ def _present(**values: Any) -> dict[str, Any]:
 
 def success_steps(slo: dict, kwargs: dict) -> list[dict]:
     """A `think` + `tool_call`s, or a `decision`, from a successful completion."""
-    response = slo.get("response") if isinstance(slo.get("response"), dict) else {}
+    response = as_object(slo.get("response"))
     choice = (response.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     calls = message.get("tool_calls") or []

@@ -21,17 +21,20 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from .. import config
 from ..events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, now_utc
-from .handles import current_parent, current_run, json_safe, new_id
+from .handles import Run, current_parent, current_run, json_safe, new_id
 from .session import Session, StepMethods
 from .span import Span
 from .step_order import AutoCall, Held, Reserved
 from .tool_call import ToolCall, call_arguments, signature_of
+
+if TYPE_CHECKING:  # imported on first use: it loads litellm
+    from .litellm_logger import ReplayLogger
 
 __all__ = ["Recorder", "Session", "Span"]
 
@@ -58,10 +61,10 @@ class Recorder(StepMethods):
         self.id = new_id()
         self.call_timeout = call_timeout
         self.closed = False
-        self._logger = None
+        self._logger: ReplayLogger | None = None
         self._lock = threading.Lock()
         self._open: dict[str, Session] = {}
-        self._calls: dict[str, tuple[Session, Held]] = {}
+        self._calls: dict[str, tuple[Run, Held]] = {}
         self._outside: dict[str, float] = {}  # calls started outside any run: their deadline (monotonic)
         self.spool = Spool(spool_dir or default_spool_dir(), sink.key)
         self._shipper = Shipper(sink, self.spool, batch_size=batch_size, interval=flush_interval,
@@ -106,7 +109,7 @@ class Recorder(StepMethods):
             raise RuntimeError("no current session: record inside `with recorder.session(...)`, or on the session object")
         return run
 
-    def _closed_run(self, run: Session, event: SessionEndEvent) -> None:
+    def _closed_run(self, run: Run, event: SessionEndEvent) -> None:
         with self._lock:
             self._open.pop(run.id, None)
             self._shipper.put([event])
@@ -154,7 +157,7 @@ class Recorder(StepMethods):
 
     # ------------------------------------------------------------------ model calls (integrations)
 
-    def call_started(self, run: Session | None, key: str) -> None:
+    def call_started(self, run: Run | None, key: str) -> None:
         """Hold the place of a model call whose steps will come later (from a logging thread). The
         run is the one of the call's start: a call started outside any run stays out of the run
         opened before its steps come (litellm's thread pool runs the hook late)."""
@@ -164,7 +167,7 @@ class Recorder(StepMethods):
             elif run.order.numbered and key not in self._calls:
                 self._calls[key] = (run, run.order.hold(key, current_parent.get(), self.call_timeout))
 
-    def call_finished(self, key: str, steps: Callable[[], list[dict]], run: Session | None) -> None:
+    def call_finished(self, key: str, steps: Callable[[], list[dict]], run: Run | None) -> None:
         """Record a model call's steps (dicts of step fields) in the place `call_started` held, or
         nowhere for a call started outside any run; in `run` (the run now) for a call started in an
         unnumbered run or whose start was not seen."""
@@ -184,20 +187,20 @@ class Recorder(StepMethods):
 
     # ------------------------------------------------------------------ ordering (under the lock)
 
-    def _enqueue(self, run: Session, item: StepEvent | AutoCall) -> None:
+    def _enqueue(self, run: Run, item: StepEvent | AutoCall) -> None:
         with self._lock:
             self._shipper.put(run.order.add(item))
 
-    def _deliver(self, run: Session, event) -> None:
+    def _deliver(self, run: Run, event) -> None:
         """An attachment event: no seq of its own, so it bypasses the run's order."""
         with self._lock:
             self._shipper.put([event])
 
-    def _reserve(self, run: Session) -> Reserved:
+    def _reserve(self, run: Run) -> Reserved:
         with self._lock:
             return run.order.reserve()
 
-    def _complete(self, run: Session, slot: Reserved, event: StepEvent) -> None:
+    def _complete(self, run: Run, slot: Reserved, event: StepEvent) -> None:
         with self._lock:
             self._shipper.put(run.order.complete(slot, event))
 
@@ -208,7 +211,7 @@ class Recorder(StepMethods):
     def _release_expired(self, *, expire_all: bool = False) -> None:
         """Let steps waiting behind model calls past their deadline go (all of them when closing)."""
         with self._lock:
-            runs = {id(r): r for r in self._open.values()}
+            runs: dict[int, Run] = {id(r): r for r in self._open.values()}
             runs.update({id(r): r for r, _ in self._calls.values()})
             for run in runs.values():
                 if run.order.waiting:

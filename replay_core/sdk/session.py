@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from contextvars import Token
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -87,7 +88,7 @@ class Session(StepMethods):
         self.order = StepOrder(numbered)
         self.ended = False
         self.last_event_id: str | None = None  # the step a screenshot goes to when none is named
-        self._token = None
+        self._token: Token[Any] | None = None
 
     def _run(self) -> Session:
         return self
@@ -96,7 +97,7 @@ class Session(StepMethods):
         self._token = current_run.set(self)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         try:
             if exc is not None and not self.ended:
                 self.record_exception(exc)
@@ -104,7 +105,8 @@ class Session(StepMethods):
             elif not self.ended:
                 self.end()
         finally:
-            current_run.reset(self._token)
+            if self._token is not None:
+                current_run.reset(self._token)
         return False
 
     def end(self, status: str = "succeeded", *, outcome: str | None = None, error_class: str | None = None) -> None:
@@ -141,6 +143,7 @@ class Session(StepMethods):
     def record(self, type: str, **fields: Any) -> str:
         event = self.build(type, **fields)
         self.add(event)
+        assert event.event_id is not None  # build gives every step its id
         return event.event_id
 
     def attach(self, image: Any, step: str | None, target: Any, name: str | None) -> str:
@@ -167,6 +170,6 @@ class Session(StepMethods):
             return
         self.error(exc, **fields)
         try:
-            exc._agent_replay_recorded = True
+            exc.__dict__["_agent_replay_recorded"] = True
         except AttributeError:  # exceptions with __slots__: may be recorded again further out
             pass

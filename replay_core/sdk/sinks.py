@@ -51,7 +51,7 @@ class DatabaseSink:
     def __init__(self, url: str):
         self.url = url
         self.key = url
-        self._store = None
+        self._store: Store | None = None
 
     def send(self, events: Sequence[Event]) -> None:
         try:
@@ -104,7 +104,7 @@ class HttpSink:
         if refused:
             raise SinkRejected(f"{len(refused)} of {len(events)} events refused", refused=refused)
 
-    def _deliver(self, path: str, events: list[Event], refused: list[tuple[Event, str]], *, batch: bool = False) -> None:
+    def _deliver(self, path: str, events: Sequence[Event], refused: list[tuple[Event, str]], *, batch: bool = False) -> None:
         try:
             self._post(path, [ev.to_json_dict() for ev in events] if batch else events[0].to_json_dict())
             return

@@ -27,11 +27,11 @@ class Span:
         self._token = current_parent.set(self.event_id)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> bool | None:
         if exc is not None:
             self.run.record_exception(exc)
         self.close("error" if exc is not None else "ok", type(exc).__name__ if exc is not None else None)
-        return False
+        return None  # the exception goes on (a FallbackBlock may stop one: its bool)
 
     def close(self, status: str, error_class: str | None) -> None:
         current_parent.reset(self._token)

@@ -82,8 +82,9 @@ class Spool:
 
     def batches(self, size: int) -> Iterator[tuple[list[Event], int]]:
         """Undelivered events, oldest first, `size` at a time, each with the offset marking it delivered."""
-        end = self._size()
-        data = os.pread(self._fd, end - self._sent, self._sent)
+        if self._fd is None:  # nothing spooled yet
+            return
+        data = os.pread(self._fd, self._size() - self._sent, self._sent)
         batch: list[Event] = []
         offset = self._sent
         for line in data.splitlines(keepends=True):
@@ -100,7 +101,7 @@ class Spool:
 
     def delivered(self, offset: int) -> None:
         self._sent = offset
-        if offset >= self._size():
+        if self._fd is not None and offset >= self._size():
             os.ftruncate(self._fd, 0)
             self._sent = 0
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -108,6 +109,7 @@ class StepOrder:
         now = time.monotonic()
         while self._queue:
             head = self._queue[0]
+            items: Sequence[StepEvent | AutoCall | Reserved]
             if isinstance(head, Held):
                 if head.events is None and now < head.deadline and not expire_all:
                     break
@@ -129,7 +131,8 @@ class StepOrder:
             event = item.event
             model_call = self._match_call(event)
             if model_call is not None:
-                self._aliases[event.tool_call_id] = model_call
+                if event.tool_call_id:
+                    self._aliases[event.tool_call_id] = model_call
                 return None
         else:
             event = item
@@ -152,7 +155,7 @@ class StepOrder:
         args = _canonical(event.tool_args)
         same_tool = [cid for cid, (tool, _) in self._open_calls.items() if tool == event.tool_name]
         exact = [cid for cid in same_tool if self._open_calls[cid][1] == args]
-        chosen = (exact or same_tool or [None])[0]
+        chosen = next(iter(exact or same_tool), None)
         if chosen is not None:
             del self._open_calls[chosen]
         return chosen

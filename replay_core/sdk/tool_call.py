@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -34,9 +34,11 @@ def signature_of(fn: Callable) -> inspect.Signature | None:
 
 def call_arguments(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> dict[str, Any]:
     """The arguments of a call by parameter name (`self` left out, `**kwargs` spread)."""
+    if signature is None:
+        return {"args": list(args), "kwargs": kwargs}
     try:
         bound = signature.bind(*args, **kwargs)
-    except (AttributeError, TypeError):
+    except TypeError:
         return {"args": list(args), "kwargs": kwargs}
     out: dict[str, Any] = {}
     for name, value in bound.arguments.items():
@@ -72,7 +74,7 @@ class ToolCall:
     def __enter__(self) -> ToolCall:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if exc is not None and self.run is not None:
             self.run.record_exception(exc, **self._fields())
         return False

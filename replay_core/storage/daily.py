@@ -24,11 +24,35 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 
 import orjson
-from sqlalchemy import BigInteger, and_, bindparam, case, cast, delete, func, insert, literal, or_, select, union_all
+from sqlalchemy import (
+    BigInteger,
+    BindParameter,
+    and_,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.engine import Connection
 
 from .plain import nano  # the cells' unit, shared with the plain reads of `stats`
-from .tables import DAILY_KEY, DAILY_SUMS, daily_cells, daily_errors, daily_members, daily_tools, run_breakdown, run_rollups, sessions
+from .tables import (
+    DAILY_KEY,
+    DAILY_SUMS,
+    daily_cells,
+    daily_errors,
+    daily_members,
+    daily_tools,
+    run_breakdown,
+    run_rollups,
+    sessions,
+)
 
 MEMBER_COLUMNS = tuple(c.name for c in daily_members.c)
 FALLBACK_FIELDS = ("text", "review", "ids", "failed_tool", "error_class", "has", "tag", "workflow", "environment", "agent_version",
@@ -160,7 +184,8 @@ def _statements() -> dict:
     """`refresh`'s statements, built once (building them each time was most of its time), the runs
     and cells bound as expanding parameters."""
     m = daily_members.c
-    cells, ids = bindparam("cells", expanding=True), bindparam("ids", expanding=True)
+    cells: BindParameter[str] = bindparam("cells", expanding=True)
+    ids: BindParameter[str] = bindparam("ids", expanding=True)
     return {
         "recompute": [*(delete(table).where(table.c.cell.in_(cells)) for table in (daily_cells, daily_tools, daily_errors)),
                       *_summing([m.cell.in_(cells)])],

@@ -21,8 +21,8 @@ next batch reads its repeats by; a rebuild computes the keys again from the stor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 import hashlib
+from collections.abc import Iterable, Sequence
 from functools import cache
 from itertools import groupby
 from operator import itemgetter
@@ -128,7 +128,7 @@ def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
             max_seq, first_error, last_phase, phased, durations, breakdown, calls, ok_at)
 
 
-def _loops(calls: dict[tuple, list[tuple]], ok_at: dict[str, int]) -> tuple[int, int]:
+def _loops(calls: dict[str, list[tuple]], ok_at: dict[str, int]) -> tuple[int, int]:
     """Loops (a tool with the same arguments called 3+ times) and redundant calls (a repeat of a
     call whose ok result was already seen) among these groups of calls."""
     loops = redundant = 0
@@ -248,7 +248,7 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
     breakdown = {(tool, ecls): [n, bad] for _, tool, ecls, n, bad in _driver_rows(conn, reads["breakdown"], {"sid": sid})}
     state = (row.steps, row.retried_steps, row.errored_steps, row.cost_unknown_steps, row.blocked_steps, row.approvals,
              row.fallback_blocks, row.fallback_agent, row.tool_calls, row.tool_failures, max(row.cycles - 1, 0), row.tokens_in,
-             row.tokens_out, row.cost_usd, row.max_seq, row.first_error_at, _PHASE.get(last), row.cycles > 0,
+             row.tokens_out, row.cost_usd, row.max_seq, row.first_error_at, _PHASE.get(last) if last else None, row.cycles > 0,
              [row.durations_us] if row.durations_us else [], breakdown, calls, ok_at)
     state = _fold(state, rows)
     loops, redundant = _loops(state[-2], state[-1])
@@ -306,7 +306,7 @@ def _listed(values: Sequence[str], dialect: str):
     return list(values) if dialect == "postgresql" else orjson.dumps(list(values)).decode()
 
 
-def _driver_rows(conn: Connection, query, params: dict) -> list[Sequence]:
+def _driver_rows(conn: Connection, query, params: dict) -> Sequence[Sequence]:
     """The driver's own row tuples: no Row objects, no per-value result processing."""
     result = conn.execute(query, params)
     rows = result.cursor.fetchall()

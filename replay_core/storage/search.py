@@ -7,13 +7,14 @@ finds "get weather"). Everything else the user typed — FTS5 or tsquery operato
 NUL, brackets — is a separator, so no query is ever syntax: the terms are quoted by
 construction, and a hostile string costs linear time.
 
-The index: SQLite FTS5 over (content, tool_name, tool_args) as an external-content table,
-new steps added by `Store.write` in one statement, deletes and updates by triggers; PostgreSQL a GIN index on a `to_tsvector('simple', …)` expression of the
-same fields, with ASCII punctuation turned into spaces first so that both databases split
-words the same way ("api.weather.com" is three words in both; PostgreSQL's parser would keep
-it one host name). 'simple' (no stemming, no stop words) because FTS5's unicode61 has none
-either, and runs are written in every language. Each field is indexed up to INDEXED_CHARS
-characters (a tsvector holds at most 1 MB: a longer one would refuse the write).
+The index: SQLite FTS5 over (content, tool_name, tool_args) as an external-content table, new steps
+added by `Store.write` in one statement, deletes and updates by triggers; PostgreSQL a GIN index on
+a `to_tsvector('simple', …)` expression of the same fields, with ASCII punctuation turned into
+spaces first so that both databases split words the same way ("api.weather.com" is three words in
+both; PostgreSQL's parser would keep it one host name). 'simple' (no stemming, no stop words)
+because FTS5's unicode61 has none either, and runs are written in every language. Each field is
+indexed up to INDEXED_CHARS characters (a tsvector holds at most 1 MB: a longer one would refuse the
+write).
 
 Snippets are cut in Python from the matched step's own text, so they are the same on both
 databases and show the stored characters (no markup is added: the parts say what matched).

@@ -4,8 +4,6 @@ Core tables rather than ORM classes: ingestion is bulk `insert()` of dicts and r
 are narrow selects, so the ORM's identity map would only cost time.
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 
 from sqlalchemy import (

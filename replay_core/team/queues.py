@@ -140,7 +140,7 @@ def create(store: Store, name: str, *, flt: SessionFilter | None = None, ids: li
         if missing:
             raise QueueError(f"no run {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
         made_from: dict = {"ids": ids}
-    else:
+    elif flt is not None:
         ids = store.session_ids(flt)
         made_from = {"filter": filter_options(flt)}
     if not ids:
@@ -279,7 +279,8 @@ def results(store: Store, queue_id: int, *, now: datetime | None = None) -> dict
     by_item: dict[int, list[dict]] = {}
     for r in store.queue_reviews(queue_id):
         by_item.setdefault(r["item_id"], []).append(r)
-    items, people = [], {}
+    items: list[dict] = []
+    people: dict[str, dict] = {}
     for it in store.queue_items(queue_id):
         given = [r for r in by_item.get(it["id"], []) if r["verdict"] is not None]
         held = it["held_by"] if it["held_until"] is not None and it["held_until"] > now else None

@@ -22,6 +22,7 @@ Definitions (docs/analytics.md explains them to users):
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -92,6 +93,13 @@ class RunData:
     daily: bool = False
 
 
+_Read = Callable[[SessionFilter | None], tuple[list[str], list[tuple]]]  # a Store read: (columns, rows)
+
+
+def _read_frame(read: _Read, flt: SessionFilter | None) -> pl.DataFrame:
+    return _frame(read(flt))
+
+
 def _frame(columns_rows: tuple[list[str], list[tuple]]) -> pl.DataFrame:
     columns, rows = columns_rows
     frame = pl.DataFrame(rows, schema=[(c, DTYPES.get(c, pl.Int64)) for c in columns], orient="row")
@@ -120,11 +128,11 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True,
             data = _from_cells(got, detail)
             if not data.runs["runs_cost_unsummed"].sum():  # else a cost too large for the cells' exact sums
                 return data
-    reads = {"runs": store.run_rows, "rollup": partial(store.rollup_rows, durations=detail), "breakdown": store.breakdown_rows}
+    reads: dict[str, _Read] = {"runs": store.run_rows, "rollup": partial(store.rollup_rows, durations=detail), "breakdown": store.breakdown_rows}
     with ThreadPoolExecutor(max_workers=min(3, os.cpu_count() or 1)) as pool:
-        futures = {name: pool.submit(lambda read=read: _frame(read(flt))) for name, read in reads.items()}
-    got = {name: future.result() for name, future in futures.items()}
-    sessions, breakdown = got["runs"], got["breakdown"]
+        futures = {name: pool.submit(_read_frame, read, flt) for name, read in reads.items()}
+    frames = {name: future.result() for name, future in futures.items()}
+    sessions, breakdown = frames["runs"], frames["breakdown"]
     tools = (
         breakdown.filter(pl.col("tool_name").is_not_null())
         .group_by("session_id", "tool_name")
@@ -140,7 +148,7 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True,
         .with_columns(cell=pl.col("session_id"), runs=pl.lit(1, pl.Int64))
         .sort("session_id", "error_class", nulls_last=True)
     )
-    runs = _weigh(_derive(sessions.join(got["rollup"], on="session_id", how="left"), detail))
+    runs = _weigh(_derive(sessions.join(frames["rollup"], on="session_id", how="left"), detail))
     return RunData(runs=runs, tools=tools, errors=errors, times=runs.select("cell", "duration_ms", "first_error_ms"),
                    step_times=runs.select("cell", "step_durations"))
 
@@ -226,7 +234,8 @@ def _grouped(data: RunData, by: str | None) -> tuple[pl.DataFrame, list[str]]:
         raise ValueError(f"by: {by!r} is not kept per day; load with daily=False to group by it")
     if by == "tag":
         return data.runs.with_columns(tag=pl.col("tags")).explode("tag", empty_as_null=True), ["tag"]
-    expr = pl.col("day") if by == "day" else DIMENSIONS[by][0]
+    dimension = DIMENSIONS[by][0]  # None only for the tag, taken above
+    expr = dimension if dimension is not None and by != "day" else pl.col("day")
     return data.runs.with_columns(expr.alias(by)), [by]
 
 
@@ -441,8 +450,8 @@ def drill_filter(flt: SessionFilter, by: str | None = None, value=None, **narrow
     if by in BUCKETS:
         end = value + BUCKETS[by]
         narrow |= {"since": max(value, flt.since or value), "until": min(end, flt.until or end)}
-    elif by is not None:
-        narrow[DIMENSIONS[by][1]] = value
+    elif by is not None and (field := DIMENSIONS[by][1]) is not None:  # None only for the time buckets, taken above
+        narrow[field] = value
     if any(v is None for v in narrow.values()):
         return None
     return replace(flt, **narrow)

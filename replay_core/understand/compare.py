@@ -19,11 +19,11 @@ from typing import Any
 import orjson
 from rapidfuzz.distance import Indel
 
-from .cycles import cycle_of_steps
-from .timeline import paused_and_promoted
 from ..events import StepEvent
 from ..ingest.formats.jsondoc import parse_arguments
 from ..storage.store import Store
+from .cycles import cycle_of_steps
+from .timeline import paused_and_promoted
 
 # Compared by default; everything a run *did*.
 COMPARED = ("type", "tool_name", "tool_args", "content", "status", "error_class", "retry", "agent_id", "metadata")
@@ -61,7 +61,7 @@ def lcs_pairs(a: Sequence, b: Sequence) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
     for op in Indel.opcodes(ia, ib):
         if op.tag == "equal":
-            pairs += zip(range(op.src_start, op.src_end), range(op.dest_start, op.dest_end))
+            pairs += zip(range(op.src_start, op.src_end), range(op.dest_start, op.dest_end), strict=True)
     return pairs
 
 
@@ -138,7 +138,7 @@ def step_keys(steps: Sequence[StepEvent], names: tuple[str, ...]) -> list[tuple]
         rule = NORMALISED.get(name)
         column = [rule(value) for value in column] if rule else column
         columns.append([_hashable(value) for value in column] if name in ("tool_args", "metadata") else column)
-    return list(zip(*columns))
+    return list(zip(*columns, strict=True))
 
 
 def signature(step: StepEvent) -> tuple[str, str | None]:
@@ -221,6 +221,14 @@ class Row:
     def paired(self) -> bool:
         return self.a is not None and self.b is not None
 
+    @property
+    def step(self) -> StepEvent:
+        """A's step, else B's: a row holds one at least."""
+        step = self.a if self.a is not None else self.b
+        if step is None:
+            raise ValueError("a row holds one step at least")
+        return step
+
     @cached_property
     def norm_a(self) -> dict | None:
         return normalise(self.a, names=self.names) if self.a is not None else None
@@ -232,9 +240,10 @@ class Row:
     @cached_property
     def changed(self) -> tuple[str, ...]:
         """Fields that differ (normalised); empty for an identical pair."""
-        if not self.paired or self.same_key:
+        a, b = self.norm_a, self.norm_b
+        if a is None or b is None or self.same_key:
             return ()
-        return tuple(k for k in self.norm_a if self.norm_a[k] != self.norm_b.get(k))
+        return tuple(k for k in a if a[k] != b.get(k))
 
     @property
     def same(self) -> bool:
@@ -265,11 +274,11 @@ class Row:
         return text.replace("root['", "['")
 
     def to_dict(self, with_diff: bool = True) -> dict:
-        out = {
+        out: dict[str, Any] = {
             "a_seq": self.a.seq if self.a else None,
             "b_seq": self.b.seq if self.b else None,
-            "type": (self.a or self.b).type,
-            "tool_name": (self.a or self.b).tool_name,
+            "type": self.step.type,
+            "tool_name": self.step.tool_name,
             "same": self.same,
             "kind": self.kind,
         }
@@ -312,11 +321,11 @@ class Comparison:
 
     @property
     def only_a(self) -> list[int]:
-        return [r.a.seq for r in self.rows if r.b is None]
+        return [r.step.stored_seq for r in self.rows if r.b is None]
 
     @property
     def only_b(self) -> list[int]:
-        return [r.b.seq for r in self.rows if r.a is None]
+        return [r.step.stored_seq for r in self.rows if r.a is None]
 
     def to_dict(self, with_diffs: bool = True) -> dict:
         return {
@@ -331,16 +340,16 @@ class Comparison:
         }
 
 
-def totals_of(session: dict, steps: list[StepEvent]) -> dict[str, Any]:
+def totals_of(session: dict, steps: Sequence[StepEvent]) -> dict[str, Any]:
     """Steps, cycles, tokens, cost (None when no step had a known cost), duration, outcome."""
     cycles = [c for c in cycle_of_steps([s.type for s in steps]) if c is not None]
     costs = [s.cost_usd for s in steps if s.cost_usd is not None]
-    stamps = [s for s in steps if s.timestamp is not None]
+    stamps = [(s.timestamp, s.duration_ms) for s in steps if s.timestamp is not None]
     duration = None
     if stamps:
-        last = stamps[-1]
-        end = last.timestamp.timestamp() + (last.duration_ms or 0) / 1000
-        duration = round(end - stamps[0].timestamp.timestamp(), 3)
+        last, took = stamps[-1]
+        end = last.timestamp() + (took or 0) / 1000
+        duration = round(end - stamps[0][0].timestamp(), 3)
     return {
         "steps": len(steps),
         "cycles": (cycles[-1] + 1) if cycles else 0,
@@ -359,9 +368,9 @@ def _first_divergence(rows: list[Row], a: dict, b: dict, compare_outcome: bool) 
     for index, row in enumerate(rows):
         if row.same:
             continue
-        if row.paired:
-            kind = row.kind
-            return Divergence(row.a.seq, row.b.seq, kind, _pair_summary(row, kind), index)
+        if row.a is not None and row.b is not None:
+            kind = row.kind or "different text"  # a pair that is not the same differs in some field
+            return Divergence(row.a.seq, row.b.seq, kind, _pair_summary(row.a, row.b, row.changed, kind), index)
         return _gap_divergence(rows, index)
     # a run still going has no outcome yet, and a finished file that recorded none (`unknown`) has none to compare
     ended = not {"running", "unknown"} & {a.get("status"), b.get("status")}
@@ -374,15 +383,14 @@ def _first_divergence(rows: list[Row], a: dict, b: dict, compare_outcome: bool) 
     return None
 
 
-def _pair_summary(row: Row, kind: str) -> str:
-    a, b = row.a, row.b
+def _pair_summary(a: StepEvent, b: StepEvent, changed: tuple[str, ...], kind: str) -> str:
     where = _where(a.seq, b.seq)
     if kind == "different arguments":
         return f"{where}: both called {a.tool_name}, with different arguments — {_arg_changes(a, b)}."
     if kind == "different result":
         return f"{where}: A {describe(a)}; B {describe(b)}."
-    fields = ", ".join(row.changed)
-    if "content" in row.changed:
+    fields = ", ".join(changed)
+    if "content" in changed:
         return f"{where}: A {describe(a)}; B {describe(b)}."
     return f"{where}: the {a.type} steps differ in {fields}."
 
@@ -401,7 +409,7 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
         instead = f"; B {describe(counterpart)} instead" if counterpart is not None else ""
         summary = f"{_where(a.seq, b.seq if b else None)}: A {describe(a)}; B has no such step{instead}."
         return Divergence(a.seq, b.seq if b else None, "missing step", summary, index)
-    b = row.b
+    b = row.step  # B's: this row has no A
     a_next = next((r.a for r in rows[index:] if r.a is not None), None)
     a_seq = a_next.seq if a_next else None
     summary = f"{_where(a_seq, b.seq)}: B {describe(b)}, a step A does not have."
@@ -409,7 +417,7 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
 
 
 def compare_steps(
-    steps_a: list[StepEvent], steps_b: list[StepEvent], session_a: dict, session_b: dict,
+    steps_a: Sequence[StepEvent], steps_b: Sequence[StepEvent], session_a: dict, session_b: dict,
     *, include: Iterable[str] = (), compare_outcome: bool = True,
 ) -> Comparison:
     """Compare two step lists (the library behind `compare`; sessions give ids and outcomes)."""
@@ -437,32 +445,37 @@ def compare_steps(
 def replay_range(a: dict, b: dict) -> tuple[int, int] | None:
     """The replayed range of A when B is a replay of A."""
     if b.get("replay_of") == a["id"] and b.get("replay_from") is not None:
-        return (b["replay_from"], b.get("replay_to") if b.get("replay_to") is not None else 2**62)
+        to = b.get("replay_to")
+        return (b["replay_from"], to if to is not None else 2**62)
     return None
 
 
 def compare(store: Store, a_id: str, b_id: str, *, include: Iterable[str] = (), whole: bool = False,
-            loaded: dict[str, tuple[dict, list[StepEvent]]] | None = None) -> Comparison:
+            loaded: dict[str, tuple[dict, Sequence[StepEvent]]] | None = None) -> Comparison:
     """Compare two stored sessions.
 
     When one is a replay of the other, the source is cut to the replayed range (unless
     `whole`), and outcomes are compared only when that range reaches the source's end.
     `loaded`: sessions the caller holds already (row, steps), not read again (a replay's source).
     """
-    loaded = loaded or {}
-    a, b = (loaded[i][0] if i in loaded else store.get_session(i) for i in (a_id, b_id))
-    for sid, row in ((a_id, a), (b_id, b)):
-        if row is None:
+    held = loaded or {}
+
+    def session(sid: str) -> dict:
+        found = held[sid][0] if sid in held else store.get_session(sid)
+        if found is None:
             raise KeyError(sid)
+        return found
+
+    a, b = session(a_id), session(b_id)
     with paused_and_promoted():  # two 50,000-step runs are millions of objects, none of them cyclic garbage
-        steps_a, steps_b = (loaded[i][1] if i in loaded else store.load_steps(i) for i in (a_id, b_id))
+        steps_a, steps_b = (held[i][1] if i in held else store.load_steps(i) for i in (a_id, b_id))
         cut = None if whole else (replay_range(a, b) or replay_range(b, a))
         compare_outcome = True
         if cut:
             source_is_a = b.get("replay_of") == a_id
             source = steps_a if source_is_a else steps_b
-            last_seq = source[-1].seq if source else 0
-            kept = [s for s in source if cut[0] <= s.seq <= cut[1]]
+            last_seq = source[-1].stored_seq if source else 0
+            kept = [s for s in source if cut[0] <= s.stored_seq <= cut[1]]
             steps_a, steps_b = (kept, steps_b) if source_is_a else (steps_a, kept)
             compare_outcome = cut[1] >= last_seq
             cut = (cut[0], min(cut[1], last_seq))

@@ -218,7 +218,7 @@ def find_contradictions(steps: list[StepEvent]) -> list[Contradiction]:
         earlier = reads.get(key)
         if earlier is not None and (earlier.content or "") != content:
             res = (_resources(args) or [key[1]])[0]
-            out.append(Contradiction(step.seq, earlier.seq, res,
+            out.append(Contradiction(step.stored_seq, earlier.stored_seq, res,
                                      f"{step.tool_name} on {res} returned something other than it did at step {earlier.seq}, "
                                      "with no write to it in between",
                                      f"{step.tool_name} on {res} returned “{_cut(_first_line(earlier.content), 60)}”; the same "
@@ -228,7 +228,7 @@ def find_contradictions(steps: list[StepEvent]) -> list[Contradiction]:
             for hit_seq, line, text in hits.get(res, ()):
                 if text.strip() not in content:
                     out.append(Contradiction(
-                        step.seq, hit_seq, res,
+                        step.stored_seq, hit_seq, res,
                         f"step {hit_seq}'s search found “{_cut(text.strip(), 70)}” at {res}:{line}, but this read of {res} "
                         f"({_lines(content)} lines) does not contain it",
                         f"the search found “{_cut(text.strip(), 70)}” at {res}:{line}; the read of {res} at step {step.seq} "
@@ -237,7 +237,7 @@ def find_contradictions(steps: list[StepEvent]) -> list[Contradiction]:
         for ln in content.splitlines():
             m = SEARCH_HIT.match(ln)
             if m:
-                hits.setdefault(m.group(1), []).append((step.seq, int(m.group(2)), m.group(3)))
+                hits.setdefault(m.group(1), []).append((step.stored_seq, int(m.group(2)), m.group(3)))
     return out
 
 
@@ -274,13 +274,13 @@ def turning_point(store: Store, session: dict, steps: list[StepEvent], *, includ
     if not rows:
         return None, "No successful run of the same workflow to compare with."
     mine_input, mine_open = _first_input(steps), _opening(steps)
-    best, best_score, best_steps = None, None, None
+    best, best_score, best_steps = rows[0], (False, -1.0), []  # any row scores above that
     for row in rows:
         theirs = store.load_steps(row["id"])
         same = mine_input is not None and _first_input(theirs) == mine_input
         ratio = SequenceMatcher(None, mine_open, _opening(theirs), autojunk=False).ratio()
         score = (same, ratio)
-        if best_score is None or score > best_score:
+        if score > best_score:
             best, best_score, best_steps = row, score, theirs
     same, ratio = best_score
     if not same and ratio < MIN_OPENING_SIMILARITY:
@@ -364,8 +364,9 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
     calls = {s.tool_call_id: s for s in steps if s.type == "tool_call" and s.tool_call_id}
 
     def add(step: StepEvent, kind: str, summary: str) -> None:
-        if step.seq not in links:
-            links[step.seq] = Link(step.seq, summary, kind, step.tool_name, step.error_class)
+        seq = step.stored_seq
+        if seq not in links:
+            links[seq] = Link(seq, summary, kind, step.tool_name, step.error_class)
 
     f = _failure(steps)
     fail = steps[f]
@@ -387,7 +388,7 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
         add(first, "first_failure", f"First failure of this kind: {_what_failed(first)}{more}.")
     # contradictions and the action taken on the contradicted resource
     for c in contradictions:
-        if c.seq > fail.seq:
+        if c.seq > fail.stored_seq:
             continue
         later = steps[pos_of[c.seq]]
         acted = next((s for s in steps[pos_of[c.seq] + 1: f + 1]
@@ -397,7 +398,7 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
         add(earlier, "contradiction", f"Contradicted later: {c.earlier_summary or c.summary}.")
         if acted is not None:
             add(acted, "acted_on", f"The agent then {describe(acted)}, acting on what step {c.seq} returned.")
-    if turning is not None and turning.same_task and turning.seq is not None and turning.seq in pos_of and turning.seq <= fail.seq:
+    if turning is not None and turning.same_task and turning.seq is not None and turning.seq in pos_of and turning.seq <= fail.stored_seq:
         add(steps[pos_of[turning.seq]], "turning_point",
             f"Here this run parted from the successful run {turning.compared_with} ({turning.kind}): {turning.summary}")
     for s in before:
@@ -529,7 +530,7 @@ def failure_patterns(store: Store, flt: SessionFilter | None = None, *, limit: i
     totals: dict[str | None, int] = {}
     for row in rows[:limit]:
         result = explain(store, row["id"])
-        steps = {s.seq: s for s in store.load_steps(row["id"])}
+        steps = {s.stored_seq: s for s in store.load_steps(row["id"])}
         wf = row.get("workflow")
         totals[wf] = totals.get(wf, 0) + 1
         groups.setdefault((wf, pattern_key(result, steps)), []).append(row["id"])

@@ -61,8 +61,8 @@ class Known:
         """'the read at step 7', or 'the read at step 7 with the edits at steps 12, 14 applied'."""
         if not self.edits:
             return self.origin
-        many = len(self.edits) > 1
-        return f"{self.origin} with the edit{'s' if many else ''} at step{'s' if many else ''} {', '.join(map(str, self.edits))} applied"
+        plural = "s" if len(self.edits) > 1 else ""
+        return f"{self.origin} with the edit{plural} at step{plural} {', '.join(map(str, self.edits))} applied"
 
 
 @dataclass(frozen=True)
@@ -180,17 +180,20 @@ def known_before(steps: list[StepEvent], position: int) -> dict[str, Known]:
                 known.pop(p, None)
             continue
         path = _path(args)
+        if path is None:  # classify names only reads, writes and edits of a named file here
+            continue
+        seq = step.stored_seq
         if kind == "read":
             text, taken = read_text(step.content or "", path)
-            known[path] = Known(text, step.seq, f"the read at step {step.seq}", framing=tuple(taken))
+            known[path] = Known(text, seq, f"the read at step {seq}", framing=tuple(taken))
         elif kind == "write":
             text = next(args[k] for k in TEXT_KEYS if isinstance(args.get(k), str))
-            known[path] = Known(text, step.seq, f"the write at step {step.seq}")
+            known[path] = Known(text, seq, f"the write at step {seq}")
         else:
             base = known.get(path)
             old, new = _edit(args)
             if base is not None and old and (args.get("replace_all") or base.text.count(old) == 1):
-                known[path] = Known(base.text.replace(old, new), step.seq, base.origin, (*base.edits, step.seq), base.framing)
+                known[path] = Known(base.text.replace(old, new), seq, base.origin, (*base.edits, seq), base.framing)
             else:
                 known.pop(path, None)  # what the file holds now is not known from the run
     return known
@@ -206,32 +209,35 @@ def file_write(steps: list[StepEvent], position: int) -> FileWrite | None:
     if found is None or found[0] == "read":
         return None
     kind, args = found
+    seq = step.stored_seq
     if kind == "patch":
         patch = _patch_text(step.tool_name, args) or ""
         paths = _patch_paths(patch)
-        return FileWrite(step.seq, ", ".join(paths) or "(files named in the patch)", "patch", None, patch,
+        return FileWrite(seq, ", ".join(paths) or "(files named in the patch)", "patch", None, patch,
                          "The patch as the agent sent it (it is a diff already; nothing was computed).")
     path = _path(args)
+    if path is None:  # classify names only writes and edits of a named file here
+        return None
     base = known_before(steps, position).get(path)
     failed = step.tool_call_id in _failed_calls(steps) if step.tool_call_id else False
     after_note = " The tool reported this write as failed." if failed else ""
     if kind == "write":
         text = next(args[k] for k in TEXT_KEYS if isinstance(args.get(k), str))
         if base is None:
-            return FileWrite(step.seq, path, "write", None, text,
+            return FileWrite(seq, path, "write", None, text,
                              f"No earlier read of {path} in this run: the written text is shown whole, with nothing to "
                              f"compare it with.{after_note}")
-        return _against(step.seq, path, "write", base, text, after_note)
+        return _against(seq, path, "write", base, text, after_note)
     old, new = _edit(args)
     if base is not None and old and (args.get("replace_all") or base.text.count(old) == 1):
-        return _against(step.seq, path, "edit", base, base.text.replace(old, new), after_note)
+        return _against(seq, path, "edit", base, base.text.replace(old, new), after_note)
     why = (f"No earlier read of {path} in this run" if base is None else
            f"The old text is {'not' if old not in base.text else 'more than once'} in {base.how}")
     diff = _diff(old, new, f"{path} (old text)", f"{path} (new text)")
     if diff is None:
-        return FileWrite(step.seq, path, "edit", base, new, f"{why}, and the edit is too large to diff here: its new text is "
+        return FileWrite(seq, path, "edit", base, new, f"{why}, and the edit is too large to diff here: its new text is "
                                                             f"shown whole.{after_note}")
-    return FileWrite(step.seq, path, "edit", base, diff, f"{why}: shown is the edit itself, old text against new text.{after_note}")
+    return FileWrite(seq, path, "edit", base, diff, f"{why}: shown is the edit itself, old text against new text.{after_note}")
 
 
 def _against(seq: int, path: str, kind: str, base: Known, text: str, after_note: str) -> FileWrite:

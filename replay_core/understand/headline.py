@@ -91,7 +91,7 @@ def _daily_cells(store: Store, flt: SessionFilter | None, by: str | None):
 def _run_cells(store: Store, flt: SessionFilter | None, by: str | None):
     """The same per run (Store.headline_rows), each run a cell of its own."""
     out = []
-    for row in store.headline_rows(flt, COLUMN.get(by)):
+    for row in store.headline_rows(flt, COLUMN.get(by) if by is not None else None):
         value, status, started, ended = row[:4]
         duration = []
         if started and ended and status != "running":

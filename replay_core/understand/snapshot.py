@@ -18,7 +18,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, pairwise
 from operator import attrgetter
 from typing import Any
 
@@ -68,7 +68,8 @@ class AgentContext:
         """One sentence saying how these messages were put together."""
         n_base, n_rebuilt = len(self.base), len(self.messages) - len(self.base)
         if self.base_seq is None:
-            text = f"{n_rebuilt} message{'s' if n_rebuilt != 1 else ''} rebuilt from the steps before this one (no chat context recorded)"
+            plural = "s" if n_rebuilt != 1 else ""
+            text = f"{n_rebuilt} message{plural} rebuilt from the steps before this one (no chat context recorded)"
         elif n_rebuilt:
             first = self.origins[n_base]["seq"]
             text = (f"{n_base} message{'s' if n_base != 1 else ''} as recorded at step {self.base_seq}, then {n_rebuilt} "
@@ -285,13 +286,13 @@ def _yielding(rows: Iterable[tuple], hurry: threading.Event, every: int = 512) -
 def _rebuilt_range(timeline: Timeline, start: int, end: int, *, hurry: threading.Event | None = None) -> _Rebuild:
     with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
         columns = timeline.columns
-        rows = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS))
+        rows: Iterable[tuple] = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS), strict=True)
         rows = rows if hurry is None else _yielding(rows, hurry)
         marks: list[tuple[int, int | None]] = []
         messages = _rebuilt(rows, marks)
         bounds = [m[0] for m in marks] + [len(messages)]
-        opened = zip(islice(columns["seq"], start, end), bounds, islice(bounds, 1, None))  # a step's seq, its messages
-        origins = [{"source": "rebuilt", "seq": seq} for seq, a, b in opened for _ in range(b - a)]
+        opened = zip(islice(columns["seq"], start, end), pairwise(bounds), strict=True)  # a step's seq, its messages
+        origins = [{"source": "rebuilt", "seq": seq} for seq, (a, b) in opened for _ in range(b - a)]
         return _Rebuild(start, messages, marks, origins)
 
 
@@ -336,7 +337,7 @@ def agent_context(timeline: Timeline, pos: int, store: Store | None = None, *, b
     recorded = None
     if store is not None and found:
         at = index.context_positions[found - 1]
-        raw = store.step_context(timeline.id, timeline.steps[at].event_id)
+        raw = store.step_context(timeline.id, timeline.columns["event_id"][at])
         if is_chat(raw):
             end = index.context_positions[found] if found < len(index.context_positions) else len(timeline.steps)
             messages, origins = _rebuild(timeline, at, end, pos if behind else None).cut(pos)

@@ -64,7 +64,7 @@ def build_structure(columns: Mapping[str, Sequence]) -> Structure:
     for i, p in children:
         if p == i:
             parent[i] = None
-    holders = {p for i, _ in children if (p := parent[i]) is not None} | {i for i, kind in enumerate(types) if kind == "span"}
+    holders = {held for i, _ in children if (held := parent[i]) is not None} | {i for i, kind in enumerate(types) if kind == "span"}
     nodes = {p: Node(position=p, depth=0, first_seq=seqs[p], last_seq=seqs[p]) for p in sorted(holders)}
     for i, _ in children:
         failed = types[i] == "error" or statuses[i] == "error"
@@ -85,8 +85,8 @@ def build_structure(columns: Mapping[str, Sequence]) -> Structure:
             depth += 1
             up = parent[up]
         node.depth = depth
-        if parent[p] is not None:
-            nodes[parent[p]].children.append(p)
+        if (owner := parent[p]) is not None:
+            nodes[owner].children.append(p)
     return Structure(nodes=nodes, parent=parent)
 
 

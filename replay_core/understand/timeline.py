@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, overload
 
-from .cycles import Cycle, cycle_of_steps, cycles_of
 from ..events import StepEvent
 from ..ingest.pipeline import collector_paused
 from ..storage.store import STEP_COLUMNS, Store, step_events, step_fields_set
+from .cycles import Cycle, cycle_of_steps, cycles_of
 
 Columns = dict[str, Sequence]  # a run's steps as columns, by STEP_COLUMNS name
 
@@ -105,7 +105,7 @@ class Steps(Sequence[StepEvent]):
         self._session_id = session_id
         self._columns = columns
         self._built: list[StepEvent | None] = [None] * len(columns["seq"])
-        self._whole = False
+        self._whole: list[StepEvent] | None = None  # every step, once iterated
         self._fields_set = step_fields_set()
         self._lock = threading.Lock()
 
@@ -128,14 +128,17 @@ class Steps(Sequence[StepEvent]):
         return step
 
     def __iter__(self) -> Iterator[StepEvent]:
-        if not self._whole:
+        whole = self._whole
+        if whole is None:
             with self._lock, paused_and_promoted():
-                if not self._whole:
+                whole = self._whole
+                if whole is None:
                     rows = zip(*(self._columns[name] for name in STEP_COLUMNS), strict=True)
                     fresh = step_events(self._session_id, rows, self._fields_set)
-                    self._built = [new if old is None else old for old, new in zip(self._built, fresh, strict=True)]
-                    self._whole = True
-        return iter(self._built)
+                    whole = [new if old is None else old for old, new in zip(self._built, fresh, strict=True)]
+                    self._built[:] = whole
+                    self._whole = whole
+        return iter(whole)
 
     def __repr__(self) -> str:
         return f"<{len(self)} steps of {self._session_id!r}>"

@@ -46,7 +46,7 @@ from .recording import Recording
 from .replay import Estimate, LiveTools, ReplayError, ReplayResult, estimate_for, recording_in, replay
 from .replay_config import RECORDED, ConfigError, ReplayConfig
 from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers
-from .start_point import FIRST_MODEL_TURN, REFUSED, StartPoint
+from .start_point import REFUSED, StartPoint
 
 STATES = ("running", "stopping", "done", "stopped", "budget", "failed")
 
@@ -162,7 +162,7 @@ def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start:
                 config.api_key()
             except ConfigError as exc:
                 raise ExperimentError(str(exc)) from None
-    start = parse_start(start)
+    start_point = parse_start(start)
     if any(c.tool_mode == "live" for c in configs) and not tools:
         raise ExperimentError("a variant asks for live tools (tool_mode live) but no tool functions were given (tools=…, --tool)")
     cases = store.dataset_cases(ds["id"], version=ds["version"])
@@ -170,7 +170,7 @@ def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start:
     unplayable: dict[str, str] = {}
     for case in cases:
         try:
-            rec = open_case(store, case["session_id"], start)
+            rec = open_case(store, case["session_id"], start_point)
         except ReplayError as exc:
             unplayable[case["session_id"]] = str(exc)
             continue
@@ -180,7 +180,7 @@ def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start:
             total.tokens_out += est.tokens_out
             total.cost_usd = None if total.cost_usd is None or est.cost_usd is None else round(total.cost_usd + est.cost_usd, 6)
             total.notes = list(dict.fromkeys([*total.notes, *est.notes]))
-    out = Plan(ds, cases, configs, start, names, scorer_options or {}, concurrency, budget_usd, budget_tokens, totals, unplayable,
+    out = Plan(ds, cases, configs, start_point, names, scorer_options or {}, concurrency, budget_usd, budget_tokens, totals, unplayable,
                sorted(tools or {}))
     check_budget(out, spent_usd=0.0, spent_tokens=0)
     return out
@@ -212,11 +212,11 @@ def create(store: Store, p: Plan) -> str:
 
 def plan_of(store: Store, experiment_id: str, *, budget_usd: float | None = None, budget_tokens: int | None = None) -> Plan:
     """The stored experiment as a plan again (for resume), with a new budget if one is given."""
-    row = store.get_experiment(experiment_id)
-    if row is None:
-        raise ExperimentError(f"no experiment {experiment_id!r}")
+    row = _experiment(store, experiment_id)
     s = row["settings"]
     ds = store.get_dataset(row["dataset_id"])
+    if ds is None:
+        raise ExperimentError(f"experiment {experiment_id!r}: its dataset {row['dataset_id']!r} is gone")
     return Plan(
         dataset={**ds, "version": row["dataset_version"]}, cases=store.dataset_cases(row["dataset_id"], version=row["dataset_version"]),
         configs=[ReplayConfig.from_json(v) for v in s["variants"]], start=parse_start(s["start"]), scorers=s["scorers"],
@@ -405,6 +405,13 @@ class _Runner:
         return (result.cost_usd or 0.0) + scoring_cost, result.tokens_in + result.tokens_out
 
 
+def _experiment(store: Store, experiment_id: str) -> dict:
+    row = store.get_experiment(experiment_id)
+    if row is None:
+        raise ExperimentError(f"no experiment {experiment_id!r}")
+    return row
+
+
 def _scoring_cost(run: dict) -> float:
     return sum(s.get("cost_usd") or 0.0 for s in run.get("scores") or [])
 
@@ -428,11 +435,11 @@ def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None
                      spent_tokens=sum((r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in done),
                      share=(total - len(done)) / total)
     if budget_usd is not None or budget_tokens is not None:
-        row = store.get_experiment(experiment_id)
+        row = _experiment(store, experiment_id)
         settings = {**row["settings"], "budget_usd": p.budget_usd, "budget_tokens": p.budget_tokens}
         store.update_experiment_settings(experiment_id, settings)
     try:
-        return _Runner(store, experiment_id, p, stop, on_progress, {k: tools[k] for k in p.tools}).run()
+        return _Runner(store, experiment_id, p, stop, on_progress, {k: tools[k] for k in p.tools} if tools else {}).run()
     except Exception as exc:  # a broken store or a bug: the experiment says so and can be resumed
         store.set_experiment_status(experiment_id, "failed", f"{type(exc).__name__}: {str(exc)[:500]}")
         raise

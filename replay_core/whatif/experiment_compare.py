@@ -15,6 +15,8 @@ options are noted: the figures are still computed, but they measure different th
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..storage.store import Store
 from .results import wilson
 
@@ -75,11 +77,11 @@ def compare_experiments(store: Store, a_id: str, b_id: str, *, by_position: bool
     variants = []
     for i, j in pairs:
         compared, unscored, improved, regressed = [], [], [], []
-        per_scorer = {s: {"a": 0, "b": 0, "improved": [], "regressed": []} for s in scorers}
+        per_scorer: dict[str, dict[str, Any]] = {s: {"a": 0, "b": 0, "improved": [], "regressed": []} for s in scorers}
         for case in shared:
             ra, rb = a_cells.get((case, i)), b_cells.get((case, j))
             va, vb = _verdicts(ra), _verdicts(rb)
-            if va is None or vb is None:
+            if ra is None or rb is None or va is None or vb is None:  # no verdicts without a run
                 unscored.append(case)
                 continue
             compared.append((bool(ra["passed"]), bool(rb["passed"])))

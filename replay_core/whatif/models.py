@@ -120,7 +120,7 @@ def readiness(option: ModelOption, environ: Mapping[str, str] | None = None, *, 
     if option.api_key_env and not environ.get(option.api_key_env):
         return Readiness(False, f"No key for {who} is set up on this server.", f"export {option.api_key_env}=<your {who} key>")
     if option.api_base:
-        return _reachable(option, timeout_s)
+        return _reachable(option, option.api_base, timeout_s)
     from .provider import load_litellm
 
     found = load_litellm().validate_environment(model=option.model, api_key=environ.get(option.api_key_env or "") or None)
@@ -134,9 +134,9 @@ def readiness(option: ModelOption, environ: Mapping[str, str] | None = None, *, 
                      " ".join(f"export {name}=<…>" for name in missing))
 
 
-def _reachable(option: ModelOption, timeout_s: float) -> Readiness:
+def _reachable(option: ModelOption, api_base: str, timeout_s: float) -> Readiness:
     """Any HTTP answer from the model server counts (even 401 or 404): it is up."""
-    base = option.api_base.rstrip("/")
+    base = api_base.rstrip("/")
     try:
         httpx.get(f"{base}/models", timeout=timeout_s)
     except (httpx.HTTPError, httpx.InvalidURL):

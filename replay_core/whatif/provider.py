@@ -77,7 +77,7 @@ _BAD_RESPONSE_WORDS = ("invalid response", "empty response", "expecting value", 
 
 def _chain(exc: BaseException) -> list[BaseException]:
     out: list[BaseException] = []
-    seen = exc
+    seen: BaseException | None = exc
     while seen is not None and seen not in out:
         out.append(seen)
         seen = seen.__cause__ or seen.__context__

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,8 @@ import orjson
 
 from ..events import StepEvent
 from ..ingest.formats.jsondoc import parse_arguments
-from ..understand.snapshot import agent_context, rebuild_messages
 from ..storage.store import Store
+from ..understand.snapshot import agent_context, rebuild_messages
 from ..understand.timeline import Timeline
 
 TEXT_TYPES = ("think", "decision")
@@ -82,7 +83,7 @@ class MessageLog:
     after that point are rebuilt. Equal to base + rebuild_messages(all steps) (tested).
     """
 
-    def __init__(self, base: list[dict], steps: list[StepEvent] = ()):
+    def __init__(self, base: list[dict], steps: Sequence[StepEvent] = ()):
         self.base = base
         self.done: list[dict] = []
         self.tail: list[StepEvent] = []
@@ -91,7 +92,7 @@ class MessageLog:
         _feed(self.digest, base)
         self.extend(list(steps))
 
-    def extend(self, steps: list[StepEvent]) -> None:
+    def extend(self, steps: Sequence[StepEvent]) -> None:
         if not steps:
             return
         self.tail += steps
@@ -143,14 +144,14 @@ class Turn:
 
     @property
     def first_seq(self) -> int:
-        return self.steps[0].seq
+        return self.steps[0].stored_seq
 
     @property
     def last_seq(self) -> int:
-        return (self.env or self.steps)[-1].seq
+        return (self.env or self.steps)[-1].stored_seq
 
 
-def split_turns(steps: list[StepEvent]) -> tuple[list[StepEvent], list[Turn]]:
+def split_turns(steps: Sequence[StepEvent]) -> tuple[list[StepEvent], list[Turn]]:
     """Steps before the first model output, then the turns.
 
     A thought or answer opens a turn; tool calls join the open turn until the
@@ -182,8 +183,8 @@ class Recording:
         self.session = timeline.session
         self.from_step, self.to_step = from_step, to_step
         steps = timeline.steps
-        start = next((i for i, s in enumerate(steps) if s.seq >= from_step), len(steps))
-        end = next((i for i, s in enumerate(steps) if s.seq > to_step), len(steps))
+        start = next((i for i, s in enumerate(steps) if s.stored_seq >= from_step), len(steps))
+        end = next((i for i, s in enumerate(steps) if s.stored_seq > to_step), len(steps))
         self.range_steps = steps[start:end]
         self.lead, self.turns = split_turns(self.range_steps)
         self.covers_end = end == len(steps)
@@ -192,7 +193,7 @@ class Recording:
         self._answers: dict[str, Turn] | None = None
         self._start_log: MessageLog | None = None
 
-    def _base_context(self, store: Store | None, start: int) -> tuple[list[dict], list[StepEvent], int, str]:
+    def _base_context(self, store: Store | None, start: int) -> tuple[list[dict], Sequence[StepEvent], int, str]:
         """Messages before the range: base, the steps to rebuild after it, how many lead steps base covers.
 
         The context before the range's first model step is snapshot.agent_context's, the
@@ -251,7 +252,7 @@ class Recording:
         if self._calls is None:
             self._calls = self._index_calls()
         found = self._calls.get((name, canonical_args(args)), [])
-        return next((c for c in found if c.call.seq >= self.from_step), found[0] if found else None)
+        return next((c for c in found if c.call.stored_seq >= self.from_step), found[0] if found else None)
 
     def _index_calls(self) -> dict[tuple[str, str], list[RecordedCall]]:
         steps = self.timeline.steps
@@ -278,7 +279,7 @@ class Recording:
         return next((t for t in self.turns if t.first_seq <= seq <= t.last_seq), None)
 
 
-def _answer_of(steps: list[StepEvent], pos: int, lookahead: int = 200) -> StepEvent | None:
+def _answer_of(steps: Sequence[StepEvent], pos: int, lookahead: int = 200) -> StepEvent | None:
     """The step that answered the call at `pos`: same call id, else the next result of that tool."""
     call, later = steps[pos], steps[pos + 1 : pos + 1 + lookahead]
     if call.tool_call_id:

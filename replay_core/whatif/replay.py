@@ -28,15 +28,15 @@ from typing import Any
 
 import orjson
 
-from ..understand.compare import compare
 from ..events import SessionEndEvent, SessionEvent, StepEvent, now_utc
 from ..ingest.pipeline import ingest
+from ..storage.actor import REPLAY, Actor
+from ..storage.store import Store
+from ..understand.compare import compare
+from ..understand.timeline import Timeline, open_timeline
 from .provider import ModelAnswer, ProviderError, ask, load_litellm, prices
 from .recording import Recording, Turn, call_key, canonical_args
 from .replay_config import RECORDED, ReplayConfig
-from ..storage.actor import REPLAY, Actor
-from ..storage.store import Store
-from ..understand.timeline import Timeline, open_timeline
 
 # replay outcome -> the replay session's status ("error": a fault of the replay itself)
 STATUS_OF = {"completed": "succeeded", "final_answer": "succeeded", "diverged": "incomplete", "budget": "incomplete",
@@ -87,7 +87,7 @@ def default_range(store: Store, session_id: str) -> tuple[int, int]:
     steps = store.load_steps(session_id)
     if not steps:
         raise ReplayError(f"session {session_id} has no steps to replay")
-    return steps[0].seq, steps[-1].seq
+    return steps[0].stored_seq, steps[-1].stored_seq
 
 
 def open_recording(store: Store, session_id: str, from_step: int | None, to_step: int | None) -> Recording:
@@ -104,7 +104,7 @@ def recording_in(timeline: Timeline, store: Store, from_step: int | None, to_ste
     session_id = timeline.session["id"]
     if not timeline.steps:
         raise ReplayError(f"session {session_id} has no steps to replay")
-    first, last = timeline.steps[0].seq, timeline.steps[-1].seq
+    first, last = timeline.steps[0].stored_seq, timeline.steps[-1].stored_seq
     from_step = first if from_step is None else from_step
     to_step = last if to_step is None else to_step
     if from_step > last or to_step < first:
@@ -158,7 +158,7 @@ class _Replay:
         self.next_seq = rec.from_step
         self.turn = 0  # the original turn the replay stands at
         self.on_script = True  # every turn so far made the original's calls
-        self.ids: dict[str, str] = {}  # original event_id -> replay event_id, for parent links
+        self.ids: dict[str | None, str] = {}  # original event_id -> replay event_id, for parent links
         self.tools = [] if config.tool_mode == "none" else rec.tools()
         range_len = len(rec.range_steps)
         self.max_steps = config.budget.max_steps or 2 * range_len + 20
@@ -209,12 +209,13 @@ class _Replay:
         self.steps.append(step)
         return step
 
-    def _copy(self, original: StepEvent, *, call_ids: dict[str, str] | None = None, **overrides: Any) -> StepEvent:
+    def _copy(self, original: StepEvent, *, call_ids: dict[str, str | None] | None = None, **overrides: Any) -> StepEvent:
         """A recorded step served into the replay, marked with where it came from."""
         names = ("type", "agent_id", "model", "content", "tool_name", "tool_args", "status", "error_class", "retry",
                  "tokens_in", "tokens_out", "cost_usd", "duration_ms")
         fields = {n: getattr(original, n) for n in names}
-        fields["tool_call_id"] = (call_ids or {}).get(original.tool_call_id, original.tool_call_id)
+        call_id = original.tool_call_id
+        fields["tool_call_id"] = call_ids.get(call_id, call_id) if call_ids and call_id else call_id
         fields["metadata"] = {**(original.metadata or {}), "recorded": True, "source_seq": original.seq}
         fields.update(overrides)
         return self._step(original=original, **fields)
@@ -259,8 +260,8 @@ class _Replay:
         self.log.extend(self.steps[self.logged :])
         self.logged = len(self.steps)
         messages = self.log.messages()
-        answer, served = self._ask(messages, timeout)
-        turn_steps = served if served is not None else self._record(answer, original, messages)
+        answer = self._ask(messages, timeout)
+        turn_steps = answer if isinstance(answer, list) else self._record(answer, original, messages)
         calls = [s for s in turn_steps if s.type == "tool_call"]
         same = Counter(call_key(s) for s in calls) == original.call_keys
         live_first = self.config.tool_mode == "live" and any((c.tool_name or "") in self.live_tools for c in calls)
@@ -278,7 +279,7 @@ class _Replay:
         if same:
             self.turn = max(self.turn, original.index + 1)
 
-    def _ask(self, messages: list[dict], timeout: tuple[float, bool]) -> tuple[ModelAnswer | None, list[StepEvent] | None]:
+    def _ask(self, messages: list[dict], timeout: tuple[float, bool]) -> ModelAnswer | list[StepEvent]:
         """The model's answer: served from the recording (steps) or asked live (answer)."""
         config = self.config
         model = config.model
@@ -290,7 +291,7 @@ class _Replay:
                 steps = [self._copy(s, cost_usd=0.0, duration_ms=elapsed if i == 0 else 0.0) for i, s in enumerate(turn.steps)]
                 self.result.model_calls += 1
                 self._count(steps)
-                return None, steps
+                return steps
             if not config.fallback_model:
                 raise _Stop("diverged", "the recording holds no answer for this context (it departs from the original run)")
             model = config.fallback_model
@@ -305,7 +306,7 @@ class _Replay:
             raise _Stop("provider_error", exc.message, exc.error_class) from None
         self.result.model_calls += 1
         self.result.latency_ms += answer.latency_ms
-        return answer, None
+        return answer
 
     def _record(self, answer: ModelAnswer, original: Turn, messages: list[dict]) -> list[StepEvent]:
         """The live answer as steps: thought and tool calls, or a text answer."""
@@ -342,27 +343,28 @@ class _Replay:
 
     def _answer_calls(self, calls: list[StepEvent]) -> None:
         """Calls off the original's script: each answered from anywhere in the recording, or live."""
-        plan = []
+        plan: list[tuple[StepEvent, Callable[..., Any] | tuple[StepEvent, int]]] = []  # live, or (answer, its call's seq)
         for call in calls:
             live = self.live_tools.get(call.tool_name or "")
             found = self.rec.find_call(call.tool_name or "", call.tool_args)
             if live is not None and (self.config.tool_mode == "live" or found is None or found.answer is None):
-                plan.append((call, None, live))
+                plan.append((call, live))
             elif found is not None and found.answer is not None:
-                if found.call.seq > self.rec.to_step:
+                if found.call.stored_seq > self.rec.to_step:
                     raise _Stop("completed", f"the model made the call the original made at step {found.call.seq}, "
                                              f"after the end of the range (step {self.rec.to_step})")
-                plan.append((call, found, None))
+                plan.append((call, (found.answer, found.call.stored_seq)))
             else:
                 held = " (recorded without a result)" if found is not None else ""
                 raise _Stop("diverged", f"the model called {call.tool_name}({canonical_args(call.tool_args)}), "
                                         f"which the recording does not hold{held}")
-        for call, found, live in plan:
-            if live is not None:
-                self._run_live(call, live)
+        for call, how in plan:
+            if callable(how):
+                self._run_live(call, how)
                 continue
-            self._copy(found.answer, call_ids={found.answer.tool_call_id: call.tool_call_id})
-            turn = self.rec.turn_of_seq(found.call.seq)
+            answer, source_seq = how
+            self._copy(answer, call_ids={answer.tool_call_id: call.tool_call_id} if answer.tool_call_id else None)
+            turn = self.rec.turn_of_seq(source_seq)
             if turn is not None:
                 self.turn = max(self.turn, turn.index + 1)
         self._flush(force=False)
@@ -391,7 +393,8 @@ class _Replay:
             # outcome leaves the replay's outcome unrecorded too: `unknown`).
             ended = src.get("status") in ("succeeded", "failed", "unknown")
             status, error_class = (src["status"], src.get("error_class")) if ended else ("incomplete", None)
-            outcome_text += f". It made the original's calls to the end of the recording; the original's outcome: {src.get('outcome') or src.get('status')}"
+            original_outcome = src.get("outcome") or src.get("status")
+            outcome_text += f". It made the original's calls to the end of the recording; the original's outcome: {original_outcome}"
         self.result.status, self.result.outcome, self.result.message, self.result.error_class = status, outcome, message, error_class
         self.result.steps = len(self.steps)
         meta = {"replay_outcome": outcome, "replay_message": message, "tool_results": tool_results(self.steps)}
@@ -415,18 +418,18 @@ def tool_results(steps: list[StepEvent]) -> dict[str, list[int]]:
         if s.type in ("tool_result", "observation", "error") and (s.tool_name or s.tool_call_id):
             meta = s.metadata or {}
             if meta.get("live"):
-                out["live"].append(s.seq)
+                out["live"].append(s.stored_seq)
             elif meta.get("recorded"):
-                out["recorded"].append(s.seq)
+                out["recorded"].append(s.stored_seq)
     return out
 
 
-def _pair_call_ids(original: list[StepEvent], replayed: list[StepEvent]) -> dict[str, str]:
+def _pair_call_ids(original: list[StepEvent], replayed: list[StepEvent]) -> dict[str, str | None]:
     """Original call id -> the replay's id for the same call, so recorded results answer the right call."""
-    free: dict[tuple[str, str], list[str]] = {}
+    free: dict[tuple[str, str], list[str | None]] = {}
     for step in replayed:
         free.setdefault(call_key(step), []).append(step.tool_call_id)
-    out = {}
+    out: dict[str, str | None] = {}
     for step in original:
         ids = free.get(call_key(step))
         if step.tool_call_id and ids:

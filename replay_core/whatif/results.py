@@ -118,7 +118,7 @@ def _cell(run: dict | None) -> dict | None:
             "scores": run["scores"] or [], "tools": run.get("tools")}
 
 
-def _tool_results(store: Store, replay_sessions: list[str]) -> dict[str, dict]:
+def _tool_results(store: Store, replay_sessions: list[str]) -> dict[str, dict | None]:
     """Replay session -> {live: [seq…], recorded: [seq…]} (what replay stored in the session's metadata)."""
     if not replay_sessions:
         return {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -52,7 +52,7 @@ class ScoreInput:
     expected: str | None  # None: the original's own final answer is what counts as right
     match: str  # the dataset's rule for expected outcomes: equals | contains | regex
     original: dict  # the original session's row
-    original_steps: list[StepEvent]
+    original_steps: Sequence[StepEvent]
     replay: ReplayResult
     replay_steps: list[StepEvent]
     from_seq: int
@@ -116,7 +116,7 @@ def run_scorers(names: list[str], inp: ScoreInput, options: dict[str, dict]) -> 
 # ---------------------------------------------------------------------------- what the scorers read
 
 
-def final_answer(steps: list[StepEvent]) -> str | None:
+def final_answer(steps: Sequence[StepEvent]) -> str | None:
     """The run's final answer: its last decision's text."""
     for step in reversed(steps):
         if step.type == "decision" and step.content:
@@ -143,8 +143,8 @@ def _short(text: str | None, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _calls(steps: list[StepEvent], from_seq: int = 0) -> list[StepEvent]:
-    return [s for s in steps if s.type == "tool_call" and s.seq >= from_seq]
+def _calls(steps: Sequence[StepEvent], from_seq: int = 0) -> list[StepEvent]:
+    return [s for s in steps if s.type == "tool_call" and s.stored_seq >= from_seq]
 
 
 def _call_text(step: StepEvent) -> str:

@@ -18,7 +18,7 @@ NoSuchStep with the reason, and the experiment counts the case as refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..events import StepEvent, StepType
@@ -32,11 +32,15 @@ def _tool_error(step: StepEvent) -> bool:
     return step.type in ("tool_result", "error") and bool(step.tool_name) and (step.status == "error" or step.type == "error")
 
 
+def _of_type(step_type: str) -> Callable[[StepEvent], bool]:
+    return lambda s: s.type == step_type
+
+
 KINDS: dict[str, Callable[[StepEvent], bool]] = {
     "model_turn": lambda s: s.type in MODEL_TYPES,
     "user_message": lambda s: s.type == "input",
     "tool_error": _tool_error,
-    **{t.value: (lambda s, t=t.value: s.type == t) for t in StepType if t != StepType.SPAN},
+    **{t.value: _of_type(t.value) for t in StepType if t != StepType.SPAN},
 }
 _PART = r"(?:(first|last)\s+)?([a-z_]+)"
 _SPEC = re.compile(rf"{_PART}(?:\s+after\s+{_PART})?")
@@ -66,10 +70,12 @@ class StartPoint:
     pick: Pick | None = None
     after: Pick | None = None
 
-    def resolve(self, steps: list[StepEvent]) -> int:
+    def resolve(self, steps: Sequence[StepEvent]) -> int:
         """The seq this case's replay starts at; NoSuchStep when the run has none."""
         if self.seq is not None:
             return self.seq
+        if self.pick is None:
+            raise StartError(f"start {self.spec!r} names neither a step nor a kind of step")
         lo = 0
         if self.after is not None:
             at = _find(steps, self.after, 0)
@@ -80,10 +86,10 @@ class StartPoint:
         if at is None:
             where = f" after its {self.after.text()}" if self.after else ""
             raise NoSuchStep(f"the run has no {self.pick.kind} step{where} (start: {self.spec})")
-        return steps[at].seq
+        return steps[at].stored_seq
 
 
-def _find(steps: list[StepEvent], pick: Pick, lo: int) -> int | None:
+def _find(steps: Sequence[StepEvent], pick: Pick, lo: int) -> int | None:
     test = KINDS[pick.kind]
     hits = (i for i in (range(len(steps) - 1, lo - 1, -1) if pick.which == "last" else range(lo, len(steps))) if test(steps[i]))
     return next(hits, None)

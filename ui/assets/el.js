@@ -7,8 +7,8 @@ function el(tag, className, text) {
   return e;
 }
 
-
-function labelled(tag, className, text, help) {  // a label, with a "?" that shows `help` on hover when given
+function labelled(tag, className, text, help) {
+  // a label, with a "?" that shows `help` on hover when given
   const label = el(tag, className, text);
   if (help) {
     const mark = el("span", "help", "?");
@@ -18,4 +18,3 @@ function labelled(tag, className, text, help) {  // a label, with a "?" that sho
   }
   return label;
 }
-

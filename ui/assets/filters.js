@@ -8,7 +8,13 @@ function field(spec) {
   let input;
   if (spec.kind === "choice") {
     input = el("select");
-    input.append(...spec.options.map(([value, label]) => { const o = el("option", "", label); o.value = value; return o; }));
+    input.append(
+      ...spec.options.map(([value, label]) => {
+        const o = el("option", "", label);
+        o.value = value;
+        return o;
+      }),
+    );
   } else {
     input = el("input");
     input.type = { text: "search", date: "date", toggle: "checkbox" }[spec.kind];
@@ -21,13 +27,15 @@ function field(spec) {
 }
 
 function build(box, data) {
-  const fields = box.querySelector(".fields"), more = box.querySelector("details.more .fields");
+  const fields = box.querySelector(".fields"),
+    more = box.querySelector("details.more .fields");
   fields.replaceChildren(...data.fields.filter((f) => !data.more.includes(f.key) && f.kind !== "toggle").map(field));
   more.replaceChildren(...data.fields.filter((f) => data.more.includes(f.key)).map(field));
   box.querySelector(".toggles").replaceChildren(...data.fields.filter((f) => f.kind === "toggle").map(field));
 }
 
-function show(box, data) {  // what the link says, except in the field being typed in
+function show(box, data) {
+  // what the link says, except in the field being typed in
   for (const spec of data.fields) {
     const input = box.querySelector(`[name="${spec.key}"]`);
     if (spec.kind === "toggle") input.checked = spec.value;
@@ -51,5 +59,5 @@ export default function ({ parentElement, data, setTriggerValue }) {
     setTriggerValue("set", { key: input.name, value: input.type === "checkbox" ? input.checked : input.value.trim() });
   };
   box.querySelector("button.clear").onclick = () => setTriggerValue("clear", true);
-  box.onsubmit = (event) => event.preventDefault();  // Enter in a field: its change is sent, nothing submitted
+  box.onsubmit = (event) => event.preventDefault(); // Enter in a field: its change is sent, nothing submitted
 }

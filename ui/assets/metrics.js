@@ -5,14 +5,16 @@ export default function ({ parentElement, data }) {
   row.style.setProperty("--card-width", data.width ? `${data.width}px` : "");
   row.classList.toggle("fixed", !!data.width);
   row.style.setProperty("--columns", data.columns || "");
-  row.replaceChildren(...data.cards.map((card) => {
-    const box = el("div", "metric");
-    box.setAttribute("role", "group");
-    box.setAttribute("aria-label", card.label);
-    box.append(labelled("div", "label", card.label, card.help), el("div", "value", card.value));
-    if (card.delta) {
-      box.append(el("div", `delta ${card.tone || "neutral"}`, `${card.delta.startsWith("-") ? "↓" : "↑"} ${card.delta}`));
-    }
-    return box;
-  }));
+  row.replaceChildren(
+    ...data.cards.map((card) => {
+      const box = el("div", "metric");
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", card.label);
+      box.append(labelled("div", "label", card.label, card.help), el("div", "value", card.value));
+      if (card.delta) {
+        box.append(el("div", `delta ${card.tone || "neutral"}`, `${card.delta.startsWith("-") ? "↓" : "↑"} ${card.delta}`));
+      }
+      return box;
+    }),
+  );
 }

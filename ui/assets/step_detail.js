@@ -2,7 +2,8 @@
 // and the notes on it. Everything from the trace is set as text (textContent), never as HTML.
 // Bundled after el.js and tree.js (ui/components.py): `el` and `jsonTree` are theirs.
 function callView(call) {
-  const part = el("div", "call"), head = el("div", "", "Calls ");
+  const part = el("div", "call"),
+    head = el("div", "", "Calls ");
   head.append(el("strong", "", call.tool), " with:");
   part.append(head);
   if (call.tree !== undefined) part.append(jsonTree(call.tree));

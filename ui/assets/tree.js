@@ -8,8 +8,14 @@ function jsonTree(value) {
   const tree = el("div", "tree");
   tree.append(node(null, value, 0, budget));
   if (budget.left < 0) {
-    tree.append(el("div", "caption", `${(-budget.left).toLocaleString("en-US")} more entries not drawn here: `
-      + `"Everything recorded for this step" has them all.`));
+    tree.append(
+      el(
+        "div",
+        "caption",
+        `${(-budget.left).toLocaleString("en-US")} more entries not drawn here: ` +
+          `"Everything recorded for this step" has them all.`,
+      ),
+    );
   }
   return tree;
 }
@@ -22,14 +28,21 @@ function node(key, value, depth, budget) {
     leaf.append(label, el("span", `value ${value === null ? "null" : typeof value}`, JSON.stringify(value)));
     return leaf;
   }
-  const list = Array.isArray(value), entries = list ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+  const list = Array.isArray(value),
+    entries = list ? value.map((v, i) => [String(i), v]) : Object.entries(value);
   const box = el("details");
   box.open = depth < 2;
   const summary = el("summary");
-  summary.append(label, `${list ? "[" : "{"} ${entries.length} ${list ? "item" : "key"}${entries.length === 1 ? "" : "s"} ${list ? "]" : "}"}`);
+  summary.append(
+    label,
+    `${list ? "[" : "{"} ${entries.length} ${list ? "item" : "key"}${entries.length === 1 ? "" : "s"} ${list ? "]" : "}"}`,
+  );
   box.append(summary);
   for (const [k, v] of entries) {
-    if (budget.left <= 0) { budget.left -= 1; continue; }
+    if (budget.left <= 0) {
+      budget.left -= 1;
+      continue;
+    }
     box.append(node(k, v, depth + 1, budget));
   }
   return box;

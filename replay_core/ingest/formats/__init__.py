@@ -14,8 +14,22 @@ __all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Igno
 
 def registry() -> dict[str, Format]:
     """Known formats, in detection order (most specific first)."""
-    from . import (anthropic, browser_use, claude_code, codex_cli, gemini_cli, inspect_ai, langchain, native, notte, openai_chat,
-                   openhands, otel, smolagents, swe_agent)
+    from . import (
+        anthropic,
+        browser_use,
+        claude_code,
+        codex_cli,
+        gemini_cli,
+        inspect_ai,
+        langchain,
+        native,
+        notte,
+        openai_chat,
+        openhands,
+        otel,
+        smolagents,
+        swe_agent,
+    )
 
     formats: list[Format] = [native.FORMAT]
     formats += [otel.OTLP_JSON, otel.OTLP_PROTO, otel.OTEL_SPANS]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event
 from .cassette import is_cassette
 from .chat_messages import Conversation, Reply, read_chat
-from .jsondoc import has_key, starts_json
+from .jsondoc import as_object, has_key, starts_json
+from .reader import BadRecord, Event, Ignored, Records
 
 _BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking")
 
@@ -38,7 +38,7 @@ class AnthropicDialect:
         if not isinstance(response, dict):
             return Reply(error_class=f"http_{status}" if status and status >= 400 else "unreadable_response", error=str(response)[:2000])
         if response.get("type") == "error" or (status or 0) >= 400:
-            err = response.get("error") if isinstance(response.get("error"), dict) else {}
+            err = as_object(response.get("error"))
             return Reply(error_class=err.get("type") or f"http_{status}", error=err.get("message") or str(response)[:2000])
         usage = response.get("usage") or {}
         prompt = sum(usage.get(k) or 0 for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
@@ -66,7 +66,7 @@ class AnthropicFormat:
         blocks = any(has_key(head, "type", kind) for kind in _BLOCKS)
         return (has_key(head, "role") and blocks) or (has_key(head, "type", "message") and has_key(head, "stop_reason"))
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
         return read_chat(DIALECT, data, filename, b"/v1/messages")
 
 

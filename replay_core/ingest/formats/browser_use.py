@@ -19,9 +19,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-
-
-from .jsondoc import has_key, load_json, starts_json
+from .jsondoc import as_array, as_object, has_key, load_json, starts_json
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, stable_id
 
@@ -41,7 +39,7 @@ def _action(item: Any) -> tuple[str | None, Any]:
 
 
 def _target(state: dict, result: dict) -> dict | None:
-    meta = result.get("metadata") if isinstance(result.get("metadata"), dict) else {}
+    meta = as_object(result.get("metadata"))
     x, y = meta.get("click_x", meta.get("input_x")), meta.get("click_y", meta.get("input_y"))
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (x, y)):
         return {"x": x, "y": y}
@@ -72,7 +70,7 @@ class BrowserUseFormat:
                 yield BadRecord(where, f"a history item is an object, not {type(item).__name__}")
                 continue
             outcome = self._item(run, i, item, where)
-            meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+            meta = as_object(item.get("metadata"))
             ended = _time(meta.get("step_end_time")) or ended
             done = outcome or done
             if not item.get("model_output") and not item.get("result"):
@@ -85,10 +83,10 @@ class BrowserUseFormat:
         yield from run.events()
 
     def _item(self, run: Run, i: int, item: dict, where: str) -> tuple[bool | None, str | None] | None:
-        out = item.get("model_output") if isinstance(item.get("model_output"), dict) else {}
-        brain = out.get("current_state") if isinstance(out.get("current_state"), dict) else out
-        state = item.get("state") if isinstance(item.get("state"), dict) else {}
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        out = as_object(item.get("model_output"))
+        brain = current if isinstance(current := out.get("current_state"), dict) else out
+        state = as_object(item.get("state"))
+        meta = as_object(item.get("metadata"))
         when = _time(meta.get("step_start_time"))
         took = meta.get("step_end_time") - meta["step_start_time"] if all(
             isinstance(meta.get(k), int | float) for k in ("step_start_time", "step_end_time")) else None
@@ -101,10 +99,10 @@ class BrowserUseFormat:
             run.step(f"{n}.think", "think", where=where, timestamp=when, content=str(thought), tokens_in=meta.get("input_tokens"),
                      metadata={"state": goal_state, "evaluation_previous_goal": brain.get("evaluation_previous_goal")})
             goal_state = None  # said once, on the step's first event
-        actions = out.get("action") if isinstance(out.get("action"), list) else []
-        results = item.get("result") if isinstance(item.get("result"), list) else []
+        actions = as_array(out.get("action"))
+        results = as_array(item.get("result"))
         shot = state.get("screenshot") if isinstance(state.get("screenshot"), str) else None
-        elements = state.get("interacted_element") if isinstance(state.get("interacted_element"), list) else []
+        elements = as_array(state.get("interacted_element"))
         done = None
         for j in range(max(len(actions), len(results))):
             name, params = _action(actions[j]) if j < len(actions) else (None, None)

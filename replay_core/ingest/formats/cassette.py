@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import yaml
 
-from .reader import BadRecord
 from .jsondoc import DocumentError
+from .reader import BadRecord
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .cassette import Interaction, is_cassette, read_cassette
 from .jsondoc import is_json_lines, json_lines, load_json, parse_arguments
+from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .runs import Run, compact, stable_id
 
 TEXT_PARTS = ("text", "input_text", "output_text")
@@ -124,12 +124,12 @@ class Conversation:
                 self.add(f"{key}.reasoning", "think", {**common, "content": msg["reasoning_content"], "metadata": {"reasoning": True}}, first)
             if text or not calls:
                 self.add(key, "think" if calls else "decision", {**common, "content": text or "", "metadata": extra}, first)
-                extra = None
+                extra = {}  # said once, on the message's first step
             for j, call in enumerate(calls):
                 fn = call.get("function") or {}
                 rest = {k: v for k, v in call.items() if k not in ("id", "type", "function")}
                 self.call(f"{key}.call{j}", fn.get("name"), parse_arguments(fn.get("arguments")), call.get("id"), common, first,
-                          meta={**(extra or {}), **rest} if j == 0 else rest)
+                          meta={**extra, **rest} if j == 0 else rest)
         elif role in ("tool", "function"):
             error = msg.get("is_error") is True or msg.get("status") == "error"
             extra.pop("is_error", None)
@@ -255,20 +255,20 @@ _REQUEST_SKIP = ("messages", "model", "tools", "system")
 def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[[int], str], where: str) -> list[Run]:
     """Runs from request/response pairs, a request continuing the run whose transcript it repeats."""
     runs: list[Run] = []
-    run: Run | None = None
-    conv: Conversation | None = None
+    conv: Conversation | None = None  # the run being extended, through its conversation
     transcript: list[tuple] = []
     for ex in exchanges:
         history = dialect.history(ex.request)
         sigs = [_signature(m) for m in history]
         reply = ex.reply or Reply()
         when = reply.created or ex.when
-        if run is None or sigs[: len(transcript)] != transcript or len(sigs) < len(transcript):
+        if conv is None or sigs[: len(transcript)] != transcript or len(sigs) < len(transcript):
             model = reply.model or ex.request.get("model")
-            run = Run(reply.response_id or new_id(len(runs)), ex.where, model=model, started_at=when,
-                      metadata=compact({"tools": ex.request.get("tools")}))
-            conv, transcript = Conversation(run), []
-            runs.append(run)
+            conv = Conversation(Run(reply.response_id or new_id(len(runs)), ex.where, model=model, started_at=when,
+                                    metadata=compact({"tools": ex.request.get("tools")})))
+            transcript = []
+            runs.append(conv.run)
+        run = conv.run
         for i in range(len(transcript), len(history)):
             dialect.map(conv, history[i], f"m{i}")
         transcript = sigs
@@ -288,7 +288,7 @@ def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[
     return runs
 
 
-def _records(data: bytes, filename: str, path_fragment: bytes) -> Iterator[Exchange | list | BadRecord]:
+def _records(data: bytes, filename: str, path_fragment: bytes) -> Iterator[_Unread | list | BadRecord | Ignored | Records]:
     """Exchanges of a cassette or log file, or the one message list of a transcript file."""
     if is_cassette(data[:4096], b"interactions") and path_fragment in data:
         interactions = read_cassette(data, filename)
@@ -297,11 +297,11 @@ def _records(data: bytes, filename: str, path_fragment: bytes) -> Iterator[Excha
             yield _exchange_of_interaction(item)
         return
     if is_json_lines(data):
-        for item in json_lines(data, filename):
-            if isinstance(item, BadRecord):
-                yield item
+        for line in json_lines(data, filename):
+            if isinstance(line, BadRecord):
+                yield line
             else:
-                yield _exchange_of_record(item[1], f"{filename}:{item[0]}")
+                yield _exchange_of_record(line[1], f"{filename}:{line[0]}")
         return
     doc = load_json(data, filename)
     if isinstance(doc, list) and doc and all(isinstance(m, dict) and "role" in m for m in doc):
@@ -313,30 +313,33 @@ def _records(data: bytes, filename: str, path_fragment: bytes) -> Iterator[Excha
         yield _exchange_of_record(doc, filename)
 
 
-def _exchange_of_interaction(item: Interaction) -> Exchange | BadRecord:
+@dataclass
+class _Unread:
+    """An exchange whose response body no dialect has read yet (the reply's shape depends on the provider)."""
+
+    request: dict
+    body: Any
+    status: int | None
+    where: str
+    when: datetime | None = None
+
+
+def _exchange_of_interaction(item: Interaction) -> _Unread | BadRecord:
     if not isinstance(item.request, dict):
         return BadRecord(item.where, "request body: expected a JSON object")
-    return Exchange(item.request, None, item.where, item.date) if item.response is None else Exchange(
-        item.request, _RAW(item.response, item.status), item.where, item.date)
+    return _Unread(item.request, item.response, item.status, item.where, item.date)
 
 
-class _RAW:
-    """A response body not yet read by a dialect (the reply shape depends on the provider)."""
-
-    def __init__(self, body: Any, status: int | None):
-        self.body, self.status = body, status
-
-
-def _exchange_of_record(rec: Any, where: str) -> Exchange | BadRecord | Ignored:
+def _exchange_of_record(rec: Any, where: str) -> _Unread | BadRecord | Ignored:
     if not isinstance(rec, dict):
         return BadRecord(where, f"expected a JSON object, got {type(rec).__name__}")
     if isinstance(rec.get("request"), dict):
-        return Exchange(rec["request"], _RAW(rec.get("response"), rec.get("status")), where)
+        return _Unread(rec["request"], rec.get("response"), rec.get("status"), where)
     if "messages" in rec:
         request = {k: v for k, v in rec.items() if k != "response"}
-        return Exchange(request, _RAW(rec.get("response"), None), where)
+        return _Unread(request, rec.get("response"), None, where)
     if _is_response(rec):
-        return Exchange({}, _RAW(rec, None), where)
+        return _Unread({}, rec, None, where)
     return Ignored(where, kind_of(rec), known=False)  # neither a request nor a reply: not ours to guess at
 
 
@@ -347,7 +350,7 @@ def _is_response(rec: dict) -> bool:
     return rec.get("type") == "message" and rec.get("role") == "assistant" and "content" in rec
 
 
-def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes) -> Iterator[Event | BadRecord]:
+def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes) -> Iterator[Event | BadRecord | Ignored | Records]:
     """Events of a transcript (one message list), a request/response log, or a cassette."""
     records = list(_records(data, filename, path_fragment))
     base = stable_id(filename, data)
@@ -366,11 +369,10 @@ def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes
                 dialect.map(conv, msg, f"m{i}")
             yield from run.events()
         else:
-            if isinstance(rec.reply, _RAW):
-                rec.reply = dialect.reply(rec.reply.body, rec.reply.status) if rec.reply.body is not None else None
-            if rec.reply is None and not dialect.history(rec.request):
+            reply = dialect.reply(rec.body, rec.status) if rec.body is not None else None
+            if reply is None and not dialect.history(rec.request):
                 yield BadRecord(rec.where, f"neither a request with messages nor a {dialect.name} response")
                 continue
-            exchanges.append(rec)
+            exchanges.append(Exchange(rec.request, reply, rec.where, rec.when))
     for run in exchange_runs(dialect, exchanges, new_id, filename):
         yield from run.events()

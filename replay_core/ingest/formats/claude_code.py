@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat_messages import image_attachments, other_parts, text_of
-from .jsondoc import has_key, json_objects, starts_json
+from .jsondoc import as_object, has_key, json_objects, starts_json
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time
 
@@ -89,7 +89,7 @@ class _Session:
         self.run, self.filename = run, filename
         self.usage = usage  # message id -> its final usage (see _final_usage)
         self.counted: set[str] = set()  # message ids whose usage is already on a step
-        self.calls: dict[str, str] = {}  # tool_use id -> event id of its tool_call step
+        self.calls: dict[str, str | None] = {}  # tool_use id -> event id of its tool_call step
         self.tool_names: dict[str, str] = {}
         self.models: list[str] = []
         self.last_error = False
@@ -233,8 +233,8 @@ def _build(session_id: str, lines: list[_Line], extra: dict, filename: str, chil
             msg_blocks.setdefault(msg["id"], set()).update(b.get("type") for b in msg["content"] if isinstance(b, dict))
     main = [ln for ln in entries if child_of or not ln.rec.get("isSidechain")]
     agents: dict[str, list[_Line]] = {}
-    for ln, owner in _owners([ln for ln in entries if not child_of and ln.rec.get("isSidechain")]):
-        agents.setdefault(owner, []).append(ln)
+    for ln, sub_agent in _owners([ln for ln in entries if not child_of and ln.rec.get("isSidechain")]):
+        agents.setdefault(sub_agent, []).append(ln)
     placed: set[str] = set()
     for ln in _ordered(main):
         owner = ln.rec.get("agentId")
@@ -266,8 +266,8 @@ def _final_usage(entries: list[_Line]) -> dict[str, dict]:
     message's final count, where its first lines hold a streaming partial one."""
     best: dict[str, tuple[int, dict]] = {}
     for ln in entries:
-        msg = ln.rec.get("message")
-        usage = msg.get("usage") if isinstance(msg, dict) else None
+        msg = as_object(ln.rec.get("message"))
+        usage = msg.get("usage")
         if isinstance(usage, dict) and isinstance(msg.get("id"), str):
             out = usage.get("output_tokens")
             out = out if isinstance(out, int) and not isinstance(out, bool) else -1
@@ -283,7 +283,8 @@ def _owners(side: list[_Line]) -> Iterator[tuple[_Line, str]]:
     named = {ln.rec["agentId"] for ln in side if isinstance(ln.rec.get("agentId"), str)}
     only = next(iter(named)) if len(named) == 1 else "sidechain"
     for ln in side:
-        cur, hops = ln, 0
+        cur: _Line | None = ln
+        hops = 0
         while cur is not None and not isinstance(cur.rec.get("agentId"), str) and hops < len(side):
             cur, hops = by_uuid.get(cur.rec.get("parentUuid")), hops + 1
         yield ln, cur.rec["agentId"] if cur is not None and isinstance(cur.rec.get("agentId"), str) else only

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from .chat_messages import text_of
-from .jsondoc import first_record, has_key, json_objects, parse_arguments, starts_json
+from .jsondoc import as_array, as_object, first_record, has_key, json_objects, parse_arguments, starts_json
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time, stable_id
 
@@ -103,10 +103,9 @@ class _Rollout:
                     self.turn += 1  # older rollouts have no task_started: a user prompt opens the turn
                 self.add(key, "input", where, when, content=text, metadata={"role": role, **meta})
         elif kind == "reasoning":
-            summary = p.get("summary") if isinstance(p.get("summary"), list) else []
-            parts = [s.get("text") for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str)]
-            if isinstance(p.get("content"), list):
-                parts += [c.get("text") for c in p["content"] if isinstance(c, dict) and isinstance(c.get("text"), str)]
+            summary = as_array(p.get("summary"))
+            parts = [t for s in summary if isinstance(t := as_object(s).get("text"), str)]
+            parts += [t for c in as_array(p.get("content")) if isinstance(t := as_object(c).get("text"), str)]
             self.add(key, "think", where, when, True, content="\n\n".join(parts),
                      metadata={"reasoning": True, "encrypted": bool(p.get("encrypted_content")) or None, "item_id": p.get("id")})
         elif kind in CALLS:
@@ -125,10 +124,10 @@ class _Rollout:
                 self.open_calls.append(call_id)
         elif kind in OUTPUTS:
             call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
-            text, code, meta = _output(p.get("output"))
+            text, code, output_meta = _output(p.get("output"))
             call = self.calls.get(call_id or "")
             spec = self.add(key, "tool_result", where, when, tool_call_id=call_id, tool_name=call["tool_name"] if call else None,
-                            content=text, metadata={"exit_code": code, "output_metadata": meta, "item_id": p.get("id")})
+                            content=text, metadata={"exit_code": code, "output_metadata": output_meta, "item_id": p.get("id")})
             if code is not None:
                 spec["_exit"] = code
             if call_id:
@@ -212,7 +211,7 @@ class CodexCliFormat:
                 yield BadRecord(f"{filename}:{n}", f"{rec['type']}: 'payload' must be an object")
             else:
                 records.append((n, rec, parse_time(rec.get("timestamp"))))
-        meta_rec = next((r["payload"] for _, r, _ in records if r["type"] == "session_meta"), {})
+        meta_rec: dict = next((r["payload"] for _, r, _ in records if r["type"] == "session_meta"), {})
         sid = meta_rec.get("id") or meta_rec.get("session_id")
         times = [t for _, _, t in records if t]
         meta = {k: meta_rec.get(k) for k in ("cwd", "originator", "source", "model_provider", "history_mode") if isinstance(meta_rec.get(k), str)}

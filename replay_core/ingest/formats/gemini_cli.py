@@ -70,7 +70,7 @@ def _message(run: Run, msg: dict, where: str) -> str | None:
     kind = msg.get("type")
     key = str(msg.get("id") or where.rsplit(":", 1)[-1])
     when = parse_time(msg.get("timestamp"))
-    common = {"where": where, "timestamp": when}
+    common: dict[str, Any] = {"where": where, "timestamp": when}
     text = text_of(msg.get("content")) or ""
     if kind == "user":
         run.step(key, "input", content=text, metadata={"role": "user"}, **common)
@@ -128,7 +128,7 @@ class GeminiCliFormat:
             return "projectHash" in first or "messages" in first and has_key(head, "type", "gemini")
         return has_key(head, "projectHash") or has_key(head, "messages") and has_key(head, "type", "gemini")
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
         header: dict[str, Any] = {}
         messages: dict[str, tuple[str, dict]] = {}  # id -> (where, message), in first-seen order
         if is_json_lines(data):

@@ -41,8 +41,8 @@ from typing import Any
 
 import orjson
 
+from .jsondoc import as_array, as_object, has_key, load_json, parse_arguments, starts_json
 from .reader import BadRecord, DocumentError, Event, Ignored, Records
-from .jsondoc import has_key, load_json, parse_arguments, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
 IGNORED_EVENTS = frozenset({"span_begin", "span_end", "step", "state", "store", "score", "logger", "sandbox",
@@ -52,15 +52,6 @@ FAILURE = frozenset({"i", "incorrect", "false", "0", "0.0", "no"})
 _REF = re.compile(r"^(attachment|tc)://")
 _SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _SHAPE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
 
 
 ZIP_ZSTANDARD = 93  # the ZIP compression method inspect_ai ≥ 0.3.2xx writes `.eval` members with (zstd frames)
@@ -116,7 +107,7 @@ def _content(value: Any) -> tuple[str, list[str]]:
     if isinstance(value, str):
         return value, []
     texts, reasoning = [], []
-    for part in _list(value):
+    for part in as_array(value):
         if isinstance(part, str):
             texts.append(part)
         elif isinstance(part, dict):
@@ -130,7 +121,7 @@ def _content(value: Any) -> tuple[str, list[str]]:
 
 
 def _usage(usage: Any) -> dict[str, Any]:
-    usage = _dict(usage)
+    usage = as_object(usage)
     whole = lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None  # noqa: E731
     return {"tokens_in": whole(usage.get("input_tokens")), "tokens_out": whole(usage.get("output_tokens")),
             "metadata": compact({k: usage.get(k) for k in ("input_tokens_cache_read", "input_tokens_cache_write",
@@ -176,8 +167,8 @@ class _Sample:
         if isinstance(value, str):
             self.step(key, "input", where, content=value, timestamp=when, metadata={"role": "user"})
             return
-        for j, msg in enumerate(_list(value)):
-            msg = _dict(msg)
+        for j, msg in enumerate(as_array(value)):
+            msg = as_object(msg)
             self.message(msg, f"{key}.{j}", where, when)
 
     def message(self, msg: dict, key: str, where: str, when, usage: dict | None = None, model: str | None = None) -> None:
@@ -187,16 +178,16 @@ class _Sample:
         if role == "assistant":
             self.assistant(msg, text, reasoning, key, where, when, usage, model)
         elif role == "tool":
-            error = _dict(msg.get("error"))
+            error = as_object(msg.get("error"))
             call_id = msg.get("tool_call_id")
             self.step(key, "tool_result", where, content=text, tool_call_id=call_id, timestamp=when,
-                      tool_name=msg.get("function") or self.calls.get(call_id), status="error" if error else "ok",
+                      tool_name=msg.get("function") or (self.calls.get(call_id) if call_id else None), status="error" if error else "ok",
                       error_class=error.get("type") if error else None, metadata={"error": error.get("message")})
         else:
             self.step(key, "input", where, content=text, timestamp=when, metadata={"role": role, "source": msg.get("source")})
 
     def assistant(self, msg, text, reasoning, key, where, when, usage, model) -> None:
-        calls = [c for c in _list(msg.get("tool_calls")) if isinstance(c, dict)]
+        calls = [c for c in as_array(msg.get("tool_calls")) if isinstance(c, dict)]
         model = model or msg.get("model")
         for j, thought in enumerate(reasoning):
             self.step(f"{key}.r{j}", "think", where, usage, content=thought, timestamp=when, model=model)
@@ -206,7 +197,7 @@ class _Sample:
             usage = None
         for j, call in enumerate(calls):
             call_id = call.get("id") or f"{key}.c{j}"
-            name = call.get("function") if isinstance(call.get("function"), str) else _dict(call.get("function")).get("name")
+            name = call.get("function") if isinstance(call.get("function"), str) else as_object(call.get("function")).get("name")
             self.calls[call_id] = name
             args = self.refs(call.get("arguments"))
             self.step(f"{key}.c{j}", "tool_call", where, usage, tool_name=name, tool_args=parse_arguments(args),
@@ -231,7 +222,7 @@ class _Sample:
         if kind in IGNORED_EVENTS:
             yield Ignored(where, f"event:{kind}")
         elif kind == "sample_init":
-            self.inputs(_dict(event.get("sample")).get("input"), key, where, when)
+            self.inputs(as_object(event.get("sample")).get("input"), key, where, when)
         elif kind == "input":
             self.step(key, "input", where, content=str(self.refs(event.get("input")) or ""), timestamp=when,
                       metadata={"role": "user", "source": "console input"})
@@ -240,7 +231,7 @@ class _Sample:
         elif kind == "tool":
             self.tool(event, key, where, when)
         elif kind == "error":
-            error = _dict(event.get("error"))
+            error = as_object(event.get("error"))
             self.step(key, "error", where, content=str(error.get("message") or ""), timestamp=when, status="error",
                       error_class="error", metadata={"traceback": error.get("traceback")})
         elif kind in ("info", "approval"):
@@ -251,9 +242,9 @@ class _Sample:
             yield Ignored(where, f"event:{kind}")
 
     def model(self, event: dict, key: str, where: str, when) -> None:
-        output = _dict(event.get("output"))
-        choices = _list(output.get("choices"))
-        msg = _dict(_dict(choices[0]).get("message")) if choices else {}
+        output = as_object(event.get("output"))
+        choices = as_array(output.get("choices"))
+        msg = as_object(as_object(choices[0]).get("message")) if choices else {}
         usage = _usage(output.get("usage"))
         model = output.get("model") or event.get("model")
         error = event.get("error")
@@ -264,7 +255,7 @@ class _Sample:
         working = event.get("working_time")
         # what belongs to the whole call rides with the usage onto its first step
         usage["duration_ms"] = working * 1000 if isinstance(working, int | float) and working >= 0 else None
-        usage["metadata"] = {**(usage["metadata"] or {}), "stop_reason": _dict(choices[0]).get("stop_reason") if choices else None,
+        usage["metadata"] = {**(usage["metadata"] or {}), "stop_reason": as_object(choices[0]).get("stop_reason") if choices else None,
                              "config": event.get("config") or None, "role": event.get("role")}
         self.assistant(msg, *_content(self.refs(msg.get("content"))), key, where, when, usage, model)
 
@@ -275,7 +266,7 @@ class _Sample:
             self.calls[call_id] = name
             self.step(f"{key}.call", "tool_call", where, tool_name=name, tool_args=parse_arguments(self.refs(event.get("arguments"))),
                       tool_call_id=call_id, timestamp=when)
-        error = _dict(event.get("error"))
+        error = as_object(event.get("error"))
         text, _ = _content(self.refs(event.get("result")))
         completed = parse_time(event.get("completed"))
         working = event.get("working_time")
@@ -312,7 +303,7 @@ class InspectAIFormat:
         if samples is not None and not isinstance(samples, list):
             raise DocumentError(BadRecord(f"{filename}:samples", f"expected a list, got {type(samples).__name__}"))
         for i, sample in enumerate(samples or ()):
-            yield from self._sample(doc, sample, _dict(doc).get("reductions"), f"{filename}:samples[{i}]", data, filename, count)
+            yield from self._sample(doc, sample, as_object(doc).get("reductions"), f"{filename}:samples[{i}]", data, filename, count)
 
     def _zip(self, data: bytes, filename: str, count: list[int]) -> Iterator:
         try:
@@ -337,7 +328,7 @@ class InspectAIFormat:
         if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
             raise DocumentError(BadRecord(f"{filename}!{head_name}", "expected an object with 'eval'"))
         reductions = member("reductions.json") if "reductions.json" in names else None
-        samples = sorted((n for n in names if _SAMPLE_MEMBER.match(n)), key=_member_order)
+        samples = [m.string for m in sorted(filter(None, map(_SAMPLE_MEMBER.match, names)), key=_member_order)]
         count[0] += sum(1 for n in names if n not in samples and not n.endswith("/"))  # header, reductions and the ignored ones
         for name in names:
             if name.startswith("_journal/"):
@@ -354,7 +345,7 @@ class InspectAIFormat:
             count[0] += 1
             yield BadRecord(where, f"expected a sample object, got {type(sample).__name__}")
             return
-        spec = _dict(log.get("eval"))
+        spec = as_object(log.get("eval"))
         eval_id = spec.get("eval_id") or spec.get("task_id") or stable_id(filename, data)
         epoch, sample_id = sample.get("epoch", 1), sample.get("id")
         task = spec.get("task") if isinstance(spec.get("task"), str) else None
@@ -363,13 +354,13 @@ class InspectAIFormat:
         run = Run(f"inspect-{str(eval_id)[:100]}-{str(sample_id)[:60]}-e{epoch}", where,
                   name=f"{task or 'eval'} sample {sample_id} epoch {epoch}", workflow=task,
                   model=spec.get("model") if isinstance(spec.get("model"), str) else None,
-                  agent_id=_solver(log), agent_version=_dict(spec.get("packages")).get("inspect_ai"),
+                  agent_id=_solver(log), agent_version=as_object(spec.get("packages")).get("inspect_ai"),
                   tags=[t for t in tags if t])
-        transcript = _dict(sample.get("transcript"))
-        table = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else _dict(transcript.get("content"))
+        transcript = as_object(sample.get("transcript"))
+        table = own if isinstance(own := sample.get("attachments"), dict) else as_object(transcript.get("content"))
         mapped = _Sample(run, _Refs(table), where)
-        events = sample.get("events") if isinstance(sample.get("events"), list) else _list(transcript.get("events"))
-        count[0] += len(events) if events else max(1, len(_list(sample.get("messages"))))
+        events = sample.get("events") if isinstance(sample.get("events"), list) else as_array(transcript.get("events"))
+        count[0] += len(events) if events else max(1, len(as_array(sample.get("messages"))))
         try:
             if events:
                 for i, event in enumerate(events):
@@ -379,7 +370,7 @@ class InspectAIFormat:
                         continue
                     yield from mapped.event(event, i, at)
             else:
-                for i, msg in enumerate(_list(sample.get("messages"))):
+                for i, msg in enumerate(as_array(sample.get("messages"))):
                     if isinstance(msg, dict):
                         mapped.message(msg, f"m{i}", f"{where}:messages[{i}]", None)
                     else:
@@ -395,31 +386,30 @@ class InspectAIFormat:
         yield from run.events()
 
 
-def _member_order(name: str) -> tuple:
-    match = _SAMPLE_MEMBER.match(name)
+def _member_order(match: re.Match[str]) -> tuple:
     ident = match.group(1)
     return (int(match.group(2)), (0, int(ident), "") if ident.isdigit() else (1, 0, ident))
 
 
 def _solver(log: dict) -> str | None:
-    spec = _dict(log.get("eval"))
+    spec = as_object(log.get("eval"))
     if isinstance(spec.get("solver"), str):
         return spec["solver"]
-    names = [s.get("solver") for s in _list(_dict(log.get("plan")).get("steps")) if isinstance(s, dict) and isinstance(s.get("solver"), str)]
+    names = [name for s in as_array(as_object(log.get("plan")).get("steps")) if isinstance(name := as_object(s).get("solver"), str)]
     return "+".join(names) or None
 
 
 def _end(run: Run, log: dict, sample: dict, ended) -> None:
     error = sample.get("error")
     if error:
-        message = _dict(error).get("message") if isinstance(error, dict) else error
+        message = as_object(error).get("message") if isinstance(error, dict) else error
         run.finish("failed", error_class=str(message).splitlines()[0][:200] if message else "error", ended_at=ended)
         return
     if log.get("status") == "error":
-        message = _dict(log.get("error")).get("message") or "eval error"
+        message = as_object(log.get("error")).get("message") or "eval error"
         run.finish("failed", error_class=f"eval error: {str(message).splitlines()[0][:180]}", ended_at=ended)
         return
-    scores = _dict(sample.get("scores"))
+    scores = as_object(sample.get("scores"))
     if not scores and isinstance(sample.get("score"), dict):  # very old logs: one score
         scores = {"score": sample["score"]}
     first = next(iter(scores.values()), None) if scores else None
@@ -433,24 +423,24 @@ def _end(run: Run, log: dict, sample: dict, ended) -> None:
 
 
 def _metadata(log: dict, sample: dict, reductions: Any, run: Run) -> dict[str, Any]:
-    spec = _dict(log.get("eval"))
-    usage = _dict(sample.get("model_usage"))
-    totals = {"tokens_in": sum(_dict(u).get("input_tokens") or 0 for u in usage.values()),
-              "tokens_out": sum(_dict(u).get("output_tokens") or 0 for u in usage.values())}
+    spec = as_object(log.get("eval"))
+    usage = as_object(sample.get("model_usage"))
+    totals = {"tokens_in": sum(as_object(u).get("input_tokens") or 0 for u in usage.values()),
+              "tokens_out": sum(as_object(u).get("output_tokens") or 0 for u in usage.values())}
     out: dict[str, Any] = {}
     if not any(s.tokens_in or s.tokens_out for s in run.steps) and any(totals.values()):
         out.update(totals, totals="run totals from the sample's model_usage (the steps carry none)")
     sid = sample.get("id")
-    mine = [{"scorer": r.get("scorer"), **s} for r in _list(reductions) if isinstance(r, dict)
-            for s in _list(r.get("samples")) if isinstance(s, dict) and s.get("sample_id") == sid]
+    mine = [{"scorer": r.get("scorer"), **s} for r in as_array(reductions) if isinstance(r, dict)
+            for s in as_array(r.get("samples")) if isinstance(s, dict) and s.get("sample_id") == sid]
     out.update({
         "sample_id": sid, "epoch": sample.get("epoch"), "target": sample.get("target"), "scores": sample.get("scores") or None,
         "reductions": mine or None, "sample_metadata": sample.get("metadata") or None, "model_usage": usage or None,
         "total_time": sample.get("total_time"), "working_time": sample.get("working_time"), "uuid": sample.get("uuid"),
         "limit": sample.get("limit"), "error": sample.get("error"), "eval_status": log.get("status"),
         "eval_id": spec.get("eval_id"), "run_id": spec.get("run_id"), "task_id": spec.get("task_id"),
-        "eval_created": spec.get("created"), "eval_stats": {k: v for k, v in _dict(log.get("stats")).items() if k != "model_usage"} or None,
-        "dataset": _dict(spec.get("dataset")).get("name"),
+        "eval_created": spec.get("created"), "eval_stats": {k: v for k, v in as_object(log.get("stats")).items() if k != "model_usage"} or None,
+        "dataset": as_object(spec.get("dataset")).get("name"),
     })
     return out
 

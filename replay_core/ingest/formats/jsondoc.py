@@ -53,7 +53,6 @@ def json_objects(data: bytes, filename: str, key: str | None = None) -> Iterator
             yield item
 
 
-_BLANK = re.compile(rb"\s*")
 _INK = re.compile(rb"\S")
 
 
@@ -61,7 +60,7 @@ def is_json_lines(data: bytes) -> bool:
     """More than one non-blank line, the first of which is a whole JSON object by itself.
 
     Judged without copying the file (strip and partition copied all of it, twice, per look)."""
-    start = _BLANK.match(data).end()
+    start = ink.start() if (ink := _INK.search(data)) else len(data)
     newline = data.find(b"\n", start)
     if newline < 0 or _INK.search(data, newline + 1) is None:
         return False
@@ -108,3 +107,13 @@ def parse_arguments(raw: Any) -> Any:
         except orjson.JSONDecodeError:
             return raw
     return raw
+
+
+def as_object(value: Any) -> dict:
+    """`value` when it is a JSON object, else an empty one: for reading optional nested objects."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_array(value: Any) -> list:
+    """`value` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []

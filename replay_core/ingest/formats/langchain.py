@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from .reader import BadRecord, Event
 from .chat_messages import text_of
-from .jsondoc import has_key, is_json_lines, json_lines, load_json, parse_arguments, starts_json
+from .jsondoc import as_object, has_key, is_json_lines, json_lines, load_json, parse_arguments, starts_json
+from .reader import BadRecord, Event
 from .runs import Run, compact, parse_time
 
 LLM_TYPES = ("llm", "chat_model")
@@ -83,7 +83,7 @@ class _Trace:
     def __init__(self, run: Run, children: dict[str, list[dict]]):
         self.run = run
         self.children = children
-        self.calls: dict[str, str] = {}  # open tool_call id (announced by a model) -> tool name
+        self.calls: dict[str, str | None] = {}  # open tool_call id (announced by a model) -> tool name
 
     def walk(self, node: dict, parent: str | None, where: str) -> None:
         rid = str(node.get("id") or f"{where}")
@@ -92,9 +92,9 @@ class _Trace:
         duration = (ended - started).total_seconds() * 1000 if started and ended and ended >= started else None
         error = node.get("error")
         rest = {k: v for k, v in node.items() if k not in _CONSUMED}
-        common = {"where": where, "parent_id": parent, "timestamp": started, "duration_ms": duration,
+        common: dict[str, Any] = {"where": where, "parent_id": parent, "timestamp": started, "duration_ms": duration,
                   "status": "error" if error else "ok", "error_class": _error(error)[0] if error else None}
-        extra = rest.get("extra") if isinstance(rest.get("extra"), dict) else {}
+        extra = as_object(rest.get("extra"))
         if kind in LLM_TYPES:
             self._llm(rid, node, common, extra, rest)
             me = parent
@@ -134,11 +134,12 @@ class _Trace:
         name = node.get("name")
         inputs = node.get("inputs") or {}
         args = parse_arguments(inputs.get("input")) if set(inputs) == {"input"} else inputs
-        extra = rest.get("extra") if isinstance(rest.get("extra"), dict) else {}
+        extra = as_object(rest.get("extra"))
         announced = extra.get("tool_call_id")
         call_id = announced if announced in self.calls else next((cid for cid, n in self.calls.items() if n == name), None)
-        self.calls.pop(call_id, None)
-        if call_id is None:
+        if call_id is not None:
+            del self.calls[call_id]
+        else:
             call_id = f"{rid}.call"
             self.run.step(call_id, "tool_call", where=common["where"], parent_id=common["parent_id"], timestamp=common["timestamp"],
                           tool_name=name, tool_args=args, tool_call_id=call_id)

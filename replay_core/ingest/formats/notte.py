@@ -21,8 +21,8 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
+from .jsondoc import as_object, has_key, load_json, starts_json
 from .reader import BadRecord, Event, Records
-from .jsondoc import has_key, load_json, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
 ELEMENT_TYPES = ("agent_step_start", "agent_step_stop", "observation", "agent_completion", "execution_result", "screenshot")
@@ -84,7 +84,7 @@ class _Trajectory:
                           metadata={**extra, "screenshot": _without_raw(value), "attachment": _attachment(value, f"screenshot-{i}")})
 
     def _execution(self, i: int, value: dict, common: dict, extra: dict) -> None:
-        action = value.get("action") if isinstance(value.get("action"), dict) else {}
+        action = as_object(value.get("action"))
         started, ended = parse_time(value.get("started_at")), parse_time(value.get("ended_at"))
         duration = (ended - started).total_seconds() * 1000 if started and ended and ended >= started else None
         if self.action_key is None and action:
@@ -93,7 +93,7 @@ class _Trajectory:
                           tool_call_id=self.action_key,
                           tool_args={k: v for k, v in action.items() if k not in _DESCRIPTIVE and v is not None})
         ok = value.get("success") is not False
-        detail = value.get("exception_detail") if isinstance(value.get("exception_detail"), dict) else {}
+        detail = as_object(value.get("exception_detail"))
         rest = {k: v for k, v in value.items() if k not in ("action", "success", "message", "started_at", "ended_at")}
         self.run.step(f"e{i}", "tool_result", **common, timestamp=started, duration_ms=duration,
                       tool_name=action.get("type") or self.action_name, tool_call_id=self.action_key,
@@ -103,8 +103,8 @@ class _Trajectory:
         self.action_key = None
 
     def _observation(self, i: int, value: dict, common: dict, extra: dict) -> None:
-        meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
-        space = value.get("space") if isinstance(value.get("space"), dict) else {}
+        meta = as_object(value.get("metadata"))
+        space = as_object(value.get("space"))
         title, url = meta.get("title"), meta.get("url")
         text = " — ".join(str(x) for x in (title, url) if x)
         if space.get("description"):
@@ -116,8 +116,8 @@ class _Trajectory:
                                 "attachment": _attachment(value.get("screenshot"), f"observation-{i}")})
 
     def _completion(self, i: int, value: dict, common: dict, extra: dict) -> None:
-        state = value.get("state") if isinstance(value.get("state"), dict) else {}
-        action = value.get("action") if isinstance(value.get("action"), dict) else {}
+        state = as_object(value.get("state"))
+        action = as_object(value.get("action"))
         shown = {"goal": state.get("next_goal"), "memory": state.get("memory"), "page_summary": state.get("page_summary"),
                  "previous_goal_status": state.get("previous_goal_status"), "previous_goal_eval": state.get("previous_goal_eval"),
                  **{k: v for k, v in state.items() if k not in ("next_goal", "memory", "page_summary", "previous_goal_status", "previous_goal_eval")}}
@@ -142,7 +142,7 @@ class NotteFormat:
         return starts_json(head) and has_key(head, "type") and has_key(head, "value") and any(
             has_key(head, "type", t) for t in ("agent_step_start", "agent_completion", "execution_result"))
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Records]:
         doc = load_json(data, filename)
         status = doc if isinstance(doc, dict) else {}
         elements = status.get("steps") if status else doc

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event
 from .cassette import is_cassette
 from .chat_messages import Conversation, Reply, read_chat
-from .jsondoc import first_record, has_key, starts_json
+from .jsondoc import as_object, first_record, has_key, starts_json
+from .reader import BadRecord, Event, Ignored, Records
 from .runs import parse_time
 
 
@@ -38,7 +38,7 @@ class OpenAIDialect:
             return Reply(error_class=f"http_{status}" if status and status >= 400 else "unreadable_response", error=str(response)[:2000])
         usage = response.get("usage") or {}
         if isinstance(response.get("error"), dict) or (status or 0) >= 400:
-            err = response.get("error") if isinstance(response.get("error"), dict) else {}
+            err = as_object(response.get("error"))
             return Reply(model=response.get("model"), error_class=err.get("type") or err.get("code") or f"http_{status}",
                          error=err.get("message") or str(response)[:2000])
         choices = response.get("choices") or []
@@ -73,7 +73,7 @@ class OpenAIChatFormat:
             return bool(keys & {"messages", "request", "choices", "role"})
         return has_key(head, "role") and (has_key(head, "content") or has_key(head, "tool_calls")) or has_key(head, "choices")
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
         return read_chat(DIALECT, data, filename, b"/chat/completions")
 
 

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .jsondoc import as_object, has_key, json_lines, load_json, parse_arguments, starts_json
 from .reader import BadRecord, Event, Ignored
-from .jsondoc import has_key, json_lines, load_json, parse_arguments, starts_json
 from .runs import Run, compact, parse_time, stable_id
 
 IGNORED_OBSERVATIONS = frozenset({"agent_state_changed", "null"})
@@ -45,10 +46,6 @@ V1_KINDS = (b'"ActionEvent"', b'"ObservationEvent"', b'"MessageEvent"', b'"Syste
 V1_IGNORED = frozenset({"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest",
                         "CondensationSummaryEvent"})
 _SHAPE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
 def _text(value: Any) -> str | None:
@@ -66,8 +63,8 @@ def _int(value: Any) -> int | None:
 
 
 def _usage(response: dict) -> dict[str, Any]:
-    usage = _dict(response.get("usage"))
-    cached = _dict(usage.get("prompt_tokens_details")).get("cached_tokens")
+    usage = as_object(response.get("usage"))
+    cached = as_object(usage.get("prompt_tokens_details")).get("cached_tokens")
     return {
         "tokens_in": _int(usage.get("prompt_tokens")),
         "tokens_out": _int(usage.get("completion_tokens")),
@@ -80,17 +77,17 @@ def _usage(response: dict) -> dict[str, Any]:
 def _call_arguments(response: dict, call_id: str | None) -> Any:
     """The arguments the model sent for `call_id`, decoded from their JSON text."""
     for choice in response.get("choices") or ():
-        for call in _dict(_dict(choice).get("message")).get("tool_calls") or ():
-            call = _dict(call)
+        for call in as_object(as_object(choice).get("message")).get("tool_calls") or ():
+            call = as_object(call)
             if call.get("id") == call_id:
-                return parse_arguments(_dict(call.get("function")).get("arguments"))
+                return parse_arguments(as_object(call.get("function")).get("arguments"))
     return None
 
 
 def _totals(metrics: Any) -> dict[str, Any]:
     """Run totals from `metrics` (V0 `accumulated_token_usage`, V1 the same or per-usage-id)."""
-    metrics = _dict(metrics)
-    usage = _dict(metrics.get("accumulated_token_usage"))
+    metrics = as_object(metrics)
+    usage = as_object(metrics.get("accumulated_token_usage"))
     return compact({"tokens_in": _int(usage.get("prompt_tokens")), "tokens_out": _int(usage.get("completion_tokens")),
                     "cost_usd": metrics.get("accumulated_cost") if isinstance(metrics.get("accumulated_cost"), int | float) else None,
                     "cache_read_tokens": usage.get("cache_read_tokens"), "cache_write_tokens": usage.get("cache_write_tokens")}) or {}
@@ -104,8 +101,8 @@ class _Session:
         self.filename = filename
         self.calls: dict[Any, tuple[str, str | None]] = {}  # action id → (tool_call_id, tool_name)
         self.responses: set[str] = set()
-        self.first_time = None
-        self.last_time = None
+        self.first_time: datetime | None = None
+        self.last_time: datetime | None = None
         self.finished = False
 
     def when(self, event: dict):
@@ -137,14 +134,14 @@ class _Session:
         key = f"e{eid}" if eid is not None else where.rsplit(":", 1)[-1]
         when = self.when(event)
         source = event.get("source")
-        tcm = _dict(event.get("tool_call_metadata"))
-        response = _dict(tcm.get("model_response"))
+        tcm = as_object(event.get("tool_call_metadata"))
+        response = as_object(tcm.get("model_response"))
         model = response.get("model")
         if "observation" in event:
             yield from self._v0_observation(event, key, where, when)
             return
         action = event.get("action")
-        args = _dict(event.get("args"))
+        args = as_object(event.get("args"))
         if action in IGNORED_ACTIONS:
             yield Ignored(where, f"action:{action}")
             return
@@ -186,7 +183,7 @@ class _Session:
         outcome = _text(args.get("final_thought")) or _text(args.get("thought")) or _text(args.get("message")) or event.get("message")
         completed = str(args.get("task_completed") or "").lower()
         self.step(key, "decision", where, usage, content=outcome or "", timestamp=when, model=model, tool_name="finish",
-                  tool_call_id=_dict(tcm).get("tool_call_id"),
+                  tool_call_id=as_object(tcm).get("tool_call_id"),
                   metadata={"task_completed": args.get("task_completed"), "outputs": args.get("outputs") or None})
         if completed in ("false", "partial"):
             self.run.finish("failed", outcome=outcome, error_class=f"task_completed={completed}", ended_at=when)
@@ -199,8 +196,8 @@ class _Session:
         if kind in IGNORED_OBSERVATIONS:
             yield Ignored(where, f"observation:{kind}")
             return
-        extras = _dict(event.get("extras"))
-        code = _dict(extras.get("metadata")).get("exit_code", extras.get("exit_code"))
+        extras = as_object(event.get("extras"))
+        code = as_object(extras.get("metadata")).get("exit_code", extras.get("exit_code"))
         failed = kind == "error" or (isinstance(code, int) and not isinstance(code, bool) and code != 0)
         error_class = f"exit_code {code}" if isinstance(code, int) and code != 0 else ("error" if failed else None)
         content = _text(event.get("content"))
@@ -229,14 +226,14 @@ class _Session:
         elif kind == "ObservationEvent" or kind in ("UserRejectObservation", "AgentErrorEvent") and event.get("tool_call_id"):
             self._v1_observation(event, key, where, when, kind)
         elif kind == "MessageEvent":
-            msg = _dict(event.get("llm_message"))
+            msg = as_object(event.get("llm_message"))
             content = _text(msg.get("content")) or ""
             if event.get("source") == "agent" or msg.get("role") == "assistant":
                 self.step(key, "decision", where, content=content, timestamp=when)
             else:
                 self.step(key, "input", where, content=content, timestamp=when, metadata={"role": msg.get("role") or event.get("source")})
         elif kind == "SystemPromptEvent":
-            self.step(key, "input", where, content=_text(_dict(event.get("system_prompt")).get("text")) or _text(event.get("system_prompt")) or "",
+            self.step(key, "input", where, content=_text(as_object(event.get("system_prompt")).get("text")) or _text(event.get("system_prompt")) or "",
                       timestamp=when, metadata={"role": "system", "tools": event.get("tools")})
         elif kind == "AgentErrorEvent":
             self.step(key, "error", where, content=_text(event.get("error")) or "", timestamp=when, status="error", error_class="AgentErrorEvent")
@@ -244,8 +241,8 @@ class _Session:
             yield Ignored(where, f"event:{kind}")
 
     def _v1_action(self, event: dict, key: str, where: str, when) -> None:
-        action = _dict(event.get("action"))
-        call = _dict(event.get("tool_call"))
+        action = as_object(event.get("action"))
+        call = as_object(event.get("tool_call"))
         thought = "\n".join(t for t in (_text(event.get("reasoning_content")), _text(event.get("thought"))) if t)
         rid = event.get("llm_response_id")
         if thought:
@@ -267,10 +264,10 @@ class _Session:
                   metadata={"action": action.get("kind"), "response_id": rid, "security_risk": event.get("security_risk")})
 
     def _v1_observation(self, event: dict, key: str, where: str, when, kind: str) -> None:
-        obs = _dict(event.get("observation"))
+        obs = as_object(event.get("observation"))
         code = obs.get("exit_code")
         if code is None:
-            code = _dict(obs.get("metadata")).get("exit_code")
+            code = as_object(obs.get("metadata")).get("exit_code")
         failed = obs.get("error") is True or kind == "AgentErrorEvent" or (isinstance(code, int) and not isinstance(code, bool) and code != 0)
         error_class = f"exit_code {code}" if isinstance(code, int) and code != 0 else (kind if kind != "ObservationEvent" else "error" if failed else None)
         content = _text(obs.get("output")) or _text(obs.get("message")) or _text(obs.get("content")) or _text(event.get("error")) or ""
@@ -338,8 +335,8 @@ class OpenHandsFormat:
             yield from self._run(record["history"], record, sid, str(instance) if instance else None, where, f"{where}:history")
 
     def _run(self, history: list, record: dict, sid: str, name: str | None, where: str, history_where: str) -> Iterator:
-        meta = _dict(record.get("metadata"))
-        llm = _dict(meta.get("llm_config")) or _dict(meta.get("llm"))
+        meta = as_object(record.get("metadata"))
+        llm = as_object(meta.get("llm_config")) or as_object(meta.get("llm"))
         run = Run(sid, where, name=name, workflow=meta.get("dataset") if isinstance(meta.get("dataset"), str) else None,
                   agent_id=meta.get("agent_class") if isinstance(meta.get("agent_class"), str) else "openhands",
                   model=llm.get("model") if isinstance(llm.get("model"), str) else None)
@@ -370,8 +367,8 @@ class OpenHandsFormat:
             out["totals"] = "run totals from the source's metrics (the steps carry none)"
         if has_tokens:
             out["tokens"] = "per step, from each model response's usage (counted once per response id)"
-        meta = {k: v for k, v in _dict(record.get("metadata")).items() if k not in ("llm_config", "llm")}
-        llm = _dict(_dict(record.get("metadata")).get("llm_config")) or _dict(_dict(record.get("metadata")).get("llm"))
+        meta = {k: v for k, v in as_object(record.get("metadata")).items() if k not in ("llm_config", "llm")}
+        llm = as_object(as_object(record.get("metadata")).get("llm_config")) or as_object(as_object(record.get("metadata")).get("llm"))
         out.update({"instance_id": record.get("instance_id"), "test_result": record.get("test_result"),
                     "metrics": record.get("metrics"), "error": record.get("error"), "eval_metadata": meta or None,
                     "llm_config": {k: v for k, v in llm.items() if "key" not in k and "secret" not in k} or None,

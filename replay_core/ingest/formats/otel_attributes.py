@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from .jsondoc import as_object
+
 AGENT, MODEL, TOOL, OTHER = "agent", "model", "tool", "other"
 
 MODEL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "call_llm", "responses"}
@@ -247,6 +249,7 @@ def _with_system(system: Any, messages: list[dict]) -> list[dict]:
     if system is None:
         return messages
     decoded = json_value(system) if isinstance(system, str) else system
+    content: str | None
     if isinstance(decoded, list):
         content = "".join(p.get("content", "") for p in decoded if isinstance(p, dict) and p.get("type") == "text")
     else:
@@ -384,7 +387,7 @@ def output_value(value: Any, maybe_json: bool) -> tuple[str | None, list[dict]]:
 
 def _from_generation(value: dict) -> tuple[str | None, list[dict]] | None:
     """An OpenAI message / LangChain ChatGeneration / {text} object, or None when it is none of them."""
-    message = value.get("message") if isinstance(value.get("message"), dict) else value
+    message = inner if isinstance(inner := value.get("message"), dict) else value
     calls = message.get("tool_calls") or (message.get("additional_kwargs") or {}).get("tool_calls")
     content = message.get("content", value.get("text"))
     if not calls and not isinstance(content, str):
@@ -399,12 +402,12 @@ def _from_messages(messages: list[dict]) -> tuple[str | None, list[dict]]:
 
 
 def _call_name(call: dict) -> Any:
-    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    fn = as_object(call.get("function"))
     return call.get("name") or call.get("tool.name") or fn.get("name")
 
 
 def _call(call: dict) -> dict:
-    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    fn = as_object(call.get("function"))
     args = next((call[k] for k in ("arguments", "tool.args", "args", "input") if k in call), fn.get("arguments"))
     return {"id": call.get("id") or call.get("tool_call_id"), "name": _call_name(call), "arguments": tool_arguments(args)}
 

@@ -25,9 +25,9 @@ from typing import IO, Any
 import orjson
 
 from ...events import SessionEndEvent, SessionEvent, StepEvent
-from .reader import Event
 from . import otel
 from . import otel_attributes as oa
+from .reader import Event
 
 SCOPE = {"name": "agent-replay"}
 ENVELOPE = ("schema_", "session_id", "kind")
@@ -304,8 +304,9 @@ def _sessions(events: Iterable[Event]) -> list[_Session]:
             session.opened.update(ev.model_dump(include=set(SESSION_FIELDS), exclude_none=True))
         elif isinstance(ev, StepEvent):
             session.steps.append(ev)
-        else:
+        elif isinstance(ev, SessionEndEvent):
             session.end = ev
+        # an attachment has no OTLP form here: left out
     return list(sessions.values())
 
 

@@ -56,8 +56,8 @@ def _keys(objects: list[dict]) -> list[str]:
 def _discriminated(objects: list[dict]) -> str | None:
     """`whose `type` is user/assistant/progress…` when every object carries one such key."""
     for key in DISCRIMINATORS:
-        values = [o.get(key) for o in objects]
-        if objects and all(isinstance(v, str) for v in values):
+        values = [v for o in objects if isinstance(v := o.get(key), str)]
+        if objects and len(values) == len(objects):
             common = [v for v, _ in Counter(values).most_common()]
             return f"whose `{key}` is " + "/".join(common[:SHOWN]) + ("…" if len(common) > SHOWN else "")
     return None
@@ -103,8 +103,8 @@ def shape_of(data: bytes) -> Shape:
         tops = list(dict.fromkeys(n.split("/", 1)[0] + ("/" if "/" in n else "") for n in names))
         return Shape("zip", len(names), "archive members", f"ZIP archive holding {_names(tops)}")
     if is_json_lines(data):
-        lines = [line for line in data.split(b"\n") if line and not line.isspace()]
-        return Shape("jsonl", len(lines), "lines", lambda: _jsonl_phrase(lines))
+        records = [line for line in data.split(b"\n") if line and not line.isspace()]
+        return Shape("jsonl", len(records), "lines", lambda: _jsonl_phrase(records))
     if stripped[:1] in (b"{", b"["):
         try:
             doc = orjson.loads(data)

@@ -18,9 +18,9 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from .reader import BadRecord, Event
 from .chat_messages import Conversation, text_of
-from .jsondoc import has_key, is_json_lines, json_lines, load_json, parse_arguments, starts_json
+from .jsondoc import as_object, has_key, is_json_lines, json_lines, load_json, parse_arguments, starts_json
+from .reader import BadRecord, Event
 from .runs import Run, compact, parse_time, stable_id
 
 FINAL_TOOL = "final_answer"
@@ -49,12 +49,13 @@ class _Mapper:
         self.final: str | None = None
 
     def call(self, key: str, call: dict, common: dict, first: dict | None = None) -> None:
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        fn = inner if isinstance(inner := call.get("function"), dict) else call
         name, args, call_id = fn.get("name"), parse_arguments(fn.get("arguments")), call.get("id")
         if name == FINAL_TOOL:
             answer = args.get("answer") if isinstance(args, dict) and "answer" in args else args
             self.final = answer if isinstance(answer, str) else text_of(answer) if isinstance(answer, list) else str(answer)
-            self.conv.calls[call_id] = name
+            if call_id:  # as Conversation.call keeps them: only calls a result can name
+                self.conv.calls[call_id] = name
             self.conv.add(key, "decision", {**common, "content": self.final, "tool_name": name, "tool_args": args, "tool_call_id": call_id}, first)
         else:
             self.conv.call(key, name, args, call_id, common, first)
@@ -97,7 +98,7 @@ class _Mapper:
                 self.run.errors.append(BadRecord(f"{where}[{i}]", "expected a memory step object"))
                 continue
             key = f"s{step.get('step_number', i)}" if "step_number" in step else f"s{i}"
-            timing = step.get("timing") if isinstance(step.get("timing"), dict) else step
+            timing = own if isinstance(own := step.get("timing"), dict) else step
             when = parse_time(timing.get("start_time"))
             duration = timing.get("duration")
             usage = step.get("token_usage") or {}
@@ -141,7 +142,7 @@ class _Mapper:
 
 def _benchmark_run(rec: dict, where: str, session_id: str) -> Run:
     meta = {k: v for k, v in rec.items() if k not in ("intermediate_steps", "question", "model_id", "start_time", "answer", "agent_error", "token_counts")}
-    counts = rec.get("token_counts") if isinstance(rec.get("token_counts"), dict) else {}
+    counts = as_object(rec.get("token_counts"))
     meta.update({"tokens_in": counts.get("input_tokens"), "tokens_out": counts.get("output_tokens"), "token_counts": counts or None})
     question = str(rec.get("question") or "")
     started = parse_time(rec.get("start_time"))
@@ -182,7 +183,7 @@ def _bus_run(records: list[tuple[int, dict]], data: bytes, filename: str) -> Run
         kind, content, sender = rec.get("type"), rec.get("content"), rec.get("sender")
         where = f"{filename}:{line}"
         meta = {k: v for k, v in rec.items() if k not in ("id", "timestamp", "sender", "content")}
-        common = {"where": where, "timestamp": parse_time(rec.get("timestamp")), "agent_id": sender}
+        common: dict[str, Any] = {"where": where, "timestamp": parse_time(rec.get("timestamp")), "agent_id": sender}
         event_id = rec.get("id") or f"l{line}"
         poll_id = content.get("poll_id") if isinstance(content, dict) else None
         if poll_id and poll_id in polls:
@@ -225,9 +226,13 @@ class SmolagentsFormat:
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
         if is_json_lines(data):
-            lines, bad = [], []
+            lines: list[tuple[int, Any]] = []
+            bad: list[BadRecord] = []
             for item in json_lines(data, filename):
-                (bad if isinstance(item, BadRecord) else lines).append(item)
+                if isinstance(item, BadRecord):
+                    bad.append(item)
+                else:
+                    lines.append(item)
             yield from bad
             if lines and all("sender" in rec for _, rec in lines if isinstance(rec, dict)):
                 yield from _bus_run([(n, r) for n, r in lines if isinstance(r, dict)], data, filename).events()

@@ -16,15 +16,15 @@ are tool results (non-zero → error), `info.exit_status` ends the run.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .chat_messages import Conversation, text_of
-from .jsondoc import has_key, load_json, starts_json
+from .jsondoc import as_array, as_object, has_key, load_json, starts_json
+from .reader import BadRecord, Event, Ignored, Records, kind_of
 from .runs import Run, compact, parse_time, stable_id
 
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
@@ -34,7 +34,7 @@ _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 
 def _model_stats(info: dict) -> dict[str, Any]:
     """Session-level totals (steps carry none): tokens_in, tokens_out, cost_usd, plus the raw stats."""
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    stats = as_object(info.get("model_stats"))
     return compact({
         "tokens_in": _either(stats, "tokens_sent", "input_tokens"),
         "tokens_out": _either(stats, "tokens_received", "output_tokens"),
@@ -78,7 +78,7 @@ class SweAgentFormat:
         return starts_json(head) and (has_key(head, "trajectory") or has_key(head, "history")) and (
             has_key(head, "environment") or has_key(head, "info") or has_key(head, "thought"))
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
         doc = load_json(data, filename)
         if not isinstance(doc, dict) or not isinstance(doc.get("trajectory", doc.get("history")), list):
             yield BadRecord(filename, "expected an object with a 'trajectory' or 'history' list")
@@ -87,13 +87,13 @@ class SweAgentFormat:
         if isinstance(trajectory, list) and trajectory:
             yield Records(len(trajectory), "trajectory entries")
         else:
-            history = doc.get("history") if isinstance(doc.get("history"), list) else []
+            history = as_array(doc.get("history"))
             yield Records(len(history), "history messages")
             yield from (Ignored(f"{filename}:history[{i}]", kind_of(m), known=False) for i, m in enumerate(history) if not _is_message(m))
         yield from self._run(doc, data, filename).events()
 
     def _run(self, doc: dict, data: bytes, filename: str) -> Run:
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = as_object(doc.get("info"))
         config = doc.get("replay_config")
         if isinstance(config, str):
             try:
@@ -145,9 +145,8 @@ class SweAgentFormat:
         if rest.get("response") == entry.get("thought"):
             rest.pop("response")
         run.step(f"t{i}.think", "think", where=where, content=entry.get("thought") or "", context=entry.get("query"), metadata=rest)
-        call = ((message or {}).get("tool_calls") or [None])[0]
-        call = call if isinstance(call, dict) else None
-        fn = (call or {}).get("function") or {}
+        call = as_object(((message or {}).get("tool_calls") or [None])[0])
+        fn = as_object(call.get("function"))
         if fn.get("name"):
             args = fn.get("arguments")
             try:
@@ -201,23 +200,23 @@ class MiniSweAgentFormat:
         return head.lstrip().startswith(b"[") and has_key(head, "role") and (
             b"<returncode>" in head or b"mswea_bash_command" in head or any(s.encode() in head for s in SUBMIT_MARKERS))
 
-    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
+    def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
         doc = load_json(data, filename)
         info: dict = {}
         if isinstance(doc, dict):
-            info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+            info = as_object(doc.get("info"))
             messages = doc.get("messages")
         else:
             messages = doc
         if not isinstance(messages, list):
             yield BadRecord(filename, "messages: expected a list of chat messages")
             return
-        model_cfg = ((info.get("config") or {}).get("model") or {}) if isinstance(info.get("config"), dict) else {}
+        model_cfg = as_object(as_object(info.get("config")).get("model"))
         meta = {**_model_stats(info), "info": {k: v for k, v in info.items() if k not in ("model_stats", "exit_status", "submission")} or None}
         if isinstance(doc, dict):
             meta.update({k: v for k, v in doc.items() if k not in ("info", "messages")})
         yield Records(len(messages), "messages")
-        run = Run(doc.get("instance_id") if isinstance(doc, dict) and doc.get("instance_id") else stable_id(filename, data), filename,
+        run = Run(str(doc["instance_id"]) if isinstance(doc, dict) and doc.get("instance_id") else stable_id(filename, data), filename,
                   model=model_cfg.get("model_name"), agent_version=info.get("mini_version"), agent_id="mini-swe-agent", metadata=compact(meta))
         yield from (Ignored(f"{filename}:messages[{i}]", kind_of(m), known=False) for i, m in enumerate(messages)
                     if isinstance(m, dict) and not isinstance(m.get("role"), str))
@@ -237,14 +236,14 @@ class MiniSweAgentFormat:
             if not isinstance(msg, dict):
                 run.errors.append(BadRecord(where, "expected a chat message object"))
                 continue
-            extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+            extra = as_object(msg.get("extra"))
             when = parse_time(extra.get("timestamp"))
             role, text = msg.get("role"), text_of(msg.get("content")) or ""
             if msg.get("tool_calls") or role == "tool":
                 conv.openai(msg, f"m{i}", {"timestamp": when}, {"cost_usd": extra.get("cost")})
                 continue
             if role == "assistant":
-                commands = [a.get("command") for a in extra.get("actions") or [] if isinstance(a, dict) and a.get("command")]
+                commands = [c for a in as_array(extra.get("actions")) if isinstance(c := as_object(a).get("command"), str) and c]
                 commands = commands or [m.strip() for m in _COMMAND.findall(text)]
                 run.step(f"m{i}", "think", where=where, content=text, timestamp=when, cost_usd=extra.get("cost"),
                          metadata={k: v for k, v in extra.items() if k not in ("actions", "cost", "timestamp")})
