@@ -11,7 +11,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
+$(VENV)/.runtime: requirements.txt pyproject.toml setup.py | $(BIN)/python
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@

@@ -16,6 +16,11 @@ class BuildPy(build_py):
 
 
 setup(
-    packages=[*find_namespace_packages(include=["replay_core", "replay_core.*"], exclude=["*__pycache__"]), APP, f"{APP}.pages", f"{APP}.ui"],
+    packages=[
+        *find_namespace_packages(include=["replay_core", "replay_core.*"], exclude=["*__pycache__"]),
+        APP,
+        f"{APP}.pages",
+        f"{APP}.ui",
+    ],
     cmdclass={"build_py": BuildPy},
 )

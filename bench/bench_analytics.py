@@ -21,30 +21,29 @@ is timed as a whole process beside the interpreter's own start. Peak RSS is the 
 from __future__ import annotations
 
 import argparse
-from functools import partial
+import os
 import random
 import resource
-import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import streamlit as st  # noqa: E402
 from common import TOOLS, report  # noqa: E402
 
-import streamlit as st  # noqa: E402
-
-from replay_core.understand import analytics  # noqa: E402
 from replay_core.storage import daily, rollups, search  # noqa: E402
 from replay_core.storage.bulk import bulk_insert as _bulk_insert  # noqa: E402
 from replay_core.storage.store import SessionFilter, Store  # noqa: E402
 from replay_core.storage.tables import run_breakdown, run_rollups  # noqa: E402
+from replay_core.understand import analytics  # noqa: E402
 
 SESSIONS = 20_000
 STEPS = 1_000_000
@@ -58,11 +57,19 @@ VERSIONS = ["1.4.0", "1.5.0", "1.5.1"]
 TAGS = ["support", "coding", "sql", "travel", "browser", "weekly"]
 ERRORS = ["TimeoutError", "RateLimitError", "TestFailure", "InvalidArgument"]
 # Step content as long as real runs write it (the dashboard must not read any of it).
-WORDS = ("the order lookup returned three rows so check the refund policy before answering and keep the customer "
-         "informed about the shipment status while the retry budget lasts ").split()
+WORDS = (
+    "the order lookup returned three rows so check the refund policy before answering and keep the customer "
+    "informed about the shipment status while the retry budget lasts "
+).split()
 TEXT = " ".join(WORDS[i % len(WORDS)] for i in range(2000))
-CONTENT = {"input": (50, 400), "think": (100, 900), "decision": (60, 500), "tool_result": (80, 1500), "observation": (80, 600),
-           "error": (40, 300)}
+CONTENT = {
+    "input": (50, 400),
+    "think": (100, 900),
+    "decision": (60, 500),
+    "tool_result": (80, 1500),
+    "observation": (80, 600),
+    "error": (40, 300),
+}
 
 
 def _ts(value: datetime) -> str:
@@ -105,9 +112,30 @@ def _session_steps(sid: str, n: int, start: datetime, rng: random.Random, failed
         start = rng.randrange(len(TEXT) - high - 1)
         content = TEXT[start : start + rng.randint(low, high)] if high else None
         key = rollups.call_key(kind, tool, args)
-        rows.append((sid, seq, f"e{seq}", parent, kind, _ts(clock), float(duration), model if tokens else None, content, tool,
-                     None if args is None else orjson.dumps(args).decode(), call_id, status, error, retry, tin, tout, cost,
-                     None if meta is None else orjson.dumps(meta).decode(), key))
+        rows.append(
+            (
+                sid,
+                seq,
+                f"e{seq}",
+                parent,
+                kind,
+                _ts(clock),
+                float(duration),
+                model if tokens else None,
+                content,
+                tool,
+                None if args is None else orjson.dumps(args).decode(),
+                call_id,
+                status,
+                error,
+                retry,
+                tin,
+                tout,
+                cost,
+                None if meta is None else orjson.dumps(meta).decode(),
+                key,
+            )
+        )
         facts.append((seq, kind, status, retry, float(duration), tin, tout, cost, clock, tool, error, key, call_id, meta))
 
     add("input", meta={"approval": True} if rng.random() < 0.05 else None)
@@ -152,12 +180,25 @@ def _batches(sessions: int, steps_total: int, seed: int = 11):
         steps, facts = _session_steps(sid, n, start, rng, status == "failed")
         rolled.append(rollups.rollup_of(sid, facts))
         end = datetime.fromisoformat(steps[-1][5]).replace(tzinfo=UTC)
-        session_rows.append((
-            sid, f"bench run {i}", AGENTS[i % len(AGENTS)], MODELS[rng.randrange(len(MODELS))], WORKFLOWS[rng.randrange(len(WORKFLOWS))],
-            ENVIRONMENTS[rng.randrange(len(ENVIRONMENTS))], VERSIONS[rng.randrange(len(VERSIONS))], status,
-            ERRORS[2] if status == "failed" else None, _ts(start), _ts(end) if status in ("succeeded", "failed") else None,
-            _ts(end), orjson.dumps(rng.sample(TAGS, rng.randint(0, 2))).decode(), "bench", _ts(start),
-        ))
+        session_rows.append(
+            (
+                sid,
+                f"bench run {i}",
+                AGENTS[i % len(AGENTS)],
+                MODELS[rng.randrange(len(MODELS))],
+                WORKFLOWS[rng.randrange(len(WORKFLOWS))],
+                ENVIRONMENTS[rng.randrange(len(ENVIRONMENTS))],
+                VERSIONS[rng.randrange(len(VERSIONS))],
+                status,
+                ERRORS[2] if status == "failed" else None,
+                _ts(start),
+                _ts(end) if status in ("succeeded", "failed") else None,
+                _ts(end),
+                orjson.dumps(rng.sample(TAGS, rng.randint(0, 2))).decode(),
+                "bench",
+                _ts(start),
+            )
+        )
         step_rows += steps
         if len(step_rows) >= 100_000:
             yield session_rows, step_rows, rolled
@@ -165,10 +206,14 @@ def _batches(sessions: int, steps_total: int, seed: int = 11):
     yield session_rows, step_rows, rolled
 
 
-SESSION_COLUMNS = ("id, name, agent_id, model, workflow, environment, agent_version, status, error_class, started_at, ended_at,"
-                   " last_event_at, tags, source, created_at")
-STEP_COLUMNS = ("session_id, seq, event_id, parent_id, type, timestamp, duration_ms, model, content, tool_name, tool_args,"
-                " tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, call_key, redacted")
+SESSION_COLUMNS = (
+    "id, name, agent_id, model, workflow, environment, agent_version, status, error_class, started_at, ended_at,"
+    " last_event_at, tags, source, created_at"
+)
+STEP_COLUMNS = (
+    "session_id, seq, event_id, parent_id, type, timestamp, duration_ms, model, content, tool_name, tool_args,"
+    " tool_call_id, status, error_class, retry, tokens_in, tokens_out, cost_usd, metadata, call_key, redacted"
+)
 
 
 def build_database(url: str, sessions: int, steps_total: int) -> None:
@@ -233,17 +278,22 @@ def _without_step_indexes(db) -> list[str]:
     less); returns the statements that put them back as they were, but for the full-text index on
     step content: the dashboard never reads it, and its build alone is ~30 min at 10M steps
     (search has its own bench). The bench database is left without it (SEARCH_INDEX_LEFT_OUT)."""
-    constraints = db.execute("select conname, pg_get_constraintdef(oid) from pg_constraint"
-                             " where conrelid = 'steps'::regclass and contype in ('u', 'f')").fetchall()
-    indexes = db.execute("select indexname, indexdef from pg_indexes where schemaname = current_schema() and tablename = 'steps'"
-                         " and indexname not in (select conname from pg_constraint where conrelid = 'steps'::regclass)").fetchall()
+    constraints = db.execute(
+        "select conname, pg_get_constraintdef(oid) from pg_constraint"
+        " where conrelid = 'steps'::regclass and contype in ('u', 'f')"
+    ).fetchall()
+    indexes = db.execute(
+        "select indexname, indexdef from pg_indexes where schemaname = current_schema() and tablename = 'steps'"
+        " and indexname not in (select conname from pg_constraint where conrelid = 'steps'::regclass)"
+    ).fetchall()
     for name, _ in constraints:
         db.execute(f'ALTER TABLE steps DROP CONSTRAINT "{name}"')
     for name, _ in indexes:
         db.execute(f'DROP INDEX "{name}"')
     db.commit()
     return [f'ALTER TABLE steps ADD CONSTRAINT "{name}" {ddl}' for name, ddl in constraints] + [
-        ddl for name, ddl in indexes if name != SEARCH_INDEX_LEFT_OUT]
+        ddl for name, ddl in indexes if name != SEARCH_INDEX_LEFT_OUT
+    ]
 
 
 SEARCH_INDEX_LEFT_OUT = search.PG_INDEX.split()[2]  # ix_steps_search
@@ -254,9 +304,17 @@ def dashboard(store: Store, flt: SessionFilter, load=partial(analytics.load, dai
     data = load(store, flt)
     before = analytics.previous_period(flt)
     analytics.change(analytics.headline(data), analytics.headline(load(store, before, detail=False)))
-    for metric, by in ((analytics.volume, "day"), (analytics.step_latency, "model"), (analytics.usage, "model"),
-                       (analytics.tools, None), (analytics.error_classes, None), (analytics.retries, "day"),
-                       (analytics.fallbacks, "day"), (analytics.interventions, "day"), (analytics.loops, "day")):
+    for metric, by in (
+        (analytics.volume, "day"),
+        (analytics.step_latency, "model"),
+        (analytics.usage, "model"),
+        (analytics.tools, None),
+        (analytics.error_classes, None),
+        (analytics.retries, "day"),
+        (analytics.fallbacks, "day"),
+        (analytics.interventions, "day"),
+        (analytics.loops, "day"),
+    ):
         metric(data, by)
 
 
@@ -275,8 +333,20 @@ def baseline_scan(url: str) -> float:
     return elapsed
 
 
-BASELINE_COLUMNS = ("session_id", "seq", "type", "status", "retry", "duration_ms", "tokens_in", "tokens_out", "cost_usd",
-                    "timestamp", "tool_name", "error_class")
+BASELINE_COLUMNS = (
+    "session_id",
+    "seq",
+    "type",
+    "status",
+    "retry",
+    "duration_ms",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "timestamp",
+    "tool_name",
+    "error_class",
+)
 
 
 def _admin(admin_url: str):
@@ -312,7 +382,9 @@ def main() -> None:
     global SESSIONS, STEPS
     parser = argparse.ArgumentParser()
     parser.add_argument("--keep", type=Path, help="generate into this SQLite file (reused when it exists)")
-    parser.add_argument("--postgres", help="measure on PostgreSQL: an admin URL; the bench makes (and keeps) its own database there")
+    parser.add_argument(
+        "--postgres", help="measure on PostgreSQL: an admin URL; the bench makes (and keeps) its own database there"
+    )
     parser.add_argument("--scale", type=int, default=1, help="times 1M steps / 20k runs (10: the PostgreSQL goal's size)")
     parser.add_argument("--drop", action="store_true", help="with --postgres: drop the bench database when done (frees the disk)")
     args = parser.parse_args()
@@ -348,7 +420,8 @@ def main() -> None:
         queries = _queries(url, halves)
 
         cached = st.cache_data(show_spinner=False)(
-            lambda url, key, detail, _flt: analytics.load(Store(url, migrate=False), _flt, detail=detail, daily=True))
+            lambda url, key, detail, _flt: analytics.load(Store(url, migrate=False), _flt, detail=detail, daily=True)
+        )
         store = Store(url, migrate=False)
         page_load = lambda s, f, detail=True: cached(url, repr(f), detail, f)  # noqa: E731  (the page's cache, keyed like it)
         dashboard(store, halves, page_load)
@@ -357,17 +430,44 @@ def main() -> None:
         base = baseline_scan(url)
         load = os.getloadavg()
         count = _count_steps(url)
-        report(f"analytics_dashboard_cold_{size}_two_periods", cold_halves, "s", goal, base, higher_is_better=False, load=load,
-               count_steps_s=round(count, 4))
-        report(f"analytics_dashboard_cold_{size}_90_days_one_period", cold_whole, "s", goal, base, higher_is_better=False, load=load)
+        report(
+            f"analytics_dashboard_cold_{size}_two_periods",
+            cold_halves,
+            "s",
+            goal,
+            base,
+            higher_is_better=False,
+            load=load,
+            count_steps_s=round(count, 4),
+        )
+        report(
+            f"analytics_dashboard_cold_{size}_90_days_one_period", cold_whole, "s", goal, base, higher_is_better=False, load=load
+        )
         for name, seconds in queries.items():  # each read of the dashboard's current period, beside COUNT(*) over steps
-            report(f"analytics_query_cold_{size}_{name}", seconds * 1000, "ms", "part of the dashboard", count * 1000,
-                   higher_is_better=False, load=os.getloadavg())
+            report(
+                f"analytics_query_cold_{size}_{name}",
+                seconds * 1000,
+                "ms",
+                "part of the dashboard",
+                count * 1000,
+                higher_is_better=False,
+                load=os.getloadavg(),
+            )
         stats, start_only = _stats_process(url)
-        report(f"stats_cli_{size}", stats, "s", "<= 0.4 past process start (1M steps)", start_only, higher_is_better=False,
-               load=os.getloadavg(), past_start_s=round(stats - start_only, 3))
+        report(
+            f"stats_cli_{size}",
+            stats,
+            "s",
+            "<= 0.4 past process start (1M steps)",
+            start_only,
+            higher_is_better=False,
+            load=os.getloadavg(),
+            past_start_s=round(stats - start_only, 3),
+        )
         # CPU seconds over 2 cores: what the wall time is on an otherwise idle 2-core machine, about
-        report(f"analytics_dashboard_cold_cpu_seconds_{size}", cpu_halves, "cpu s", "<= 3 (2 cores)", None, higher_is_better=False)
+        report(
+            f"analytics_dashboard_cold_cpu_seconds_{size}", cpu_halves, "cpu s", "<= 3 (2 cores)", None, higher_is_better=False
+        )
         report(f"analytics_dashboard_warm_cached_{size}", warm * 1000, "ms", "cached", cold_halves * 1000, higher_is_better=False)
         report(f"analytics_peak_rss_{size}", rss_mb, "MB", "<= 1536", None, higher_is_better=False)
         store.close()
@@ -407,6 +507,7 @@ def _count_steps(url: str) -> float:
 def _stats_process(url: str) -> tuple[float, float]:
     """`agent-replay stats` as a user runs it (best of 3, whole process), and the same
     interpreter starting and exiting (`python -c pass`), its process start."""
+
     def best(cmd):
         times = []
         for _ in range(3):

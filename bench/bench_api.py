@@ -137,8 +137,11 @@ def warmed(base: str, server: int, lanes: int) -> None:
             time.sleep(0.05)
         with ThreadPoolExecutor(WRITERS) as pool:
             for _ in range(3):
-                list(pool.map(lambda n: http.post(f"/api/v1/sessions/warm-up-{n}/steps", json=step).raise_for_status(),
-                              range(WRITERS)))
+                list(
+                    pool.map(
+                        lambda n: http.post(f"/api/v1/sessions/warm-up-{n}/steps", json=step).raise_for_status(), range(WRITERS)
+                    )
+                )
 
 
 def measure(label: str, goal: str, baseline_url: str, served_url: str) -> None:
@@ -155,11 +158,20 @@ def measure(label: str, goal: str, baseline_url: str, served_url: str) -> None:
         value, client_cpu = over_http(base, runs, WRITERS)
         server_cpu, workers_cpu = cpu_seconds(server) - cpu, workers_cpu_seconds(server) - workers
         one, _ = over_http(base, requests("w1-"), 1)
-    report(f"http_ingest_{WRITERS}_writers_batches_of_{BATCH}_{label}", value, "steps/s", goal, base_rate,
-           steps=STEPS, client_cpu_s=round(client_cpu, 3), client_cpu_us_per_step=round(client_cpu / STEPS * 1e6, 2),
-           server_cpu_s=round(server_cpu, 3), workers_cpu_s=round(workers_cpu, 3),
-           server_cpu_us_per_step=round((server_cpu + workers_cpu) / STEPS * 1e6, 2),
-           one_writer=round(one, 1))
+    report(
+        f"http_ingest_{WRITERS}_writers_batches_of_{BATCH}_{label}",
+        value,
+        "steps/s",
+        goal,
+        base_rate,
+        steps=STEPS,
+        client_cpu_s=round(client_cpu, 3),
+        client_cpu_us_per_step=round(client_cpu / STEPS * 1e6, 2),
+        server_cpu_s=round(server_cpu, 3),
+        workers_cpu_s=round(workers_cpu, 3),
+        server_cpu_us_per_step=round((server_cpu + workers_cpu) / STEPS * 1e6, 2),
+        one_writer=round(one, 1),
+    )
 
 
 def main() -> None:

@@ -33,28 +33,38 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
+from apptest_helpers import served_app  # noqa: E402
 from common import generated_jsonl, report  # noqa: E402
 
-from apptest_helpers import served_app  # noqa: E402
 from replay_core.ingest.pipeline import import_bytes  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 CLICKS = 60  # a p95 of 20 clicks was their second slowest: it moved ±15 ms between two runs of the same build
 OPENS = 5  # a page opened again: the median of this many
 # every chart on the page has drawn its SVG (how many there are depends on the data)
-DRAWN = ("() => { const c = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];"
-         " return c.length > 0 && c.every(e => e.querySelector('svg, canvas')); }")
+DRAWN = (
+    "() => { const c = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];"
+    " return c.length > 0 && c.every(e => e.querySelector('svg, canvas')); }"
+)
 # the selected step's heading (drawn in the shadow root of its component, ui/components.step_detail, or
 # in the page itself, as before that and on FLOOR) names another step than `before`
-STEP_SHOWN = ("(before) => { const box = document.querySelector('.st-key-step_detail') || document;  /* FLOOR has none */"
-              " const roots = [box, ...[...box.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)];"
-              " const h = roots.flatMap(r => [...r.querySelectorAll('h3')]).find(e => e.innerText.includes('· step'));"
-              " return h && !h.innerText.endsWith('· step ' + before); }")
-IDLE = ("() => !document.querySelector('[data-testid=stSkeleton]')"
-        " && !document.querySelector('[data-testid=stStatusWidget]')")
+STEP_SHOWN = (
+    "(before) => { const box = document.querySelector('.st-key-step_detail') || document;  /* FLOOR has none */"
+    " const roots = [box, ...[...box.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot)];"
+    " const h = roots.flatMap(r => [...r.querySelectorAll('h3')]).find(e => e.innerText.includes('· step'));"
+    " return h && !h.innerText.endsWith('· step ' + before); }"
+)
+IDLE = "() => !document.querySelector('[data-testid=stSkeleton]') && !document.querySelector('[data-testid=stStatusWidget]')"
 
 
 # Streamlit's floor: a click that reruns a page of one button and one heading
@@ -158,8 +168,12 @@ class Costs:
 
     @staticmethod
     def spent(before: tuple, after: tuple) -> dict[str, float]:
-        return {"server_cpu_ms": round(after[0] - before[0]), "chromium_cpu_ms": round(after[1] - before[1]),
-                "browser_main_ms": round(after[2] - before[2]), "ws_kb": round((after[3] - before[3]) / 1024, 1)}
+        return {
+            "server_cpu_ms": round(after[0] - before[0]),
+            "chromium_cpu_ms": round(after[1] - before[1]),
+            "browser_main_ms": round(after[2] - before[2]),
+            "ws_kb": round((after[3] - before[3]) / 1024, 1),
+        }
 
 
 def settled(pg) -> None:
@@ -238,8 +252,15 @@ def timeline(pg, base: str, sid: str, label: str, click_goal: str) -> None:
         times.append(click_ms(pg, name))
         spent.append(Costs.spent(before, costs.now()))
     per_click = {f"{k}_p50": statistics.median(c[k] for c in spent) for k in spent[0]}
-    report(f"browser_timeline_click_p50_{label}", statistics.median(times), "ms", click_goal, BASELINE["click_p50"],
-           higher_is_better=False, **per_click)
+    report(
+        f"browser_timeline_click_p50_{label}",
+        statistics.median(times),
+        "ms",
+        click_goal,
+        BASELINE["click_p50"],
+        higher_is_better=False,
+        **per_click,
+    )
     report(f"browser_timeline_click_p95_{label}", p95(times), "ms", click_goal, BASELINE["click_p95"], higher_is_better=False)
 
 
@@ -281,12 +302,24 @@ def main() -> None:
                 first = analytics_ms(pg, base)  # the page's first open in this browser and this server
                 # the served app's CPU for it, beside the runs page's (wall time on a loaded machine says little alone)
                 server_cpu = cpu_ms(pid) - server_cpu
-                report("browser_analytics_drawn_2k_runs_100k_steps", first, "ms", "<= 1000", BASELINE["runs_page"],
-                       higher_is_better=False)
+                report(
+                    "browser_analytics_drawn_2k_runs_100k_steps",
+                    first,
+                    "ms",
+                    "<= 1000",
+                    BASELINE["runs_page"],
+                    higher_is_better=False,
+                )
                 report("browser_analytics_served_app_cpu", server_cpu, "ms", "-", runs_cpu, higher_is_better=False)
                 # opened again, as the runs page's baseline is: its scripts and Vega's compiled by now
-                report("browser_analytics_drawn_again_median", statistics.median(analytics_ms(pg, base) for _ in range(OPENS)),
-                       "ms", "<= 1000", BASELINE["runs_page"], higher_is_better=False)
+                report(
+                    "browser_analytics_drawn_again_median",
+                    statistics.median(analytics_ms(pg, base) for _ in range(OPENS)),
+                    "ms",
+                    "<= 1000",
+                    BASELINE["runs_page"],
+                    higher_is_better=False,
+                )
             if "10k" in only:
                 timeline(pg, base, "big-10k", "10k_steps", "<= 150")
         if "100k" in only:
@@ -299,8 +332,7 @@ def main() -> None:
                 quiet(served_pid(base))
                 idle_rss = served_rss_mb(base)
                 timeline(pg, base, "big-100k", "100k_steps", "<= 250")
-                report("served_app_rss_100k_step_run_open", served_rss_mb(base), "MB", "<= 500", idle_rss,
-                       higher_is_better=False)
+                report("served_app_rss_100k_step_run_open", served_rss_mb(base), "MB", "<= 500", idle_rss, higher_is_better=False)
         browser.close()
     print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
 

@@ -17,10 +17,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_objects, report, timed  # noqa: E402
 
-from replay_core.understand.compare import compare, compare_steps, signature  # noqa: E402
 from replay_core.events import StepEvent, parse_event  # noqa: E402
 from replay_core.ingest.pipeline import ingest  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
+from replay_core.understand.compare import compare, compare_steps, signature  # noqa: E402
 
 N = 5000
 
@@ -55,8 +55,10 @@ def main() -> None:
     value = min(timed(compare_steps, a, b, sa, sb)[1] for _ in range(3))
     report("compare_5k_steps_1pct_edited", value, "s", "<= 1", base, higher_is_better=False)
 
-    reworded = [s.model_copy(update={"content": f"another model's words {k}"}) if s.type in ("think", "decision") else s
-                for k, s in enumerate(run("c"))]
+    reworded = [
+        s.model_copy(update={"content": f"another model's words {k}"}) if s.type in ("think", "decision") else s
+        for k, s in enumerate(run("c"))
+    ]
     base = min(timed(difflib_baseline, a, reworded)[1] for _ in range(3))
     value = min(timed(compare_steps, a, reworded, sa, sb)[1] for _ in range(3))
     report("compare_5k_steps_every_thought_reworded", value, "s", "<= 1", base, higher_is_better=False)

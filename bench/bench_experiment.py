@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT.parent / "tests"))
 from common import report  # noqa: E402
 from experiment_cases import Agent, make_cases  # noqa: E402
 from openai_server import OpenAIServer  # noqa: E402
-
 from sqlalchemy import event  # noqa: E402
 
 from replay_core.storage.store import Store  # noqa: E402
@@ -48,8 +47,12 @@ MODELS = ("fake-a", "fake-b", "fake-c")
 
 
 def load(when: str) -> None:
-    print(json.dumps({"bench": f"load average ({when})", "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}),
-          flush=True)
+    print(
+        json.dumps(
+            {"bench": f"load average ({when})", "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
+        ),
+        flush=True,
+    )
 
 
 class Statements:
@@ -63,7 +66,9 @@ class Statements:
         self.count += 1
 
 
-def bare_overheads(store: Store, ids: list[str], configs: list[ReplayConfig], sql: Statements) -> tuple[list[float], float, float]:
+def bare_overheads(
+    store: Store, ids: list[str], configs: list[ReplayConfig], sql: Statements
+) -> tuple[list[float], float, float]:
     """ms outside the model call for each bare replay (case-major, like the experiment); CPU ms and statements per replay."""
     for config in configs:  # warm-up: first calls pay for connection pools and caches
         replay(store, ids[0], 2, None, config)
@@ -90,8 +95,10 @@ def main() -> None:
         store = Store(f"sqlite:///{Path(tmp) / 'bench.db'}")
         ids = make_cases(store, args.cases)
         ds.create(store, "bench", [ds.Case(i) for i in ids])
-        configs = [ReplayConfig(model=f"openai/{m}", api_base=server.base_url, input_cost_per_token=1e-6,
-                                output_cost_per_token=2e-6) for m in MODELS]
+        configs = [
+            ReplayConfig(model=f"openai/{m}", api_base=server.base_url, input_cost_per_token=1e-6, output_cost_per_token=2e-6)
+            for m in MODELS
+        ]
         n = args.cases * len(MODELS)
         sql = Statements(store)
         bare, bare_cpu, bare_sql = bare_overheads(store, ids, configs, sql)
@@ -112,21 +119,70 @@ def main() -> None:
                 inside = [r["overhead_ms"] for r in runs]
         store.close()
     bare_mean = statistics.mean(bare)
-    report("experiment time per case × variant outside the model call, end to end, concurrency 1 (ms)", per_replay[1], "ms",
-           "≤ bare replay + 20 ms", bare_mean, higher_is_better=False)
-    report("experiment overhead over a bare replay, per case × variant (ms)", per_replay[1] - bare_mean, "ms", "≤ 20 ms", None,
-           higher_is_better=False)
-    report("bare replay time outside the model call, p50 (ms)", statistics.median(bare), "ms", "baseline", None, higher_is_better=False)
-    report("experiment run's own overhead (stored overhead_ms), p50 (ms)", statistics.median(inside), "ms", "context",
-           statistics.median(bare), higher_is_better=False)
-    report("CPU time per case × variant, experiment at concurrency 1 (ms, model server in-process on both sides)", exp_cpu, "ms",
-           "≤ bare replay + 20 ms", bare_cpu, higher_is_better=False)
-    report("SQL statements per case × variant, experiment", exp_sql, "statements", "close to a bare replay's", bare_sql,
-           higher_is_better=False)
-    report(f"experiment wall time, {args.cases} cases × {len(MODELS)} variants, concurrency 1 (s)", walls[1], "s",
-           f"{n} replays", None, higher_is_better=False)
-    report(f"experiment wall time, {args.cases} cases × {len(MODELS)} variants, concurrency 8 (s)", walls[8], "s",
-           "faster than concurrency 1", walls[1], higher_is_better=False)
+    report(
+        "experiment time per case × variant outside the model call, end to end, concurrency 1 (ms)",
+        per_replay[1],
+        "ms",
+        "≤ bare replay + 20 ms",
+        bare_mean,
+        higher_is_better=False,
+    )
+    report(
+        "experiment overhead over a bare replay, per case × variant (ms)",
+        per_replay[1] - bare_mean,
+        "ms",
+        "≤ 20 ms",
+        None,
+        higher_is_better=False,
+    )
+    report(
+        "bare replay time outside the model call, p50 (ms)",
+        statistics.median(bare),
+        "ms",
+        "baseline",
+        None,
+        higher_is_better=False,
+    )
+    report(
+        "experiment run's own overhead (stored overhead_ms), p50 (ms)",
+        statistics.median(inside),
+        "ms",
+        "context",
+        statistics.median(bare),
+        higher_is_better=False,
+    )
+    report(
+        "CPU time per case × variant, experiment at concurrency 1 (ms, model server in-process on both sides)",
+        exp_cpu,
+        "ms",
+        "≤ bare replay + 20 ms",
+        bare_cpu,
+        higher_is_better=False,
+    )
+    report(
+        "SQL statements per case × variant, experiment",
+        exp_sql,
+        "statements",
+        "close to a bare replay's",
+        bare_sql,
+        higher_is_better=False,
+    )
+    report(
+        f"experiment wall time, {args.cases} cases × {len(MODELS)} variants, concurrency 1 (s)",
+        walls[1],
+        "s",
+        f"{n} replays",
+        None,
+        higher_is_better=False,
+    )
+    report(
+        f"experiment wall time, {args.cases} cases × {len(MODELS)} variants, concurrency 8 (s)",
+        walls[8],
+        "s",
+        "faster than concurrency 1",
+        walls[1],
+        higher_is_better=False,
+    )
     load("end")
 
 

@@ -37,8 +37,16 @@ def mini_swe_agent() -> bytes:
 
 
 def openai_chat() -> bytes:
-    turn = [{"role": "assistant", "content": "checking", "tool_calls": [{"id": "", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id": "A-17"}'}}]},
-            {"role": "tool", "tool_call_id": "", "content": '{"status": "delivered"}'}]
+    turn = [
+        {
+            "role": "assistant",
+            "content": "checking",
+            "tool_calls": [
+                {"id": "", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id": "A-17"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "", "content": '{"status": "delivered"}'},
+    ]
     msgs = [{"role": "user", "content": "refund A-17"}]
     for i in range(REPEAT * 3):
         a, t = orjson.loads(orjson.dumps(turn))
@@ -164,9 +172,20 @@ def gemini_cli() -> bytes:
 
 
 def main() -> None:
-    makers = {"swe_agent": swe_agent, "mini_swe_agent": mini_swe_agent, "openai_chat": openai_chat, "anthropic": anthropic,
-              "smolagents": smolagents, "notte": notte, "langchain": langchain, "openhands": openhands, "inspect_ai": inspect_ai,
-              "claude_code": claude_code, "codex_cli": codex_cli, "gemini_cli": gemini_cli}
+    makers = {
+        "swe_agent": swe_agent,
+        "mini_swe_agent": mini_swe_agent,
+        "openai_chat": openai_chat,
+        "anthropic": anthropic,
+        "smolagents": smolagents,
+        "notte": notte,
+        "langchain": langchain,
+        "openhands": openhands,
+        "inspect_ai": inspect_ai,
+        "claude_code": claude_code,
+        "codex_cli": codex_cli,
+        "gemini_cli": gemini_cli,
+    }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in makers.items():

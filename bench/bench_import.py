@@ -31,9 +31,30 @@ from replay_core.storage.search import SQLITE_FILL, SQLITE_INDEX  # noqa: E402
 
 PER_RUN = 50
 CLI = [sys.executable, "-m", "replay_core.cli"]
-COLUMNS = ("session_id", "seq", "event_id", "parent_id", "type", "timestamp", "duration_ms", "agent_id", "model", "content",
-           "tool_name", "tool_args", "tool_call_id", "status", "error_class", "retry", "tokens_in", "tokens_out", "cost_usd",
-           "metadata", "redacted", "call_key")
+COLUMNS = (
+    "session_id",
+    "seq",
+    "event_id",
+    "parent_id",
+    "type",
+    "timestamp",
+    "duration_ms",
+    "agent_id",
+    "model",
+    "content",
+    "tool_name",
+    "tool_args",
+    "tool_call_id",
+    "status",
+    "error_class",
+    "retry",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "metadata",
+    "redacted",
+    "call_key",
+)
 
 
 def raw_rows(data: bytes) -> tuple[list[str], list[tuple]]:
@@ -48,10 +69,32 @@ def raw_rows(data: bytes) -> tuple[list[str], list[tuple]]:
         if o["kind"] != "step":
             continue
         args = o.get("tool_args")
-        rows.append((o["session_id"], o["seq"], o["event_id"], None, o["type"], o["timestamp"], o.get("duration_ms"), None,
-                     o.get("model"), o.get("content"), o.get("tool_name"), None if args is None else orjson.dumps(args).decode(),
-                     o.get("tool_call_id"), "ok", None, 0, o.get("tokens_in"), o.get("tokens_out"), o.get("cost_usd"), None, 0,
-                     call_key(o["type"], o.get("tool_name"), args)))
+        rows.append(
+            (
+                o["session_id"],
+                o["seq"],
+                o["event_id"],
+                None,
+                o["type"],
+                o["timestamp"],
+                o.get("duration_ms"),
+                None,
+                o.get("model"),
+                o.get("content"),
+                o.get("tool_name"),
+                None if args is None else orjson.dumps(args).decode(),
+                o.get("tool_call_id"),
+                "ok",
+                None,
+                0,
+                o.get("tokens_in"),
+                o.get("tokens_out"),
+                o.get("cost_usd"),
+                None,
+                0,
+                call_key(o["type"], o.get("tool_name"), args),
+            )
+        )
     return runs, rows
 
 
@@ -66,8 +109,10 @@ def baseline_sqlite(data: bytes, path: str, steps: int) -> tuple[float, float, f
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"create table steps (id integer primary key, {', '.join(COLUMNS)}, unique(session_id, event_id))")
-    conn.execute("create index ix_rollup on steps (session_id, seq, type, status, retry, duration_ms, tokens_in, tokens_out,"
-                 " cost_usd, timestamp, tool_name, error_class)")
+    conn.execute(
+        "create index ix_rollup on steps (session_id, seq, type, status, retry, duration_ms, tokens_in, tokens_out,"
+        " cost_usd, timestamp, tool_name, error_class)"
+    )
     conn.execute("create index ix_tool on steps (tool_name)")
     conn.execute("create index ix_call_key on steps (session_id, call_key) where call_key is not null")
     conn.execute("create index ix_call_id on steps (session_id, tool_call_id) where tool_call_id is not null")
@@ -145,8 +190,16 @@ def main() -> None:
         Path(path).write_bytes(data)
         base, without_search, database_alone = baseline_sqlite(data, os.path.join(tmp, "raw.db"), steps)
         value = ours(f"sqlite:///{tmp}/ours.db", path, steps)
-        report(f"import_native_sqlite_{label}", value, "steps/s", ">= 100000 and >= 0.45 x raw", base, load=os.getloadavg(),
-               baseline_without_search=round(without_search, 3), baseline_insert_alone=round(database_alone, 3))
+        report(
+            f"import_native_sqlite_{label}",
+            value,
+            "steps/s",
+            ">= 100000 and >= 0.45 x raw",
+            base,
+            load=os.getloadavg(),
+            baseline_without_search=round(without_search, 3),
+            baseline_insert_alone=round(database_alone, 3),
+        )
         try:
             import psycopg
 
@@ -161,8 +214,15 @@ def main() -> None:
             base, copy_alone = baseline_postgres(data, f"postgresql://postgres@127.0.0.1:5432/{names[0]}", steps)
             admin.execute(f'drop database "{names[0]}" with (force)')  # its autovacuum would take the server's CPU from ours
             value = ours(f"postgresql://postgres@127.0.0.1:5432/{names[1]}", path, steps, again=False)
-            report(f"import_native_postgres_{label}", value, "steps/s", ">= 50000", base, load=os.getloadavg(),
-                   baseline_copy_alone=round(copy_alone, 3))
+            report(
+                f"import_native_postgres_{label}",
+                value,
+                "steps/s",
+                ">= 50000",
+                base,
+                load=os.getloadavg(),
+                baseline_copy_alone=round(copy_alone, 3),
+            )
         finally:
             for name in names:
                 admin.execute(f'drop database if exists "{name}" with (force)')

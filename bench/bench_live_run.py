@@ -43,8 +43,16 @@ def measure(label: str, url: str) -> None:
             store.write_batches([batch], default_source="api")
             took.append((time.perf_counter() - start) * 1000)
         first, last = statistics.mean(took[:SAMPLE]), statistics.mean(took[-SAMPLE:])
-        report(f"live_run_batch_of_{BATCH}_at_{STEPS // 1000}k_steps_{label}", last, "ms", "flat: ~ the first batches", first,
-               higher_is_better=False, batches=len(took), total_s=round(sum(took) / 1000, 2))
+        report(
+            f"live_run_batch_of_{BATCH}_at_{STEPS // 1000}k_steps_{label}",
+            last,
+            "ms",
+            "flat: ~ the first batches",
+            first,
+            higher_is_better=False,
+            batches=len(took),
+            total_s=round(sum(took) / 1000, 2),
+        )
     finally:
         store.close()
 

@@ -39,9 +39,19 @@ def page(i: int) -> bytes:
 
 def run_with_shots(store: Store, sid: str, steps: int, every: int) -> None:
     events = [SessionEvent(session_id=sid, name="bench browser run")]
-    events += [StepEvent(session_id=sid, event_id=f"e{i}", seq=i, type="tool_call" if i % 2 else "tool_result",
-                         tool_name="browser.click", tool_args={"index": i}, content=None if i % 2 else f"page {i}",
-                         duration_ms=900) for i in range(1, steps + 1)]
+    events += [
+        StepEvent(
+            session_id=sid,
+            event_id=f"e{i}",
+            seq=i,
+            type="tool_call" if i % 2 else "tool_result",
+            tool_name="browser.click",
+            tool_args={"index": i},
+            content=None if i % 2 else f"page {i}",
+            duration_ms=900,
+        )
+        for i in range(1, steps + 1)
+    ]
     ingest(store, events)
     for i in range(1, steps + 1, every):
         attach_image(store, sid, f"e{i}", page(i), target={"x": 100 + i % 700, "y": 90})
@@ -58,8 +68,15 @@ def main() -> None:
         frame = render(store, shots(store, "v500")[0]).tobytes()
 
         def ffmpeg_only():
-            w = imageio_ffmpeg.write_frames(str(Path(tmp) / "base.mp4"), SIZE, fps=2, codec="libx264", macro_block_size=2,
-                                            ffmpeg_log_level="error", quality=None)
+            w = imageio_ffmpeg.write_frames(
+                str(Path(tmp) / "base.mp4"),
+                SIZE,
+                fps=2,
+                codec="libx264",
+                macro_block_size=2,
+                ffmpeg_log_level="error",
+                quality=None,
+            )
             w.send(None)
             for _ in range(rep.frames):
                 w.send(frame)
@@ -74,7 +91,7 @@ def main() -> None:
         def open_player():
             all_shots = shots(store, "f2000")
             mid = len(all_shots) // 2
-            window = [s for s in all_shots[mid - 4: mid + 4] if s.own]
+            window = [s for s in all_shots[mid - 4 : mid + 4] if s.own]
             store.thumbnails([s.attachment["sha256"] for s in window])
             render(store, all_shots[mid], bar=False)
             return all_shots

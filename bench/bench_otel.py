@@ -65,7 +65,9 @@ def main() -> None:
     data = genai_only(otlp_export.to_otlp(events))
     del events  # measured below on the bytes alone, as an import sees them
     gc.collect()
-    steps = sum(1 for e in otel.OTLP_JSON.read(data, "bench.json") if not isinstance(e, BadRecord) and getattr(e, "kind", None) == "step")  # Records lines count no step
+    steps = sum(
+        1 for e in otel.OTLP_JSON.read(data, "bench.json") if not isinstance(e, BadRecord) and getattr(e, "kind", None) == "step"
+    )  # Records lines count no step
     report(f"export_otlp_json_{steps // 1000}k_steps", steps / export_s, "steps/s", ">= 10000", None)
     _, parse_s = timed(orjson.loads, data)
     baseline = steps / parse_s
@@ -83,8 +85,13 @@ def chain_body(n: int, trace: str = "c" * 32) -> bytes:
     t0 = 1_764_000_000_000_000_000
     spans = []
     for i in range(n):
-        span = {"traceId": trace, "spanId": f"{i + 1:016x}", "name": f"step {i}",
-                "startTimeUnixNano": str(t0 + i * 1000), "endTimeUnixNano": str(t0 + (2 * n - i) * 1000)}
+        span = {
+            "traceId": trace,
+            "spanId": f"{i + 1:016x}",
+            "name": f"step {i}",
+            "startTimeUnixNano": str(t0 + i * 1000),
+            "endTimeUnixNano": str(t0 + (2 * n - i) * 1000),
+        }
         if i:
             span["parentSpanId"] = f"{i:016x}"
         spans.append(span)
@@ -167,11 +174,19 @@ def chain_into(url: str, label: str) -> None:
     thread.join(10)
     assert len(store.load_steps("c" * 32)) == CHAIN
     store.close()
-    report(f"otlp_chain_{CHAIN // 1000}k_spans_{len(body) // 1024}kb_one_request{label}", post_s, "s", "<= 2", parse_s,
-           higher_is_better=False)
+    report(
+        f"otlp_chain_{CHAIN // 1000}k_spans_{len(body) // 1024}kb_one_request{label}",
+        post_s,
+        "s",
+        "<= 2",
+        parse_s,
+        higher_is_better=False,
+    )
     if worker_s is not None:  # the CPU the ingest cost, which the machine's other load does not stretch as it does seconds
         report(f"otlp_chain_{CHAIN // 1000}k_worker_cpu{label}", worker_s, "s", "-", parse_s, higher_is_better=False)
-    report(f"healthz_p99_during_chain_ingest{label}", _p99(busy) * 1000, "ms", "<= 100", _p99(idle) * 1000, higher_is_better=False)
+    report(
+        f"healthz_p99_during_chain_ingest{label}", _p99(busy) * 1000, "ms", "<= 100", _p99(idle) * 1000, higher_is_better=False
+    )
     print(f"# {len(busy)} health polls answered during the ingest, max {max(busy) * 1000:.1f} ms", file=sys.stderr, flush=True)
     _load()
 
@@ -194,8 +209,14 @@ def stages() -> None:
         store.close()
         floor_s, floor_cpu = floor(body, f"{tmp}/floor.db")
     for name, seconds in (("read", read_s), ("map", map_s), ("receive_total", total_s)):
-        report(f"otlp_chain_{CHAIN // 1000}k_{name}", seconds, "s", "<= 2" if name == "receive_total" else "-", parse_s,
-               higher_is_better=False)
+        report(
+            f"otlp_chain_{CHAIN // 1000}k_{name}",
+            seconds,
+            "s",
+            "<= 2" if name == "receive_total" else "-",
+            parse_s,
+            higher_is_better=False,
+        )
     report(f"otlp_chain_{CHAIN // 1000}k_receive_total_vs_floor", total_s, "s", "<= 2", floor_s, higher_is_better=False)
     # CPU seconds, which the shared machine's other load stretches less than wall seconds
     report(f"otlp_chain_{CHAIN // 1000}k_receive_cpu_vs_floor_cpu", total_cpu, "s", "-", floor_cpu, higher_is_better=False)
@@ -218,16 +239,34 @@ def floor(body: bytes, path: str) -> tuple[float, float]:
     rows = []
     for n, span in enumerate(orjson.loads(body)["resourceSpans"][0]["scopeSpans"][0]["spans"], start=1):
         begin, end = int(span["startTimeUnixNano"]), int(span["endTimeUnixNano"])
-        meta = {"otel": {"trace_id": span["traceId"], "span_id": span["spanId"], "name": span["name"],
-                         "parent_span_id": span.get("parentSpanId")}}
-        values = {"seq": n, "event_id": span["spanId"], "parent_id": span.get("parentSpanId"), "type": "span",
-                  "timestamp": otel.ns_time(begin).isoformat(" ", "microseconds")[:26], "duration_ms": (end - begin) / 1e6,
-                  "content": span["name"], "status": "ok", "retry": 0, "metadata": orjson.dumps(meta).decode(), "redacted": 0}
+        meta = {
+            "otel": {
+                "trace_id": span["traceId"],
+                "span_id": span["spanId"],
+                "name": span["name"],
+                "parent_span_id": span.get("parentSpanId"),
+            }
+        }
+        values = {
+            "seq": n,
+            "event_id": span["spanId"],
+            "parent_id": span.get("parentSpanId"),
+            "type": "span",
+            "timestamp": otel.ns_time(begin).isoformat(" ", "microseconds")[:26],
+            "duration_ms": (end - begin) / 1e6,
+            "content": span["name"],
+            "status": "ok",
+            "retry": 0,
+            "metadata": orjson.dumps(meta).decode(),
+            "redacted": 0,
+        }
         rows.append((*(values.get(c) for c in STEP_COLUMNS), sid))
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT INTO sessions (id, created_at, status) VALUES (?, '2026-01-01 00:00:00.000000', 'running')", (sid,))
-    conn.executemany(f"INSERT INTO steps ({', '.join((*STEP_COLUMNS, 'session_id'))}) VALUES ({', '.join('?' * (len(STEP_COLUMNS) + 1))})",
-                     rows)
+    conn.executemany(
+        f"INSERT INTO steps ({', '.join((*STEP_COLUMNS, 'session_id'))}) VALUES ({', '.join('?' * (len(STEP_COLUMNS) + 1))})",
+        rows,
+    )
     conn.execute(search.SQLITE_FILL)
     conn.execute("COMMIT")
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu

@@ -69,11 +69,18 @@ def main() -> None:
         report("page_timeline_10k_next_error", jumped, "s", "<= 3", floor, higher_is_better=False)
         live = switch("pages/live.py", "Live", live="big-live")
         assert at.subheader[0].value == "ten thousand steps"
-        report("page_live_10k_running_run", live, "s", "<= 3", floor,
-               higher_is_better=False)
-        report("page_review_with_10k_run", switch("pages/review.py", "Review", review="unreviewed"), "s", "<= 3", floor,
-               higher_is_better=False)
-        report("page_import_with_10k_run", switch("pages/import_runs.py", "Import runs"), "s", "<= 3", floor, higher_is_better=False)
+        report("page_live_10k_running_run", live, "s", "<= 3", floor, higher_is_better=False)
+        report(
+            "page_review_with_10k_run",
+            switch("pages/review.py", "Review", review="unreviewed"),
+            "s",
+            "<= 3",
+            floor,
+            higher_is_better=False,
+        )
+        report(
+            "page_import_with_10k_run", switch("pages/import_runs.py", "Import runs"), "s", "<= 3", floor, higher_is_better=False
+        )
 
 
 if __name__ == "__main__":

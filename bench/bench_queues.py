@@ -40,8 +40,10 @@ def main() -> None:
     t0 = datetime(2026, 9, 1, tzinfo=UTC)
     events = []
     for i in range(RUNS):
-        events += [SessionEvent(session_id=f"q-{i}", name=f"run {i}", started_at=t0 + timedelta(seconds=i)),
-                   SessionEndEvent(session_id=f"q-{i}", status="failed", ended_at=t0 + timedelta(seconds=i + 1))]
+        events += [
+            SessionEvent(session_id=f"q-{i}", name=f"run {i}", started_at=t0 + timedelta(seconds=i)),
+            SessionEndEvent(session_id=f"q-{i}", status="failed", ended_at=t0 + timedelta(seconds=i + 1)),
+        ]
     store.write(events)
     qid = queues.create(store, "bench", flt=SessionFilter(status="failed"), actor=EDITOR)["id"]
     for item in store.queue_items(qid)[:REVIEWED]:

@@ -34,9 +34,23 @@ HELD = {"batch_size": 10**9, "flush_interval": 3600}  # delivery held back until
 
 def baseline_dicts(n: int) -> list[dict]:
     """The same step as a plain native dict: ids, timestamp, fields."""
-    return [{"schema": "agent-replay/v1", "kind": "step", "session_id": "bench", "event_id": uuid.uuid4().hex, "seq": i,
-             "type": "think", "timestamp": datetime.now(UTC).isoformat(), "content": CONTENT, "model": "gpt-4o",
-             "tokens_in": 812, "tokens_out": 40, "cost_usd": 0.0004} for i in range(1, n + 1)]
+    return [
+        {
+            "schema": "agent-replay/v1",
+            "kind": "step",
+            "session_id": "bench",
+            "event_id": uuid.uuid4().hex,
+            "seq": i,
+            "type": "think",
+            "timestamp": datetime.now(UTC).isoformat(),
+            "content": CONTENT,
+            "model": "gpt-4o",
+            "tokens_in": 812,
+            "tokens_out": 40,
+            "cost_usd": 0.0004,
+        }
+        for i in range(1, n + 1)
+    ]
 
 
 def record(rec: Recorder, n: int) -> str:
@@ -63,8 +77,14 @@ def main() -> None:
         with rec.session("tools"):
             _, traced_s = timed(lambda: [traced("index", limit=i) for i in range(TOOL_CALLS)])
         _, bare_s = timed(lambda: [bare("index", limit=i) for i in range(TOOL_CALLS)])
-        report("recorder_tool_call_overhead", traced_s / TOOL_CALLS * 1e6, "us/call", "<= 100", bare_s / TOOL_CALLS * 1e6,
-               higher_is_better=False)
+        report(
+            "recorder_tool_call_overhead",
+            traced_s / TOOL_CALLS * 1e6,
+            "us/call",
+            "<= 100",
+            bare_s / TOOL_CALLS * 1e6,
+            higher_is_better=False,
+        )
         assert rec.close()
 
         rec = Recorder(url, spool_dir=f"{tmp}/spool", batch_size=1000, flush_interval=0.2)

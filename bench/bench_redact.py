@@ -36,7 +36,7 @@ THOUGHTS = [
 RESULTS = [
     '{{"order_id": "{order}", "status": "delivered", "amount": 42.5, "currency": "EUR", "items": 3}}',
     "Found 3 files:\nsrc/app/routes.py\nsrc/app/models.py\ntests/test_routes.py",
-    "HTTP/1.1 200 OK\nContent-Type: application/json\n\n{{\"ok\": true, \"id\": \"{order}\"}}",
+    'HTTP/1.1 200 OK\nContent-Type: application/json\n\n{{"ok": true, "id": "{order}"}}',
     "Traceback (most recent call last):\n  File \"src/app/routes.py\", line {line}, in handler\nKeyError: 'user_id'",
 ]
 TOOLS = [

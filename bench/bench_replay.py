@@ -20,9 +20,9 @@ from common import generated_jsonl, report, timed  # noqa: E402
 from openai_server import OpenAIServer  # noqa: E402
 
 from replay_core.ingest.pipeline import import_bytes  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
 from replay_core.whatif.replay import open_recording, replay  # noqa: E402
 from replay_core.whatif.replay_config import ReplayConfig  # noqa: E402
-from replay_core.storage.store import Store  # noqa: E402
 
 STEPS = 2000
 LIVE_TO = 400
@@ -39,8 +39,14 @@ def main() -> None:
         import_bytes(store, data, "run.jsonl")
         result, seconds = timed(replay, store, "bench-0", None, None, ReplayConfig(model="recorded"))
         assert result.first_divergence is None and result.steps == STEPS, result
-        report("replay_null_overhead_per_step_2k", seconds * 1000 / STEPS, "ms/step", "overhead only", per_step_floor,
-               higher_is_better=False)
+        report(
+            "replay_null_overhead_per_step_2k",
+            seconds * 1000 / STEPS,
+            "ms/step",
+            "overhead only",
+            per_step_floor,
+            higher_is_better=False,
+        )
 
         rec = open_recording(store, "bench-0", 1, LIVE_TO)
         with OpenAIServer() as server:
@@ -51,10 +57,22 @@ def main() -> None:
             config = ReplayConfig(model="openai/fake-model", api_base=server.base_url)
             result = replay(store, "bench-0", 1, LIVE_TO, config)
         assert result.outcome == "completed" and result.model_calls == len(rec.turns), result
-        report("replay_live_overhead_per_step_400", result.overhead_ms / result.steps, "ms/step", "outside the model call",
-               per_step_floor, higher_is_better=False)
-        report("replay_live_model_call_ms", result.latency_ms / result.model_calls, "ms/call", "litellm + local server", None,
-               higher_is_better=False)
+        report(
+            "replay_live_overhead_per_step_400",
+            result.overhead_ms / result.steps,
+            "ms/step",
+            "outside the model call",
+            per_step_floor,
+            higher_is_better=False,
+        )
+        report(
+            "replay_live_model_call_ms",
+            result.latency_ms / result.model_calls,
+            "ms/call",
+            "litellm + local server",
+            None,
+            higher_is_better=False,
+        )
         store.close()
         floor_store.close()
 

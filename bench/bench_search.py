@@ -55,8 +55,20 @@ def generate(runs: int, seed: int = 11):
                 sentence[rng.randrange(12)] = COMMON
             if seq % 3 == 0:
                 tool = TOOLS[seq % len(TOOLS)]
-                steps.append((sid, seq, f"e{seq}", "tool_call", None, tool, orjson.dumps({"query": " ".join(sentence[:4])}).decode(),
-                              "ok", 0, 0))
+                steps.append(
+                    (
+                        sid,
+                        seq,
+                        f"e{seq}",
+                        "tool_call",
+                        None,
+                        tool,
+                        orjson.dumps({"query": " ".join(sentence[:4])}).decode(),
+                        "ok",
+                        0,
+                        0,
+                    )
+                )
             else:
                 steps.append((sid, seq, f"e{seq}", "think", " ".join(sentence), None, None, "ok", 0, 0))
     return sessions, steps
@@ -75,7 +87,7 @@ def fill_sqlite(path: Path, sessions, steps) -> tuple[float, float]:
     db.commit()
     start = time.perf_counter()
     for i in range(0, len(steps), 100_000):
-        db.executemany(STEP_SQL, steps[i:i + 100_000])
+        db.executemany(STEP_SQL, steps[i : i + 100_000])
         db.commit()
     inserted = time.perf_counter() - start
     start = time.perf_counter()
@@ -97,11 +109,21 @@ def write_rate(url: str, steps, *, index: bool) -> float:
     store = Store(url)
     if not index:
         store._search_indexed = lambda conn: nullcontext(lambda: None)  # what the real one yields: a "fill now" call
-    events = [StepEvent(session_id=r[0], seq=r[1], event_id=r[2], type=r[3], content=r[4], tool_name=r[5],
-                        tool_args=None if r[6] is None else orjson.loads(r[6])) for r in steps]
+    events = [
+        StepEvent(
+            session_id=r[0],
+            seq=r[1],
+            event_id=r[2],
+            type=r[3],
+            content=r[4],
+            tool_name=r[5],
+            tool_args=None if r[6] is None else orjson.loads(r[6]),
+        )
+        for r in steps
+    ]
     start = time.perf_counter()
     for i in range(0, len(events), 1000):
-        store.write(events[i:i + 1000])
+        store.write(events[i : i + 1000])
     rate = len(events) / (time.perf_counter() - start)
     store.close()
     return rate
@@ -119,8 +141,10 @@ def like_scan(store: Store, word: str) -> int:
     """The search before the index: LIKE over every step's content (what SessionFilter.text did)."""
     from sqlalchemy import text
 
-    sql = ("select count(*) from sessions where lower(name) like :p or exists "
-           "(select 1 from steps where steps.session_id = sessions.id and lower(steps.content) like :p)")
+    sql = (
+        "select count(*) from sessions where lower(name) like :p or exists "
+        "(select 1 from steps where steps.session_id = sessions.id and lower(steps.content) like :p)"
+    )
     with store.engine.connect() as conn:
         return conn.scalar(text(sql), {"p": f"%{word}%"})
 
@@ -140,7 +164,9 @@ def figures(store: Store, label: str, n_steps: int) -> None:
         ours, total = best(runs_page, store, word)
         base, base_total = best(like_scan, store, word, repeat=1)
         assert total >= base_total, (word, total, base_total)  # what the scan finds, and tool arguments besides
-        report(f"search_runs_page_{kind}_word_{size}_steps_{label}", ours * 1000, "ms", "<= 100", base * 1000, higher_is_better=False)
+        report(
+            f"search_runs_page_{kind}_word_{size}_steps_{label}", ours * 1000, "ms", "<= 100", base * 1000, higher_is_better=False
+        )
     sid = store.list_sessions(SessionFilter(text=COMMON), limit=1)[0]["id"]
     ours, (hits, _) = best(store.search_in_session, sid, COMMON)
     assert hits >= 1
@@ -162,7 +188,9 @@ def postgres(sessions, steps) -> None:
     try:
         Store(url).close()
         with psycopg.connect(url) as conn, conn.cursor() as cur:
-            cur.executemany("insert into sessions (id, name, status, started_at, created_at) values (%s, %s, %s, %s, %s)", sessions)
+            cur.executemany(
+                "insert into sessions (id, name, status, started_at, created_at) values (%s, %s, %s, %s, %s)", sessions
+            )
             conn.commit()
 
             def copy_steps() -> float:

@@ -34,11 +34,27 @@ def _port() -> int:
 def served(db_url: str) -> float:
     """Seconds from starting the app's process until it serves its first page and /healthz."""
     port = _port()
-    argv = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true", "--server.address",
-            "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    argv = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "streamlit_app.py",
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         pending = ["/", "/healthz"]
         while pending:
@@ -68,16 +84,31 @@ def _process(code: str) -> float:
 
 
 def main() -> None:
-    lazy = subprocess.run(
-        [sys.executable, "-c", "import sys, replay_core, streamlit_app; print('litellm' in sys.modules)"], cwd=REPO,
-        capture_output=True, text=True, check=True).stdout.split()[-1] == "False"
+    lazy = (
+        subprocess.run(
+            [sys.executable, "-c", "import sys, replay_core, streamlit_app; print('litellm' in sys.modules)"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[-1]
+        == "False"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/startup.db"
         served(url)  # the database made and migrated, and the OS file cache warm, as for a restart
         start = min(served(url) for _ in range(RUNS))
     python = _process("pass")
-    report("app_start_first_page_served", start, "s", "<= 2", python, higher_is_better=False,
-           import_replay_core_s=round(_process("import replay_core"), 3), litellm_imported_at_start=not lazy)
+    report(
+        "app_start_first_page_served",
+        start,
+        "s",
+        "<= 2",
+        python,
+        higher_is_better=False,
+        import_replay_core_s=round(_process("import replay_core"), 3),
+        litellm_imported_at_start=not lazy,
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,8 +38,9 @@ for i in range(int(sys.argv[3])):
 
 async def listen(base: str, sid: str, want: int, ready: asyncio.Event, latencies: list[float]) -> None:
     async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=60)) as http:
-        async with http.stream("GET", f"{base}/api/v1/sessions/{sid}/stream",
-                               headers={"Authorization": f"Bearer {TOKEN}"}) as res:
+        async with http.stream(
+            "GET", f"{base}/api/v1/sessions/{sid}/stream", headers={"Authorization": f"Bearer {TOKEN}"}
+        ) as res:
             res.raise_for_status()
             seen = 0
             async for line in res.aiter_lines():
@@ -84,10 +84,22 @@ def main() -> None:
             one = asyncio.run(round_trip(base, url, "one", 1, args.steps, 0.05))
             many = asyncio.run(round_trip(base, url, "many", args.clients, args.steps, 0.05))
     assert len(many) == args.clients * args.steps, len(many)
-    report(f"stream_write_to_client_p95_{args.clients}_clients", p95(many) * 1000, "ms", "<= 200", p95(one) * 1000,
-           higher_is_better=False)
-    report(f"stream_write_to_client_p50_{args.clients}_clients", statistics.median(many) * 1000, "ms", "",
-           statistics.median(one) * 1000, higher_is_better=False)
+    report(
+        f"stream_write_to_client_p95_{args.clients}_clients",
+        p95(many) * 1000,
+        "ms",
+        "<= 200",
+        p95(one) * 1000,
+        higher_is_better=False,
+    )
+    report(
+        f"stream_write_to_client_p50_{args.clients}_clients",
+        statistics.median(many) * 1000,
+        "ms",
+        "",
+        statistics.median(one) * 1000,
+        higher_is_better=False,
+    )
 
 
 if __name__ == "__main__":

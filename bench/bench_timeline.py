@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_jsonl, report, timed  # noqa: E402
 
 from replay_core.ingest.pipeline import import_bytes  # noqa: E402
-from replay_core.understand.snapshot import state_at  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
+from replay_core.understand.snapshot import state_at  # noqa: E402
 from replay_core.understand.timeline import open_timeline  # noqa: E402
 
 

@@ -16,14 +16,27 @@ PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 TOOLS = ["search_docs", "read_file", "run_tests", "http_get", "sql_query"]
 
 
-def report(bench: str, value: float, unit: str, goal: str, baseline: float | None, higher_is_better: bool = True,
-           **extra) -> None:
+def report(
+    bench: str, value: float, unit: str, goal: str, baseline: float | None, higher_is_better: bool = True, **extra
+) -> None:
     ratio = None
     if baseline:
         ratio = round(value / baseline if higher_is_better else baseline / value, 3) if value else None
-    print(json.dumps({"bench": bench, "value": round(value, 3), "unit": unit, "goal": goal,
-                      "baseline": None if baseline is None else round(baseline, 3), "ratio": ratio,
-                      "load": [round(x, 2) for x in os.getloadavg()], **extra}), flush=True)
+    print(
+        json.dumps(
+            {
+                "bench": bench,
+                "value": round(value, 3),
+                "unit": unit,
+                "goal": goal,
+                "baseline": None if baseline is None else round(baseline, 3),
+                "ratio": ratio,
+                "load": [round(x, 2) for x in os.getloadavg()],
+                **extra,
+            }
+        ),
+        flush=True,
+    )
 
 
 def timed(fn, *args, **kwargs):
@@ -40,16 +53,36 @@ def generated_objects(sessions: int, steps_per_session: int, seed: int = 7):
     for s in range(sessions):
         sid = f"bench-{s}"
         start = t0 + timedelta(minutes=s)
-        yield {"schema": "agent-replay/v1", "kind": "session", "session_id": sid, "name": f"bench run {s}", "model": "gpt-4o",
-               "agent_id": "bench-agent", "started_at": start.isoformat()}
+        yield {
+            "schema": "agent-replay/v1",
+            "kind": "session",
+            "session_id": sid,
+            "name": f"bench run {s}",
+            "model": "gpt-4o",
+            "agent_id": "bench-agent",
+            "started_at": start.isoformat(),
+        }
         for i in range(1, steps_per_session + 1):
             kind = cycle[i % 4]
             tool = TOOLS[i % len(TOOLS)]
-            obj = {"schema": "agent-replay/v1", "kind": "step", "session_id": sid, "event_id": f"e{i}", "seq": i, "type": kind,
-                   "timestamp": (start + timedelta(seconds=i)).isoformat(), "duration_ms": rng.randint(5, 900)}
+            obj = {
+                "schema": "agent-replay/v1",
+                "kind": "step",
+                "session_id": sid,
+                "event_id": f"e{i}",
+                "seq": i,
+                "type": kind,
+                "timestamp": (start + timedelta(seconds=i)).isoformat(),
+                "duration_ms": rng.randint(5, 900),
+            }
             if kind in ("think", "decision"):
-                obj.update(content=f"Step {i}: the result of {tool} shows {rng.randint(0, 99)} matching rows; next check the index.",
-                           model="gpt-4o", tokens_in=rng.randint(200, 4000), tokens_out=rng.randint(10, 300), cost_usd=0.0004)
+                obj.update(
+                    content=f"Step {i}: the result of {tool} shows {rng.randint(0, 99)} matching rows; next check the index.",
+                    model="gpt-4o",
+                    tokens_in=rng.randint(200, 4000),
+                    tokens_out=rng.randint(10, 300),
+                    cost_usd=0.0004,
+                )
             elif kind == "tool_call":
                 obj.update(tool_name=tool, tool_args={"query": f"item {i}", "limit": 10}, tool_call_id=f"c{i}")
             else:

@@ -34,8 +34,9 @@ def main() -> int:
     took, failed, start = [], [], time.perf_counter()
     for bench in benches:
         t = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(bench), *ARGS.get(bench.stem, [])], stdout=subprocess.PIPE, env=env,
-                              cwd=HERE.parent, text=True)
+        proc = subprocess.run(
+            [sys.executable, str(bench), *ARGS.get(bench.stem, [])], stdout=subprocess.PIPE, env=env, cwd=HERE.parent, text=True
+        )
         for line in proc.stdout.splitlines():
             print(line, flush=True)
             try:
@@ -49,8 +50,11 @@ def main() -> int:
     total = time.perf_counter() - start
     for name, seconds in took:
         print(f"# {name:28} {seconds:7.1f} s", file=sys.stderr)
-    print(f"# total {total:.0f} s (budget {args.budget:.0f} s{', OVER' if total > args.budget else ''}); "
-          f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
+    print(
+        f"# total {total:.0f} s (budget {args.budget:.0f} s{', OVER' if total > args.budget else ''}); "
+        f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        file=sys.stderr,
+    )
     for line in failed:
         print(f"# FAILED {line}", file=sys.stderr)
     return 1 if failed else 0

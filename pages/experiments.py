@@ -14,8 +14,10 @@ from ui import experiments_view as xv
 from ui.common import current_role, get_store
 
 st.title("Experiments")
-st.caption("Replay a set of recorded runs with other models and see, per model, how many still come out right — "
-           "with the cost, the latency, and the runs that got worse.")
+st.caption(
+    "Replay a set of recorded runs with other models and see, per model, how many still come out right — "
+    "with the cost, the latency, and the runs that got worse."
+)
 store = get_store()
 editor = current_role() == "editor"
 sets = xv.make_dataset(store, xv.datasets(store), editor)

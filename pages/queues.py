@@ -26,7 +26,9 @@ if actor.may(MANAGE_QUEUES):
         qv.new_queue_form(store, actor)
 if actor.may(SHARE):
     with st.expander("Share links", icon="🔗", expanded=False):
-        st.caption("A read-only link to one run or a comparison, for someone without an account. "
-                   "Queue results are shared from each queue's results.")
+        st.caption(
+            "A read-only link to one run or a comparison, for someone without an account. "
+            "Queue results are shared from each queue's results."
+        )
         share_view.share_a_run(store, actor)
         share_view.links_admin(store, actor)

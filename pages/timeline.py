@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from replay_core.storage.actor import DELETE
 from replay_core.understand.snapshot import state_at
 from ui import player_view
 from ui import timeline_view as tv
-from replay_core.storage.actor import DELETE
 from ui.common import PAGE_RUNS, current_actor, get_store, load_run, reviewer_name
 
 store = get_store()

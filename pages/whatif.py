@@ -13,8 +13,10 @@ from ui import whatif_view as wv
 from ui.common import current_actor, get_store, load_timeline
 
 st.title("What-if replay")
-st.caption("Re-run part of a recorded run with another model, temperature or system prompt, and see exactly "
-           "where the new run departs from the original.")
+st.caption(
+    "Re-run part of a recorded run with another model, temperature or system prompt, and see exactly "
+    "where the new run departs from the original."
+)
 store = get_store()
 session_id = wv.pick_run(store)
 if session_id is None:

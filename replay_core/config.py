@@ -40,7 +40,9 @@ def app_dir() -> Path:
 
     spec = importlib.util.find_spec(APP_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"the app's files are not installed (no {APP_PACKAGE} beside replay_core); reinstall agent-replay")
+        raise FileNotFoundError(
+            f"the app's files are not installed (no {APP_PACKAGE} beside replay_core); reinstall agent-replay"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 

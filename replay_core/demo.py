@@ -77,8 +77,14 @@ def screenshot_browser_demo(store: Store) -> int:
             n += 1
         elif step.type == "tool_call" and page is not None and "selector" in args:
             box = next((b for label, b in page[1].items() if label.lower() in str(args["selector"]).lower()), None)
-            attach_image(store, BROWSER_DEMO, step.event_id, page[0], name=f"before-{step.seq}.png",
-                         target={"box": list(box)} if box else None)
+            attach_image(
+                store,
+                BROWSER_DEMO,
+                step.event_id,
+                page[0],
+                name=f"before-{step.seq}.png",
+                target={"box": list(box)} if box else None,
+            )
             n += 1
     return n
 

@@ -2,8 +2,11 @@
 tool-using task run against inspect's own `mockllm/model` with scripted outputs (no network, no key);
 one call succeeds, one raises a ToolError. inspect-ai is not a dependency of this project: run it in a
 venv of its own (`pip install inspect-ai==0.3.285`), `python scripts/make_inspect_fixture.py OUT_DIR json|eval`."""
+
 import sys
-from inspect_ai import Task, eval as inspect_eval
+
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import includes
@@ -21,6 +24,7 @@ def add():
             y: Second number to add.
         """
         return x + y
+
     return execute
 
 
@@ -33,6 +37,7 @@ def read_file():
             path: The file to read.
         """
         raise ToolError(f"no such file: {path}")
+
     return execute
 
 
@@ -42,9 +47,19 @@ outputs = [
     ModelOutput.from_content("mockllm/model", "The answer is 2."),
 ]
 for out, (tin, tout) in zip(outputs, [(120, 20), (160, 25), (190, 8)]):
-    out.usage = ModelUsage(input_tokens=tin, output_tokens=tout, total_tokens=tin + tout)  # mockllm counts with tiktoken otherwise (a download)
-task = Task(dataset=[Sample(input="What is 1 + 1? Then read notes.txt.", target="2")],
-            solver=[use_tools([add(), read_file()]), generate()], scorer=includes())
-logs = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=outputs), log_dir=sys.argv[1],
-                    log_format=sys.argv[2] if len(sys.argv) > 2 else "json", display="none")
+    out.usage = ModelUsage(
+        input_tokens=tin, output_tokens=tout, total_tokens=tin + tout
+    )  # mockllm counts with tiktoken otherwise (a download)
+task = Task(
+    dataset=[Sample(input="What is 1 + 1? Then read notes.txt.", target="2")],
+    solver=[use_tools([add(), read_file()]), generate()],
+    scorer=includes(),
+)
+logs = inspect_eval(
+    task,
+    model=get_model("mockllm/model", custom_outputs=outputs),
+    log_dir=sys.argv[1],
+    log_format=sys.argv[2] if len(sys.argv) > 2 else "json",
+    display="none",
+)
 print(logs[0].location, logs[0].status)

@@ -18,8 +18,10 @@ from replay_core.understand.explain import failure_patterns
 from . import components
 from .common import PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_cost, fmt_duration, get_store, md
 
-STATUS_COLORS = alt.Scale(domain=["succeeded", "failed", "incomplete", "unknown", "running"],
-                          range=["#2e9e5b", "#d64545", "#e8a33d", "#b0b0b0", "#7a8ca6"])
+STATUS_COLORS = alt.Scale(
+    domain=["succeeded", "failed", "incomplete", "unknown", "running"],
+    range=["#2e9e5b", "#d64545", "#e8a33d", "#b0b0b0", "#7a8ca6"],
+)
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90, "All time": None}
 PICK = "pick"  # the point-selection parameter of every chart
 NONE = "(none)"  # how a missing dimension value is drawn
@@ -37,7 +39,9 @@ class Chart(alt.Chart):
 
 @st.cache_data(ttl=60, show_spinner="Crunching runs…")
 def _load(url: str, flt_items: tuple, detail: bool) -> analytics.RunData:
-    return analytics.load(get_store(), SessionFilter(**dict(flt_items)), detail=detail, daily=True)  # charts group by day, model, agent
+    return analytics.load(
+        get_store(), SessionFilter(**dict(flt_items)), detail=detail, daily=True
+    )  # charts group by day, model, agent
 
 
 def load(flt: SessionFilter, *, detail: bool = True) -> analytics.RunData:
@@ -105,10 +109,15 @@ def headline(data: analytics.RunData, previous: analytics.RunData | None) -> Non
     cards = []
     for metric, label, fmt, rise_is_bad in CARDS:
         value, change = now[metric][0], changes.get(metric)
-        cards.append(components.card(
-            label, "—" if value is None else fmt(value), delta=_delta(metric, fmt, change),
-            good=None if not change else (change > 0) != rise_is_bad,
-            help="Change against the period of the same length just before." if previous is not None else None))
+        cards.append(
+            components.card(
+                label,
+                "—" if value is None else fmt(value),
+                delta=_delta(metric, fmt, change),
+                good=None if not change else (change > 0) != rise_is_bad,
+                help="Change against the period of the same length just before." if previous is not None else None,
+            )
+        )
     components.metrics(cards, key="headline", columns=5)
 
 
@@ -171,8 +180,15 @@ def show(name: str, title: str, frame: pl.DataFrame, chart: alt.Chart, drill: Dr
 
 
 def csv_button(name: str, frame: pl.DataFrame) -> None:
-    st.download_button("Download CSV", frame.write_csv(), file_name=f"{name}.csv", mime="text/csv", key=f"csv_{name}",
-                       on_click="ignore", icon=":material/download:")
+    st.download_button(
+        "Download CSV",
+        frame.write_csv(),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"csv_{name}",
+        on_click="ignore",
+        icon=":material/download:",
+    )
 
 
 def follow_drill() -> None:
@@ -186,8 +202,16 @@ def open_runs(target: SessionFilter) -> NoReturn:
     st.switch_page(PAGE_RUNS, query_params=filter_params(target))
 
 
-AXIS_TITLES = {"runs": "Runs", "success_rate": "Success rate", "cost_usd": "Cost (USD)", "ms": "Step latency (ms)",
-               "failure_rate": "Failure rate", "errors": "Errors", "rate": "Share of runs", "runs_with_loops": "Runs with loops"}
+AXIS_TITLES = {
+    "runs": "Runs",
+    "success_rate": "Success rate",
+    "cost_usd": "Cost (USD)",
+    "ms": "Step latency (ms)",
+    "failure_rate": "Failure rate",
+    "errors": "Errors",
+    "rate": "Share of runs",
+    "runs_with_loops": "Runs with loops",
+}
 PERCENTILES = {"p50_ms": "Median latency (ms)", "p95_ms": "95th percentile (ms)", "p99_ms": "99th percentile (ms)"}
 
 
@@ -196,17 +220,25 @@ def over_time(frame: pl.DataFrame, y: str, color: str | None = None, *, rate: bo
     base = Chart(frame)
     chart = base.mark_line(point=alt.OverlayMarkDef(size=90, filled=True)) if rate else base.mark_bar()
     axis = alt.Axis(format=".0%") if rate else alt.Axis(format="d", tickMinStep=1)
-    enc = {"x": alt.X("day:T", title=None, timeUnit="utcyearmonthdate"), "y": alt.Y(f"{y}:Q", axis=axis, title=AXIS_TITLES.get(y, y)),
-           "tooltip": [alt.Tooltip("day:T", timeUnit="utcyearmonthdate"), *[alt.Tooltip(c) for c in frame.columns if c != "day"]]}
+    enc = {
+        "x": alt.X("day:T", title=None, timeUnit="utcyearmonthdate"),
+        "y": alt.Y(f"{y}:Q", axis=axis, title=AXIS_TITLES.get(y, y)),
+        "tooltip": [alt.Tooltip("day:T", timeUnit="utcyearmonthdate"), *[alt.Tooltip(c) for c in frame.columns if c != "day"]],
+    }
     if color:
         enc["color"] = alt.Color(f"{color}:N", title=None, scale=scale)
     return chart.encode(**enc)
 
 
 def bars(frame: pl.DataFrame, x: str, y: str, *, fmt: str = ",.0f", sort: str = "-x") -> alt.Chart:
-    return Chart(frame).mark_bar().encode(
-        y=alt.Y(f"{x}:N", title=None, sort=sort), x=alt.X(f"{y}:Q", axis=alt.Axis(format=fmt), title=AXIS_TITLES.get(y, y)),
-        tooltip=[alt.Tooltip(c) for c in frame.columns],
+    return (
+        Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y(f"{x}:N", title=None, sort=sort),
+            x=alt.X(f"{y}:Q", axis=alt.Axis(format=fmt), title=AXIS_TITLES.get(y, y)),
+            tooltip=[alt.Tooltip(c) for c in frame.columns],
+        )
     )
 
 
@@ -226,9 +258,11 @@ def patterns_section(flt: SessionFilter) -> None:
     if not patterns:
         st.caption("No failed, incomplete or unknown-outcome runs in this period. 🎉")
         return
-    st.caption("Each failed run is explained from what it recorded (no model) and grouped by where it diverged from a "
-               "successful run of the same task, else where its causal chain starts."
-               + (f" {skipped} older failing runs were left out." if skipped else ""))
+    st.caption(
+        "Each failed run is explained from what it recorded (no model) and grouped by where it diverged from a "
+        "successful run of the same task, else where its causal chain starts."
+        + (f" {skipped} older failing runs were left out." if skipped else "")
+    )
     for i, pattern in enumerate(patterns[:MAX_PATTERNS]):
         text, action = st.columns([5, 1], vertical_alignment="center")
         text.markdown(md(pattern.sentence))
@@ -251,15 +285,25 @@ def volume_row(data: analytics.RunData, flt: SessionFilter) -> None:
         volume = analytics.volume(data, "day")
         statuses = ["succeeded", "failed", "incomplete", "unknown", "running"]
         long = volume.select("day", *statuses).unpivot(statuses, index="day", variable_name="status", value_name="runs")
-        show("volume", "Runs by status", drawn(volume),
-             over_time(drawn(long.filter(pl.col("runs") > 0)), "runs", "status", scale=STATUS_COLORS),
-             Drill(flt, "day", {"status": "status"}),
-             empty="No runs.")
+        show(
+            "volume",
+            "Runs by status",
+            drawn(volume),
+            over_time(drawn(long.filter(pl.col("runs") > 0)), "runs", "status", scale=STATUS_COLORS),
+            Drill(flt, "day", {"status": "status"}),
+            empty="No runs.",
+        )
     with right:
         rate = drawn(volume.select("day", "runs", "success_rate").drop_nulls("success_rate"))
-        show("success_rate", "Success rate", rate, over_time(rate, "success_rate", rate=True),
-             Drill(flt, "day"), empty="No finished runs yet.",
-             caption="Succeeded over finished runs (running ones wait). A point opens that day's runs.")
+        show(
+            "success_rate",
+            "Success rate",
+            rate,
+            over_time(rate, "success_rate", rate=True),
+            Drill(flt, "day"),
+            empty="No finished runs yet.",
+            caption="Succeeded over finished runs (running ones wait). A point opens that day's runs.",
+        )
 
 
 def cost_row(data: analytics.RunData, flt: SessionFilter) -> None:
@@ -267,23 +311,37 @@ def cost_row(data: analytics.RunData, flt: SessionFilter) -> None:
     left, right = st.columns(2)
     with left:
         latency = analytics.step_latency(data, "model")
-        long = (latency.unpivot(list(PERCENTILES), index="model", variable_name="percentile", value_name="ms")
-                .with_columns(pl.col("percentile").replace_strict(PERCENTILES)))
-        chart = Chart(drawn(long)).mark_bar().encode(
-            y=alt.Y("model:N", title=None), x=alt.X("ms:Q", title=AXIS_TITLES["ms"]), yOffset="percentile:N",
-            color=alt.Color("percentile:N", title=None), tooltip=["model", "percentile", alt.Tooltip("ms", format=",.0f")])
-        show("latency", "Step latency by model", drawn(latency), chart,
-             Drill(flt, "model"), empty="No step durations recorded.")
+        long = latency.unpivot(list(PERCENTILES), index="model", variable_name="percentile", value_name="ms").with_columns(
+            pl.col("percentile").replace_strict(PERCENTILES)
+        )
+        chart = (
+            Chart(drawn(long))
+            .mark_bar()
+            .encode(
+                y=alt.Y("model:N", title=None),
+                x=alt.X("ms:Q", title=AXIS_TITLES["ms"]),
+                yOffset="percentile:N",
+                color=alt.Color("percentile:N", title=None),
+                tooltip=["model", "percentile", alt.Tooltip("ms", format=",.0f")],
+            )
+        )
+        show("latency", "Step latency by model", drawn(latency), chart, Drill(flt, "model"), empty="No step durations recorded.")
     with right:
         # the widget's own state is dropped while its tab is closed: the choice is kept beside it
         kept = st.session_state.get("cost_by_kept", "model")
         by = st.segmented_control("Cost by", ["model", "agent"], default=kept, key="cost_by") or "model"
         st.session_state["cost_by_kept"] = by
         usage = analytics.usage(data, by)
-        show("usage", "Cost and tokens", drawn(usage), bars(drawn(usage), by, "cost_usd", fmt="$,.4f"),
-             Drill(flt, by), empty="No runs.",
-             caption=f"Known cost; {usage['runs_cost_unknown'].sum()} runs used a model without a price. "
-                     "Tokens are in the tooltip and the CSV.")
+        show(
+            "usage",
+            "Cost and tokens",
+            drawn(usage),
+            bars(drawn(usage), by, "cost_usd", fmt="$,.4f"),
+            Drill(flt, by),
+            empty="No runs.",
+            caption=f"Known cost; {usage['runs_cost_unknown'].sum()} runs used a model without a price. "
+            "Tokens are in the tooltip and the CSV.",
+        )
 
 
 def failures_row(data: analytics.RunData, flt: SessionFilter) -> None:
@@ -292,45 +350,68 @@ def failures_row(data: analytics.RunData, flt: SessionFilter) -> None:
     with left:
         tools = analytics.tools(data)
         failing = tools.filter(pl.col("failures") > 0).sort("failure_rate", "calls", descending=True).head(20)
-        show("tools", "Tool failure rate", drawn(failing), bars(drawn(failing), "tool_name", "failure_rate", fmt=".0%"),
-             Drill(flt, narrow={"tool_name": "failed_tool"}),
-             empty=f"No tool failed in {tools['calls'].sum():,} calls. 🎉",
-             caption=f"Tools that failed at least once, of {tools.height} tools called. A bar opens the runs where it failed.")
+        show(
+            "tools",
+            "Tool failure rate",
+            drawn(failing),
+            bars(drawn(failing), "tool_name", "failure_rate", fmt=".0%"),
+            Drill(flt, narrow={"tool_name": "failed_tool"}),
+            empty=f"No tool failed in {tools['calls'].sum():,} calls. 🎉",
+            caption=f"Tools that failed at least once, of {tools.height} tools called. A bar opens the runs where it failed.",
+        )
     with right:
         errors = analytics.error_classes(data)
-        show("errors", "Error classes", drawn(errors), bars(drawn(errors), "error_class", "errors"),
-             Drill(flt, narrow={"error_class": "error_class"}),
-             empty="No errors in these runs. 🎉")
+        show(
+            "errors",
+            "Error classes",
+            drawn(errors),
+            bars(drawn(errors), "error_class", "errors"),
+            Drill(flt, narrow={"error_class": "error_class"}),
+            empty="No errors in these runs. 🎉",
+        )
 
 
 def rates_row(data: analytics.RunData, flt: SessionFilter) -> None:
     """Retries, fallbacks and interventions, and loops, by day."""
     left, right = st.columns(2)
     rates = (
-        analytics.retries(data, "day").select("day", retry="retry_rate")
+        analytics.retries(data, "day")
+        .select("day", retry="retry_rate")
         .join(analytics.fallbacks(data, "day").select("day", fallback="fallback_rate"), on="day")
         .join(analytics.interventions(data, "day").select("day", intervention="intervention_rate"), on="day")
     )
     with left:
         long = rates.unpivot(["retry", "fallback", "intervention"], index="day", variable_name="has", value_name="rate")
-        show("rates", "Retries, fallbacks, interventions", drawn(rates),
-             over_time(drawn(long.drop_nulls("rate")), "rate", "has", rate=True),
-             Drill(flt, "day", {"has": "has"}), empty="No runs.",
-             caption="retry: runs with a retried step · fallback: fallback blocks the agent took over · "
-                     "intervention: runs with a blocked action or an approval.")
+        show(
+            "rates",
+            "Retries, fallbacks, interventions",
+            drawn(rates),
+            over_time(drawn(long.drop_nulls("rate")), "rate", "has", rate=True),
+            Drill(flt, "day", {"has": "has"}),
+            empty="No runs.",
+            caption="retry: runs with a retried step · fallback: fallback blocks the agent took over · "
+            "intervention: runs with a blocked action or an approval.",
+        )
     with right:
         loops = analytics.loops(data, "day")
         per_run = analytics.loops(data)["cycles_per_run"][0] or 0
-        totals = (f"{loops['cycles'].sum():,} decision cycles ({per_run:.1f} a run), "
-                  f"{loops['redundant_calls'].sum():,} redundant calls (a result already seen).")
+        totals = (
+            f"{loops['cycles'].sum():,} decision cycles ({per_run:.1f} a run), "
+            f"{loops['redundant_calls'].sum():,} redundant calls (a result already seen)."
+        )
         looping = loops if loops["runs_with_loops"].sum() else loops.clear()
-        show("loops", "Loops", drawn(looping), over_time(drawn(loops), "runs_with_loops"), Drill(flt, "day", fixed={"has": "loop"}),
-             empty=f"No run repeated a tool call with the same arguments 3+ times. {totals}",
-             caption=f"Runs repeating a tool call with the same arguments 3+ times. {totals}")
+        show(
+            "loops",
+            "Loops",
+            drawn(looping),
+            over_time(drawn(loops), "runs_with_loops"),
+            Drill(flt, "day", fixed={"has": "loop"}),
+            empty=f"No run repeated a tool call with the same arguments 3+ times. {totals}",
+            caption=f"Runs repeating a tool call with the same arguments 3+ times. {totals}",
+        )
 
 
-CHART_TABS = {"Runs": volume_row, "Speed and cost": cost_row, "Tools and errors": failures_row,
-              "Retries and loops": rates_row}
+CHART_TABS = {"Runs": volume_row, "Speed and cost": cost_row, "Tools and errors": failures_row, "Retries and loops": rates_row}
 
 
 def chart_tabs(data: analytics.RunData, flt: SessionFilter) -> None:
@@ -349,8 +430,10 @@ def fanout_section(store: Store) -> None:
     if not sources:
         return
     st.subheader("What-if fan-outs")
-    st.caption("Each replay against the run it replays. Replays and experiments' runs are not counted above "
-               "unless *Include replays and experiments* is on.")
+    st.caption(
+        "Each replay against the run it replays. Replays and experiments' runs are not counted above "
+        "unless *Include replays and experiments* is on."
+    )
     source = st.selectbox("Replays of", sources, key="fanout_source")
     table = analytics.fanout(store, source)
     st.dataframe(table, hide_index=True, width="stretch")

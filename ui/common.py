@@ -14,16 +14,31 @@ from functools import cache
 import streamlit as st
 
 from replay_core import config
-from replay_core.storage.filter_params import session_filter
 from replay_core.storage.actor import Actor
+from replay_core.storage.filter_params import session_filter
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.structure import Structure, build_structure
 from replay_core.understand.timeline import Timeline, open_timeline
 
 # Query parameter names a page understands, so one page can deep-link to another.
-FILTER_PARAMS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "tag", "since", "until", "q", "review",
-                 "failed_tool", "error_class", "has",  # these three: analytics drill-downs (SessionFilter)
-                 "source", "replays")  # replays=1: count what-if replays and experiments' runs too
+FILTER_PARAMS = (
+    "status",
+    "model",
+    "agent_id",
+    "workflow",
+    "environment",
+    "agent_version",
+    "tag",
+    "since",
+    "until",
+    "q",
+    "review",
+    "failed_tool",
+    "error_class",
+    "has",  # these three: analytics drill-downs (SessionFilter)
+    "source",
+    "replays",
+)  # replays=1: count what-if replays and experiments' runs too
 
 STEP_LABELS = {
     "think": ("💭", "Thought"),
@@ -35,11 +50,22 @@ STEP_LABELS = {
     "input": ("💬", "Input"),
     "span": ("🧩", "Group"),
 }
-STATUS_LABELS = {"succeeded": "✅ succeeded", "failed": "❌ failed", "running": "⏳ running", "incomplete": "⚠️ incomplete", "unknown": "❔ outcome not recorded"}
+STATUS_LABELS = {
+    "succeeded": "✅ succeeded",
+    "failed": "❌ failed",
+    "running": "⏳ running",
+    "incomplete": "⚠️ incomplete",
+    "unknown": "❔ outcome not recorded",
+}
 REVIEW_LABELS = {"good": "👍 Good", "bad": "👎 Bad", "needs_attention": "🚩 Needs attention"}
 REVIEW_CHOICES = {**REVIEW_LABELS, "unreviewed": "Not reviewed yet"}
-HAS_LABELS = {"error": "Errors", "retry": "Retries", "fallback": "A fallback to the agent", "intervention": "Human intervention",
-              "loop": "A loop (the same call repeated)"}
+HAS_LABELS = {
+    "error": "Errors",
+    "retry": "Retries",
+    "fallback": "A fallback to the agent",
+    "intervention": "Human intervention",
+    "loop": "A loop (the same call repeated)",
+}
 PAGE_TIMELINE = "pages/timeline.py"
 PAGE_RUNS = "pages/runs.py"
 PAGE_QUEUES = "pages/queues.py"
@@ -85,8 +111,10 @@ def _warm_up() -> None:
     frame = pl.DataFrame({"day": ["2026-01-01"], "status": ["succeeded"], "runs": [1]})
     try:
         alt.Chart(frame).mark_bar().encode(
-            x=alt.X("day:T", timeUnit="utcyearmonthdate"), y=alt.Y("runs:Q", axis=alt.Axis(format="d")),
-            color=alt.Color("status:N"), tooltip=[alt.Tooltip("day:T"), alt.Tooltip("runs")],
+            x=alt.X("day:T", timeUnit="utcyearmonthdate"),
+            y=alt.Y("runs:Q", axis=alt.Axis(format="d")),
+            color=alt.Color("status:N"),
+            tooltip=[alt.Tooltip("day:T"), alt.Tooltip("runs")],
         ).add_params(alt.selection_point(name="pick", fields=["day"], on="click")).to_dict(validate=False)
     except Exception:  # only time is lost: Altair reads a pandas that another thread may be importing meanwhile
         logging.getLogger(__name__).debug("warming Altair up failed", exc_info=True)
@@ -295,5 +323,15 @@ def url_choice(label: str, key: str, options: list, *, format_func=str, on_chang
     wanted = st.query_params.get(key)
     current = wanted if wanted in options else None
     index = None if current is None else options.index(current)
-    return _url_bound(st.selectbox, key, current, lambda v: v, on_change, label=label, options=options, index=index,
-                      format_func=format_func, **kwargs)
+    return _url_bound(
+        st.selectbox,
+        key,
+        current,
+        lambda v: v,
+        on_change,
+        label=label,
+        options=options,
+        index=index,
+        format_func=format_func,
+        **kwargs,
+    )

@@ -35,8 +35,10 @@ def pick_runs(store: Store) -> tuple[str | None, str | None]:
         st.query_params["a"] = b_row["replay_of"]
     rows = with_linked_runs(store, store.list_sessions(SessionFilter(include_replays=True), limit=100), "a", "b")
     if not rows:
-        st.info("There are no runs to compare yet. Load the demo runs with `agent-replay demo`, or import traces on the "
-                "**Import** page.")
+        st.info(
+            "There are no runs to compare yet. Load the demo runs with `agent-replay demo`, or import traces on the "
+            "**Import** page."
+        )
         return None, None
     names = {r["id"]: run_label(r) for r in rows}
     left, right = st.columns(2)
@@ -52,10 +54,17 @@ def pick_runs(store: Store) -> tuple[str | None, str | None]:
 def comparison(store: Store, a_id: str, b_id: str):
     """The comparison with the options picked, and what it found first."""
     with st.expander("Options"):
-        include = st.multiselect("Also compare", list(OPTIONAL), key="include",
-                                 help="Ids, times, tokens, costs and the model name are left out unless picked here.")
-        whole = st.toggle("Whole source run", key="whole", help="A replay is compared with the replayed range of its source; "
-                                                                "turn this on to compare it with the whole run.")
+        include = st.multiselect(
+            "Also compare",
+            list(OPTIONAL),
+            key="include",
+            help="Ids, times, tokens, costs and the model name are left out unless picked here.",
+        )
+        whole = st.toggle(
+            "Whole source run",
+            key="whole",
+            help="A replay is compared with the replayed range of its source; turn this on to compare it with the whole run.",
+        )
     result = load_comparison(store, a_id, b_id, include=include, whole=whole)
     if result.source_range:
         st.caption(f"The source run is cut to the replayed range: steps {result.source_range[0]}–{result.source_range[1]}.")
@@ -75,8 +84,10 @@ def totals(result, a_id: str, b_id: str) -> None:
     """Both runs' totals in one table, and a link to each one's timeline."""
     a, b = result.totals["a"], result.totals["b"]
     lines = [
-        ("steps", a["steps"], b["steps"]), ("cycles", a["cycles"], b["cycles"]),
-        ("tokens in", a["tokens_in"], b["tokens_in"]), ("tokens out", a["tokens_out"], b["tokens_out"]),
+        ("steps", a["steps"], b["steps"]),
+        ("cycles", a["cycles"], b["cycles"]),
+        ("tokens in", a["tokens_in"], b["tokens_in"]),
+        ("tokens out", a["tokens_out"], b["tokens_out"]),
         ("cost", fmt_cost(a["cost_usd"]), fmt_cost(b["cost_usd"])),
         ("duration", fmt_duration(a["duration_s"]), fmt_duration(b["duration_s"])),
         ("outcome", _outcome(a), _outcome(b)),
@@ -112,8 +123,16 @@ def side_by_side(result) -> range:
         st.caption(f"Opened at the first divergence: rows {top + 1}–{window[-1] + 1} of {count}.")
     div_row = result.first_divergence.row if result.first_divergence is not None else None
     st.dataframe(
-        [{"": "▶ first divergence" if i == div_row else "", "A": _side(result.rows[i].a),
-          "match": _mark(result.rows[i]), "B": _side(result.rows[i].b), "difference": result.rows[i].kind or ""} for i in window],
+        [
+            {
+                "": "▶ first divergence" if i == div_row else "",
+                "A": _side(result.rows[i].a),
+                "match": _mark(result.rows[i]),
+                "B": _side(result.rows[i].b),
+                "difference": result.rows[i].kind or "",
+            }
+            for i in window
+        ],
         hide_index=True,
     )
     return window
@@ -128,8 +147,13 @@ def one_pair(result, window: range, a_id: str, b_id: str) -> None:
     """One pair of the rows listed, both steps in full, and what differs."""
     first = first_row(result)
     # only the rows listed: labelling every row of two 50,000-step runs was seconds a click
-    picked = st.selectbox("Look at a pair", list(window), index=window.index(first) if first in window else 0,
-                          format_func=lambda i: _pair_label(result.rows[i]), key=f"pair_{a_id}_{b_id}")
+    picked = st.selectbox(
+        "Look at a pair",
+        list(window),
+        index=window.index(first) if first in window else 0,
+        format_func=lambda i: _pair_label(result.rows[i]),
+        key=f"pair_{a_id}_{b_id}",
+    )
     row = result.rows[picked]
     for col, name, step in zip(st.columns(2), "AB", (row.a, row.b), strict=True):
         with col:

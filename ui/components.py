@@ -11,8 +11,8 @@ scripts set everything from a trace as text (textContent), never as HTML, as the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import streamlit as st
 
@@ -20,29 +20,41 @@ ASSETS = Path(__file__).parent / "assets"
 CSS = (ASSETS / "components.css").read_text()
 
 _step_rows = st.components.v2.component(
-    "agent_replay.step_rows", html='<nav class="rows"></nav>', css=CSS, js=(ASSETS / "step_rows.js").read_text())
+    "agent_replay.step_rows", html='<nav class="rows"></nav>', css=CSS, js=(ASSETS / "step_rows.js").read_text()
+)
 EL = (ASSETS / "el.js").read_text()  # the helper the scripts after it share
 _strip = st.components.v2.component(
-    "agent_replay.strip", css=CSS, js=EL + (ASSETS / "strip.js").read_text(),
+    "agent_replay.strip",
+    css=CSS,
+    js=EL + (ASSETS / "strip.js").read_text(),
     html='<div class="strip"><label class="scrub"><span class="where"></span>'
-         '<input type="range" step="1" aria-label="Step"></label><svg role="group" aria-label="Places in the run">'
-         '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div>'
-         '<div class="controls"><div class="jumps" role="toolbar" aria-label="Go to another step"></div>'
-         '<form class="goto"><label>Go to step <input type="number" step="1" placeholder="step number"></label></form>'
-         '</div></div>')
+    '<input type="range" step="1" aria-label="Step"></label><svg role="group" aria-label="Places in the run">'
+    '<g class="marks"></g><rect class="cursor"></rect></svg><div class="axis"></div><div class="legend"></div>'
+    '<div class="controls"><div class="jumps" role="toolbar" aria-label="Go to another step"></div>'
+    '<form class="goto"><label>Go to step <input type="number" step="1" placeholder="step number"></label></form>'
+    "</div></div>",
+)
 _step_detail = st.components.v2.component(
-    "agent_replay.step_detail", html='<article class="detail"></article>', css=CSS,
-    js=EL + (ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text())
+    "agent_replay.step_detail",
+    html='<article class="detail"></article>',
+    css=CSS,
+    js=EL + (ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text(),
+)
 _metrics = st.components.v2.component(
-    "agent_replay.metrics", html='<div class="metrics"></div>', css=CSS, js=EL + (ASSETS / "metrics.js").read_text())
+    "agent_replay.metrics", html='<div class="metrics"></div>', css=CSS, js=EL + (ASSETS / "metrics.js").read_text()
+)
 _filters = st.components.v2.component(
-    "agent_replay.filters", css=CSS, js=EL + (ASSETS / "filters.js").read_text(),
+    "agent_replay.filters",
+    css=CSS,
+    js=EL + (ASSETS / "filters.js").read_text(),
     html='<form class="filters"><div class="head"><h2>Filter runs</h2>'
-         '<button type="button" class="clear">Clear all</button></div><div class="fields"></div>'
-         '<details class="more"><summary>More filters</summary><div class="fields"></div></details>'
-         '<div class="toggles"></div></form>')
+    '<button type="button" class="clear">Clear all</button></div><div class="fields"></div>'
+    '<details class="more"><summary>More filters</summary><div class="fields"></div></details>'
+    '<div class="toggles"></div></form>',
+)
 _transcript = st.components.v2.component(
-    "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=EL + (ASSETS / "transcript.js").read_text())
+    "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=EL + (ASSETS / "transcript.js").read_text()
+)
 
 
 def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> None:
@@ -94,17 +106,24 @@ def metrics(cards: list[dict], *, key: str, width: int | None = None, columns: i
     _metrics(data={"cards": cards, "width": width, "columns": columns}, key=key)
 
 
-def filters(fields: list[dict], *, more: list[str], active: bool, key: str, on_set: Callable[[str, str | bool], None],
-            on_clear: Callable[[], None]) -> None:
+def filters(
+    fields: list[dict],
+    *,
+    more: list[str],
+    active: bool,
+    key: str,
+    on_set: Callable[[str, str | bool], None],
+    on_clear: Callable[[], None],
+) -> None:
     """The runs' filters, one form (ui/assets/filters.js): `fields` each {"key", "kind": "text" | "choice" | "date" |
     "toggle", "label", "value", "options": [[value, label]] for a choice, "placeholder", "help"}; those keyed in `more`
     sit under "More filters" (open when one is set); "Clear all" is enabled when `active`. A changed field calls
     `on_set(key, value)` ("" or False: let go); "Clear all" calls `on_clear()`. Ten Streamlit widgets cost a page's
     open about a tenth (issue 16)."""
+
     def changed() -> None:
         event = st.session_state[key]["set"]
         if isinstance(event, dict) and isinstance(event.get("key"), str):
             on_set(event["key"], event.get("value"))
 
-    _filters(data={"fields": fields, "more": more, "active": active}, key=key, on_set_change=changed,
-             on_clear_change=on_clear)
+    _filters(data={"fields": fields, "more": more, "active": active}, key=key, on_set_change=changed, on_clear_change=on_clear)

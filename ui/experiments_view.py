@@ -28,8 +28,21 @@ def datasets(store: Store) -> list[dict]:
     st.subheader("Datasets")
     sets = store.list_datasets()
     if sets:
-        st.dataframe(pd.DataFrame([{"dataset": d["name"], "cases": d["cases"], "version": d["version"], "match": d["match"],
-                                    "updated": fmt_when(d["updated_at"])} for d in sets]), hide_index=True)
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "dataset": d["name"],
+                        "cases": d["cases"],
+                        "version": d["version"],
+                        "match": d["match"],
+                        "updated": fmt_when(d["updated_at"]),
+                    }
+                    for d in sets
+                ]
+            ),
+            hide_index=True,
+        )
     else:
         st.info("No dataset yet. Make one below from the runs that matter, e.g. last week's refund runs.")
     return sets
@@ -38,12 +51,17 @@ def datasets(store: Store) -> list[dict]:
 def make_dataset(store: Store, sets: list[dict], editor: bool) -> list[dict]:
     """A dataset from the runs a filter matches (or some of them); returns the datasets, the new one included."""
     with st.expander("Make a dataset", expanded=not sets):
-        st.caption("Pick runs by filter (and, if you like, only some of the matches). A name that exists gets the new runs as its next version.")
+        st.caption(
+            "Pick runs by filter (and, if you like, only some of the matches). A name that exists gets the new runs as its next version."
+        )
         left, right = st.columns(2)
         name = left.text_input("Name", key="ds_name", placeholder="refunds-last-week")
         chosen = _dataset_filter(store, left, right)
-        expected = right.text_input("What counts as right (optional)", key="ds_expected",
-                                    help="Left empty: each run's own final answer. Otherwise this text, matched as below.")
+        expected = right.text_input(
+            "What counts as right (optional)",
+            key="ds_expected",
+            help="Left empty: each run's own final answer. Otherwise this text, matched as below.",
+        )
         match = left.selectbox("Match the expected text", list(ds.MATCH_RULES), key="ds_match")
         matched = _matching_runs(store, chosen)
         picked = st.multiselect("Only these runs (empty: every match)", matched[:PREVIEW], key="ds_pick")
@@ -51,8 +69,14 @@ def make_dataset(store: Store, sets: list[dict], editor: bool) -> list[dict]:
             st.caption("Only editors can make datasets and launch experiments.")
         if st.button("Make the dataset", key="ds_make", disabled=not editor):
             try:
-                made = ds.dataset_from_sessions(store, name, picked or matched, expected=expected.strip() or None, match=match,
-                                                made_from=None if picked else {"filter": chosen})
+                made = ds.dataset_from_sessions(
+                    store,
+                    name,
+                    picked or matched,
+                    expected=expected.strip() or None,
+                    match=match,
+                    made_from=None if picked else {"filter": chosen},
+                )
                 grown = f" version {made['version']} ({made['added']} added)" if "added" in made else ""
                 st.success(md(f"Dataset {made['name']}{grown}: {made['cases']} cases."))
                 sets = store.list_datasets()
@@ -70,7 +94,14 @@ def _dataset_filter(store: Store, left, right) -> dict[str, str]:
     agent = left.selectbox("Agent", [ANY, *store.distinct_values("agent_id")], key="ds_agent")
     since = right.text_input("Started since", key="ds_since", placeholder="7d, 12h or 2026-05-01")
     search = left.text_input("Text in the run", key="ds_search")
-    chosen = {"status": status, "workflow": workflow, "model": model, "agent": agent, "since": since.strip(), "search": search.strip()}
+    chosen = {
+        "status": status,
+        "workflow": workflow,
+        "model": model,
+        "agent": agent,
+        "since": since.strip(),
+        "search": search.strip(),
+    }
     return {k: v for k, v in chosen.items() if v and v != ANY}
 
 
@@ -81,9 +112,24 @@ def _matching_runs(store: Store, chosen: dict[str, str]) -> list[str]:
         rows = store.list_sessions(SessionFilter(ids=tuple(matched[:PREVIEW])), limit=PREVIEW) if matched else []
         st.caption(md(f"{len(matched)} runs match" + (f" (the first {PREVIEW} shown)" if len(matched) > PREVIEW else "") + "."))
         if rows:
-            st.dataframe(pd.DataFrame([{"run": r["id"], "name": r["name"], "status": r["status"], "model": r["model"], "agent": r["agent_id"],
-                                        "workflow": r["workflow"], "started": fmt_when(r["started_at"])} for r in rows]),
-                         hide_index=True, key="ds_preview")
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "run": r["id"],
+                            "name": r["name"],
+                            "status": r["status"],
+                            "model": r["model"],
+                            "agent": r["agent_id"],
+                            "workflow": r["workflow"],
+                            "started": fmt_when(r["started_at"]),
+                        }
+                        for r in rows
+                    ]
+                ),
+                hide_index=True,
+                key="ds_preview",
+            )
         return matched
     except ds.DatasetError as exc:
         st.error(md(str(exc)))
@@ -109,13 +155,19 @@ def _plan(store: Store, sets: list[dict]) -> ex.Plan | None:
     """The experiment the fields describe; None (with the reason shown) until it can run."""
     dataset = st.selectbox("Dataset", [d["name"] for d in sets], key="ex_dataset")
     models = st.multiselect("Models (the first is the baseline)", configured_models(), key="ex_models")
-    typed = st.text_input("Other models", key="ex_models_typed", placeholder="e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku")
+    typed = st.text_input(
+        "Other models", key="ex_models_typed", placeholder="e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku"
+    )
     models = list(dict.fromkeys([*models, *(m.strip() for m in typed.split(",") if m.strip())]))
     left, right = st.columns(2)
     api_base = left.text_input("API base (local server)", value=default_api_base() or "", key="ex_api_base")
-    start = right.text_input("Replay from", value=ex.FIRST_MODEL_TURN, key="ex_start",
-                             help="first-model-turn, a step number, or a step kind per case: 'last user_message', "
-                                  "'first model_turn after first tool_error'. A run without that step is refused (counted).")
+    start = right.text_input(
+        "Replay from",
+        value=ex.FIRST_MODEL_TURN,
+        key="ex_start",
+        help="first-model-turn, a step number, or a step kind per case: 'last user_message', "
+        "'first model_turn after first tool_error'. A run without that step is refused (counted).",
+    )
     scorers = left.multiselect("Scorers", sorted(SCORERS), default=["outcome"], key="ex_scorers")
     concurrency = right.number_input("Replays at once", min_value=1, max_value=32, value=4, key="ex_concurrency")
     budget = left.number_input("Budget (USD)", min_value=0.0, value=None, step=1.0, key="ex_budget", placeholder="no budget")
@@ -123,19 +175,37 @@ def _plan(store: Store, sets: list[dict]) -> ex.Plan | None:
         return None
     try:
         configs = [ReplayConfig(model=m, api_base=api_base or None) for m in models]
-        return ex.plan(store, dataset, configs, start=start, scorers=scorers, concurrency=int(concurrency), budget_usd=budget or None)
+        return ex.plan(
+            store, dataset, configs, start=start, scorers=scorers, concurrency=int(concurrency), budget_usd=budget or None
+        )
     except (ex.ExperimentError, ConfigError) as exc:
         st.error(md(str(exc)))
         return None
 
 
 def _estimate(plan: ex.Plan) -> None:
-    st.dataframe(pd.DataFrame([{"model": e.model, "cases": len(plan.cases), "tokens in (≈)": e.tokens_in, "tokens out (≈)": e.tokens_out,
-                                "cost (≈)": fmt_cost(e.cost_usd, "unknown")} for e in plan.estimates]),
-                 hide_index=True)
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "model": e.model,
+                    "cases": len(plan.cases),
+                    "tokens in (≈)": e.tokens_in,
+                    "tokens out (≈)": e.tokens_out,
+                    "cost (≈)": fmt_cost(e.cost_usd, "unknown"),
+                }
+                for e in plan.estimates
+            ]
+        ),
+        hide_index=True,
+    )
     if plan.unplayable:
-        st.warning(md(f"{len(plan.unplayable)} cases cannot be replayed from {plan.start.spec} (refused, counted apart, not scored): "
-                      + "; ".join(f"{k}: {v}" for k, v in list(plan.unplayable.items())[:3])))
+        st.warning(
+            md(
+                f"{len(plan.unplayable)} cases cannot be replayed from {plan.start.spec} (refused, counted apart, not scored): "
+                + "; ".join(f"{k}: {v}" for k, v in list(plan.unplayable.items())[:3])
+            )
+        )
 
 
 def pick_experiment(store: Store) -> tuple[dict[str, str], str | None]:
@@ -167,8 +237,13 @@ def results(store: Store, experiment_id: str) -> None:
 
 def _status(summary: dict) -> None:
     prog = summary["progress"]
-    st.caption(md(f"Status: {summary['status']}" + (f" — {summary['message']}" if summary["message"] else "")
-                  + f". {prog['done']} of {prog['total']} replays done. Interval: {summary['interval']}."))
+    st.caption(
+        md(
+            f"Status: {summary['status']}"
+            + (f" — {summary['message']}" if summary["message"] else "")
+            + f". {prog['done']} of {prog['total']} replays done. Interval: {summary['interval']}."
+        )
+    )
     if summary["status"] in ("running", "stopping"):
         for v in summary["variants"]:
             total = v["cases"] + v["pending"]
@@ -183,8 +258,11 @@ def _stop_or_resume(store: Store, experiment_id: str, status: str) -> None:
     actor = current_actor()
     stop = status == "running"
     label = "Stop the experiment" if stop else "Resume the experiment"
-    hint = ("No more cases are launched; the replays in flight finish; Resume runs the rest." if stop else
-            "Runs the case × model replays not done yet; finished ones are kept, never paid for again.")
+    hint = (
+        "No more cases are launched; the replays in flight finish; Resume runs the rest."
+        if stop
+        else "Runs the case × model replays not done yet; finished ones are kept, never paid for again."
+    )
     if not actor.may(REPLAY):
         hint = "Only editors can stop or resume an experiment."
     if st.button(label, key="ex_stop" if stop else "ex_resume", help=hint, disabled=not actor.may(REPLAY)):
@@ -202,23 +280,35 @@ def _stop_or_resume(store: Store, experiment_id: str, status: str) -> None:
 
 def _variant_row(v: dict) -> dict:
     return {
-        "variant": v["name"], "cases": v["cases"], "passed": v["passed"],
-        "pass rate": "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}", "95% interval": f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
-        "cost": fmt_cost(v["cost_usd"], "unknown"), "tokens": v["tokens_in"] + v["tokens_out"],
-        "p50 ms": v["p50_ms"], "p95 ms": v["p95_ms"],
+        "variant": v["name"],
+        "cases": v["cases"],
+        "passed": v["passed"],
+        "pass rate": "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}",
+        "95% interval": f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
+        "cost": fmt_cost(v["cost_usd"], "unknown"),
+        "tokens": v["tokens_in"] + v["tokens_out"],
+        "p50 ms": v["p50_ms"],
+        "p95 ms": v["p95_ms"],
         "departed at step": ", ".join(f"{k}: {n}" for k, n in v["departed_at"].items()) or "—",
-        "refused": v["refused"], "tool answers live / recorded": f"{v['tool_results']['live']} / {v['tool_results']['recorded']}",
+        "refused": v["refused"],
+        "tool answers live / recorded": f"{v['tool_results']['live']} / {v['tool_results']['recorded']}",
     }
 
 
 def _changed_cases(summary: dict) -> None:
-    for title, items in (("Regressions (passed on the baseline, fail here)", summary["regressions"]),
-                         ("Improvements", summary["improvements"])):
+    for title, items in (
+        ("Regressions (passed on the baseline, fail here)", summary["regressions"]),
+        ("Improvements", summary["improvements"]),
+    ):
         if items:
             st.markdown(f"**{title}**")
             for r in items:
-                st.page_link(PAGE_COMPARE, label=md(f"{r['case']} · {r['variant']}: {r['reason'] or ''}"),
-                             query_params={"a": r["case"], "b": r["session"]}, icon=":material/compare_arrows:")
+                st.page_link(
+                    PAGE_COMPARE,
+                    label=md(f"{r['case']} · {r['variant']}: {r['reason'] or ''}"),
+                    query_params={"a": r["case"], "b": r["session"]},
+                    icon=":material/compare_arrows:",
+                )
 
 
 def _compare_link(case: str, session: str | None, verdict: str) -> str | None:
@@ -235,8 +325,12 @@ def _matrix(summary: dict) -> None:
             verdict = "pending" if c is None or c["passed"] is None else ("pass" if c["passed"] else "fail")
             item[name] = _compare_link(row["case"], c and c["session"], verdict)
         rows.append(item)
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="matrix",
-                 column_config={n: st.column_config.LinkColumn(n, display_text=r"verdict=(\w+)") for n in names})
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        key="matrix",
+        column_config={n: st.column_config.LinkColumn(n, display_text=r"verdict=(\w+)") for n in names},
+    )
 
 
 def compare_two(store: Store, labels: dict[str, str], experiment_id: str) -> None:
@@ -248,7 +342,9 @@ def compare_two(store: Store, labels: dict[str, str], experiment_id: str) -> Non
         return
     left, right = st.columns(2)
     against = left.selectbox("Compare with (A)", others, format_func=labels.get, key="cmp_a")
-    by_position = right.checkbox("Pair variants by position", key="cmp_position", help="Default: variants of the same name are paired.")
+    by_position = right.checkbox(
+        "Pair variants by position", key="cmp_position", help="Default: variants of the same name are paired."
+    )
     try:
         found = compare_experiments(store, against, experiment_id, by_position=by_position)
     except CompareError as exc:
@@ -261,9 +357,13 @@ def compare_two(store: Store, labels: dict[str, str], experiment_id: str) -> Non
 
 def _what_was_compared(found: dict, against: str, experiment_id: str) -> None:
     cases = found["cases"]
-    st.caption(md(f"A {against} → B {experiment_id}: {cases['compared']} cases in both"
-                  + "".join(f"; {len(cases[k])} {k.replace('_', ' ')} (not comparable)" for k in ("only_in_a", "only_in_b") if cases[k])
-                  + f". Interval: {found['interval']}."))
+    st.caption(
+        md(
+            f"A {against} → B {experiment_id}: {cases['compared']} cases in both"
+            + "".join(f"; {len(cases[k])} {k.replace('_', ' ')} (not comparable)" for k in ("only_in_a", "only_in_b") if cases[k])
+            + f". Interval: {found['interval']}."
+        )
+    )
     for note in found["notes"]:
         st.warning(md(note))
     for key, items in found["not_comparable"].items():
@@ -277,18 +377,36 @@ def _band(r: dict) -> str:
 
 
 def _comparison_table(found: dict) -> None:
-    st.dataframe(pd.DataFrame([
-        {"variant": v["variant"], "scorer": sc["scorer"] if sc else "(all)", "cases": v["cases"], "A": _band((sc or v)["a"]),
-         "B": _band((sc or v)["b"]), "improved": len((sc or v)["improved"]), "regressed": len((sc or v)["regressed"])}
-        for v in found["variants"] for sc in [None, *v["scorers"]]
-    ]), hide_index=True, key="cmp_table")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "variant": v["variant"],
+                    "scorer": sc["scorer"] if sc else "(all)",
+                    "cases": v["cases"],
+                    "A": _band((sc or v)["a"]),
+                    "B": _band((sc or v)["b"]),
+                    "improved": len((sc or v)["improved"]),
+                    "regressed": len((sc or v)["regressed"]),
+                }
+                for v in found["variants"]
+                for sc in [None, *v["scorers"]]
+            ]
+        ),
+        hide_index=True,
+        key="cmp_table",
+    )
 
 
 def _changed_between(found: dict) -> None:
     for v in found["variants"]:
         for title, items in (("regressed", v["regressed"]), ("improved", v["improved"])):
             for r in items:
-                st.page_link(PAGE_COMPARE, label=md(f"{title}: {r['case']} · {v['variant']}"),
-                             query_params={"a": r["a_session"], "b": r["b_session"]}, icon=":material/compare_arrows:")
+                st.page_link(
+                    PAGE_COMPARE,
+                    label=md(f"{title}: {r['case']} · {v['variant']}"),
+                    query_params={"a": r["a_session"], "b": r["b_session"]},
+                    icon=":material/compare_arrows:",
+                )
         if v["not_scored_on_both"]:
             st.caption(md(f"{v['variant']}: {len(v['not_scored_on_both'])} cases not scored on both (pending or refused)."))

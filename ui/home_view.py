@@ -18,13 +18,15 @@ from replay_core.team import queues
 from .common import PAGE_QUEUES, PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_when, md, reviewer_name, short
 
 PRODUCT = "Agent Replay"
-PITCH = ("Agent Replay records what your AI agents did, step by step, so you can see where a run went wrong, "
-         "replay it with another model, and review it with your team.")
+PITCH = (
+    "Agent Replay records what your AI agents did, step by step, so you can see where a run went wrong, "
+    "replay it with another model, and review it with your team."
+)
 LATEST_FAILURES = 5
 QUEUES_SHOWN = 3  # unfinished queues listed under the count
-SDK_SNIPPET = '''from replay_core import Recorder
+SDK_SNIPPET = """from replay_core import Recorder
 with Recorder().session("refund request", agent_id="support-bot") as run:
-    run.think("Look the order up first.")'''
+    run.think("Look the order up first.")"""
 
 
 def day_start(now: datetime | None = None) -> datetime:
@@ -50,8 +52,12 @@ def attention_section(store: Store, actor: Actor) -> None:
     for column, (label, (n, flt)) in zip(columns, counts.items(), strict=True):
         column.metric(label, n)
         if n:
-            column.page_link(PAGE_RUNS, label=f"See {'it' if n == 1 else 'them'}", icon=":material/arrow_forward:",
-                             query_params=filter_params(flt))
+            column.page_link(
+                PAGE_RUNS,
+                label=f"See {'it' if n == 1 else 'them'}",
+                icon=":material/arrow_forward:",
+                query_params=filter_params(flt),
+            )
     with queues:
         queue_section(store, actor)
     st.caption("“This week” is the last 7 days, in UTC. Replays and experiments are not counted.")
@@ -63,11 +69,18 @@ def queue_section(store: Store, actor: Actor) -> None:
         st.metric("Waiting in your review queues", "—", help="Reviewers and editors work review queues.")
         return
     mine = [q for q in queues.queue_progress(store, actor, reviewer_name()) if q["yours"]]
-    st.metric("Waiting in your review queues", sum(q["needed"] - q["reviews"] for q in mine),
-              help="Reviews still to give in the unfinished queues open to you or assigned to you.")
+    st.metric(
+        "Waiting in your review queues",
+        sum(q["needed"] - q["reviews"] for q in mine),
+        help="Reviews still to give in the unfinished queues open to you or assigned to you.",
+    )
     for q in mine[:QUEUES_SHOWN]:
-        st.page_link(PAGE_QUEUES, label=md(short(f"{q['name']} · {q['items_done']} of {q['items']} runs done ({q['percent']}%)", 80)),
-                     icon=":material/checklist:", query_params={"queue": str(q["id"])})
+        st.page_link(
+            PAGE_QUEUES,
+            label=md(short(f"{q['name']} · {q['items_done']} of {q['items']} runs done ({q['percent']}%)", 80)),
+            icon=":material/checklist:",
+            query_params={"queue": str(q["id"])},
+        )
 
 
 def latest_failures(store: Store) -> list[dict]:
@@ -84,15 +97,22 @@ def start_section(store: Store, actor: Actor) -> None:
             st.caption("No failed run recorded. 🎉")
         for r in failures:
             why = f" · {r['error_class']}" if r.get("error_class") else ""
-            st.page_link(PAGE_TIMELINE, label=md(short(f"{r['name'] or r['id']}{why} · {fmt_when(r['started_at'])}", 100)),
-                         icon=":material/timeline:", query_params={"session": r["id"]})
+            st.page_link(
+                PAGE_TIMELINE,
+                label=md(short(f"{r['name'] or r['id']}{why} · {fmt_when(r['started_at'])}", 100)),
+                icon=":material/timeline:",
+                query_params={"session": r["id"]},
+            )
         if failures:
             st.page_link(PAGE_RUNS, label="All failed runs", icon=":material/list:", query_params={"status": "failed"})
         st.page_link(PAGE_QUEUES, label="My review queues", icon=":material/checklist:")
     with right:
         st.markdown("**Import your logs**")
-        st.caption("Drop a log file on the Import page; its format is recognised from its content: "
-                   + " · ".join(md(f.label) for f in registry().values()) + ".")
+        st.caption(
+            "Drop a log file on the Import page; its format is recognised from its content: "
+            + " · ".join(md(f.label) for f in registry().values())
+            + "."
+        )
         st.page_link("pages/import_runs.py", label="Import logs", icon=":material/upload_file:")
         st.markdown("**Record with the SDK**")
         st.caption("From your agent's Python code, every step lands here as it happens:")

@@ -29,7 +29,9 @@ def ago(moment: datetime | None, now: datetime | None = None) -> str:
 
 def render_live(store: Store) -> None:
     """Running runs, then the latest steps of the chosen one (newest at the bottom)."""
-    running = store.list_sessions(SessionFilter(status="running", include_replays=True), limit=MAX_RUNNING)  # a replay under way too
+    running = store.list_sessions(
+        SessionFilter(status="running", include_replays=True), limit=MAX_RUNNING
+    )  # a replay under way too
     if not running:
         st.info(
             "No run is sending steps right now. Runs recorded with the Python recorder or posted to the HTTP API "
@@ -45,8 +47,16 @@ def render_live(store: Store) -> None:
     tail(store, row)
     if n > 1:
         st.dataframe(
-            [{"Run": r["name"] or r["id"], "Agent": r["agent_id"], "Model": r["model"], "Steps": r["steps"],
-              "Last step": ago(r["last_event_at"])} for r in running],
+            [
+                {
+                    "Run": r["name"] or r["id"],
+                    "Agent": r["agent_id"],
+                    "Model": r["model"],
+                    "Steps": r["steps"],
+                    "Last step": ago(r["last_event_at"]),
+                }
+                for r in running
+            ],
             hide_index=True,
         )
 

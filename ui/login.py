@@ -12,7 +12,8 @@ import math
 
 import streamlit as st
 
-from replay_core.server.auth import EDITOR, Access, sign_in as try_password
+from replay_core.server.auth import EDITOR, Access
+from replay_core.server.auth import sign_in as try_password
 from replay_core.storage.actor import Actor
 from replay_core.team.audit import SIGN_IN, record
 from ui.common import client_origin, get_store

@@ -67,15 +67,21 @@ def player(store: Store, tl: Timeline, pos: int) -> bool:
 def filmstrip(store: Store, run_shots: list[Shot], seq: int) -> None:
     own = [s for s in run_shots if s.own]
     here = next((i for i, s in enumerate(own) if s.step.seq >= seq), len(own) - 1)
-    window = own[max(0, here - FILMSTRIP // 2): max(0, here - FILMSTRIP // 2) + FILMSTRIP]
+    window = own[max(0, here - FILMSTRIP // 2) : max(0, here - FILMSTRIP // 2) + FILMSTRIP]
     thumbs = store.thumbnails([s.attachment["sha256"] for s in window if s.attachment.get("sha256")])
     st.caption(f"Screenshots {own.index(window[0]) + 1}–{own.index(window[-1]) + 1} of {len(own)}")
     for s in window:
         data = thumbs.get(s.attachment.get("sha256") or "")
         if data is not None:
             st.image(data, width="stretch")
-        st.button(f"Step {s.step.seq}", key=f"film_{s.step.seq}", on_click=_go, args=(s.step.seq,),
-                  type="primary" if s.step.seq == seq else "secondary", width="stretch")
+        st.button(
+            f"Step {s.step.seq}",
+            key=f"film_{s.step.seq}",
+            on_click=_go,
+            args=(s.step.seq,),
+            type="primary" if s.step.seq == seq else "secondary",
+            width="stretch",
+        )
 
 
 def controls(tl: Timeline, pos: int) -> None:
@@ -117,5 +123,12 @@ def download(store: Store, tl: Timeline) -> None:
             video.export(store, sid, out)
             return out.read_bytes()
 
-    st.download_button("Download as video (MP4)", make, file_name=f"{sid[:80]}.mp4", mime="video/mp4",
-                       icon=":material/movie:", key="player_video", on_click="ignore")
+    st.download_button(
+        "Download as video (MP4)",
+        make,
+        file_name=f"{sid[:80]}.mp4",
+        mime="video/mp4",
+        icon=":material/movie:",
+        key="player_video",
+        on_click="ignore",
+    )

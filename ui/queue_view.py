@@ -37,8 +37,13 @@ def reviewer_box() -> str | None:
     def keep() -> None:
         st.session_state["reviewer"] = (st.session_state["queue_reviewer"] or "").strip() or None
 
-    st.text_input("Your name", value=st.session_state.get("reviewer") or "", key="queue_reviewer", on_change=keep,
-                  placeholder="So the results say who reviewed what")
+    st.text_input(
+        "Your name",
+        value=st.session_state.get("reviewer") or "",
+        key="queue_reviewer",
+        on_change=keep,
+        placeholder="So the results say who reviewed what",
+    )
     return st.session_state.get("reviewer")
 
 
@@ -59,21 +64,38 @@ def queue_list(store: Store, actor: Actor, reviewer: str | None) -> None:
         st.success(md(made))
     rows = queues.list_queues(store)
     if not rows:
-        st.info("No review queue yet." + (" Make one below: pick the runs, say what to look for, and who reviews."
-                                          if actor.may(MANAGE_QUEUES) else " An editor makes them."))
+        st.info(
+            "No review queue yet."
+            + (
+                " Make one below: pick the runs, say what to look for, and who reviews."
+                if actor.may(MANAGE_QUEUES)
+                else " An editor makes them."
+            )
+        )
     for q in rows:
         with st.container(border=True):
             who = ", ".join(q["assignees"]) if q["assignees"] else "anyone"
-            st.markdown(f"**{md(q['name'])}** · {q['items']} run{'s' if q['items'] != 1 else ''} · for {md(who)} · "
-                        f"{q['reviews_per_item']} review{'s' if q['reviews_per_item'] != 1 else ''} each · made by "
-                        f"{md(q['created_by'])} {fmt_when(q['created_at'])}")
+            st.markdown(
+                f"**{md(q['name'])}** · {q['items']} run{'s' if q['items'] != 1 else ''} · for {md(who)} · "
+                f"{q['reviews_per_item']} review{'s' if q['reviews_per_item'] != 1 else ''} each · made by "
+                f"{md(q['created_by'])} {fmt_when(q['created_at'])}"
+            )
             st.progress(q["percent"] / 100, text=_progress_text(q))
             with st.container(horizontal=True, gap="small"):
                 allowed = actor.may(WORK_QUEUE) and queues.may_work(q, reviewer)
-                st.button("Review these runs" if not q["done"] else "All reviewed", key=f"work_{q['id']}", type="primary",
-                          disabled=q["done"] or not allowed, on_click=_open, args=(q["id"],),
-                          help=None if allowed else "This queue is assigned to other reviewers." if actor.may(WORK_QUEUE)
-                          else "Viewers read results; reviewers and editors work queues.")
+                st.button(
+                    "Review these runs" if not q["done"] else "All reviewed",
+                    key=f"work_{q['id']}",
+                    type="primary",
+                    disabled=q["done"] or not allowed,
+                    on_click=_open,
+                    args=(q["id"],),
+                    help=None
+                    if allowed
+                    else "This queue is assigned to other reviewers."
+                    if actor.may(WORK_QUEUE)
+                    else "Viewers read results; reviewers and editors work queues.",
+                )
                 if actor.may(MANAGE_QUEUES) and st.button("Delete", key=f"delete_{q['id']}", icon=":material/delete:"):
                     queues.delete(store, q["id"], actor=actor)
                     st.rerun()
@@ -87,15 +109,32 @@ def results_view(store: Store, queue_id: int, actor: Actor | None = None) -> Non
     criteria = [c["name"] for c in res["queue"]["rubric"]["criteria"]]
     st.dataframe([item_row(it, criteria) for it in res["items"]], hide_index=True)
     if res["reviewers"]:
-        st.dataframe([{"reviewer": p["reviewer"], "reviews": p["reviews"], "skipped": p["skipped"],
-                       **{f"“{v}”": p["verdicts"].get(v, 0) for v in res["queue"]["rubric"]["verdicts"]}} for p in res["reviewers"]],
-                     hide_index=True)
+        st.dataframe(
+            [
+                {
+                    "reviewer": p["reviewer"],
+                    "reviews": p["reviews"],
+                    "skipped": p["skipped"],
+                    **{f"“{v}”": p["verdicts"].get(v, 0) for v in res["queue"]["rubric"]["verdicts"]},
+                }
+                for p in res["reviewers"]
+            ],
+            hide_index=True,
+        )
     agree = res["agreement"]
     if agree["items"]:
-        st.caption(f"Reviewers agreed on {agree['mean']:.0%} of pairs, over the {agree['items']} runs with two reviews or more "
-                   "(1 pair per two reviewers of a run; 100% means every pair gave the same verdict).")
-    st.download_button("Download CSV", queues.to_csv(res), file_name=f"queue-{queue_id}.csv", mime="text/csv",
-                       key=f"csv_{queue_id}", icon=":material/download:")
+        st.caption(
+            f"Reviewers agreed on {agree['mean']:.0%} of pairs, over the {agree['items']} runs with two reviews or more "
+            "(1 pair per two reviewers of a run; 100% means every pair gave the same verdict)."
+        )
+    st.download_button(
+        "Download CSV",
+        queues.to_csv(res),
+        file_name=f"queue-{queue_id}.csv",
+        mime="text/csv",
+        key=f"csv_{queue_id}",
+        icon=":material/download:",
+    )
     if actor is not None and actor.may(SHARE):
         from .share_view import share_button
 
@@ -111,8 +150,10 @@ def dataset_form(store: Store, res: dict) -> None:
     ids, wanted = queues.dataset_cases(res)
     queue_id = res["queue"]["id"]
     with st.expander("Make a dataset of these runs (for experiments)"):
-        st.caption(f"{len(ids)} runs; {len(wanted)} with a reviewer's “what should it have done”, which becomes what counts "
-                   "as right; the others are judged by their own outcome.")
+        st.caption(
+            f"{len(ids)} runs; {len(wanted)} with a reviewer's “what should it have done”, which becomes what counts "
+            "as right; the others are judged by their own outcome."
+        )
         name = st.text_input("Dataset name", value=res["queue"]["name"], key=f"ds_name_{queue_id}")
         if st.button("Make the dataset", key=f"ds_make_{queue_id}", disabled=not ids):
             try:
@@ -120,15 +161,20 @@ def dataset_form(store: Store, res: dict) -> None:
             except ds.DatasetError as exc:
                 st.error(str(exc))
             else:
-                st.success(f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases. Open Experiments to run it.")
+                st.success(
+                    f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases. Open Experiments to run it."
+                )
 
 
 def item_row(it: dict, criteria: list[str]) -> dict:
     reviews = it["reviews"]
-    row = {"#": it["position"], "run": it["name"] or it["session_id"],
-           "status": status_label(it["status"]) if it["stored"] else "run deleted",
-           "verdicts": ", ".join(f"{v} ×{n}" for v, n in it["verdicts"].items()) or "—",
-           "agreement": "—" if it["agreement"] is None else f"{it['agreement']:.0%}"}
+    row = {
+        "#": it["position"],
+        "run": it["name"] or it["session_id"],
+        "status": status_label(it["status"]) if it["stored"] else "run deleted",
+        "verdicts": ", ".join(f"{v} ×{n}" for v, n in it["verdicts"].items()) or "—",
+        "agreement": "—" if it["agreement"] is None else f"{it['agreement']:.0%}",
+    }
     for c in criteria:
         row[c] = ", ".join(r["criteria"].get(c, "—") for r in reviews) or "—"
     row["notes"] = " | ".join(f"{r['reviewer']}: {r['note']}" for r in reviews if r["note"]) or "—"
@@ -153,9 +199,13 @@ def new_queue_form(store: Store, actor: Actor) -> None:
         model = cols[0].selectbox("Model", store.distinct_values("model"), index=None, placeholder="Any model")
         agent = cols[1].selectbox("Agent", store.distinct_values("agent_id"), index=None, placeholder="Any agent")
         search = cols[2].text_input("Text in the run", placeholder="e.g. refund")
-        verdicts = st.text_input("Verdicts (comma between them; keys 1–9 in that order)", value=", ".join(queues.DEFAULT_VERDICTS))
-        criteria = st.text_area("Pass/fail criteria (optional, one a line: name — what it means)",
-                                placeholder="Right refund amount — the amount matches the order\nPolite — no blame on the customer")
+        verdicts = st.text_input(
+            "Verdicts (comma between them; keys 1–9 in that order)", value=", ".join(queues.DEFAULT_VERDICTS)
+        )
+        criteria = st.text_area(
+            "Pass/fail criteria (optional, one a line: name — what it means)",
+            placeholder="Right refund amount — the amount matches the order\nPolite — no blame on the customer",
+        )
         cols = st.columns(3)
         note = cols[0].checkbox("Ask for a note", value=True)
         should_have = cols[1].checkbox("Ask what it should have done", value=True)
@@ -167,14 +217,35 @@ def new_queue_form(store: Store, actor: Actor) -> None:
     if not picked:
         from replay_core.whatif.dataset import parse_since
 
-        flt = SessionFilter(status=status, workflow=workflow, model=model, agent_id=agent, text=search.strip() or None,
-                            since=parse_since(SINCE[since]) if SINCE[since] else None)
-    rubric = {"verdicts": [v.strip() for v in verdicts.split(",") if v.strip()], "note": note, "should_have": should_have,
-              "criteria": [dict(zip(("name", "description"), [p.strip() for p in line.split("—", 1)], strict=False))
-                           for line in criteria.splitlines() if line.strip()]}
+        flt = SessionFilter(
+            status=status,
+            workflow=workflow,
+            model=model,
+            agent_id=agent,
+            text=search.strip() or None,
+            since=parse_since(SINCE[since]) if SINCE[since] else None,
+        )
+    rubric = {
+        "verdicts": [v.strip() for v in verdicts.split(",") if v.strip()],
+        "note": note,
+        "should_have": should_have,
+        "criteria": [
+            dict(zip(("name", "description"), [p.strip() for p in line.split("—", 1)], strict=False))
+            for line in criteria.splitlines()
+            if line.strip()
+        ],
+    }
     try:
-        made = queues.create(store, name, flt=flt, ids=picked or None, rubric=rubric, reviews_per_item=int(per_item),
-                             assignees=[a.strip() for a in assign.split(",") if a.strip()], actor=actor)
+        made = queues.create(
+            store,
+            name,
+            flt=flt,
+            ids=picked or None,
+            rubric=rubric,
+            reviews_per_item=int(per_item),
+            assignees=[a.strip() for a in assign.split(",") if a.strip()],
+            actor=actor,
+        )
     except (queues.QueueError, PermissionDenied) as exc:
         st.error(md(str(exc)))
         return
@@ -227,7 +298,9 @@ def work_queue(store: Store, actor: Actor, queue_id: int, reviewer: str | None) 
         return
     if item is None:
         st.session_state.pop(held_key, None)
-        st.success("Nothing is left for you in this queue. Thank you!" if not q["done"] else "Every run in this queue is reviewed.")
+        st.success(
+            "Nothing is left for you in this queue. Thank you!" if not q["done"] else "Every run in this queue is reviewed."
+        )
         with st.expander("Results", expanded=True):
             results_view(store, queue_id, actor)
         return
@@ -235,8 +308,10 @@ def work_queue(store: Store, actor: Actor, queue_id: int, reviewer: str | None) 
     if st.session_state.get("queue_item_shown") != item["id"]:
         st.session_state["queue_item_shown"] = item["id"]
         st.session_state.pop("step", None)  # a new run opens at its first step
-    st.caption(f"Run {item['position']} of {q['items']} · held for you until {item['held_until']:%H:%M} UTC "
-               f"(it goes back to the queue after {int(queues.HOLD.total_seconds() // 60)} minutes without a save)")
+    st.caption(
+        f"Run {item['position']} of {q['items']} · held for you until {item['held_until']:%H:%M} UTC "
+        f"(it goes back to the queue after {int(queues.HOLD.total_seconds() // 60)} minutes without a save)"
+    )
     message = st.session_state.pop("queue_message", None)
     if message:
         (st.error if message[0] == "error" else st.toast)(md(message[1]))
@@ -257,24 +332,48 @@ def rubric_form(store: Store, actor: Actor, q: dict, item: dict, reviewer: str) 
     keys = {"verdict": f"qv_{iid}", "note": f"qn_{iid}", "should_have": f"qs_{iid}"}
     crit_keys = {c["name"]: f"qc_{iid}_{i}" for i, c in enumerate(rubric["criteria"])}
     with st.container(border=True):
-        st.radio("Verdict", rubric["verdicts"], index=None, key=keys["verdict"], horizontal=True, format_func=md)  # options are markdown
+        st.radio(
+            "Verdict", rubric["verdicts"], index=None, key=keys["verdict"], horizontal=True, format_func=md
+        )  # options are markdown
         with st.container(horizontal=True, gap="small"):
             for i, label in enumerate(rubric["verdicts"]):
-                st.button(md(short(label, 30)), key=f"qk_{iid}_{i}", shortcut=str(i + 1), on_click=_pick, args=(keys["verdict"], label),
-                          type="tertiary", help=f"Press {i + 1} for “{label}”")
+                st.button(
+                    md(short(label, 30)),
+                    key=f"qk_{iid}_{i}",
+                    shortcut=str(i + 1),
+                    on_click=_pick,
+                    args=(keys["verdict"], label),
+                    type="tertiary",
+                    help=f"Press {i + 1} for “{label}”",
+                )
         for c in rubric["criteria"]:
-            st.radio(md(c["name"]), list(PASS_FAIL), index=None, format_func=PASS_FAIL.get, key=crit_keys[c["name"]], horizontal=True,
-                     help=md(c["description"]) if c["description"] else None)
+            st.radio(
+                md(c["name"]),
+                list(PASS_FAIL),
+                index=None,
+                format_func=PASS_FAIL.get,
+                key=crit_keys[c["name"]],
+                horizontal=True,
+                help=md(c["description"]) if c["description"] else None,
+            )
         if rubric["note"]:
             st.text_area("Note", key=keys["note"], placeholder="What should the team know about this run?", height=80)
         if rubric["should_have"]:
             st.text_area("What should it have done?", key=keys["should_have"], height=80)
         with st.container(horizontal=True, gap="small"):
-            st.button("Save and next", key="queue_save", type="primary", shortcut=SAVE_KEY, on_click=_save,
-                      args=(store, actor, q["id"], iid, reviewer, keys, crit_keys))
+            st.button(
+                "Save and next",
+                key="queue_save",
+                type="primary",
+                shortcut=SAVE_KEY,
+                on_click=_save,
+                args=(store, actor, q["id"], iid, reviewer, keys, crit_keys),
+            )
             st.button("Skip", key="queue_skip", shortcut=SKIP_KEY, on_click=_skip, args=(store, actor, q["id"], iid, reviewer))
-        st.caption(f"Keys: 1–{len(rubric['verdicts'])} verdict · {SAVE_KEY} save and next · {SKIP_KEY} skip "
-                   "(not while typing in a box: click outside it or press Tab first)")
+        st.caption(
+            f"Keys: 1–{len(rubric['verdicts'])} verdict · {SAVE_KEY} save and next · {SKIP_KEY} skip "
+            "(not while typing in a box: click outside it or press Tab first)"
+        )
 
 
 def _save(store: Store, actor: Actor, queue_id: int, item_id: int, reviewer: str, keys: dict, crit_keys: dict) -> None:
@@ -283,9 +382,17 @@ def _save(store: Store, actor: Actor, queue_id: int, item_id: int, reviewer: str
         st.session_state["queue_message"] = ("error", "Pick a verdict first (keys 1–9), or skip this run (S).")
         return
     try:
-        queues.save_review(store, queue_id, item_id, reviewer, verdict,
-                           criteria={name: st.session_state.get(k) for name, k in crit_keys.items()},
-                           note=st.session_state.get(keys["note"]), should_have=st.session_state.get(keys["should_have"]), actor=actor)
+        queues.save_review(
+            store,
+            queue_id,
+            item_id,
+            reviewer,
+            verdict,
+            criteria={name: st.session_state.get(k) for name, k in crit_keys.items()},
+            note=st.session_state.get(keys["note"]),
+            should_have=st.session_state.get(keys["should_have"]),
+            actor=actor,
+        )
     except (queues.QueueError, PermissionDenied) as exc:
         st.session_state["queue_message"] = ("error", str(exc))
         return

@@ -29,8 +29,13 @@ DEFAULT_STATE = "needs_attention"
 
 
 def pick_state() -> str:
-    chosen = url_choice("Show runs marked", "review", list(REVIEW_CHOICES), format_func=REVIEW_CHOICES.get,
-                        placeholder=REVIEW_CHOICES[DEFAULT_STATE])
+    chosen = url_choice(
+        "Show runs marked",
+        "review",
+        list(REVIEW_CHOICES),
+        format_func=REVIEW_CHOICES.get,
+        placeholder=REVIEW_CHOICES[DEFAULT_STATE],
+    )
     return chosen or DEFAULT_STATE
 
 
@@ -45,7 +50,9 @@ def mark_run_form(store: Store, author: str | None) -> None:
         st.toast("Note saved.")
     with st.form("mark_run", border=False):
         sid = st.selectbox("Run", list(names), format_func=names.get, index=None, placeholder="Pick a run…", key="mark_sid")
-        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None, key="mark_label")
+        label = st.radio(
+            "Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None, key="mark_label"
+        )
         text = st.text_area("Note", placeholder="What should the team know about this run?", key="mark_text")
         name = st.text_input("Your name", value=author or "", key="mark_author")
         if st.form_submit_button("Save note", type="primary"):
@@ -67,8 +74,9 @@ def reviewed_runs(store: Store, state: str) -> None:
     flt = SessionFilter(review=state)
     total = store.count_sessions(flt)
     if total == 0:
-        st.info(f"No run is marked “{REVIEW_CHOICES[state]}” right now." if state != "unreviewed"
-                else "Every run has been reviewed.")
+        st.info(
+            f"No run is marked “{REVIEW_CHOICES[state]}” right now." if state != "unreviewed" else "Every run has been reviewed."
+        )
         return
     st.markdown(f"**{total} run{'s' if total != 1 else ''}** · {REVIEW_CHOICES[state]}")
     pages = -(-total // PAGE_SIZE)
@@ -76,8 +84,10 @@ def reviewed_runs(store: Store, state: str) -> None:
     for row in store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE):
         notes = store.annotations(row["id"])
         with st.container(border=True):
-            st.markdown(f"**{md(row['name'] or row['id'])}** · {status_label(row['status'])} · {row['steps']} steps · "
-                        f"started {fmt_when(row['started_at'])}")
+            st.markdown(
+                f"**{md(row['name'] or row['id'])}** · {status_label(row['status'])} · {row['steps']} steps · "
+                f"started {fmt_when(row['started_at'])}"
+            )
             if row.get("outcome"):
                 st.caption(md(row["outcome"]))
             seq_of = {}

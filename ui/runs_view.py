@@ -12,11 +12,20 @@ from replay_core.storage.search import plain
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.replay_outcome import replay_outcome
 
+from . import components
 from .common import (
-    FILTER_PARAMS, HAS_LABELS, REVIEW_CHOICES, REVIEW_LABELS, STATUS_LABELS, filter_from_params, fmt_cost, fmt_duration, md, short,
+    FILTER_PARAMS,
+    HAS_LABELS,
+    REVIEW_CHOICES,
+    REVIEW_LABELS,
+    STATUS_LABELS,
+    filter_from_params,
+    fmt_cost,
+    fmt_duration,
+    md,
+    short,
     status_label,
 )
-from . import components
 
 PAGE_SIZE = 25
 DIMENSIONS = (
@@ -82,8 +91,13 @@ def filter_bar(store: Store) -> SessionFilter:
 
     def choice(key: str, label: str, options: list[str], format_func=str) -> dict:
         value = params.get(key)
-        return {"key": key, "kind": "choice", "label": label, "value": value if value in options else "",
-                "options": [["", "Any"], *([o, format_func(o)] for o in options)]}
+        return {
+            "key": key,
+            "kind": "choice",
+            "label": label,
+            "value": value if value in options else "",
+            "options": [["", "Any"], *([o, format_func(o)] for o in options)],
+        }
 
     def day(key: str, label: str) -> dict:  # a bad date in the link is ignored
         return {"key": key, "kind": "date", "label": label, "value": _iso_day(params.get(key) or "") or ""}
@@ -93,24 +107,52 @@ def filter_bar(store: Store) -> SessionFilter:
         choice("status", "Status", [s.value for s in SessionStatus], lambda s: STATUS_LABELS.get(s, s)),
         choice("review", "Review", list(REVIEW_CHOICES), REVIEW_CHOICES.get),
         *(choice(key, label, _choices(store.url, key)) for key, label in DIMENSIONS),
-        day("since", "Started on or after"), day("until", "Started on or before"),
-        choice("tag", "Tag", _choices(store.url, "tags")), choice("has", "Runs with", list(HAS_LABELS), HAS_LABELS.get),
-        text("failed_tool", "A failed call to the tool", "e.g. run_tests"), text("error_class", "Error class", "e.g. TimeoutError"),
+        day("since", "Started on or after"),
+        day("until", "Started on or before"),
+        choice("tag", "Tag", _choices(store.url, "tags")),
+        choice("has", "Runs with", list(HAS_LABELS), HAS_LABELS.get),
+        text("failed_tool", "A failed call to the tool", "e.g. run_tests"),
+        text("error_class", "Error class", "e.g. TimeoutError"),
         choice("source", "Source", _choices(store.url, "source")),
-        {"key": "replays", "kind": "toggle", "label": "Include replays and experiments", "value": params.get("replays") in ("1", "true", "yes"),
-         "help": "Off: only the agent's own runs are listed and counted. On: what-if replays and experiments' runs too, "
-                 "each with its outcome against the run it replays."},
+        {
+            "key": "replays",
+            "kind": "toggle",
+            "label": "Include replays and experiments",
+            "value": params.get("replays") in ("1", "true", "yes"),
+            "help": "Off: only the agent's own runs are listed and counted. On: what-if replays and experiments' runs too, "
+            "each with its outcome against the run it replays.",
+        },
     ]
     with st.sidebar:
-        components.filters(fields, more=list(MORE_FILTERS), active=bool(active_filters(params)), key="filters",
-                           on_set=set_filter, on_clear=clear_filters)
+        components.filters(
+            fields,
+            more=list(MORE_FILTERS),
+            active=bool(active_filters(params)),
+            key="filters",
+            on_set=set_filter,
+            on_clear=clear_filters,
+        )
     return filter_from_params(params.to_dict())
 
 
-CHIP_NAMES = {"q": "Search", "status": "Status", "review": "Review", "model": "Model", "agent_id": "Agent", "workflow": "Workflow",
-              "environment": "Environment", "agent_version": "Version", "tag": "Tag", "since": "From", "until": "Until",
-              "has": "With", "failed_tool": "Failed tool", "error_class": "Error class", "source": "Source",
-              "replays": "Including replays and experiments"}
+CHIP_NAMES = {
+    "q": "Search",
+    "status": "Status",
+    "review": "Review",
+    "model": "Model",
+    "agent_id": "Agent",
+    "workflow": "Workflow",
+    "environment": "Environment",
+    "agent_version": "Version",
+    "tag": "Tag",
+    "since": "From",
+    "until": "Until",
+    "has": "With",
+    "failed_tool": "Failed tool",
+    "error_class": "Error class",
+    "source": "Source",
+    "replays": "Including replays and experiments",
+}
 CHIP_VALUES = {"status": status_label, "review": REVIEW_CHOICES.get, "has": HAS_LABELS.get, "q": lambda v: f"“{v}”"}
 
 
@@ -222,8 +264,9 @@ RESPONSIVE_CSS = """<style>
 
 
 def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> str | None:
-    event = st.dataframe(rows, hide_index=True, key=key, on_select="rerun", selection_mode="single-row", column_order=columns,
-                         column_config=config)
+    event = st.dataframe(
+        rows, hide_index=True, key=key, on_select="rerun", selection_mode="single-row", column_order=columns, column_config=config
+    )
     selected = event.selection.rows if event else []
     return rows[selected[0]]["id"] if selected and selected[0] < len(rows) else None
 
@@ -236,21 +279,34 @@ def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
     st.caption("Select a row to open its timeline.")
     st.html(RESPONSIVE_CSS)
     with st.container(key="runs_wide"):
-        chosen = _table(rows, "runs_table", [k for k in rows[0] if k != "id"] if rows else None, {
-            "Status": st.column_config.TextColumn(width="small"),
-            "Run": st.column_config.TextColumn(width="medium"),
-            "Outcome": st.column_config.TextColumn(width="medium"),
-            "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=130),
-            "Id": st.column_config.TextColumn(width=130),
-            "Steps": st.column_config.NumberColumn(format="%d"),
-        })
+        chosen = _table(
+            rows,
+            "runs_table",
+            [k for k in rows[0] if k != "id"] if rows else None,
+            {
+                "Status": st.column_config.TextColumn(width="small"),
+                "Run": st.column_config.TextColumn(width="medium"),
+                "Outcome": st.column_config.TextColumn(width="medium"),
+                "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=130),
+                "Id": st.column_config.TextColumn(width=130),
+                "Steps": st.column_config.NumberColumn(format="%d"),
+            },
+        )
     with st.container(key="runs_narrow"):
-        chosen = _table(rows, "runs_table_narrow", list(NARROW), {
-            "Status": st.column_config.TextColumn(width=58),
-            "Run": st.column_config.TextColumn(width=104),
-            "Outcome": st.column_config.TextColumn(width=82),
-            "Started": st.column_config.DatetimeColumn(format="MM-DD HH:mm", width=80),
-        }) or chosen
+        chosen = (
+            _table(
+                rows,
+                "runs_table_narrow",
+                list(NARROW),
+                {
+                    "Status": st.column_config.TextColumn(width=58),
+                    "Run": st.column_config.TextColumn(width=104),
+                    "Outcome": st.column_config.TextColumn(width=82),
+                    "Started": st.column_config.DatetimeColumn(format="MM-DD HH:mm", width=80),
+                },
+            )
+            or chosen
+        )
     return chosen
 
 
@@ -266,5 +322,6 @@ def dataset_form(store: Store, flt: SessionFilter, total: int) -> None:
             except ds.DatasetError as exc:
                 st.error(md(str(exc)))
             else:
-                st.success(md(f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases. "
-                              "Open Experiments to run it."))
+                st.success(
+                    md(f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases. Open Experiments to run it.")
+                )

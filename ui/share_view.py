@@ -31,8 +31,16 @@ def _base_url() -> str:
     return config.public_url(f"{seen.scheme}://{seen.netloc}" if seen.scheme and seen.netloc else None)
 
 
-def share_button(store: Store, actor: Actor, kind: str, *, session: str | None = None, other: str | None = None,
-                 queue: int | None = None, key: str) -> None:
+def share_button(
+    store: Store,
+    actor: Actor,
+    kind: str,
+    *,
+    session: str | None = None,
+    other: str | None = None,
+    queue: int | None = None,
+    key: str,
+) -> None:
     """Editors: a popover that makes a read-only link and shows it once."""
     if not actor.may(SHARE):
         return
@@ -41,8 +49,16 @@ def share_button(store: Store, actor: Actor, kind: str, *, session: str | None =
         expiry = st.selectbox("Opens for", list(EXPIRY), index=1, key=f"{key}_exp")
         if st.button("Make the link", key=f"{key}_make", type="primary"):
             try:
-                made = shares.make(store, kind, session=session, other=other, queue=queue, expires=shares.parse_expiry(EXPIRY[expiry]),
-                                   actor=actor, base_url=_base_url())
+                made = shares.make(
+                    store,
+                    kind,
+                    session=session,
+                    other=other,
+                    queue=queue,
+                    expires=shares.parse_expiry(EXPIRY[expiry]),
+                    actor=actor,
+                    base_url=_base_url(),
+                )
             except (shares.ShareError, PermissionDenied) as exc:
                 st.error(md(str(exc)))
                 return
@@ -63,8 +79,10 @@ def links_admin(store: Store, actor: Actor) -> None:
     for link in links:
         what = " vs ".join(str(v) for v in link["target"].values())
         cols = st.columns([5, 1])
-        cols[0].markdown(f"**{md(KIND_WORDS[link['kind']])}** {md(what)} · {link['state']} · made by {md(link['created_by'])} "
-                         f"{fmt_when(link['created_at'])} · expires {fmt_when(link['expires_at'])} · opened {link['opened']}×")
+        cols[0].markdown(
+            f"**{md(KIND_WORDS[link['kind']])}** {md(what)} · {link['state']} · made by {md(link['created_by'])} "
+            f"{fmt_when(link['created_at'])} · expires {fmt_when(link['expires_at'])} · opened {link['opened']}×"
+        )
         if link["state"] == "active" and cols[1].button("Revoke", key=f"revoke_{link['id']}"):
             shares.revoke(store, link["id"], actor=actor)
             st.rerun()
@@ -77,8 +95,14 @@ def share_a_run(store: Store, actor: Actor) -> None:
     rows = store.list_sessions(limit=200)
     labels = {r["id"]: run_label(r) for r in rows}
     sid = st.selectbox("Run", list(labels), format_func=labels.get, index=None, placeholder="Pick a run…", key="share_run")
-    other = st.selectbox("Compare with (optional)", [k for k in labels if k != sid], format_func=labels.get, index=None,
-                         placeholder="No comparison", key="share_other")
+    other = st.selectbox(
+        "Compare with (optional)",
+        [k for k in labels if k != sid],
+        format_func=labels.get,
+        index=None,
+        placeholder="No comparison",
+        key="share_other",
+    )
     if sid:
         share_button(store, actor, shares.COMPARE if other else shares.RUN, session=sid, other=other, key=f"share_{sid}_{other}")
 
@@ -131,13 +155,25 @@ def _comparison(obj: dict) -> None:
         st.warning(md(f"First difference: {first['summary']}"), icon="🔀")
     else:
         st.success("The two runs took the same steps.")
-    st.dataframe([{"A step": r["a_seq"], "B step": r["b_seq"], "type": r["type"], "tool": r["tool_name"] or "",
-                   "same": "yes" if r["same"] else (r["kind"] or "differs")} for r in obj["comparison"]["aligned"]],
-                 hide_index=True)
+    st.dataframe(
+        [
+            {
+                "A step": r["a_seq"],
+                "B step": r["b_seq"],
+                "type": r["type"],
+                "tool": r["tool_name"] or "",
+                "same": "yes" if r["same"] else (r["kind"] or "differs"),
+            }
+            for r in obj["comparison"]["aligned"]
+        ],
+        hide_index=True,
+    )
     only = obj["comparison"]
     if only["only_a"] or only["only_b"]:
-        st.caption(f"Steps only in A: {', '.join(map(str, only['only_a'])) or 'none'} · only in B: "
-                   f"{', '.join(map(str, only['only_b'])) or 'none'}")
+        st.caption(
+            f"Steps only in A: {', '.join(map(str, only['only_a'])) or 'none'} · only in B: "
+            f"{', '.join(map(str, only['only_b'])) or 'none'}"
+        )
 
 
 def _queue(obj: dict) -> None:

@@ -47,9 +47,14 @@ from .early_open import linked_step
 
 BEFORE, AFTER = 6, 9  # steps drawn around the cursor
 JUMPS = [  # the strip's jump buttons: name, label, the key that presses it (KeyboardEvent.key)
-    ("first", "⇤ First", None), ("prev_cycle", "« Previous cycle", None), ("prev", "‹ Previous", "ArrowLeft"),
-    ("next", "Next ›", "ArrowRight"), ("next_cycle", "Next cycle »", None), ("prev_error", "← Previous error", None),
-    ("next_error", "Next error →", "e"), ("last", "Last ⇥", None),
+    ("first", "⇤ First", None),
+    ("prev_cycle", "« Previous cycle", None),
+    ("prev", "‹ Previous", "ArrowLeft"),
+    ("next", "Next ›", "ArrowRight"),
+    ("next_cycle", "Next cycle »", None),
+    ("prev_error", "← Previous error", None),
+    ("next_error", "Next error →", "e"),
+    ("last", "Last ⇥", None),
 ]
 MAX_MESSAGES = 12
 MAX_TEXT = 20_000  # characters: longer text is cut, and says how much was left off
@@ -120,8 +125,7 @@ def cursor(tl: Timeline) -> int:
     return seq
 
 
-def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None,
-             hits: list[int] = ()) -> int:
+def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structure | None = None, hits: list[int] = ()) -> int:
     """The strip (its slider, clickable ticks, jump buttons and go-to box: ui/components.py); returns the position."""
     seq = cursor(tl)
     pos = tl.position_of(seq)
@@ -132,18 +136,25 @@ def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structu
 
 
 STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
-    "error": ("what went wrong", "#d62728"), "cause": ("what went wrong", "#8c1d18"),
-    "turning point": ("what went wrong", "#2ca02c"), "note": ("found", "#ff9f1c"), "search hit": ("found", "#9467bd"),
-    "retry": ("shape", "#8c564b"), "group": ("shape", "#17becf"), "cycle start": ("shape", "#c7c7c7"),
-    "missing": ("shape", "#b0b0b0"), "you are here": ("found", "#1f77b4"),
+    "error": ("what went wrong", "#d62728"),
+    "cause": ("what went wrong", "#8c1d18"),
+    "turning point": ("what went wrong", "#2ca02c"),
+    "note": ("found", "#ff9f1c"),
+    "search hit": ("found", "#9467bd"),
+    "retry": ("shape", "#8c564b"),
+    "group": ("shape", "#17becf"),
+    "cycle start": ("shape", "#c7c7c7"),
+    "missing": ("shape", "#b0b0b0"),
+    "you are here": ("found", "#1f77b4"),
 }
 LANES = ["what went wrong", "found", "shape"]
 MAX_CYCLE_TICKS = 2000  # past this, cycle starts are left off the strip (said in its caption)
 MAX_HIT_TICKS = 2000  # likewise search hits: the count and previous/next hit still cover them all
 
 
-def strip_ticks(tl: Timeline, seq: int, noted: set[int], *, hits: list[int] = (), explanation=None,
-                structure: Structure | None = None) -> list[dict]:
+def strip_ticks(
+    tl: Timeline, seq: int, noted: set[int], *, hits: list[int] = (), explanation=None, structure: Structure | None = None
+) -> list[dict]:
     """The strip's clickable ticks: errors, the causal chain and turning point, notes, search hits,
     retries, structure nodes, cycle starts and the cursor (one dict per tick: seq, what, lane)."""
     ticks = []
@@ -174,8 +185,9 @@ def _run_ticks(tl: Timeline, structure: Structure | None) -> list[dict]:
     return tl.cache[key]
 
 
-def _strip(tl: Timeline, seq: int, pos: int, noted: set[int], explanation=None, structure: Structure | None = None,
-           hits: list[int] = ()) -> None:
+def _strip(
+    tl: Timeline, seq: int, pos: int, noted: set[int], explanation=None, structure: Structure | None = None, hits: list[int] = ()
+) -> None:
     """A bar under the slider in three lanes: what went wrong (errors, the causal chain, the turning point),
     what was found (notes, search hits, the cursor), and the run's shape (retries, groups, cycle starts,
     missing steps); then the jump buttons and a go-to box. Clicking a tick or a button, or going to a
@@ -188,13 +200,22 @@ def _strip(tl: Timeline, seq: int, pos: int, noted: set[int], explanation=None, 
     left_off = " · cycle starts left off (too many)" if len(tl.cycles) > MAX_CYCLE_TICKS else ""
     if len(hits) > MAX_HIT_TICKS:
         left_off += f" · the {len(hits):,} search hits left off (too many: step through them with Next hit)"
-    components.strip({
-        "first": tl.steps[0].seq, "last": tl.steps[-1].seq, "lanes": LANES, "kinds": kinds, "cursor": seq,
-        "ticks": [[t["seq"], t["what"]] for t in ticks if t["what"] != "you are here"],
-        "gaps": [[g.first_missing - 0.5, g.last_missing + 0.5] for g in tl.gaps],
-        "legend": [[what, colour] for what, (_, colour) in STRIP_KINDS.items() if what in shown], "left_off": left_off,
-        "jumps": [[name, label, targets[name], key] for name, label, key in JUMPS],
-    }, key="strip", on_pick=_go)
+    components.strip(
+        {
+            "first": tl.steps[0].seq,
+            "last": tl.steps[-1].seq,
+            "lanes": LANES,
+            "kinds": kinds,
+            "cursor": seq,
+            "ticks": [[t["seq"], t["what"]] for t in ticks if t["what"] != "you are here"],
+            "gaps": [[g.first_missing - 0.5, g.last_missing + 0.5] for g in tl.gaps],
+            "legend": [[what, colour] for what, (_, colour) in STRIP_KINDS.items() if what in shown],
+            "left_off": left_off,
+            "jumps": [[name, label, targets[name], key] for name, label, key in JUMPS],
+        },
+        key="strip",
+        on_pick=_go,
+    )
 
 
 # ------------------------------------------------------------------ the run
@@ -216,9 +237,15 @@ def phone_layout() -> None:
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     s = tl.session
     st.title(md(s.get("name") or s["id"]), anchor=False)  # a run's name is data: shown as text, never as markup
-    dims = [("Agent", s.get("agent_id")), ("Model", s.get("model")), ("Workflow", s.get("workflow")),
-            ("Environment", s.get("environment")), ("Version", s.get("agent_version")),
-            ("Tags", ", ".join(s.get("tags") or [])), ("Started", fmt_when(s.get("started_at")) if s.get("started_at") else "time not recorded")]
+    dims = [
+        ("Agent", s.get("agent_id")),
+        ("Model", s.get("model")),
+        ("Workflow", s.get("workflow")),
+        ("Environment", s.get("environment")),
+        ("Version", s.get("agent_version")),
+        ("Tags", ", ".join(s.get("tags") or [])),
+        ("Started", fmt_when(s.get("started_at")) if s.get("started_at") else "time not recorded"),
+    ]
     st.caption(" · ".join(f"{k}: {md(v)}" for k, v in dims if v) + f" · id: {md(s['id'])}")
     sentence = tl.summary()
     if s.get("outcome"):
@@ -227,23 +254,37 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
     totals = tl.totals.at(len(tl.steps) - 1) if tl.steps else None
     card = components.card
-    components.metrics([
-        card("Steps", f"{len(tl.steps):,}"), card("Cycles", f"{len(tl.cycles):,}"),
-        card("Errors", f"{totals['errors']:,}" if totals else "0"),
-        # the run's totals as the Store defines them (steps' sums, else the source's run totals)
-        card("Tokens", f"{s['tokens_in'] + s['tokens_out']:,}",
-             help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None),
-        card("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—"),
-        card("Duration", fmt_duration(s.get("duration_s"))),
-    ], key="run_metrics", width=METRIC_WIDTH)
+    components.metrics(
+        [
+            card("Steps", f"{len(tl.steps):,}"),
+            card("Cycles", f"{len(tl.cycles):,}"),
+            card("Errors", f"{totals['errors']:,}" if totals else "0"),
+            # the run's totals as the Store defines them (steps' sums, else the source's run totals)
+            card(
+                "Tokens",
+                f"{s['tokens_in'] + s['tokens_out']:,}",
+                help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None,
+            ),
+            card("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—"),
+            card("Duration", fmt_duration(s.get("duration_s"))),
+        ],
+        key="run_metrics",
+        width=METRIC_WIDTH,
+    )
     if tl.gaps:
         missing = sum(g.last_missing - g.first_missing + 1 for g in tl.gaps)
         labels = ", ".join(g.label for g in tl.gaps[:5]) + (" …" if len(tl.gaps) > 5 else "")
-        st.warning(md(f"{missing} step{'s' if missing != 1 else ''} never arrived ({labels}). "
-                      "The timeline shows where they are missing; nothing was filled in."), icon="🕳️")
+        st.warning(
+            md(
+                f"{missing} step{'s' if missing != 1 else ''} never arrived ({labels}). "
+                "The timeline shows where they are missing; nothing was filled in."
+            ),
+            icon="🕳️",
+        )
     if s.get("status") == "incomplete":
-        st.warning(md(f"This run stopped sending events at {fmt_when(s.get('last_event_at'))} without saying it had finished."),
-                   icon="⚠️")
+        st.warning(
+            md(f"This run stopped sending events at {fmt_when(s.get('last_event_at'))} without saying it had finished."), icon="⚠️"
+        )
     for note in run_notes:
         st.markdown(note_line(note))
 
@@ -258,7 +299,14 @@ def _explanation(_store: Store, url: str, session_id: str, stamp: tuple, success
 
 def _stamp(s: dict) -> tuple:
     """A version of the run: changes with new steps, a new status or outcome."""
-    return s.get("steps"), s.get("max_seq"), str(s.get("last_event_at")), s.get("status"), str(s.get("ended_at")), s.get("outcome")
+    return (
+        s.get("steps"),
+        s.get("max_seq"),
+        str(s.get("last_event_at")),
+        s.get("status"),
+        str(s.get("ended_at")),
+        s.get("outcome"),
+    )
 
 
 def explanation_for(store: Store, tl: Timeline) -> Explanation | None:
@@ -298,14 +346,22 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
         return
     with st.container(horizontal=True, gap="small"):
         for link in explanation.chain:
-            st.button(f"Step {link.seq}", key=f"cause_{link.seq}", on_click=_go, args=(link.seq,), help=link.summary,
-                      icon=":material/arrow_outward:" if link is explanation.head else None)
+            st.button(
+                f"Step {link.seq}",
+                key=f"cause_{link.seq}",
+                on_click=_go,
+                args=(link.seq,),
+                help=link.summary,
+                icon=":material/arrow_outward:" if link is explanation.head else None,
+            )
     with st.expander("Causal chain and turning point"):
         for link in explanation.chain:
             st.markdown(f"**Step {link.seq}** — {md(link.summary)}")
         tp = explanation.turning_point
         if tp is not None:
-            st.markdown(f"**Turning point** (step {tp.seq} here, step {tp.compared_seq} of {md(tp.compared_with)}): {md(tp.summary)}")
+            st.markdown(
+                f"**Turning point** (step {tp.seq} here, step {tp.compared_seq} of {md(tp.compared_with)}): {md(tp.summary)}"
+            )
         for c in explanation.contradictions:
             st.markdown(f"**Contradiction** at step {c.seq} (vs step {c.earlier_seq}): {md(c.summary)}")
         for note in explanation.notes[:1]:
@@ -324,16 +380,26 @@ def narrative_view(explanation: Explanation) -> None:
     result = narrative.cached(explanation, model, api_base)
     if result is None:
         tokens_in, at_most = narrative.estimate(explanation, model)
-        st.caption(md(f"Asking costs about {tokens_in:,} tokens in and at most {narrative.MAX_TOKENS} out: "
-                      + (f"at most ${at_most:.4f} at {model}'s list price." if at_most is not None
-                         else f"the price of {model} is not known, so the cost is not either.")))
-        if st.button(f"Ask {model} to explain in a paragraph", key="narrate", icon=":material/edit_note:",
-                     help="One model call. The model is given only the causal chain above (not the run) and must cite "
-                          "a step for every claim. Its real cost is shown with the paragraph."):
+        st.caption(
+            md(
+                f"Asking costs about {tokens_in:,} tokens in and at most {narrative.MAX_TOKENS} out: "
+                + (
+                    f"at most ${at_most:.4f} at {model}'s list price."
+                    if at_most is not None
+                    else f"the price of {model} is not known, so the cost is not either."
+                )
+            )
+        )
+        if st.button(
+            f"Ask {model} to explain in a paragraph",
+            key="narrate",
+            icon=":material/edit_note:",
+            help="One model call. The model is given only the causal chain above (not the run) and must cite "
+            "a step for every claim. Its real cost is shown with the paragraph.",
+        ):
             with st.spinner(f"Asking {model}…"):
                 try:
-                    result = narrative.narrate(explanation, model, api_base=api_base,
-                                               api_key_env=config.explain_api_key_env())
+                    result = narrative.narrate(explanation, model, api_base=api_base, api_key_env=config.explain_api_key_env())
                     st.session_state.pop(key, None)
                 except narrative.NarrativeError as exc:
                     st.session_state[key] = exc
@@ -345,12 +411,22 @@ def narrative_view(explanation: Explanation) -> None:
         if result is None:
             return
     with st.container(border=True, key="narrative"):
-        st.caption(md(f"✍️ Written by a model ({result.model}) from the causal chain above, not by the rules: "
-                      f"check it against the steps it cites. {result.cost_line()}"))
+        st.caption(
+            md(
+                f"✍️ Written by a model ({result.model}) from the causal chain above, not by the rules: "
+                f"check it against the steps it cites. {result.cost_line()}"
+            )
+        )
         st.text(result.text)
         if result.not_in_chain:
-            st.caption(md("It cites step" + ("s " if len(result.not_in_chain) > 1 else " ") +
-                          ", ".join(map(str, result.not_in_chain)) + ", which the causal chain does not name."))
+            st.caption(
+                md(
+                    "It cites step"
+                    + ("s " if len(result.not_in_chain) > 1 else " ")
+                    + ", ".join(map(str, result.not_in_chain))
+                    + ", which the causal chain does not name."
+                )
+            )
         if result.cited:
             with st.container(horizontal=True, gap="small"):
                 for seq in result.cited[:12]:
@@ -360,9 +436,13 @@ def narrative_view(explanation: Explanation) -> None:
 def search_box() -> None:
     """Search inside the run (content, tool names, arguments, error class): drawn above the strip, outside
     what a click redraws; a search redraws the page, its hits are ticks on the strip."""
-    st.text_input("Search in this run", key="run_search", placeholder="words, tool name or argument",
-                  help="Whole words, the last one also as the start of a word (“refund” finds “refunded”); "
-                       "every word must be in the step. The same search as on the Runs page.")
+    st.text_input(
+        "Search in this run",
+        key="run_search",
+        placeholder="words, tool name or argument",
+        help="Whole words, the last one also as the start of a word (“refund” finds “refunded”); "
+        "every word must be in the step. The same search as on the Runs page.",
+    )
 
 
 def search_hits(tl: Timeline, pos: int, hits: list[int]) -> None:
@@ -383,10 +463,17 @@ def search_hits(tl: Timeline, pos: int, hits: list[int]) -> None:
     before, after = hits[at - 1] if at else None, hits[at + 1 if here else at] if (at + here) < len(hits) else None
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.caption(f"{len(hits):,} step{'s' if len(hits) != 1 else ''} match" + (f" (this is hit {at + 1:,})" if here else ""))
-        st.button("Previous hit", key="hit_prev", disabled=before is None, on_click=_go, args=(before,),
-                  icon=":material/keyboard_arrow_up:")
-        st.button("Next hit", key="hit_next", disabled=after is None, on_click=_go, args=(after,),
-                  icon=":material/keyboard_arrow_down:")
+        st.button(
+            "Previous hit",
+            key="hit_prev",
+            disabled=before is None,
+            on_click=_go,
+            args=(before,),
+            icon=":material/keyboard_arrow_up:",
+        )
+        st.button(
+            "Next hit", key="hit_next", disabled=after is None, on_click=_go, args=(after,), icon=":material/keyboard_arrow_down:"
+        )
     shown = seq if here else after if after is not None else before
     step = tl.step_at_seq(shown)
     parts = hit_snippet(query, step) if step is not None else []
@@ -411,18 +498,22 @@ def run_hits(store: Store, tl: Timeline, query: str | None) -> list[int]:
 
 def hit_snippet(query: str, step) -> list[tuple[str, bool]]:
     """The matched words of a step in their context, as (text, matched) parts (storage/search.py's snippet)."""
-    return snippet(SearchQuery.parse(query), step.content, step.tool_name, _args_text(step.tool_args) or None,
-                   step.error_class)
+    return snippet(SearchQuery.parse(query), step.content, step.tool_name, _args_text(step.tool_args) or None, step.error_class)
 
 
 def action_links(tl: Timeline, seq: int, explanation) -> None:
     """Replay from here (the what-if page at this step) and Compare with… (the turning-point run preselected)."""
     with st.container(horizontal=True, gap="small"):
-        st.page_link(PAGE_WHATIF, label="Replay from here", icon=":material/replay:",
-                     query_params={"session": tl.id, "step": str(seq)})
+        st.page_link(
+            PAGE_WHATIF, label="Replay from here", icon=":material/replay:", query_params={"session": tl.id, "step": str(seq)}
+        )
         other = explanation.turning_point.compared_with if explanation is not None and explanation.turning_point else None
-        st.page_link(PAGE_COMPARE, label=f"Compare with {other}" if other else "Compare with…", icon=":material/compare_arrows:",
-                     query_params={"a": tl.id, **({"b": other} if other else {})})
+        st.page_link(
+            PAGE_COMPARE,
+            label=f"Compare with {other}" if other else "Compare with…",
+            icon=":material/compare_arrows:",
+            query_params={"a": tl.id, **({"b": other} if other else {})},
+        )
 
 
 # ------------------------------------------------------------------ steps around the cursor
@@ -473,7 +564,9 @@ def window_rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> li
                 rows.append({"kind": "cycle", "text": "Outside any cycle"})
             else:
                 c = tl.cycles[cycle]
-                rows.append({"kind": "cycle", "text": f"Cycle {cycle + 1} of {len(tl.cycles)} · steps {c.first_seq}–{c.last_seq}"})
+                rows.append(
+                    {"kind": "cycle", "text": f"Cycle {cycle + 1} of {len(tl.cycles)} · steps {c.first_seq}–{c.last_seq}"}
+                )
         label = row_label(step, current=p == pos, noted=step.seq in noted, run_agent=tl.session.get("agent_id"))
         rows.append({"seq": step.seq, "text": label, "current": p == pos})
     if hi < len(tl.steps):
@@ -524,8 +617,11 @@ def args_view(tool: str | None, args: Any) -> dict:
     """A call's arguments as the step's view draws them: a tree, and each long or multi-line text value (a
     file's contents) verbatim in a box; arguments that are no object or list as their text."""
     if isinstance(args, (dict, list)):
-        long = [[key, _cut(value)] for key, value in args.items() if isinstance(value, str) and _boxed(value)] \
-            if isinstance(args, dict) else []
+        long = (
+            [[key, _cut(value)] for key, value in args.items() if isinstance(value, str) and _boxed(value)]
+            if isinstance(args, dict)
+            else []
+        )
         return {"tool": tool or "a tool", "tree": args, "long": long}
     return {"tool": tool or "a tool", "text": _args_text(args) or "(no arguments)"}
 
@@ -558,7 +654,9 @@ def write_view(tl: Timeline, pos: int) -> None:
     st.markdown(f"**What it changes in {md(change.path)}**")
     st.caption(md(change.note))
     if change.diff:
-        st.code(_cut(change.diff), language="diff" if change.base is not None or change.kind != "write" else None, wrap_lines=True)
+        st.code(
+            _cut(change.diff), language="diff" if change.base is not None or change.kind != "write" else None, wrap_lines=True
+        )
 
 
 def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> None:
@@ -580,7 +678,9 @@ def step_view(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -
     cycle = tl.cycle_index[pos]
     facts = [f"cycle {cycle + 1} of {len(tl.cycles)}" if cycle is not None else "outside any cycle"]
     if step.status != "ok":
-        facts.append(f"{'❌' if step.status == 'error' else '⛔'} {step.status}" + (f" ({step.error_class})" if step.error_class else ""))
+        facts.append(
+            f"{'❌' if step.status == 'error' else '⛔'} {step.status}" + (f" ({step.error_class})" if step.error_class else "")
+        )
     elif step.error_class:
         facts.append(step.error_class)
     if step.timestamp:
@@ -602,10 +702,13 @@ def step_view(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -
     if call is not None:
         lines.append(f"Answers the call at step {call.seq}: {call.tool_name or 'tool'}({short(_args_text(call.tool_args), 80)})")
     return {
-        "heading": f"{step_label(step.type)} · step {step.seq}", "facts": " · ".join(facts), "lines": lines,
+        "heading": f"{step_label(step.type)} · step {step.seq}",
+        "facts": " · ".join(facts),
+        "lines": lines,
         "call": args_view(step.tool_name, step.tool_args) if step.type == "tool_call" else None,
         "error": f"This step failed{': ' + step.error_class if step.error_class else ''}." if is_error(step) else None,
-        "content": content_view(step.content), "notes": [note_line(note, markdown=False) for note in notes],
+        "content": content_view(step.content),
+        "notes": [note_line(note, markdown=False) for note in notes],
     }
 
 
@@ -631,8 +734,9 @@ def context_view(snap: Snapshot) -> None:
         notes.append("Nothing yet: this is the start of the run.")
     elif hidden:
         notes.append(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
-    components.transcript(notes, [transcript_message(m, o) for m, o in zip(context[hidden:], origins[hidden:], strict=True)],
-                          key="transcript")
+    components.transcript(
+        notes, [transcript_message(m, o) for m, o in zip(context[hidden:], origins[hidden:], strict=True)], key="transcript"
+    )
     if snap.agent.recorded is not None:
         with st.expander("Context the source recorded (not chat messages)"):
             st.json(snap.agent.recorded, expanded=1)
@@ -654,9 +758,15 @@ def transcript_message(message: dict, origin: dict) -> dict:
 
 def totals_view(snap: Snapshot) -> None:
     t, card = snap.totals, components.card
-    cards = [card("Tokens in", f"{t['tokens_in']:,}"), card("Tokens out", f"{t['tokens_out']:,}"),
-             card("Cost so far", fmt_cost(t["cost_usd"])), card("Time since start", fmt_duration(t["elapsed_s"])),
-             card("Tool calls", f"{t['tool_calls']:,}"), card("Errors", f"{t['errors']:,}"), card("Retries", f"{t['retries']:,}")]
+    cards = [
+        card("Tokens in", f"{t['tokens_in']:,}"),
+        card("Tokens out", f"{t['tokens_out']:,}"),
+        card("Cost so far", fmt_cost(t["cost_usd"])),
+        card("Time since start", fmt_duration(t["elapsed_s"])),
+        card("Tool calls", f"{t['tool_calls']:,}"),
+        card("Errors", f"{t['errors']:,}"),
+        card("Retries", f"{t['retries']:,}"),
+    ]
     if t["cost_unknown_steps"]:
         cards.append(card("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown"))
     components.metrics(cards, key="totals_metrics", width=METRIC_WIDTH)
@@ -683,8 +793,14 @@ def structure_view(tl: Timeline, structure: Structure, pos: int) -> None:
             label = md(node_label(tl.steps, node))
             if node.position in inside or node.position == pos:
                 label = f"**{label}** ← you are here"
-            st.button("\u2003" * 2 * node.depth + label, key=f"node_{node.position}", type="tertiary", on_click=_go,
-                      args=(tl.steps[node.position].seq,), help=f"Go to step {tl.steps[node.position].seq}")
+            st.button(
+                "\u2003" * 2 * node.depth + label,
+                key=f"node_{node.position}",
+                type="tertiary",
+                on_click=_go,
+                args=(tl.steps[node.position].seq,),
+                help=f"Go to step {tl.steps[node.position].seq}",
+            )
     if len(nodes) > MAX_TREE_NODES:
         st.caption(f"{len(nodes) - MAX_TREE_NODES} more groups not shown.")
 
@@ -714,8 +830,9 @@ def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:
         st.toast("Note saved.")
     with st.form("review", border=False):
         target = st.radio("Mark", ["This run", f"Step {step.seq}"], horizontal=True, key="review_target")
-        label = st.radio("Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None,
-                         key="review_label")
+        label = st.radio(
+            "Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None, key="review_label"
+        )
         text = st.text_area("Note", placeholder="What happened here? Anyone opening this run will see it.", key="review_text")
         name = st.text_input("Your name", value=author or "", key="review_author")
         if st.form_submit_button("Save note", type="primary"):
@@ -734,8 +851,9 @@ def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:
 def delete_run(store: Store, tl: Timeline) -> bool:
     """The editor's delete, behind a confirmation; True once the run is gone."""
     with st.expander("Delete this run"):
-        sure = st.checkbox("Yes, delete this run with its steps, notes and attachments. This cannot be undone.",
-                           key="delete_sure")
+        sure = st.checkbox(
+            "Yes, delete this run with its steps, notes and attachments. This cannot be undone.", key="delete_sure"
+        )
         if st.button("Delete run", disabled=not sure, key="delete_run"):
             store.delete_sessions([tl.id], actor=current_actor())
             return True
@@ -760,10 +878,11 @@ def session_picker(store: Store, recent: int = 30) -> str | None:
         else:
             rows.insert(0, row)
     if not rows:
-        st.info("No runs recorded yet: there is nothing to show on a timeline. Load the demo runs with "
-                "`agent-replay demo`, or import a trace on the **Import** page.")
+        st.info(
+            "No runs recorded yet: there is nothing to show on a timeline. Load the demo runs with "
+            "`agent-replay demo`, or import a trace on the **Import** page."
+        )
         return None
     names = {r["id"]: run_label(r) for r in rows}
     with st.sidebar:
-        return url_choice("Run", "session", list(names), format_func=names.get, on_change=_forget_step,
-                          placeholder="Pick a run…")
+        return url_choice("Run", "session", list(names), format_func=names.get, on_change=_forget_step, placeholder="Pick a run…")

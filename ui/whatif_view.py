@@ -48,8 +48,10 @@ def pick_run(store: Store) -> str | None:
     """The run to replay, bound to `?session=`: the latest runs plus the one in the link."""
     rows = with_linked_runs(store, store.list_sessions(limit=50), "session")
     if not rows:
-        st.info("There are no runs to replay yet. Load the demo runs with `agent-replay demo`, or import a trace on the "
-                "**Import** page.")
+        st.info(
+            "There are no runs to replay yet. Load the demo runs with `agent-replay demo`, or import a trace on the "
+            "**Import** page."
+        )
         return None
     names = {r["id"]: run_label(r) for r in rows}
     return url_choice("Run to replay", "session", list(names), format_func=names.get, placeholder="Pick a run…")
@@ -60,20 +62,28 @@ def _start_cycle(tl: Timeline) -> int:
     step = st.query_params.get("step", "")
     if not step.isdigit():
         return 0
-    after = [c for c in tl.cycle_index[tl.position_of(int(step)):] if c is not None]
+    after = [c for c in tl.cycle_index[tl.position_of(int(step)) :] if c is not None]
     return after[0] if after else len(tl.cycles) - 1
 
 
 def pick_range(store: Store, tl: Timeline, session_id: str) -> Recording | None:
     """The cycles to replay (from the linked step's to the last by default); None when they cannot be."""
+
     def cycle_label(i: int) -> str:
         c = tl.cycles[i]
         return f"cycle {i + 1} (steps {c.first_seq}–{c.last_seq})"
 
     start, last = _start_cycle(tl), len(tl.cycles) - 1
-    first_c, last_c = (0, 0) if last == 0 else st.select_slider(
-        "Cycles to replay", options=list(range(len(tl.cycles))), value=(start, last), format_func=cycle_label,
-        key=f"cycles_{session_id}_{start}",
+    first_c, last_c = (
+        (0, 0)
+        if last == 0
+        else st.select_slider(
+            "Cycles to replay",
+            options=list(range(len(tl.cycles))),
+            value=(start, last),
+            format_func=cycle_label,
+            key=f"cycles_{session_id}_{start}",
+        )
     )
     from_step = tl.steps[0].seq if first_c == 0 else tl.cycles[first_c].first_seq
     to_step = tl.steps[-1].seq if last_c == last else tl.cycles[last_c].last_seq
@@ -82,8 +92,10 @@ def pick_range(store: Store, tl: Timeline, session_id: str) -> Recording | None:
     except ReplayError as exc:
         st.warning(md(str(exc)))
         return None
-    st.caption(f"Steps {from_step}–{to_step}: {len(rec.range_steps)} steps, {len(rec.turns)} model turns. The model starts "
-               f"from the context {rec.context_source}.")
+    st.caption(
+        f"Steps {from_step}–{to_step}: {len(rec.range_steps)} steps, {len(rec.turns)} model turns. The model starts "
+        f"from the context {rec.context_source}."
+    )
     return rec
 
 
@@ -97,16 +109,25 @@ def offered_options() -> list[ModelOption]:
             st.code(str(exc), language=None)
         return [RECORDED_OPTION]
     if len(options) == 1:
-        st.info("No live model is set up on this server yet. You can still replay with **the run's own answers**: a check "
-                "that replaying reproduces the run step by step. To add models, see *For engineers* below.")
+        st.info(
+            "No live model is set up on this server yet. You can still replay with **the run's own answers**: a check "
+            "that replaying reproduces the run step by step. To add models, see *For engineers* below."
+        )
     return options
 
 
 def _model_settings() -> tuple[float | None, int | None]:
     with st.expander("Model settings"):
         left, right = st.columns(2)
-        temperature = left.number_input("Temperature", min_value=0.0, max_value=2.0, value=None, step=0.1,
-                                        placeholder="model default", help="Higher: more varied answers.")
+        temperature = left.number_input(
+            "Temperature",
+            min_value=0.0,
+            max_value=2.0,
+            value=None,
+            step=0.1,
+            placeholder="model default",
+            help="Higher: more varied answers.",
+        )
         max_tokens = right.number_input("Max tokens per answer", min_value=1, value=None, step=256, placeholder="model default")
     return temperature, max_tokens
 
@@ -120,16 +141,29 @@ def _engineer_settings() -> tuple[str, str, str, tuple[str | None, str | None]]:
             "in the server's environment (for example `OPENAI_API_KEY`); a local OpenAI-compatible server (Ollama, vLLM, "
             "LM Studio) is reached at `AGENT_REPLAY_API_BASE`. Each model is checked before launch."
         )
-        typed = st.text_input("Other models", key="models_typed", placeholder="e.g. openai/gpt-4o-mini, ollama/llama3.1",
-                              help="Any litellm model string; separate several with commas.")
+        typed = st.text_input(
+            "Other models",
+            key="models_typed",
+            placeholder="e.g. openai/gpt-4o-mini, ollama/llama3.1",
+            help="Any litellm model string; separate several with commas.",
+        )
         left, right = st.columns(2)
-        api_base = left.text_input("API base for these models", value=default_api_base() or "",
-                                   placeholder="http://127.0.0.1:11434/v1")
-        api_key_env = right.text_input("API key variable", value=default_api_key_env() or "", placeholder="OPENAI_API_KEY",
-                                       help="The NAME of the environment variable holding the key; the key itself is never stored.")
+        api_base = left.text_input(
+            "API base for these models", value=default_api_base() or "", placeholder="http://127.0.0.1:11434/v1"
+        )
+        api_key_env = right.text_input(
+            "API key variable",
+            value=default_api_key_env() or "",
+            placeholder="OPENAI_API_KEY",
+            help="The NAME of the environment variable holding the key; the key itself is never stored.",
+        )
         fallback = left.text_input("Fallback for the run's own answers", placeholder="a live model, asked where the run departs")
-        params_text = right.text_input("Other litellm parameters", key="params", placeholder='{"top_p": 0.9, "seed": 7}',
-                                       help="A JSON object passed to litellm as it is.")
+        params_text = right.text_input(
+            "Other litellm parameters",
+            key="params",
+            placeholder='{"top_p": 0.9, "seed": 7}',
+            help="A JSON object passed to litellm as it is.",
+        )
     return typed, fallback.strip(), params_text, (api_base.strip() or None, api_key_env.strip() or None)
 
 
@@ -137,16 +171,27 @@ def pick_models() -> ModelChoice:
     """The models offered and typed, with their settings."""
     options = offered_options()
     by_model = {o.model: o for o in options}
-    chosen = st.multiselect("Models", list(by_model), default=[RECORDED] if len(options) == 1 else [], key="models",
-                            format_func=lambda m: by_model[m].label, help="The models set up on this server, with their prices.")
+    chosen = st.multiselect(
+        "Models",
+        list(by_model),
+        default=[RECORDED] if len(options) == 1 else [],
+        key="models",
+        format_func=lambda m: by_model[m].label,
+        help="The models set up on this server, with their prices.",
+    )
     temperature, max_tokens = _model_settings()
     typed, fallback, params_text, connection = _engineer_settings()
-    typed_options = [ModelOption(m, m, m.split("/", 1)[0] if "/" in m else None, *connection)
-                     for m in dict.fromkeys(m.strip() for m in typed.split(",") if m.strip()) if m not in by_model]
+    typed_options = [
+        ModelOption(m, m, m.split("/", 1)[0] if "/" in m else None, *connection)
+        for m in dict.fromkeys(m.strip() for m in typed.split(",") if m.strip())
+        if m not in by_model
+    ]
     fallback_option = next((o for o in options if o.model == fallback), None) or (
-        ModelOption(fallback, fallback, None, *connection) if fallback else None)
-    return ModelChoice([by_model[m] for m in chosen] + typed_options, fallback_option, RECORDED in chosen, temperature,
-                       max_tokens, params_text)
+        ModelOption(fallback, fallback, None, *connection) if fallback else None
+    )
+    return ModelChoice(
+        [by_model[m] for m in chosen] + typed_options, fallback_option, RECORDED in chosen, temperature, max_tokens, params_text
+    )
 
 
 @st.cache_data(ttl=30, show_spinner="Checking that the models can run…")
@@ -194,8 +239,9 @@ def budget_inputs(rec: Recording) -> Budget:
     return Budget(max_steps=int(max_steps), max_cost_usd=max_cost, timeout_s=timeout)
 
 
-def replay_configs(choice: ModelChoice, blocked: list[tuple[ModelOption, Readiness]], prompt: tuple[str | None, str],
-                   budget: Budget) -> list[ReplayConfig]:
+def replay_configs(
+    choice: ModelChoice, blocked: list[tuple[ModelOption, Readiness]], prompt: tuple[str | None, str], budget: Budget
+) -> list[ReplayConfig]:
     """One config per picked model that can run; none, with the reason shown, when a setting is wrong."""
     runnable = [o for o in choice.picked if o not in {b for b, _ in blocked}]
     if not runnable:
@@ -204,9 +250,15 @@ def replay_configs(choice: ModelChoice, blocked: list[tuple[ModelOption, Readine
     try:
         params = json.loads(choice.params_text) if choice.params_text.strip() else {}
         if not isinstance(params, dict):
-            raise ConfigError("Other litellm parameters: give a JSON object, e.g. {\"top_p\": 0.9}")
-        shared = {"temperature": choice.temperature, "max_tokens": choice.max_tokens, "params": params,
-                  "system_prompt": system_prompt, "system_mode": system_mode, "budget": budget}
+            raise ConfigError('Other litellm parameters: give a JSON object, e.g. {"top_p": 0.9}')
+        shared = {
+            "temperature": choice.temperature,
+            "max_tokens": choice.max_tokens,
+            "params": params,
+            "system_prompt": system_prompt,
+            "system_mode": system_mode,
+            "budget": budget,
+        }
         fallback_model = choice.fallback.model if choice.fallback else None
         return [c for o in runnable for c in configs_for([o.model], **shared, **o.settings(), fallback_model=fallback_model)]
     except ConfigError as exc:
@@ -222,9 +274,17 @@ def estimate(rec: Recording, configs: list[ReplayConfig]) -> None:
     st.subheader("Estimate")
     st.caption("Only for the models that can run now.")
     st.dataframe(
-        [{"model": e.model, "model turns": e.turns, "tokens in (≈)": e.tokens_in, "tokens out (≈)": e.tokens_out,
-          "cost (≈)": fmt_cost(e.cost_usd, "unknown"), "notes": "; ".join(e.notes)}
-         for e in estimate_for(rec, configs)],
+        [
+            {
+                "model": e.model,
+                "model turns": e.turns,
+                "tokens in (≈)": e.tokens_in,
+                "tokens out (≈)": e.tokens_out,
+                "cost (≈)": fmt_cost(e.cost_usd, "unknown"),
+                "notes": "; ".join(e.notes),
+            }
+            for e in estimate_for(rec, configs)
+        ],
         hide_index=True,
     )
 
@@ -233,8 +293,13 @@ def launch_button(editor: bool, configs: list[ReplayConfig], blocked: list) -> b
     """Launching costs money: editors only, and only with every picked model able to run."""
     if not editor:
         st.caption("Only editors can launch replays (they cost money). You can still open earlier replays below.")
-    return st.button("Launch", type="primary", disabled=not (editor and configs and not blocked), key="launch",
-                     help="Remove or fix the models that cannot run first." if blocked else None)
+    return st.button(
+        "Launch",
+        type="primary",
+        disabled=not (editor and configs and not blocked),
+        key="launch",
+        help="Remove or fix the models that cannot run first." if blocked else None,
+    )
 
 
 def run_replays(store: Store, session_id: str, rec: Recording, configs: list[ReplayConfig], actor: Actor) -> None:
@@ -244,8 +309,15 @@ def run_replays(store: Store, session_id: str, rec: Recording, configs: list[Rep
 
     def work() -> None:
         try:
-            outcome["results"] = replay_many(store, session_id, rec.from_step, rec.to_step, configs, actor=actor,
-                                             on_progress=lambda p: progress.__setitem__(p.model, p))
+            outcome["results"] = replay_many(
+                store,
+                session_id,
+                rec.from_step,
+                rec.to_step,
+                configs,
+                actor=actor,
+                on_progress=lambda p: progress.__setitem__(p.model, p),
+            )
         except Exception as exc:  # noqa: BLE001 — shown below, with its class
             outcome["error"] = exc
 
@@ -273,8 +345,9 @@ def _show_progress(worker: threading.Thread, progress: dict[str, Progress], labe
 
 def _outcome_of(r: dict):
     """The replay's own outcome against the original (reproduced, diverged at step 8, could not start: …)."""
-    return describe(r["outcome"], r["message"], r["error_class"], r["first_divergence"], model=r["model"],
-                    started=r["model_calls"] > 0)
+    return describe(
+        r["outcome"], r["message"], r["error_class"], r["first_divergence"], model=r["model"], started=r["model_calls"] > 0
+    )
 
 
 def results(session_id: str) -> None:
@@ -284,11 +357,21 @@ def results(session_id: str) -> None:
         return
     st.subheader("Results")
     st.dataframe(
-        [{"model": r["model"], "outcome": _outcome_of(r).text, "steps": r["steps"], "tokens in": r["tokens_in"],
-          "tokens out": r["tokens_out"], "cost": fmt_cost(r["cost_usd"], "unknown"),
-          "model time (s)": round(r["latency_ms"] / 1000, 2),
-          "first divergence": r["first_divergence"]["summary"] if r["first_divergence"] else "none: same steps as the original"}
-         for r in shown["results"]],
+        [
+            {
+                "model": r["model"],
+                "outcome": _outcome_of(r).text,
+                "steps": r["steps"],
+                "tokens in": r["tokens_in"],
+                "tokens out": r["tokens_out"],
+                "cost": fmt_cost(r["cost_usd"], "unknown"),
+                "model time (s)": round(r["latency_ms"] / 1000, 2),
+                "first divergence": r["first_divergence"]["summary"]
+                if r["first_divergence"]
+                else "none: same steps as the original",
+            }
+            for r in shown["results"]
+        ],
         hide_index=True,
     )
     for r in shown["results"]:
@@ -297,10 +380,18 @@ def results(session_id: str) -> None:
             with st.expander(f"What the provider said about the {md(r['model'])} replay (for engineers)"):
                 st.code(told.raw, language=None)
         left, right = st.columns(2)
-        left.page_link(PAGE_TIMELINE, label=f"Timeline of the {md(r['model'])} replay", icon=":material/timeline:",
-                       query_params={"session": r["session"]})
-        right.page_link(PAGE_COMPARE, label=f"Compare the {md(r['model'])} replay with the original",
-                        icon=":material/compare_arrows:", query_params={"a": session_id, "b": r["session"]})
+        left.page_link(
+            PAGE_TIMELINE,
+            label=f"Timeline of the {md(r['model'])} replay",
+            icon=":material/timeline:",
+            query_params={"session": r["session"]},
+        )
+        right.page_link(
+            PAGE_COMPARE,
+            label=f"Compare the {md(r['model'])} replay with the original",
+            icon=":material/compare_arrows:",
+            query_params={"a": session_id, "b": r["session"]},
+        )
 
 
 def earlier_replays(store: Store, session_id: str) -> None:
@@ -310,5 +401,8 @@ def earlier_replays(store: Store, session_id: str) -> None:
     with st.expander(f"Earlier replays of this run ({store.count_sessions(SessionFilter(replay_of=session_id))})"):
         for r in earlier:
             told = replay_outcome(store, r).text
-            st.page_link(PAGE_COMPARE, label=md(short(f"{r['model']} · {told} · {fmt_when(r['started_at'])}")),
-                         query_params={"a": session_id, "b": r["id"]})
+            st.page_link(
+                PAGE_COMPARE,
+                label=md(short(f"{r['model']} · {told} · {fmt_when(r['started_at'])}")),
+                query_params={"a": session_id, "b": r["id"]},
+            )

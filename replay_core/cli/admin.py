@@ -63,11 +63,20 @@ def db_rebuild_rollups(db: DbOption = None) -> None:
 
 @commands.command("deliver-spool")
 def deliver_spool_cmd(
-    to: Annotated[str | None, typer.Option("--to", help="Where the recorder was sending: a database URL or the app's http(s) URL "
-                                            "(default: the recorder's own default).")] = None,
-    token: Annotated[str | None, typer.Option("--token", help="API token for an http(s) destination (default: AGENT_REPLAY_TOKEN).")] = None,
-    spool_dir: Annotated[Path | None, typer.Option("--spool-dir", help="Spool folder (default: AGENT_REPLAY_SPOOL_DIR, "
-                                                    "else ~/.cache/agent-replay/spool).")] = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="Where the recorder was sending: a database URL or the app's http(s) URL (default: the recorder's own default).",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", help="API token for an http(s) destination (default: AGENT_REPLAY_TOKEN).")
+    ] = None,
+    spool_dir: Annotated[
+        Path | None,
+        typer.Option("--spool-dir", help="Spool folder (default: AGENT_REPLAY_SPOOL_DIR, else ~/.cache/agent-replay/spool)."),
+    ] = None,
 ) -> None:
     """Send what recorders kept in their local spool (their destination was down) to that destination now."""
     from ..sdk.recorder import Recorder
@@ -105,7 +114,10 @@ def retention_cmd(
 @commands.command("audit")
 def audit_cmd(
     limit: Annotated[int, typer.Option("--limit", help="How many lines, newest first.")] = 100,
-    action: Annotated[list[str] | None, typer.Option("--action", help="Only this action (import, replay, delete, replace, sign_in…); repeatable.")] = None,
+    action: Annotated[
+        list[str] | None,
+        typer.Option("--action", help="Only this action (import, replay, delete, replace, sign_in…); repeatable."),
+    ] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -118,6 +130,8 @@ def audit_cmd(
         return
     table = Table("when (UTC)", "who", "role", "from", "action", "outcome", "target")
     for r in rows:
-        table.add_row(r["at"][:19].replace("T", " "), r["who"], r["role"], r["origin"], r["action"], r["outcome"], fmt(r["target"]))
+        table.add_row(
+            r["at"][:19].replace("T", " "), r["who"], r["role"], r["origin"], r["action"], r["outcome"], fmt(r["target"])
+        )
     out.print(table)
     out.print(f"{len(rows)} lines" + (" (newest first; --limit for more)" if len(rows) == limit else ""))

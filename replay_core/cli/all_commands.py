@@ -21,6 +21,8 @@ def _print_version(asked: bool) -> None:
 
 @app.callback()
 def _top_level(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)] = False,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
+    ] = False,
 ) -> None:
     pass

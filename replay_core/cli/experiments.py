@@ -21,26 +21,56 @@ commands.add_typer(experiment_app, name="experiment")
 
 
 def _print_results(summary: dict) -> None:
-    out.print(f"experiment {summary['experiment']} on {summary['dataset']}: {summary['status']}"
-              + (f" ({summary['message']})" if summary["message"] else ""))
-    table = Table("variant", "cases", "passed", "pass rate", "95% interval (Wilson)", "cost $", "tokens in", "tokens out", "p50 ms", "p95 ms")
+    out.print(
+        f"experiment {summary['experiment']} on {summary['dataset']}: {summary['status']}"
+        + (f" ({summary['message']})" if summary["message"] else "")
+    )
+    table = Table(
+        "variant",
+        "cases",
+        "passed",
+        "pass rate",
+        "95% interval (Wilson)",
+        "cost $",
+        "tokens in",
+        "tokens out",
+        "p50 ms",
+        "p95 ms",
+    )
     for v in summary["variants"]:
         rate = "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}"
-        table.add_row(v["name"], str(v["cases"]), str(v["passed"]), rate, f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
-                      "unknown" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}", str(v["tokens_in"]), str(v["tokens_out"]),
-                      fmt(v["p50_ms"]), fmt(v["p95_ms"]))
+        table.add_row(
+            v["name"],
+            str(v["cases"]),
+            str(v["passed"]),
+            rate,
+            f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
+            "unknown" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}",
+            str(v["tokens_in"]),
+            str(v["tokens_out"]),
+            fmt(v["p50_ms"]),
+            fmt(v["p95_ms"]),
+        )
     out.print(table)
     for v in summary["variants"]:
         if v["refused"]:
-            out.print(f"{v['name']}: {v['refused']} cases refused (not counted), e.g. {v['refusals'][0]['case']}: {v['refusals'][0]['reason']}")
+            out.print(
+                f"{v['name']}: {v['refused']} cases refused (not counted), e.g. {v['refusals'][0]['case']}: {v['refusals'][0]['reason']}"
+            )
         if v["tool_results"]["live"]:
-            out.print(f"{v['name']}: {v['tool_results']['live']} tool answers from live functions, {v['tool_results']['recorded']} from the recording")
-    for title, items in (("regressions (passed on the baseline, fail here)", summary["regressions"]),
-                         ("improvements", summary["improvements"])):
+            out.print(
+                f"{v['name']}: {v['tool_results']['live']} tool answers from live functions, {v['tool_results']['recorded']} from the recording"
+            )
+    for title, items in (
+        ("regressions (passed on the baseline, fail here)", summary["regressions"]),
+        ("improvements", summary["improvements"]),
+    ):
         if items:
             out.print(f"{title}:")
             for r in items:
-                out.print(f"  {r['case']} · {r['variant']}: {r['reason'] or ''} → agent-replay compare {r['baseline']} {r['session']}")
+                out.print(
+                    f"  {r['case']} · {r['variant']}: {r['reason'] or ''} → agent-replay compare {r['baseline']} {r['session']}"
+                )
 
 
 def _run_with_progress(store: "Store", experiment_id: str, json: bool, **options) -> None:
@@ -95,25 +125,75 @@ def _show(store: "Store", experiment_id: str, json: bool) -> None:
 @experiment_app.command("run")
 def experiment_run(
     dataset: Annotated[str, typer.Argument(help="Dataset name.")],
-    model: Annotated[list[str] | None, typer.Option("--model", help="A variant's litellm model (repeat; the first is the baseline).")] = None,
-    variant: Annotated[list[str] | None, typer.Option("--variant", help='A variant as JSON replay settings, e.g. {"model": "openai/x", "temperature": 0.2} (repeatable).')] = None,
-    start: Annotated[str, typer.Option("--from", help="first-model-turn, a step number, or a step kind per case: 'last user_message', 'first model_turn after first tool_error'.")] = "first-model-turn",
-    step_type: Annotated[str | None, typer.Option("--from-step-type", help="Replay each case from its first step of this kind (tool_error, user_message, input, decision, …); a run without one is refused, counted.")] = None,
-    tool: Annotated[list[str] | None, typer.Option("--tool", help="A live tool function, NAME=module:function (or module:TOOLS, a dict); repeatable.")] = None,
-    tool_mode: Annotated[str, typer.Option("--tool-mode", help="recorded: the recording's tool answers, live functions only where it has none; live: the --tool functions first.")] = "recorded",
-    scorer: Annotated[list[str] | None, typer.Option("--scorer", help="outcome, final_tool, tool_sequence, no_divergence, cost_ceiling, latency_ceiling, judge, or module:function (repeatable; default outcome).")] = None,
-    scorer_option: Annotated[list[str] | None, typer.Option("--scorer-option", help="SCORER.NAME=VALUE, e.g. tool_sequence.threshold=0.9, judge.model=openai/gpt-4o-mini (repeatable).")] = None,
+    model: Annotated[
+        list[str] | None, typer.Option("--model", help="A variant's litellm model (repeat; the first is the baseline).")
+    ] = None,
+    variant: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--variant", help='A variant as JSON replay settings, e.g. {"model": "openai/x", "temperature": 0.2} (repeatable).'
+        ),
+    ] = None,
+    start: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            help="first-model-turn, a step number, or a step kind per case: 'last user_message', 'first model_turn after first tool_error'.",
+        ),
+    ] = "first-model-turn",
+    step_type: Annotated[
+        str | None,
+        typer.Option(
+            "--from-step-type",
+            help="Replay each case from its first step of this kind (tool_error, user_message, input, decision, …); a run without one is refused, counted.",
+        ),
+    ] = None,
+    tool: Annotated[
+        list[str] | None,
+        typer.Option("--tool", help="A live tool function, NAME=module:function (or module:TOOLS, a dict); repeatable."),
+    ] = None,
+    tool_mode: Annotated[
+        str,
+        typer.Option(
+            "--tool-mode",
+            help="recorded: the recording's tool answers, live functions only where it has none; live: the --tool functions first.",
+        ),
+    ] = "recorded",
+    scorer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scorer",
+            help="outcome, final_tool, tool_sequence, no_divergence, cost_ceiling, latency_ceiling, judge, or module:function (repeatable; default outcome).",
+        ),
+    ] = None,
+    scorer_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scorer-option",
+            help="SCORER.NAME=VALUE, e.g. tool_sequence.threshold=0.9, judge.model=openai/gpt-4o-mini (repeatable).",
+        ),
+    ] = None,
     api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server for every variant.")] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key.")
+    ] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
-    param: Annotated[list[str] | None, typer.Option("--param", help="Another litellm parameter as NAME=VALUE; repeatable.")] = None,
-    fallback_model: Annotated[str | None, typer.Option("--fallback-model", help="With --model recorded: the live model asked where the recording has no answer.")] = None,
-    input_price: Annotated[float | None, typer.Option("--input-cost-per-token", help="USD per input token, for models litellm has no price for.")] = None,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", help="Another litellm parameter as NAME=VALUE; repeatable.")
+    ] = None,
+    fallback_model: Annotated[
+        str | None,
+        typer.Option("--fallback-model", help="With --model recorded: the live model asked where the recording has no answer."),
+    ] = None,
+    input_price: Annotated[
+        float | None, typer.Option("--input-cost-per-token", help="USD per input token, for models litellm has no price for.")
+    ] = None,
     output_price: Annotated[float | None, typer.Option("--output-cost-per-token", help="USD per output token, likewise.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Replays at once.")] = 4,
     budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="Dollar budget for the whole experiment.")] = None,
     budget_tokens: Annotated[int | None, typer.Option("--budget-tokens", help="Token budget for the whole experiment.")] = None,
-    db: DbOption = None, json: JsonOption = False,
+    db: DbOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Replay every case of a dataset with every model, score each replay, and tabulate (estimate and budget checked first)."""
     from ..whatif import experiment as ex
@@ -121,8 +201,15 @@ def experiment_run(
 
     store = open_store(db)
     try:
-        shared = {"api_base": api_base, "api_key_env": api_key_env, "temperature": temperature, "params": parse_params(param or []),
-                  "input_cost_per_token": input_price, "output_cost_per_token": output_price, "tool_mode": tool_mode}
+        shared = {
+            "api_base": api_base,
+            "api_key_env": api_key_env,
+            "temperature": temperature,
+            "params": parse_params(param or []),
+            "input_cost_per_token": input_price,
+            "output_cost_per_token": output_price,
+            "tool_mode": tool_mode,
+        }
         tools = ex.load_tools(tool or [])
         configs = configs_for(model, fallback_model=fallback_model, **shared) if model else []
         for text in variant or []:
@@ -140,8 +227,18 @@ def experiment_run(
             if not sep or not dot:
                 fail(f"--scorer-option: expected SCORER.NAME=VALUE, got {item!r}")
             options.setdefault(name, {}).update(parse_params([f"{option}={value}"]))
-        experiment_id, plan = ex.start(store, dataset, configs, start=step_type or start, scorers=scorer, scorer_options=options,
-                                       concurrency=concurrency, budget_usd=budget_usd, budget_tokens=budget_tokens, tools=tools)
+        experiment_id, plan = ex.start(
+            store,
+            dataset,
+            configs,
+            start=step_type or start,
+            scorers=scorer,
+            scorer_options=options,
+            concurrency=concurrency,
+            budget_usd=budget_usd,
+            budget_tokens=budget_tokens,
+            tools=tools,
+        )
     except (ex.ExperimentError, ConfigError) as exc:
         fail(str(exc))
     if not json:
@@ -149,8 +246,10 @@ def experiment_run(
             cost = "unknown cost" if e.cost_usd is None else f"~${e.cost_usd:.4f}"
             out.print(f"estimate {e.model}: {len(plan.cases)} cases, ~{e.tokens_in:,} tokens in, ~{e.tokens_out:,} out, {cost}")
         if plan.unplayable:
-            out.print(f"{len(plan.unplayable)} cases will be refused (not replayable from {plan.start.spec}), e.g. "
-                      + "; ".join(f"{k}: {v}" for k, v in list(plan.unplayable.items())[:3]))
+            out.print(
+                f"{len(plan.unplayable)} cases will be refused (not replayable from {plan.start.spec}), e.g. "
+                + "; ".join(f"{k}: {v}" for k, v in list(plan.unplayable.items())[:3])
+            )
         out.print(f"experiment {experiment_id}")
     _run_with_progress(store, experiment_id, json, tools=tools)
     _show(store, experiment_id, json)
@@ -159,10 +258,15 @@ def experiment_run(
 @experiment_app.command("resume")
 def experiment_resume(
     experiment_id: Annotated[str, typer.Argument()],
-    budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="A new dollar budget for the whole experiment.")] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option("--budget-usd", help="A new dollar budget for the whole experiment.")
+    ] = None,
     budget_tokens: Annotated[int | None, typer.Option("--budget-tokens")] = None,
-    tool: Annotated[list[str] | None, typer.Option("--tool", help="The live tool functions the experiment was run with (as for run).")] = None,
-    db: DbOption = None, json: JsonOption = False,
+    tool: Annotated[
+        list[str] | None, typer.Option("--tool", help="The live tool functions the experiment was run with (as for run).")
+    ] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Run what an interrupted or budget-stopped experiment did not run (finished replays are never paid for again)."""
     from ..whatif import experiment as ex
@@ -192,14 +296,17 @@ def experiment_stop(experiment_id: Annotated[str, typer.Argument()], db: DbOptio
     if json:
         print_json({"experiment": experiment_id, "status": status})
     else:
-        out.print(f"{experiment_id}: {status} — the replays in flight finish; `agent-replay experiment resume {experiment_id}` runs the rest")
+        out.print(
+            f"{experiment_id}: {status} — the replays in flight finish; `agent-replay experiment resume {experiment_id}` runs the rest"
+        )
 
 
 @experiment_app.command("show")
 def experiment_show(
     experiment_id: Annotated[str, typer.Argument()],
     csv: Annotated[Path | None, typer.Option("--csv", help="Also write the cases × variants matrix as CSV here.")] = None,
-    db: DbOption = None, json: JsonOption = False,
+    db: DbOption = None,
+    json: JsonOption = False,
 ) -> None:
     """An experiment's results: per variant pass rate and interval, cost, latency; regressions first."""
     from ..whatif.results import summarise, to_csv
@@ -217,7 +324,8 @@ def experiment_compare(
     a: Annotated[str, typer.Argument(help="Experiment A (the one to compare against).")],
     b: Annotated[str, typer.Argument(help="Experiment B.")],
     by_position: Annotated[bool, typer.Option("--by-position", help="Pair variants by position, not by name.")] = False,
-    db: DbOption = None, json: JsonOption = False,
+    db: DbOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Per variant and scorer: the cases B improved or regressed against A, with Wilson intervals; what is not comparable, named."""
     from ..whatif.experiment_compare import CompareError, compare_experiments
@@ -230,7 +338,10 @@ def experiment_compare(
         print_json(found)
         return
     cases = found["cases"]
-    out.print(f"{a} → {b}: {cases['compared']} cases in both" + "".join(f"; {len(cases[k])} {k.replace('_', ' ')}" for k in ("only_in_a", "only_in_b") if cases[k]))
+    out.print(
+        f"{a} → {b}: {cases['compared']} cases in both"
+        + "".join(f"; {len(cases[k])} {k.replace('_', ' ')}" for k in ("only_in_a", "only_in_b") if cases[k])
+    )
     for note in found["notes"]:
         out.print(f"note: {note}")
     for key, items in found["not_comparable"].items():
@@ -245,11 +356,29 @@ def experiment_compare(
         return f"{r['ci'][0]:.0%}–{r['ci'][1]:.0%}"
 
     for v in found["variants"]:
-        table.add_row(v["variant"], "(all)", str(v["cases"]), pct(v["a"]), band(v["a"]), pct(v["b"]), band(v["b"]),
-                      str(len(v["improved"])), str(len(v["regressed"])))
+        table.add_row(
+            v["variant"],
+            "(all)",
+            str(v["cases"]),
+            pct(v["a"]),
+            band(v["a"]),
+            pct(v["b"]),
+            band(v["b"]),
+            str(len(v["improved"])),
+            str(len(v["regressed"])),
+        )
         for sc in v["scorers"]:
-            table.add_row("", sc["scorer"], str(v["cases"]), pct(sc["a"]), band(sc["a"]), pct(sc["b"]), band(sc["b"]),
-                          str(len(sc["improved"])), str(len(sc["regressed"])))
+            table.add_row(
+                "",
+                sc["scorer"],
+                str(v["cases"]),
+                pct(sc["a"]),
+                band(sc["a"]),
+                pct(sc["b"]),
+                band(sc["b"]),
+                str(len(sc["improved"])),
+                str(len(sc["regressed"])),
+            )
     out.print(table)
     for v in found["variants"]:
         for title, items in (("regressed", v["regressed"]), ("improved", v["improved"])):
@@ -263,12 +392,24 @@ def experiment_compare(
 def experiment_list(db: DbOption = None, json: JsonOption = False) -> None:
     """Experiments, newest first."""
     rows = open_store(db).list_experiments()
-    items = [{"experiment": r["id"], "dataset": r["dataset"], "status": r["status"], "variants": r["settings"]["names"],
-              "runs_done": r["runs_done"], "created_at": r["created_at"], "message": r["message"]} for r in rows]
+    items = [
+        {
+            "experiment": r["id"],
+            "dataset": r["dataset"],
+            "status": r["status"],
+            "variants": r["settings"]["names"],
+            "runs_done": r["runs_done"],
+            "created_at": r["created_at"],
+            "message": r["message"],
+        }
+        for r in rows
+    ]
     if json:
         print_json(items)
         return
     table = Table("experiment", "dataset", "status", "variants", "runs done", "created")
     for r in items:
-        table.add_row(r["experiment"], r["dataset"], r["status"], ", ".join(r["variants"]), str(r["runs_done"]), fmt(r["created_at"]))
+        table.add_row(
+            r["experiment"], r["dataset"], r["status"], ", ".join(r["variants"]), str(r["runs_done"]), fmt(r["created_at"])
+        )
     out.print(table)

@@ -19,7 +19,9 @@ def video_cmd(
     max_seconds: Annotated[float, typer.Option("--max-seconds", help="Cut longer videos here (a note says so).")] = 300,
     from_seq: Annotated[int | None, typer.Option("--from", help="First step (seq).")] = None,
     to_seq: Annotated[int | None, typer.Option("--to", help="Last step (seq).")] = None,
-    compare_with: Annotated[str | None, typer.Option("--compare", help="Film this run beside the other, aligned, the first divergence marked.")] = None,
+    compare_with: Annotated[
+        str | None, typer.Option("--compare", help="Film this run beside the other, aligned, the first divergence marked.")
+    ] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -36,8 +38,16 @@ def video_cmd(
             except KeyError as exc:
                 fail(f"no such session: {exc.args[0]}")
             div = result.first_divergence
-            report = video.export_pair(store, session, compare_with, result.seq_pairs, output, fps=fps,
-                                       max_seconds=max_seconds, first_divergence=div.row if div else None)
+            report = video.export_pair(
+                store,
+                session,
+                compare_with,
+                result.seq_pairs,
+                output,
+                fps=fps,
+                max_seconds=max_seconds,
+                first_divergence=div.row if div else None,
+            )
         else:
             report = video.export(store, session, output, fps=fps, max_seconds=max_seconds, from_seq=from_seq, to_seq=to_seq)
     except ValueError as exc:

@@ -14,15 +14,29 @@ if TYPE_CHECKING:
 out = make_console(soft_wrap=True)
 err = make_console(stderr=True, soft_wrap=True)  # messages name files: folded at the width, a path would break
 
-DbOption = Annotated[str | None, typer.Option("--db", help="Database URL or SQLite path (default: AGENT_REPLAY_DB_URL, else agent_replay.db in the data directory).")]
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db", help="Database URL or SQLite path (default: AGENT_REPLAY_DB_URL, else agent_replay.db in the data directory)."
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-RunsOption = Annotated[list[str] | None, typer.Option("--runs", "--sessions", help="Run ids (repeat the option, or comma-separated).")]
-FromFilterOption = Annotated[str | None, typer.Option("--from-filter", help="The runs a filter matches: 'status=failed model=gpt-4o agent=… workflow=… since=7d search=…'.")]
+RunsOption = Annotated[
+    list[str] | None, typer.Option("--runs", "--sessions", help="Run ids (repeat the option, or comma-separated).")
+]
+FromFilterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--from-filter", help="The runs a filter matches: 'status=failed model=gpt-4o agent=… workflow=… since=7d search=…'."
+    ),
+]
 StatusOption = Annotated[str | None, typer.Option("--status", help="Runs with this status.")]
 WorkflowOption = Annotated[str | None, typer.Option("--workflow", help="Runs of this workflow.")]
 SinceOption = Annotated[str | None, typer.Option("--since", help="Runs started since: 7d, 12h, a date or an ISO time.")]
 SearchOption = Annotated[str | None, typer.Option("--search", help="Runs whose name or steps hold this text.")]
-ExpectedOption = Annotated[str | None, typer.Option("--expected", help="What counts as right for these cases (default: the original's final answer).")]
+ExpectedOption = Annotated[
+    str | None, typer.Option("--expected", help="What counts as right for these cases (default: the original's final answer).")
+]
 
 
 class CliError(Exception):
@@ -54,6 +68,11 @@ def progress_bar(enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, disable=not enabled, transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not enabled,
+        transient=True,
     )

@@ -30,9 +30,17 @@ def make_console(**options):
     return Console(highlight=False, markup=False, **options)
 
 
-STATS_HEADINGS = {"success_rate": "success", "p50_ms": "p50 run s", "p95_ms": "p95 run s", "tokens_in": "tokens in",
-                  "tokens_out": "tokens out", "cost_usd": "cost $", "retry_rate": "retry", "tool_failure_rate": "tool fail",
-                  "fallback_rate": "fallback"}
+STATS_HEADINGS = {
+    "success_rate": "success",
+    "p50_ms": "p50 run s",
+    "p95_ms": "p95 run s",
+    "tokens_in": "tokens in",
+    "tokens_out": "tokens out",
+    "cost_usd": "cost $",
+    "retry_rate": "retry",
+    "tool_failure_rate": "tool fail",
+    "fallback_rate": "fallback",
+}
 
 
 def stat(name: str, value: Any) -> str:

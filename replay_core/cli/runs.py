@@ -31,9 +31,17 @@ def import_cmd(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (read recursively) to import.")],
     format: Annotated[str, typer.Option("--format", help="auto, or a format name (forces that reader).")] = "auto",
     db: DbOption = None,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Import the good records of a file with bad ones, reporting each bad one.")] = False,
-    replace: Annotated[bool, typer.Option("--replace", help="Let the files change the end, status, name and outcome of runs "
-                                          "that already ended (otherwise those are kept and each run is reported).")] = False,
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Import the good records of a file with bad ones, reporting each bad one.")
+    ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Let the files change the end, status, name and outcome of runs "
+            "that already ended (otherwise those are kept and each run is reported).",
+        ),
+    ] = False,
     json: JsonOption = False,
 ) -> None:
     """Import trace files (format detected from content); every file is accounted for or refused."""
@@ -59,8 +67,16 @@ def import_cmd(
                 refused.append(f"{path}: {exc.strerror or exc}")
                 continue
             try:
-                report = import_bytes(store, data, str(path), fmt=format, skip_bad=skip_bad, replace=replace,
-                                      progress=lambda n: progress.update(records, completed=n), actor=actor)
+                report = import_bytes(
+                    store,
+                    data,
+                    str(path),
+                    fmt=format,
+                    skip_bad=skip_bad,
+                    replace=replace,
+                    progress=lambda n: progress.update(records, completed=n),
+                    actor=actor,
+                )
             except ImportRejected as exc:
                 refused += [str(e) for e in exc.errors[:20]]
                 if len(exc.errors) > 20:
@@ -177,8 +193,27 @@ def export_cmd(
 
 
 def session_summary_row(row: dict, cycles: int | None = None) -> dict:
-    keys = ("id", "name", "status", "model", "agent_id", "workflow", "environment", "agent_version", "source",
-            "started_at", "ended_at", "steps", "tokens_in", "tokens_out", "cost_usd", "totals_source", "errors", "tags", "replay_of")
+    keys = (
+        "id",
+        "name",
+        "status",
+        "model",
+        "agent_id",
+        "workflow",
+        "environment",
+        "agent_version",
+        "source",
+        "started_at",
+        "ended_at",
+        "steps",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "totals_source",
+        "errors",
+        "tags",
+        "replay_of",
+    )
     out = {k: row.get(k) for k in keys}
     if cycles is not None:
         out["cycles"] = cycles
@@ -187,7 +222,9 @@ def session_summary_row(row: dict, cycles: int | None = None) -> dict:
 
 @commands.command("sessions")
 def sessions_cmd(
-    status: Annotated[str | None, typer.Option(help="running, succeeded, failed, incomplete, unknown (ended, outcome not recorded)")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="running, succeeded, failed, incomplete, unknown (ended, outcome not recorded)")
+    ] = None,
     model: Annotated[str | None, typer.Option()] = None,
     agent: Annotated[str | None, typer.Option(help="agent_id")] = None,
     limit: Annotated[int, typer.Option()] = 50,
@@ -205,8 +242,10 @@ def sessions_cmd(
         fail(f"--status: expected one of {', '.join(SessionStatus)}, got {status!r}")
     store = open_store(db)
     store.expire_idle()
-    rows = store.list_sessions(SessionFilter(status=status, model=model, agent_id=agent, text=search, include_replays=replays,
-                                             experiments=replays), limit=limit)
+    rows = store.list_sessions(
+        SessionFilter(status=status, model=model, agent_id=agent, text=search, include_replays=replays, experiments=replays),
+        limit=limit,
+    )
     cycles = count_cycles(store, [r["id"] for r in rows])
     items = [session_summary_row(r, cycles.get(r["id"], 0)) for r in rows]
     matches = store.search_matches([r["id"] for r in rows], search) if search else {}
@@ -216,11 +255,23 @@ def sessions_cmd(
     if json:
         print_json(items)
         return
-    table = Table("id", "name", "status", "model", "agent", "started", "steps", "cycles", "tokens", "cost $", *(["match"] if search else []))
+    table = Table(
+        "id", "name", "status", "model", "agent", "started", "steps", "cycles", "tokens", "cost $", *(["match"] if search else [])
+    )
     for r in items:
-        table.add_row(r["id"], fmt(r["name"]), r["status"], fmt(r["model"]), fmt(r["agent_id"]), when(r["started_at"]),
-                      str(r["steps"]), str(r["cycles"]), str(r["tokens_in"] + r["tokens_out"]), fmt(r["cost_usd"]),
-                      *([_match_cell(r["match"])] if search else []))
+        table.add_row(
+            r["id"],
+            fmt(r["name"]),
+            r["status"],
+            fmt(r["model"]),
+            fmt(r["agent_id"]),
+            when(r["started_at"]),
+            str(r["steps"]),
+            str(r["cycles"]),
+            str(r["tokens_in"] + r["tokens_out"]),
+            fmt(r["cost_usd"]),
+            *([_match_cell(r["match"])] if search else []),
+        )
     out.print(table)
 
 
@@ -257,7 +308,8 @@ def show_cmd(
     snap = state_at(tl, step, store) if step is not None else None
     if json:
         body = {
-            "session": session_summary_row(tl.session, len(tl.cycles)) | {"outcome": tl.session.get("outcome"), "error_class": tl.session.get("error_class")},
+            "session": session_summary_row(tl.session, len(tl.cycles))
+            | {"outcome": tl.session.get("outcome"), "error_class": tl.session.get("error_class")},
             "summary": tl.summary(),
             "steps": [s.to_json_dict() | {"cycle": c} for s, c in zip(tl.steps, tl.cycle_index, strict=True)],
             "cycles": [c.to_dict() for c in tl.cycles],
@@ -269,8 +321,12 @@ def show_cmd(
         return
     s = tl.session
     out.print(f"{s['id']}  {s.get('name') or ''}")
-    out.print(f"status {s['status']}  model {fmt(s.get('model'))}  agent {fmt(s.get('agent_id'))}  started {when(s.get('started_at'))}")
-    source = {"source": " (the source's run totals)", "steps+source": " (steps, and the source's run totals)"}.get(s.get("totals_source"), "")
+    out.print(
+        f"status {s['status']}  model {fmt(s.get('model'))}  agent {fmt(s.get('agent_id'))}  started {when(s.get('started_at'))}"
+    )
+    source = {"source": " (the source's run totals)", "steps+source": " (steps, and the source's run totals)"}.get(
+        s.get("totals_source"), ""
+    )
     out.print(f"tokens {s['tokens_in']:,} in / {s['tokens_out']:,} out  cost {fmt(s.get('cost_usd'))}{source}")
     out.print(tl.summary())
     table = Table("seq", "cycle", "type", "status", "tool", "content")
@@ -288,7 +344,9 @@ def show_cmd(
             out.print(f"source state: {snap.state}")
         out.print(f"context ({snap.context_source}): {snap.agent.note()}")
         for message, origin in zip(snap.context, snap.agent.origins, strict=True):
-            out.print(f"-- {message.get('role')} ({origin['source']} {'at' if origin['source'] == 'recorded' else 'from'} step {origin['seq']})")
+            out.print(
+                f"-- {message.get('role')} ({origin['source']} {'at' if origin['source'] == 'recorded' else 'from'} step {origin['seq']})"
+            )
             out.print(orjson.dumps(message, option=orjson.OPT_INDENT_2).decode())
         if snap.agent.recorded is not None:
             out.print("recorded context (not chat messages; not sent by a replay):")

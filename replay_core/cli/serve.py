@@ -18,8 +18,14 @@ commands = typer.Typer()
 @commands.command("serve")
 def serve_cmd(
     demo: Annotated[bool, typer.Option("--demo", help="Load the demo runs first, if the database has no runs.")] = False,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on. Beyond loopback the app asks for a password or "
-                                      "OIDC sign-in (AGENT_REPLAY_ALLOW_OPEN=1 lets it open without).")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on. Beyond loopback the app asks for a password or "
+            "OIDC sign-in (AGENT_REPLAY_ALLOW_OPEN=1 lets it open without).",
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8501,
     db: DbOption = None,
 ) -> None:
@@ -53,9 +59,18 @@ def streamlit_flags(app_dir: Path, host: str, port: int) -> list[str]:
 
     with (app_dir / ".streamlit" / "config.toml").open("rb") as fh:
         options = _dotted(tomllib.load(fh))
-    options |= {"server.address": host, "server.port": port, "server.headless": True, "browser.gatherUsageStats": False,
-                "server.fileWatcherType": "none"}
-    return [part for name, value in options.items() for part in (f"--{name}", str(value).lower() if isinstance(value, bool) else str(value))]
+    options |= {
+        "server.address": host,
+        "server.port": port,
+        "server.headless": True,
+        "browser.gatherUsageStats": False,
+        "server.fileWatcherType": "none",
+    }
+    return [
+        part
+        for name, value in options.items()
+        for part in (f"--{name}", str(value).lower() if isinstance(value, bool) else str(value))
+    ]
 
 
 def _dotted(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:

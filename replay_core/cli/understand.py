@@ -15,7 +15,10 @@ commands = typer.Typer()
 def stats_cmd(
     since: Annotated[str | None, typer.Option("--since", help="From this date (2026-05-01) or ISO date-time.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Up to this date (included) or ISO date-time.")] = None,
-    by: Annotated[str | None, typer.Option("--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status.")] = None,
+    by: Annotated[
+        str | None,
+        typer.Option("--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status."),
+    ] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -78,8 +81,12 @@ def explain_cmd(
 def compare_cmd(
     a: Annotated[str, typer.Argument(help="Session A (e.g. the original).")],
     b: Annotated[str, typer.Argument(help="Session B (e.g. a replay).")],
-    include: Annotated[list[str] | None, typer.Option("--include", help="Also compare: ids, timing, tokens, cost, model.")] = None,
-    whole: Annotated[bool, typer.Option("--whole", help="Compare a replay with its whole source, not only the replayed range.")] = False,
+    include: Annotated[
+        list[str] | None, typer.Option("--include", help="Also compare: ids, timing, tokens, cost, model.")
+    ] = None,
+    whole: Annotated[
+        bool, typer.Option("--whole", help="Compare a replay with its whole source, not only the replayed range.")
+    ] = False,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -102,8 +109,14 @@ def compare_cmd(
     for row in result.rows:
         mark = "=" if row.same else ("≠" if row.paired else ("<" if row.b is None else ">"))
         step = row.a or row.b
-        table.add_row(fmt(row.a.seq if row.a else None), mark, fmt(row.b.seq if row.b else None), step.type,
-                      fmt(step.tool_name), row.kind or "")
+        table.add_row(
+            fmt(row.a.seq if row.a else None),
+            mark,
+            fmt(row.b.seq if row.b else None),
+            step.type,
+            fmt(step.tool_name),
+            row.kind or "",
+        )
     out.print(table)
     totals = Table("", "A", "B")
     for key in result.totals["a"]:

@@ -35,19 +35,39 @@ commands = typer.Typer()
 @commands.command("replay")
 def replay_cmd(
     session: Annotated[str, typer.Argument(help="Session id to replay.")],
-    model: Annotated[list[str], typer.Option("--model", help="litellm model string (e.g. openai/gpt-4o-mini) or 'recorded'; repeat to fan out.")],
+    model: Annotated[
+        list[str],
+        typer.Option("--model", help="litellm model string (e.g. openai/gpt-4o-mini) or 'recorded'; repeat to fan out."),
+    ],
     from_step: Annotated[int | None, typer.Option("--from", help="First step (seq) to replay (default: the first).")] = None,
     to_step: Annotated[int | None, typer.Option("--to", help="Last step (seq) to replay (default: the last).")] = None,
-    fallback_model: Annotated[str | None, typer.Option("--fallback-model", help="With --model recorded: the live model asked where the recording has no answer.")] = None,
-    api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server (vLLM, Ollama, LM Studio), e.g. http://127.0.0.1:11434/v1.")] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key.")] = None,
+    fallback_model: Annotated[
+        str | None,
+        typer.Option("--fallback-model", help="With --model recorded: the live model asked where the recording has no answer."),
+    ] = None,
+    api_base: Annotated[
+        str | None,
+        typer.Option("--api-base", help="OpenAI-compatible server (vLLM, Ollama, LM Studio), e.g. http://127.0.0.1:11434/v1."),
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="NAME of the environment variable holding the API key.")
+    ] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
-    param: Annotated[list[str] | None, typer.Option("--param", help="Another litellm parameter as NAME=VALUE (VALUE read as JSON when it parses); repeatable.")] = None,
-    tool_mode: Annotated[str, typer.Option("--tool-mode", help="recorded: answer tool calls from the recording; none: offer the model no tools.")] = "recorded",
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", help="Another litellm parameter as NAME=VALUE (VALUE read as JSON when it parses); repeatable."),
+    ] = None,
+    tool_mode: Annotated[
+        str, typer.Option("--tool-mode", help="recorded: answer tool calls from the recording; none: offer the model no tools.")
+    ] = "recorded",
     system_prompt: Annotated[Path | None, typer.Option("--system-prompt", help="File with the system prompt to use.")] = None,
-    system_mode: Annotated[str, typer.Option("--system-mode", help="replace the original system prompt, or append to it.")] = "replace",
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Budget: steps (default: twice the range plus 20).")] = None,
+    system_mode: Annotated[
+        str, typer.Option("--system-mode", help="replace the original system prompt, or append to it.")
+    ] = "replace",
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Budget: steps (default: twice the range plus 20).")
+    ] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", help="Budget: USD of known cost.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Budget: seconds per replay.")] = 600.0,
     call_timeout: Annotated[float, typer.Option("--call-timeout", help="Seconds one model call may take.")] = 60.0,
@@ -66,9 +86,17 @@ def replay_cmd(
         fail(f"--system-prompt: cannot read {system_prompt}: {exc.strerror or exc}")
     try:
         configs = configs_for(
-            model, fallback_model=fallback_model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
-            max_tokens=max_tokens, system_prompt=prompt, system_mode=system_mode, params=parse_params(param or []),
-            tool_mode=tool_mode, request_timeout_s=call_timeout,
+            model,
+            fallback_model=fallback_model,
+            api_base=api_base,
+            api_key_env=api_key_env,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system_prompt=prompt,
+            system_mode=system_mode,
+            params=parse_params(param or []),
+            tool_mode=tool_mode,
+            request_timeout_s=call_timeout,
             budget=Budget(max_steps=max_steps, max_cost_usd=max_cost, timeout_s=timeout),
         )
         estimates = estimate(store, session, from_step, to_step, configs)
@@ -85,7 +113,9 @@ def replay_cmd(
         for r in results:
             cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
             out.print(f"\n{r.model} → {r.session}")
-            out.print(f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}")
+            out.print(
+                f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}"
+            )
             out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
     if results and all(r.outcome in REPLAY_FAILED for r in results):
         err.print(f"no replay ran: {', '.join(f'{r.model}: {r.error_class or r.outcome}' for r in results)}")
@@ -109,7 +139,9 @@ def _cases(store: "Store", runs, status, workflow, since, search, expected, from
         if from_filter:
             flt = ds.parse_filter(from_filter)
         elif not any((status, workflow, since, search)):
-            fail("name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, --since, --search)")
+            fail(
+                "name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, --since, --search)"
+            )
         else:
             flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
     return ds.resolve(store, runs=runs, flt=flt, expected=expected)
@@ -125,12 +157,25 @@ def _print_dataset(made: dict, json: bool) -> None:
 @dataset_app.command("create")
 def dataset_create(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
-    runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
-    search: SearchOption = None, expected: ExpectedOption = None, from_filter: FromFilterOption = None,
-    from_queue: Annotated[int | None, typer.Option("--from-queue", help="The runs of this review queue, judged by what its reviewers said they should have done.")] = None,
-    match: Annotated[str, typer.Option("--match", help="How expected texts are matched: equals (normalised), contains, regex.")] = "equals",
+    runs: RunsOption = None,
+    status: StatusOption = None,
+    workflow: WorkflowOption = None,
+    since: SinceOption = None,
+    search: SearchOption = None,
+    expected: ExpectedOption = None,
+    from_filter: FromFilterOption = None,
+    from_queue: Annotated[
+        int | None,
+        typer.Option(
+            "--from-queue", help="The runs of this review queue, judged by what its reviewers said they should have done."
+        ),
+    ] = None,
+    match: Annotated[
+        str, typer.Option("--match", help="How expected texts are matched: equals (normalised), contains, regex.")
+    ] = "equals",
     description: Annotated[str | None, typer.Option("--description")] = None,
-    db: DbOption = None, json: JsonOption = False,
+    db: DbOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Make a dataset from run ids, a filter or a review queue."""
     from ..whatif import dataset as ds
@@ -147,7 +192,9 @@ def dataset_create(
     _print_dataset(made, json)
 
 
-def _dataset_from_queue(store: "Store", name: str, queue_id: int, expected: str | None, match: str, description: str | None) -> dict:
+def _dataset_from_queue(
+    store: "Store", name: str, queue_id: int, expected: str | None, match: str, description: str | None
+) -> dict:
     """A review queue's runs, each judged by what its reviewers said it should have done (else `expected`, else its outcome)."""
     from ..team import queues
     from ..whatif import dataset as ds
@@ -159,16 +206,23 @@ def _dataset_from_queue(store: "Store", name: str, queue_id: int, expected: str 
     if not ids:
         raise ds.DatasetError(f"queue {queue_id}: none of its runs is still stored")
     per_run = {sid: wanted.get(sid, expected) for sid in ids} if expected else wanted
-    return ds.dataset_from_sessions(store, name, ids, expected=per_run, match=match, description=description,
-                                    made_from={"queue": queue_id})
+    return ds.dataset_from_sessions(
+        store, name, ids, expected=per_run, match=match, description=description, made_from={"queue": queue_id}
+    )
 
 
 @dataset_app.command("add")
 def dataset_add(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
-    runs: RunsOption = None, status: StatusOption = None, workflow: WorkflowOption = None, since: SinceOption = None,
-    search: SearchOption = None, expected: ExpectedOption = None, from_filter: FromFilterOption = None,
-    db: DbOption = None, json: JsonOption = False,
+    runs: RunsOption = None,
+    status: StatusOption = None,
+    workflow: WorkflowOption = None,
+    since: SinceOption = None,
+    search: SearchOption = None,
+    expected: ExpectedOption = None,
+    from_filter: FromFilterOption = None,
+    db: DbOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Add runs to a dataset (its next version); runs it holds already are skipped."""
     from ..whatif import dataset as ds
@@ -210,11 +264,18 @@ def dataset_show(name: Annotated[str, typer.Argument()], db: DbOption = None, js
     if json:
         print_json(shown)
         return
-    out.print(f"dataset {shown['name']} (id {shown['id']}, version {shown['version']}, match {shown['match']}): {len(shown['cases'])} cases")
+    out.print(
+        f"dataset {shown['name']} (id {shown['id']}, version {shown['version']}, match {shown['match']}): {len(shown['cases'])} cases"
+    )
     table = Table("run", "name", "status", "expected", "version")
     for c in shown["cases"]:
-        table.add_row(c["session"], fmt(c["name"]), "run deleted" if c["missing"] else fmt(c["status"]),
-                      c["expected"] if c["expected"] is not None else "(the original's final answer)", str(c["version"]))
+        table.add_row(
+            c["session"],
+            fmt(c["name"]),
+            "run deleted" if c["missing"] else fmt(c["status"]),
+            c["expected"] if c["expected"] is not None else "(the original's final answer)",
+            str(c["version"]),
+        )
     out.print(table)
 
 
@@ -241,7 +302,8 @@ def dataset_export(
 def dataset_import(
     path: Annotated[Path, typer.Argument(help="A dataset's JSON Lines.")],
     name: Annotated[str | None, typer.Option("--name", help="Store it under another name.")] = None,
-    db: DbOption = None, json: JsonOption = False,
+    db: DbOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Read a dataset written by `dataset export`; the runs must be in the database."""
     from ..whatif import dataset as ds

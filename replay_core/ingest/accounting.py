@@ -76,13 +76,22 @@ class FileAccount:
         return text + f", {self.steps} steps"
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "format": self.format, "records": self.records, "unit": self.unit, "used": self.used,
-                "ignored": dict(self.ignored.most_common()), "ignored_examples": self.examples,
-                "bad": len(self.bad), "steps": self.steps}
+        return {
+            "file": self.file,
+            "format": self.format,
+            "records": self.records,
+            "unit": self.unit,
+            "used": self.used,
+            "ignored": dict(self.ignored.most_common()),
+            "ignored_examples": self.examples,
+            "bad": len(self.bad),
+            "steps": self.steps,
+        }
 
 
-def account(reader: Format, data: bytes, filename: str, shape: Shape,
-            progress: Callable[[int], None] | None = None) -> FileAccount:
+def account(
+    reader: Format, data: bytes, filename: str, shape: Shape, progress: Callable[[int], None] | None = None
+) -> FileAccount:
     """Read the whole file with `reader` and account for every record."""
     acc = FileAccount(filename, reader.name, shape.records, shape.unit)
     try:
@@ -113,8 +122,13 @@ def account(reader: Format, data: bytes, filename: str, shape: Shape,
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
         # a value of a type the reader did not expect (a list where an object belongs…): the file is
         # refused by where it breaks, as a bad record, never as a traceback
-        acc.bad.append(BadRecord(_locate(reader, data, filename), f"cannot be read as {reader.name}: "
-                                 f"unexpected {type(exc).__name__} ({str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})"))
+        acc.bad.append(
+            BadRecord(
+                _locate(reader, data, filename),
+                f"cannot be read as {reader.name}: "
+                f"unexpected {type(exc).__name__} ({str(exc).splitlines()[0][:200] if str(exc) else 'no detail'})",
+            )
+        )
         _stopped(acc)
     return acc
 

@@ -10,8 +10,17 @@ from ..storage.store import Store
 from .redact import Redactor, default_redactor
 
 
-def annotate(store: Store, session_id: str, label: str, text: str = "", *, event_id: str | None = None,
-             author: str | None = None, actor: Actor | None = None, redactor: Redactor | None = None) -> int:
+def annotate(
+    store: Store,
+    session_id: str,
+    label: str,
+    text: str = "",
+    *,
+    event_id: str | None = None,
+    author: str | None = None,
+    actor: Actor | None = None,
+    redactor: Redactor | None = None,
+) -> int:
     """Store a verdict and note on a run (or one of its steps); returns the note's id."""
     store.authorize(actor, ANNOTATE, session_id)
     scrub = (redactor or default_redactor()).scrub

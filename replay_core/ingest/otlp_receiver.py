@@ -73,10 +73,13 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
                 if where is not None and where[0] != sid:
                     moves.append((where[0], sid))
             ledger.session_of[tid] = now_placed[tid][0]
-        items = otel.events_from_spans(spans, ledger, partial(step_row_of, redactor=redactor))  # OtlpError before anything is stored
+        items = otel.events_from_spans(
+            spans, ledger, partial(step_row_of, redactor=redactor)
+        )  # OtlpError before anything is stored
         events = [e for e in items if not isinstance(e, otel.Replace)]
-        replaced: list[tuple[str, StepEvent]] = [(r.old_event_id, redactor.event(r.step)) for r in items
-                                                 if isinstance(r, otel.Replace)]
+        replaced: list[tuple[str, StepEvent]] = [
+            (r.old_event_id, redactor.event(r.step)) for r in items if isinstance(r, otel.Replace)
+        ]
         for from_sid, to_sid in moves:
             store.move_session_steps(from_sid, to_sid)
         report = ingest(store, events, redactor=redactor, source=source)
@@ -106,5 +109,12 @@ def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:
 
 
 def _row(call: otel.PriorCall) -> dict:
-    return {"trace_id": call.trace_id, "side": call.side, "event_id": call.event_id, "name": call.name,
-            "call_id": call.call_id, "arguments": call.arguments, "t_ns": call.t_ns}
+    return {
+        "trace_id": call.trace_id,
+        "side": call.side,
+        "event_id": call.event_id,
+        "name": call.name,
+        "call_id": call.call_id,
+        "arguments": call.arguments,
+        "t_ns": call.t_ns,
+    }

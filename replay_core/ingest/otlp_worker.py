@@ -48,9 +48,11 @@ def receive(store: Store, data: bytes, content_type: str) -> IngestReport:
     return receive_here(store, data, content_type)
 
 
-_WARM_BODY = (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0123456789abcdef0123456789abcdef",'
-              b' "spanId": "0123456789abcdef", "name": "warm", "startTimeUnixNano": "1764000000000000000",'
-              b' "endTimeUnixNano": "1764000001000000000"}]}]}]}')
+_WARM_BODY = (
+    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0123456789abcdef0123456789abcdef",'
+    b' "spanId": "0123456789abcdef", "name": "warm", "startTimeUnixNano": "1764000000000000000",'
+    b' "endTimeUnixNano": "1764000001000000000"}]}]}]}'
+)
 
 
 def warm() -> None:

@@ -73,8 +73,9 @@ def suitable(data: bytes, fmt: str) -> bool:
     return FORMAT.sniff(data[:4096], "")
 
 
-def write_pipelined(store: Store, data: bytes, redactor: Redactor, *, source: str,
-                    progress: Callable[[int], None] | None = None) -> tuple[WriteResult, Read]:
+def write_pipelined(
+    store: Store, data: bytes, redactor: Redactor, *, source: str, progress: Callable[[int], None] | None = None
+) -> tuple[WriteResult, Read]:
     """Store the file through reader processes, one per part (READERS, cut between runs); raises
     Fallback when it must be read the plain way (nothing is stored then)."""
     ctx = multiprocessing.get_context("fork")

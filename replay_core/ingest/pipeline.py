@@ -73,8 +73,14 @@ class ImportRejected(ValueError):
 
 
 def ingest(
-    store: Store, events: Iterable[Event], *, redactor: Redactor | None = None, source: str | None = None,
-    replace: bool = False, refuse_conflicts: bool = False, actor: Actor | None = None,
+    store: Store,
+    events: Iterable[Event],
+    *,
+    redactor: Redactor | None = None,
+    source: str | None = None,
+    replace: bool = False,
+    refuse_conflicts: bool = False,
+    actor: Actor | None = None,
 ) -> IngestReport:
     """Redact and store already-validated events in one transaction.
 
@@ -111,10 +117,20 @@ def ingest(
     written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
     _store_attachments(store, attachments, refused)
     if replacer is not None:
-        store.record_audit(replacer, REPLACE, target=", ".join(written.sessions)[:500] or None,
-                           detail={"sessions": len(written.sessions), "steps": written.steps, "source": source})
-    return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=redacted,
-                        conflicts=written.conflicts, media_refused=refused)
+        store.record_audit(
+            replacer,
+            REPLACE,
+            target=", ".join(written.sessions)[:500] or None,
+            detail={"sessions": len(written.sessions), "steps": written.steps, "source": source},
+        )
+    return IngestReport(
+        sessions=written.sessions,
+        steps=written.steps,
+        duplicates=written.duplicates,
+        redacted=redacted,
+        conflicts=written.conflicts,
+        media_refused=refused,
+    )
 
 
 def _set_aside_attachments(step: StepEvent, pending: list[tuple[str, str, dict]], refused: list[str]) -> StepEvent:
@@ -200,8 +216,11 @@ class FileRefused(UnknownFormat):
 
     def __init__(self, filename: str, reason: str, tried: list[FileAccount], looks: str):
         self.filename, self.reason, self.tried, self.looks = filename, reason, tried, looks
-        readers = "; ".join(a.summary() for a in tried) if tried else (
-            "none, no known format's signature is in it (known formats: " + ", ".join(registry()) + ")")
+        readers = (
+            "; ".join(a.summary() for a in tried)
+            if tried
+            else ("none, no known format's signature is in it (known formats: " + ", ".join(registry()) + ")")
+        )
         super().__init__(f"{filename}: not imported, {reason}. It looks like {looks}. Readers tried: {readers}")
 
 
@@ -232,7 +251,11 @@ def _read_file(data: bytes, filename: str, fmt: str, progress: Callable[[int], N
 
 
 def read_events(
-    data: bytes, filename: str, fmt: str = "auto", *, progress: Callable[[int], None] | None = None,
+    data: bytes,
+    filename: str,
+    fmt: str = "auto",
+    *,
+    progress: Callable[[int], None] | None = None,
     ignored: Counter | None = None,
 ) -> tuple[list[Event], list[BadRecord], str]:
     """Parse a whole file: its events, its bad records, and the format used.
@@ -288,13 +311,20 @@ def import_bytes(
         ends_runs = getattr(get_format(acc.format), "ends_runs", True)
         if live and ends_runs:  # a file still being written: the Store places the steps; a reader's "ended, outcome
             # not recorded" (said at a finished file's end) is not true of it: the run stays running
-            events = [ev.model_copy(update={"seq": None}) if isinstance(ev, StepEvent) else ev for ev in acc.events
-                      if not (isinstance(ev, SessionEndEvent) and ev.status == SessionStatus.UNKNOWN)]
+            events = [
+                ev.model_copy(update={"seq": None}) if isinstance(ev, StepEvent) else ev
+                for ev in acc.events
+                if not (isinstance(ev, SessionEndEvent) and ev.status == SessionStatus.UNKNOWN)
+            ]
         else:
             events = acc.events if live or not ends_runs else ended_as_unknown(acc.events)
         report = ingest(store, events, redactor=redactor, source=acc.format, replace=replace, actor=actor)
-    store.record_audit(actor, IMPORT, target=filename, detail={
-        "format": acc.format, "sessions": len(report.sessions), "steps": report.steps, "skipped_bad": len(acc.bad)})
+    store.record_audit(
+        actor,
+        IMPORT,
+        target=filename,
+        detail={"format": acc.format, "sessions": len(report.sessions), "steps": report.steps, "skipped_bad": len(acc.bad)},
+    )
     report.errors = acc.bad
     warning = mostly_ignored(acc)
     report.warnings = [warning] if warning else []
@@ -314,11 +344,20 @@ def _import_pipelined(store: Store, data: bytes, filename: str, redactor: Redact
         shape = shape_of(data)
         records, unit = shape.records, shape.unit
     acc = FileAccount(filename, native.FORMAT.name, records, unit, steps=read.steps)
-    store.record_audit(actor, IMPORT, target=filename, detail={
-        "format": acc.format, "sessions": len(written.sessions), "steps": written.steps, "skipped_bad": 0})
-    return IngestReport(sessions=written.sessions, steps=written.steps, duplicates=written.duplicates, redacted=read.redacted,
-                        conflicts=written.conflicts, files=[acc.to_dict() | {
-                            "sessions": len(written.sessions), "stored": written.steps, "duplicates": written.duplicates}])
+    store.record_audit(
+        actor,
+        IMPORT,
+        target=filename,
+        detail={"format": acc.format, "sessions": len(written.sessions), "steps": written.steps, "skipped_bad": 0},
+    )
+    return IngestReport(
+        sessions=written.sessions,
+        steps=written.steps,
+        duplicates=written.duplicates,
+        redacted=read.redacted,
+        conflicts=written.conflicts,
+        files=[acc.to_dict() | {"sessions": len(written.sessions), "stored": written.steps, "duplicates": written.duplicates}],
+    )
 
 
 def files_under(paths: Iterable[str | Path]) -> Iterator[Path]:

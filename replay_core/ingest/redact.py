@@ -156,9 +156,7 @@ _SCHEME = r"(?:[Bb]earer|[Bb]asic|[Tt]oken|[Bb]ot)[ \t]+"
 def _behind_key(sep: str, tail3: str, tail2: str) -> str:
     """A look-behind, five characters wide, for ``tail<sep>`` with the key's usual decorations:
     ``key:``, ``key":``, ``key\\":``, ``key :``, ``key" :``."""
-    return (
-        f"(?<=(?s:.){tail3}{sep}|{tail3}[\"']{sep}|{tail2}\\\\[\"']{sep}|{tail3}[ \\t]{sep}|{tail2}[\"'][ \\t]{sep})"
-    )
+    return f"(?<=(?s:.){tail3}{sep}|{tail3}[\"']{sep}|{tail2}\\\\[\"']{sep}|{tail3}[ \\t]{sep}|{tail2}[\"'][ \\t]{sep})"
 
 
 def _kv_rule(sep: str) -> _Rule:
@@ -188,8 +186,10 @@ def _scheme_rule(anchor: str, word: str, body: str, check: str) -> _Rule:
     return _Rule(anchor, f"{head}(?<!{_EDGE}{_ci(word)})[ \\t]+{_NOT_DONE}(?P<S>{body})", check=check)
 
 
-_PEM_BODY = (r"----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
-             r"(?s:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*)")
+_PEM_BODY = (
+    r"----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?s:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*)"
+)
 # A key=value match whose value opens a PEM block ('api_key="-----BEGIN ...'): the block runs on
 # past the line (or the escaped "\n") where the value rule stops, so the whole block goes.
 _PEM_AT = re.compile("-" + _PEM_BODY).match

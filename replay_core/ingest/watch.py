@@ -63,8 +63,15 @@ class PollResult:
 class Watcher:
     """Follows files and folders; `poll()` imports what is new since the last poll."""
 
-    def __init__(self, store: Store, paths: Iterable[str | Path], *, fmt: str = "auto", since: timedelta | None = None,
-                 skip_bad: bool = False):
+    def __init__(
+        self,
+        store: Store,
+        paths: Iterable[str | Path],
+        *,
+        fmt: str = "auto",
+        since: timedelta | None = None,
+        skip_bad: bool = False,
+    ):
         self.store, self.paths, self.fmt, self.since, self.skip_bad = store, [Path(p) for p in paths], fmt, since, skip_bad
         self._pending: dict[str, tuple[int, float]] = {}  # whole-document files: (size, mtime) last seen
         self._reported: set[str] = set()  # problems already said once
@@ -159,5 +166,8 @@ class Watcher:
 def _jsonl_so_far(data: bytes) -> bool:
     """JSON Lines, judged on what is complete: one whole line is enough (a new log has only one yet)."""
     first = data.lstrip().split(b"\n", 1)
-    return len(first) == 2 and first[0].rstrip().endswith(b"}") and (is_json_lines(data) or not first[1].strip()
-                                                                     or first[1].lstrip()[:1] == b"{")
+    return (
+        len(first) == 2
+        and first[0].rstrip().endswith(b"}")
+        and (is_json_lines(data) or not first[1].strip() or first[1].lstrip()[:1] == b"{")
+    )

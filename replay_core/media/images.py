@@ -35,8 +35,14 @@ class CheckedImage:
 
     def blob(self) -> dict:
         """The `media_blobs` row, thumbnail included."""
-        return {"mime_type": self.mime_type, "size": len(self.data), "width": self.width, "height": self.height,
-                "data": self.data, "thumbnail": self.thumbnail}
+        return {
+            "mime_type": self.mime_type,
+            "size": len(self.data),
+            "width": self.width,
+            "height": self.height,
+            "data": self.data,
+            "thumbnail": self.thumbnail,
+        }
 
 
 def check(data: bytes, declared: str | None = None, *, max_bytes: int = MAX_BYTES) -> CheckedImage:

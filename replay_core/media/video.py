@@ -69,8 +69,16 @@ def _write(path: Path, frames: Iterator[tuple[Image.Image, int]], size: tuple[in
     import imageio_ffmpeg
 
     codec = {"mp4": "libx264", "webm": "libvpx-vp9"}[suffix[1:]]
-    writer = imageio_ffmpeg.write_frames(str(path), size, fps=fps, codec=codec, macro_block_size=2,
-                                         ffmpeg_log_level="error", quality=None, output_params=_SPEED.get(codec, []))
+    writer = imageio_ffmpeg.write_frames(
+        str(path),
+        size,
+        fps=fps,
+        codec=codec,
+        macro_block_size=2,
+        ffmpeg_log_level="error",
+        quality=None,
+        output_params=_SPEED.get(codec, []),
+    )
     writer.send(None)
     try:
         for img, n in frames:
@@ -91,15 +99,27 @@ def _end_note(img: Image.Image, text: str) -> Image.Image:
     return img
 
 
-def export(store: Store, session_id: str, path: str | Path, *, fps: float = 2.0, max_seconds: float | None = 300,
-           from_seq: int | None = None, to_seq: int | None = None, size: tuple[int, int] = SIZE) -> VideoReport:
+def export(
+    store: Store,
+    session_id: str,
+    path: str | Path,
+    *,
+    fps: float = 2.0,
+    max_seconds: float | None = 300,
+    from_seq: int | None = None,
+    to_seq: int | None = None,
+    size: tuple[int, int] = SIZE,
+) -> VideoReport:
     """Write the run's video; raises ValueError for an unknown session, format or an empty range."""
     path = Path(path)
     _check(path, fps)
     if store.get_session(session_id) is None:
         raise ValueError(f"no session {session_id!r}")
-    picked = [s for s in shots(store, session_id) if (from_seq is None or (s.step.seq or 0) >= from_seq)
-              and (to_seq is None or (s.step.seq or 0) <= to_seq)]  # a stored step always has its seq
+    picked = [
+        s
+        for s in shots(store, session_id)
+        if (from_seq is None or (s.step.seq or 0) >= from_seq) and (to_seq is None or (s.step.seq or 0) <= to_seq)
+    ]  # a stored step always has its seq
     if not picked:
         raise ValueError(f"session {session_id!r} has no steps in that range")
     holds = [_hold(s, fps) for s in picked]
@@ -117,9 +137,18 @@ def export(store: Store, session_id: str, path: str | Path, *, fps: float = 2.0,
     return VideoReport(str(path), n, keep, n / fps, truncated)
 
 
-def export_pair(store: Store, a: str, b: str, pairs: Sequence[tuple[int | None, int | None]], path: str | Path, *,
-                first_divergence: int | None = None, fps: float = 2.0, max_seconds: float | None = 300,
-                size: tuple[int, int] = SIZE) -> VideoReport:
+def export_pair(
+    store: Store,
+    a: str,
+    b: str,
+    pairs: Sequence[tuple[int | None, int | None]],
+    path: str | Path,
+    *,
+    first_divergence: int | None = None,
+    fps: float = 2.0,
+    max_seconds: float | None = 300,
+    size: tuple[int, int] = SIZE,
+) -> VideoReport:
     """Two runs side by side, one frame per aligned pair (`pairs` of seqs from compare's alignment;
     None where only one side has the step); the pair at index `first_divergence` is marked."""
     path = Path(path)

@@ -132,16 +132,27 @@ def success_steps(slo: dict, kwargs: dict) -> list[dict]:
         "tokens_out": slo.get("completion_tokens"),
         "cost_usd": cost,
         "metadata": _present(
-            litellm_call_id=kwargs.get("litellm_call_id"), finish_reason=choice.get("finish_reason"),
-            response_id=response.get("id"), provider=slo.get("custom_llm_provider"),
-            model_parameters=slo.get("model_parameters"), cache_hit=slo.get("cache_hit"),
+            litellm_call_id=kwargs.get("litellm_call_id"),
+            finish_reason=choice.get("finish_reason"),
+            response_id=response.get("id"),
+            provider=slo.get("custom_llm_provider"),
+            model_parameters=slo.get("model_parameters"),
+            cache_hit=slo.get("cache_hit"),
         ),
     }
     steps = [first]
     for call in calls:
         function = call.get("function") or {}
-        steps.append({"type": "tool_call", "tool_name": function.get("name"), "tool_args": parse_arguments(function.get("arguments")),
-                      "tool_call_id": call.get("id"), "model": common["model"], "timestamp": common["timestamp"]})
+        steps.append(
+            {
+                "type": "tool_call",
+                "tool_name": function.get("name"),
+                "tool_args": parse_arguments(function.get("arguments")),
+                "tool_call_id": call.get("id"),
+                "model": common["model"],
+                "timestamp": common["timestamp"],
+            }
+        )
     return steps
 
 
@@ -150,12 +161,17 @@ def failure_steps(slo: dict, kwargs: dict) -> list[dict]:
     info = slo.get("error_information") or {}
     exc = kwargs.get("exception")
     error_class = info.get("error_class") or (type(exc).__name__ if exc is not None else "Exception")
-    return [{
-        "type": "error",
-        "content": slo.get("error_str") or (str(exc) if exc is not None else error_class),
-        "error_class": error_class,
-        "status": "error",
-        **_common(slo, kwargs),
-        "metadata": _present(litellm_call_id=kwargs.get("litellm_call_id"), error_code=info.get("error_code"),
-                             provider=info.get("llm_provider") or slo.get("custom_llm_provider")),
-    }]
+    return [
+        {
+            "type": "error",
+            "content": slo.get("error_str") or (str(exc) if exc is not None else error_class),
+            "error_class": error_class,
+            "status": "error",
+            **_common(slo, kwargs),
+            "metadata": _present(
+                litellm_call_id=kwargs.get("litellm_call_id"),
+                error_code=info.get("error_code"),
+                provider=info.get("llm_provider") or slo.get("custom_llm_provider"),
+            ),
+        }
+    ]

@@ -47,8 +47,17 @@ class Recorder(StepMethods):
     `batch_size` steps or `flush_interval` seconds, on `flush()`, `close()` and at exit.
     """
 
-    def __init__(self, url: str | None = None, *, token: str | None = None, spool_dir: str | None = None,
-                 batch_size: int = 200, flush_interval: float = 1.0, call_timeout: float = 30.0, sink=None):
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        spool_dir: str | None = None,
+        batch_size: int = 200,
+        flush_interval: float = 1.0,
+        call_timeout: float = 30.0,
+        sink=None,
+    ):
         from .sinks import DatabaseSink, HttpSink
         from .spool import Shipper, Spool, default_spool_dir
 
@@ -67,8 +76,9 @@ class Recorder(StepMethods):
         self._calls: dict[str, tuple[Run, Held]] = {}
         self._outside: dict[str, float] = {}  # calls started outside any run: their deadline (monotonic)
         self.spool = Spool(spool_dir or default_spool_dir(), sink.key)
-        self._shipper = Shipper(sink, self.spool, batch_size=batch_size, interval=flush_interval,
-                                before_send=self._release_expired)
+        self._shipper = Shipper(
+            sink, self.spool, batch_size=batch_size, interval=flush_interval, before_send=self._release_expired
+        )
 
     # ------------------------------------------------------------------ sessions
 

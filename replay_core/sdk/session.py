@@ -113,7 +113,9 @@ class Session(StepMethods):
         """Close the run (once; later calls are ignored)."""
         if self.ended:
             return
-        event = SessionEndEvent(session_id=self.id, status=status, outcome=no_nul(outcome), error_class=no_nul(error_class), ended_at=now_utc())
+        event = SessionEndEvent(
+            session_id=self.id, status=status, outcome=no_nul(outcome), error_class=no_nul(error_class), ended_at=now_utc()
+        )
         self.ended = True
         self.recorder._closed_run(self, event)
 
@@ -155,8 +157,14 @@ class Session(StepMethods):
             raise ValueError("screenshot: no step recorded yet in this run to attach it to (give step=...)")
         data, declared = as_bytes(image)
         checked = check(data, declared)
-        event = AttachmentEvent(session_id=self.id, event_id=event_id, media_type=checked.mime_type, name=name,
-                                data=base64.b64encode(data).decode(), target=check_target(target))
+        event = AttachmentEvent(
+            session_id=self.id,
+            event_id=event_id,
+            media_type=checked.mime_type,
+            name=name,
+            data=base64.b64encode(data).decode(),
+            target=check_target(target),
+        )
         self.recorder._deliver(self, event)
         return event_id
 

@@ -36,8 +36,15 @@ class Span:
     def close(self, status: str, error_class: str | None) -> None:
         current_parent.reset(self._token)
         event = self.run.build(
-            "span", content=self.name, event_id=self.event_id, parent_id=self.parent_id, timestamp=self.started,
-            duration_ms=(time.perf_counter() - self._t0) * 1000, status=status, error_class=error_class,
-            metadata=self.metadata or None, **self.fields,
+            "span",
+            content=self.name,
+            event_id=self.event_id,
+            parent_id=self.parent_id,
+            timestamp=self.started,
+            duration_ms=(time.perf_counter() - self._t0) * 1000,
+            status=status,
+            error_class=error_class,
+            metadata=self.metadata or None,
+            **self.fields,
         )
         self.run.recorder._complete(self.run, self._slot, event)

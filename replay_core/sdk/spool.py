@@ -195,8 +195,9 @@ class Shipper:
     spool again; an explicit `flush()` always tries.
     """
 
-    def __init__(self, sink, spool: Spool, *, batch_size: int = 200, interval: float = 1.0,
-                 before_send: Callable[[], None] | None = None):
+    def __init__(
+        self, sink, spool: Spool, *, batch_size: int = 200, interval: float = 1.0, before_send: Callable[[], None] | None = None
+    ):
         self.sink, self.spool = sink, spool
         self.batch_size, self.interval = batch_size, interval
         self.before_send = before_send

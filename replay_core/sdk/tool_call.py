@@ -63,8 +63,13 @@ class ToolCall:
             run.add(AutoCall(event) if auto else event)
 
     def _fields(self) -> dict[str, Any]:
-        return {"tool_name": self.tool_name, "tool_call_id": self.call_id, "agent_id": self.agent_id,
-                "parent_id": self.parent_id, "duration_ms": (time.perf_counter() - self._t0) * 1000}
+        return {
+            "tool_name": self.tool_name,
+            "tool_call_id": self.call_id,
+            "agent_id": self.agent_id,
+            "parent_id": self.parent_id,
+            "duration_ms": (time.perf_counter() - self._t0) * 1000,
+        }
 
     def done(self, result: Any) -> Any:
         if self.run is not None:

@@ -29,8 +29,13 @@ class HttpApi:
 
     def __init__(self, store: Store | None = None, *, access: Access | None = None, max_body: int | None = None):
         self.context = ApiContext(store, access=access, max_body=max_body)
-        self._resources = (IngestRoutes(self.context), RunRoutes(self.context), ExperimentRoutes(self.context),
-                           TeamRoutes(self.context), DocRoutes(self.context, self.routes))
+        self._resources = (
+            IngestRoutes(self.context),
+            RunRoutes(self.context),
+            ExperimentRoutes(self.context),
+            TeamRoutes(self.context),
+            DocRoutes(self.context, self.routes),
+        )
 
     def routes(self) -> list[Route]:
         return [route for resource in self._resources for route in resource.routes()]

@@ -161,9 +161,14 @@ class Access:
         """The role a typed password opens (the highest if two passwords are the same), or None.
         Every configured password is compared, in constant time, whatever the outcome."""
         offered = password.encode()
-        hits = {role: bool(secret) and hmac.compare_digest(offered, secret.encode())
-                for role, secret in ((EDITOR, self.editor_password), (REVIEWER, self.reviewer_password),
-                                     (VIEWER, self.viewer_password))}
+        hits = {
+            role: bool(secret) and hmac.compare_digest(offered, secret.encode())
+            for role, secret in (
+                (EDITOR, self.editor_password),
+                (REVIEWER, self.reviewer_password),
+                (VIEWER, self.viewer_password),
+            )
+        }
         return next((role for role, hit in hits.items() if hit), None)
 
     def role_for_email(self, email: str | None) -> str:
@@ -188,8 +193,9 @@ class SignIn:
 
 def _failures(store: Store, origin: str, now: datetime) -> tuple[int, datetime | None]:
     """Failed sign-ins from `origin` in a row (since its last good one, within WINDOW), and the last one's time."""
-    rows = store.audit_entries(actions=[SIGN_IN], origin=origin, since=now - WINDOW, outcomes=("ok", "failed"),
-                               limit=LOCKOUT_FAILURES + 1)
+    rows = store.audit_entries(
+        actions=[SIGN_IN], origin=origin, since=now - WINDOW, outcomes=("ok", "failed"), limit=LOCKOUT_FAILURES + 1
+    )
     n = 0
     for row in rows:
         if row["outcome"] != "failed":
@@ -215,12 +221,19 @@ def sign_in(store: Store, access: Access, password: str, origin: str, *, now: da
     now = now or now_utc()
     wait, locked = sign_in_wait(store, origin, now)
     if wait > 0:
-        record(store, Actor("password", "none", origin), SIGN_IN, outcome="throttled", at=now,
-               detail={"wait_s": round(wait, 1), "locked": locked})
+        record(
+            store,
+            Actor("password", "none", origin),
+            SIGN_IN,
+            outcome="throttled",
+            at=now,
+            detail={"wait_s": round(wait, 1), "locked": locked},
+        )
         return SignIn(None, wait, locked)
     role = access.role_for(password)
-    record(store, Actor(f"{role or 'unknown'} password", role or "none", origin), SIGN_IN,
-           outcome="ok" if role else "failed", at=now)
+    record(
+        store, Actor(f"{role or 'unknown'} password", role or "none", origin), SIGN_IN, outcome="ok" if role else "failed", at=now
+    )
     if role is None:
         wait, locked = sign_in_wait(store, origin, now)
     return SignIn(role, wait, locked)
@@ -244,8 +257,9 @@ def is_loopback(address: str | None) -> bool:
         return False  # a host name: it may resolve to anything
 
 
-def open_to_the_network_refusal(address: str | None, env: Mapping[str, str] | None = None,
-                                secrets: Mapping[str, Any] | None = None) -> str | None:
+def open_to_the_network_refusal(
+    address: str | None, env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None
+) -> str | None:
     """Why the app must not start, or None: listening beyond loopback with no password and no
     OIDC makes every visitor an editor (delete runs, launch paid replays). AGENT_REPLAY_ALLOW_OPEN=1 allows it."""
     env = os.environ if env is None else env
@@ -255,6 +269,8 @@ def open_to_the_network_refusal(address: str | None, env: Mapping[str, str] | No
     if Access.load(env, secrets).gated or "auth" in secrets:
         return None
     where = f"address {address!r}" if address else "every network interface (no server.address set)"
-    return (f"refusing to serve {where} with no sign-in: anyone who can reach it would be an editor. "
-            f"Set AGENT_REPLAY_EDITOR_PASSWORD (and AGENT_REPLAY_PASSWORD), configure OIDC in .streamlit/secrets.toml, "
-            f"serve on 127.0.0.1 (agent-replay serve --host 127.0.0.1), or set {ALLOW_OPEN_KEY}=1 to serve it open on purpose.")
+    return (
+        f"refusing to serve {where} with no sign-in: anyone who can reach it would be an editor. "
+        f"Set AGENT_REPLAY_EDITOR_PASSWORD (and AGENT_REPLAY_PASSWORD), configure OIDC in .streamlit/secrets.toml, "
+        f"serve on 127.0.0.1 (agent-replay serve --host 127.0.0.1), or set {ALLOW_OPEN_KEY}=1 to serve it open on purpose."
+    )

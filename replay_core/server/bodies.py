@@ -86,5 +86,5 @@ async def multipart_image(request: Request, limit: int) -> dict:
         try:
             body["target"] = orjson.loads(target)
         except orjson.JSONDecodeError:
-            raise ApiError(422, "multipart: `target` is JSON: {\"x\", \"y\"} or {\"box\": [x, y, w, h]}") from None
+            raise ApiError(422, 'multipart: `target` is JSON: {"x", "y"} or {"box": [x, y, w, h]}') from None
     return body

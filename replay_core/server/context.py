@@ -67,8 +67,11 @@ class ApiContext:
 
         async def checked(request: Request) -> Response:
             if not self.access.api_tokens:
-                raise ApiError(401, "the API is closed: no API tokens are configured (set AGENT_REPLAY_API_TOKENS)",
-                               headers={"WWW-Authenticate": "Bearer"})
+                raise ApiError(
+                    401,
+                    "the API is closed: no API tokens are configured (set AGENT_REPLAY_API_TOKENS)",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
             origin = request.client.host if request.client else "api"
             actor = self.access.token_actor(request.headers.get("authorization"), origin)
             if actor is None:

@@ -113,8 +113,18 @@ class Steps(BaseModel):
     steps: list[StepEvent]
 
 
-ANSWERS = (ErrorBody, IngestAnswer, Health, SessionsPage, SessionView, AttachmentStored, Datasets, Experiments,
-           ExperimentStarted, ExperimentStopping)
+ANSWERS = (
+    ErrorBody,
+    IngestAnswer,
+    Health,
+    SessionsPage,
+    SessionView,
+    AttachmentStored,
+    Datasets,
+    Experiments,
+    ExperimentStarted,
+    ExperimentStopping,
+)
 BODIES = (SessionEvent, StepEvent, Steps, SessionEndEvent, AttachmentEvent)
 
 
@@ -147,126 +157,305 @@ def _ref(name: str) -> dict:
 
 
 _TEXT = {"type": "string", "maxLength": 500}
-_REPLACE = _q("replace", {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]},
-              "let this write change the end, status, name and outcome of a finished run (editors; in the audit log)")
+_REPLACE = _q(
+    "replace",
+    {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]},
+    "let this write change the end, status, name and outcome of a finished run (editors; in the audit log)",
+)
 _FILTERS = (
-    *(_q(name, _TEXT, f"only runs whose {name} is this") for name in
-      ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of", "failed_tool", "error_class")),
+    *(
+        _q(name, _TEXT, f"only runs whose {name} is this")
+        for name in (
+            "model",
+            "agent_id",
+            "workflow",
+            "environment",
+            "agent_version",
+            "tag",
+            "source",
+            "replay_of",
+            "failed_tool",
+            "error_class",
+        )
+    ),
     _q("status", {"type": "string", "enum": [s.value for s in SessionStatus]}, "only runs in this state"),
     _q("review", {"type": "string", "enum": ["good", "bad", "needs_review", "unreviewed"]}, "only runs reviewed so"),
     _q("has", {"type": "string"}, "only runs that have this (errors, loops, replays, notes…)"),
     _q("since", {"type": "string"}, "a day (2026-05-01) or an ISO date-time"),
     _q("until", {"type": "string"}, "a day (included) or an ISO date-time"),
     _q("q", _TEXT, "search names and step content"),
-    _q("replays", {"type": "string", "enum": ["1", "true", "yes", "0", "false", "no"]},
-       "also list what-if replays and experiments' runs (original runs only by default)"),
+    _q(
+        "replays",
+        {"type": "string", "enum": ["1", "true", "yes", "0", "false", "no"]},
+        "also list what-if replays and experiments' runs (original runs only by default)",
+    ),
     _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}, "page size"),
     _q("offset", {"type": "integer", "minimum": 0, "maximum": INT_MAX, "default": 0}, "rows to skip"),
 )
 _IMAGE = {"type": "string", "contentMediaType": "image/png", "contentEncoding": "binary"}
-_OTLP_JSON = {"type": "object", "description": "ExportTraceServiceRequest, OTLP/JSON encoding",
-              "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}}}
+_OTLP_JSON = {
+    "type": "object",
+    "description": "ExportTraceServiceRequest, OTLP/JSON encoding",
+    "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
+}
 _OBJECT = {"type": "object", "additionalProperties": True}
 
 OPERATIONS: dict[tuple[str, str], Op] = {
     ("GET", "/healthz"): Op("Is the app up, and can it write?", "Health", tag="service"),
     ("GET", "/api/v1/openapi.json"): Op("This document.", None, media={"application/json": {"schema": _OBJECT}}, tag="service"),
-    ("GET", "/api/v1/docs"): Op("This document as a page.", None, media={"text/html": {"schema": {"type": "string"}}}, tag="service"),
-    ("POST", "/api/v1/sessions"): Op("Open a run, or update its dimensions.", "IngestAnswer",
-                                     body={"required": True, "content": _json("SessionEvent")}, query=(_REPLACE,)),
-    ("GET", "/api/v1/sessions"): Op("List runs, newest first, with the filters of the runs page.", "SessionsPage", query=_FILTERS),
+    ("GET", "/api/v1/docs"): Op(
+        "This document as a page.", None, media={"text/html": {"schema": {"type": "string"}}}, tag="service"
+    ),
+    ("POST", "/api/v1/sessions"): Op(
+        "Open a run, or update its dimensions.",
+        "IngestAnswer",
+        body={"required": True, "content": _json("SessionEvent")},
+        query=(_REPLACE,),
+    ),
+    ("GET", "/api/v1/sessions"): Op(
+        "List runs, newest first, with the filters of the runs page.", "SessionsPage", query=_FILTERS
+    ),
     ("GET", "/api/v1/sessions/{session_id}/stream"): Op(
         "Server-Sent Events: every step stored so far, then each as it is stored (`id:` its seq, `event: step`, `data:` the "
-        "step as native JSON), heartbeats every 15 s; resume with the `Last-Event-ID` header.", None,
+        "step as native JSON), heartbeats every 15 s; resume with the `Last-Event-ID` header.",
+        None,
         media={"text/event-stream": {"schema": {"type": "string"}}},
-        query=(_q("last_event_id", {"type": "string", "pattern": "^[0-9]*$"}, "resume after this seq (as the Last-Event-ID header)"),)),
+        query=(
+            _q("last_event_id", {"type": "string", "pattern": "^[0-9]*$"}, "resume after this seq (as the Last-Event-ID header)"),
+        ),
+    ),
     ("POST", "/api/v1/sessions/{session_id}/steps/{event_id}/attachments"): Op(
         "Attach a screenshot to a step: the raw image, multipart (`file`, optional `target` JSON) or JSON.",
-        "AttachmentStored", body={"required": True, "content": {
-            **_json("AttachmentEvent"),
-            "image/png": {"schema": _IMAGE}, "image/jpeg": {"schema": _IMAGE},
-            "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
-                "file": {"type": "string", "contentMediaType": "application/octet-stream"}, "target": {"type": "string"}}}}}}),
+        "AttachmentStored",
+        body={
+            "required": True,
+            "content": {
+                **_json("AttachmentEvent"),
+                "image/png": {"schema": _IMAGE},
+                "image/jpeg": {"schema": _IMAGE},
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["file"],
+                        "properties": {
+                            "file": {"type": "string", "contentMediaType": "application/octet-stream"},
+                            "target": {"type": "string"},
+                        },
+                    }
+                },
+            },
+        },
+    ),
     ("POST", "/api/v1/sessions/{session_id}/steps"): Op(
-        "Add one step or a batch, stored whole or not at all.", "IngestAnswer", query=(_REPLACE,),
-        body={"required": True, "content": _json({"oneOf": [_ref("StepEvent"), {"type": "array", "items": _ref("StepEvent")},
-                                                            _ref("Steps")]})}),
-    ("GET", "/api/v1/attachments/{attachment_id}"): Op("An attachment's bytes, with the media type read from them.", None,
-                                                      media={"application/octet-stream": {"schema": {"type": "string"}},
-                                                             "image/png": {"schema": _IMAGE}}),
-    ("POST", "/api/v1/sessions/{session_id}/end"): Op("Close a run (an empty body: it succeeded).", "IngestAnswer",
-                                                      body={"required": False, "content": _json("SessionEndEvent")},
-                                                      query=(_REPLACE,)),
+        "Add one step or a batch, stored whole or not at all.",
+        "IngestAnswer",
+        query=(_REPLACE,),
+        body={
+            "required": True,
+            "content": _json({"oneOf": [_ref("StepEvent"), {"type": "array", "items": _ref("StepEvent")}, _ref("Steps")]}),
+        },
+    ),
+    ("GET", "/api/v1/attachments/{attachment_id}"): Op(
+        "An attachment's bytes, with the media type read from them.",
+        None,
+        media={"application/octet-stream": {"schema": {"type": "string"}}, "image/png": {"schema": _IMAGE}},
+    ),
+    ("POST", "/api/v1/sessions/{session_id}/end"): Op(
+        "Close a run (an empty body: it succeeded).",
+        "IngestAnswer",
+        body={"required": False, "content": _json("SessionEndEvent")},
+        query=(_REPLACE,),
+    ),
     ("GET", "/api/v1/sessions/{session_id}/snapshot"): Op(
-        "The agent's state at a step: its real context.", None, media=_json(_OBJECT),
-        query=(_q("step", {"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the step's seq", required=True),)),
+        "The agent's state at a step: its real context.",
+        None,
+        media=_json(_OBJECT),
+        query=(_q("step", {"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the step's seq", required=True),),
+    ),
     ("GET", "/api/v1/sessions/{session_id}/explain"): Op(
-        "Why a failed, incomplete or unknown-outcome run failed.", None, media=_json(_OBJECT),
-        query=(_q("replays", {"type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]}, "weigh in its replays"),)),
+        "Why a failed, incomplete or unknown-outcome run failed.",
+        None,
+        media=_json(_OBJECT),
+        query=(_q("replays", {"type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]}, "weigh in its replays"),),
+    ),
     ("GET", "/api/v1/sessions/{session_id}"): Op("A run with its steps, cycles and gaps.", "SessionView"),
     ("POST", "/v1/traces"): Op(
-        "OTLP/HTTP traces from any OpenTelemetry exporter: a trace is one run whatever batches it comes in.", None,
-        body={"required": True, "content": {"application/x-protobuf": {"schema": {"type": "string", "contentEncoding": "binary"}},
-                                            "application/json": {"schema": _OTLP_JSON}}},
-        media={"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}}, tag="otlp"),
+        "OTLP/HTTP traces from any OpenTelemetry exporter: a trace is one run whatever batches it comes in.",
+        None,
+        body={
+            "required": True,
+            "content": {
+                "application/x-protobuf": {"schema": {"type": "string", "contentEncoding": "binary"}},
+                "application/json": {"schema": _OTLP_JSON},
+            },
+        },
+        media={"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}},
+        tag="otlp",
+    ),
     ("POST", "/api/v1/datasets"): Op(
-        "Make a dataset from runs (by id, or by a filter).", None, status=201, tag="experiments", media=_json(_OBJECT),
-        body={"required": True, "content": _json({"type": "object", "properties": {
-            "name": {"type": "string"}, "runs": {"type": "array", "items": {"type": "string"}},
-            "filter": {"type": "object", "properties": {k: {"type": "string"} for k in ("status", "workflow", "since", "search")},
-                       "additionalProperties": False},
-            "expected": {}, "match": {"type": "string"}, "description": {"type": "string"}}})}),
+        "Make a dataset from runs (by id, or by a filter).",
+        None,
+        status=201,
+        tag="experiments",
+        media=_json(_OBJECT),
+        body={
+            "required": True,
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "runs": {"type": "array", "items": {"type": "string"}},
+                        "filter": {
+                            "type": "object",
+                            "properties": {k: {"type": "string"} for k in ("status", "workflow", "since", "search")},
+                            "additionalProperties": False,
+                        },
+                        "expected": {},
+                        "match": {"type": "string"},
+                        "description": {"type": "string"},
+                    },
+                }
+            ),
+        },
+    ),
     ("GET", "/api/v1/datasets"): Op("List datasets.", "Datasets", tag="experiments"),
     ("GET", "/api/v1/datasets/{name}"): Op("A dataset and its cases.", None, media=_json(_OBJECT), tag="experiments"),
     ("POST", "/api/v1/experiments"): Op(
         "Launch an experiment: replay a dataset under models or variants (runs in the background; costs money).",
-        "ExperimentStarted", status=202, tag="experiments",
-        body={"required": True, "content": _json({"type": "object", "properties": {
-            "dataset": {"type": "string"}, "models": {"type": "array", "items": {"type": "string"}},
-            "variants": {"type": "array", "items": {"type": "object"}}, "api_base": {"type": "string"},
-            "from": {"type": "integer"}, "scorers": {"type": "array", "items": {"type": "string"}},
-            "scorer_options": {"type": "object"}, "concurrency": {"type": "integer"},
-            "budget_usd": {"type": "number"}, "budget_tokens": {"type": "integer"}}})}),
+        "ExperimentStarted",
+        status=202,
+        tag="experiments",
+        body={
+            "required": True,
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "dataset": {"type": "string"},
+                        "models": {"type": "array", "items": {"type": "string"}},
+                        "variants": {"type": "array", "items": {"type": "object"}},
+                        "api_base": {"type": "string"},
+                        "from": {"type": "integer"},
+                        "scorers": {"type": "array", "items": {"type": "string"}},
+                        "scorer_options": {"type": "object"},
+                        "concurrency": {"type": "integer"},
+                        "budget_usd": {"type": "number"},
+                        "budget_tokens": {"type": "integer"},
+                    },
+                }
+            ),
+        },
+    ),
     ("GET", "/api/v1/experiments"): Op("List experiments.", "Experiments", tag="experiments"),
     ("GET", "/api/v1/queues"): Op("List review queues.", None, media=_json(_OBJECT), tag="team"),
     ("POST", "/api/v1/queues"): Op(
-        "Make a review queue from runs (by id, or by the runs list's filter).", None, status=201, media=_json(_OBJECT), tag="team",
-        body={"required": True, "content": _json({"type": "object", "properties": {
-            "name": {"type": "string"}, "runs": {"type": "array", "items": {"type": "string"}},
-            "filter": {"type": "object", "additionalProperties": {"type": "string"}}, "rubric": {},
-            "reviews_per_item": {"type": "integer"}, "assign": {"type": "array", "items": {"type": "string"}}}})}),
-    ("GET", "/api/v1/queues/{queue_id}"): Op("A queue's progress, items, verdicts per reviewer and agreement.", None,
-                                            media=_json(_OBJECT), tag="team"),
+        "Make a review queue from runs (by id, or by the runs list's filter).",
+        None,
+        status=201,
+        media=_json(_OBJECT),
+        tag="team",
+        body={
+            "required": True,
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "runs": {"type": "array", "items": {"type": "string"}},
+                        "filter": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "rubric": {},
+                        "reviews_per_item": {"type": "integer"},
+                        "assign": {"type": "array", "items": {"type": "string"}},
+                    },
+                }
+            ),
+        },
+    ),
+    ("GET", "/api/v1/queues/{queue_id}"): Op(
+        "A queue's progress, items, verdicts per reviewer and agreement.", None, media=_json(_OBJECT), tag="team"
+    ),
     ("DELETE", "/api/v1/queues/{queue_id}"): Op("Delete a queue.", None, media=_json(_OBJECT), tag="team"),
-    ("GET", "/api/v1/queues/{queue_id}/export.csv"): Op("A queue's results as CSV.", None,
-                                                       media={"text/csv": {"schema": {"type": "string"}}}, tag="team"),
+    ("GET", "/api/v1/queues/{queue_id}/export.csv"): Op(
+        "A queue's results as CSV.", None, media={"text/csv": {"schema": {"type": "string"}}}, tag="team"
+    ),
     ("POST", "/api/v1/queues/{queue_id}/next"): Op(
-        "The next item held for a reviewer (null: nothing left for them).", None, media=_json(_OBJECT), tag="team",
-        body={"required": True, "content": _json({"type": "object", "properties": {"reviewer": {"type": "string"}}})}),
+        "The next item held for a reviewer (null: nothing left for them).",
+        None,
+        media=_json(_OBJECT),
+        tag="team",
+        body={"required": True, "content": _json({"type": "object", "properties": {"reviewer": {"type": "string"}}})},
+    ),
     ("POST", "/api/v1/queues/{queue_id}/items/{item_id}/{verb}"): Op(
-        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`).", None, media=_json(_OBJECT),
-        tag="team", body={"required": True, "content": _json({"type": "object", "properties": {
-            "reviewer": {"type": "string"}, "verdict": {"type": "string"}, "criteria": {"type": "object"},
-            "note": {"type": "string"}, "should_have": {"type": "string"}}})}),
+        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`).",
+        None,
+        media=_json(_OBJECT),
+        tag="team",
+        body={
+            "required": True,
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "reviewer": {"type": "string"},
+                        "verdict": {"type": "string"},
+                        "criteria": {"type": "object"},
+                        "note": {"type": "string"},
+                        "should_have": {"type": "string"},
+                    },
+                }
+            ),
+        },
+    ),
     ("POST", "/api/v1/shares"): Op(
-        "Make a share link to a run, a comparison or a queue; the token is shown only here.", None, status=201,
-        media=_json(_OBJECT), tag="team", body={"required": True, "content": _json({"type": "object", "properties": {
-            "session": {"type": "string"}, "other": {"type": "string"}, "queue": {"type": "integer"},
-            "expires": {"type": "string", "description": "e.g. 7d"}}})}),
+        "Make a share link to a run, a comparison or a queue; the token is shown only here.",
+        None,
+        status=201,
+        media=_json(_OBJECT),
+        tag="team",
+        body={
+            "required": True,
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "session": {"type": "string"},
+                        "other": {"type": "string"},
+                        "queue": {"type": "integer"},
+                        "expires": {"type": "string", "description": "e.g. 7d"},
+                    },
+                }
+            ),
+        },
+    ),
     ("GET", "/api/v1/shares"): Op("List share links (without their tokens).", None, media=_json(_OBJECT), tag="team"),
     ("DELETE", "/api/v1/shares/{share_id}"): Op("Revoke a share link.", None, media=_json(_OBJECT), tag="team"),
     ("GET", "/api/v1/share/{token}"): Op(
         "The one object a share link was made for (no bearer token: the link's token is the key; 410 once expired or revoked).",
-        None, media=_json(_OBJECT), tag="team"),
-    ("GET", "/api/v1/experiments/{experiment_id}"): Op("An experiment's progress, then its results.", None,
-                                                       media=_json(_OBJECT), tag="experiments"),
+        None,
+        media=_json(_OBJECT),
+        tag="team",
+    ),
+    ("GET", "/api/v1/experiments/{experiment_id}"): Op(
+        "An experiment's progress, then its results.", None, media=_json(_OBJECT), tag="experiments"
+    ),
     ("POST", "/api/v1/experiments/{experiment_id}/stop"): Op(
         "Stop a running experiment: no more cases are launched, those in flight finish, and resuming runs the rest "
-        "(404: no such experiment; 409: it is not running).", "ExperimentStopping", status=202, tag="experiments"),
+        "(404: no such experiment; 409: it is not running).",
+        "ExperimentStopping",
+        status=202,
+        tag="experiments",
+    ),
     ("GET", "/api/v1/experiments/{a}/compare/{b}"): Op(
         "Two experiments compared: per variant and scorer, pass rates with Wilson intervals, the cases B improved or "
-        "regressed, and what cannot be compared.", None, media=_json(_OBJECT), tag="experiments",
-        query=(_q("by", {"type": "string", "enum": ["name", "position"], "default": "name"}, "pair variants by name or position"),)),
+        "regressed, and what cannot be compared.",
+        None,
+        media=_json(_OBJECT),
+        tag="experiments",
+        query=(
+            _q("by", {"type": "string", "enum": ["name", "position"], "default": "name"}, "pair variants by name or position"),
+        ),
+    ),
 }
 
 _PATH_PARAMS = {
@@ -283,11 +472,18 @@ _PATH_PARAMS = {
     "share_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the link's id"),
     "token": ({"type": "string", "minLength": 1}, "the share link's token"),
 }
-_ERRORS = {"400": "the body cannot be read", "401": "no valid bearer token", "403": "the token's role may not do this",
-           "404": "no such run, step or object", "410": "a share link expired, revoked or whose object is gone", "409": "a different end for a run that already ended (without replace)",
-           "413": "body over the size limit", "415": "a content type or encoding the route does not take",
-           "422": "a field or parameter is out of the contract (each named in `errors`)",
-           "503": "the database cannot take writes now (see Retry-After)"}
+_ERRORS = {
+    "400": "the body cannot be read",
+    "401": "no valid bearer token",
+    "403": "the token's role may not do this",
+    "404": "no such run, step or object",
+    "410": "a share link expired, revoked or whose object is gone",
+    "409": "a different end for a run that already ended (without replace)",
+    "413": "body over the size limit",
+    "415": "a content type or encoding the route does not take",
+    "422": "a field or parameter is out of the contract (each named in `errors`)",
+    "503": "the database cannot take writes now (see Retry-After)",
+}
 
 
 class MissingDocs(LookupError):
@@ -314,8 +510,9 @@ def _roles(action: str) -> list[str]:
 
 
 def _components() -> dict:
-    _, defs = models_json_schema([(m, "validation") for m in BODIES] + [(m, "serialization") for m in ANSWERS],
-                                 ref_template=REF, by_alias=True)
+    _, defs = models_json_schema(
+        [(m, "validation") for m in BODIES] + [(m, "serialization") for m in ANSWERS], ref_template=REF, by_alias=True
+    )
     schemas = defs["$defs"]
     for name in ("SessionEvent", "StepEvent", "SessionEndEvent", "AttachmentEvent"):
         schema = schemas[name]
@@ -336,15 +533,20 @@ def document(route_table: list[Route]) -> dict:
             raise MissingDocs(f"{method} {path}: no entry in replay_core/server/openapi.py OPERATIONS")
         answer = {"description": "done", "content": _json(op.answer) if op.answer else op.media}
         item: dict[str, Any] = {
-            "summary": op.summary, "tags": [op.tag],
+            "summary": op.summary,
+            "tags": [op.tag],
             "operationId": re.sub(r"\W+", "_", f"{method.lower()}{path}").strip("_"),
-            "responses": {str(op.status): answer, **{code: {"description": why, "content": _json("ErrorBody")}
-                                                      for code, why in _ERRORS.items()},
-                          "default": {"description": "any other answer: the same JSON error shape", "content": _json("ErrorBody")}},
+            "responses": {
+                str(op.status): answer,
+                **{code: {"description": why, "content": _json("ErrorBody")} for code, why in _ERRORS.items()},
+                "default": {"description": "any other answer: the same JSON error shape", "content": _json("ErrorBody")},
+            },
         }
         names = re.findall(r"\{(\w+)\}", path)
-        params = [{"name": n, "in": "path", "required": True, "schema": _PATH_PARAMS[n][0], "description": _PATH_PARAMS[n][1]}
-                  for n in names]
+        params = [
+            {"name": n, "in": "path", "required": True, "schema": _PATH_PARAMS[n][0], "description": _PATH_PARAMS[n][1]}
+            for n in names
+        ]
         if params or op.query:
             item["parameters"] = params + list(op.query)
         if op.body:
@@ -358,59 +560,81 @@ def document(route_table: list[Route]) -> dict:
         paths.setdefault(path, {})[method.lower()] = item
     return {
         "openapi": "3.1.0",
-        "info": {"title": TITLE, "version": "1",
-                 "description": "Record, read and replay AI-agent runs. Writes are validated whole before anything is "
-                                "stored, then redacted. Tokens carry a role (viewer, reviewer, editor): AGENT_REPLAY_API_TOKENS."},
+        "info": {
+            "title": TITLE,
+            "version": "1",
+            "description": "Record, read and replay AI-agent runs. Writes are validated whole before anything is "
+            "stored, then redacted. Tokens carry a role (viewer, reviewer, editor): AGENT_REPLAY_API_TOKENS.",
+        },
         "servers": [{"url": "/"}],
         "paths": paths,
-        "components": {"schemas": _components(), "securitySchemes": {"bearer": {
-            "type": "http", "scheme": "bearer",
-            "description": "An API token; its role (viewer, reviewer, editor) is the list each operation names."}}},
+        "components": {
+            "schemas": _components(),
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API token; its role (viewer, reviewer, editor) is the list each operation names.",
+                }
+            },
+        },
     }
 
 
 def page(doc: dict) -> str:
     """The document as one self-contained HTML page: every operation, its parameters, body and answers."""
     e = html.escape
-    out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(doc['info']['title'])}</title>",
-           "<style>body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
-           "code,pre{font:13px ui-monospace,monospace;background:#f4f4f4}pre{padding:.6rem;overflow:auto}"
-           "h3{margin:1.6rem 0 .2rem}.m{display:inline-block;min-width:3.5rem;font-weight:700}"
-           "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top}"
-           "</style></head><body>",
-           f"<h1>{e(doc['info']['title'])}</h1><p>{e(doc['info']['description'])}</p>",
-           "<p>Machine-readable: <a href=\"openapi.json\">openapi.json</a> (OpenAPI 3.1).</p><h2>Operations</h2><ul>"]
+    out = [
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(doc['info']['title'])}</title>",
+        "<style>body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
+        "code,pre{font:13px ui-monospace,monospace;background:#f4f4f4}pre{padding:.6rem;overflow:auto}"
+        "h3{margin:1.6rem 0 .2rem}.m{display:inline-block;min-width:3.5rem;font-weight:700}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top}"
+        "</style></head><body>",
+        f"<h1>{e(doc['info']['title'])}</h1><p>{e(doc['info']['description'])}</p>",
+        '<p>Machine-readable: <a href="openapi.json">openapi.json</a> (OpenAPI 3.1).</p><h2>Operations</h2><ul>',
+    ]
     ops = [(path, method, item) for path, methods in doc["paths"].items() for method, item in methods.items()]
     for path, method, item in ops:
-        out.append(f"<li><a href=\"#{e(item['operationId'])}\"><span class=m>{method.upper()}</span><code>{e(path)}</code></a>"
-                   f" — {e(item['summary'])}</li>")
+        out.append(
+            f'<li><a href="#{e(item["operationId"])}"><span class=m>{method.upper()}</span><code>{e(path)}</code></a>'
+            f" — {e(item['summary'])}</li>"
+        )
     out.append("</ul>")
     for path, method, item in ops:
-        out.append(f"<h3 id=\"{e(item['operationId'])}\"><span class=m>{method.upper()}</span><code>{e(path)}</code></h3>"
-                   f"<p>{e(item['summary'])}</p>")
+        out.append(
+            f'<h3 id="{e(item["operationId"])}"><span class=m>{method.upper()}</span><code>{e(path)}</code></h3>'
+            f"<p>{e(item['summary'])}</p>"
+        )
         roles = item["security"][0]["bearer"] if item["security"] else None
         out.append(f"<p><b>Access:</b> {'bearer token, role ' + e(' or '.join(roles)) if roles else 'open'}</p>")
         if item.get("parameters"):
             out.append("<table><tr><th>parameter</th><th>in</th><th>type</th><th>about</th></tr>")
             for p in item["parameters"]:
-                out.append(f"<tr><td><code>{e(p['name'])}</code>{' (required)' if p['required'] else ''}</td><td>{e(p['in'])}</td>"
-                           f"<td><code>{e(_type_of(p['schema']))}</code></td><td>{e(p.get('description', ''))}</td></tr>")
+                out.append(
+                    f"<tr><td><code>{e(p['name'])}</code>{' (required)' if p['required'] else ''}</td><td>{e(p['in'])}</td>"
+                    f"<td><code>{e(_type_of(p['schema']))}</code></td><td>{e(p.get('description', ''))}</td></tr>"
+                )
             out.append("</table>")
         if item.get("requestBody"):
-            kinds = ", ".join(f"<code>{e(k)}</code> {e(_type_of(v['schema']))}" for k, v in item["requestBody"]["content"].items())
+            kinds = ", ".join(
+                f"<code>{e(k)}</code> {e(_type_of(v['schema']))}" for k, v in item["requestBody"]["content"].items()
+            )
             out.append(f"<p><b>Body</b>{' (required)' if item['requestBody'].get('required') else ''}: {kinds}</p>")
         codes = ", ".join(f"<code>{e(c)}</code> {e(r['description'])}" for c, r in item["responses"].items())
         out.append(f"<p><b>Answers:</b> {codes}</p>")
     out.append("<h2>Schemas</h2>")
     for name, schema in doc["components"]["schemas"].items():
-        out.append(f"<h3 id=\"schema-{e(name)}\">{e(name)}</h3><p>{e(schema.get('description', ''))}</p>")
+        out.append(f'<h3 id="schema-{e(name)}">{e(name)}</h3><p>{e(schema.get("description", ""))}</p>')
         props = schema.get("properties") or {}
         if props:
             required = set(schema.get("required", []))
             out.append("<table><tr><th>field</th><th>type</th><th>about</th></tr>")
             for field_name, sub in props.items():
-                out.append(f"<tr><td><code>{e(field_name)}</code>{' (required)' if field_name in required else ''}</td>"
-                           f"<td><code>{e(_type_of(sub))}</code></td><td>{e(sub.get('description', ''))}</td></tr>")
+                out.append(
+                    f"<tr><td><code>{e(field_name)}</code>{' (required)' if field_name in required else ''}</td>"
+                    f"<td><code>{e(_type_of(sub))}</code></td><td>{e(sub.get('description', ''))}</td></tr>"
+                )
             out.append("</table>")
     out.append("</body></html>")
     return "".join(out)

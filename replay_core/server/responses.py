@@ -34,8 +34,9 @@ class DatabaseUnavailable(ApiError):
     """503: the database cannot take the request now (disk full, read-only, locked, gone); `reason` is the driver's."""
 
     def __init__(self, reason: str):
-        super().__init__(503, f"the database cannot take this now ({reason}); try again later",
-                         headers={"Retry-After": str(RETRY_AFTER_S)})
+        super().__init__(
+            503, f"the database cannot take this now ({reason}); try again later", headers={"Retry-After": str(RETRY_AFTER_S)}
+        )
         self.reason = reason
 
 

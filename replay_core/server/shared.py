@@ -14,15 +14,38 @@ from ..team import queues, shares
 from ..understand.compare import compare
 from ..understand.timeline import Timeline, open_timeline
 
-SESSION_FIELDS = ("id", "name", "status", "outcome", "error_class", "agent_id", "model", "workflow", "environment", "agent_version",
-                  "tags", "started_at", "ended_at", "duration_s", "steps", "tokens_in", "tokens_out", "cost_usd", "replay_of")
+SESSION_FIELDS = (
+    "id",
+    "name",
+    "status",
+    "outcome",
+    "error_class",
+    "agent_id",
+    "model",
+    "workflow",
+    "environment",
+    "agent_version",
+    "tags",
+    "started_at",
+    "ended_at",
+    "duration_s",
+    "steps",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "replay_of",
+)
 
 
 def run_body(timeline: Timeline) -> dict:
     s = timeline.session
-    return {"session": {k: s.get(k) for k in SESSION_FIELDS}, "summary": timeline.summary(),
-            "steps": [step.to_json_dict() for step in timeline.steps], "cycles": [c.to_dict() for c in timeline.cycles],
-            "gaps": [g.to_dict() for g in timeline.gaps]}
+    return {
+        "session": {k: s.get(k) for k in SESSION_FIELDS},
+        "summary": timeline.summary(),
+        "steps": [step.to_json_dict() for step in timeline.steps],
+        "cycles": [c.to_dict() for c in timeline.cycles],
+        "gaps": [g.to_dict() for g in timeline.gaps],
+    }
 
 
 def shared_object(store: Store, link: dict) -> dict:
@@ -36,7 +59,14 @@ def shared_object(store: Store, link: dict) -> dict:
         return head | {"runs": runs, "comparison": compare(store, target["session"], target["other"]).to_dict(with_diffs=True)}
     res = queues.results(store, int(target["queue"]))
     q = res["queue"]
-    return head | {"queue": {"name": q["name"], "rubric": q["rubric"], "reviews_per_item": q["reviews_per_item"],
-                             "progress": {k: q[k] for k in ("items", "items_done", "reviews", "needed", "percent", "done")}},
-                   "items": [{k: v for k, v in it.items() if k != "held_by"} for it in res["items"]],
-                   "reviewers": res["reviewers"], "agreement": res["agreement"]}
+    return head | {
+        "queue": {
+            "name": q["name"],
+            "rubric": q["rubric"],
+            "reviews_per_item": q["reviews_per_item"],
+            "progress": {k: q[k] for k in ("items", "items_done", "reviews", "needed", "percent", "done")},
+        },
+        "items": [{k: v for k, v in it.items() if k != "held_by"} for it in res["items"]],
+        "reviewers": res["reviewers"],
+        "agreement": res["agreement"],
+    }

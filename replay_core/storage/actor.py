@@ -39,9 +39,16 @@ MAY: dict[str, frozenset[str]] = {VIEWER: _VIEWER_MAY, REVIEWER: _REVIEWER_MAY, 
 
 # How an action reads in a refusal: "viewers may not import runs".
 _VERBS = {
-    READ: "read runs", ANNOTATE: "leave notes", WORK_QUEUE: "work review queues", IMPORT: "import runs",
-    INGEST: "send runs over the API", REPLAY: "launch replays", DELETE: "delete runs",
-    REPLACE: "replace finished runs", READ_AUDIT: "read the audit log", MANAGE_QUEUES: "make review queues",
+    READ: "read runs",
+    ANNOTATE: "leave notes",
+    WORK_QUEUE: "work review queues",
+    IMPORT: "import runs",
+    INGEST: "send runs over the API",
+    REPLAY: "launch replays",
+    DELETE: "delete runs",
+    REPLACE: "replace finished runs",
+    READ_AUDIT: "read the audit log",
+    MANAGE_QUEUES: "make review queues",
     SHARE: "make share links",
 }
 CLI_ROLE_KEY = "AGENT_REPLAY_CLI_ROLE"

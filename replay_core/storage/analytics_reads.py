@@ -35,13 +35,22 @@ class AnalyticsReads(StoreBase):
         """One row per run: dimensions, status, times, session-level totals, replay facts."""
         meta = sessions.c.metadata
         query = select(
-            sessions.c.id.label("session_id"), sessions.c.agent_id, sessions.c.model, sessions.c.workflow,
-            sessions.c.environment, sessions.c.agent_version, sessions.c.status, sessions.c.error_class,
+            sessions.c.id.label("session_id"),
+            sessions.c.agent_id,
+            sessions.c.model,
+            sessions.c.workflow,
+            sessions.c.environment,
+            sessions.c.agent_version,
+            sessions.c.status,
+            sessions.c.error_class,
             cast(sessions.c.started_at, Text).label("started_at"),
             cast(func.coalesce(sessions.c.ended_at, sessions.c.last_event_at), Text).label("ended_at"),
-            cast(sessions.c.tags, Text).label("tags"), self._json_number(meta, "tokens_in").label("meta_tokens_in"),
-            self._json_number(meta, "tokens_out").label("meta_tokens_out"), self._json_number(meta, "cost_usd").label("meta_cost_usd"),
-            sessions.c.replay_of, sessions.c.replay_config["model"].as_string().label("replay_model"),
+            cast(sessions.c.tags, Text).label("tags"),
+            self._json_number(meta, "tokens_in").label("meta_tokens_in"),
+            self._json_number(meta, "tokens_out").label("meta_tokens_out"),
+            self._json_number(meta, "cost_usd").label("meta_cost_usd"),
+            sessions.c.replay_of,
+            sessions.c.replay_config["model"].as_string().label("replay_model"),
             meta["replay_outcome"].as_string().label("replay_outcome"),
         ).where(*filter_clauses(flt, self.dialect))
         with self.engine.connect() as conn:
@@ -55,7 +64,11 @@ class AnalyticsReads(StoreBase):
         cols.append(cast(r.first_error_at, Text).label("first_error_at"))
         if durations:
             cols.append(r.durations_us)
-        query = select(*cols).select_from(run_rollups.join(sessions, sessions.c.id == r.session_id)).where(*filter_clauses(flt, self.dialect))
+        query = (
+            select(*cols)
+            .select_from(run_rollups.join(sessions, sessions.c.id == r.session_id))
+            .where(*filter_clauses(flt, self.dialect))
+        )
         with self.engine.connect() as conn:
             return self._rows(conn, query)
 
@@ -68,17 +81,30 @@ class AnalyticsReads(StoreBase):
         def rolled(column, name):
             return case((column.is_(None), self._json_number(meta, name)), else_=column)
 
-        query = select(
-            sessions.c[key] if key else null(), sessions.c.status, cast(sessions.c.started_at, Text),
-            cast(func.coalesce(sessions.c.ended_at, sessions.c.last_event_at), Text),
-            rolled(r.tokens_in, "tokens_in"), rolled(r.tokens_out, "tokens_out"), rolled(r.cost_usd, "cost_usd"),
-            r.retried_steps, r.tool_calls, r.tool_failures, r.fallback_blocks, r.fallback_agent,
-        ).select_from(sessions.outerjoin(run_rollups, r.session_id == sessions.c.id)).where(*filter_clauses(flt, self.dialect))
+        query = (
+            select(
+                sessions.c[key] if key else null(),
+                sessions.c.status,
+                cast(sessions.c.started_at, Text),
+                cast(func.coalesce(sessions.c.ended_at, sessions.c.last_event_at), Text),
+                rolled(r.tokens_in, "tokens_in"),
+                rolled(r.tokens_out, "tokens_out"),
+                rolled(r.cost_usd, "cost_usd"),
+                r.retried_steps,
+                r.tool_calls,
+                r.tool_failures,
+                r.fallback_blocks,
+                r.fallback_agent,
+            )
+            .select_from(sessions.outerjoin(run_rollups, r.session_id == sessions.c.id))
+            .where(*filter_clauses(flt, self.dialect))
+        )
         with self.engine.connect() as conn:
             return [tuple(row) for row in conn.execute(query)]
 
-    def daily_rows(self, flt: SessionFilter | None = None, *, detail: bool = True,
-                   parts: Sequence[str] | None = None) -> dict[str, tuple[list[str], list[tuple]]] | None:
+    def daily_rows(
+        self, flt: SessionFilter | None = None, *, detail: bool = True, parts: Sequence[str] | None = None
+    ) -> dict[str, tuple[list[str], list[tuple]]] | None:
         """The dashboard's reads from the per-day rollups (storage/daily.py): cells, tools and errors
         per cell, run times, and with `detail` step durations (only `parts` of them, if given); None
         when the filter needs the per-run rollups (a text search, a tag, a workflow, …)."""
@@ -97,7 +123,10 @@ class AnalyticsReads(StoreBase):
     def breakdown_rows(self, flt: SessionFilter | None = None) -> tuple[list[str], list[tuple]]:
         """Tool calls and errored steps per run, tool and error class (from the rollups)."""
         b = run_breakdown.c
-        query = (select(b.session_id, b.tool_name, b.error_class, b.tool_calls, b.errored)
-                 .select_from(run_breakdown.join(sessions, sessions.c.id == b.session_id)).where(*filter_clauses(flt, self.dialect)))
+        query = (
+            select(b.session_id, b.tool_name, b.error_class, b.tool_calls, b.errored)
+            .select_from(run_breakdown.join(sessions, sessions.c.id == b.session_id))
+            .where(*filter_clauses(flt, self.dialect))
+        )
         with self.engine.connect() as conn:
             return self._rows(conn, query)

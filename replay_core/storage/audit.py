@@ -15,12 +15,29 @@ from .engine import StoreBase
 from .tables import audit_log
 
 
-def audit_line(conn: Connection, actor: Actor, action: str, *, outcome: str = "ok", target: str | None = None,
-               detail: dict | None = None, at: datetime | None = None) -> int:
+def audit_line(
+    conn: Connection,
+    actor: Actor,
+    action: str,
+    *,
+    outcome: str = "ok",
+    target: str | None = None,
+    detail: dict | None = None,
+    at: datetime | None = None,
+) -> int:
     """One line of the audit log in the caller's transaction; returns its id."""
-    res = conn.execute(insert(audit_log).values(
-        at=at or now_utc(), who=actor.who[:200], role=actor.role[:20], origin=(actor.origin or "?")[:200],
-        action=action[:50], outcome=outcome[:20], target=target, detail=detail))
+    res = conn.execute(
+        insert(audit_log).values(
+            at=at or now_utc(),
+            who=actor.who[:200],
+            role=actor.role[:20],
+            origin=(actor.origin or "?")[:200],
+            action=action[:50],
+            outcome=outcome[:20],
+            target=target,
+            detail=detail,
+        )
+    )
     return res.inserted_primary_key[0]
 
 
@@ -36,14 +53,29 @@ class Audited(StoreBase):
             self.record_audit(exc.actor, action, outcome="denied", target=target)
             raise
 
-    def record_audit(self, actor: Actor, action: str, *, outcome: str = "ok", target: str | None = None,
-                     detail: dict | None = None, at: datetime | None = None) -> int:
+    def record_audit(
+        self,
+        actor: Actor,
+        action: str,
+        *,
+        outcome: str = "ok",
+        target: str | None = None,
+        detail: dict | None = None,
+        at: datetime | None = None,
+    ) -> int:
         """One line of the audit log, in its own transaction."""
         with self._write_lock, self.engine.begin() as conn:
             return audit_line(conn, actor, action, outcome=outcome, target=target, detail=detail, at=at)
 
-    def audit_entries(self, *, limit: int = 200, since: datetime | None = None, actions: Sequence[str] = (),
-                      origin: str | None = None, outcomes: Sequence[str] = ()) -> list[dict]:
+    def audit_entries(
+        self,
+        *,
+        limit: int = 200,
+        since: datetime | None = None,
+        actions: Sequence[str] = (),
+        origin: str | None = None,
+        outcomes: Sequence[str] = (),
+    ) -> list[dict]:
         """Audit lines, newest first."""
         query = select(audit_log).order_by(audit_log.c.at.desc(), audit_log.c.id.desc()).limit(limit)
         if since is not None:

@@ -67,7 +67,10 @@ def bulk_insert(conn: Connection, table, names: Sequence[str], rows: list, *, bo
         params = [bound_row(row, converted) for row in rows]
     if dialect.name == "postgresql" and len(params) >= _COPY_FROM:
         columns = ", ".join(quote(n) for n in names)
-        with conn.connection.dbapi_connection.cursor() as cur, cur.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy:
+        with (
+            conn.connection.dbapi_connection.cursor() as cur,
+            cur.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy,
+        ):
             for row in params:
                 copy.write_row(row)
         return
@@ -82,8 +85,10 @@ def insert_new(conn: Connection, table, names: Sequence[str], rows: list, key: s
     quote = dialect.identifier_preparer.quote
     mark = "?" if dialect.paramstyle == "qmark" else "%s"
     one = f"({', '.join([mark] * len(names))})"
-    sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES {', '.join([one] * len(rows))}"
-           f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}")
+    sql = (
+        f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES {', '.join([one] * len(rows))}"
+        f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+    )
     procs = [table.c[n].type._cached_bind_processor(dialect) for n in names]
     params = [proc(v) if proc is not None and v is not None else v for row in rows for v, proc in zip(row, procs, strict=True)]
     return [r[0] for r in conn.exec_driver_sql(sql, tuple(params))]

@@ -55,8 +55,19 @@ from .tables import (
 )
 
 MEMBER_COLUMNS = tuple(c.name for c in daily_members.c)
-FALLBACK_FIELDS = ("text", "review", "ids", "failed_tool", "error_class", "has", "tag", "workflow", "environment", "agent_version",
-                   "replay_of")  # SessionFilter fields the cells cannot answer
+FALLBACK_FIELDS = (
+    "text",
+    "review",
+    "ids",
+    "failed_tool",
+    "error_class",
+    "has",
+    "tag",
+    "workflow",
+    "environment",
+    "agent_version",
+    "replay_of",
+)  # SessionFilter fields the cells cannot answer
 _CHUNK = 500
 _DAY = timedelta(days=1)
 REFRESH_LOCK = 7_402_113_903  # the advisory lock key of the cells' recompute (migrations use ...901, retention ...902)
@@ -79,8 +90,14 @@ def contribution(s, r) -> list:
     the numbers are analytics' (understand/analytics.py `_derive`)."""
     meta = s.metadata if isinstance(s.metadata, dict) else {}
     started = s.started_at
-    key = (None if started is None else started.astimezone(UTC).date().isoformat(), s.model, s.agent_id, s.status, s.source,
-           int(s.replay_of is not None))
+    key = (
+        None if started is None else started.astimezone(UTC).date().isoformat(),
+        s.model,
+        s.agent_id,
+        s.status,
+        s.source,
+        int(s.replay_of is not None),
+    )
     meta_in, meta_out = _number(meta.get("tokens_in")), _number(meta.get("tokens_out"))
     tokens_in = r.tokens_in if r is not None and r.tokens_in is not None else int(meta_in) if meta_in is not None else 0
     tokens_out = r.tokens_out if r is not None and r.tokens_out is not None else int(meta_out) if meta_out is not None else 0
@@ -92,31 +109,65 @@ def contribution(s, r) -> list:
     ended = s.ended_at or s.last_event_at
     n = (lambda name: getattr(r, name)) if r is not None else (lambda name: 0)
     sums = {
-        "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_nano": cost_nano,
-        "cost_known_nano": cost_nano if known else None, "runs_cost_known": int(known and cost is not None),
-        "runs_cost_unknown": int(not known), "steps": n("steps"), "retried_steps": n("retried_steps"),
-        "runs_with_retry": int(n("retried_steps") > 0), "blocked_steps": n("blocked_steps"), "approvals": n("approvals"),
-        "runs_with_intervention": int(n("blocked_steps") + n("approvals") > 0), "fallback_blocks": n("fallback_blocks"),
-        "fallback_agent": n("fallback_agent"), "runs_with_fallback": int(n("fallback_agent") > 0), "tool_calls": n("tool_calls"),
-        "tool_failures": n("tool_failures"), "cycles": n("cycles"), "loops": n("loops"), "runs_with_loops": int(n("loops") > 0),
-        "redundant_calls": n("redundant_calls"), "runs_cost_unsummed": int(cost is not None and cost_nano is None),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost_nano": cost_nano,
+        "cost_known_nano": cost_nano if known else None,
+        "runs_cost_known": int(known and cost is not None),
+        "runs_cost_unknown": int(not known),
+        "steps": n("steps"),
+        "retried_steps": n("retried_steps"),
+        "runs_with_retry": int(n("retried_steps") > 0),
+        "blocked_steps": n("blocked_steps"),
+        "approvals": n("approvals"),
+        "runs_with_intervention": int(n("blocked_steps") + n("approvals") > 0),
+        "fallback_blocks": n("fallback_blocks"),
+        "fallback_agent": n("fallback_agent"),
+        "runs_with_fallback": int(n("fallback_agent") > 0),
+        "tool_calls": n("tool_calls"),
+        "tool_failures": n("tool_failures"),
+        "cycles": n("cycles"),
+        "loops": n("loops"),
+        "runs_with_loops": int(n("loops") > 0),
+        "redundant_calls": n("redundant_calls"),
+        "runs_cost_unsummed": int(cost is not None and cost_nano is None),
     }
     first_error = None if r is None else r.first_error_at
-    return [s.id, cell_of(key), *key, started, _us(ended, started) if s.status != "running" else None, _us(first_error, started),
-            *(sums[name] for name in DAILY_SUMS), None if r is None else r.durations_us]
+    return [
+        s.id,
+        cell_of(key),
+        *key,
+        started,
+        _us(ended, started) if s.status != "running" else None,
+        _us(first_error, started),
+        *(sums[name] for name in DAILY_SUMS),
+        None if r is None else r.durations_us,
+    ]
 
 
 def _contributions(conn: Connection, ids: Sequence[str] | None) -> list[list]:
-    rows = conn.execute(_contribution_query()) if ids is None else conn.execute(_statements()["contributions"], {"ids": list(ids)})
+    rows = (
+        conn.execute(_contribution_query()) if ids is None else conn.execute(_statements()["contributions"], {"ids": list(ids)})
+    )
     return [contribution(row, row if row.steps is not None else None) for row in rows]
 
 
 def _contribution_query():
     """Each run's session row beside its rollup row (none without steps): what `contribution` reads."""
     s = sessions.c
-    return (select(s.id, s.model, s.agent_id, s.status, s.source, s.replay_of, s.started_at, s.ended_at, s.last_event_at,
-                   s.metadata, *(c for c in run_rollups.c if c.name != "session_id"))
-            .select_from(sessions.outerjoin(run_rollups, run_rollups.c.session_id == s.id)))
+    return select(
+        s.id,
+        s.model,
+        s.agent_id,
+        s.status,
+        s.source,
+        s.replay_of,
+        s.started_at,
+        s.ended_at,
+        s.last_event_at,
+        s.metadata,
+        *(c for c in run_rollups.c if c.name != "session_id"),
+    ).select_from(sessions.outerjoin(run_rollups, run_rollups.c.session_id == s.id))
 
 
 def _sum(column):
@@ -126,19 +177,29 @@ def _sum(column):
 def cell_sums(members=daily_members):
     """Each cell's sums over the member rows selected (one row per cell)."""
     m = members.c
-    return (select(m.cell, *(m[k] for k in DAILY_KEY), func.count().label("runs"), *(_sum(m[n]).label(n) for n in DAILY_SUMS))
-            .group_by(m.cell, *(m[k] for k in DAILY_KEY)))
+    return select(
+        m.cell, *(m[k] for k in DAILY_KEY), func.count().label("runs"), *(_sum(m[n]).label(n) for n in DAILY_SUMS)
+    ).group_by(m.cell, *(m[k] for k in DAILY_KEY))
 
 
 def tool_sums(where):
     """Per cell and tool of the members matching `where`: calls, failures, runs where it failed."""
     b, m = run_breakdown.c, daily_members.c
-    per_run = (select(m.cell, b.session_id, b.tool_name, func.sum(b.tool_calls).label("calls"), func.sum(b.errored).label("failures"))
-               .select_from(run_breakdown.join(daily_members, m.session_id == b.session_id))
-               .where(b.tool_name.is_not(None), *where).group_by(m.cell, b.session_id, b.tool_name).subquery())
+    per_run = (
+        select(m.cell, b.session_id, b.tool_name, func.sum(b.tool_calls).label("calls"), func.sum(b.errored).label("failures"))
+        .select_from(run_breakdown.join(daily_members, m.session_id == b.session_id))
+        .where(b.tool_name.is_not(None), *where)
+        .group_by(m.cell, b.session_id, b.tool_name)
+        .subquery()
+    )
     p = per_run.c
-    return select(p.cell, p.tool_name, _sum(p.calls).label("calls"), _sum(p.failures).label("failures"),
-                  _sum(case((p.failures > 0, 1), else_=0)).label("runs_with_failure")).group_by(p.cell, p.tool_name)
+    return select(
+        p.cell,
+        p.tool_name,
+        _sum(p.calls).label("calls"),
+        _sum(p.failures).label("failures"),
+        _sum(case((p.failures > 0, 1), else_=0)).label("runs_with_failure"),
+    ).group_by(p.cell, p.tool_name)
 
 
 def error_sums(where):
@@ -147,16 +208,23 @@ def error_sums(where):
     b, m, s = run_breakdown.c, daily_members.c, sessions.c
     chosen = select(m.session_id, m.cell).where(*where).subquery()  # each branch reads only these runs (by index)
     classes = union_all(
-        select(chosen.c.cell, b.session_id, b.error_class, b.errored).join_from(chosen, run_breakdown, b.session_id == chosen.c.session_id)
+        select(chosen.c.cell, b.session_id, b.error_class, b.errored)
+        .join_from(chosen, run_breakdown, b.session_id == chosen.c.session_id)
         .where(b.errored > 0),
-        select(chosen.c.cell, s.id, s.error_class, literal(0)).join_from(chosen, sessions, s.id == chosen.c.session_id)
+        select(chosen.c.cell, s.id, s.error_class, literal(0))
+        .join_from(chosen, sessions, s.id == chosen.c.session_id)
         .where(s.error_class.is_not(None)),
     ).subquery()
     u = classes.c
-    per_run = (select(u.cell, u.session_id, u.error_class, func.sum(u.errored).label("errors"))
-               .group_by(u.cell, u.session_id, u.error_class).subquery())
+    per_run = (
+        select(u.cell, u.session_id, u.error_class, func.sum(u.errored).label("errors"))
+        .group_by(u.cell, u.session_id, u.error_class)
+        .subquery()
+    )
     p = per_run.c
-    return select(p.cell, p.error_class, _sum(p.errors).label("errors"), func.count().label("runs")).group_by(p.cell, p.error_class)
+    return select(p.cell, p.error_class, _sum(p.errors).label("errors"), func.count().label("runs")).group_by(
+        p.cell, p.error_class
+    )
 
 
 def _recompute(conn: Connection, cells: Sequence[str] | None) -> None:
@@ -174,9 +242,14 @@ def _recompute(conn: Connection, cells: Sequence[str] | None) -> None:
 
 def _summing(where: list) -> list:
     """The INSERT … SELECTs that fill the cells, tools and errors of the members matching `where`."""
-    return [insert(table).from_select([c.name for c in query.selected_columns], query)
-            for table, query in ((daily_cells, cell_sums().where(*where)), (daily_tools, tool_sums(where)),
-                                 (daily_errors, error_sums(where)))]
+    return [
+        insert(table).from_select([c.name for c in query.selected_columns], query)
+        for table, query in (
+            (daily_cells, cell_sums().where(*where)),
+            (daily_tools, tool_sums(where)),
+            (daily_errors, error_sums(where)),
+        )
+    ]
 
 
 @cache
@@ -187,8 +260,10 @@ def _statements() -> dict:
     cells: BindParameter[str] = bindparam("cells", expanding=True)
     ids: BindParameter[str] = bindparam("ids", expanding=True)
     return {
-        "recompute": [*(delete(table).where(table.c.cell.in_(cells)) for table in (daily_cells, daily_tools, daily_errors)),
-                      *_summing([m.cell.in_(cells)])],
+        "recompute": [
+            *(delete(table).where(table.c.cell.in_(cells)) for table in (daily_cells, daily_tools, daily_errors)),
+            *_summing([m.cell.in_(cells)]),
+        ],
         "cells_of": select(m.cell).where(m.session_id.in_(ids)),
         "leave": delete(daily_members).where(m.session_id.in_(ids)),
         "contributions": _contribution_query().where(sessions.c.id.in_(ids)),
@@ -292,15 +367,18 @@ def reads(flt, experiment_source: str, *, detail: bool) -> dict:
     c, m = daily_cells.c, daily_members.c
     cell_where = [*where(daily_cells, flt, experiment_source), *on_cells]
     edge_where = [*where(daily_members, flt, experiment_source), *on_edges]
-    run_where = [*where(daily_members, flt, experiment_source),
-                 *([m.started_at >= flt.since] if flt is not None and flt.since else []),
-                 *([m.started_at < flt.until] if flt is not None and flt.until else [])]
+    run_where = [
+        *where(daily_members, flt, experiment_source),
+        *([m.started_at >= flt.since] if flt is not None and flt.since else []),
+        *([m.started_at < flt.until] if flt is not None and flt.until else []),
+    ]
     chosen = select(c.cell).where(*cell_where)
     t, e = daily_tools.c, daily_errors.c
     return {
         "cells": union_all(select(daily_cells).where(*cell_where), cell_sums().where(*edge_where)),
-        "tools": union_all(select(t.cell, t.tool_name, t.calls, t.failures, t.runs_with_failure).where(t.cell.in_(chosen)),
-                           tool_sums(edge_where)),
+        "tools": union_all(
+            select(t.cell, t.tool_name, t.calls, t.failures, t.runs_with_failure).where(t.cell.in_(chosen)), tool_sums(edge_where)
+        ),
         "errors": union_all(select(e.cell, e.error_class, e.errors, e.runs).where(e.cell.in_(chosen)), error_sums(edge_where)),
         "times": select(m.cell, m.duration_us, m.first_error_us, *([m.durations_us] if detail else [])).where(*run_where),
     }

@@ -17,16 +17,31 @@ from .tables import dataset_cases, datasets, experiment_runs, experiments
 class Datasets(StoreBase):
     """Datasets and their cases; experiments and their case × variant runs."""
 
-    def create_dataset(self, name: str, cases: Sequence[tuple[str, str | None]], *, match: str = "equals",
-                       description: str | None = None, made_from: Any = None) -> dict:
+    def create_dataset(
+        self,
+        name: str,
+        cases: Sequence[tuple[str, str | None]],
+        *,
+        match: str = "equals",
+        description: str | None = None,
+        made_from: Any = None,
+    ) -> dict:
         """A new dataset (version 1) of (session id, expected outcome or None) cases; ValueError if the name is taken."""
         now = now_utc()
         with self._write_lock, self.engine.begin() as conn:
             if conn.scalar(select(datasets.c.id).where(datasets.c.name == name)) is not None:
                 raise ValueError(f"dataset {name!r} exists already (add runs to it with `dataset add`)")
-            dataset_id = conn.execute(insert(datasets).values(
-                name=name, version=1, description=description, match=match, made_from=[made_from], created_at=now, updated_at=now,
-            )).inserted_primary_key[0]
+            dataset_id = conn.execute(
+                insert(datasets).values(
+                    name=name,
+                    version=1,
+                    description=description,
+                    match=match,
+                    made_from=[made_from],
+                    created_at=now,
+                    updated_at=now,
+                )
+            ).inserted_primary_key[0]
             self._insert_cases(conn, dataset_id, 1, cases, now)
         return self.get_dataset(name)
 
@@ -36,7 +51,9 @@ class Datasets(StoreBase):
         for sid, expected in cases:
             if sid not in seen:
                 seen.add(sid)
-                rows.append({"dataset_id": dataset_id, "session_id": sid, "expected": expected, "version": version, "created_at": now})
+                rows.append(
+                    {"dataset_id": dataset_id, "session_id": sid, "expected": expected, "version": version, "created_at": now}
+                )
         if rows:
             conn.execute(insert(dataset_cases), rows)
         return len(rows)
@@ -51,8 +68,11 @@ class Datasets(StoreBase):
             version = row.version + 1
             added = self._insert_cases(conn, row.id, version, cases, now)
             if added:
-                conn.execute(update(datasets).where(datasets.c.id == row.id).values(
-                    version=version, updated_at=now, made_from=[*(row.made_from or []), made_from]))
+                conn.execute(
+                    update(datasets)
+                    .where(datasets.c.id == row.id)
+                    .values(version=version, updated_at=now, made_from=[*(row.made_from or []), made_from])
+                )
         out = self.get_dataset(name)
         out["added"] = added
         return out
@@ -69,9 +89,12 @@ class Datasets(StoreBase):
         return out
 
     def list_datasets(self) -> list[dict]:
-        counts = (select(dataset_cases.c.dataset_id, func.count().label("cases")).group_by(dataset_cases.c.dataset_id).subquery())
-        query = (select(datasets, func.coalesce(counts.c.cases, 0).label("cases"))
-                 .outerjoin(counts, counts.c.dataset_id == datasets.c.id).order_by(datasets.c.name))
+        counts = select(dataset_cases.c.dataset_id, func.count().label("cases")).group_by(dataset_cases.c.dataset_id).subquery()
+        query = (
+            select(datasets, func.coalesce(counts.c.cases, 0).label("cases"))
+            .outerjoin(counts, counts.c.dataset_id == datasets.c.id)
+            .order_by(datasets.c.name)
+        )
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
@@ -85,8 +108,16 @@ class Datasets(StoreBase):
 
     def create_experiment(self, experiment_id: str, dataset_id: int, dataset_version: int, settings: dict) -> None:
         with self._write_lock, self.engine.begin() as conn:
-            conn.execute(insert(experiments).values(id=experiment_id, dataset_id=dataset_id, dataset_version=dataset_version,
-                                                    settings=settings, status="running", created_at=now_utc()))
+            conn.execute(
+                insert(experiments).values(
+                    id=experiment_id,
+                    dataset_id=dataset_id,
+                    dataset_version=dataset_version,
+                    settings=settings,
+                    status="running",
+                    created_at=now_utc(),
+                )
+            )
 
     def get_experiment(self, experiment_id: str) -> dict | None:
         query = select(experiments, datasets.c.name.label("dataset")).join(datasets, datasets.c.id == experiments.c.dataset_id)
@@ -95,27 +126,44 @@ class Datasets(StoreBase):
             return dict(row._mapping) if row else None
 
     def list_experiments(self, *, dataset_id: int | None = None, limit: int = 100) -> list[dict]:
-        done = (select(experiment_runs.c.experiment_id, func.count().label("runs_done"))
-                .where(experiment_runs.c.state == "done").group_by(experiment_runs.c.experiment_id).subquery())
-        query = (select(experiments, datasets.c.name.label("dataset"), func.coalesce(done.c.runs_done, 0).label("runs_done"))
-                 .join(datasets, datasets.c.id == experiments.c.dataset_id)
-                 .outerjoin(done, done.c.experiment_id == experiments.c.id))
+        done = (
+            select(experiment_runs.c.experiment_id, func.count().label("runs_done"))
+            .where(experiment_runs.c.state == "done")
+            .group_by(experiment_runs.c.experiment_id)
+            .subquery()
+        )
+        query = (
+            select(experiments, datasets.c.name.label("dataset"), func.coalesce(done.c.runs_done, 0).label("runs_done"))
+            .join(datasets, datasets.c.id == experiments.c.dataset_id)
+            .outerjoin(done, done.c.experiment_id == experiments.c.id)
+        )
         if dataset_id is not None:
             query = query.where(experiments.c.dataset_id == dataset_id)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query.order_by(experiments.c.created_at.desc()).limit(limit))]
 
-    def set_experiment_status(self, experiment_id: str, status: str, message: str | None = None, *, finished: bool = True) -> None:
+    def set_experiment_status(
+        self, experiment_id: str, status: str, message: str | None = None, *, finished: bool = True
+    ) -> None:
         with self._write_lock, self.engine.begin() as conn:
-            conn.execute(update(experiments).where(experiments.c.id == experiment_id).values(
-                status=status, message=message, finished_at=now_utc() if finished else None))
+            conn.execute(
+                update(experiments)
+                .where(experiments.c.id == experiment_id)
+                .values(status=status, message=message, finished_at=now_utc() if finished else None)
+            )
 
     def ask_experiment_stop(self, experiment_id: str, message: str) -> bool:
         """Mark a running experiment `stopping`, for whichever process runs it to read before its next case;
         False when it is not running."""
         with self._write_lock, self.engine.begin() as conn:
-            return conn.execute(update(experiments).where(experiments.c.id == experiment_id, experiments.c.status == "running")
-                                .values(status="stopping", message=message)).rowcount == 1
+            return (
+                conn.execute(
+                    update(experiments)
+                    .where(experiments.c.id == experiment_id, experiments.c.status == "running")
+                    .values(status="stopping", message=message)
+                ).rowcount
+                == 1
+            )
 
     def experiment_status(self, experiment_id: str) -> str | None:
         with self.engine.connect() as conn:
@@ -130,29 +178,50 @@ class Datasets(StoreBase):
 
         A row left `running` by a process that died is taken again (its `attempts` counts up).
         """
-        key = (experiment_runs.c.experiment_id == experiment_id, experiment_runs.c.case_session == case_session,
-               experiment_runs.c.variant == variant)
+        key = (
+            experiment_runs.c.experiment_id == experiment_id,
+            experiment_runs.c.case_session == case_session,
+            experiment_runs.c.variant == variant,
+        )
         with self._write_lock, self.engine.begin() as conn:
             row = conn.execute(select(experiment_runs.c.state, experiment_runs.c.attempts).where(*key)).first()
             if row is None:
-                conn.execute(insert(experiment_runs).values(experiment_id=experiment_id, case_session=case_session, variant=variant,
-                                                            state="running", attempts=1, started_at=now_utc()))
+                conn.execute(
+                    insert(experiment_runs).values(
+                        experiment_id=experiment_id,
+                        case_session=case_session,
+                        variant=variant,
+                        state="running",
+                        attempts=1,
+                        started_at=now_utc(),
+                    )
+                )
                 return True
             if row.state == "done":
                 return False
-            return conn.execute(update(experiment_runs).where(*key, experiment_runs.c.attempts == row.attempts).values(
-                attempts=row.attempts + 1, started_at=now_utc())).rowcount == 1
+            return (
+                conn.execute(
+                    update(experiment_runs)
+                    .where(*key, experiment_runs.c.attempts == row.attempts)
+                    .values(attempts=row.attempts + 1, started_at=now_utc())
+                ).rowcount
+                == 1
+            )
 
     def finish_experiment_run(self, experiment_id: str, case_session: str, variant: int, **values: Any) -> None:
         """Store a case × variant's replay, measures and scores; it is done."""
         with self._write_lock, self.engine.begin() as conn:
-            conn.execute(update(experiment_runs).where(
-                experiment_runs.c.experiment_id == experiment_id, experiment_runs.c.case_session == case_session,
-                experiment_runs.c.variant == variant,
-            ).values(state="done", finished_at=now_utc(), **values))
+            conn.execute(
+                update(experiment_runs)
+                .where(
+                    experiment_runs.c.experiment_id == experiment_id,
+                    experiment_runs.c.case_session == case_session,
+                    experiment_runs.c.variant == variant,
+                )
+                .values(state="done", finished_at=now_utc(), **values)
+            )
 
     def experiment_runs(self, experiment_id: str) -> list[dict]:
-        query = (select(experiment_runs).where(experiment_runs.c.experiment_id == experiment_id)
-                 .order_by(experiment_runs.c.id))
+        query = select(experiment_runs).where(experiment_runs.c.experiment_id == experiment_id).order_by(experiment_runs.c.id)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]

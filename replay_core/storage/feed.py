@@ -24,14 +24,18 @@ class Feed(StoreBase):
         if after_seq is None:
             return 0
         with self.engine.connect() as conn:
-            return conn.scalar(select(func.max(steps.c.id)).where(steps.c.session_id == session_id, steps.c.seq == after_seq)) or 0
+            return (
+                conn.scalar(select(func.max(steps.c.id)).where(steps.c.session_id == session_id, steps.c.seq == after_seq)) or 0
+            )
 
     def feed_head(self, session_id: str) -> int:
         """The cursor of the run's newest stored step (0 when it has none): a feed from here sends only what comes next."""
         with self.engine.connect() as conn:
             return conn.scalar(select(func.max(steps.c.id)).where(steps.c.session_id == session_id)) or 0
 
-    def step_feed(self, session_id: str, after: int = 0, *, limit: int = 500, newest: bool = False) -> list[tuple[int, StepEvent]]:
+    def step_feed(
+        self, session_id: str, after: int = 0, *, limit: int = 500, newest: bool = False
+    ) -> list[tuple[int, StepEvent]]:
         """Steps of a run in the order they were stored, after cursor `after`: [(cursor, step)];
         with `newest`, the last `limit` stored (the Live page's tail), still oldest first.
 

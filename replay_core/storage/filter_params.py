@@ -14,7 +14,18 @@ from ..events import SessionStatus
 from .attachments import REVIEW_LABELS
 from .filters import HAS_FLAGS, SessionFilter
 
-FILTER_FIELDS = ("model", "agent_id", "workflow", "environment", "agent_version", "tag", "source", "replay_of", "failed_tool", "error_class")
+FILTER_FIELDS = (
+    "model",
+    "agent_id",
+    "workflow",
+    "environment",
+    "agent_version",
+    "tag",
+    "source",
+    "replay_of",
+    "failed_tool",
+    "error_class",
+)
 REVIEW_STATES = (*REVIEW_LABELS, "unreviewed")
 
 
@@ -52,7 +63,9 @@ def session_filter(params: Mapping[str, str], *, strict: bool = True) -> Session
     checked("has", one_of("has", HAS_FLAGS))
     checked("since", lambda raw: _parse_when("since", raw, end=False))
     checked("until", lambda raw: _parse_when("until", raw, end=True))
-    checked("replays", lambda raw: one_of("replays", ("1", "true", "yes", "0", "false", "no"))(raw.lower()) in ("1", "true", "yes"))
+    checked(
+        "replays", lambda raw: one_of("replays", ("1", "true", "yes", "0", "false", "no"))(raw.lower()) in ("1", "true", "yes")
+    )
     if values.pop("replays", False):  # originals only unless asked: replays and experiments' runs are not the agent's runs
         values |= {"include_replays": True, "experiments": True}
     text = (params.get("q") or "").strip()

@@ -52,7 +52,11 @@ def filter_clauses(flt: SessionFilter | None, dialect: str) -> list:
     if not (flt.include_replays or flt.replay_of or flt.ids is not None):
         # originals only: a what-if replay is not another run of the agent (experiments' runs have their own switch)
         original = sessions.c.replay_of.is_(None)
-        clauses.append(or_(original, sessions.c.source == EXPERIMENT_SOURCE) if flt.experiments or flt.source == EXPERIMENT_SOURCE else original)
+        clauses.append(
+            or_(original, sessions.c.source == EXPERIMENT_SOURCE)
+            if flt.experiments or flt.source == EXPERIMENT_SOURCE
+            else original
+        )
     for name in ("status", "model", "agent_id", "workflow", "environment", "agent_version", "source", "replay_of"):
         value = getattr(flt, name)
         if value:
@@ -70,7 +74,9 @@ def filter_clauses(flt: SessionFilter | None, dialect: str) -> list:
     if flt.failed_tool:
         clauses.append(_has_breakdown(run_breakdown.c.tool_name == flt.failed_tool))
     if flt.error_class:
-        clauses.append(or_(sessions.c.error_class == flt.error_class, _has_breakdown(run_breakdown.c.error_class == flt.error_class)))
+        clauses.append(
+            or_(sessions.c.error_class == flt.error_class, _has_breakdown(run_breakdown.c.error_class == flt.error_class))
+        )
     if flt.has:
         clauses.append(_has(flt.has))
     if flt.review:
@@ -85,8 +91,13 @@ def _has(flag: str):
     """Runs with a retried or errored step, a blocked action or approval, a fallback the agent
     took over, or a loop: read from the rollups (storage/rollups.py has the definitions)."""
     r = run_rollups.c
-    conditions = {"retry": r.retried_steps > 0, "error": r.errored_steps > 0,
-                  "intervention": r.blocked_steps + r.approvals > 0, "fallback": r.fallback_agent > 0, "loop": r.loops > 0}
+    conditions = {
+        "retry": r.retried_steps > 0,
+        "error": r.errored_steps > 0,
+        "intervention": r.blocked_steps + r.approvals > 0,
+        "fallback": r.fallback_agent > 0,
+        "loop": r.loops > 0,
+    }
     if flag not in conditions:
         raise ValueError(f"has: expected one of {', '.join(HAS_FLAGS)}, got {flag!r}")
     return exists().where(r.session_id == sessions.c.id, conditions[flag]).correlate(sessions)  # also under a read of run_rollups
@@ -95,4 +106,6 @@ def _has(flag: str):
 def _has_breakdown(condition):
     """Runs with an errored step matching `condition` (a tool, an error class)."""
     b = run_breakdown.c
-    return exists().where(b.session_id == sessions.c.id, b.errored > 0, condition).correlate(sessions)  # also under a read of run_breakdown
+    return (
+        exists().where(b.session_id == sessions.c.id, b.errored > 0, condition).correlate(sessions)
+    )  # also under a read of run_breakdown

@@ -61,19 +61,26 @@ class IngestState(StoreBase):
             target = conn.execute(select(sessions.c.id, sessions.c.last_event_at).where(sessions.c.id == to_sid)).first()
             if src["last_event_at"] and (target.last_event_at is None or target.last_event_at < src["last_event_at"]):
                 conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
-            rows = conn.execute(select(steps.c.id, steps.c.event_id).where(steps.c.session_id == from_sid)
-                                .order_by(steps.c.seq, steps.c.timestamp, steps.c.id)).all()
+            rows = conn.execute(
+                select(steps.c.id, steps.c.event_id)
+                .where(steps.c.session_id == from_sid)
+                .order_by(steps.c.seq, steps.c.timestamp, steps.c.id)
+            ).all()
             held: set[str] = set()
             for part in chunks([r.event_id for r in rows]):
-                held.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == to_sid, steps.c.event_id.in_(part))))
+                held.update(
+                    conn.scalars(select(steps.c.event_id).where(steps.c.session_id == to_sid, steps.c.event_id.in_(part)))
+                )
             for part in chunks(sorted(held)):
                 for table in (step_contexts, steps):
                     conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
             base = conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == to_sid)) or 0
             moving = [{"rid": r.id, "new_seq": base + n} for n, r in enumerate((r for r in rows if r.event_id not in held), 1)]
             if moving:
-                conn.execute(update(steps).where(steps.c.id == bindparam("rid"))
-                             .values(session_id=to_sid, seq=bindparam("new_seq")), moving)
+                conn.execute(
+                    update(steps).where(steps.c.id == bindparam("rid")).values(session_id=to_sid, seq=bindparam("new_seq")),
+                    moving,
+                )
             for table in (step_contexts, attachments, annotations):
                 conn.execute(update(table).where(table.c.session_id == from_sid).values(session_id=to_sid))
             conn.execute(update(sessions).where(sessions.c.replay_of == from_sid).values(replay_of=to_sid))
@@ -105,8 +112,11 @@ class IngestState(StoreBase):
             for tid in known:
                 sid, settled = placed[tid]
                 conn.execute(update(otlp_traces).where(t.trace_id == tid).values(session_id=sid, settled=settled, updated_at=now))
-            new = [{"trace_id": tid, "session_id": sid, "settled": settled, "updated_at": now}
-                   for tid, (sid, settled) in placed.items() if tid not in known]
+            new = [
+                {"trace_id": tid, "session_id": sid, "settled": settled, "updated_at": now}
+                for tid, (sid, settled) in placed.items()
+                if tid not in known
+            ]
             if new:
                 conn.execute(insert(otlp_traces), new)
             for tid, side, event_id in consumed:
@@ -124,8 +134,9 @@ class IngestState(StoreBase):
                 values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
                 values.update(event_id=event_id, call_key=call_key(values))
                 del values["seq"]
-                conn.execute(update(steps).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
-                             .values(**values))
+                conn.execute(
+                    update(steps).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id).values(**values)
+                )
             rollups.refresh(conn, [step.session_id for _, step in replaced], bulk_insert)
             daily.refresh(conn, [step.session_id for _, step in replaced], bulk_insert)
 

@@ -40,8 +40,14 @@ class Jobs(StoreBase):
         now = now or now_utc()
         with self._write_lock, self._write_transaction() as conn:
             dialect = dialect_module(self.dialect)
-            conn.execute(dialect.insert(job_runs).values(name=name, last_run_at=now - every * 2)
-                         .on_conflict_do_nothing(index_elements=["name"]))
-            done = conn.execute(update(job_runs).where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
-                                .values(last_run_at=now)).rowcount
+            conn.execute(
+                dialect.insert(job_runs)
+                .values(name=name, last_run_at=now - every * 2)
+                .on_conflict_do_nothing(index_elements=["name"])
+            )
+            done = conn.execute(
+                update(job_runs)
+                .where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
+                .values(last_run_at=now)
+            ).rowcount
         return done == 1

@@ -35,8 +35,22 @@ from sqlalchemy.engine import Connection
 from .tables import run_breakdown, run_rollups, steps
 
 # what a rollup reads of a step, in this order
-FIELDS = ("seq", "type", "status", "retry", "duration_ms", "tokens_in", "tokens_out", "cost_usd", "timestamp", "tool_name",
-          "error_class", "call_key", "tool_call_id", "metadata")
+FIELDS = (
+    "seq",
+    "type",
+    "status",
+    "retry",
+    "duration_ms",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "timestamp",
+    "tool_name",
+    "error_class",
+    "call_key",
+    "tool_call_id",
+    "metadata",
+)
 _KEY_AT, _TYPE_AT, _TOOL_AT = FIELDS.index("call_key"), FIELDS.index("type"), FIELDS.index("tool_name")
 ROLLUP_COLUMNS = tuple(c.name for c in run_rollups.c)
 BREAKDOWN_COLUMNS = tuple(c.name for c in run_breakdown.c)
@@ -73,8 +87,30 @@ def _empty() -> tuple:
 
 def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
     """`state` carried over `rows` (in seq order, ties in storage order); its lists and dicts are added to."""
-    (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
-     max_seq, first_error, last_phase, phased, durations, breakdown, calls, ok_at) = state
+    (
+        n,
+        retried,
+        errored,
+        unknown,
+        blocked,
+        approvals,
+        blocks,
+        agent,
+        calls_n,
+        failures,
+        falls,
+        tokens_in,
+        tokens_out,
+        cost,
+        max_seq,
+        first_error,
+        last_phase,
+        phased,
+        durations,
+        breakdown,
+        calls,
+        ok_at,
+    ) = state
     for seq, kind, status, retry, dur, t_in, t_out, c, ts, tool, ecls, key, call_id, meta in rows:
         n += 1
         if max_seq is None or seq > max_seq:
@@ -124,8 +160,30 @@ def _fold(state: tuple, rows: Iterable[Sequence]) -> tuple:
                 counts[1] += 1
         elif kind == "tool_result" and status == "ok" and call_id is not None and (call_id not in ok_at or seq < ok_at[call_id]):
             ok_at[call_id] = seq
-    return (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
-            max_seq, first_error, last_phase, phased, durations, breakdown, calls, ok_at)
+    return (
+        n,
+        retried,
+        errored,
+        unknown,
+        blocked,
+        approvals,
+        blocks,
+        agent,
+        calls_n,
+        failures,
+        falls,
+        tokens_in,
+        tokens_out,
+        cost,
+        max_seq,
+        first_error,
+        last_phase,
+        phased,
+        durations,
+        breakdown,
+        calls,
+        ok_at,
+    )
 
 
 def _loops(calls: dict[str, list[tuple]], ok_at: dict[str, int]) -> tuple[int, int]:
@@ -144,10 +202,52 @@ def _loops(calls: dict[str, list[tuple]], ok_at: dict[str, int]) -> tuple[int, i
 
 
 def _rolled(session_id: str, state: tuple, loops: int, redundant: int) -> tuple[tuple, list[tuple]]:
-    (n, retried, errored, unknown, blocked, approvals, blocks, agent, calls_n, failures, falls, tokens_in, tokens_out, cost,
-     max_seq, first_error, _, phased, durations, breakdown, _, _) = state
-    row = (session_id, n, max_seq, tokens_in, tokens_out, cost, unknown, retried, errored, first_error, blocked, approvals,
-           blocks, agent, calls_n, failures, (falls + 1) if phased else 0, loops, redundant, ",".join(durations) or None)
+    (
+        n,
+        retried,
+        errored,
+        unknown,
+        blocked,
+        approvals,
+        blocks,
+        agent,
+        calls_n,
+        failures,
+        falls,
+        tokens_in,
+        tokens_out,
+        cost,
+        max_seq,
+        first_error,
+        _,
+        phased,
+        durations,
+        breakdown,
+        _,
+        _,
+    ) = state
+    row = (
+        session_id,
+        n,
+        max_seq,
+        tokens_in,
+        tokens_out,
+        cost,
+        unknown,
+        retried,
+        errored,
+        first_error,
+        blocked,
+        approvals,
+        blocks,
+        agent,
+        calls_n,
+        failures,
+        (falls + 1) if phased else 0,
+        loops,
+        redundant,
+        ",".join(durations) or None,
+    )
     return row, [(session_id, tool, ecls, a, b) for (tool, ecls), (a, b) in breakdown.items()]
 
 
@@ -178,7 +278,9 @@ def from_stored(conn: Connection, session_ids: Sequence[str]) -> list[tuple[tupl
     for start in range(0, len(session_ids), _CHUNK):
         part = list(session_ids[start : start + _CHUNK])
         query = select(*cols).where(steps.c.session_id.in_(part)).order_by(steps.c.session_id, steps.c.seq, steps.c.id)
-        found = {sid: rollup_of(sid, (_keyed(r[1:]) for r in rows)) for sid, rows in groupby(conn.execute(query), key=itemgetter(0))}
+        found = {
+            sid: rollup_of(sid, (_keyed(r[1:]) for r in rows)) for sid, rows in groupby(conn.execute(query), key=itemgetter(0))
+        }
         out += [found.get(sid) for sid in part]
     return out
 
@@ -205,7 +307,10 @@ def append(conn: Connection, added: dict[str, list[Sequence]], insert_rows) -> N
     ids = sorted(added)
     stored: dict[str, Any] = {}
     for start in range(0, len(ids), _CHUNK):
-        stored.update((row.session_id, row) for row in conn.execute(select(run_rollups).where(r.session_id.in_(ids[start : start + _CHUNK]))))
+        stored.update(
+            (row.session_id, row)
+            for row in conn.execute(select(run_rollups).where(r.session_id.in_(ids[start : start + _CHUNK])))
+        )
     again, rolled = [], {}
     for sid in ids:
         rows = sorted(added[sid], key=itemgetter(0))
@@ -224,9 +329,14 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
     reads = _reads(dialect)
     before = {"sid": sid, "max_seq": row.max_seq}  # the new steps are stored already: not them
     last = conn.execute(reads["last_phase"], before).scalar()
-    new_calls = [(key, call_id) for _, kind, _, retry, _, _, _, _, _, _, _, key, call_id, _ in rows
-                 if kind == "tool_call" and not retry and key is not None]
-    new_ok = [call_id for _, kind, status, *_, call_id, _ in rows if kind == "tool_result" and status == "ok" and call_id is not None]
+    new_calls = [
+        (key, call_id)
+        for _, kind, _, retry, _, _, _, _, _, _, _, key, call_id, _ in rows
+        if kind == "tool_call" and not retry and key is not None
+    ]
+    new_ok = [
+        call_id for _, kind, status, *_, call_id, _ in rows if kind == "tool_result" and status == "ok" and call_id is not None
+    ]
     # the stored repeats of the new calls, and the groups of the stored calls a new ok result answers (it may make
     # their repeats redundant: their groups are touched too), then the first ok result of each of their call ids
     keys = {key for key, _ in new_calls}
@@ -237,19 +347,44 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
         if not retry:
             stored_calls.setdefault(key, []).append((seq, call_id))
     ok_new = set(new_ok)
-    touched = {key for key, _ in new_calls} | {key for key, group in stored_calls.items() if any(cid in ok_new for _, cid in group)}
+    touched = {key for key, _ in new_calls} | {
+        key for key, group in stored_calls.items() if any(cid in ok_new for _, cid in group)
+    }
     calls = {key: stored_calls[key] for key in touched if key in stored_calls}
-    wanted = sorted({cid for group in calls.values() for _, cid in group if cid is not None} | {cid for _, cid in new_calls if cid is not None})
+    wanted = sorted(
+        {cid for group in calls.values() for _, cid in group if cid is not None}
+        | {cid for _, cid in new_calls if cid is not None}
+    )
     ok_at: dict[str, int] = {}
     for seq, kind, status, _, call_id in _by_index(conn, reads["by_ids"], sid, wanted, row.max_seq):
         if kind == "tool_result" and status == "ok" and (call_id not in ok_at or seq < ok_at[call_id]):
             ok_at[call_id] = seq
     old_loops, old_redundant = _loops(calls, ok_at)
     breakdown = {(tool, ecls): [n, bad] for _, tool, ecls, n, bad in _driver_rows(conn, reads["breakdown"], {"sid": sid})}
-    state = (row.steps, row.retried_steps, row.errored_steps, row.cost_unknown_steps, row.blocked_steps, row.approvals,
-             row.fallback_blocks, row.fallback_agent, row.tool_calls, row.tool_failures, max(row.cycles - 1, 0), row.tokens_in,
-             row.tokens_out, row.cost_usd, row.max_seq, row.first_error_at, _PHASE.get(last) if last else None, row.cycles > 0,
-             [row.durations_us] if row.durations_us else [], breakdown, calls, ok_at)
+    state = (
+        row.steps,
+        row.retried_steps,
+        row.errored_steps,
+        row.cost_unknown_steps,
+        row.blocked_steps,
+        row.approvals,
+        row.fallback_blocks,
+        row.fallback_agent,
+        row.tool_calls,
+        row.tool_failures,
+        max(row.cycles - 1, 0),
+        row.tokens_in,
+        row.tokens_out,
+        row.cost_usd,
+        row.max_seq,
+        row.first_error_at,
+        _PHASE.get(last) if last else None,
+        row.cycles > 0,
+        [row.durations_us] if row.durations_us else [],
+        breakdown,
+        calls,
+        ok_at,
+    )
     state = _fold(state, rows)
     loops, redundant = _loops(state[-2], state[-1])
     return _rolled(sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)

@@ -66,8 +66,11 @@ SQLITE_INDEX = (
 # would then not remove).
 SQLITE_FILL = f"INSERT INTO steps_fts(rowid, content, tool_name, tool_args) SELECT id, {_values('steps')} FROM steps"
 SQLITE_FILL_AFTER = SQLITE_FILL + " WHERE id > ?"
-SQLITE_DROP = ("DROP TRIGGER IF EXISTS steps_fts_update", "DROP TRIGGER IF EXISTS steps_fts_delete",
-               "DROP TABLE IF EXISTS steps_fts")
+SQLITE_DROP = (
+    "DROP TRIGGER IF EXISTS steps_fts_update",
+    "DROP TRIGGER IF EXISTS steps_fts_delete",
+    "DROP TABLE IF EXISTS steps_fts",
+)
 PG_INDEX = f"CREATE INDEX ix_steps_search ON steps USING gin ({PG_DOCUMENT})"
 PG_DROP = "DROP INDEX IF EXISTS ix_steps_search"
 
@@ -97,6 +100,7 @@ class SearchQuery:
 
     def tsquery(self) -> str:
         """The to_tsquery string: words quoted, a term's words adjacent (<->), terms ANDed."""
+
         def term(words: tuple[str, ...]) -> str:
             quoted = [f"'{w}'" for w in words]
             if len(words[-1]) >= PREFIX_MIN:
@@ -133,7 +137,7 @@ def snippet(query: SearchQuery, *texts: str | None) -> list[tuple[str, bool]]:
         at = start
         for hit in pattern.finditer(text, start, end):
             if hit.start() > at:
-                parts.append((text[at:hit.start()], False))
+                parts.append((text[at : hit.start()], False))
             parts.append((hit.group(), True))
             at = hit.end()
         if at < end:

@@ -37,8 +37,14 @@ def text_clause(text_: str, dialect: str):
 
 def _hit(query: SearchQuery, row) -> dict:
     args = None if row.tool_args is None else json_dumps(row.tool_args)
-    return {"session_id": row.session_id, "seq": row.seq, "event_id": row.event_id, "type": row.type,
-            "tool_name": row.tool_name, "snippet": snippet(query, row.content, row.tool_name, args)}
+    return {
+        "session_id": row.session_id,
+        "seq": row.seq,
+        "event_id": row.event_id,
+        "type": row.type,
+        "tool_name": row.tool_name,
+        "snippet": snippet(query, row.content, row.tool_name, args),
+    }
 
 
 class SearchReads(StoreBase):
@@ -54,11 +60,17 @@ class SearchReads(StoreBase):
         cols = [steps.c[n] for n in _HIT_COLUMNS]
         with self.engine.connect() as conn:
             for part in chunks(list(session_ids)):
-                first = (select(steps.c.session_id, func.min(steps.c.seq).label("seq"))
-                         .where(steps.c.session_id.in_(part), step_matches(query, self.dialect))
-                         .group_by(steps.c.session_id).subquery())
-                rows = conn.execute(select(*cols).join(first, and_(steps.c.session_id == first.c.session_id, steps.c.seq == first.c.seq))
-                                    .order_by(steps.c.id))
+                first = (
+                    select(steps.c.session_id, func.min(steps.c.seq).label("seq"))
+                    .where(steps.c.session_id.in_(part), step_matches(query, self.dialect))
+                    .group_by(steps.c.session_id)
+                    .subquery()
+                )
+                rows = conn.execute(
+                    select(*cols)
+                    .join(first, and_(steps.c.session_id == first.c.session_id, steps.c.seq == first.c.seq))
+                    .order_by(steps.c.id)
+                )
                 for row in rows:
                     out.setdefault(row.session_id, _hit(query, row))
         return out

@@ -90,7 +90,14 @@ class Sessions(Audited):
         for part in chunks(list(ids)):
             query = select(r.session_id, r.steps, r.tokens_in, r.tokens_out, r.cost_usd, r.errored_steps, r.max_seq)
             for sid, n, t_in, t_out, cost, errors, max_seq in conn.execute(query.where(r.session_id.in_(part))):
-                out[sid] = {"steps": n, "tokens_in": t_in, "tokens_out": t_out, "cost_usd": cost, "errors": errors, "max_seq": max_seq}
+                out[sid] = {
+                    "steps": n,
+                    "tokens_in": t_in,
+                    "tokens_out": t_out,
+                    "cost_usd": cost,
+                    "errors": errors,
+                    "max_seq": max_seq,
+                }
         return out
 
     def rebuild_rollups(self) -> int:

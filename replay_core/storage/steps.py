@@ -149,6 +149,9 @@ class Steps(StoreBase):
                 yield StepEvent.trusted(values)
             if status not in (SessionStatus.RUNNING, SessionStatus.INCOMPLETE):
                 yield SessionEndEvent(
-                    session_id=sid, status=status, outcome=row["outcome"],
-                    error_class=row["error_class"], ended_at=row["ended_at"],
+                    session_id=sid,
+                    status=status,
+                    outcome=row["outcome"],
+                    error_class=row["error_class"],
+                    ended_at=row["ended_at"],
                 )

@@ -38,7 +38,6 @@ metadata = MetaData(
 )
 
 
-
 class _JSON(TypeDecorator):
     """JSON, stored as JSONB on PostgreSQL. PostgreSQL's dialect package is imported only by a
     PostgreSQL engine, not with these tables: on SQLite it was a tenth of `agent-replay stats`."""
@@ -115,8 +114,20 @@ sessions = Table(
     Index(None, "replay_of"),
 )
 
-ROLLUP_COLUMNS = ("session_id", "seq", "type", "status", "retry", "duration_ms", "tokens_in", "tokens_out", "cost_usd",
-                  "timestamp", "tool_name", "error_class")
+ROLLUP_COLUMNS = (
+    "session_id",
+    "seq",
+    "type",
+    "status",
+    "retry",
+    "duration_ms",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "timestamp",
+    "tool_name",
+    "error_class",
+)
 
 steps = Table(
     "steps",
@@ -152,11 +163,21 @@ steps = Table(
     # so its passes over a million steps read this index rather than rows full of content.
     Index("ix_steps_rollup", *ROLLUP_COLUMNS),
     Index(None, "tool_name"),
-    Index("ix_steps_call_key", "session_id", "call_key", sqlite_where=text("call_key IS NOT NULL"),
-          postgresql_where=text("call_key IS NOT NULL")),
+    Index(
+        "ix_steps_call_key",
+        "session_id",
+        "call_key",
+        sqlite_where=text("call_key IS NOT NULL"),
+        postgresql_where=text("call_key IS NOT NULL"),
+    ),
     # and a run's calls and results by call id (which calls a new result answers, their first ok result)
-    Index("ix_steps_call_id", "session_id", "tool_call_id", sqlite_where=text("tool_call_id IS NOT NULL"),
-          postgresql_where=text("tool_call_id IS NOT NULL")),
+    Index(
+        "ix_steps_call_id",
+        "session_id",
+        "tool_call_id",
+        sqlite_where=text("tool_call_id IS NOT NULL"),
+        postgresql_where=text("tool_call_id IS NOT NULL"),
+    ),
 )
 
 # The context window at a step can be many kilobytes: kept apart so that listing
@@ -361,7 +382,9 @@ queue_items = Table(
     Column("queue_id", Integer, ForeignKey("review_queues.id", ondelete="CASCADE"), nullable=False),
     Column("position", Integer, nullable=False),
     Column("session_id", String(200), nullable=False),  # no FK: a deleted run leaves its item, shown as gone
-    Column("reviews", Integer, nullable=False, default=0),  # verdicts given: kept by Store.save_queue_review, so claims need no count
+    Column(
+        "reviews", Integer, nullable=False, default=0
+    ),  # verdicts given: kept by Store.save_queue_review, so claims need no count
     Column("held_by", String(200)),
     Column("held_until", UTCDateTime),
     UniqueConstraint("queue_id", "session_id"),
@@ -457,16 +480,42 @@ run_breakdown = Table(
 # from `run_rollups`, as integers so sums add and subtract exactly); `daily_cells` sums them per
 # cell (UTC start day × model × agent × status × source × replay or not); `daily_tools` and
 # `daily_errors` per cell and tool / error class. Kept in each write's transaction.
-DAILY_SUMS = ("tokens_in", "tokens_out", "cost_nano", "cost_known_nano", "runs_cost_known", "runs_cost_unknown", "steps",
-              "retried_steps", "runs_with_retry", "blocked_steps", "approvals", "runs_with_intervention", "fallback_blocks",
-              "fallback_agent", "runs_with_fallback", "tool_calls", "tool_failures", "cycles", "loops", "runs_with_loops",
-              "redundant_calls", "runs_cost_unsummed")
+DAILY_SUMS = (
+    "tokens_in",
+    "tokens_out",
+    "cost_nano",
+    "cost_known_nano",
+    "runs_cost_known",
+    "runs_cost_unknown",
+    "steps",
+    "retried_steps",
+    "runs_with_retry",
+    "blocked_steps",
+    "approvals",
+    "runs_with_intervention",
+    "fallback_blocks",
+    "fallback_agent",
+    "runs_with_fallback",
+    "tool_calls",
+    "tool_failures",
+    "cycles",
+    "loops",
+    "runs_with_loops",
+    "redundant_calls",
+    "runs_cost_unsummed",
+)
 DAILY_KEY = ("day", "model", "agent_id", "status", "source", "replay")
 
 
 def _daily_key() -> list[Column]:
-    return [Column("day", String(10)), Column("model", String(200)), Column("agent_id", String(200)),
-            Column("status", String(20)), Column("source", String(100)), Column("replay", Integer, nullable=False)]
+    return [
+        Column("day", String(10)),
+        Column("model", String(200)),
+        Column("agent_id", String(200)),
+        Column("status", String(20)),
+        Column("source", String(100)),
+        Column("replay", Integer, nullable=False),
+    ]
 
 
 daily_members = Table(

@@ -131,8 +131,12 @@ class StoreWorker:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the server's modules
             read_end, write_end = os.pipe()
             try:
-                process = subprocess.Popen([sys.executable, "-m", __name__, str(write_end), self.warm or ""],
-                                           stdin=subprocess.PIPE, pass_fds=(write_end,), env=env)
+                process = subprocess.Popen(
+                    [sys.executable, "-m", __name__, str(write_end), self.warm or ""],
+                    stdin=subprocess.PIPE,
+                    pass_fds=(write_end,),
+                    env=env,
+                )
             except BaseException:
                 os.close(read_end)
                 raise
@@ -235,8 +239,10 @@ def warm_writes() -> None:
     store = Store("sqlite://")
     try:
         batch = WriteBatch()
-        for obj in ({"kind": "session", "session_id": "warm"},
-                    {"kind": "step", "session_id": "warm", "seq": 1, "type": "think", "event_id": "w1", "content": "warm"}):
+        for obj in (
+            {"kind": "session", "session_id": "warm"},
+            {"kind": "step", "session_id": "warm", "seq": 1, "type": "think", "event_id": "w1", "content": "warm"},
+        ):
             batch.add(parse_event(obj))
         store.write_batches([batch], default_source="api", refuse_conflicts=True)
     finally:
@@ -339,7 +345,9 @@ class JoiningStore:
     def __init__(self, store: Store, joined: JoinedWrites):
         self._store, self._joined = store, joined
 
-    def write(self, events, *, default_source: str | None = None, replace: bool = False, refuse_conflicts: bool = False) -> WriteResult:
+    def write(
+        self, events, *, default_source: str | None = None, replace: bool = False, refuse_conflicts: bool = False
+    ) -> WriteResult:
         if replace or {"default_source": default_source, "refuse_conflicts": refuse_conflicts} != self._joined.options:
             return self._store.write(events, default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts)
         batch = WriteBatch()

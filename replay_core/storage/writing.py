@@ -129,8 +129,10 @@ class WriteBatch:
             self.rolled[sid] = rollups.rollup_of(sid, sorted(map(rollup_values, rows), key=itemgetter(0)))
             stamps = [row[TIMESTAMP_AT] for row in rows if row[TIMESTAMP_AT] is not None]
             self.times[sid] = (min(stamps), max(stamps)) if stamps else (None, None)
-            self.steps[sid] = [(bound_row(row, row_procs), None if context is None or context_proc is None else context_proc(context))
-                               for row, context in pending]
+            self.steps[sid] = [
+                (bound_row(row, row_procs), None if context is None or context_proc is None else context_proc(context))
+                for row, context in pending
+            ]
         self.bound = True
 
     def first_last(self, sid: str) -> tuple[Any, Any]:
@@ -173,8 +175,12 @@ class Writing(StoreBase):
     _unplanned: int | None  # PostgreSQL: steps written before the steps table's statistics were seen
 
     def write(
-        self, events: Iterable[SessionEvent | StepEvent | SessionEndEvent], *, default_source: str | None = None,
-        replace: bool = False, refuse_conflicts: bool = False,
+        self,
+        events: Iterable[SessionEvent | StepEvent | SessionEndEvent],
+        *,
+        default_source: str | None = None,
+        replace: bool = False,
+        refuse_conflicts: bool = False,
     ) -> WriteResult:
         """Store validated, redacted events in one transaction.
 
@@ -198,8 +204,13 @@ class Writing(StoreBase):
         return self.write_batches([batch], default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts)
 
     def write_batches(
-        self, batches: Iterable[WriteBatch], *, default_source: str | None = None, replace: bool = False,
-        refuse_conflicts: bool = False, counts: list[tuple[int, int]] | None = None,
+        self,
+        batches: Iterable[WriteBatch],
+        *,
+        default_source: str | None = None,
+        replace: bool = False,
+        refuse_conflicts: bool = False,
+        counts: list[tuple[int, int]] | None = None,
     ) -> WriteResult:
         """`write` of several batches in one transaction, each stored as it comes, so that a reader
         process can parse the next one meanwhile (ingest.parallel). The same as one `write` of all
@@ -242,8 +253,12 @@ class Writing(StoreBase):
                 return
             self._unplanned = None
         with self.engine.connect() as conn:
-            seen = conn.execute(text("SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL FROM pg_stat_user_tables"
-                                     " WHERE relid = 'steps'::regclass")).scalar()
+            seen = conn.execute(
+                text(
+                    "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL FROM pg_stat_user_tables"
+                    " WHERE relid = 'steps'::regclass"
+                )
+            ).scalar()
             if not seen:
                 conn.execute(text("ANALYZE steps"))
             conn.commit()
@@ -267,8 +282,11 @@ class Writing(StoreBase):
         for sid, pending in by_session.items():
             dupes, new_rows, contexts = self._new_steps(conn, sid, pending, sid in known, batch.bound)
             if sid in created and sid not in known:  # every step of the run is in hand
-                rolled_new[sid] = batch.rolled[sid] if batch.bound else rollups.rollup_of(
-                    sid, sorted(map(rollup_values, new_rows), key=itemgetter(0)))
+                rolled_new[sid] = (
+                    batch.rolled[sid]
+                    if batch.bound
+                    else rollups.rollup_of(sid, sorted(map(rollup_values, new_rows), key=itemgetter(0)))
+                )
             elif new_rows:
                 stale[sid] = list(map(rollup_values, new_rows))
             all_rows += new_rows
@@ -294,17 +312,37 @@ class Writing(StoreBase):
                 values: dict[str, Any] = {"last_event_at": bindparam("latest")}
                 if revive:
                     values["status"] = SessionStatus.RUNNING.value
-                conn.execute(update(sessions).where(sessions.c.id == bindparam("sid"))
-                             .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < bindparam("latest")))
-                             .values(**values), params)
+                conn.execute(
+                    update(sessions)
+                    .where(sessions.c.id == bindparam("sid"))
+                    .where(or_(sessions.c.last_event_at.is_(None), sessions.c.last_event_at < bindparam("latest")))
+                    .values(**values),
+                    params,
+                )
         # the source's end time, else its last event's: never the time of this write, so a
         # re-import stores the same ended_at, and a file without times gives a run without them
-        ends = [{"sid": sid, "e_status": end.status, "e_outcome": end.outcome, "e_class": end.error_class,
-                 "e_at": end.ended_at or last_seen.get(sid)} for sid, end in ended.items()]
+        ends = [
+            {
+                "sid": sid,
+                "e_status": end.status,
+                "e_outcome": end.outcome,
+                "e_class": end.error_class,
+                "e_at": end.ended_at or last_seen.get(sid),
+            }
+            for sid, end in ended.items()
+        ]
         if ends:
-            conn.execute(update(sessions).where(sessions.c.id == bindparam("sid")).values(
-                status=bindparam("e_status"), outcome=bindparam("e_outcome"), error_class=bindparam("e_class"),
-                ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at)), ends)
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.id == bindparam("sid"))
+                .values(
+                    status=bindparam("e_status"),
+                    outcome=bindparam("e_outcome"),
+                    error_class=bindparam("e_class"),
+                    ended_at=func.coalesce(bindparam("e_at", type_=sessions.c.ended_at.type), sessions.c.last_event_at),
+                ),
+                ends,
+            )
 
     @contextmanager
     def _search_indexed(self, conn: Connection):
@@ -333,8 +371,9 @@ class Writing(StoreBase):
         found = set(existing_sessions(conn, list(wanted)))
         for sid, fields in opened.items():
             if fields.get("replay_of") is not None and fields["replay_of"] not in found and fields["replay_of"] not in ids:
-                raise WriteRefused(f"replay_of: session {sid!r} names {fields['replay_of']!r}, which is not a stored run",
-                                   field="replay_of")
+                raise WriteRefused(
+                    f"replay_of: session {sid!r} names {fields['replay_of']!r}, which is not a stored run", field="replay_of"
+                )
 
     @staticmethod
     def _keep_final(known: dict[str, dict], opened: dict[str, dict], ended: dict[str, SessionEndEvent]) -> list[str]:
@@ -355,8 +394,10 @@ class Writing(StoreBase):
                     changed.append(f"end {row['status']!r} → {end.status!r}")
                 del ended[sid]
             if changed:
-                conflicts.append(f"session {sid!r} already ended ({row['status']}); kept, not changed: {', '.join(changed)}"
-                                 " (replace to change it)")
+                conflicts.append(
+                    f"session {sid!r} already ended ({row['status']}); kept, not changed: {', '.join(changed)}"
+                    " (replace to change it)"
+                )
         return conflicts
 
     def _create_sessions(self, conn, ids, known, opened, batch: WriteBatch, now, default_source, ended) -> set[str]:
@@ -389,18 +430,25 @@ class Writing(StoreBase):
     def _new_steps(self, conn, sid: str, batch: list[tuple[tuple, Any]], existed: bool, bound: bool = False):
         """The rows (and contexts) of the steps of `batch` (`step_row`s) not stored yet, numbered; and the duplicates."""
         if not existed and bound:  # `WriteBatch.bind` found every seq given and no event id twice
-            return 0, [row for row, _ in batch], [(sid, row[EVENT_ID_AT], context) for row, context in batch if context is not None]
+            return (
+                0,
+                [row for row, _ in batch],
+                [(sid, row[EVENT_ID_AT], context) for row, context in batch if context is not None],
+            )
         seen: set[str] = set()
         next_seq = 1
         if existed:
             ids = list({row[EVENT_ID_AT] for row, _ in batch})
-            known = select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(bindparam("ids", expanding=True)))
+            known = select(steps.c.event_id).where(
+                steps.c.session_id == sid, steps.c.event_id.in_(bindparam("ids", expanding=True))
+            )
             if self.dialect == "postgresql":  # one array, joined: the generic plan a pooled connection gets after a few
                 # runs tested each of the run's steps against the list (75 ms a batch)
                 id_array = dialect_module(self.dialect).ARRAY(Text)
                 wanted = func.unnest(bindparam("ids", type_=id_array)).table_valued("id").render_derived()
-                known = select(steps.c.event_id).join_from(wanted, steps, and_(
-                    steps.c.session_id == sid, steps.c.event_id == wanted.c.id))
+                known = select(steps.c.event_id).join_from(
+                    wanted, steps, and_(steps.c.session_id == sid, steps.c.event_id == wanted.c.id)
+                )
             for part in chunks(ids):  # an expanding parameter: ids are sent as values, not coerced into the statement one by one
                 seen.update(conn.scalars(known, {"ids": list(part)}))
             next_seq = (conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == sid)) or 0) + 1

@@ -20,8 +20,16 @@ ACTIONS = ("import", "ingest", "replay", "delete", "replace", SIGN_IN, "share", 
 COLUMNS = ("at", "who", "role", "origin", "action", "outcome", "target", "detail")
 
 
-def record(store: Store, actor: Actor, action: str, *, outcome: str = "ok", target: str | None = None,
-           detail: dict | None = None, at: datetime | None = None) -> int:
+def record(
+    store: Store,
+    actor: Actor,
+    action: str,
+    *,
+    outcome: str = "ok",
+    target: str | None = None,
+    detail: dict | None = None,
+    at: datetime | None = None,
+) -> int:
     """Add a line; returns its id."""
     return store.record_audit(actor, action, outcome=outcome, target=target, detail=detail, at=at)
 
@@ -31,8 +39,9 @@ def denied(store: Store, exc: PermissionDenied, target: str | None = None) -> No
     store.record_audit(exc.actor, exc.action, outcome="denied", target=target)
 
 
-def entries(store: Store, actor: Actor | None = None, *, limit: int = 200, since: datetime | None = None,
-            actions: Sequence[str] = ()) -> list[dict]:
+def entries(
+    store: Store, actor: Actor | None = None, *, limit: int = 200, since: datetime | None = None, actions: Sequence[str] = ()
+) -> list[dict]:
     """The newest lines first; editors only."""
     store.authorize(actor, READ_AUDIT)
     return store.audit_entries(limit=limit, since=since, actions=actions)

@@ -79,8 +79,12 @@ def parse_rubric(data: Any) -> dict:
         c = {"name": c} if isinstance(c, str) else c
         if not isinstance(c, dict) or set(c) - {"name", "description"}:
             raise QueueError(f"rubric.criteria[{i}]: expected {{name, description}}")
-        parsed.append({"name": _text(c.get("name"), f"rubric.criteria[{i}].name"),
-                       "description": _text(c.get("description"), f"rubric.criteria[{i}].description", 2000, required=False)})
+        parsed.append(
+            {
+                "name": _text(c.get("name"), f"rubric.criteria[{i}].name"),
+                "description": _text(c.get("description"), f"rubric.criteria[{i}].description", 2000, required=False),
+            }
+        )
     if len({c["name"] for c in parsed}) != len(parsed):
         raise QueueError("rubric.criteria: names must differ")
     flags = {}
@@ -122,8 +126,17 @@ def filter_options(flt: SessionFilter) -> dict:
     return out
 
 
-def create(store: Store, name: str, *, flt: SessionFilter | None = None, ids: list[str] | None = None, rubric: dict | None = None,
-           reviews_per_item: int = 1, assignees: list[str] | tuple[str, ...] = (), actor: Actor | None = None) -> dict:
+def create(
+    store: Store,
+    name: str,
+    *,
+    flt: SessionFilter | None = None,
+    ids: list[str] | None = None,
+    rubric: dict | None = None,
+    reviews_per_item: int = 1,
+    assignees: list[str] | tuple[str, ...] = (),
+    actor: Actor | None = None,
+) -> dict:
     """Make a queue (editors only) of the runs `flt` matches now, or of `ids`; returns {id, items}."""
     actor = store.authorize(actor, MANAGE_QUEUES, f"queue {name!r}"[:200])
     name = _text(name, "name")
@@ -147,8 +160,9 @@ def create(store: Store, name: str, *, flt: SessionFilter | None = None, ids: li
         raise QueueError("no run matches: a queue needs at least one run")
     if len(ids) > MAX_ITEMS:
         raise QueueError(f"{len(ids)} runs match; a queue holds at most {MAX_ITEMS}: narrow the filter")
-    queue_id = store.create_queue(name, ids, actor=actor, made_from=made_from, rubric=rubric,
-                                  reviews_per_item=reviews_per_item, assignees=names)
+    queue_id = store.create_queue(
+        name, ids, actor=actor, made_from=made_from, rubric=rubric, reviews_per_item=reviews_per_item, assignees=names
+    )
     return {"id": queue_id, "name": name, "items": len(ids)}
 
 
@@ -167,8 +181,12 @@ def get(store: Store, queue_id: int) -> dict:
 
 def _with_progress(row: dict) -> dict:
     needed = row["items"] * row["reviews_per_item"]
-    return {**row, "needed": needed, "done": row["items_done"] == row["items"],
-            "percent": round(100 * row["reviews"] / needed) if needed else 100}
+    return {
+        **row,
+        "needed": needed,
+        "done": row["items_done"] == row["items"],
+        "percent": round(100 * row["reviews"] / needed) if needed else 100,
+    }
 
 
 def list_queues(store: Store) -> list[dict]:
@@ -191,8 +209,14 @@ def queue_progress(store: Store, actor: Actor | None = None, reviewer: str | Non
     actor = actor or local()
     if not actor.may(WORK_QUEUE):
         return []
-    rows = [{**{k: q[k] for k in ("id", "name", "items", "items_done", "reviews", "needed", "percent")},
-             "yours": may_work(q, reviewer)} for q in list_queues(store) if not q["done"]]
+    rows = [
+        {
+            **{k: q[k] for k in ("id", "name", "items", "items_done", "reviews", "needed", "percent")},
+            "yours": may_work(q, reviewer),
+        }
+        for q in list_queues(store)
+        if not q["done"]
+    ]
     return sorted(rows, key=lambda r: not r["yours"])
 
 
@@ -214,17 +238,34 @@ def _workable(store: Store, queue_id: int, reviewer: str | None, actor: Actor | 
     return queue, reviewer
 
 
-def next_item(store: Store, queue_id: int, reviewer: str | None, *, actor: Actor | None = None, hold: timedelta = HOLD,
-              now: datetime | None = None, item_id: int | None = None) -> dict | None:
+def next_item(
+    store: Store,
+    queue_id: int,
+    reviewer: str | None,
+    *,
+    actor: Actor | None = None,
+    hold: timedelta = HOLD,
+    now: datetime | None = None,
+    item_id: int | None = None,
+) -> dict | None:
     """Hold and return the next item for `reviewer` ({id, position, session_id, held_until}), None when
     nothing is left for them. `item_id` re-takes the item they have open (after a page reload)."""
     _, reviewer = _workable(store, queue_id, reviewer, actor)
     return store.claim_queue_item(queue_id, reviewer, hold, now=now, item_id=item_id)
 
 
-def save_review(store: Store, queue_id: int, item_id: int, reviewer: str | None, verdict: str, *,
-                criteria: dict[str, str] | None = None, note: str | None = None, should_have: str | None = None,
-                actor: Actor | None = None) -> None:
+def save_review(
+    store: Store,
+    queue_id: int,
+    item_id: int,
+    reviewer: str | None,
+    verdict: str,
+    *,
+    criteria: dict[str, str] | None = None,
+    note: str | None = None,
+    should_have: str | None = None,
+    actor: Actor | None = None,
+) -> None:
     """Record `reviewer`'s verdict on one item (replacing their earlier one); the hold is let go."""
     queue, reviewer = _workable(store, queue_id, reviewer, actor)
     rubric = queue["rubric"]
@@ -240,7 +281,9 @@ def save_review(store: Store, queue_id: int, item_id: int, reviewer: str | None,
     note = _text(note, "note", TEXT_MAX, required=False) if rubric["note"] else ""
     should_have = _text(should_have, "should_have", TEXT_MAX, required=False) if rubric["should_have"] else ""
     try:
-        store.save_queue_review(queue_id, item_id, reviewer, verdict=verdict, criteria=criteria, note=note, should_have=should_have)
+        store.save_queue_review(
+            queue_id, item_id, reviewer, verdict=verdict, criteria=criteria, note=note, should_have=should_have
+        )
     except KeyError:
         raise QueueError(f"queue {queue_id} has no item {item_id}") from None
 
@@ -284,11 +327,21 @@ def results(store: Store, queue_id: int, *, now: datetime | None = None) -> dict
     for it in store.queue_items(queue_id):
         given = [r for r in by_item.get(it["id"], []) if r["verdict"] is not None]
         held = it["held_by"] if it["held_until"] is not None and it["held_until"] > now else None
-        items.append({"id": it["id"], "position": it["position"], "session_id": it["session_id"], "name": it["name"],
-                      "status": it["status"], "stored": it["stored"] is not None, "held_by": held,
-                      "reviews": [_review_row(r) for r in given], "verdicts": dict(Counter(r["verdict"] for r in given)),
-                      "agreement": agreement([r["verdict"] for r in given]),
-                      "complete": len(given) >= queue["reviews_per_item"]})
+        items.append(
+            {
+                "id": it["id"],
+                "position": it["position"],
+                "session_id": it["session_id"],
+                "name": it["name"],
+                "status": it["status"],
+                "stored": it["stored"] is not None,
+                "held_by": held,
+                "reviews": [_review_row(r) for r in given],
+                "verdicts": dict(Counter(r["verdict"] for r in given)),
+                "agreement": agreement([r["verdict"] for r in given]),
+                "complete": len(given) >= queue["reviews_per_item"],
+            }
+        )
         for r in by_item.get(it["id"], []):
             p = people.setdefault(r["reviewer"], {"reviewer": r["reviewer"], "reviews": 0, "skipped": 0, "verdicts": Counter()})
             if r["verdict"] is None:
@@ -297,9 +350,12 @@ def results(store: Store, queue_id: int, *, now: datetime | None = None) -> dict
                 p["reviews"] += 1
                 p["verdicts"][r["verdict"]] += 1
     scored = [i["agreement"] for i in items if i["agreement"] is not None]
-    return {"queue": {k: v for k, v in queue.items()}, "items": items,
-            "reviewers": [{**p, "verdicts": dict(p["verdicts"])} for p in sorted(people.values(), key=lambda p: p["reviewer"])],
-            "agreement": {"mean": sum(scored) / len(scored) if scored else None, "items": len(scored)}}
+    return {
+        "queue": {k: v for k, v in queue.items()},
+        "items": items,
+        "reviewers": [{**p, "verdicts": dict(p["verdicts"])} for p in sorted(people.values(), key=lambda p: p["reviewer"])],
+        "agreement": {"mean": sum(scored) / len(scored) if scored else None, "items": len(scored)},
+    }
 
 
 def dataset_cases(result: dict) -> tuple[list[str], dict[str, str]]:
@@ -317,8 +373,14 @@ def dataset_cases(result: dict) -> tuple[list[str], dict[str, str]]:
 
 
 def _review_row(r: dict) -> dict:
-    return {"reviewer": r["reviewer"], "verdict": r["verdict"], "criteria": r["criteria"] or {}, "note": r["note"],
-            "should_have": r["should_have"], "at": r["created_at"]}
+    return {
+        "reviewer": r["reviewer"],
+        "verdict": r["verdict"],
+        "criteria": r["criteria"] or {},
+        "note": r["note"],
+        "should_have": r["should_have"],
+        "at": r["created_at"],
+    }
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -336,15 +398,46 @@ def to_csv(result: dict) -> str:
     criteria = [c["name"] for c in result["queue"]["rubric"]["criteria"]]
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(["position", "session_id", "run", "run_status", "reviewer", "verdict", *[f"criterion: {c}" for c in criteria],
-                     "note", "should_have", "reviewed_at", "item_agreement"])
+    writer.writerow(
+        [
+            "position",
+            "session_id",
+            "run",
+            "run_status",
+            "reviewer",
+            "verdict",
+            *[f"criterion: {c}" for c in criteria],
+            "note",
+            "should_have",
+            "reviewed_at",
+            "item_agreement",
+        ]
+    )
     for item in result["items"]:
-        head = [item["position"], item["session_id"], item["name"] or "", item["status"] or ("gone" if not item["stored"] else "")]
+        head = [
+            item["position"],
+            item["session_id"],
+            item["name"] or "",
+            item["status"] or ("gone" if not item["stored"] else ""),
+        ]
         agree = "" if item["agreement"] is None else f"{item['agreement']:.2f}"
         for r in item["reviews"] or [None]:
             if r is None:
                 writer.writerow([_cell(v) for v in head] + ["", "", *[""] * len(criteria), "", "", "", agree])
                 continue
-            writer.writerow([_cell(v) for v in [*head, r["reviewer"], r["verdict"], *[r["criteria"].get(c, "") for c in criteria],
-                                                r["note"] or "", r["should_have"] or "", r["at"].isoformat(), agree]])
+            writer.writerow(
+                [
+                    _cell(v)
+                    for v in [
+                        *head,
+                        r["reviewer"],
+                        r["verdict"],
+                        *[r["criteria"].get(c, "") for c in criteria],
+                        r["note"] or "",
+                        r["should_have"] or "",
+                        r["at"].isoformat(),
+                        agree,
+                    ]
+                ]
+            )
     return buf.getvalue()

@@ -48,9 +48,10 @@ class ShareGone(Exception):
 def gone_message(reason: str, link: dict) -> str:
     when = {"expired": link.get("expires_at"), "revoked": link.get("revoked_at")}.get(reason)
     at = f" on {when:%Y-%m-%d %H:%M} UTC" if when else ""
-    return {"expired": f"This link expired{at}. Ask whoever sent it for a new one.",
-            "revoked": f"This link was revoked{at}. Ask whoever sent it for a new one.",
-            }.get(reason, "What this link showed has been deleted.")
+    return {
+        "expired": f"This link expired{at}. Ask whoever sent it for a new one.",
+        "revoked": f"This link was revoked{at}. Ask whoever sent it for a new one.",
+    }.get(reason, "What this link showed has been deleted.")
 
 
 def parse_expiry(text: str | None) -> timedelta:
@@ -74,8 +75,17 @@ def share_url(token: str, base: str | None = None) -> str:
     return f"{(base or config.public_url()).rstrip('/')}/share?token={quote(token)}"
 
 
-def make(store: Store, kind: str, *, session: str | None = None, other: str | None = None, queue: int | None = None,
-         expires: timedelta = DEFAULT_EXPIRY, actor: Actor | None = None, base_url: str | None = None) -> dict:
+def make(
+    store: Store,
+    kind: str,
+    *,
+    session: str | None = None,
+    other: str | None = None,
+    queue: int | None = None,
+    expires: timedelta = DEFAULT_EXPIRY,
+    actor: Actor | None = None,
+    base_url: str | None = None,
+) -> dict:
     """A new link (editors only): {id, token, url, expires_at, kind, target}. The token is in this answer only."""
     actor = store.authorize(actor, SHARE, f"{kind} {session or queue}")
     if kind not in KINDS:
@@ -97,7 +107,14 @@ def make(store: Store, kind: str, *, session: str | None = None, other: str | No
     token = secrets.token_urlsafe(TOKEN_BYTES)
     expires_at = now_utc() + expires
     share_id = store.create_share(hash_token(token), kind, target, expires_at, actor=actor)
-    return {"id": share_id, "token": token, "url": share_url(token, base_url), "expires_at": expires_at, "kind": kind, "target": target}
+    return {
+        "id": share_id,
+        "token": token,
+        "url": share_url(token, base_url),
+        "expires_at": expires_at,
+        "kind": kind,
+        "target": target,
+    }
 
 
 def state(link: dict, now: datetime | None = None) -> str:

@@ -37,20 +37,61 @@ from ..storage.store import SessionFilter, Store
 SQL_TIME = "%Y-%m-%d %H:%M:%S%.f"  # how both databases print a stored (UTC) timestamp as text
 TIMES = ("started_at", "ended_at", "first_error_at")
 DTYPES = {
-    "session_id": pl.String, "agent_id": pl.String, "model": pl.String, "workflow": pl.String,
-    "environment": pl.String, "agent_version": pl.String, "status": pl.String, "error_class": pl.String,
-    "started_at": pl.String, "ended_at": pl.String, "first_error_at": pl.String, "tags": pl.String,  # parsed in _frame
-    "meta_tokens_in": pl.Float64, "meta_tokens_out": pl.Float64, "meta_cost_usd": pl.Float64,  # JSON numbers
-    "replay_of": pl.String, "replay_model": pl.String, "replay_outcome": pl.String,
-    "steps": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cost_usd": pl.Float64,
-    "cost_unknown_steps": pl.Int64, "retried_steps": pl.Int64, "errored_steps": pl.Int64,
-    "blocked_steps": pl.Int64, "approvals": pl.Int64, "fallback_blocks": pl.Int64, "fallback_agent": pl.Int64,
-    "durations_us": pl.String, "cycles": pl.Int64, "loops": pl.Int64, "redundant_calls": pl.Int64,
-    "tool_failures": pl.Int64, "tool_name": pl.String, "tool_calls": pl.Int64,
-    "errored": pl.Int64, "cell": pl.String, "day": pl.String, "source": pl.String,  # the rest of a cell's columns: Int64
+    "session_id": pl.String,
+    "agent_id": pl.String,
+    "model": pl.String,
+    "workflow": pl.String,
+    "environment": pl.String,
+    "agent_version": pl.String,
+    "status": pl.String,
+    "error_class": pl.String,
+    "started_at": pl.String,
+    "ended_at": pl.String,
+    "first_error_at": pl.String,
+    "tags": pl.String,  # parsed in _frame
+    "meta_tokens_in": pl.Float64,
+    "meta_tokens_out": pl.Float64,
+    "meta_cost_usd": pl.Float64,  # JSON numbers
+    "replay_of": pl.String,
+    "replay_model": pl.String,
+    "replay_outcome": pl.String,
+    "steps": pl.Int64,
+    "tokens_in": pl.Int64,
+    "tokens_out": pl.Int64,
+    "cost_usd": pl.Float64,
+    "cost_unknown_steps": pl.Int64,
+    "retried_steps": pl.Int64,
+    "errored_steps": pl.Int64,
+    "blocked_steps": pl.Int64,
+    "approvals": pl.Int64,
+    "fallback_blocks": pl.Int64,
+    "fallback_agent": pl.Int64,
+    "durations_us": pl.String,
+    "cycles": pl.Int64,
+    "loops": pl.Int64,
+    "redundant_calls": pl.Int64,
+    "tool_failures": pl.Int64,
+    "tool_name": pl.String,
+    "tool_calls": pl.Int64,
+    "errored": pl.Int64,
+    "cell": pl.String,
+    "day": pl.String,
+    "source": pl.String,  # the rest of a cell's columns: Int64
 }
-COUNTS = ("steps", "cost_unknown_steps", "retried_steps", "errored_steps", "blocked_steps", "approvals",
-          "fallback_blocks", "fallback_agent", "tool_calls", "tool_failures", "loops", "redundant_calls")
+COUNTS = (
+    "steps",
+    "cost_unknown_steps",
+    "retried_steps",
+    "errored_steps",
+    "blocked_steps",
+    "approvals",
+    "fallback_blocks",
+    "fallback_agent",
+    "tool_calls",
+    "tool_failures",
+    "loops",
+    "redundant_calls",
+)
 
 # Dimension name → (expression over the runs frame, the SessionFilter field a value maps to).
 DIMENSIONS: dict[str, tuple[pl.Expr | None, str | None]] = {
@@ -69,8 +110,14 @@ PERCENTILES = (50, 95, 99)
 
 
 DAILY_DIMENSIONS = ("day", "model", "agent", "status")  # what the per-day rollups' cells are keyed by
-WEIGHTED = ("runs_with_retry", "runs_with_intervention", "runs_with_fallback", "runs_with_loops", "runs_cost_known",
-            "runs_cost_unknown")
+WEIGHTED = (
+    "runs_with_retry",
+    "runs_with_intervention",
+    "runs_with_fallback",
+    "runs_with_loops",
+    "runs_cost_known",
+    "runs_cost_unknown",
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +175,11 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True,
             data = _from_cells(got, detail)
             if not data.runs["runs_cost_unsummed"].sum():  # else a cost too large for the cells' exact sums
                 return data
-    reads: dict[str, _Read] = {"runs": store.run_rows, "rollup": partial(store.rollup_rows, durations=detail), "breakdown": store.breakdown_rows}
+    reads: dict[str, _Read] = {
+        "runs": store.run_rows,
+        "rollup": partial(store.rollup_rows, durations=detail),
+        "breakdown": store.breakdown_rows,
+    }
     with ThreadPoolExecutor(max_workers=min(3, os.cpu_count() or 1)) as pool:
         futures = {name: pool.submit(_read_frame, read, flt) for name, read in reads.items()}
     frames = {name: future.result() for name, future in futures.items()}
@@ -140,7 +191,9 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True,
         .with_columns(cell=pl.col("session_id"), runs_with_failure=(pl.col("failures") > 0).cast(pl.Int64))
         .sort("session_id", "tool_name")
     )
-    run_classes = sessions.filter(pl.col("error_class").is_not_null()).select("session_id", "error_class", errored=pl.lit(0, pl.Int64))
+    run_classes = sessions.filter(pl.col("error_class").is_not_null()).select(
+        "session_id", "error_class", errored=pl.lit(0, pl.Int64)
+    )
     errors = (
         pl.concat([breakdown.filter(pl.col("errored") > 0).select(run_classes.columns), run_classes])
         .group_by("session_id", "error_class")
@@ -149,8 +202,13 @@ def load(store: Store, flt: SessionFilter | None = None, *, detail: bool = True,
         .sort("session_id", "error_class", nulls_last=True)
     )
     runs = _weigh(_derive(sessions.join(frames["rollup"], on="session_id", how="left"), detail))
-    return RunData(runs=runs, tools=tools, errors=errors, times=runs.select("cell", "duration_ms", "first_error_ms"),
-                   step_times=runs.select("cell", "step_durations"))
+    return RunData(
+        runs=runs,
+        tools=tools,
+        errors=errors,
+        times=runs.select("cell", "duration_ms", "first_error_ms"),
+        step_times=runs.select("cell", "step_durations"),
+    )
 
 
 def _weigh(runs: pl.DataFrame) -> pl.DataFrame:
@@ -159,9 +217,13 @@ def _weigh(runs: pl.DataFrame) -> pl.DataFrame:
     cost_nano = pl.when(summed).then(((pl.col("cost_usd") * 1e9) + 0.5).floor()).cast(pl.Int64)  # storage/daily.py `nano`
     big = pl.when(~summed).then(pl.col("cost_usd"))  # summed as it is (per run only: the cells refuse such a cost)
     return runs.with_columns(
-        cell=pl.col("session_id"), runs=pl.lit(1, pl.Int64), day=pl.col("started_at").dt.truncate("1d"),
-        cost_nano=cost_nano, cost_known_nano=pl.when(pl.col("cost_known")).then(cost_nano),
-        cost_big=big, cost_known_big=pl.when(pl.col("cost_known")).then(big),
+        cell=pl.col("session_id"),
+        runs=pl.lit(1, pl.Int64),
+        day=pl.col("started_at").dt.truncate("1d"),
+        cost_nano=cost_nano,
+        cost_known_nano=pl.when(pl.col("cost_known")).then(cost_nano),
+        cost_big=big,
+        cost_known_big=pl.when(pl.col("cost_known")).then(big),
         runs_cost_known=(pl.col("cost_known") & pl.col("cost_usd").is_not_null()).cast(pl.Int64),
         runs_cost_unknown=(~pl.col("cost_known")).cast(pl.Int64),
         runs_with_retry=(pl.col("retried_steps") > 0).cast(pl.Int64),
@@ -174,7 +236,9 @@ def _weigh(runs: pl.DataFrame) -> pl.DataFrame:
 def _from_cells(got: dict, detail: bool) -> RunData:
     cells = _frame(got["cells"]).with_columns(pl.col("day").str.to_datetime("%Y-%m-%d", time_unit="us", time_zone="UTC"))
     if not detail:  # as per run: the period compared with has no cycles or loops
-        cells = cells.with_columns(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "runs_with_loops", "redundant_calls"))
+        cells = cells.with_columns(
+            pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "runs_with_loops", "redundant_calls")
+        )
     per_run = _frame(got["times"])
     times = per_run.select("cell", duration_ms=pl.col("duration_us") / 1000, first_error_ms=pl.col("first_error_us") / 1000)
     if detail:  # the members' rows carry their runs' step durations
@@ -182,8 +246,9 @@ def _from_cells(got: dict, detail: bool) -> RunData:
     else:
         step_times = pl.DataFrame(schema={"cell": pl.String, "step_durations": pl.List(pl.Float64)})
     cells = cells.with_columns(cost_big=pl.lit(0.0), cost_known_big=pl.lit(0.0))
-    return RunData(runs=cells, tools=_frame(got["tools"]), errors=_frame(got["errors"]), times=times, step_times=step_times,
-                   daily=True)
+    return RunData(
+        runs=cells, tools=_frame(got["tools"]), errors=_frame(got["errors"]), times=times, step_times=step_times, daily=True
+    )
 
 
 def _ms_between(start: str, end: str) -> pl.Expr:
@@ -192,11 +257,15 @@ def _ms_between(start: str, end: str) -> pl.Expr:
 
 def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
     if detail:  # step durations come packed as whole µs
-        sequences = [*(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls")),
-                     _durations("durations_us").alias("step_durations")]
+        sequences = [
+            *(pl.col(c).fill_null(0) for c in ("cycles", "loops", "redundant_calls")),
+            _durations("durations_us").alias("step_durations"),
+        ]
     else:
-        sequences = [*(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),
-                     pl.lit(None, pl.List(pl.Float64)).alias("step_durations")]
+        sequences = [
+            *(pl.lit(None, pl.Int64).alias(c) for c in ("cycles", "loops", "redundant_calls")),
+            pl.lit(None, pl.List(pl.Float64)).alias("step_durations"),
+        ]
     runs = runs.drop("cycles", "loops", "redundant_calls", strict=False) if not detail else runs
     runs = runs.with_columns(
         *(pl.col(c).fill_null(0) for c in COUNTS if c in runs.columns and c not in ("cycles", "loops", "redundant_calls")),
@@ -209,10 +278,16 @@ def _derive(runs: pl.DataFrame, detail: bool) -> pl.DataFrame:
         first_error_ms=_ms_between("started_at", "first_error_at"),
     )
     cost_known = pl.col("cost_from_session") | (
-        (pl.col("cost_unknown_steps") == 0) & (pl.col("cost_usd").is_not_null() | (pl.col("tokens_in") + pl.col("tokens_out") == 0))
+        (pl.col("cost_unknown_steps") == 0)
+        & (pl.col("cost_usd").is_not_null() | (pl.col("tokens_in") + pl.col("tokens_out") == 0))
     )
     return runs.with_columns(cost_known=cost_known).drop(
-        "durations_us", "first_error_at", "meta_tokens_in", "meta_tokens_out", "meta_cost_usd", "cost_from_session",
+        "durations_us",
+        "first_error_at",
+        "meta_tokens_in",
+        "meta_tokens_out",
+        "meta_cost_usd",
+        "cost_from_session",
         strict=False,
     )
 
@@ -291,13 +366,39 @@ def _with_times(data: RunData, by: str | None, frame: pl.DataFrame, keys: list[s
 def headline(data: RunData, by: str | None = None) -> pl.DataFrame:
     """The numbers a team looks at first; `p50_ms`/`p95_ms` are run durations."""
     runs, keys = _grouped(data, by)
-    sums = _aggregate(runs, keys, RUNS, SUCCESS_RATE.alias("success_rate"), _total("tokens_in").alias("tokens_in"),
-                      _total("tokens_out").alias("tokens_out"), COST, RETRY_RATE.alias("retry_rate"),
-                      TOOL_FAILURE_RATE.alias("tool_failure_rate"), FALLBACK_RATE.alias("fallback_rate"))
-    out = _with_times(data, by, sums, keys, pl.col("duration_ms").quantile(0.5, "linear").alias("p50_ms"),
-                      pl.col("duration_ms").quantile(0.95, "linear").alias("p95_ms"))
-    return out.select(*keys, "runs", "success_rate", "p50_ms", "p95_ms", "tokens_in", "tokens_out", "cost_usd", "retry_rate",
-                      "tool_failure_rate", "fallback_rate")
+    sums = _aggregate(
+        runs,
+        keys,
+        RUNS,
+        SUCCESS_RATE.alias("success_rate"),
+        _total("tokens_in").alias("tokens_in"),
+        _total("tokens_out").alias("tokens_out"),
+        COST,
+        RETRY_RATE.alias("retry_rate"),
+        TOOL_FAILURE_RATE.alias("tool_failure_rate"),
+        FALLBACK_RATE.alias("fallback_rate"),
+    )
+    out = _with_times(
+        data,
+        by,
+        sums,
+        keys,
+        pl.col("duration_ms").quantile(0.5, "linear").alias("p50_ms"),
+        pl.col("duration_ms").quantile(0.95, "linear").alias("p95_ms"),
+    )
+    return out.select(
+        *keys,
+        "runs",
+        "success_rate",
+        "p50_ms",
+        "p95_ms",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "retry_rate",
+        "tool_failure_rate",
+        "fallback_rate",
+    )
 
 
 def volume(data: RunData, by: str | None = None) -> pl.DataFrame:
@@ -311,7 +412,10 @@ def durations(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Run duration percentiles (finished and incomplete runs) and time to first error."""
     times, keys = _per_cell(data, data.times, by)
     return _aggregate(
-        times, keys, pl.len().cast(pl.Int64).alias("runs"), *_percentiles("duration_ms", "duration_"),
+        times,
+        keys,
+        pl.len().cast(pl.Int64).alias("runs"),
+        *_percentiles("duration_ms", "duration_"),
         pl.col("first_error_ms").is_not_null().sum().cast(pl.Int64).alias("runs_with_error"),
         *_percentiles("first_error_ms", "first_error_"),
     )
@@ -331,27 +435,42 @@ def usage(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Tokens and cost, in total and per run; runs with an unknown cost counted apart."""
     runs, keys = _grouped(data, by)
     return _aggregate(
-        runs, keys, RUNS, _total("tokens_in").alias("tokens_in"), _total("tokens_out").alias("tokens_out"), COST,
+        runs,
+        keys,
+        RUNS,
+        _total("tokens_in").alias("tokens_in"),
+        _total("tokens_out").alias("tokens_out"),
+        COST,
         _total("runs_cost_unknown").alias("runs_cost_unknown"),
         _ratio(pl.col("tokens_in").sum(), pl.col("runs").sum()).alias("tokens_in_per_run"),
         _ratio(pl.col("tokens_out").sum(), pl.col("runs").sum()).alias("tokens_out_per_run"),
-        _ratio(pl.col("cost_known_nano").sum() / 1e9 + pl.col("cost_known_big").sum(), pl.col("runs_cost_known").sum())
-        .alias("cost_per_run"),
+        _ratio(pl.col("cost_known_nano").sum() / 1e9 + pl.col("cost_known_big").sum(), pl.col("runs_cost_known").sum()).alias(
+            "cost_per_run"
+        ),
     )
 
 
 def retries(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Runs that retried a step, and how many steps were retries."""
     runs, keys = _grouped(data, by)
-    return _aggregate(runs, keys, RUNS, _total("runs_with_retry").alias("runs_with_retry"), RETRY_RATE.alias("retry_rate"),
-                      _total("retried_steps").alias("retried_steps"))
+    return _aggregate(
+        runs,
+        keys,
+        RUNS,
+        _total("runs_with_retry").alias("runs_with_retry"),
+        RETRY_RATE.alias("retry_rate"),
+        _total("retried_steps").alias("retried_steps"),
+    )
 
 
 def tools(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Per tool: calls, failures, failure rate and the runs where it failed."""
     table, keys = _per_cell(data, data.tools, by)
     return _aggregate(
-        table, [*keys, "tool_name"], _total("calls").alias("calls"), _total("failures").alias("failures"),
+        table,
+        [*keys, "tool_name"],
+        _total("calls").alias("calls"),
+        _total("failures").alias("failures"),
         _ratio(pl.col("failures").sum(), pl.col("calls").sum()).alias("failure_rate"),
         _total("runs_with_failure").alias("runs_with_failure"),
     )
@@ -367,7 +486,11 @@ def interventions(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Blocked actions (status `blocked`) and approvals asked of a human."""
     runs, keys = _grouped(data, by)
     return _aggregate(
-        runs, keys, RUNS, _total("blocked_steps").alias("blocked_steps"), _total("approvals").alias("approvals"),
+        runs,
+        keys,
+        RUNS,
+        _total("blocked_steps").alias("blocked_steps"),
+        _total("approvals").alias("approvals"),
         _total("runs_with_intervention").alias("runs_with_intervention"),
         _ratio(pl.col("runs_with_intervention").sum(), pl.col("runs").sum()).alias("intervention_rate"),
     )
@@ -377,8 +500,13 @@ def fallbacks(data: RunData, by: str | None = None) -> pl.DataFrame:
     """Fallback blocks, and how often the agent had to take over from the script."""
     runs, keys = _grouped(data, by)
     return _aggregate(
-        runs, keys, RUNS, _total("fallback_blocks").alias("blocks"), _total("fallback_agent").alias("agent_invoked"),
-        FALLBACK_RATE.alias("fallback_rate"), _total("runs_with_fallback").alias("runs_with_fallback"),
+        runs,
+        keys,
+        RUNS,
+        _total("fallback_blocks").alias("blocks"),
+        _total("fallback_agent").alias("agent_invoked"),
+        FALLBACK_RATE.alias("fallback_rate"),
+        _total("runs_with_fallback").alias("runs_with_fallback"),
     )
 
 
@@ -387,8 +515,13 @@ def loops(data: RunData, by: str | None = None) -> pl.DataFrame:
     runs, keys = _grouped(data, by)
     counted = pl.col("runs").filter(pl.col("cycles").is_not_null()).sum()  # none for a period read without detail
     return _aggregate(
-        runs, keys, RUNS, _total("cycles").alias("cycles"), _ratio(pl.col("cycles").sum(), counted).alias("cycles_per_run"),
-        _total("loops").alias("loops"), _total("runs_with_loops").alias("runs_with_loops"),
+        runs,
+        keys,
+        RUNS,
+        _total("cycles").alias("cycles"),
+        _ratio(pl.col("cycles").sum(), counted).alias("cycles_per_run"),
+        _total("loops").alias("loops"),
+        _total("runs_with_loops").alias("runs_with_loops"),
         _total("redundant_calls").alias("redundant_calls"),
     )
 
@@ -402,15 +535,32 @@ def fanout(store: Store, session_id: str) -> pl.DataFrame:
     replays = load(store, SessionFilter(replay_of=session_id)).runs.with_columns(role=pl.lit("replay"))
     found = {rid: compare(store, session_id, rid).first_divergence for rid in replays["session_id"]}
     divergence = pl.DataFrame(
-        {"session_id": list(found), "divergence_seq": [d and d.a_seq for d in found.values()],
-         "divergence": [d and d.summary for d in found.values()]},
+        {
+            "session_id": list(found),
+            "divergence_seq": [d and d.a_seq for d in found.values()],
+            "divergence": [d and d.summary for d in found.values()],
+        },
         schema={"session_id": pl.String, "divergence_seq": pl.Int64, "divergence": pl.String},
     )
-    return pl.concat([original, replays]).join(divergence, on="session_id", how="left").select(
-        "role", "session_id", pl.coalesce("replay_model", "model").alias("model"), "status", "replay_outcome",
-        "divergence_seq", "divergence", "tokens_in", "tokens_out", "cost_usd", "duration_ms",
-        pl.col("step_durations").list.eval(pl.element().quantile(0.5, "linear")).list.first().alias("step_p50_ms"),
-    ).sort("role", "model", "session_id", nulls_last=True)
+    return (
+        pl.concat([original, replays])
+        .join(divergence, on="session_id", how="left")
+        .select(
+            "role",
+            "session_id",
+            pl.coalesce("replay_model", "model").alias("model"),
+            "status",
+            "replay_outcome",
+            "divergence_seq",
+            "divergence",
+            "tokens_in",
+            "tokens_out",
+            "cost_usd",
+            "duration_ms",
+            pl.col("step_durations").list.eval(pl.element().quantile(0.5, "linear")).list.first().alias("step_p50_ms"),
+        )
+        .sort("role", "model", "session_id", nulls_last=True)
+    )
 
 
 # ---------------------------------------------------------------------------- periods and drill-down

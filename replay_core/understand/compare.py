@@ -38,8 +38,13 @@ OPTIONAL = {
 # Metadata keys replay adds to say where a step came from; never part of what a step did.
 REPLAY_MARKERS = frozenset({"recorded", "source_seq", "live", "provider_retries", "latency_ms"})
 KINDS = (
-    "different tool", "different arguments", "different result", "different text",
-    "extra step", "missing step", "different outcome",
+    "different tool",
+    "different arguments",
+    "different result",
+    "different text",
+    "extra step",
+    "missing step",
+    "different outcome",
 )
 # ---------------------------------------------------------------------------- alignment
 
@@ -123,8 +128,11 @@ def normalise(step: StepEvent, include: Iterable[str] = (), *, names: tuple[str,
 
 
 def _hashable(value: Any) -> Any:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str) \
-        if isinstance(value, dict | list) else value
+    return (
+        orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+        if isinstance(value, dict | list)
+        else value
+    )
 
 
 def step_keys(steps: Sequence[StepEvent], names: tuple[str, ...]) -> list[tuple]:
@@ -177,7 +185,13 @@ def describe(step: StepEvent) -> str:
         return f"got {_short(step.content or '')} from {step.tool_name or 'the tool'}"
     if kind == "error":
         return f"hit an error ({step.error_class or 'error'}): {_short(step.content or '')}"
-    verbs = {"think": "thought", "decision": "answered", "input": "received the input", "observation": "observed", "span": "opened"}
+    verbs = {
+        "think": "thought",
+        "decision": "answered",
+        "input": "received the input",
+        "observation": "observed",
+        "span": "opened",
+    }
     return f"{verbs.get(kind, kind)} {_short(step.content or '')}"
 
 
@@ -356,7 +370,8 @@ def totals_of(session: dict, steps: Sequence[StepEvent]) -> dict[str, Any]:
         # the Store's run totals when the session row carries them (steps' sums, else the source's)
         "tokens_in": session["tokens_in"] if "tokens_in" in session else sum(s.tokens_in or 0 for s in steps),
         "tokens_out": session["tokens_out"] if "tokens_out" in session else sum(s.tokens_out or 0 for s in steps),
-        "cost_usd": (round(session["cost_usd"], 6) if session["cost_usd"] is not None else None) if "cost_usd" in session
+        "cost_usd": (round(session["cost_usd"], 6) if session["cost_usd"] is not None else None)
+        if "cost_usd" in session
         else (round(sum(costs), 6) if costs else None),
         "duration_s": duration,
         "status": session.get("status"),
@@ -375,6 +390,7 @@ def _first_divergence(rows: list[Row], a: dict, b: dict, compare_outcome: bool) 
     # a run still going has no outcome yet, and a finished file that recorded none (`unknown`) has none to compare
     ended = not {"running", "unknown"} & {a.get("status"), b.get("status")}
     if compare_outcome and ended and (a.get("status"), a.get("error_class")) != (b.get("status"), b.get("error_class")):
+
         def outcome(s: dict) -> str:
             return f"{s.get('status')}" + (f" ({s['error_class']})" if s.get("error_class") else "")
 
@@ -417,8 +433,13 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
 
 
 def compare_steps(
-    steps_a: Sequence[StepEvent], steps_b: Sequence[StepEvent], session_a: dict, session_b: dict,
-    *, include: Iterable[str] = (), compare_outcome: bool = True,
+    steps_a: Sequence[StepEvent],
+    steps_b: Sequence[StepEvent],
+    session_a: dict,
+    session_b: dict,
+    *,
+    include: Iterable[str] = (),
+    compare_outcome: bool = True,
 ) -> Comparison:
     """Compare two step lists (the library behind `compare`; sessions give ids and outcomes)."""
     include = tuple(include)
@@ -429,8 +450,12 @@ def compare_steps(
     keys_a, keys_b = step_keys(steps_a, names), step_keys(steps_b, names)
     order = align(keys_a, keys_b, [signature(s) for s in steps_a], [signature(s) for s in steps_b])
     rows = [
-        Row(steps_a[i] if i is not None else None, steps_b[j] if j is not None else None,
-            names, i is not None and j is not None and keys_a[i] == keys_b[j])
+        Row(
+            steps_a[i] if i is not None else None,
+            steps_b[j] if j is not None else None,
+            names,
+            i is not None and j is not None and keys_a[i] == keys_b[j],
+        )
         for i, j in order
     ]
     return Comparison(
@@ -450,8 +475,15 @@ def replay_range(a: dict, b: dict) -> tuple[int, int] | None:
     return None
 
 
-def compare(store: Store, a_id: str, b_id: str, *, include: Iterable[str] = (), whole: bool = False,
-            loaded: dict[str, tuple[dict, Sequence[StepEvent]]] | None = None) -> Comparison:
+def compare(
+    store: Store,
+    a_id: str,
+    b_id: str,
+    *,
+    include: Iterable[str] = (),
+    whole: bool = False,
+    loaded: dict[str, tuple[dict, Sequence[StepEvent]]] | None = None,
+) -> Comparison:
     """Compare two stored sessions.
 
     When one is a replay of the other, the source is cut to the replayed range (unless

@@ -18,20 +18,87 @@ from dataclasses import dataclass
 from .cycles import Cycle
 
 MAX_GROUPS = 8
-PAST = {"search": "searched", "read": "read", "write": "wrote", "run": "ran", "get": "got", "fetch": "fetched", "list": "listed",
-        "edit": "edited", "create": "created", "update": "updated", "delete": "deleted", "remove": "removed", "open": "opened",
-        "click": "clicked", "send": "sent", "book": "booked", "check": "checked", "find": "found", "query": "queried",
-        "lookup": "looked up", "look": "looked", "call": "called", "navigate": "navigated", "type": "typed", "submit": "submitted",
-        "download": "downloaded", "upload": "uploaded", "save": "saved", "load": "loaded", "view": "viewed", "execute": "ran",
-        "exec": "ran", "apply": "applied", "replace": "replaced", "grep": "searched with grep", "glob": "listed files",
-        "bash": "ran shell commands", "shell": "ran shell commands", "cancel": "cancelled", "refund": "refunded",
-        "add": "added", "set": "set", "post": "posted", "put": "put", "scroll": "scrolled", "go": "went", "ask": "asked",
-        "lock": "locked", "unlock": "unlocked", "reset": "reset", "compute": "computed", "calculate": "calculated",
-        "describe": "described", "append": "appended to", "issue": "issued", "request": "requested", "fill": "filled in",
-        "select": "selected", "goto": "went to", "publish": "published", "migrate": "migrated", "flag": "flagged",
-        "verify": "verified", "snapshot": "took a snapshot of", "install": "installed", "move": "moved", "rename": "renamed"}
-_NUMBERS = {1: "once", 2: "twice", 3: "three times", 4: "four times", 5: "five times", 6: "six times", 7: "seven times",
-            8: "eight times", 9: "nine times", 10: "ten times"}
+PAST = {
+    "search": "searched",
+    "read": "read",
+    "write": "wrote",
+    "run": "ran",
+    "get": "got",
+    "fetch": "fetched",
+    "list": "listed",
+    "edit": "edited",
+    "create": "created",
+    "update": "updated",
+    "delete": "deleted",
+    "remove": "removed",
+    "open": "opened",
+    "click": "clicked",
+    "send": "sent",
+    "book": "booked",
+    "check": "checked",
+    "find": "found",
+    "query": "queried",
+    "lookup": "looked up",
+    "look": "looked",
+    "call": "called",
+    "navigate": "navigated",
+    "type": "typed",
+    "submit": "submitted",
+    "download": "downloaded",
+    "upload": "uploaded",
+    "save": "saved",
+    "load": "loaded",
+    "view": "viewed",
+    "execute": "ran",
+    "exec": "ran",
+    "apply": "applied",
+    "replace": "replaced",
+    "grep": "searched with grep",
+    "glob": "listed files",
+    "bash": "ran shell commands",
+    "shell": "ran shell commands",
+    "cancel": "cancelled",
+    "refund": "refunded",
+    "add": "added",
+    "set": "set",
+    "post": "posted",
+    "put": "put",
+    "scroll": "scrolled",
+    "go": "went",
+    "ask": "asked",
+    "lock": "locked",
+    "unlock": "unlocked",
+    "reset": "reset",
+    "compute": "computed",
+    "calculate": "calculated",
+    "describe": "described",
+    "append": "appended to",
+    "issue": "issued",
+    "request": "requested",
+    "fill": "filled in",
+    "select": "selected",
+    "goto": "went to",
+    "publish": "published",
+    "migrate": "migrated",
+    "flag": "flagged",
+    "verify": "verified",
+    "snapshot": "took a snapshot of",
+    "install": "installed",
+    "move": "moved",
+    "rename": "renamed",
+}
+_NUMBERS = {
+    1: "once",
+    2: "twice",
+    3: "three times",
+    4: "four times",
+    5: "five times",
+    6: "six times",
+    7: "seven times",
+    8: "eight times",
+    9: "nine times",
+    10: "ten times",
+}
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
@@ -56,8 +123,11 @@ class CycleGroup:
                 part = f"{action(tool)} {times(self.calls[tool])}"
                 failed = self.failures.get(tool, 0)
                 if failed:
-                    part += " (failed)" if failed >= self.calls[tool] == 1 else \
-                        f" (failed {'every time' if failed >= self.calls[tool] else times(failed)})"
+                    part += (
+                        " (failed)"
+                        if failed >= self.calls[tool] == 1
+                        else f" (failed {'every time' if failed >= self.calls[tool] else times(failed)})"
+                    )
                 parts.append(part)
             what = _join(parts)
         if self.errors:
@@ -65,8 +135,16 @@ class CycleGroup:
         return f"{span}: {what}."
 
     def to_dict(self) -> dict:
-        return {"first_seq": self.first_seq, "last_seq": self.last_seq, "cycles": self.cycles, "tools": list(self.tools),
-                "calls": self.calls, "failures": self.failures, "errors": self.errors, "sentence": self.sentence}
+        return {
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "cycles": self.cycles,
+            "tools": list(self.tools),
+            "calls": self.calls,
+            "failures": self.failures,
+            "errors": self.errors,
+            "sentence": self.sentence,
+        }
 
 
 def action(tool: str) -> str:
@@ -171,6 +249,8 @@ def story(columns: Mapping[str, Sequence], cycles: list[Cycle]) -> list[str]:
         last = run[-1].cycle.last_seq
         groups, counted_cycles, calls = groups + 1, counted_cycles + len(run), calls + _calls(run)
     if groups:
-        lines.append(f"Steps {first}–{last}: {groups} more groups of cycles "
-                     f"({counted_cycles} cycles, {calls} tool call{'s' if calls != 1 else ''}), not told one by one.")
+        lines.append(
+            f"Steps {first}–{last}: {groups} more groups of cycles "
+            f"({counted_cycles} cycles, {calls} tool call{'s' if calls != 1 else ''}), not told one by one."
+        )
     return lines

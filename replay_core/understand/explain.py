@@ -53,13 +53,34 @@ SLOW_FACTOR = 3.0
 SLOW_MARGIN_MS = 1000.0
 SLOW_MIN_SAMPLES = 3
 
-WRITE_WORDS = ("write", "edit", "update", "delete", "remove", "put", "post", "create", "patch", "move", "rename",
-               "replace", "insert", "save", "upload", "set_")
+WRITE_WORDS = (
+    "write",
+    "edit",
+    "update",
+    "delete",
+    "remove",
+    "put",
+    "post",
+    "create",
+    "patch",
+    "move",
+    "rename",
+    "replace",
+    "insert",
+    "save",
+    "upload",
+    "set_",
+)
 RESOURCE_KEYS = ("path", "file", "file_path", "filepath", "filename", "url", "uri", "id", "key")
 SEARCH_HIT = re.compile(r"^\s*([\w./\\-]+\.\w+):(\d+):(.*\S.*)$")
-ARGUMENT_ERROR = re.compile(r"invalid|argument|param|validation|bad request|unprocessable|malformed|not found|unknown|missing", re.I)
-BUDGET_ERROR = re.compile(r"budget|context.?window|context.?length|tokens?\b|max.?(steps|iterations|turns)|cost limit|quota|"
-                          r"limits?.?exceeded|exceeded (the |its )?(limit|budget)", re.I)
+ARGUMENT_ERROR = re.compile(
+    r"invalid|argument|param|validation|bad request|unprocessable|malformed|not found|unknown|missing", re.I
+)
+BUDGET_ERROR = re.compile(
+    r"budget|context.?window|context.?length|tokens?\b|max.?(steps|iterations|turns)|cost limit|quota|"
+    r"limits?.?exceeded|exceeded (the |its )?(limit|budget)",
+    re.I,
+)
 TIMEOUT_ERROR = re.compile(r"time.?out|timed out|deadline", re.I)
 PERMISSION_ERROR = re.compile(r"permission|forbidden|denied|unauthori[sz]ed|not allowed|blocked|403", re.I)
 
@@ -102,8 +123,14 @@ class TurningPoint:
     same_task: bool  # the compared run had the same first input
 
     def to_dict(self) -> dict:
-        return {"seq": self.seq, "compared_with": self.compared_with, "compared_seq": self.compared_seq, "kind": self.kind,
-                "summary": self.summary, "same_task": self.same_task}
+        return {
+            "seq": self.seq,
+            "compared_with": self.compared_with,
+            "compared_seq": self.compared_seq,
+            "kind": self.kind,
+            "summary": self.summary,
+            "same_task": self.same_task,
+        }
 
 
 @dataclass
@@ -144,9 +171,19 @@ class Explanation:
         }
 
 
-_KIND_WORDS = {"failure": "the end", "first_failure": "first failure", "contradiction": "contradiction", "acted_on": "acted on it",
-               "turning_point": "turning point", "blocked": "blocked", "retry": "retry", "slow": "slow", "budget": "budget",
-               "argument": "refused arguments", "error": "error"}
+_KIND_WORDS = {
+    "failure": "the end",
+    "first_failure": "first failure",
+    "contradiction": "contradiction",
+    "acted_on": "acted on it",
+    "turning_point": "turning point",
+    "blocked": "blocked",
+    "retry": "retry",
+    "slow": "slow",
+    "budget": "budget",
+    "argument": "refused arguments",
+    "error": "error",
+}
 
 
 # ---------------------------------------------------------------------------- small readers
@@ -173,8 +210,11 @@ def _resources(args: Any) -> list[str]:
     out = []
     for key, value in args.items():
         k = str(key).lower()
-        if isinstance(value, str | int) and not isinstance(value, bool) and (
-                k in RESOURCE_KEYS or k.endswith(("_id", "_path", "_url", "_file"))):
+        if (
+            isinstance(value, str | int)
+            and not isinstance(value, bool)
+            and (k in RESOURCE_KEYS or k.endswith(("_id", "_path", "_url", "_file")))
+        ):
             out.append(str(value))
     return out
 
@@ -218,21 +258,32 @@ def find_contradictions(steps: list[StepEvent]) -> list[Contradiction]:
         earlier = reads.get(key)
         if earlier is not None and (earlier.content or "") != content:
             res = (_resources(args) or [key[1]])[0]
-            out.append(Contradiction(step.stored_seq, earlier.stored_seq, res,
-                                     f"{step.tool_name} on {res} returned something other than it did at step {earlier.seq}, "
-                                     "with no write to it in between",
-                                     f"{step.tool_name} on {res} returned “{_cut(_first_line(earlier.content), 60)}”; the same "
-                                     f"call at step {step.seq} returned something else"))
+            out.append(
+                Contradiction(
+                    step.stored_seq,
+                    earlier.stored_seq,
+                    res,
+                    f"{step.tool_name} on {res} returned something other than it did at step {earlier.seq}, "
+                    "with no write to it in between",
+                    f"{step.tool_name} on {res} returned “{_cut(_first_line(earlier.content), 60)}”; the same "
+                    f"call at step {step.seq} returned something else",
+                )
+            )
         reads[key] = step
         for res in _resources(args):
             for hit_seq, line, text in hits.get(res, ()):
                 if text.strip() not in content:
-                    out.append(Contradiction(
-                        step.stored_seq, hit_seq, res,
-                        f"step {hit_seq}'s search found “{_cut(text.strip(), 70)}” at {res}:{line}, but this read of {res} "
-                        f"({_lines(content)} lines) does not contain it",
-                        f"the search found “{_cut(text.strip(), 70)}” at {res}:{line}; the read of {res} at step {step.seq} "
-                        f"({_lines(content)} lines) does not contain it"))
+                    out.append(
+                        Contradiction(
+                            step.stored_seq,
+                            hit_seq,
+                            res,
+                            f"step {hit_seq}'s search found “{_cut(text.strip(), 70)}” at {res}:{line}, but this read of {res} "
+                            f"({_lines(content)} lines) does not contain it",
+                            f"the search found “{_cut(text.strip(), 70)}” at {res}:{line}; the read of {res} at step {step.seq} "
+                            f"({_lines(content)} lines) does not contain it",
+                        )
+                    )
                     break
         for ln in content.splitlines():
             m = SEARCH_HIT.match(ln)
@@ -267,8 +318,9 @@ def _candidates(store: Store, session: dict, include_replays: bool) -> list[dict
     return [r for r in rows if r["id"] != session["id"] and (include_replays or not r.get("replay_of"))]
 
 
-def turning_point(store: Store, session: dict, steps: list[StepEvent], *, include_replays: bool = False,
-                  candidates: list[dict] | None = None) -> tuple[TurningPoint | None, str]:
+def turning_point(
+    store: Store, session: dict, steps: list[StepEvent], *, include_replays: bool = False, candidates: list[dict] | None = None
+) -> tuple[TurningPoint | None, str]:
     """The first divergence from the nearest successful run of the same task, and a note on how it was chosen."""
     rows = _candidates(store, session, include_replays) if candidates is None else candidates
     if not rows:
@@ -284,18 +336,25 @@ def turning_point(store: Store, session: dict, steps: list[StepEvent], *, includ
             best, best_score, best_steps = row, score, theirs
     same, ratio = best_score
     if not same and ratio < MIN_OPENING_SIMILARITY:
-        return None, (f"No successful run with the same first input; the most similar opening ({best['id']}) "
-                      f"matches {ratio:.0%} of the first steps, below {MIN_OPENING_SIMILARITY:.0%}.")
+        return None, (
+            f"No successful run with the same first input; the most similar opening ({best['id']}) "
+            f"matches {ratio:.0%} of the first steps, below {MIN_OPENING_SIMILARITY:.0%}."
+        )
     if same:
         comparison = compare(store, session["id"], best["id"])
     else:  # another task of the same workflow: its inputs differ by definition, so compare what follows them
+
         def body(ss: list[StepEvent]) -> list[StepEvent]:
             return [s for s in ss if s.type != "input"]
+
         comparison = compare_steps(body(steps), body(best_steps), session, best)
     div = comparison.first_divergence
-    how = (f"Compared with {best['id']}, a successful run with the same first input." if same else
-           f"Compared with {best['id']}, a successful run of the same workflow whose opening steps match {ratio:.0%} "
-           "(not the same first input, so its divergence is a weaker hint).")
+    how = (
+        f"Compared with {best['id']}, a successful run with the same first input."
+        if same
+        else f"Compared with {best['id']}, a successful run of the same workflow whose opening steps match {ratio:.0%} "
+        "(not the same first input, so its divergence is a weaker hint)."
+    )
     if div is None:
         return None, how + " No divergence found."
     summary = f"{div.summary} (A is this run, B is {best['id']})"
@@ -335,8 +394,10 @@ def _slow(step: StepEvent, durations: dict[str, list[float]]) -> str | None:
         return None
     usual = statistics.median(others)
     if step.duration_ms >= SLOW_FACTOR * usual and step.duration_ms >= usual + SLOW_MARGIN_MS:
-        return (f"{step.tool_name} took {step.duration_ms / 1000:.1f} s, {step.duration_ms / max(usual, 1):.0f}× its usual "
-                f"{usual / 1000:.1f} s (median of {len(others)} results)")
+        return (
+            f"{step.tool_name} took {step.duration_ms / 1000:.1f} s, {step.duration_ms / max(usual, 1):.0f}× its usual "
+            f"{usual / 1000:.1f} s (median of {len(others)} results)"
+        )
     return None
 
 
@@ -349,13 +410,22 @@ def _what_failed(step: StepEvent) -> str:
     detail = _first_line(step.content)
     cls = f" ({step.error_class})" if step.error_class else ""
     if step.status == "blocked":
-        return f"{step.tool_name or 'the action'} was blocked{cls}: {detail}" if detail else f"{step.tool_name or 'the action'} was blocked{cls}"
+        return (
+            f"{step.tool_name or 'the action'} was blocked{cls}: {detail}"
+            if detail
+            else f"{step.tool_name or 'the action'} was blocked{cls}"
+        )
     who = step.tool_name or ("the run" if step.type == "error" else step.type)
     return f"{who} failed{cls}: {detail}" if detail else f"{who} failed{cls}"
 
 
-def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Contradiction],
-                 turning: TurningPoint | None, durations: dict[str, list[float]]) -> list[Link]:
+def causal_chain(
+    steps: list[StepEvent],
+    session: dict,
+    contradictions: list[Contradiction],
+    turning: TurningPoint | None,
+    durations: dict[str, list[float]],
+) -> list[Link]:
     """The chain from the earliest explaining step to the failure (module docstring), in run order."""
     if not steps:
         return []
@@ -379,8 +449,12 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
     before = steps[: f + 1]
     errors = [s for s in before if _errored(s)]
     # the first step that failed the way the run ended
-    same_way = [s for s in errors if s.seq != fail.seq and (
-        (fail.tool_name and s.tool_name == fail.tool_name) or (fail.error_class and s.error_class == fail.error_class))]
+    same_way = [
+        s
+        for s in errors
+        if s.seq != fail.seq
+        and ((fail.tool_name and s.tool_name == fail.tool_name) or (fail.error_class and s.error_class == fail.error_class))
+    ]
     if same_way:
         first = same_way[0]
         again = len(same_way) - 1
@@ -391,16 +465,31 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
         if c.seq > fail.stored_seq:
             continue
         later = steps[pos_of[c.seq]]
-        acted = next((s for s in steps[pos_of[c.seq] + 1: f + 1]
-                      if s.type == "tool_call" and _is_write(s.tool_name) and c.resource in _resources(s.tool_args)), None)
+        acted = next(
+            (
+                s
+                for s in steps[pos_of[c.seq] + 1 : f + 1]
+                if s.type == "tool_call" and _is_write(s.tool_name) and c.resource in _resources(s.tool_args)
+            ),
+            None,
+        )
         add(later, "contradiction", f"{later.tool_name} returned a result that contradicts step {c.earlier_seq}: {c.summary}.")
         earlier = steps[pos_of[c.earlier_seq]]
         add(earlier, "contradiction", f"Contradicted later: {c.earlier_summary or c.summary}.")
         if acted is not None:
             add(acted, "acted_on", f"The agent then {describe(acted)}, acting on what step {c.seq} returned.")
-    if turning is not None and turning.same_task and turning.seq is not None and turning.seq in pos_of and turning.seq <= fail.stored_seq:
-        add(steps[pos_of[turning.seq]], "turning_point",
-            f"Here this run parted from the successful run {turning.compared_with} ({turning.kind}): {turning.summary}")
+    if (
+        turning is not None
+        and turning.same_task
+        and turning.seq is not None
+        and turning.seq in pos_of
+        and turning.seq <= fail.stored_seq
+    ):
+        add(
+            steps[pos_of[turning.seq]],
+            "turning_point",
+            f"Here this run parted from the successful run {turning.compared_with} ({turning.kind}): {turning.summary}",
+        )
     for s in before:
         if _blocked(s):
             add(s, "blocked", f"Blocked: {_what_failed(s)}; the agent could not go on this way.")
@@ -422,15 +511,23 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
             top = max(spent, key=lambda s: (s.tokens_in or 0) + (s.tokens_out or 0))
             used = (top.tokens_in or 0) + (top.tokens_out or 0)
             add(top, "budget", f"The step that spent the most tokens: {used:,} of the run's {total:,} ({used / total:.0%}).")
-        big = max((s for s in before if s.type in ("tool_result", "observation")), key=lambda s: len(s.content or ""), default=None)
+        big = max(
+            (s for s in before if s.type in ("tool_result", "observation")), key=lambda s: len(s.content or ""), default=None
+        )
         if big is not None and len(big.content or "") >= 4000:
-            add(big, "budget", f"The largest result put into the context: {len(big.content or ''):,} characters from "
-                               f"{big.tool_name or 'the environment'}.")
+            add(
+                big,
+                "budget",
+                f"The largest result put into the context: {len(big.content or ''):,} characters from "
+                f"{big.tool_name or 'the environment'}.",
+            )
     for s in errors:
         if ARGUMENT_ERROR.search(f"{s.error_class or ''} {_first_line(s.content, 300)}"):
             call = calls.get(s.tool_call_id) if s.tool_call_id else None
             if call is None:
-                call = next((c for c in reversed(before[: pos_of[s.seq]]) if c.type == "tool_call" and c.tool_name == s.tool_name), None)
+                call = next(
+                    (c for c in reversed(before[: pos_of[s.seq]]) if c.type == "tool_call" and c.tool_name == s.tool_name), None
+                )
             if call is not None:
                 add(call, "argument", f"The call whose arguments were refused at step {s.seq}: it {describe(call)}.")
     seen: set[tuple] = set()
@@ -441,8 +538,19 @@ def causal_chain(steps: list[StepEvent], session: dict, contradictions: list[Con
             add(s, "error", f"Error: {_what_failed(s)}.")
     chain = sorted(links.values(), key=lambda link: pos_of[link.seq])
     if len(chain) > MAX_CHAIN:  # keep the failure, its first occurrence and the strongest of the rest
-        rank = ["failure", "first_failure", "contradiction", "acted_on", "turning_point", "blocked", "retry", "slow",
-                "argument", "budget", "error"]
+        rank = [
+            "failure",
+            "first_failure",
+            "contradiction",
+            "acted_on",
+            "turning_point",
+            "blocked",
+            "retry",
+            "slow",
+            "argument",
+            "budget",
+            "error",
+        ]
         keep = sorted(chain, key=lambda link: (rank.index(link.kind), pos_of[link.seq]))[:MAX_CHAIN]
         chain = sorted(keep, key=lambda link: pos_of[link.seq])
     return chain
@@ -491,12 +599,19 @@ class FailurePattern:
         else:
             _, tool, kind, error_class = self.key
             what = f"start going wrong at {tool or 'a step with no tool'} ({_KIND_WORDS.get(kind, kind)}" + (
-                f", {error_class})" if error_class else ")")
+                f", {error_class})" if error_class else ")"
+            )
         return f"{len(self.runs)} of {self.of} {where} {what}"
 
     def to_dict(self) -> dict:
-        return {"workflow": self.workflow, "key": list(self.key), "runs": self.runs, "count": len(self.runs), "of": self.of,
-                "sentence": self.sentence}
+        return {
+            "workflow": self.workflow,
+            "key": list(self.key),
+            "runs": self.runs,
+            "count": len(self.runs),
+            "of": self.of,
+            "sentence": self.sentence,
+        }
 
 
 def pattern_key(result: Explanation, steps_by_seq: dict[int, StepEvent]) -> tuple:

@@ -99,14 +99,18 @@ def _reads(tool: str | None, args: dict) -> bool:
 
 def _patch_text(tool: str | None, args: dict) -> str | None:
     for value in args.values():
-        if isinstance(value, str) and (PATCH_START.search(value[:2000]) and ("patch" in (tool or "").lower() or
-                                                                            value.lstrip().startswith(("*** Begin Patch", "diff --git")))):
+        if isinstance(value, str) and (
+            PATCH_START.search(value[:2000])
+            and ("patch" in (tool or "").lower() or value.lstrip().startswith(("*** Begin Patch", "diff --git")))
+        ):
             return value
     return None
 
 
 def _patch_paths(patch: str) -> list[str]:
-    return list(dict.fromkeys((m.group(1) or m.group(2)) for m in PATCH_FILE.finditer(patch) if (m.group(1) or m.group(2)) != "/dev/null"))
+    return list(
+        dict.fromkeys((m.group(1) or m.group(2)) for m in PATCH_FILE.finditer(patch) if (m.group(1) or m.group(2)) != "/dev/null")
+    )
 
 
 def classify(step: StepEvent, calls: dict[str, StepEvent]) -> tuple[str, dict] | None:
@@ -213,8 +217,14 @@ def file_write(steps: list[StepEvent], position: int) -> FileWrite | None:
     if kind == "patch":
         patch = _patch_text(step.tool_name, args) or ""
         paths = _patch_paths(patch)
-        return FileWrite(seq, ", ".join(paths) or "(files named in the patch)", "patch", None, patch,
-                         "The patch as the agent sent it (it is a diff already; nothing was computed).")
+        return FileWrite(
+            seq,
+            ", ".join(paths) or "(files named in the patch)",
+            "patch",
+            None,
+            patch,
+            "The patch as the agent sent it (it is a diff already; nothing was computed).",
+        )
     path = _path(args)
     if path is None:  # classify names only writes and edits of a named file here
         return None
@@ -224,30 +234,55 @@ def file_write(steps: list[StepEvent], position: int) -> FileWrite | None:
     if kind == "write":
         text = next(args[k] for k in TEXT_KEYS if isinstance(args.get(k), str))
         if base is None:
-            return FileWrite(seq, path, "write", None, text,
-                             f"No earlier read of {path} in this run: the written text is shown whole, with nothing to "
-                             f"compare it with.{after_note}")
+            return FileWrite(
+                seq,
+                path,
+                "write",
+                None,
+                text,
+                f"No earlier read of {path} in this run: the written text is shown whole, with nothing to "
+                f"compare it with.{after_note}",
+            )
         return _against(seq, path, "write", base, text, after_note)
     old, new = _edit(args)
     if base is not None and old and (args.get("replace_all") or base.text.count(old) == 1):
         return _against(seq, path, "edit", base, base.text.replace(old, new), after_note)
-    why = (f"No earlier read of {path} in this run" if base is None else
-           f"The old text is {'not' if old not in base.text else 'more than once'} in {base.how}")
+    why = (
+        f"No earlier read of {path} in this run"
+        if base is None
+        else f"The old text is {'not' if old not in base.text else 'more than once'} in {base.how}"
+    )
     diff = _diff(old, new, f"{path} (old text)", f"{path} (new text)")
     if diff is None:
-        return FileWrite(seq, path, "edit", base, new, f"{why}, and the edit is too large to diff here: its new text is "
-                                                            f"shown whole.{after_note}")
+        return FileWrite(
+            seq,
+            path,
+            "edit",
+            base,
+            new,
+            f"{why}, and the edit is too large to diff here: its new text is shown whole.{after_note}",
+        )
     return FileWrite(seq, path, "edit", base, diff, f"{why}: shown is the edit itself, old text against new text.{after_note}")
 
 
 def _against(seq: int, path: str, kind: str, base: Known, text: str, after_note: str) -> FileWrite:
     diff = _diff(base.text, text, f"{path} ({base.how})", f"{path} (step {seq})")
     if diff is None:
-        return FileWrite(seq, path, kind, base, text, f"Too large to diff here (over {MAX_DIFF_CHARS:,} characters or "
-                                                      f"{MAX_DIFF_LINES:,} lines): the new text is shown whole.{after_note}")
+        return FileWrite(
+            seq,
+            path,
+            kind,
+            base,
+            text,
+            f"Too large to diff here (over {MAX_DIFF_CHARS:,} characters or "
+            f"{MAX_DIFF_LINES:,} lines): the new text is shown whole.{after_note}",
+        )
     note = f"Diff against {base.how} (derived by this app, not recorded)."
     if not diff:
-        note = (f"No change against {base.how}: the file was written with what the run last saw in it." if text == base.text else
-                f"Against {base.how} only line endings or the final newline differ (a line diff does not show them).")
+        note = (
+            f"No change against {base.how}: the file was written with what the run last saw in it."
+            if text == base.text
+            else f"Against {base.how} only line endings or the final newline differ (a line diff does not show them)."
+        )
     framing = f" Left out of the read: {' and '.join(base.framing)}." if base.framing else ""
     return FileWrite(seq, path, kind, base, diff, note + after_note + framing)

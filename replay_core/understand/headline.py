@@ -24,13 +24,29 @@ if TYPE_CHECKING:  # a Store or a storage.plain.Reader: `stats` on a SQLite file
     from ..storage.store import SessionFilter, Store
 
 BUCKET = {"day": 10, "hour": 13}  # characters of 'YYYY-MM-DD HH' a time bucket keeps
-COLUMN = {"model": "model", "agent": "agent_id", "workflow": "workflow", "environment": "environment",
-          "agent_version": "agent_version", "status": "status", "tag": "tags"}
+COLUMN = {
+    "model": "model",
+    "agent": "agent_id",
+    "workflow": "workflow",
+    "environment": "environment",
+    "agent_version": "agent_version",
+    "status": "status",
+    "tag": "tags",
+}
 DIMENSIONS = ("day", "hour", *COLUMN)  # analytics.DIMENSIONS
 DAILY = ("day", "model", "agent", "status")  # analytics.DAILY_DIMENSIONS
 # what a cell carries, in this order, after its status: the sums the headline needs
-SUMS = ("runs", "tokens_in", "tokens_out", "cost_nano", "runs_with_retry", "tool_calls", "tool_failures", "fallback_blocks",
-        "fallback_agent")
+SUMS = (
+    "runs",
+    "tokens_in",
+    "tokens_out",
+    "cost_nano",
+    "runs_with_retry",
+    "tool_calls",
+    "tool_failures",
+    "fallback_blocks",
+    "fallback_agent",
+)
 
 
 def _quantile(values: list[float], q: float) -> float | None:
@@ -97,8 +113,18 @@ def _run_cells(store: Store, flt: SessionFilter | None, by: str | None):
         if started and ended and status != "running":
             duration = [(datetime.fromisoformat(ended) - datetime.fromisoformat(started)) // timedelta(microseconds=1) / 1000]
         t_in, t_out, cost, retried, calls, failures, blocks, agent = row[4:]
-        sums = [1, int(t_in or 0), int(t_out or 0), nano(cost), int((retried or 0) > 0), calls, failures, blocks, agent,
-                cost if cost is not None and nano(cost) is None else 0.0]
+        sums = [
+            1,
+            int(t_in or 0),
+            int(t_out or 0),
+            nano(cost),
+            int((retried or 0) > 0),
+            calls,
+            failures,
+            blocks,
+            agent,
+            cost if cost is not None and nano(cost) is None else 0.0,
+        ]
         out.append((_keys(by, value, started), status, sums, duration))
     return out
 

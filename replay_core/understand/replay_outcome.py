@@ -53,8 +53,15 @@ def plain_error(error_class: str | None, message: str | None, model: str | None)
     return PLAIN_ERRORS.get(error_class or "", "the call to {provider} failed").format(provider=provider)
 
 
-def describe(outcome: str | None, message: str | None, error_class: str | None, divergence: dict | None, *,
-             model: str | None, started: bool) -> ReplayOutcome:
+def describe(
+    outcome: str | None,
+    message: str | None,
+    error_class: str | None,
+    divergence: dict | None,
+    *,
+    model: str | None,
+    started: bool,
+) -> ReplayOutcome:
     """The sentence for one replay from what it stored (`divergence`: compare's first divergence as a dict)."""
     if outcome is None:
         return ReplayOutcome("still replaying", "running")
@@ -90,8 +97,10 @@ def replay_outcome(store: Store, session: dict) -> ReplayOutcome | None:
     outcome = meta.get("replay_outcome")
     model = (session.get("replay_config") or {}).get("model") or session.get("model")
     start = session.get("replay_from") or 0  # steps copied from before the range are not the replay's own
-    started = any((m := s.metadata or {}).get("live") or (m.get("source_seq") or -1) >= start and s.type != "error"
-                  for s in store.load_steps(session["id"]))
+    started = any(
+        (m := s.metadata or {}).get("live") or (m.get("source_seq") or -1) >= start and s.type != "error"
+        for s in store.load_steps(session["id"])
+    )
     divergence = None
     if outcome is not None and store.get_session(session["replay_of"]) is not None:
         found = compare(store, session["replay_of"], session["id"]).first_divergence

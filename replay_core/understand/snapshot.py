@@ -72,8 +72,10 @@ class AgentContext:
             text = f"{n_rebuilt} message{plural} rebuilt from the steps before this one (no chat context recorded)"
         elif n_rebuilt:
             first = self.origins[n_base]["seq"]
-            text = (f"{n_base} message{'s' if n_base != 1 else ''} as recorded at step {self.base_seq}, then {n_rebuilt} "
-                    f"rebuilt from steps {first}–{self.origins[-1]['seq']}")
+            text = (
+                f"{n_base} message{'s' if n_base != 1 else ''} as recorded at step {self.base_seq}, then {n_rebuilt} "
+                f"rebuilt from steps {first}–{self.origins[-1]['seq']}"
+            )
         else:
             text = f"{n_base} message{'s' if n_base != 1 else ''} as recorded at step {self.base_seq}"
         if self.recorded is not None:
@@ -250,8 +252,9 @@ def _rebuild(timeline: Timeline, start: int, end: int, pos: int | None = None) -
         pending = timeline.cache.get(pending_key)
         if pending is None and pos is not None and pos - start < PREFIX and end - start > 2 * PREFIX:
             hurry = threading.Event()
-            thread = threading.Thread(target=_rebuild_whole, args=(timeline, start, end, hurry), daemon=True,
-                                      name=f"rebuild {timeline.id}")
+            thread = threading.Thread(
+                target=_rebuild_whole, args=(timeline, start, end, hurry), daemon=True, name=f"rebuild {timeline.id}"
+            )
             pending = timeline.cache[pending_key] = _rebuilt_range(timeline, start, start + PREFIX), thread, hurry
             thread.start()
     if pending is not None:

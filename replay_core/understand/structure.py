@@ -64,7 +64,9 @@ def build_structure(columns: Mapping[str, Sequence]) -> Structure:
     for i, p in children:
         if p == i:
             parent[i] = None
-    holders = {held for i, _ in children if (held := parent[i]) is not None} | {i for i, kind in enumerate(types) if kind == "span"}
+    holders = {held for i, _ in children if (held := parent[i]) is not None} | {
+        i for i, kind in enumerate(types) if kind == "span"
+    }
     nodes = {p: Node(position=p, depth=0, first_seq=seqs[p], last_seq=seqs[p]) for p in sorted(holders)}
     for i, _ in children:
         failed = types[i] == "error" or statuses[i] == "error"

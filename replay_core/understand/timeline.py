@@ -61,8 +61,10 @@ class RunningTotals:
         tokens_in = [v or 0 for v in columns["tokens_in"]]
         tokens_out = [v or 0 for v in columns["tokens_out"]]
         model_steps = {"think", "decision"}
-        unknown = [c is None and k in model_steps and (a != 0 or b != 0)
-                   for c, k, a, b in zip(columns["cost_usd"], types, tokens_in, tokens_out, strict=True)]
+        unknown = [
+            c is None and k in model_steps and (a != 0 or b != 0)
+            for c, k, a, b in zip(columns["cost_usd"], types, tokens_in, tokens_out, strict=True)
+        ]
         stamps = columns["timestamp"]
         first = next((t for t in stamps if t), None)
         return cls(

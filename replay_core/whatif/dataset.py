@@ -62,8 +62,9 @@ def _check_match(match: str, cases: Iterable[Case]) -> None:
                     raise DatasetError(f"case {case.session_id}: expected is not a valid regex ({exc})") from None
 
 
-def resolve(store: Store, *, runs: list[str] | None = None, flt: SessionFilter | None = None,
-            expected: str | None = None) -> tuple[list[Case], dict]:
+def resolve(
+    store: Store, *, runs: list[str] | None = None, flt: SessionFilter | None = None, expected: str | None = None
+) -> tuple[list[Case], dict]:
     """The cases named by ids or matched by a filter, and a description of how they were chosen."""
     if runs:
         ids = list(dict.fromkeys(runs))
@@ -74,8 +75,9 @@ def resolve(store: Store, *, runs: list[str] | None = None, flt: SessionFilter |
         made_from: dict[str, Any] = {"runs": ids}
     elif flt is not None:
         ids = store.session_ids(flt)
-        made_from = {"filter": {k: (str(v) if k in ("since", "until") else v) for k, v in vars(flt).items()
-                                if v not in (None, False)}}
+        made_from = {
+            "filter": {k: (str(v) if k in ("since", "until") else v) for k, v in vars(flt).items() if v not in (None, False)}
+        }
     else:
         raise DatasetError("name the runs (--runs ID …) or a filter (--status, --workflow, --since, --search)")
     if not ids:
@@ -85,8 +87,9 @@ def resolve(store: Store, *, runs: list[str] | None = None, flt: SessionFilter |
     return [Case(i, expected) for i in ids], made_from
 
 
-def create(store: Store, name: str, cases: list[Case], *, match: str = "equals", description: str | None = None,
-           made_from: Any = None) -> dict:
+def create(
+    store: Store, name: str, cases: list[Case], *, match: str = "equals", description: str | None = None, made_from: Any = None
+) -> dict:
     name = (name or "").strip()
     if not name:
         raise DatasetError("name: give the dataset a name")
@@ -94,8 +97,9 @@ def create(store: Store, name: str, cases: list[Case], *, match: str = "equals",
         raise DatasetError("a dataset needs at least one case")
     _check_match(match, cases)
     try:
-        return store.create_dataset(name, [(c.session_id, c.expected) for c in cases], match=match,
-                                    description=description, made_from=made_from)
+        return store.create_dataset(
+            name, [(c.session_id, c.expected) for c in cases], match=match, description=description, made_from=made_from
+        )
     except ValueError as exc:
         raise DatasetError(str(exc)) from None
 
@@ -117,13 +121,22 @@ def show(store: Store, name: str, *, version: int | None = None) -> dict:
     """The dataset and its cases, each with its run's name, status and whether the run is still there."""
     ds = get(store, name)
     cases = store.dataset_cases(ds["id"], version=version)
-    rows = {r["id"]: r for r in store.list_sessions(SessionFilter(ids=tuple(c["session_id"] for c in cases), experiments=True),
-                                                    limit=max(1, len(cases)))}
+    rows = {
+        r["id"]: r
+        for r in store.list_sessions(
+            SessionFilter(ids=tuple(c["session_id"] for c in cases), experiments=True), limit=max(1, len(cases))
+        )
+    }
     out = {k: ds[k] for k in ("id", "name", "version", "match", "description", "made_from", "created_at", "updated_at")}
     out["cases"] = [
-        {"session": c["session_id"], "expected": c["expected"], "version": c["version"],
-         "name": (rows.get(c["session_id"]) or {}).get("name"), "status": (rows.get(c["session_id"]) or {}).get("status"),
-         "missing": c["session_id"] not in rows}
+        {
+            "session": c["session_id"],
+            "expected": c["expected"],
+            "version": c["version"],
+            "name": (rows.get(c["session_id"]) or {}).get("name"),
+            "status": (rows.get(c["session_id"]) or {}).get("status"),
+            "missing": c["session_id"] not in rows,
+        }
         for c in cases
     ]
     return out
@@ -132,8 +145,16 @@ def show(store: Store, name: str, *, version: int | None = None) -> dict:
 def export_lines(store: Store, name: str) -> Iterator[str]:
     """JSON Lines: the dataset, then one line per case."""
     ds = show(store, name)
-    yield orjson.dumps({"schema": SCHEMA, "kind": "dataset", "name": ds["name"], "version": ds["version"], "match": ds["match"],
-                        "description": ds["description"]}).decode()
+    yield orjson.dumps(
+        {
+            "schema": SCHEMA,
+            "kind": "dataset",
+            "name": ds["name"],
+            "version": ds["version"],
+            "match": ds["match"],
+            "description": ds["description"],
+        }
+    ).decode()
     for case in ds["cases"]:
         yield orjson.dumps({"kind": "case", "session": case["session"], "expected": case["expected"]}).decode()
 
@@ -165,12 +186,26 @@ def import_lines(store: Store, lines: Iterable[str], *, where: str = "<input>", 
             raise DatasetError(f"{where}:{number}: expected kind 'case', got {kind!r}")
     if header is None:
         raise DatasetError(f"{where}: empty, expected a dataset line")
-    return create(store, name or header["name"], cases, match=header.get("match") or "equals",
-                  description=header.get("description"), made_from={"imported": where})
+    return create(
+        store,
+        name or header["name"],
+        cases,
+        match=header.get("match") or "equals",
+        description=header.get("description"),
+        made_from={"imported": where},
+    )
 
 
-def dataset_from_sessions(store: Store, name: str, session_ids: Iterable[str], *, expected: str | dict[str, str] | None = None,
-                          match: str = "equals", description: str | None = None, made_from: Any = None) -> dict:
+def dataset_from_sessions(
+    store: Store,
+    name: str,
+    session_ids: Iterable[str],
+    *,
+    expected: str | dict[str, str] | None = None,
+    match: str = "equals",
+    description: str | None = None,
+    made_from: Any = None,
+) -> dict:
     """A selection of runs (ids picked on a page, a review queue's items) as a dataset's new version.
 
     A new name makes version 1; an existing one gets the runs it does not hold as its next
@@ -190,17 +225,35 @@ def dataset_from_sessions(store: Store, name: str, session_ids: Iterable[str], *
     return create(store, name, cases, match=match, description=description, made_from=made_from)
 
 
-def dataset_from_filter(store: Store, name: str, flt: SessionFilter, *, expected: str | None = None, match: str = "equals",
-                        description: str | None = None) -> dict:
+def dataset_from_filter(
+    store: Store,
+    name: str,
+    flt: SessionFilter,
+    *,
+    expected: str | None = None,
+    match: str = "equals",
+    description: str | None = None,
+) -> dict:
     """The runs a SessionFilter matches (the runs list's) as a dataset's new version (see dataset_from_sessions)."""
     cases, made_from = resolve(store, flt=flt, expected=expected)
-    return dataset_from_sessions(store, name, [c.session_id for c in cases], expected=expected, match=match,
-                                 description=description, made_from=made_from)
+    return dataset_from_sessions(
+        store, name, [c.session_id for c in cases], expected=expected, match=match, description=description, made_from=made_from
+    )
 
 
-FILTER_KEYS = {"status": "status", "model": "model", "agent": "agent_id", "workflow": "workflow", "environment": "environment",
-               "tag": "tag", "since": "since", "until": "until", "search": "text", "error_class": "error_class",
-               "failed_tool": "failed_tool"}
+FILTER_KEYS = {
+    "status": "status",
+    "model": "model",
+    "agent": "agent_id",
+    "workflow": "workflow",
+    "environment": "environment",
+    "tag": "tag",
+    "since": "since",
+    "until": "until",
+    "search": "text",
+    "error_class": "error_class",
+    "failed_tool": "failed_tool",
+}
 
 
 def parse_filter(text: str | dict) -> SessionFilter:

@@ -129,16 +129,32 @@ class Plan:
 
     def settings(self) -> dict:
         return {
-            "variants": [c.to_json() for c in self.configs], "names": [variant_name(c) for c in self.configs],
-            "start": self.start.spec, "tools": self.tools, "scorers": self.scorers, "scorer_options": self.scorer_options,
-            "concurrency": self.concurrency, "budget_usd": self.budget_usd, "budget_tokens": self.budget_tokens,
+            "variants": [c.to_json() for c in self.configs],
+            "names": [variant_name(c) for c in self.configs],
+            "start": self.start.spec,
+            "tools": self.tools,
+            "scorers": self.scorers,
+            "scorer_options": self.scorer_options,
+            "concurrency": self.concurrency,
+            "budget_usd": self.budget_usd,
+            "budget_tokens": self.budget_tokens,
             "estimates": [e.to_dict() for e in self.estimates],
         }
 
 
-def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start: str | int | None = None,
-         scorers: list[str] | None = None, scorer_options: dict[str, dict] | None = None, concurrency: int = 4,
-         budget_usd: float | None = None, budget_tokens: int | None = None, tools: LiveTools | None = None) -> Plan:
+def plan(
+    store: Store,
+    dataset_name: str,
+    configs: list[ReplayConfig],
+    *,
+    start: str | int | None = None,
+    scorers: list[str] | None = None,
+    scorer_options: dict[str, dict] | None = None,
+    concurrency: int = 4,
+    budget_usd: float | None = None,
+    budget_tokens: int | None = None,
+    tools: LiveTools | None = None,
+) -> Plan:
     """Check everything an experiment needs and estimate it; ExperimentError when it cannot run as asked."""
     try:
         ds = datasets.get(store, dataset_name)
@@ -180,8 +196,20 @@ def plan(store: Store, dataset_name: str, configs: list[ReplayConfig], *, start:
             total.tokens_out += est.tokens_out
             total.cost_usd = None if total.cost_usd is None or est.cost_usd is None else round(total.cost_usd + est.cost_usd, 6)
             total.notes = list(dict.fromkeys([*total.notes, *est.notes]))
-    out = Plan(ds, cases, configs, start_point, names, scorer_options or {}, concurrency, budget_usd, budget_tokens, totals, unplayable,
-               sorted(tools or {}))
+    out = Plan(
+        ds,
+        cases,
+        configs,
+        start_point,
+        names,
+        scorer_options or {},
+        concurrency,
+        budget_usd,
+        budget_tokens,
+        totals,
+        unplayable,
+        sorted(tools or {}),
+    )
     check_budget(out, spent_usd=0.0, spent_tokens=0)
     return out
 
@@ -191,17 +219,25 @@ def check_budget(p: Plan, *, spent_usd: float, spent_tokens: int, share: float =
     if p.budget_usd is not None:
         unknown = [e.model for e in p.estimates if e.cost_usd is None]
         if unknown:
-            raise ExperimentError(f"--budget-usd cannot be checked: no price for {', '.join(unknown)} (give its prices, "
-                                  f"input_cost_per_token / output_cost_per_token, or drop the dollar budget)")
+            raise ExperimentError(
+                f"--budget-usd cannot be checked: no price for {', '.join(unknown)} (give its prices, "
+                f"input_cost_per_token / output_cost_per_token, or drop the dollar budget)"
+            )
         cost = sum(e.cost_usd or 0.0 for e in p.estimates) * share
         if spent_usd + cost > p.budget_usd:
-            raise ExperimentError(f"the estimate, ${cost:.4f}" + (f" on top of ${spent_usd:.4f} spent" if spent_usd else "")
-                                  + f", is over the budget of ${p.budget_usd:.4f}")
+            raise ExperimentError(
+                f"the estimate, ${cost:.4f}"
+                + (f" on top of ${spent_usd:.4f} spent" if spent_usd else "")
+                + f", is over the budget of ${p.budget_usd:.4f}"
+            )
     if p.budget_tokens is not None:
         tokens = int(sum(e.tokens_in + e.tokens_out for e in p.estimates) * share)
         if spent_tokens + tokens > p.budget_tokens:
-            raise ExperimentError(f"the estimate, {tokens} tokens" + (f" on top of {spent_tokens} spent" if spent_tokens else "")
-                                  + f", is over the budget of {p.budget_tokens} tokens")
+            raise ExperimentError(
+                f"the estimate, {tokens} tokens"
+                + (f" on top of {spent_tokens} spent" if spent_tokens else "")
+                + f", is over the budget of {p.budget_tokens} tokens"
+            )
 
 
 def create(store: Store, p: Plan) -> str:
@@ -218,12 +254,17 @@ def plan_of(store: Store, experiment_id: str, *, budget_usd: float | None = None
     if ds is None:
         raise ExperimentError(f"experiment {experiment_id!r}: its dataset {row['dataset_id']!r} is gone")
     return Plan(
-        dataset={**ds, "version": row["dataset_version"]}, cases=store.dataset_cases(row["dataset_id"], version=row["dataset_version"]),
-        configs=[ReplayConfig.from_json(v) for v in s["variants"]], start=parse_start(s["start"]), scorers=s["scorers"],
-        scorer_options=s.get("scorer_options") or {}, concurrency=s.get("concurrency") or 4,
+        dataset={**ds, "version": row["dataset_version"]},
+        cases=store.dataset_cases(row["dataset_id"], version=row["dataset_version"]),
+        configs=[ReplayConfig.from_json(v) for v in s["variants"]],
+        start=parse_start(s["start"]),
+        scorers=s["scorers"],
+        scorer_options=s.get("scorer_options") or {},
+        concurrency=s.get("concurrency") or 4,
         budget_usd=budget_usd if budget_usd is not None else s.get("budget_usd"),
         budget_tokens=budget_tokens if budget_tokens is not None else s.get("budget_tokens"),
-        estimates=[Estimate(**e) for e in s.get("estimates") or []], tools=s.get("tools") or [],
+        estimates=[Estimate(**e) for e in s.get("estimates") or []],
+        tools=s.get("tools") or [],
     )
 
 
@@ -250,8 +291,15 @@ class _Spend:
 
 
 class _Runner:
-    def __init__(self, store: Store, experiment_id: str, p: Plan, stop: threading.Event | None,
-                 on_progress: Callable[[Progress], None] | None, tools: LiveTools | None = None):
+    def __init__(
+        self,
+        store: Store,
+        experiment_id: str,
+        p: Plan,
+        stop: threading.Event | None,
+        on_progress: Callable[[Progress], None] | None,
+        tools: LiveTools | None = None,
+    ):
         self.store, self.id, self.plan = store, experiment_id, p
         self.stop = stop or threading.Event()
         self.on_progress = on_progress
@@ -286,12 +334,18 @@ class _Runner:
     def run(self) -> str:
         runs = self.store.experiment_runs(self.id)
         done = {(r["case_session"], r["variant"]) for r in runs if r["state"] == "done"}
-        spend = _Spend(sum((r["cost_usd"] or 0.0) + _scoring_cost(r) for r in runs if r["state"] == "done"),
-                       sum((r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in runs if r["state"] == "done"))
+        spend = _Spend(
+            sum((r["cost_usd"] or 0.0) + _scoring_cost(r) for r in runs if r["state"] == "done"),
+            sum((r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in runs if r["state"] == "done"),
+        )
         self.done = [sum(1 for r in runs if r["state"] == "done" and r["variant"] == v) for v in range(len(self.plan.configs))]
         # case-major order: every variant of a case close together, so a stopped experiment still compares like with like
-        todo = deque((c["session_id"], v) for c in self.plan.cases for v in range(len(self.plan.configs))
-                     if (c["session_id"], v) not in done)
+        todo = deque(
+            (c["session_id"], v)
+            for c in self.plan.cases
+            for v in range(len(self.plan.configs))
+            if (c["session_id"], v) not in done
+        )
         self.left = Counter(sid for sid, _ in todo)
         if todo and any(c.model != RECORDED or c.fallback_model for c in self.plan.configs):
             load_litellm()
@@ -335,8 +389,11 @@ class _Runner:
                     self._report(spend, f"{sid} × {variant_name(self.plan.configs[v])}")
         left = len(todo)
         if stopped_by == "budget":
-            budget = (f"${spend.usd:.4f} of ${self.plan.budget_usd:.4f}" if self.plan.budget_usd is not None else
-                      f"{spend.tokens} of {self.plan.budget_tokens} tokens")
+            budget = (
+                f"${spend.usd:.4f} of ${self.plan.budget_usd:.4f}"
+                if self.plan.budget_usd is not None
+                else f"{spend.tokens} of {self.plan.budget_tokens} tokens"
+            )
             message = f"budget spent ({budget}): {left} case × variant runs not started; resume with a higher budget"
         elif stopped_by == "stopped":
             message = f"stopped: {left} case × variant runs not started; resume to run them"
@@ -373,15 +430,38 @@ class _Runner:
         try:
             rec = self._recording(sid)
             if isinstance(rec, str):  # no such start point, no model output after it, run deleted: refused, counted
-                self.store.finish_experiment_run(self.id, sid, v, outcome=REFUSED, error_class="ReplayError", passed=None,
-                                                 scores=[{"name": "start", "passed": False, "reason": rec}])
+                self.store.finish_experiment_run(
+                    self.id,
+                    sid,
+                    v,
+                    outcome=REFUSED,
+                    error_class="ReplayError",
+                    passed=None,
+                    scores=[{"name": "start", "passed": False, "reason": rec}],
+                )
                 return 0.0, 0
             try:
-                result = replay(self.store, sid, rec.from_step, None, config, source=EXPERIMENT_SOURCE,
-                                tags=(f"experiment:{self.id}",), live_tools=self.tools, recording=rec)
+                result = replay(
+                    self.store,
+                    sid,
+                    rec.from_step,
+                    None,
+                    config,
+                    source=EXPERIMENT_SOURCE,
+                    tags=(f"experiment:{self.id}",),
+                    live_tools=self.tools,
+                    recording=rec,
+                )
             except (ReplayError, ConfigError) as exc:
-                self.store.finish_experiment_run(self.id, sid, v, outcome="error", error_class=type(exc).__name__, passed=0,
-                                                 scores=[{"name": "replay", "passed": False, "reason": str(exc)}])
+                self.store.finish_experiment_run(
+                    self.id,
+                    sid,
+                    v,
+                    outcome="error",
+                    error_class=type(exc).__name__,
+                    passed=0,
+                    scores=[{"name": "replay", "passed": False, "reason": str(exc)}],
+                )
                 return 0.0, 0
             return self._score(sid, v, rec, result, started)
         finally:
@@ -389,18 +469,36 @@ class _Runner:
 
     def _score(self, sid, v, rec: Recording, result: ReplayResult, started: float) -> tuple[float, int]:
         case = self.cases[sid]
-        inp = ScoreInput(sid, case["expected"], self.plan.dataset["match"], rec.session, rec.timeline.steps, result,
-                         self.store.load_steps(result.session), rec.from_step)
+        inp = ScoreInput(
+            sid,
+            case["expected"],
+            self.plan.dataset["match"],
+            rec.session,
+            rec.timeline.steps,
+            result,
+            self.store.load_steps(result.session),
+            rec.from_step,
+        )
         scores = run_scorers(self.plan.scorers, inp, self.plan.scorer_options)
         scoring_cost = sum(s.cost_usd or 0.0 for s in scores)
         scoring_ms = sum(float(s.details.get("latency_ms") or 0.0) for s in scores)
         div = result.first_divergence
         overhead = (time.perf_counter() - started) * 1000 - result.latency_ms - scoring_ms
         self.store.finish_experiment_run(
-            self.id, sid, v, replay_session=result.session, outcome=result.outcome, error_class=result.error_class,
-            passed=int(all(s.passed for s in scores)), scores=[s.to_dict() for s in scores], cost_usd=result.cost_usd,
-            tokens_in=result.tokens_in, tokens_out=result.tokens_out, latency_ms=result.latency_ms,
-            overhead_ms=round(overhead, 2), departed_seq=div.get("a_seq") if div else None,
+            self.id,
+            sid,
+            v,
+            replay_session=result.session,
+            outcome=result.outcome,
+            error_class=result.error_class,
+            passed=int(all(s.passed for s in scores)),
+            scores=[s.to_dict() for s in scores],
+            cost_usd=result.cost_usd,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            latency_ms=result.latency_ms,
+            overhead_ms=round(overhead, 2),
+            departed_seq=div.get("a_seq") if div else None,
         )
         return (result.cost_usd or 0.0) + scoring_cost, result.tokens_in + result.tokens_out
 
@@ -416,9 +514,16 @@ def _scoring_cost(run: dict) -> float:
     return sum(s.get("cost_usd") or 0.0 for s in run.get("scores") or [])
 
 
-def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None,
-        on_progress: Callable[[Progress], None] | None = None, budget_usd: float | None = None,
-        budget_tokens: int | None = None, tools: LiveTools | None = None) -> str:
+def run(
+    store: Store,
+    experiment_id: str,
+    *,
+    stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    budget_usd: float | None = None,
+    budget_tokens: int | None = None,
+    tools: LiveTools | None = None,
+) -> str:
     """Run (or resume) an experiment to its end, a stop or its budget; returns its status.
 
     Resuming checks the estimate for what is left against what the budget has left.
@@ -431,9 +536,12 @@ def run(store: Store, experiment_id: str, *, stop: threading.Event | None = None
     done = [r for r in runs if r["state"] == "done"]
     total = len(p.cases) * len(p.configs)
     if total and done:
-        check_budget(p, spent_usd=sum((r["cost_usd"] or 0.0) + _scoring_cost(r) for r in done),
-                     spent_tokens=sum((r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in done),
-                     share=(total - len(done)) / total)
+        check_budget(
+            p,
+            spent_usd=sum((r["cost_usd"] or 0.0) + _scoring_cost(r) for r in done),
+            spent_tokens=sum((r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in done),
+            share=(total - len(done)) / total,
+        )
     if budget_usd is not None or budget_tokens is not None:
         row = _experiment(store, experiment_id)
         settings = {**row["settings"], "budget_usd": p.budget_usd, "budget_tokens": p.budget_tokens}

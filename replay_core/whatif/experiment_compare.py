@@ -58,16 +58,20 @@ def compare_experiments(store: Store, a_id: str, b_id: str, *, by_position: bool
     in_b = set(b_cases)
     shared = [c for c in a_cases if c in in_b]
     if not shared:
-        raise CompareError(f"{a_id} and {b_id} share no case (datasets {a['dataset']} v{a['dataset_version']} and "
-                           f"{b['dataset']} v{b['dataset_version']}): nothing is comparable")
+        raise CompareError(
+            f"{a_id} and {b_id} share no case (datasets {a['dataset']} v{a['dataset_version']} and "
+            f"{b['dataset']} v{b['dataset_version']}): nothing is comparable"
+        )
     sa, sb = a["settings"], b["settings"]
     a_names, b_names = sa["names"], sb["names"]
     pairs = _pairs(a_names, b_names, by_position)
     scorers = [s for s in sa["scorers"] if s in sb["scorers"]]
     notes = []
     if (a["dataset_id"], a["dataset_version"]) != (b["dataset_id"], b["dataset_version"]):
-        notes.append(f"different datasets or versions ({a['dataset']} v{a['dataset_version']}, {b['dataset']} "
-                     f"v{b['dataset_version']}): only the {len(shared)} cases both hold are compared")
+        notes.append(
+            f"different datasets or versions ({a['dataset']} v{a['dataset_version']}, {b['dataset']} "
+            f"v{b['dataset_version']}): only the {len(shared)} cases both hold are compared"
+        )
     if sa["start"] != sb["start"]:
         notes.append(f"different start points ({sa['start']} in A, {sb['start']} in B): the replays cover different stretches")
     if (sa.get("scorer_options") or {}) != (sb.get("scorer_options") or {}):
@@ -100,24 +104,61 @@ def compare_experiments(store: Store, a_id: str, b_id: str, *, by_position: bool
                     tally["improved"].append(case)
         n = len(compared)
         pa_n, pb_n = sum(x for x, _ in compared), sum(y for _, y in compared)
-        variants.append({
-            "variant": a_names[i], "b_variant": b_names[j], "a_index": i, "b_index": j, "cases": n, "not_scored_on_both": unscored,
-            "a": _rate(pa_n, n), "b": _rate(pb_n, n),
-            "delta": None if not n else round((pb_n - pa_n) / n, 4),
-            "improved": improved, "regressed": regressed,
-            "scorers": [{"scorer": s, "a": _rate(t["a"], n), "b": _rate(t["b"], n), "improved": t["improved"],
-                         "regressed": t["regressed"]} for s, t in per_scorer.items()],
-        })
+        variants.append(
+            {
+                "variant": a_names[i],
+                "b_variant": b_names[j],
+                "a_index": i,
+                "b_index": j,
+                "cases": n,
+                "not_scored_on_both": unscored,
+                "a": _rate(pa_n, n),
+                "b": _rate(pb_n, n),
+                "delta": None if not n else round((pb_n - pa_n) / n, 4),
+                "improved": improved,
+                "regressed": regressed,
+                "scorers": [
+                    {
+                        "scorer": s,
+                        "a": _rate(t["a"], n),
+                        "b": _rate(t["b"], n),
+                        "improved": t["improved"],
+                        "regressed": t["regressed"],
+                    }
+                    for s, t in per_scorer.items()
+                ],
+            }
+        )
     paired_a, paired_b = {i for i, _ in pairs}, {j for _, j in pairs}
     return {
-        "a": {"experiment": a_id, "dataset": a["dataset"], "dataset_version": a["dataset_version"], "status": a["status"], "start": sa["start"]},
-        "b": {"experiment": b_id, "dataset": b["dataset"], "dataset_version": b["dataset_version"], "status": b["status"], "start": sb["start"]},
-        "interval": "95% Wilson score", "same_dataset_version": (a["dataset_id"], a["dataset_version"]) == (b["dataset_id"], b["dataset_version"]),
-        "cases": {"compared": len(shared), "only_in_a": [c for c in a_cases if c not in in_b],
-                  "only_in_b": [c for c in b_cases if c not in set(a_cases)]},
-        "not_comparable": {"variants_only_in_a": [n for k, n in enumerate(a_names) if k not in paired_a],
-                           "variants_only_in_b": [n for k, n in enumerate(b_names) if k not in paired_b],
-                           "scorers_only_in_a": [s for s in sa["scorers"] if s not in scorers],
-                           "scorers_only_in_b": [s for s in sb["scorers"] if s not in scorers]},
-        "scorers": scorers, "notes": notes, "variants": variants,
+        "a": {
+            "experiment": a_id,
+            "dataset": a["dataset"],
+            "dataset_version": a["dataset_version"],
+            "status": a["status"],
+            "start": sa["start"],
+        },
+        "b": {
+            "experiment": b_id,
+            "dataset": b["dataset"],
+            "dataset_version": b["dataset_version"],
+            "status": b["status"],
+            "start": sb["start"],
+        },
+        "interval": "95% Wilson score",
+        "same_dataset_version": (a["dataset_id"], a["dataset_version"]) == (b["dataset_id"], b["dataset_version"]),
+        "cases": {
+            "compared": len(shared),
+            "only_in_a": [c for c in a_cases if c not in in_b],
+            "only_in_b": [c for c in b_cases if c not in set(a_cases)],
+        },
+        "not_comparable": {
+            "variants_only_in_a": [n for k, n in enumerate(a_names) if k not in paired_a],
+            "variants_only_in_b": [n for k, n in enumerate(b_names) if k not in paired_b],
+            "scorers_only_in_a": [s for s in sa["scorers"] if s not in scorers],
+            "scorers_only_in_b": [s for s in sb["scorers"] if s not in scorers],
+        },
+        "scorers": scorers,
+        "notes": notes,
+        "variants": variants,
     }

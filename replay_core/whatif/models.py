@@ -78,9 +78,14 @@ def _option(entry: Mapping, where: str, environ: Mapping[str, str]) -> ModelOpti
     if (prices["price_in"] is None) != (prices["price_out"] is None):
         raise ConfigError(f"{where}: give both price_in and price_out, or neither")
     model = model.strip()
-    return ModelOption(model=model, name=str(entry.get("name") or model), provider=entry.get("provider") or _provider(model),
-                       api_base=entry.get("api_base") or environ.get("AGENT_REPLAY_API_BASE") or None,
-                       api_key_env=entry.get("api_key_env") or environ.get("AGENT_REPLAY_API_KEY_ENV") or None, **prices)
+    return ModelOption(
+        model=model,
+        name=str(entry.get("name") or model),
+        provider=entry.get("provider") or _provider(model),
+        api_base=entry.get("api_base") or environ.get("AGENT_REPLAY_API_BASE") or None,
+        api_key_env=entry.get("api_key_env") or environ.get("AGENT_REPLAY_API_KEY_ENV") or None,
+        **prices,
+    )
 
 
 def read_models_file(path: Path, environ: Mapping[str, str]) -> list[ModelOption]:
@@ -128,10 +133,14 @@ def readiness(option: ModelOption, environ: Mapping[str, str] | None = None, *, 
         return Readiness(True)
     missing = found.get("missing_keys") or []
     if not missing:
-        return Readiness(False, f"Agent Replay does not know how to reach {option.name}.",
-                         f"give the model with its provider, e.g. openai/{option.model.split('/')[-1]}, in AGENT_REPLAY_MODELS")
-    return Readiness(False, f"No credentials for {who} are set up on this server.",
-                     " ".join(f"export {name}=<…>" for name in missing))
+        return Readiness(
+            False,
+            f"Agent Replay does not know how to reach {option.name}.",
+            f"give the model with its provider, e.g. openai/{option.model.split('/')[-1]}, in AGENT_REPLAY_MODELS",
+        )
+    return Readiness(
+        False, f"No credentials for {who} are set up on this server.", " ".join(f"export {name}=<…>" for name in missing)
+    )
 
 
 def _reachable(option: ModelOption, api_base: str, timeout_s: float) -> Readiness:
@@ -140,6 +149,9 @@ def _reachable(option: ModelOption, api_base: str, timeout_s: float) -> Readines
     try:
         httpx.get(f"{base}/models", timeout=timeout_s)
     except (httpx.HTTPError, httpx.InvalidURL):
-        return Readiness(False, f"The model server for {option.name} does not answer (it may be stopped).",
-                         f"start the model server at {base}, or point api_base for {option.model} at where it runs")
+        return Readiness(
+            False,
+            f"The model server for {option.name} does not answer (it may be stopped).",
+            f"start the model server at {base}, or point api_base for {option.model} at where it runs",
+        )
     return Readiness(True)

@@ -28,9 +28,11 @@ MAX_CACHED = 256
 TIMEOUT_S = 60.0
 MAX_TOKENS = 400  # the paragraph's cap, and what the estimate counts as its length
 CITE = re.compile(r"\[steps? (\d+)(?:\s*[–-]\s*(\d+))?\]", re.I)
-SYSTEM = ("You explain to a non-engineer why an AI agent's run failed, in one paragraph of at most 120 words. "
-          "Use only the facts given; add nothing. Cite the step behind every claim as [step N]. "
-          "If the facts do not say why, say that.")
+SYSTEM = (
+    "You explain to a non-engineer why an AI agent's run failed, in one paragraph of at most 120 words. "
+    "Use only the facts given; add nothing. Cite the step behind every claim as [step N]. "
+    "If the facts do not say why, say that."
+)
 PLAIN_ERRORS = {
     "timeout": "The model did not answer in time.",
     "connection": "The model's server could not be reached (is it running, and is its address right?).",
@@ -73,14 +75,21 @@ class NarrativeError(Exception):
 
 def facts(explanation: Explanation) -> str:
     """What the model is told: the deterministic answer, step by step."""
-    lines = [f"Run {explanation.session} ended {explanation.status}" + (f": {explanation.outcome}" if explanation.outcome else "."),
-             f"Rule-based cause line: {explanation.cause_line()}", "Causal chain, in run order:"]
+    lines = [
+        f"Run {explanation.session} ended {explanation.status}" + (f": {explanation.outcome}" if explanation.outcome else "."),
+        f"Rule-based cause line: {explanation.cause_line()}",
+        "Causal chain, in run order:",
+    ]
     lines += [f"- [step {link.seq}] ({link.kind}) {link.summary}" for link in explanation.chain]
     tp = explanation.turning_point
     if tp is not None:
-        lines.append(f"Turning point: [step {tp.seq}] here against step {tp.compared_seq} of the successful run "
-                     f"{tp.compared_with} ({tp.kind}): {tp.summary}")
-    lines += [f"Contradiction: [step {c.seq}] disagrees with [step {c.earlier_seq}]: {c.summary}" for c in explanation.contradictions]
+        lines.append(
+            f"Turning point: [step {tp.seq}] here against step {tp.compared_seq} of the successful run "
+            f"{tp.compared_with} ({tp.kind}): {tp.summary}"
+        )
+    lines += [
+        f"Contradiction: [step {c.seq}] disagrees with [step {c.earlier_seq}]: {c.summary}" for c in explanation.contradictions
+    ]
     return "\n".join(lines)
 
 
@@ -115,13 +124,21 @@ def cached(explanation: Explanation, model: str, api_base: str | None = None) ->
     return _cache.get(_key(model, api_base, messages(explanation)))
 
 
-def narrate(explanation: Explanation, model: str | None = None, *, api_base: str | None = None,
-            api_key_env: str | None = None, timeout_s: float = TIMEOUT_S) -> Narrative:
+def narrate(
+    explanation: Explanation,
+    model: str | None = None,
+    *,
+    api_base: str | None = None,
+    api_key_env: str | None = None,
+    timeout_s: float = TIMEOUT_S,
+) -> Narrative:
     """One paragraph from `model` (default: the configured one); raises NarrativeError in plain words."""
     if model is None:
         model, api_base, api_key_env = config.explain_model(), config.explain_api_base(), config.explain_api_key_env()
         if model is None:
-            raise NarrativeError("other", "no model configured: set AGENT_REPLAY_EXPLAIN_MODEL (and leave AGENT_REPLAY_EXPLAIN_LLM on)")
+            raise NarrativeError(
+                "other", "no model configured: set AGENT_REPLAY_EXPLAIN_MODEL (and leave AGENT_REPLAY_EXPLAIN_LLM on)"
+            )
     msgs = messages(explanation)
     key = _key(model, api_base, msgs)
     if key in _cache:
@@ -137,12 +154,16 @@ def narrate(explanation: Explanation, model: str | None = None, *, api_base: str
     if not text:
         raise NarrativeError("bad_response", "the answer holds no text")
     cited = cited_steps(text)
-    named = {link.seq for link in explanation.chain} | {c.seq for c in explanation.contradictions} | {
-        c.earlier_seq for c in explanation.contradictions}
+    named = (
+        {link.seq for link in explanation.chain}
+        | {c.seq for c in explanation.contradictions}
+        | {c.earlier_seq for c in explanation.contradictions}
+    )
     if explanation.turning_point is not None and explanation.turning_point.seq is not None:
         named.add(explanation.turning_point.seq)
-    result = Narrative(text, model, answer.cost_usd, answer.tokens_in, answer.tokens_out, cited,
-                       tuple(n for n in cited if n not in named))
+    result = Narrative(
+        text, model, answer.cost_usd, answer.tokens_in, answer.tokens_out, cited, tuple(n for n in cited if n not in named)
+    )
     if len(_cache) >= MAX_CACHED:
         _cache.pop(next(iter(_cache)))
     _cache[key] = result

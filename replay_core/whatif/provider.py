@@ -70,8 +70,15 @@ def load_litellm():
 
 ERROR_CLASSES = ("timeout", "connection", "bad_response", "rate_limit", "server_error", "auth", "bad_request", "other")
 _TIMEOUTS = {"Timeout", "APITimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"}
-_CONNECTION = {"APIConnectionError", "RemoteProtocolError", "ConnectError", "ReadError", "WriteError", "NetworkError",
-               "ServiceUnavailableError"}
+_CONNECTION = {
+    "APIConnectionError",
+    "RemoteProtocolError",
+    "ConnectError",
+    "ReadError",
+    "WriteError",
+    "NetworkError",
+    "ServiceUnavailableError",
+}
 _BAD_RESPONSE_WORDS = ("invalid response", "empty response", "expecting value", "unexpected content-type", "<html")
 
 
@@ -117,7 +124,11 @@ def ask(config: ReplayConfig, model: str, messages: list[dict], tools: list[dict
     """One chat completion, retried on rate limits; raises ProviderError."""
     litellm = load_litellm()
     kwargs: dict[str, Any] = {
-        "model": model, "messages": messages, "timeout": timeout_s, "max_retries": 0, **config.params,
+        "model": model,
+        "messages": messages,
+        "timeout": timeout_s,
+        "max_retries": 0,
+        **config.params,
     }
     if tools:
         kwargs["tools"] = tools

@@ -45,7 +45,8 @@ def _message_bytes(msg: dict) -> bytes | None:
     item = {k: v for k, v in msg.items() if k != "tool_call_id"}
     if item.get("tool_calls"):
         item["tool_calls"] = [
-            {"name": c["function"]["name"], "arguments": canonical_args(c["function"].get("arguments"))} for c in item["tool_calls"]
+            {"name": c["function"]["name"], "arguments": canonical_args(c["function"].get("arguments"))}
+            for c in item["tool_calls"]
         ]
     return orjson.dumps(item, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
 
@@ -323,5 +324,8 @@ def _openai_tool(tool: Any) -> dict | None:
         return tool
     if tool.get("name"):
         params = tool.get("parameters") or tool.get("input_schema") or {"type": "object", "properties": {}}
-        return {"type": "function", "function": {"name": tool["name"], "description": tool.get("description", ""), "parameters": params}}
+        return {
+            "type": "function",
+            "function": {"name": tool["name"], "description": tool.get("description", ""), "parameters": params},
+        }
     return None

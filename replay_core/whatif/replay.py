@@ -39,8 +39,14 @@ from .recording import Recording, Turn, call_key, canonical_args
 from .replay_config import RECORDED, ReplayConfig
 
 # replay outcome -> the replay session's status ("error": a fault of the replay itself)
-STATUS_OF = {"completed": "succeeded", "final_answer": "succeeded", "diverged": "incomplete", "budget": "incomplete",
-             "provider_error": "failed", "error": "failed"}
+STATUS_OF = {
+    "completed": "succeeded",
+    "final_answer": "succeeded",
+    "diverged": "incomplete",
+    "budget": "incomplete",
+    "provider_error": "failed",
+    "error": "failed",
+}
 LiveTools = dict[str, Callable[..., Any]]
 FLUSH_EVERY_S = 0.5
 
@@ -113,7 +119,9 @@ def recording_in(timeline: Timeline, store: Store, from_step: int | None, to_ste
         raise ReplayError(f"--from {from_step} is after --to {to_step}")
     rec = Recording(timeline, store, from_step, to_step)
     if not rec.turns:
-        raise ReplayError(f"steps {from_step}–{to_step} of {session_id} hold no model output (think, tool_call, decision) to replay")
+        raise ReplayError(
+            f"steps {from_step}–{to_step} of {session_id} hold no model output (think, tool_call, decision) to replay"
+        )
     return rec
 
 
@@ -143,8 +151,16 @@ class _Stop(Exception):
 class _Replay:
     """One replay in progress: the new session's steps, written turn by turn."""
 
-    def __init__(self, store: Store, rec: Recording, config: ReplayConfig, live_tools: LiveTools, on_progress,
-                 source: str = "replay", tags: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        store: Store,
+        rec: Recording,
+        config: ReplayConfig,
+        live_tools: LiveTools,
+        on_progress,
+        source: str = "replay",
+        tags: tuple[str, ...] = (),
+    ):
         self.store, self.rec, self.config = store, rec, config
         self.source, self.extra_tags = source, tags
         self.live_tools = live_tools
@@ -172,10 +188,20 @@ class _Replay:
         src = self.rec.session
         name = f"{src.get('name') or src['id']} · what-if {self.config.label} (steps {self.rec.from_step}–{self.rec.to_step})"
         event = SessionEvent(
-            session_id=self.session_id, name=name[:300], agent_id=src.get("agent_id"), model=self.config.label,
-            workflow=src.get("workflow"), environment=src.get("environment"), agent_version=src.get("agent_version"),
-            tags=[*(src.get("tags") or []), "replay", *self.extra_tags], started_at=now_utc(), source=self.source, replay_of=src["id"],
-            replay_from=self.rec.from_step, replay_to=self.rec.to_step, replay_config=self.config.to_json(),
+            session_id=self.session_id,
+            name=name[:300],
+            agent_id=src.get("agent_id"),
+            model=self.config.label,
+            workflow=src.get("workflow"),
+            environment=src.get("environment"),
+            agent_version=src.get("agent_version"),
+            tags=[*(src.get("tags") or []), "replay", *self.extra_tags],
+            started_at=now_utc(),
+            source=self.source,
+            replay_of=src["id"],
+            replay_from=self.rec.from_step,
+            replay_to=self.rec.to_step,
+            replay_config=self.config.to_json(),
         )
         ingest(self.store, [event], source="replay")
 
@@ -194,8 +220,11 @@ class _Replay:
 
     def _progress(self, done: bool) -> None:
         if self.on_progress is not None:
-            self.on_progress(Progress(self.config.label, self.session_id, len(self.steps), done, self.result.outcome or None,
-                                      self.result.message))
+            self.on_progress(
+                Progress(
+                    self.config.label, self.session_id, len(self.steps), done, self.result.outcome or None, self.result.message
+                )
+            )
 
     def _step(self, **fields: Any) -> StepEvent:
         seq = self.next_seq
@@ -211,8 +240,21 @@ class _Replay:
 
     def _copy(self, original: StepEvent, *, call_ids: dict[str, str | None] | None = None, **overrides: Any) -> StepEvent:
         """A recorded step served into the replay, marked with where it came from."""
-        names = ("type", "agent_id", "model", "content", "tool_name", "tool_args", "status", "error_class", "retry",
-                 "tokens_in", "tokens_out", "cost_usd", "duration_ms")
+        names = (
+            "type",
+            "agent_id",
+            "model",
+            "content",
+            "tool_name",
+            "tool_args",
+            "status",
+            "error_class",
+            "retry",
+            "tokens_in",
+            "tokens_out",
+            "cost_usd",
+            "duration_ms",
+        )
         fields = {n: getattr(original, n) for n in names}
         call_id = original.tool_call_id
         fields["tool_call_id"] = call_ids.get(call_id, call_id) if call_ids and call_id else call_id
@@ -301,8 +343,13 @@ class _Replay:
             self.result.latency_ms += exc.latency_ms
             if exc.error_class == "timeout" and timeout[1]:
                 raise _Stop("budget", f"time budget spent ({config.budget.timeout_s:g} s) waiting for {model}") from None
-            self._step(type="error", status="error", error_class=exc.error_class, model=model,
-                       content=f"Provider error from {model}: {exc.message}")
+            self._step(
+                type="error",
+                status="error",
+                error_class=exc.error_class,
+                model=model,
+                content=f"Provider error from {model}: {exc.message}",
+            )
             raise _Stop("provider_error", exc.message, exc.error_class) from None
         self.result.model_calls += 1
         self.result.latency_ms += answer.latency_ms
@@ -312,9 +359,15 @@ class _Replay:
         """The live answer as steps: thought and tool calls, or a text answer."""
         lead = original.steps[0]
         common = {"agent_id": lead.agent_id, "parent_id": self.ids.get(lead.parent_id)}
-        usage = {"model": answer.model or self.config.model, "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out,
-                 "cost_usd": answer.cost_usd, "duration_ms": answer.latency_ms, "context": apply_prompt(messages, self.config),
-                 "metadata": {"live": True, "provider_retries": answer.retries} if answer.retries else {"live": True}}
+        usage = {
+            "model": answer.model or self.config.model,
+            "tokens_in": answer.tokens_in,
+            "tokens_out": answer.tokens_out,
+            "cost_usd": answer.cost_usd,
+            "duration_ms": answer.latency_ms,
+            "context": apply_prompt(messages, self.config),
+            "metadata": {"live": True, "provider_retries": answer.retries} if answer.retries else {"live": True},
+        }
         steps = []
         if answer.content is not None or not answer.tool_calls:
             if answer.tool_calls:
@@ -324,8 +377,16 @@ class _Replay:
             steps.append(self._step(type=kind, content=answer.content or "", **common, **usage))
             usage = {}
         for call in answer.tool_calls:
-            steps.append(self._step(type="tool_call", tool_name=call.name, tool_args=call.arguments, tool_call_id=call.id,
-                                    **common, **(usage or {"model": answer.model or self.config.model})))
+            steps.append(
+                self._step(
+                    type="tool_call",
+                    tool_name=call.name,
+                    tool_args=call.arguments,
+                    tool_call_id=call.id,
+                    **common,
+                    **(usage or {"model": answer.model or self.config.model}),
+                )
+            )
             usage = {}
         self._count(steps)
         if answer.cost_usd is None and self.result.cost_usd is not None:
@@ -351,13 +412,19 @@ class _Replay:
                 plan.append((call, live))
             elif found is not None and found.answer is not None:
                 if found.call.stored_seq > self.rec.to_step:
-                    raise _Stop("completed", f"the model made the call the original made at step {found.call.seq}, "
-                                             f"after the end of the range (step {self.rec.to_step})")
+                    raise _Stop(
+                        "completed",
+                        f"the model made the call the original made at step {found.call.seq}, "
+                        f"after the end of the range (step {self.rec.to_step})",
+                    )
                 plan.append((call, (found.answer, found.call.stored_seq)))
             else:
                 held = " (recorded without a result)" if found is not None else ""
-                raise _Stop("diverged", f"the model called {call.tool_name}({canonical_args(call.tool_args)}), "
-                                        f"which the recording does not hold{held}")
+                raise _Stop(
+                    "diverged",
+                    f"the model called {call.tool_name}({canonical_args(call.tool_args)}), "
+                    f"which the recording does not hold{held}",
+                )
         for call, how in plan:
             if callable(how):
                 self._run_live(call, how)
@@ -378,34 +445,66 @@ class _Replay:
             status, error_class = "ok", None
         except Exception as exc:  # the tool's failure is the tool's answer
             content, status, error_class = f"{type(exc).__name__}: {exc}", "error", type(exc).__name__
-        return self._step(type="tool_result", tool_name=call.tool_name, tool_args=args, tool_call_id=call.tool_call_id,
-                          content=content, status=status, error_class=error_class, agent_id=call.agent_id,
-                          duration_ms=round((time.perf_counter() - started) * 1000, 1), metadata={"live": True})
+        return self._step(
+            type="tool_result",
+            tool_name=call.tool_name,
+            tool_args=args,
+            tool_call_id=call.tool_call_id,
+            content=content,
+            status=status,
+            error_class=error_class,
+            agent_id=call.agent_id,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            metadata={"live": True},
+        )
 
     def _finish(self, outcome: str, message: str, error_class: str | None) -> None:
         self._flush()
         src = self.rec.session
         status = STATUS_OF.get(outcome, "failed")
         outcome_text = f"Replay {outcome.replace('_', ' ')}: {message}"
-        if outcome in ("completed", "final_answer") and self.on_script and self.rec.covers_end and self.turn >= len(self.rec.turns):
+        if (
+            outcome in ("completed", "final_answer")
+            and self.on_script
+            and self.rec.covers_end
+            and self.turn >= len(self.rec.turns)
+        ):
             # The same calls to the end of the recording: the original's outcome stands (an
             # unfinished original leaves the replay unfinished too; one that ended without a recorded
             # outcome leaves the replay's outcome unrecorded too: `unknown`).
             ended = src.get("status") in ("succeeded", "failed", "unknown")
             status, error_class = (src["status"], src.get("error_class")) if ended else ("incomplete", None)
             original_outcome = src.get("outcome") or src.get("status")
-            outcome_text += f". It made the original's calls to the end of the recording; the original's outcome: {original_outcome}"
-        self.result.status, self.result.outcome, self.result.message, self.result.error_class = status, outcome, message, error_class
+            outcome_text += (
+                f". It made the original's calls to the end of the recording; the original's outcome: {original_outcome}"
+            )
+        self.result.status, self.result.outcome, self.result.message, self.result.error_class = (
+            status,
+            outcome,
+            message,
+            error_class,
+        )
         self.result.steps = len(self.steps)
         meta = {"replay_outcome": outcome, "replay_message": message, "tool_results": tool_results(self.steps)}
-        ingest(self.store, [
-            SessionEvent(session_id=self.session_id, metadata=meta),
-            SessionEndEvent(session_id=self.session_id, status=status, outcome=outcome_text[:2000], error_class=error_class,
-                            ended_at=now_utc()),
-        ], source="replay")
+        ingest(
+            self.store,
+            [
+                SessionEvent(session_id=self.session_id, metadata=meta),
+                SessionEndEvent(
+                    session_id=self.session_id,
+                    status=status,
+                    outcome=outcome_text[:2000],
+                    error_class=error_class,
+                    ended_at=now_utc(),
+                ),
+            ],
+            source="replay",
+        )
         self.result.overhead_ms = round((time.monotonic() - self.started) * 1000 - self.result.latency_ms, 1)
         try:
-            found = compare(self.store, src["id"], self.session_id, loaded={src["id"]: (src, self.rec.timeline.steps)}).first_divergence
+            found = compare(
+                self.store, src["id"], self.session_id, loaded={src["id"]: (src, self.rec.timeline.steps)}
+            ).first_divergence
             self.result.first_divergence = found.to_dict() if found else None
         finally:
             self._progress(True)
@@ -438,9 +537,18 @@ def _pair_call_ids(original: list[StepEvent], replayed: list[StepEvent]) -> dict
 
 
 def replay(
-    store: Store, session_id: str, from_step: int | None, to_step: int | None, config: ReplayConfig, *,
-    live_tools: LiveTools | None = None, on_progress: Callable[[Progress], None] | None = None,
-    source: str = "replay", tags: tuple[str, ...] = (), actor: Actor | None = None, recording: Recording | None = None,
+    store: Store,
+    session_id: str,
+    from_step: int | None,
+    to_step: int | None,
+    config: ReplayConfig,
+    *,
+    live_tools: LiveTools | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    source: str = "replay",
+    tags: tuple[str, ...] = (),
+    actor: Actor | None = None,
+    recording: Recording | None = None,
 ) -> ReplayResult:
     """Replay steps from_step..to_step of a session with `config`; returns how it went.
 
@@ -455,8 +563,12 @@ def replay(
     if _needs_model(config):
         load_litellm()  # before the clock starts: its import is not the replay's overhead
     result = _Replay(store, rec, config, live_tools or {}, on_progress, source, tags).run()
-    store.record_audit(actor, REPLAY, target=session_id, detail={
-        "model": result.model, "replay": result.session, "status": result.status, "from": from_step, "to": to_step})
+    store.record_audit(
+        actor,
+        REPLAY,
+        target=session_id,
+        detail={"model": result.model, "replay": result.session, "status": result.status, "from": from_step, "to": to_step},
+    )
     return result
 
 
@@ -469,8 +581,15 @@ def _needs_model(config: ReplayConfig) -> bool:
 
 
 def replay_many(
-    store: Store, session_id: str, from_step: int | None, to_step: int | None, configs: list[ReplayConfig], *,
-    max_workers: int = 4, live_tools: LiveTools | None = None, on_progress: Callable[[Progress], None] | None = None,
+    store: Store,
+    session_id: str,
+    from_step: int | None,
+    to_step: int | None,
+    configs: list[ReplayConfig],
+    *,
+    max_workers: int = 4,
+    live_tools: LiveTools | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
     actor: Actor | None = None,
 ) -> list[ReplayResult]:
     """Fan-out: one replay session per config, run concurrently (at most max_workers at once). Editors only."""
@@ -488,9 +607,10 @@ def replay_many(
                 on_progress(p)
 
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(configs))), thread_name_prefix="replay") as pool:
-        futures = [pool.submit(replay, store, session_id, from_step, to_step, c, live_tools=live_tools, on_progress=report,
-                               actor=actor)
-                   for c in configs]
+        futures = [
+            pool.submit(replay, store, session_id, from_step, to_step, c, live_tools=live_tools, on_progress=report, actor=actor)
+            for c in configs
+        ]
         return [f.result() for f in futures]
 
 
@@ -517,7 +637,9 @@ def _chars(step: StepEvent) -> int:
     return len(step.content or "") + (len(canonical_args(args)) if args is not None else 0) + 16
 
 
-def estimate(store: Store, session_id: str, from_step: int | None, to_step: int | None, configs: list[ReplayConfig]) -> list[Estimate]:
+def estimate(
+    store: Store, session_id: str, from_step: int | None, to_step: int | None, configs: list[ReplayConfig]
+) -> list[Estimate]:
     """Tokens and cost per model for replaying this range (see estimate_for)."""
     return estimate_for(open_recording(store, session_id, from_step, to_step), configs)
 
@@ -543,7 +665,9 @@ def estimate_for(rec: Recording, configs: list[ReplayConfig]) -> list[Estimate]:
         notes = []
         if config.model == RECORDED:
             cost: float | None = 0.0
-            notes.append("recorded answers cost nothing" + (f"; misses go to {config.fallback_model}" if config.fallback_model else ""))
+            notes.append(
+                "recorded answers cost nothing" + (f"; misses go to {config.fallback_model}" if config.fallback_model else "")
+            )
             if config.fallback_model:
                 price = prices(config.fallback_model, config)
                 cost = None if price is None else 0.0

@@ -19,8 +19,18 @@ TOOL_MODES = ("recorded", "live", "none")
 RESERVED_PARAMS = frozenset({"model", "messages", "tools", "api_key", "api_base", "stream", "timeout", "max_retries", "n"})
 # Environment variables that mean a hosted provider is set up.
 PROVIDER_KEYS = (
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY",
-    "TOGETHERAI_API_KEY", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY", "AZURE_API_KEY", "COHERE_API_KEY", "XAI_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "TOGETHERAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "AZURE_API_KEY",
+    "COHERE_API_KEY",
+    "XAI_API_KEY",
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -92,8 +102,10 @@ class ReplayConfig:
         if self.retries < 0 or self.backoff_s < 0 or self.request_timeout_s <= 0:
             raise ConfigError("retries, backoff_s and request_timeout_s: must not be negative")
         b = self.budget
-        if (b.max_steps is not None and b.max_steps < 1) or (b.max_cost_usd is not None and b.max_cost_usd < 0) or (
-            b.timeout_s is not None and b.timeout_s <= 0
+        if (
+            (b.max_steps is not None and b.max_steps < 1)
+            or (b.max_cost_usd is not None and b.max_cost_usd < 0)
+            or (b.timeout_s is not None and b.timeout_s <= 0)
         ):
             raise ConfigError("budget: max_steps must be at least 1, max_cost_usd and timeout_s positive")
 
@@ -148,7 +160,9 @@ def configs_for(models: list[str], *, fallback_model: str | None = None, **setti
     names = [m.strip() for m in models if m and m.strip()]
     if not names:
         raise ConfigError("model: name at least one model")
-    return [ReplayConfig(model=m, fallback_model=fallback_model if m == RECORDED else None, **settings) for m in dict.fromkeys(names)]
+    return [
+        ReplayConfig(model=m, fallback_model=fallback_model if m == RECORDED else None, **settings) for m in dict.fromkeys(names)
+    ]
 
 
 def parse_params(items: list[str]) -> dict[str, Any]:

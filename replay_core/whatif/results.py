@@ -62,46 +62,71 @@ def summarise(store: Store, experiment_id: str) -> dict:
         refused = [r for r in finished if r["outcome"] == REFUSED]
         passed = sum(1 for r in done if r["passed"])
         costs = [r["cost_usd"] for r in done]
-        variants.append({
-            "variant": v, "name": name, "model": settings["variants"][v]["model"], "cases": len(done), "passed": passed,
-            "pass_rate": round(passed / len(done), 4) if done else None, "ci": list(wilson(passed, len(done))),
-            "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
-            "scoring_cost_usd": round(sum(s.get("cost_usd") or 0.0 for r in done for s in r["scores"] or []), 6),
-            "tokens_in": sum(r["tokens_in"] or 0 for r in done), "tokens_out": sum(r["tokens_out"] or 0 for r in done),
-            "p50_ms": percentile([r["latency_ms"] for r in done if r["latency_ms"] is not None], 50),
-            "p95_ms": percentile([r["latency_ms"] for r in done if r["latency_ms"] is not None], 95),
-            "outcomes": dict(Counter(r["outcome"] or "error" for r in done)),
-            "departed_at": {str(k): n for k, n in sorted(Counter(r["departed_seq"] for r in done if r["departed_seq"] is not None).items())},
-            "pending": len(cases) - len(finished),
-            "refused": len(refused), "refusals": [{"case": r["case_session"], "reason": _failing_reason(r)} for r in refused],
-            "tool_results": {k: sum(len((r["tools"] or {}).get(k) or []) for r in done) for k in ("live", "recorded")},
-        })
+        variants.append(
+            {
+                "variant": v,
+                "name": name,
+                "model": settings["variants"][v]["model"],
+                "cases": len(done),
+                "passed": passed,
+                "pass_rate": round(passed / len(done), 4) if done else None,
+                "ci": list(wilson(passed, len(done))),
+                "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
+                "scoring_cost_usd": round(sum(s.get("cost_usd") or 0.0 for r in done for s in r["scores"] or []), 6),
+                "tokens_in": sum(r["tokens_in"] or 0 for r in done),
+                "tokens_out": sum(r["tokens_out"] or 0 for r in done),
+                "p50_ms": percentile([r["latency_ms"] for r in done if r["latency_ms"] is not None], 50),
+                "p95_ms": percentile([r["latency_ms"] for r in done if r["latency_ms"] is not None], 95),
+                "outcomes": dict(Counter(r["outcome"] or "error" for r in done)),
+                "departed_at": {
+                    str(k): n
+                    for k, n in sorted(Counter(r["departed_seq"] for r in done if r["departed_seq"] is not None).items())
+                },
+                "pending": len(cases) - len(finished),
+                "refused": len(refused),
+                "refusals": [{"case": r["case_session"], "reason": _failing_reason(r)} for r in refused],
+                "tool_results": {k: sum(len((r["tools"] or {}).get(k) or []) for r in done) for k in ("live", "recorded")},
+            }
+        )
     regressions, improvements = [], []
     for v in range(1, len(names)):
         for c in cases:
             base, this = cell.get((c, 0)), cell.get((c, v))
             if not base or not this or base["passed"] is None or this["passed"] is None:
                 continue
-            item = {"case": c, "session": this["replay_session"], "variant": names[v], "baseline": base["replay_session"],
-                    "reason": _failing_reason(this if base["passed"] else base)}
+            item = {
+                "case": c,
+                "session": this["replay_session"],
+                "variant": names[v],
+                "baseline": base["replay_session"],
+                "reason": _failing_reason(this if base["passed"] else base),
+            }
             if base["passed"] and not this["passed"]:
                 regressions.append(item)
             elif this["passed"] and not base["passed"]:
                 improvements.append(item)
-    matrix = [
-        {"case": c, "cells": [_cell(cell.get((c, v))) for v in range(len(names))]}
-        for c in cases
-    ]
+    matrix = [{"case": c, "cells": [_cell(cell.get((c, v))) for v in range(len(names))]} for c in cases]
     total = len(cases) * len(names)
     done_count = sum(1 for r in runs if r["state"] == "done")  # refused ones included: they will not run again
     return {
-        "experiment": experiment_id, "dataset": exp["dataset"], "dataset_version": exp["dataset_version"],
-        "status": exp["status"], "message": exp["message"], "start": settings["start"], "scorers": settings["scorers"],
+        "experiment": experiment_id,
+        "dataset": exp["dataset"],
+        "dataset_version": exp["dataset_version"],
+        "status": exp["status"],
+        "message": exp["message"],
+        "start": settings["start"],
+        "scorers": settings["scorers"],
         "progress": {"done": done_count, "total": total, "running": sum(1 for r in runs if r["state"] == "running")},
-        "budget_usd": settings.get("budget_usd"), "budget_tokens": settings.get("budget_tokens"),
-        "estimates": settings.get("estimates"), "interval": "95% Wilson score",
-        "variants": variants, "regressions": regressions, "improvements": improvements, "matrix": matrix,
-        "created_at": exp["created_at"], "finished_at": exp["finished_at"],
+        "budget_usd": settings.get("budget_usd"),
+        "budget_tokens": settings.get("budget_tokens"),
+        "estimates": settings.get("estimates"),
+        "interval": "95% Wilson score",
+        "variants": variants,
+        "regressions": regressions,
+        "improvements": improvements,
+        "matrix": matrix,
+        "created_at": exp["created_at"],
+        "finished_at": exp["finished_at"],
     }
 
 
@@ -113,9 +138,17 @@ def _failing_reason(run: dict) -> str | None:
 def _cell(run: dict | None) -> dict | None:
     if run is None:
         return None
-    return {"state": run["state"], "passed": None if run["passed"] is None else bool(run["passed"]), "session": run["replay_session"],
-            "outcome": run["outcome"], "cost_usd": run["cost_usd"], "latency_ms": run["latency_ms"], "departed_seq": run["departed_seq"],
-            "scores": run["scores"] or [], "tools": run.get("tools")}
+    return {
+        "state": run["state"],
+        "passed": None if run["passed"] is None else bool(run["passed"]),
+        "session": run["replay_session"],
+        "outcome": run["outcome"],
+        "cost_usd": run["cost_usd"],
+        "latency_ms": run["latency_ms"],
+        "departed_seq": run["departed_seq"],
+        "scores": run["scores"] or [],
+        "tools": run.get("tools"),
+    }
 
 
 def _tool_results(store: Store, replay_sessions: list[str]) -> dict[str, dict | None]:
@@ -132,26 +165,69 @@ def to_csv(summary: dict) -> str:
     names = [v["name"] for v in summary["variants"]]
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(["case", "variant", "state", "passed", "replay_session", "outcome", "cost_usd", "latency_ms", "departed_seq",
-                     *[f"{s}_{part}" for s in scorers for part in ("passed", "reason")]])
+    writer.writerow(
+        [
+            "case",
+            "variant",
+            "state",
+            "passed",
+            "replay_session",
+            "outcome",
+            "cost_usd",
+            "latency_ms",
+            "departed_seq",
+            *[f"{s}_{part}" for s in scorers for part in ("passed", "reason")],
+        ]
+    )
     for row in summary["matrix"]:
         for name, c in zip(names, row["cells"], strict=True):
             if c is None:
                 writer.writerow([row["case"], name, "pending"])
                 continue
             by_name = {s["name"]: s for s in c["scores"]}
-            writer.writerow([row["case"], name, c["state"], c["passed"], c["session"], c["outcome"], c["cost_usd"], c["latency_ms"],
-                             c["departed_seq"], *[x for s in scorers for x in (by_name.get(s, {}).get("passed"), by_name.get(s, {}).get("reason"))]])
+            writer.writerow(
+                [
+                    row["case"],
+                    name,
+                    c["state"],
+                    c["passed"],
+                    c["session"],
+                    c["outcome"],
+                    c["cost_usd"],
+                    c["latency_ms"],
+                    c["departed_seq"],
+                    *[x for s in scorers for x in (by_name.get(s, {}).get("passed"), by_name.get(s, {}).get("reason"))],
+                ]
+            )
     return buf.getvalue()
 
 
 def cli_shape(summary: dict) -> dict:
     """The `experiment run --json` answer: the brief's fields first, the rest after."""
-    variants = [{k: v[k] for k in ("model", "cases", "passed", "pass_rate", "ci", "cost_usd", "tokens_in", "tokens_out", "p50_ms", "p95_ms")}
-                | {"name": v["name"], "departed_at": v["departed_at"], "outcomes": v["outcomes"], "pending": v["pending"],
-                   "refused": v["refused"], "tool_results": v["tool_results"]}
-                for v in summary["variants"]]
-    return {"experiment": summary["experiment"], "dataset": summary["dataset"], "status": summary["status"],
-            "message": summary["message"], "interval": summary["interval"], "variants": variants,
-            "regressions": [{k: r[k] for k in ("case", "session", "variant", "baseline", "reason")} for r in summary["regressions"]],
-            "improvements": [{k: r[k] for k in ("case", "session", "variant", "baseline", "reason")} for r in summary["improvements"]]}
+    variants = [
+        {
+            k: v[k]
+            for k in ("model", "cases", "passed", "pass_rate", "ci", "cost_usd", "tokens_in", "tokens_out", "p50_ms", "p95_ms")
+        }
+        | {
+            "name": v["name"],
+            "departed_at": v["departed_at"],
+            "outcomes": v["outcomes"],
+            "pending": v["pending"],
+            "refused": v["refused"],
+            "tool_results": v["tool_results"],
+        }
+        for v in summary["variants"]
+    ]
+    return {
+        "experiment": summary["experiment"],
+        "dataset": summary["dataset"],
+        "status": summary["status"],
+        "message": summary["message"],
+        "interval": summary["interval"],
+        "variants": variants,
+        "regressions": [{k: r[k] for k in ("case", "session", "variant", "baseline", "reason")} for r in summary["regressions"]],
+        "improvements": [
+            {k: r[k] for k in ("case", "session", "variant", "baseline", "reason")} for r in summary["improvements"]
+        ],
+    }

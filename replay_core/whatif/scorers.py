@@ -160,9 +160,15 @@ def outcome(inp: ScoreInput) -> Score:
     want, where = expected_of(inp)
     got = final_answer(inp.replay_steps)
     if want is None:
-        return Score("outcome", False, "nothing to compare with: the original has no final answer or outcome, and the case no expected text")
+        return Score(
+            "outcome",
+            False,
+            "nothing to compare with: the original has no final answer or outcome, and the case no expected text",
+        )
     if got is None:
-        return Score("outcome", False, f"the replay gave no final answer (it ended {inp.replay.outcome}: {_short(inp.replay.message)})")
+        return Score(
+            "outcome", False, f"the replay gave no final answer (it ended {inp.replay.outcome}: {_short(inp.replay.message)})"
+        )
     rule = inp.match if inp.expected is not None else "equals"
     if rule == "regex":
         ok = re.search(want, got) is not None
@@ -181,11 +187,19 @@ def final_tool(inp: ScoreInput) -> Score:
     want = _calls(inp.original_steps)
     got = _calls(inp.replay_steps)
     if not want:
-        return Score("final_tool", not got, "the original made no tool call" + ("" if not got else f"; the replay called {_call_text(got[-1])}"))
+        return Score(
+            "final_tool",
+            not got,
+            "the original made no tool call" + ("" if not got else f"; the replay called {_call_text(got[-1])}"),
+        )
     if not got:
         return Score("final_tool", False, f"the replay made no tool call; the original's last was {_call_text(want[-1])}")
     ok = call_key(want[-1]) == call_key(got[-1])
-    return Score("final_tool", ok, f"last call {_call_text(got[-1])}" + (" is the original's" if ok else f", the original's was {_call_text(want[-1])}"))
+    return Score(
+        "final_tool",
+        ok,
+        f"last call {_call_text(got[-1])}" + (" is the original's" if ok else f", the original's was {_call_text(want[-1])}"),
+    )
 
 
 @scorer("tool_sequence")
@@ -195,8 +209,12 @@ def tool_sequence(inp: ScoreInput) -> Score:
     got = [call_key(s) for s in _calls(inp.replay_steps, inp.from_seq)]
     ratio = 1.0 if not want and not got else difflib.SequenceMatcher(a=want, b=got, autojunk=False).ratio()
     ok = ratio >= threshold
-    return Score("tool_sequence", ok, f"tool calls {ratio:.0%} alike ({len(got)} vs the original's {len(want)}; threshold {threshold:.0%})",
-                 score=round(ratio, 4))
+    return Score(
+        "tool_sequence",
+        ok,
+        f"tool calls {ratio:.0%} alike ({len(got)} vs the original's {len(want)}; threshold {threshold:.0%})",
+        score=round(ratio, 4),
+    )
 
 
 @scorer("no_divergence")
@@ -218,8 +236,14 @@ def _ceiling(name: str, option: str, ceiling: Any, value: float | None, show: Ca
 
 @scorer("cost_ceiling")
 def cost_ceiling(inp: ScoreInput) -> Score:
-    return _ceiling("cost_ceiling", "usd", inp.options.get("usd"), inp.replay.cost_usd, lambda v: f"${v:.6f}",
-                    "the replay's cost is unknown (no price for its model)")
+    return _ceiling(
+        "cost_ceiling",
+        "usd",
+        inp.options.get("usd"),
+        inp.replay.cost_usd,
+        lambda v: f"${v:.6f}",
+        "the replay's cost is unknown (no price for its model)",
+    )
 
 
 @scorer("latency_ceiling")
@@ -227,8 +251,10 @@ def latency_ceiling(inp: ScoreInput) -> Score:
     return _ceiling("latency_ceiling", "ms", inp.options.get("ms"), inp.replay.latency_ms, lambda v: f"{v:.0f} ms", "")
 
 
-JUDGE_RUBRIC = ("Does the agent's final answer accomplish what the expected outcome describes? Minor wording differences "
-                "do not matter; a different decision does.")
+JUDGE_RUBRIC = (
+    "Does the agent's final answer accomplish what the expected outcome describes? Minor wording differences "
+    "do not matter; a different decision does."
+)
 JUDGE_PROMPT = """You grade one run of an AI agent.
 
 Rubric: {rubric}
@@ -253,10 +279,26 @@ def judge(inp: ScoreInput) -> Score:
         return Score("judge", False, "no judge model given (option model)")
     want, where = expected_of(inp)
     calls = "\n".join(_call_text(s) for s in _calls(inp.replay_steps, inp.from_seq)) or "(none)"
-    prompt = JUDGE_PROMPT.format(rubric=opts.get("rubric") or JUDGE_RUBRIC, where=where, expected=want or "(none recorded)",
-                                 calls=calls, answer=final_answer(inp.replay_steps) or "(no final answer)")
-    settings = {k: opts[k] for k in ("api_base", "api_key_env", "input_cost_per_token", "output_cost_per_token",
-                                      "request_timeout_s", "retries", "backoff_s") if opts.get(k) is not None}
+    prompt = JUDGE_PROMPT.format(
+        rubric=opts.get("rubric") or JUDGE_RUBRIC,
+        where=where,
+        expected=want or "(none recorded)",
+        calls=calls,
+        answer=final_answer(inp.replay_steps) or "(no final answer)",
+    )
+    settings = {
+        k: opts[k]
+        for k in (
+            "api_base",
+            "api_key_env",
+            "input_cost_per_token",
+            "output_cost_per_token",
+            "request_timeout_s",
+            "retries",
+            "backoff_s",
+        )
+        if opts.get(k) is not None
+    }
     config = ReplayConfig(model=model, temperature=opts.get("temperature", 0.0), **settings)
     details: dict[str, Any] = {"model": model, "prompt": prompt}
     try:
@@ -267,8 +309,13 @@ def judge(inp: ScoreInput) -> Score:
     details["tokens"] = [answer.tokens_in, answer.tokens_out]
     verdict = _verdict(answer.content or "")
     if verdict is None:
-        return Score("judge", False, f"the judge's answer is not the asked JSON: “{_short(answer.content)}”", cost_usd=answer.cost_usd,
-                     details=details)
+        return Score(
+            "judge",
+            False,
+            f"the judge's answer is not the asked JSON: “{_short(answer.content)}”",
+            cost_usd=answer.cost_usd,
+            details=details,
+        )
     ok, reason = verdict
     return Score("judge", ok, f"judge {model}: {reason}", score=1.0 if ok else 0.0, cost_usd=answer.cost_usd, details=details)
 

@@ -104,8 +104,10 @@ def parse(value: str | int | None) -> StartPoint:
     text = " ".join(str(value).lower().replace("-", "_").split())
     found = _SPEC.fullmatch(text)
     if found is None or found.group(2) not in KINDS or (found.group(4) and found.group(4) not in KINDS):
-        raise StartError(f"start {value!r}: expected {FIRST_MODEL_TURN}, a step number, or [first|last] KIND "
-                         f"[after [first|last] KIND] with KIND one of {', '.join(KINDS)}")
+        raise StartError(
+            f"start {value!r}: expected {FIRST_MODEL_TURN}, a step number, or [first|last] KIND "
+            f"[after [first|last] KIND] with KIND one of {', '.join(KINDS)}"
+        )
     pick = Pick(found.group(1) or "first", found.group(2))
     after = Pick(found.group(3) or "first", found.group(4)) if found.group(4) else None
     return StartPoint(" ".join([pick.text(), *(["after", after.text()] if after else [])]), pick=pick, after=after)

@@ -30,11 +30,16 @@ def run(mode: str):
         return harness.local_time(city)
 
     llm = LLM(model=f"openai/{harness.MODEL}", base_url=harness.BASE_URL, api_key=harness.API_KEY)
-    agent = Agent(role="travel_assistant", goal="Answer travel questions with the tools",
-                  backstory=harness.INSTRUCTIONS, tools=[get_weather, get_time], llm=llm, verbose=False,
-                  max_iter=5)
-    task = Task(description=harness.QUESTION, expected_output="One sentence with the weather and the time.",
-                agent=agent)
+    agent = Agent(
+        role="travel_assistant",
+        goal="Answer travel questions with the tools",
+        backstory=harness.INSTRUCTIONS,
+        tools=[get_weather, get_time],
+        llm=llm,
+        verbose=False,
+        max_iter=5,
+    )
+    task = Task(description=harness.QUESTION, expected_output="One sentence with the weather and the time.", agent=agent)
     return Crew(agents=[agent], tasks=[task], verbose=False).kickoff().raw
 
 

@@ -30,8 +30,12 @@ def run(mode: str):
     tools = {"get_weather": harness.weather, "get_time": harness.local_time}
 
     def run_tool(name, arguments, call_id):
-        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                      "gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function"}
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.type": "function",
+        }
         if mode == "latest":
             attributes["gen_ai.tool.call.arguments"] = json.dumps(arguments)
         with tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes) as span:
@@ -45,8 +49,12 @@ def run(mode: str):
                 span.set_attribute("gen_ai.tool.call.result", result)
             return result
 
-    agent_attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT_NAME,
-                        "gen_ai.provider.name": "openai", "gen_ai.request.model": harness.MODEL}
+    agent_attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": AGENT_NAME,
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": harness.MODEL,
+    }
     with tracer.start_as_current_span(f"invoke_agent {AGENT_NAME}", attributes=agent_attributes):
         return harness.tool_loop(OpenAI(base_url=harness.BASE_URL, api_key=harness.API_KEY), run_tool)
 

@@ -29,8 +29,14 @@ def run(mode: str):
         return harness.local_time(city)
 
     model = OpenAIModel(model_id=harness.MODEL, api_base=harness.BASE_URL, api_key=harness.API_KEY)
-    agent = ToolCallingAgent(tools=[get_weather, get_time], model=model, name="travel_assistant",
-                             instructions=harness.INSTRUCTIONS, max_steps=6, verbosity_level=0)
+    agent = ToolCallingAgent(
+        tools=[get_weather, get_time],
+        model=model,
+        name="travel_assistant",
+        instructions=harness.INSTRUCTIONS,
+        max_steps=6,
+        verbosity_level=0,
+    )
     return agent.run(harness.QUESTION)
 
 

@@ -41,9 +41,14 @@ def local_time(city: str) -> str:
 
 
 TOOL_SCHEMAS = [
-    {"type": "function", "function": {"name": name, "description": description,
-                                      "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                                     "required": ["city"]}}}
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
     for name, description in (("get_weather", "Current weather in a city."), ("get_time", "Local time in a city."))
 ]
 
@@ -112,12 +117,16 @@ def main(run) -> None:
         answer = run(MODE)
         outcome.update(status="completed", final_output=None if answer is None else str(answer))
     except BaseException as error:  # the run's failure is part of what is captured
-        outcome.update(status="raised", error=f"{type(error).__name__}: {error}",
-                       traceback_tail=traceback.format_exc().strip().splitlines()[-3:])
+        outcome.update(
+            status="raised",
+            error=f"{type(error).__name__}: {error}",
+            traceback_tail=traceback.format_exc().strip().splitlines()[-3:],
+        )
     finally:
         outcome["run_seconds"] = round(time.time() - started, 3)
-        outcome["tool_calls"] = [{"tool": c["tool"], "args": c["args"], "after_seconds": round(c["at"] - started, 3)}
-                                 for c in _tool_calls]
+        outcome["tool_calls"] = [
+            {"tool": c["tool"], "args": c["args"], "after_seconds": round(c["at"] - started, 3)} for c in _tool_calls
+        ]
         for provider in reversed(_providers):
             try:
                 provider.shutdown()

@@ -40,8 +40,10 @@ def _raw(file: Path) -> bytes:
 def _hex_ids(node):
     """OTLP/JSON writes ids as hex where protobuf's JSON mapping writes base64."""
     if isinstance(node, dict):
-        return {key: (base64.b64decode(value).hex() if key in ID_KEYS and isinstance(value, str) else _hex_ids(value))
-                for key, value in node.items()}
+        return {
+            key: (base64.b64decode(value).hex() if key in ID_KEYS and isinstance(value, str) else _hex_ids(value))
+            for key, value in node.items()
+        }
     if isinstance(node, list):
         return [_hex_ids(item) for item in node]
     return node
@@ -62,16 +64,18 @@ def spans_of(message) -> list[dict]:
     for resource_spans in getattr(message, "resource_spans", []):
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                spans.append({
-                    "name": span.name,
-                    "scope": scope_spans.scope.name,
-                    "trace_id": span.trace_id.hex(),
-                    "span_id": span.span_id.hex(),
-                    "parent_span_id": span.parent_span_id.hex() or None,
-                    "start": span.start_time_unix_nano,
-                    "end": span.end_time_unix_nano,
-                    "status": span.status.code,
-                })
+                spans.append(
+                    {
+                        "name": span.name,
+                        "scope": scope_spans.scope.name,
+                        "trace_id": span.trace_id.hex(),
+                        "span_id": span.span_id.hex(),
+                        "parent_span_id": span.parent_span_id.hex() or None,
+                        "start": span.start_time_unix_nano,
+                        "end": span.end_time_unix_nano,
+                        "status": span.status.code,
+                    }
+                )
     return spans
 
 
@@ -83,7 +87,9 @@ def finish(directory: Path) -> None:
         if not batch["is_otlp_protobuf"]:
             continue
         json_name = batch["file"].split(".")[0] + ".json"
-        (directory / json_name).write_text(json.dumps(to_otlp_json(file, batch["path"]), separators=(",", ":"), ensure_ascii=False))
+        (directory / json_name).write_text(
+            json.dumps(to_otlp_json(file, batch["path"]), separators=(",", ":"), ensure_ascii=False)
+        )
         batch["json_file"] = json_name
         message = decode(file, batch["path"])
         spans = spans_of(message)
@@ -96,8 +102,10 @@ def finish(directory: Path) -> None:
 
 def show(directory: Path) -> None:
     manifest = json.loads((directory / "manifest.json").read_text())
-    print(f"== {directory.name}: {manifest['outcome'].get('status')} "
-          f"({manifest['outcome'].get('error') or (manifest['outcome'].get('final_output') or '')[:70]})")
+    print(
+        f"== {directory.name}: {manifest['outcome'].get('status')} "
+        f"({manifest['outcome'].get('error') or (manifest['outcome'].get('final_output') or '')[:70]})"
+    )
     seen: dict[str, dict] = {}
     order = []
     for batch in manifest["batches"]:
@@ -116,8 +124,10 @@ def show(directory: Path) -> None:
         print(f"    {span['name'][:60]:<60} <- {parent_name[:40]}  [{span['scope']}] status={span['status']}")
     roots = [span_id for span_id in order if seen[span_id]["parent_span_id"] is None]
     traces = {seen[span_id]["trace_id"] for span_id in order}
-    print(f"  {len(order)} spans, {len(traces)} trace(s), roots: {[seen[r]['name'] for r in roots]}, "
-          f"root last: {bool(order) and order[-1] in roots}")
+    print(
+        f"  {len(order)} spans, {len(traces)} trace(s), roots: {[seen[r]['name'] for r in roots]}, "
+        f"root last: {bool(order) and order[-1] in roots}"
+    )
 
 
 if __name__ == "__main__":

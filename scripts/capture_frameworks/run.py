@@ -68,54 +68,82 @@ class Framework:
 
 FRAMEWORKS = {
     "pydantic-ai": Framework(
-        "pydantic-ai", "fw_pydantic_ai.py", ("v5", "v4", "v2", "v6"),
+        "pydantic-ai",
+        "fw_pydantic_ai.py",
+        ("v5", "v4", "v2", "v6"),
         "pydantic-ai-slim built-in: Agent.instrument_all(InstrumentationSettings(tracer_provider=..., version=N)); "
         "v5 is the default format, v4 the previous (the same bytes for this run), v2 the oldest still accepted "
-        "(span names agent run / running tool), v6 the next (tool results in the tool role)"),
+        "(span names agent run / running tool), v6 the next (tool results in the tool role)",
+    ),
     "openai-agents": Framework(
-        "openai-agents", "fw_openai_agents.py", ("openinference",),
-        "openinference-instrumentation-openai-agents OpenAIAgentsInstrumentor (exclusive processor); "
-        "OpenAIChatCompletionsModel"),
+        "openai-agents",
+        "fw_openai_agents.py",
+        ("openinference",),
+        "openinference-instrumentation-openai-agents OpenAIAgentsInstrumentor (exclusive processor); OpenAIChatCompletionsModel",
+    ),
     "langgraph": Framework(
-        "langgraph", "fw_langgraph.py", ("openinference",),
+        "langgraph",
+        "fw_langgraph.py",
+        ("openinference",),
         "openinference-instrumentation-langchain LangChainInstrumentor; langgraph.prebuilt.create_react_agent "
-        "with langchain-openai ChatOpenAI"),
+        "with langchain-openai ChatOpenAI",
+    ),
     "smolagents": Framework(
-        "smolagents", "fw_smolagents.py", ("openinference",),
-        "openinference-instrumentation-smolagents SmolagentsInstrumentor; ToolCallingAgent with OpenAIModel"),
+        "smolagents",
+        "fw_smolagents.py",
+        ("openinference",),
+        "openinference-instrumentation-smolagents SmolagentsInstrumentor; ToolCallingAgent with OpenAIModel",
+    ),
     "autogen": Framework(
-        "autogen", "fw_autogen.py", ("own", "openllmetry"),
+        "autogen",
+        "fw_autogen.py",
+        ("own", "openllmetry"),
         "own: autogen-core's GenAI spans through the global tracer provider (AssistantAgent with "
         "OpenAIChatCompletionClient); openllmetry: the same plus opentelemetry-instrumentation-openai "
-        "OpenAIInstrumentor"),
+        "OpenAIInstrumentor",
+    ),
     "langfuse": Framework(
-        "langfuse", "fw_langfuse.py", ("sdk",),
-        "Langfuse SDK: @observe(as_type='agent'/'tool') on a hand-written tool loop, langfuse.openai.OpenAI "
-        "for the model calls", exporter="the Langfuse SDK's own OTLP/HTTP protobuf exporter (gzip, Basic auth) "
-        "behind its BatchSpanProcessor, posting to {LANGFUSE_HOST}/api/public/otel/v1/traces"),
+        "langfuse",
+        "fw_langfuse.py",
+        ("sdk",),
+        "Langfuse SDK: @observe(as_type='agent'/'tool') on a hand-written tool loop, langfuse.openai.OpenAI for the model calls",
+        exporter="the Langfuse SDK's own OTLP/HTTP protobuf exporter (gzip, Basic auth) "
+        "behind its BatchSpanProcessor, posting to {LANGFUSE_HOST}/api/public/otel/v1/traces",
+    ),
     "openai-v2": Framework(
-        "openai-v2", "fw_openai_v2.py", ("default", "events", "latest"),
+        "openai-v2",
+        "fw_openai_v2.py",
+        ("default", "events", "latest"),
         "opentelemetry-instrumentation-openai-v2 on the OpenAI client plus the app's own invoke_agent/execute_tool "
         "GenAI spans around a hand-written tool loop; default: v1.30 conventions, no content; events: "
         "gen_ai_latest_experimental, content as log events (/v1/logs); latest: the same, content on spans",
-        exporter=OTLP_EXPORTER + "; log events through OTLPLogExporter behind BatchLogRecordProcessor"),
+        exporter=OTLP_EXPORTER + "; log events through OTLPLogExporter behind BatchLogRecordProcessor",
+    ),
     "crewai": Framework(
-        "crewai", "fw_crewai.py", ("wrappers", "events"),
+        "crewai",
+        "fw_crewai.py",
+        ("wrappers", "events"),
         "openinference-instrumentation-crewai CrewAIInstrumentor; wrappers: its default (no LLM spans); "
-        "events: use_event_listener=True, create_llm_spans=True"),
+        "events: use_event_listener=True, create_llm_spans=True",
+    ),
     "logfire": Framework(
-        "logfire", "fw_logfire.py", ("pydantic-ai", "openai"),
+        "logfire",
+        "fw_logfire.py",
+        ("pydantic-ai", "openai"),
         "Logfire SDK (send_to_logfire=False) exporting to OTEL_EXPORTER_OTLP_ENDPOINT; pydantic-ai: "
         "logfire.instrument_pydantic_ai(); openai: logfire.instrument_openai() with logfire spans around a "
         "hand-written tool loop",
-        exporter="Logfire's own BatchSpanProcessor(OTLPSpanExporter()) added for OTEL_EXPORTER_OTLP_ENDPOINT"),
+        exporter="Logfire's own BatchSpanProcessor(OTLPSpanExporter()) added for OTEL_EXPORTER_OTLP_ENDPOINT",
+    ),
 }
 
 
 def installed_packages(python: Path) -> list[str]:
     """`pip freeze` of the virtualenv, read through importlib.metadata (uv-made venvs have no pip)."""
-    code = ("import importlib.metadata as m; print('\\n'.join(sorted({f\"{d.metadata['Name']}=={d.version}\" "
-            "for d in m.distributions()}, key=str.lower)))")
+    code = (
+        "import importlib.metadata as m; print('\\n'.join(sorted({f\"{d.metadata['Name']}=={d.version}\" "
+        "for d in m.distributions()}, key=str.lower)))"
+    )
     return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.split()
 
 
@@ -160,8 +188,15 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
         env.pop("OTEL_BSP_SCHEDULE_DELAY", None)
         env.pop("OTEL_BLRP_SCHEDULE_DELAY", None)
     started = time.time()
-    child = subprocess.run([str(python), str(HERE / framework.module)], env=env, cwd=str(HERE),
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    child = subprocess.run(
+        [str(python), str(HERE / framework.module)],
+        env=env,
+        cwd=str(HERE),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     time.sleep(1.0)  # an exporter thread may still be posting after the process said goodbye
     requests = collector.take()
     model_server.shutdown()
@@ -179,19 +214,21 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
         data, suffix, stored = stored_body(request["body"], content_type, content_encoding)
         file_name = f"{number:03d}{suffix}"
         (directory / file_name).write_bytes(data)
-        batches.append({
-            "file": file_name,
-            "stored": stored,
-            "arrival": request["arrival"],
-            "after_seconds": round(request["at"] - started, 3),
-            "method": request["method"],
-            "path": request["path"],
-            "content_type": content_type,
-            "content_encoding": content_encoding or None,
-            "bytes": len(request["body"]),
-            "headers": headers,
-            "is_otlp_protobuf": "protobuf" in content_type,
-        })
+        batches.append(
+            {
+                "file": file_name,
+                "stored": stored,
+                "arrival": request["arrival"],
+                "after_seconds": round(request["at"] - started, 3),
+                "method": request["method"],
+                "path": request["path"],
+                "content_type": content_type,
+                "content_encoding": content_encoding or None,
+                "bytes": len(request["body"]),
+                "headers": headers,
+                "is_otlp_protobuf": "protobuf" in content_type,
+            }
+        )
     manifest = {
         "framework": name,
         "mode": mode,
@@ -199,12 +236,11 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
         "instrumentation": framework.instrumentation,
         "exporter": framework.exporter,
         "json_files": "NNN.json is a conversion of the same protobuf bytes (protobuf JSON mapping with OTLP/JSON "
-                      "hex ids and integer enums), written by otlp_json.py; no exporter sent it",
+        "hex ids and integer enums), written by otlp_json.py; no exporter sent it",
         "run": {
             "script": f"python scripts/capture_frameworks/run.py {name} --mode {mode} --variant {variant}",
             "conversation": "user asks weather and time in Paris; scripted model calls get_weather(city=Paris), "
-                            "then get_time(city=Paris), then answers" +
-                            ("; get_time raises RuntimeError" if variant == "tool-error" else ""),
+            "then get_time(city=Paris), then answers" + ("; get_time raises RuntimeError" if variant == "tool-error" else ""),
             "model_delay_seconds": model.delay_seconds,
             "OTEL_BSP_SCHEDULE_DELAY_ms": SLOW_BATCH_DELAY_MS if slow else "unset (SDK default 5000)",
             "OTEL_BLRP_SCHEDULE_DELAY_ms": SLOW_BATCH_DELAY_MS if slow else "unset (SDK default 1000)",
@@ -212,8 +248,9 @@ def capture(name: str, framework: Framework, mode: str, variant: str, python: Pa
             "process_returncode": child.returncode,
         },
         "outcome": outcome,
-        "python": subprocess.run([str(python), "-c", "import sys; print(sys.version.split()[0])"],
-                                 capture_output=True, text=True).stdout.strip(),
+        "python": subprocess.run(
+            [str(python), "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+        ).stdout.strip(),
         "packages": packages,
         "batches": batches,
     }
@@ -238,9 +275,11 @@ def main() -> None:
     framework = FRAMEWORKS[args.framework]
     python = VENVS / framework.group / "bin" / "python"
     if not python.exists():
-        sys.exit(f"no virtualenv at {python.parent.parent}; make it with:\n"
-                 f"  python3.11 -m venv {VENVS / framework.group} && {python.parent}/pip install "
-                 f"-r {HERE / f'requirements-{framework.group}.txt'}")
+        sys.exit(
+            f"no virtualenv at {python.parent.parent}; make it with:\n"
+            f"  python3.11 -m venv {VENVS / framework.group} && {python.parent}/pip install "
+            f"-r {HERE / f'requirements-{framework.group}.txt'}"
+        )
     packages = installed_packages(python)
     for mode in args.mode or framework.modes:
         for variant in args.variant or VARIANTS:

@@ -203,8 +203,14 @@ class Collector:
         }
         with self._lock:
             self.requests.append(
-                {"arrival": len(self.requests) + 1, "at": time.time(), "method": method, "path": path,
-                 "headers": kept_headers, "body": body}
+                {
+                    "arrival": len(self.requests) + 1,
+                    "at": time.time(),
+                    "method": method,
+                    "path": path,
+                    "headers": kept_headers,
+                    "body": body,
+                }
             )
 
     def take(self) -> list[dict]:

@@ -40,17 +40,37 @@ def sql_weekly_revenue() -> Run:
     run.user("What was net revenue by region last week (Nov 9-15), and how does it compare with the week before?")
     run.think("Net revenue = completed orders minus refunds. Check which tables hold orders, refunds and regions.")
     c = run.call("list_tables", {"schema": "analytics"})
-    run.result(c, {"schema": "analytics", "tables": ["customers", "fx_rates", "order_items", "orders", "refunds", "regions"]}, latency=(60, 150))
+    run.result(
+        c,
+        {"schema": "analytics", "tables": ["customers", "fx_rates", "order_items", "orders", "refunds", "regions"]},
+        latency=(60, 150),
+    )
     c1 = run.call("describe_table", {"table": "analytics.orders"})
     c2 = run.call("describe_table", {"table": "analytics.refunds"})
     run.result(
         c1,
-        {"columns": [["order_id", "bigint"], ["customer_id", "bigint"], ["region_id", "integer"], ["created_at", "timestamptz"], ["status", "text"], ["total_usd", "numeric(12,2)"]]},
+        {
+            "columns": [
+                ["order_id", "bigint"],
+                ["customer_id", "bigint"],
+                ["region_id", "integer"],
+                ["created_at", "timestamptz"],
+                ["status", "text"],
+                ["total_usd", "numeric(12,2)"],
+            ]
+        },
         latency=(60, 150),
     )
     run.result(
         c2,
-        {"columns": [["refund_id", "bigint"], ["order_id", "bigint"], ["amount_usd", "numeric(12,2)"], ["refunded_at", "timestamptz"]]},
+        {
+            "columns": [
+                ["refund_id", "bigint"],
+                ["order_id", "bigint"],
+                ["amount_usd", "numeric(12,2)"],
+                ["refunded_at", "timestamptz"],
+            ]
+        },
         latency=(60, 150),
     )
     run.think(
@@ -74,8 +94,7 @@ def sql_weekly_revenue() -> Run:
         latency=(1300, 1700),
     )
     run.think(
-        "Week-over-week: APAC +4.7%, EMEA -3.6%, LATAM -7.5%, North America +4.7%. Total $2,050,410.88 vs "
-        "$2,002,079.48, +2.4%."
+        "Week-over-week: APAC +4.7%, EMEA -3.6%, LATAM -7.5%, North America +4.7%. Total $2,050,410.88 vs $2,002,079.48, +2.4%."
     )
     run.decide(
         "Net revenue (completed orders minus refunds on them), week of Nov 9 vs week of Nov 2:\n"
@@ -103,14 +122,13 @@ def sql_churn_failed() -> Run:
         seed=1212,
         system="You answer business questions with read-only SQL on the analytics warehouse (PostgreSQL). Queries time out after 30 s.",
     )
-    run.user(
-        "How many customers churned in Q3 2026, by plan? Churn = subscription cancelled and not reactivated "
-        "within 30 days."
-    )
+    run.user("How many customers churned in Q3 2026, by plan? Churn = subscription cancelled and not reactivated within 30 days.")
     run.think("Count cancelled subscriptions in Q3 grouped by plan name.")
     c = run.call(
         "run_sql",
-        {"query": "SELECT plan_name, COUNT(*) FROM analytics.subscriptions WHERE cancelled_at >= '2026-07-01' AND cancelled_at < '2026-10-01' GROUP BY plan_name"},
+        {
+            "query": "SELECT plan_name, COUNT(*) FROM analytics.subscriptions WHERE cancelled_at >= '2026-07-01' AND cancelled_at < '2026-10-01' GROUP BY plan_name"
+        },
     )
     run.result(
         c,
@@ -134,10 +152,15 @@ def sql_churn_failed() -> Run:
         "GROUP BY p.name ORDER BY churned DESC"
     )
     c = run.call("run_sql", {"query": q2})
-    run.result(c, "ERROR:  canceling statement due to statement timeout (30000 ms)", status="error", error_class="QueryTimeout", latency_ms=30_000)
+    run.result(
+        c,
+        "ERROR:  canceling statement due to statement timeout (30000 ms)",
+        status="error",
+        error_class="QueryTimeout",
+        latency_ms=30_000,
+    )
     run.think(
-        "subscription_events is large. Pre-filter events to reactivations between Jul 1 and Oct 31 in a CTE and "
-        "anti-join on it."
+        "subscription_events is large. Pre-filter events to reactivations between Jul 1 and Oct 31 in a CTE and anti-join on it."
     )
     q3 = (
         "WITH react AS (SELECT customer_id, at FROM analytics.subscription_events\n"
@@ -150,7 +173,13 @@ def sql_churn_failed() -> Run:
         "GROUP BY p.name ORDER BY churned DESC"
     )
     c = run.call("run_sql", {"query": q3})
-    run.result(c, "ERROR:  canceling statement due to statement timeout (30000 ms)", status="error", error_class="QueryTimeout", latency_ms=30_000)
+    run.result(
+        c,
+        "ERROR:  canceling statement due to statement timeout (30000 ms)",
+        status="error",
+        error_class="QueryTimeout",
+        latency_ms=30_000,
+    )
     run.error(
         "Giving up after 3 failed queries: the reactivation check over analytics.subscription_events (about 410M "
         "rows, no index on (type, at)) exceeds the 30 s statement timeout. A pre-aggregated churn table or an "

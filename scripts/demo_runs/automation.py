@@ -63,7 +63,7 @@ def fallback_invoice_portal() -> Run:
     # seq 19: the scripted action fails; the agent takes over inside the same block.
     run.result(
         c,
-        "No element matches selector \"button#submit-invoice\" (waited 5000 ms). The page may have changed since "
+        'No element matches selector "button#submit-invoice" (waited 5000 ms). The page may have changed since '
         "the script was recorded.",
         status="error",
         error_class="SelectorNotFound",
@@ -79,13 +79,13 @@ def fallback_invoice_portal() -> Run:
     c = run.call("browser.snapshot", {"mode": "accessibility"}, **a)
     run.result(
         c,
-        "form \"New invoice\"\n"
-        "  textbox \"PO number\" value=\"PO-66017\"\n"
-        "  textbox \"Amount (USD)\" value=\"4812.60\"\n"
-        "  file \"Invoice PDF\" value=\"INV-2291.pdf\"\n"
-        "  checkbox \"I confirm this invoice matches the purchase order\" name=po_match_confirm checked=false\n"
-        "  button \"Review & send\" data-testid=invoice-review-send disabled\n"
-        "  link \"Save as draft\"",
+        'form "New invoice"\n'
+        '  textbox "PO number" value="PO-66017"\n'
+        '  textbox "Amount (USD)" value="4812.60"\n'
+        '  file "Invoice PDF" value="INV-2291.pdf"\n'
+        '  checkbox "I confirm this invoice matches the purchase order" name=po_match_confirm checked=false\n'
+        '  button "Review & send" data-testid=invoice-review-send disabled\n'
+        '  link "Save as draft"',
         latency=(200, 500),
     )
     run.think(
@@ -159,13 +159,50 @@ def fallback_timesheet_script() -> Run:
 # -- 07: long data migration (> 2,000 steps) ----------------------------------------------
 
 _COMPANY_A = [
-    "Hartwell", "Bluegate", "Copperline", "Northfield", "Marlow", "Stillwater", "Redfern", "Ashby", "Kestrel",
-    "Lindqvist", "Oakmont", "Parkside", "Quill", "Ridgeway", "Sable", "Tamarack", "Upland", "Vesta",
-    "Willow Creek", "Yardley", "Brookhaven", "Cedar & Pine", "Dunmore", "Elmstead", "Fairbanks",
+    "Hartwell",
+    "Bluegate",
+    "Copperline",
+    "Northfield",
+    "Marlow",
+    "Stillwater",
+    "Redfern",
+    "Ashby",
+    "Kestrel",
+    "Lindqvist",
+    "Oakmont",
+    "Parkside",
+    "Quill",
+    "Ridgeway",
+    "Sable",
+    "Tamarack",
+    "Upland",
+    "Vesta",
+    "Willow Creek",
+    "Yardley",
+    "Brookhaven",
+    "Cedar & Pine",
+    "Dunmore",
+    "Elmstead",
+    "Fairbanks",
 ]
 _COMPANY_B = [
-    "Dental", "Logistics", "Bakery", "Architects", "Veterinary", "Hardware", "Print Co.", "Physio", "Roofing",
-    "Legal LLP", "Outfitters", "Florists", "Auto Repair", "Brewing", "Accounting", "Pharmacy", "Opticians",
+    "Dental",
+    "Logistics",
+    "Bakery",
+    "Architects",
+    "Veterinary",
+    "Hardware",
+    "Print Co.",
+    "Physio",
+    "Roofing",
+    "Legal LLP",
+    "Outfitters",
+    "Florists",
+    "Auto Repair",
+    "Brewing",
+    "Accounting",
+    "Pharmacy",
+    "Opticians",
 ]
 _VALIDATION = [
     ("billing_country", "UK", "expected ISO 3166-1 alpha-2 (GB)"),
@@ -206,14 +243,26 @@ def crm_migration_batch7() -> Run:
         first = run.call("migrate_account", args)
         roll = rng.random()
         if roll < 0.03:
-            run.result(first, "Atlas API timed out after 30 s (POST /v2/accounts)", status="error", error_class="TimeoutError", latency_ms=30_000)
+            run.result(
+                first,
+                "Atlas API timed out after 30 s (POST /v2/accounts)",
+                status="error",
+                error_class="TimeoutError",
+                latency_ms=30_000,
+            )
             run.wait(3_000)
             c = run.call("migrate_account", args, scripted=True, retry=1, parent_id=first["event_id"])
         else:
             c = first
         if 0.03 <= roll < 0.055:
             field, value, why = rng.choice(_VALIDATION)
-            run.result(c, {"error": "validation_failed", "field": field, "value": value, "detail": why}, status="error", error_class="ValidationError", latency=(150, 500))
+            run.result(
+                c,
+                {"error": "validation_failed", "field": field, "value": value, "detail": why},
+                status="error",
+                error_class="ValidationError",
+                latency=(150, 500),
+            )
             f = run.call("flag_for_review", {"legacy_id": acc, "reason": f"{field}: {why}"})
             flagged += 1
             run.result(f, {"ticket": f"MIG7-{flagged:03d}"}, latency=(60, 200))

@@ -182,9 +182,7 @@ class Run:
             usage, duration = {}, duration_ms if duration_ms is not None else self.rng.randint(2, 12)
         else:
             usage, duration = self._model_call(rendered, model)
-        step = self._step(
-            "tool_call", duration_ms=duration, tool_name=tool, tool_args=args, tool_call_id=call_id, **usage, **kw
-        )
+        step = self._step("tool_call", duration_ms=duration, tool_name=tool, tool_args=args, tool_call_id=call_id, **usage, **kw)
         self._remember("assistant", rendered)
         return step
 

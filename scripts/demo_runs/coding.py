@@ -52,7 +52,7 @@ def coding_format_price_failed() -> Run:
         ),
     )
     run.user(
-        "Ticket PAY-412: `format_price` should accept a `currency` argument (ISO 4217 code, default \"USD\") and "
+        'Ticket PAY-412: `format_price` should accept a `currency` argument (ISO 4217 code, default "USD") and '
         "render the right symbol, e.g. \u20ac for EUR and \u00a3 for GBP. Update the callers in checkout and "
         "invoices to pass the order's currency. The test suite must pass."
     )
@@ -63,12 +63,12 @@ def coding_format_price_failed() -> Run:
     c = run.call("search_code", {"query": "format_price(", "path": "."})
     run.result(
         c,
-        "pricing/format.py:42:def format_price(amount: Decimal, *, locale: str = \"en_US\", rounding: str = ROUND_HALF_EVEN) -> str:\n"
+        'pricing/format.py:42:def format_price(amount: Decimal, *, locale: str = "en_US", rounding: str = ROUND_HALF_EVEN) -> str:\n'
         "checkout/summary.py:88:        total_label = format_price(order.total, locale=user.locale, rounding=ROUND_HALF_UP)\n"
         "invoices/render.py:131:    cells.append(format_price(line.amount, locale=invoice.locale, rounding=ROUND_DOWN))\n"
         "invoices/render.py:164:    footer = format_price(invoice.total, locale=invoice.locale)\n"
-        "tests/pricing/test_format.py:12:    assert format_price(Decimal(\"1234.5\")) == \"$1,234.50\"\n"
-        "tests/pricing/test_format.py:19:    assert format_price(Decimal(\"0.125\"), rounding=ROUND_HALF_UP) == \"$0.13\"\n"
+        'tests/pricing/test_format.py:12:    assert format_price(Decimal("1234.5")) == "$1,234.50"\n'
+        'tests/pricing/test_format.py:19:    assert format_price(Decimal("0.125"), rounding=ROUND_HALF_UP) == "$0.13"\n'
         "6 matches in 4 files",
         latency=(180, 420),
     )
@@ -110,7 +110,7 @@ def coding_format_price_failed() -> Run:
         "=================================== FAILURES ===================================\n"
         "____________________________ test_rounding_half_up _____________________________\n"
         "    def test_rounding_half_up():\n"
-        ">       assert format_price(Decimal(\"0.125\"), rounding=ROUND_HALF_UP) == \"$0.13\"\n"
+        '>       assert format_price(Decimal("0.125"), rounding=ROUND_HALF_UP) == "$0.13"\n'
         "E       TypeError: format_price() got an unexpected keyword argument 'rounding'\n"
         "tests/pricing/test_format.py:19: TypeError\n"
         "=========================== short test summary info ============================\n"
@@ -145,7 +145,7 @@ def coding_format_price_failed() -> Run:
         "FFFF.FFF.FFF.F..\n"
         "=================================== FAILURES ===================================\n"
         "___________________________ test_default_formatting ____________________________\n"
-        ">       amount = Decimal(str(amount)).quantize(Decimal(\"0.01\"), rounding=rounding)\n"
+        '>       amount = Decimal(str(amount)).quantize(Decimal("0.01"), rounding=rounding)\n'
         "E       NameError: name 'Decimal' is not defined\n"
         "pricing/format.py:10: NameError\n"
         "=========================== short test summary info ============================\n"
@@ -211,7 +211,11 @@ def coding_pagination_fix() -> Run:
     )
     c = run.call(
         "edit_file",
-        {"path": "api/pagination.py", "old": "total_pages = math.floor(len(items) / page_size) + 1", "new": "total_pages = max(1, math.ceil(len(items) / page_size))"},
+        {
+            "path": "api/pagination.py",
+            "old": "total_pages = math.floor(len(items) / page_size) + 1",
+            "new": "total_pages = max(1, math.ceil(len(items) / page_size))",
+        },
     )
     run.result(c, "Replaced 1 occurrence in api/pagination.py.", latency=(20, 60))
     c = run.call("read_file", {"path": "tests/api/test_pagination.py"})
@@ -277,19 +281,32 @@ def oncall_checkout_running() -> Run:
             "step": "1m",
         },
     )
-    run.result(c, {"summary": "0.3% until 23:34, 6.9% at 23:36, 8.1% at 23:41", "max": 0.081, "step_change_at": "2026-11-27T23:35:00Z"}, latency=(400, 900))
+    run.result(
+        c,
+        {"summary": "0.3% until 23:34, 6.9% at 23:36, 8.1% at 23:41", "max": 0.081, "step_change_at": "2026-11-27T23:35:00Z"},
+        latency=(400, 900),
+    )
     run.think("A step change at 23:35 points to a deploy or a dependency. Check recent deploys and error logs together.")
     c1 = run.call("get_recent_deploys", {"service": "checkout-api", "since": "2026-11-27T22:30:00Z"})
     c2 = run.call("search_logs", {"service": "checkout-api", "level": "error", "since": "2026-11-27T23:30:00Z", "limit": 20})
     run.result(
         c1,
-        {"deploys": [{"version": "2026.11.27-3", "at": "2026-11-27T23:34:50Z", "by": "ci", "change": "bump payments-client 4.2.0 -> 4.3.0"}]},
+        {
+            "deploys": [
+                {
+                    "version": "2026.11.27-3",
+                    "at": "2026-11-27T23:34:50Z",
+                    "by": "ci",
+                    "change": "bump payments-client 4.2.0 -> 4.3.0",
+                }
+            ]
+        },
         latency=(200, 500),
     )
     run.result(
         c2,
         "412 matching lines since 23:30. Top messages:\n"
-        "  391x PaymentsClientError: 400 Bad Request from payments-gateway POST /v3/charges: unknown field \"idempotency_scope\"\n"
+        '  391x PaymentsClientError: 400 Bad Request from payments-gateway POST /v3/charges: unknown field "idempotency_scope"\n'
         "   21x upstream request timeout (payments-gateway, 5000 ms)",
         latency=(900, 1800),
     )

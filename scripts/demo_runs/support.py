@@ -116,10 +116,18 @@ def refund_defective_backpack() -> Run:
     )
     run.result(
         c,
-        {"refund_id": "RF-90412", "status": "processed", "amount": 200.81, "currency": "USD", "expected_settlement": "3-5 business days"},
+        {
+            "refund_id": "RF-90412",
+            "status": "processed",
+            "amount": 200.81,
+            "currency": "USD",
+            "expected_settlement": "3-5 business days",
+        },
         latency=(600, 1400),
     )
-    c = run.call("create_return_label", {"order_id": "NW-238841", "sku": "TH-45L-SLT", "carrier": "UPS", "reason": "defect_inspection"})
+    c = run.call(
+        "create_return_label", {"order_id": "NW-238841", "sku": "TH-45L-SLT", "carrier": "UPS", "reason": "defect_inspection"}
+    )
     run.result(
         c,
         {"label_id": "RL-55871", "carrier": "UPS", "sent_to_customer": True, "drop_off_by": "2026-12-03"},
@@ -247,12 +255,22 @@ def support_account_locked() -> Run:
         seed=1515,
         system="You are a support assistant for Fieldnote (a note-taking SaaS). Verify identity before unlocking accounts or resetting MFA.",
     )
-    run.user("I can't log in - it says my account is locked. I tried my password a few times after switching phones. Username rkowalski.")
+    run.user(
+        "I can't log in - it says my account is locked. I tried my password a few times after switching phones. Username rkowalski."
+    )
     run.think("Check the account state and why it's locked.")
     c = run.call("get_account", {"username": "rkowalski"})
     run.result(
         c,
-        {"username": "rkowalski", "status": "locked", "reason": "too_many_failed_logins", "failed_attempts": 6, "locked_at": "2026-11-25T07:58:12Z", "mfa": "totp", "plan": "Team"},
+        {
+            "username": "rkowalski",
+            "status": "locked",
+            "reason": "too_many_failed_logins",
+            "failed_attempts": 6,
+            "locked_at": "2026-11-25T07:58:12Z",
+            "mfa": "totp",
+            "plan": "Team",
+        },
         latency=(100, 250),
     )
     run.think(
@@ -261,7 +279,9 @@ def support_account_locked() -> Run:
     )
     c = run.call("send_verification", {"username": "rkowalski", "channel": "email_on_file"})
     run.result(c, {"sent": True, "channel": "email_on_file", "expires_in_min": 15}, latency=(300, 600))
-    run.decide("I've sent a verification link to the email address on your account. Please click it and tell me when you're done.")
+    run.decide(
+        "I've sent a verification link to the email address on your account. Please click it and tell me when you're done."
+    )
     run.user("Done, the page says 'identity verified'.", wait_ms=71_000)
     c = run.call("check_verification", {"username": "rkowalski"})
     run.result(c, {"verified": True, "verified_at": "2026-11-25T08:04:37Z"}, latency=(80, 200))
@@ -341,5 +361,9 @@ def inbox_triage_overflow() -> Run:
         retry=1,
         parent_id=err["event_id"],
     )
-    run.end("failed", "Stopped at thread T-88213: attachments pushed the prompt past the 128k context window", "ContextWindowExceededError")
+    run.end(
+        "failed",
+        "Stopped at thread T-88213: attachments pushed the prompt past the 128k context window",
+        "ContextWindowExceededError",
+    )
     return run

@@ -35,7 +35,13 @@ def _flight_search(filename: str, started_at: datetime, variant: str) -> Run:
     c = run.call("get_traveler_profile", {"traveler_id": "self"})
     run.result(
         c,
-        {"name": "Sam Rivera", "home_airports": ["BOS"], "loyalty": ["JetBlue TrueBlue", "Alaska Mileage Plan"], "seat": "aisle", "bags": "carry-on only"},
+        {
+            "name": "Sam Rivera",
+            "home_airports": ["BOS"],
+            "loyalty": ["JetBlue TrueBlue", "Alaska Mileage Plan"],
+            "seat": "aisle",
+            "bags": "carry-on only",
+        },
         latency=(90, 200),
     )
     run.think(
@@ -63,9 +69,35 @@ def _flight_search(filename: str, started_at: datetime, variant: str) -> Run:
             {
                 "currency": "USD",
                 "offers": [
-                    {"offer_id": "OF-7Q2K1", "carrier": "JetBlue", "stops": 1, "via": "JFK", "out": "06:05-12:31", "back": "13:40-22:58", "fare": "Blue Basic", "price": 318.40},
-                    {"offer_id": "OF-7Q2K4", "carrier": "Alaska", "stops": 0, "out": "08:30-12:05", "back": "10:15-18:59", "fare": "Saver", "price": 342.10},
-                    {"offer_id": "OF-7Q2L0", "carrier": "United", "stops": 1, "via": "ORD", "out": "07:00-13:14", "back": "12:25-23:40", "fare": "Basic Economy", "price": 351.96},
+                    {
+                        "offer_id": "OF-7Q2K1",
+                        "carrier": "JetBlue",
+                        "stops": 1,
+                        "via": "JFK",
+                        "out": "06:05-12:31",
+                        "back": "13:40-22:58",
+                        "fare": "Blue Basic",
+                        "price": 318.40,
+                    },
+                    {
+                        "offer_id": "OF-7Q2K4",
+                        "carrier": "Alaska",
+                        "stops": 0,
+                        "out": "08:30-12:05",
+                        "back": "10:15-18:59",
+                        "fare": "Saver",
+                        "price": 342.10,
+                    },
+                    {
+                        "offer_id": "OF-7Q2L0",
+                        "carrier": "United",
+                        "stops": 1,
+                        "via": "ORD",
+                        "out": "07:00-13:14",
+                        "back": "12:25-23:40",
+                        "fare": "Basic Economy",
+                        "price": 351.96,
+                    },
                 ],
             },
             latency=(1800, 3200),
@@ -77,7 +109,14 @@ def _flight_search(filename: str, started_at: datetime, variant: str) -> Run:
         c = run.call("get_fare_rules", {"offer_id": "OF-7Q2K1"})
         run.result(
             c,
-            {"fare": "Blue Basic", "carry_on": "included", "checked_bag": "$40", "seat_selection": "fee", "changes": "not permitted", "refund": "no"},
+            {
+                "fare": "Blue Basic",
+                "carry_on": "included",
+                "checked_bag": "$40",
+                "seat_selection": "fee",
+                "changes": "not permitted",
+                "refund": "no",
+            },
             latency=(300, 700),
         )
         run.decide(
@@ -103,7 +142,11 @@ def _flight_search(filename: str, started_at: datetime, variant: str) -> Run:
             "I couldn't search: December 17 appears to be in the past for the flight search. Could you confirm "
             "your travel dates (and the year)?"
         )
-        run.end("failed", "No flight found: search rejected the dates as past (2025-12-17); asked the user to confirm", "InvalidArgument")
+        run.end(
+            "failed",
+            "No flight found: search rejected the dates as past (2025-12-17); asked the user to confirm",
+            "InvalidArgument",
+        )
     return run
 
 
@@ -134,20 +177,43 @@ def travel_denver_offsite() -> Run:
     )
     run.user("Book 3 nights, Dec 8-11, near the Colorado Convention Center in Denver for Priya Natarajan (team offsite).")
     run.think("Search hotels within walking distance of the convention center for Dec 8-11, 1 guest.")
-    c = run.call("search_hotels", {"near": "Colorado Convention Center, Denver", "check_in": "2026-12-08", "check_out": "2026-12-11", "guests": 1, "radius_km": 1.5})
+    c = run.call(
+        "search_hotels",
+        {
+            "near": "Colorado Convention Center, Denver",
+            "check_in": "2026-12-08",
+            "check_out": "2026-12-11",
+            "guests": 1,
+            "radius_km": 1.5,
+        },
+    )
     run.result(
         c,
         {
             "hotels": [
                 {"id": "H-DEN-114", "name": "The Crawford Hotel", "distance_km": 1.4, "rating": 4.8, "nightly_usd": 412.0},
-                {"id": "H-DEN-087", "name": "Hyatt Place Denver Downtown", "distance_km": 0.6, "rating": 4.3, "nightly_usd": 229.0},
-                {"id": "H-DEN-203", "name": "Embassy Suites Denver Downtown", "distance_km": 0.4, "rating": 4.4, "nightly_usd": 264.0},
+                {
+                    "id": "H-DEN-087",
+                    "name": "Hyatt Place Denver Downtown",
+                    "distance_km": 0.6,
+                    "rating": 4.3,
+                    "nightly_usd": 229.0,
+                },
+                {
+                    "id": "H-DEN-203",
+                    "name": "Embassy Suites Denver Downtown",
+                    "distance_km": 0.4,
+                    "rating": 4.4,
+                    "nightly_usd": 264.0,
+                },
             ]
         },
         latency=(900, 1800),
     )
     run.think("The Crawford Hotel has the best rating (4.8). Book it for the three nights.")
-    c = run.call("book_hotel", {"hotel_id": "H-DEN-114", "guest": "Priya Natarajan", "check_in": "2026-12-08", "check_out": "2026-12-11"})
+    c = run.call(
+        "book_hotel", {"hotel_id": "H-DEN-114", "guest": "Priya Natarajan", "check_in": "2026-12-08", "check_out": "2026-12-11"}
+    )
     # seq 7: the approver refuses the action.
     run.result(
         c,
@@ -161,10 +227,19 @@ def travel_denver_offsite() -> Run:
         "I ignored the $250/night cap. Within policy: Hyatt Place Denver Downtown at $229/night, 0.6 km from the "
         "convention center, rated 4.3. Book that."
     )
-    c = run.call("book_hotel", {"hotel_id": "H-DEN-087", "guest": "Priya Natarajan", "check_in": "2026-12-08", "check_out": "2026-12-11"})
+    c = run.call(
+        "book_hotel", {"hotel_id": "H-DEN-087", "guest": "Priya Natarajan", "check_in": "2026-12-08", "check_out": "2026-12-11"}
+    )
     run.result(
         c,
-        {"confirmation": "HPD-88412057", "hotel": "Hyatt Place Denver Downtown", "nights": 3, "nightly_usd": 229.0, "total_usd": 778.41, "approved_by": "M. Okafor"},
+        {
+            "confirmation": "HPD-88412057",
+            "hotel": "Hyatt Place Denver Downtown",
+            "nights": 3,
+            "nightly_usd": 229.0,
+            "total_usd": 778.41,
+            "approved_by": "M. Okafor",
+        },
         latency_ms=41_000,
     )
     run.decide(

@@ -44,20 +44,63 @@ def multi_agent_competitor_brief() -> Run:
         **r,
     )
     queries = [
-        ("VoltNest Home 48A charger price", [{"title": "VoltNest Home 48A Level 2 Charger", "url": "https://voltnest.example/home-48a", "snippet": "Now $599 (was $649). 48A, 25 ft cable, Wi-Fi scheduling."}]),
-        ("ChargeWell Pulse 48 Black Friday", [{"title": "ChargeWell Black Friday: 20% off Pulse 48", "url": "https://chargewell.example/deals", "snippet": "Pulse 48 $549, 20% off at checkout through Dec 1 ($439.20)."}]),
-        ("AmpHaus Level 2 40A price", [{"title": "AmpHaus L2 40A", "url": "https://amphaus.example/l2-40a", "snippet": "$399. Free shipping. Hardwired or NEMA 14-50."}]),
-        ("Circuit EV Wall Unit price installation promo", [{"title": "Circuit EV Wall Unit", "url": "https://circuitev.example/wall-unit", "snippet": "$475. Professional installation from $299. Free-install offer ended Nov 23."}]),
+        (
+            "VoltNest Home 48A charger price",
+            [
+                {
+                    "title": "VoltNest Home 48A Level 2 Charger",
+                    "url": "https://voltnest.example/home-48a",
+                    "snippet": "Now $599 (was $649). 48A, 25 ft cable, Wi-Fi scheduling.",
+                }
+            ],
+        ),
+        (
+            "ChargeWell Pulse 48 Black Friday",
+            [
+                {
+                    "title": "ChargeWell Black Friday: 20% off Pulse 48",
+                    "url": "https://chargewell.example/deals",
+                    "snippet": "Pulse 48 $549, 20% off at checkout through Dec 1 ($439.20).",
+                }
+            ],
+        ),
+        (
+            "AmpHaus Level 2 40A price",
+            [
+                {
+                    "title": "AmpHaus L2 40A",
+                    "url": "https://amphaus.example/l2-40a",
+                    "snippet": "$399. Free shipping. Hardwired or NEMA 14-50.",
+                }
+            ],
+        ),
+        (
+            "Circuit EV Wall Unit price installation promo",
+            [
+                {
+                    "title": "Circuit EV Wall Unit",
+                    "url": "https://circuitev.example/wall-unit",
+                    "snippet": "$475. Professional installation from $299. Free-install offer ended Nov 23.",
+                }
+            ],
+        ),
     ]
     calls = [run.call("web_search", {"query": q, "num_results": 3}, model="gpt-4o-mini", **r) for q, _ in queries]
     for call_, (_, hits) in zip(calls, queries, strict=True):
         run.result(call_, {"results": hits}, latency=(600, 1500))
-    c = run.call("fetch_url", {"url": "https://snapshots.internal.example/pricing/ev-chargers/2026-11-17.json"}, model="gpt-4o-mini", **r)
+    c = run.call(
+        "fetch_url", {"url": "https://snapshots.internal.example/pricing/ev-chargers/2026-11-17.json"}, model="gpt-4o-mini", **r
+    )
     run.result(
         c,
         {
             "date": "2026-11-17",
-            "prices_usd": {"VoltNest Home 48A": 649, "ChargeWell Pulse 48": 549, "AmpHaus L2 40A": 399, "Circuit EV Wall Unit": 475},
+            "prices_usd": {
+                "VoltNest Home 48A": 649,
+                "ChargeWell Pulse 48": 549,
+                "AmpHaus L2 40A": 399,
+                "Circuit EV Wall Unit": 475,
+            },
             "promos": {"Circuit EV Wall Unit": "free standard installation through 2026-11-23"},
         },
         latency=(150, 400),
@@ -99,7 +142,9 @@ def multi_agent_competitor_brief() -> Run:
         "- Circuit EV's effective price rose by the cost of installation.\n\n"
         "**Watch next week:** whether ChargeWell's price returns to $549 after Dec 1."
     )
-    c = run.call("write_doc", {"title": "Competitor brief: home EV chargers (Nov 24)", "format": "markdown", "content": brief}, **w)
+    c = run.call(
+        "write_doc", {"title": "Competitor brief: home EV chargers (Nov 24)", "format": "markdown", "content": brief}, **w
+    )
     run.result(c, {"doc_id": "DOC-3317", "url": "https://docs.internal.example/d/DOC-3317", "words": 141}, latency=(300, 700))
     run.decide("Draft DOC-3317 is ready: headline, price table, three bullets, next-week watch item.", **w)
     run.close(wri)
@@ -126,7 +171,9 @@ def multi_agent_competitor_brief() -> Run:
 
 
 def browser_change_address() -> Run:
-    goal = "Change the delivery address of order W-58213 to 41 Larch Street, Apt 3, Portland, ME 04101, only if it has not shipped"
+    goal = (
+        "Change the delivery address of order W-58213 to 41 Larch Street, Apt 3, Portland, ME 04101, only if it has not shipped"
+    )
     run = Run(
         "10-browser-change-address.jsonl",
         name="Change delivery address for order W-58213",
@@ -229,12 +276,21 @@ def browser_change_address() -> Run:
 # -- 14: a docs crawl with steps lost on the way (seq 40-44 missing) ---------------------
 
 _DOC_PAGES = [
-    ("/docs/", "Overview", 6), ("/docs/install", "Installation", 9), ("/docs/quickstart", "Quickstart", 11),
-    ("/docs/concepts/sessions", "Sessions", 8), ("/docs/concepts/steps", "Steps", 14), ("/docs/concepts/cycles", "Decision cycles", 7),
-    ("/docs/guides/import", "Importing runs", 12), ("/docs/guides/compare", "Comparing runs", 10),
-    ("/docs/guides/replay", "What-if replay", 15), ("/docs/guides/annotate", "Annotations", 5),
-    ("/docs/reference/cli", "CLI reference", 21), ("/docs/reference/http-api", "HTTP API", 18),
-    ("/docs/reference/sdk", "Python SDK", 24), ("/docs/faq", "FAQ", 13), ("/docs/changelog", "Changelog", 17),
+    ("/docs/", "Overview", 6),
+    ("/docs/install", "Installation", 9),
+    ("/docs/quickstart", "Quickstart", 11),
+    ("/docs/concepts/sessions", "Sessions", 8),
+    ("/docs/concepts/steps", "Steps", 14),
+    ("/docs/concepts/cycles", "Decision cycles", 7),
+    ("/docs/guides/import", "Importing runs", 12),
+    ("/docs/guides/compare", "Comparing runs", 10),
+    ("/docs/guides/replay", "What-if replay", 15),
+    ("/docs/guides/annotate", "Annotations", 5),
+    ("/docs/reference/cli", "CLI reference", 21),
+    ("/docs/reference/http-api", "HTTP API", 18),
+    ("/docs/reference/sdk", "Python SDK", 24),
+    ("/docs/faq", "FAQ", 13),
+    ("/docs/changelog", "Changelog", 17),
 ]
 
 
@@ -251,7 +307,9 @@ def docs_crawl_gap() -> Run:
         started_at=at("2026-11-19T22:10:00"),
         seed=1414,
     )
-    run.user("Crawl https://docs.agentreplay.example/docs/ (15 pages), chunk each page and upsert the chunks into the help-bot index.")
+    run.user(
+        "Crawl https://docs.agentreplay.example/docs/ (15 pages), chunk each page and upsert the chunks into the help-bot index."
+    )
     for path, title, chunks in _DOC_PAGES:
         run.ctx = 900 + run.rng.randint(0, 200)
         run.think(f"Next page: {path} ({title}). Fetch it, then chunk and upsert.")

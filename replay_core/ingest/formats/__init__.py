@@ -8,8 +8,20 @@ from __future__ import annotations
 
 from .reader import SNIFF_BYTES, BadRecord, DocumentError, Event, Format, Ignored, Records, UnknownFormat
 
-__all__ = ["SNIFF_BYTES", "BadRecord", "DocumentError", "Event", "Format", "Ignored", "Records", "UnknownFormat",
-           "candidates", "detect", "get_format", "registry"]
+__all__ = [
+    "SNIFF_BYTES",
+    "BadRecord",
+    "DocumentError",
+    "Event",
+    "Format",
+    "Ignored",
+    "Records",
+    "UnknownFormat",
+    "candidates",
+    "detect",
+    "get_format",
+    "registry",
+]
 
 
 def registry() -> dict[str, Format]:

@@ -36,7 +36,9 @@ class AnthropicDialect:
 
     def reply(self, response: Any, status: int | None) -> Reply:
         if not isinstance(response, dict):
-            return Reply(error_class=f"http_{status}" if status and status >= 400 else "unreadable_response", error=str(response)[:2000])
+            return Reply(
+                error_class=f"http_{status}" if status and status >= 400 else "unreadable_response", error=str(response)[:2000]
+            )
         if response.get("type") == "error" or (status or 0) >= 400:
             err = as_object(response.get("error"))
             return Reply(error_class=err.get("type") or f"http_{status}", error=err.get("message") or str(response)[:2000])
@@ -46,8 +48,14 @@ class AnthropicDialect:
         meta = {k: response.get(k) for k in ("stop_reason", "stop_sequence", "container") if response.get(k) is not None}
         if usage:
             meta["usage"] = usage
-        return Reply(message=message, model=response.get("model"), response_id=response.get("id"),
-                     tokens_in=prompt if usage else None, tokens_out=usage.get("output_tokens"), meta=meta)
+        return Reply(
+            message=message,
+            model=response.get("model"),
+            response_id=response.get("id"),
+            tokens_in=prompt if usage else None,
+            tokens_out=usage.get("output_tokens"),
+            meta=meta,
+        )
 
 
 DIALECT = AnthropicDialect()

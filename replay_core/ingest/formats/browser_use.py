@@ -51,13 +51,17 @@ class BrowserUseFormat:
     label = "browser-use AgentHistoryList (history.json)"
 
     def sniff(self, head: bytes, filename: str) -> bool:
-        return starts_json(head) and has_key(head, "history") and (has_key(head, "model_output") or has_key(head, "interacted_element"))
+        return (
+            starts_json(head)
+            and has_key(head, "history")
+            and (has_key(head, "model_output") or has_key(head, "interacted_element"))
+        )
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
         doc = load_json(data, filename)
         items = doc.get("history") if isinstance(doc, dict) else None
         if not isinstance(items, list):
-            yield BadRecord(filename, "expected {\"history\": [...]} (a browser-use AgentHistoryList)")
+            yield BadRecord(filename, 'expected {"history": [...]} (a browser-use AgentHistoryList)')
             return
         first = next((i for i in items if isinstance(i, dict)), {})
         start = _time((first.get("metadata") or {}).get("step_start_time")) if isinstance(first.get("metadata"), dict) else None
@@ -77,7 +81,9 @@ class BrowserUseFormat:
                 yield Ignored(where, "empty history item")
         if done is not None:
             success, text = done
-            run.finish("succeeded" if success else "failed", outcome=text, error_class=None if success else "task_failed", ended_at=ended)
+            run.finish(
+                "succeeded" if success else "failed", outcome=text, error_class=None if success else "task_failed", ended_at=ended
+            )
         else:
             run.finish("unknown", ended_at=ended)
         yield from run.events()
@@ -88,16 +94,31 @@ class BrowserUseFormat:
         state = as_object(item.get("state"))
         meta = as_object(item.get("metadata"))
         when = _time(meta.get("step_start_time"))
-        took = meta.get("step_end_time") - meta["step_start_time"] if all(
-            isinstance(meta.get(k), int | float) for k in ("step_start_time", "step_end_time")) else None
+        took = (
+            meta.get("step_end_time") - meta["step_start_time"]
+            if all(isinstance(meta.get(k), int | float) for k in ("step_start_time", "step_end_time"))
+            else None
+        )
         n = meta.get("step_number", i)
-        goal_state = compact({"goal": brain.get("next_goal"), "memory": brain.get("memory"),
-                              "page_summary": compact({"url": state.get("url"), "title": state.get("title")}) and
-                              f"{state.get('title') or ''} — {state.get('url') or ''}".strip(" —")})
+        goal_state = compact(
+            {
+                "goal": brain.get("next_goal"),
+                "memory": brain.get("memory"),
+                "page_summary": compact({"url": state.get("url"), "title": state.get("title")})
+                and f"{state.get('title') or ''} — {state.get('url') or ''}".strip(" —"),
+            }
+        )
         thought = brain.get("thinking") or brain.get("evaluation_previous_goal")
         if thought:
-            run.step(f"{n}.think", "think", where=where, timestamp=when, content=str(thought), tokens_in=meta.get("input_tokens"),
-                     metadata={"state": goal_state, "evaluation_previous_goal": brain.get("evaluation_previous_goal")})
+            run.step(
+                f"{n}.think",
+                "think",
+                where=where,
+                timestamp=when,
+                content=str(thought),
+                tokens_in=meta.get("input_tokens"),
+                metadata={"state": goal_state, "evaluation_previous_goal": brain.get("evaluation_previous_goal")},
+            )
             goal_state = None  # said once, on the step's first event
         actions = as_array(out.get("action"))
         results = as_array(item.get("result"))
@@ -108,23 +129,49 @@ class BrowserUseFormat:
             name, params = _action(actions[j]) if j < len(actions) else (None, None)
             result = results[j] if j < len(results) and isinstance(results[j], dict) else {}
             element = elements[j] if j < len(elements) and isinstance(elements[j], dict) else None
-            attachments = [{"media_type": "image/png", "data": shot, "target": _target(state, result)}] if shot and j == 0 else None
-            call_meta = {"element": element, "screenshot_path": state.get("screenshot_path") if j == 0 else None,
-                         "attachments": attachments, "url": state.get("url"), "state": goal_state}
+            attachments = (
+                [{"media_type": "image/png", "data": shot, "target": _target(state, result)}] if shot and j == 0 else None
+            )
+            call_meta = {
+                "element": element,
+                "screenshot_path": state.get("screenshot_path") if j == 0 else None,
+                "attachments": attachments,
+                "url": state.get("url"),
+                "state": goal_state,
+            }
             goal_state = None
             call_id = f"{n}.{j}"
             if name is not None:
-                run.step(f"{call_id}.call", "tool_call", where=where, timestamp=when, tool_name=name,
-                         tool_args=params if isinstance(params, dict) else {"value": params}, tool_call_id=call_id,
-                         metadata=call_meta)
+                run.step(
+                    f"{call_id}.call",
+                    "tool_call",
+                    where=where,
+                    timestamp=when,
+                    tool_name=name,
+                    tool_args=params if isinstance(params, dict) else {"value": params},
+                    tool_call_id=call_id,
+                    metadata=call_meta,
+                )
             error = result.get("error")
             text = result.get("extracted_content")
-            run.step(f"{call_id}.result", "error" if name is None and error else "tool_result", where=where, timestamp=when,
-                     tool_name=name, tool_call_id=call_id if name else None, duration_ms=(took * 1000) if took and j == 0 else None,
-                     content=str(error if error else text if text is not None else ""),
-                     status="error" if error else "ok", error_class="action_error" if error else None,
-                     metadata={"long_term_memory": result.get("long_term_memory"), "is_done": result.get("is_done") or None,
-                               "result_metadata": result.get("metadata"), "attachments": None if name else attachments})
+            run.step(
+                f"{call_id}.result",
+                "error" if name is None and error else "tool_result",
+                where=where,
+                timestamp=when,
+                tool_name=name,
+                tool_call_id=call_id if name else None,
+                duration_ms=(took * 1000) if took and j == 0 else None,
+                content=str(error if error else text if text is not None else ""),
+                status="error" if error else "ok",
+                error_class="action_error" if error else None,
+                metadata={
+                    "long_term_memory": result.get("long_term_memory"),
+                    "is_done": result.get("is_done") or None,
+                    "result_metadata": result.get("metadata"),
+                    "attachments": None if name else attachments,
+                },
+            )
             if result.get("is_done") or name == "done":
                 params = params if isinstance(params, dict) else {}
                 success = result.get("success", params.get("success"))
@@ -133,5 +180,3 @@ class BrowserUseFormat:
 
 
 FORMAT = BrowserUseFormat()
-
-

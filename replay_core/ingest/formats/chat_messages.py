@@ -43,7 +43,9 @@ def other_parts(content: Any) -> list | None:
     stub here, its bytes go to the step's `attachments` (see `image_attachments`)."""
     if not isinstance(content, list):
         return None
-    parts = [_stub(p) for p in content if not (isinstance(p, str) or (isinstance(p, dict) and p.get("type", "text") in TEXT_PARTS))]
+    parts = [
+        _stub(p) for p in content if not (isinstance(p, str) or (isinstance(p, dict) and p.get("type", "text") in TEXT_PARTS))
+    ]
     return parts or None
 
 
@@ -92,12 +94,18 @@ class Conversation:
             first.clear()
         self.run.step(key, type, **fields)
 
-    def call(self, key: str, name: str | None, args: Any, call_id: str | None, common: dict, first: dict | None, meta=None) -> None:
+    def call(
+        self, key: str, name: str | None, args: Any, call_id: str | None, common: dict, first: dict | None, meta=None
+    ) -> None:
         if call_id:
             self.calls[call_id] = name
-        self.add(key, "tool_call", {**common, "tool_name": name, "tool_args": args, "tool_call_id": call_id, "metadata": meta}, first)
+        self.add(
+            key, "tool_call", {**common, "tool_name": name, "tool_args": args, "tool_call_id": call_id, "metadata": meta}, first
+        )
 
-    def result(self, key: str, call_id: str | None, content: Any, error: bool, common: dict, first: dict | None, meta=None, name=None) -> None:
+    def result(
+        self, key: str, call_id: str | None, content: Any, error: bool, common: dict, first: dict | None, meta=None, name=None
+    ) -> None:
         opened = self.calls.pop(call_id, None) if call_id else None
         name = name or opened
         fields = {**common, "tool_name": name, "tool_call_id": call_id, "content": text_of(content), "metadata": meta}
@@ -121,21 +129,38 @@ class Conversation:
             if msg.get("function_call"):
                 calls.append({"function": msg["function_call"]})
             if msg.get("reasoning_content"):
-                self.add(f"{key}.reasoning", "think", {**common, "content": msg["reasoning_content"], "metadata": {"reasoning": True}}, first)
+                self.add(
+                    f"{key}.reasoning",
+                    "think",
+                    {**common, "content": msg["reasoning_content"], "metadata": {"reasoning": True}},
+                    first,
+                )
             if text or not calls:
                 self.add(key, "think" if calls else "decision", {**common, "content": text or "", "metadata": extra}, first)
                 extra = {}  # said once, on the message's first step
             for j, call in enumerate(calls):
                 fn = call.get("function") or {}
                 rest = {k: v for k, v in call.items() if k not in ("id", "type", "function")}
-                self.call(f"{key}.call{j}", fn.get("name"), parse_arguments(fn.get("arguments")), call.get("id"), common, first,
-                          meta={**extra, **rest} if j == 0 else rest)
+                self.call(
+                    f"{key}.call{j}",
+                    fn.get("name"),
+                    parse_arguments(fn.get("arguments")),
+                    call.get("id"),
+                    common,
+                    first,
+                    meta={**extra, **rest} if j == 0 else rest,
+                )
         elif role in ("tool", "function"):
             error = msg.get("is_error") is True or msg.get("status") == "error"
             extra.pop("is_error", None)
             self.result(key, msg.get("tool_call_id"), msg.get("content"), error, common, first, meta=extra, name=msg.get("name"))
         else:
-            self.add(key, "input", {**common, "content": text or "", "metadata": {"role": role, "name": msg.get("name"), **extra}}, first)
+            self.add(
+                key,
+                "input",
+                {**common, "content": text or "", "metadata": {"role": role, "name": msg.get("name"), **extra}},
+                first,
+            )
 
     # ------------------------------------------------------------------ Anthropic shape
 
@@ -161,7 +186,15 @@ class Conversation:
                 rest = {k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content", "is_error")}
                 rest["content_parts"] = other_parts(block.get("content"))
                 rest["attachments"] = image_attachments(block.get("content"))
-                self.result(f"{key}.{j}", block.get("tool_use_id"), block.get("content"), block.get("is_error") is True, common, first, meta=rest)
+                self.result(
+                    f"{key}.{j}",
+                    block.get("tool_use_id"),
+                    block.get("content"),
+                    block.get("is_error") is True,
+                    common,
+                    first,
+                    meta=rest,
+                )
             elif kind == "text":
                 texts.append(block.get("text") or "")
                 rest = {k: v for k, v in block.items() if k not in ("type", "text")}
@@ -182,7 +215,9 @@ class Conversation:
             self.add(key, "think", {**common, "content": "", "metadata": {"redacted_thinking": block.get("data")}}, first)
         elif kind == "text":
             meta = {k: v for k, v in block.items() if k not in ("type", "text")}
-            self.add(key, "think" if acts else "decision", {**common, "content": block.get("text") or "", "metadata": meta}, first)
+            self.add(
+                key, "think" if acts else "decision", {**common, "content": block.get("text") or "", "metadata": meta}, first
+            )
         elif kind in ("tool_use", "server_tool_use"):
             meta = {k: v for k, v in block.items() if k not in ("type", "id", "name", "input")}
             meta["server_tool"] = kind == "server_tool_use" or None
@@ -190,8 +225,15 @@ class Conversation:
         elif isinstance(kind, str) and kind.endswith("_tool_result"):
             meta = {"block_type": kind, **{k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content")}}
             content = block.get("content")
-            self.result(key, block.get("tool_use_id"), content if isinstance(content, str | list) else orjson.dumps(content).decode(),
-                        False, common, first, meta=meta)
+            self.result(
+                key,
+                block.get("tool_use_id"),
+                content if isinstance(content, str | list) else orjson.dumps(content).decode(),
+                False,
+                common,
+                first,
+                meta=meta,
+            )
         else:
             self.add(key, "observation", {**common, "content": "", "metadata": {"block": block}}, first)
 
@@ -244,7 +286,11 @@ def _signature(msg: dict) -> tuple:
     content = msg.get("content")
     ids = [c.get("id") for c in msg.get("tool_calls") or [] if isinstance(c, dict)]
     if isinstance(content, list):
-        ids += [b.get("id") or b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")]
+        ids += [
+            b.get("id") or b.get("tool_use_id")
+            for b in content
+            if isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+        ]
     ids.append(msg.get("tool_call_id"))
     return msg.get("role"), (text_of(content) or "").strip(), tuple(i for i in ids if i)
 
@@ -264,8 +310,15 @@ def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[
         when = reply.created or ex.when
         if conv is None or sigs[: len(transcript)] != transcript or len(sigs) < len(transcript):
             model = reply.model or ex.request.get("model")
-            conv = Conversation(Run(reply.response_id or new_id(len(runs)), ex.where, model=model, started_at=when,
-                                    metadata=compact({"tools": ex.request.get("tools")})))
+            conv = Conversation(
+                Run(
+                    reply.response_id or new_id(len(runs)),
+                    ex.where,
+                    model=model,
+                    started_at=when,
+                    metadata=compact({"tools": ex.request.get("tools")}),
+                )
+            )
             transcript = []
             runs.append(conv.run)
         run = conv.run
@@ -273,15 +326,27 @@ def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[
             dialect.map(conv, history[i], f"m{i}")
         transcript = sigs
         params = {k: v for k, v in ex.request.items() if k not in _REQUEST_SKIP}
-        first = {"model": reply.model or ex.request.get("model"), "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
-                 "metadata": compact({**reply.meta, "request": params or None, "response_id": reply.response_id})}
+        first = {
+            "model": reply.model or ex.request.get("model"),
+            "tokens_in": reply.tokens_in,
+            "tokens_out": reply.tokens_out,
+            "metadata": compact({**reply.meta, "request": params or None, "response_id": reply.response_id}),
+        }
         n = len(history)
         if reply.message is not None:
             dialect.map(conv, reply.message, f"m{n}", {"timestamp": when}, first)
             transcript = sigs + [_signature(reply.message)]
         if reply.error_class:
-            run.step(f"m{n}.error", "error", content=reply.error, status="error", error_class=reply.error_class, timestamp=when,
-                     model=first["model"], metadata=first["metadata"])
+            run.step(
+                f"m{n}.error",
+                "error",
+                content=reply.error,
+                status="error",
+                error_class=reply.error_class,
+                timestamp=when,
+                model=first["model"],
+                metadata=first["metadata"],
+            )
             run.finish("failed", outcome=reply.error, error_class=reply.error_class, ended_at=when)
         elif run.end is not None:
             run.end = None  # a later request carried on after a failed one: the run is not over
@@ -350,7 +415,9 @@ def _is_response(rec: dict) -> bool:
     return rec.get("type") == "message" and rec.get("role") == "assistant" and "content" in rec
 
 
-def read_chat(dialect: Dialect, data: bytes, filename: str, path_fragment: bytes) -> Iterator[Event | BadRecord | Ignored | Records]:
+def read_chat(
+    dialect: Dialect, data: bytes, filename: str, path_fragment: bytes
+) -> Iterator[Event | BadRecord | Ignored | Records]:
     """Events of a transcript (one message list), a request/response log, or a cassette."""
     records = list(_records(data, filename, path_fragment))
     base = stable_id(filename, data)

@@ -32,8 +32,9 @@ from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time
 
 ENTRY_TYPES = frozenset({"user", "assistant"})
-IGNORED_TYPES = frozenset({"queue-operation", "last-prompt", "atis-latch", "progress", "file-history-snapshot",
-                           "agent-name", "pr-link", "tag", "mode"})
+IGNORED_TYPES = frozenset(
+    {"queue-operation", "last-prompt", "atis-latch", "progress", "file-history-snapshot", "agent-name", "pr-link", "tag", "mode"}
+)
 SESSION_KEYS = ("cwd", "gitBranch", "entrypoint", "userType")
 
 
@@ -77,9 +78,11 @@ def _usage(usage: Any) -> dict[str, Any]:
     ints = [c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
     out = usage.get("output_tokens")
     raw = {k: usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")}
-    return {"tokens_in": sum(ints) if ints else None,
-            "tokens_out": out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else None,
-            "metadata": {"usage": compact(raw)}}
+    return {
+        "tokens_in": sum(ints) if ints else None,
+        "tokens_out": out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else None,
+        "metadata": {"usage": compact(raw)},
+    }
 
 
 class _Session:
@@ -121,11 +124,22 @@ class _Session:
             first = _usage(self.usage.get(mid, msg.get("usage")) if isinstance(mid, str) else msg.get("usage"))
             if isinstance(mid, str):
                 self.counted.add(mid)
-        meta = {"message_id": mid, "request_id": rec.get("requestId"), "stop_reason": msg.get("stop_reason"),
-                "api_block_index": rec.get("apiBlockIndex")}
+        meta = {
+            "message_id": mid,
+            "request_id": rec.get("requestId"),
+            "stop_reason": msg.get("stop_reason"),
+            "api_block_index": rec.get("apiBlockIndex"),
+        }
         if rec.get("isApiErrorMessage") or model == "<synthetic>" and rec.get("error"):
-            self.run.step(uuid, "error", content=text_of([b for b in blocks if isinstance(b, dict)]) or "API error", status="error",
-                          error_class=str(rec.get("error") or "api_error"), metadata=meta, **common)
+            self.run.step(
+                uuid,
+                "error",
+                content=text_of([b for b in blocks if isinstance(b, dict)]) or "API error",
+                status="error",
+                error_class=str(rec.get("error") or "api_error"),
+                metadata=meta,
+                **common,
+            )
             self.last_error = True
             return
         if model and model != "<synthetic>":
@@ -156,7 +170,9 @@ class _Session:
             elif kind in ("tool_use", "server_tool_use"):
                 call_id = block.get("id") if isinstance(block.get("id"), str) else None
                 name = block.get("name") if isinstance(block.get("name"), str) else None
-                step = self.run.step(key, "tool_call", tool_name=name, tool_args=block.get("input"), tool_call_id=call_id, **fields)
+                step = self.run.step(
+                    key, "tool_call", tool_name=name, tool_args=block.get("input"), tool_call_id=call_id, **fields
+                )
                 if step is not None and call_id:
                     self.calls[call_id] = step.event_id
                     self.tool_names[call_id] = name or ""
@@ -177,8 +193,13 @@ class _Session:
         parts = other_parts(blocks)
         parts = [p for p in parts or () if isinstance(p, dict) and p.get("type") != "tool_result"]
         if texts or parts:
-            meta = {"role": "user", "is_meta": rec.get("isMeta") or None, "prompt_id": rec.get("promptId"),
-                    "content_parts": parts or None, "attachments": image_attachments(blocks)}  # pasted images
+            meta = {
+                "role": "user",
+                "is_meta": rec.get("isMeta") or None,
+                "prompt_id": rec.get("promptId"),
+                "content_parts": parts or None,
+                "attachments": image_attachments(blocks),
+            }  # pasted images
             self.run.step(uuid, "input", content="\n".join(texts), metadata=meta, **common)
         self.last_error = False
 
@@ -188,11 +209,19 @@ class _Session:
         result = rec.get("toolUseResult")
         images = image_attachments(content)
         result, mirrored = _image_moved(result)
-        meta = {"tool_use_result": result, "source_tool_assistant_uuid": rec.get("sourceToolAssistantUUID"),
-                "content_parts": other_parts(content) if isinstance(content, list) else None,
-                "attachments": images or ([mirrored] if mirrored else None)}  # a screenshot, an image Read
-        fields: dict[str, Any] = {**common, "tool_call_id": call_id, "tool_name": self.tool_names.get(call_id or "") or None,
-                                  "content": text_of(content) if content is not None else "", "metadata": meta}
+        meta = {
+            "tool_use_result": result,
+            "source_tool_assistant_uuid": rec.get("sourceToolAssistantUUID"),
+            "content_parts": other_parts(content) if isinstance(content, list) else None,
+            "attachments": images or ([mirrored] if mirrored else None),
+        }  # a screenshot, an image Read
+        fields: dict[str, Any] = {
+            **common,
+            "tool_call_id": call_id,
+            "tool_name": self.tool_names.get(call_id or "") or None,
+            "content": text_of(content) if content is not None else "",
+            "metadata": meta,
+        }
         if block.get("is_error") is True:
             fields["status"] = "error"
         self.run.step(key, "tool_result", **fields)
@@ -221,15 +250,25 @@ def _build(session_id: str, lines: list[_Line], extra: dict, filename: str, chil
         meta["parent_session"] = child_of
     entries = [ln for ln in lines if isinstance(ln.rec.get("uuid"), str) and ln.rec.get("type") in ENTRY_TYPES]
     times = [ln.when for ln in lines if ln.when]
-    run = Run(session_id, filename, agent_id="claude-code" if not child_of else f"claude-code/{session_id.rsplit('/', 1)[-1]}",
-              agent_version=fields["agent_version"], started_at=min(times) if times else None,
-              tags=["subagent"] if child_of else None, metadata=compact(meta))
+    run = Run(
+        session_id,
+        filename,
+        agent_id="claude-code" if not child_of else f"claude-code/{session_id.rsplit('/', 1)[-1]}",
+        agent_version=fields["agent_version"],
+        started_at=min(times) if times else None,
+        tags=["subagent"] if child_of else None,
+        metadata=compact(meta),
+    )
     state = _Session(run, filename, _final_usage(entries))
     msg_blocks: dict[str, set] = {}
     for ln in entries:
         msg = ln.rec.get("message")
-        if isinstance(msg, dict) and not isinstance(msg.get("stop_reason"), str) and isinstance(msg.get("id"), str) \
-                and isinstance(msg.get("content"), list):  # only lines that do not say why the message stopped ask it
+        if (
+            isinstance(msg, dict)
+            and not isinstance(msg.get("stop_reason"), str)
+            and isinstance(msg.get("id"), str)
+            and isinstance(msg.get("content"), list)
+        ):  # only lines that do not say why the message stopped ask it
             msg_blocks.setdefault(msg["id"], set()).update(b.get("type") for b in msg["content"] if isinstance(b, dict))
     main = [ln for ln in entries if child_of or not ln.rec.get("isSidechain")]
     agents: dict[str, list[_Line]] = {}
@@ -249,7 +288,9 @@ def _build(session_id: str, lines: list[_Line], extra: dict, filename: str, chil
     run.session["model"] = max(set(models), key=models.count) if models else None
     title = extra.get("title") or extra.get("summary")
     if not title:
-        prompt = next((s.content for s in run.steps if s.type == "input" and s.content and not (s.metadata or {}).get("is_meta")), None)
+        prompt = next(
+            (s.content for s in run.steps if s.type == "input" and s.content and not (s.metadata or {}).get("is_meta")), None
+        )
         title = prompt[:200] if prompt else None
     run.session["name"] = title
     last = max(times) if times else None
@@ -292,7 +333,11 @@ def _owners(side: list[_Line]) -> Iterator[tuple[_Line, str]]:
 
 def _result_ids(rec: dict) -> list[str]:
     content = (rec.get("message") or {}).get("content") if isinstance(rec.get("message"), dict) else None
-    return [b["tool_use_id"] for b in content or () if isinstance(b, dict) and isinstance(b.get("tool_use_id"), str)] if isinstance(content, list) else []
+    return (
+        [b["tool_use_id"] for b in content or () if isinstance(b, dict) and isinstance(b.get("tool_use_id"), str)]
+        if isinstance(content, list)
+        else []
+    )
 
 
 def _subagent(state: _Session, owner: str, lines: list[_Line], msg_blocks: dict[str, set], returned_by: list[str]) -> None:
@@ -301,9 +346,16 @@ def _subagent(state: _Session, owner: str, lines: list[_Line], msg_blocks: dict[
     first = ordered[0]
     result_of = first.rec
     call_parent = next((state.calls[c] for c in returned_by if c in state.calls), None)
-    span = state.run.step(f"agent-{owner}", "span", where=f"{state.filename}:{first.n}", timestamp=first.when, parent_id=call_parent,
-                          agent_id=f"subagent-{owner}", content=f"sub-agent {owner}",
-                          metadata={"agent_id": owner, "sidechain": True, "cwd": result_of.get("cwd")})
+    span = state.run.step(
+        f"agent-{owner}",
+        "span",
+        where=f"{state.filename}:{first.n}",
+        timestamp=first.when,
+        parent_id=call_parent,
+        agent_id=f"subagent-{owner}",
+        content=f"sub-agent {owner}",
+        metadata={"agent_id": owner, "sidechain": True, "cwd": result_of.get("cwd")},
+    )
     parent = span.event_id if span is not None else None
     for ln in ordered:
         state.entry(ln, msg_blocks, parent, f"subagent-{owner}")
@@ -311,7 +363,7 @@ def _subagent(state: _Session, owner: str, lines: list[_Line], msg_blocks: dict[
 
 def _agent_of(filename: str) -> str | None:
     stem = Path(filename).name.split(".")[0]
-    return stem[len("agent-"):] if stem.startswith("agent-") else None
+    return stem[len("agent-") :] if stem.startswith("agent-") else None
 
 
 class ClaudeCodeFormat:
@@ -352,7 +404,13 @@ class ClaudeCodeFormat:
                 extras.setdefault(sid, {})["title"] = rec["customTitle"]
                 sessions.setdefault(sid, [])
             elif kind in ("system", "attachment"):
-                sub = rec.get("subtype") if kind == "system" else (rec.get("attachment") or {}).get("type") if isinstance(rec.get("attachment"), dict) else None
+                sub = (
+                    rec.get("subtype")
+                    if kind == "system"
+                    else (rec.get("attachment") or {}).get("type")
+                    if isinstance(rec.get("attachment"), dict)
+                    else None
+                )
                 if isinstance(rec.get("uuid"), str):  # part of the parentUuid chain: kept for ordering, not a step
                     sessions.setdefault(sid, []).append(_Line(n, rec))
                 yield Ignored(where, f"{kind}/{sub}" if sub else kind)

@@ -31,13 +31,21 @@ from .jsondoc import as_array, as_object, first_record, has_key, json_objects, p
 from .reader import BadRecord, Event, Ignored
 from .runs import Run, compact, parse_time, stable_id
 
-DUPLICATE_EVENTS = frozenset({"agent_reasoning", "agent_message", "user_message", "agent_reasoning_raw_content",
-                              "agent_reasoning_section_break"})
+DUPLICATE_EVENTS = frozenset(
+    {"agent_reasoning", "agent_message", "user_message", "agent_reasoning_raw_content", "agent_reasoning_section_break"}
+)
 DUPLICATE_ITEMS = frozenset({"UserMessage", "AgentMessage", "Reasoning"})
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 CONTEXT_PREFIXES = ("<", "# AGENTS.md")  # context Codex injects as user messages, not prompts
-USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+USAGE_KEYS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
+)
 
 
 def _int(value: Any) -> int | None:
@@ -106,8 +114,15 @@ class _Rollout:
             summary = as_array(p.get("summary"))
             parts = [t for s in summary if isinstance(t := as_object(s).get("text"), str)]
             parts += [t for c in as_array(p.get("content")) if isinstance(t := as_object(c).get("text"), str)]
-            self.add(key, "think", where, when, True, content="\n\n".join(parts),
-                     metadata={"reasoning": True, "encrypted": bool(p.get("encrypted_content")) or None, "item_id": p.get("id")})
+            self.add(
+                key,
+                "think",
+                where,
+                when,
+                True,
+                content="\n\n".join(parts),
+                metadata={"reasoning": True, "encrypted": bool(p.get("encrypted_content")) or None, "item_id": p.get("id")},
+            )
         elif kind in CALLS:
             call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
             if kind == "function_call":
@@ -117,8 +132,17 @@ class _Rollout:
             else:
                 args = p.get("action")
             name = p.get("name") if isinstance(p.get("name"), str) else kind.removesuffix("_call")
-            spec = self.add(key, "tool_call", where, when, True, tool_name=name, tool_args=args, tool_call_id=call_id,
-                            metadata={"call_kind": kind, "call_status": p.get("status"), "item_id": p.get("id")})
+            spec = self.add(
+                key,
+                "tool_call",
+                where,
+                when,
+                True,
+                tool_name=name,
+                tool_args=args,
+                tool_call_id=call_id,
+                metadata={"call_kind": kind, "call_status": p.get("status"), "item_id": p.get("id")},
+            )
             if call_id:
                 self.calls[call_id] = spec
                 self.open_calls.append(call_id)
@@ -126,8 +150,16 @@ class _Rollout:
             call_id = p.get("call_id") if isinstance(p.get("call_id"), str) else None
             text, code, output_meta = _output(p.get("output"))
             call = self.calls.get(call_id or "")
-            spec = self.add(key, "tool_result", where, when, tool_call_id=call_id, tool_name=call["tool_name"] if call else None,
-                            content=text, metadata={"exit_code": code, "output_metadata": output_meta, "item_id": p.get("id")})
+            spec = self.add(
+                key,
+                "tool_result",
+                where,
+                when,
+                tool_call_id=call_id,
+                tool_name=call["tool_name"] if call else None,
+                content=text,
+                metadata={"exit_code": code, "output_metadata": output_meta, "item_id": p.get("id")},
+            )
             if code is not None:
                 spec["_exit"] = code
             if call_id:
@@ -164,6 +196,7 @@ class _Rollout:
                 target["tokens_in"], target["tokens_out"] = delta["input_tokens"], delta["output_tokens"]
                 target["metadata"]["usage"] = {**delta, "scope": "turn"}
                 before = total
+
     def command_done(self, item: dict) -> None:
         """A CommandExecution/FileChange completed while a call was open: its exit code is that call's."""
         code = _int(item.get("exit_code"))
@@ -214,18 +247,31 @@ class CodexCliFormat:
         meta_rec: dict = next((r["payload"] for _, r, _ in records if r["type"] == "session_meta"), {})
         sid = meta_rec.get("id") or meta_rec.get("session_id")
         times = [t for _, _, t in records if t]
-        meta = {k: meta_rec.get(k) for k in ("cwd", "originator", "source", "model_provider", "history_mode") if isinstance(meta_rec.get(k), str)}
+        meta = {
+            k: meta_rec.get(k)
+            for k in ("cwd", "originator", "source", "model_provider", "history_mode")
+            if isinstance(meta_rec.get(k), str)
+        }
         if isinstance(meta_rec.get("git"), dict):
             meta["git"] = meta_rec["git"]
         started = parse_time(meta_rec.get("timestamp")) or (min(times) if times else None)
-        run = Run(str(sid) if isinstance(sid, str) and sid else stable_id(filename, data), filename, agent_id="codex-cli",
-                  agent_version=meta_rec.get("cli_version") if isinstance(meta_rec.get("cli_version"), str) else None,
-                  started_at=started, metadata=compact(meta))
+        run = Run(
+            str(sid) if isinstance(sid, str) and sid else stable_id(filename, data),
+            filename,
+            agent_id="codex-cli",
+            agent_version=meta_rec.get("cli_version") if isinstance(meta_rec.get("cli_version"), str) else None,
+            started_at=started,
+            metadata=compact(meta),
+        )
         state = _Rollout(run, filename)
         error_last = None
         for n, rec, when in records:
             kind, p, where = rec["type"], rec["payload"], f"{filename}:{n}"
-            key = f"l{rec['ordinal']}" if isinstance(rec.get("ordinal"), int) and not isinstance(rec.get("ordinal"), bool) else f"n{n}"
+            key = (
+                f"l{rec['ordinal']}"
+                if isinstance(rec.get("ordinal"), int) and not isinstance(rec.get("ordinal"), bool)
+                else f"n{n}"
+            )
             sub = p.get("type")
             if kind == "session_meta":
                 continue
@@ -234,7 +280,9 @@ class CodexCliFormat:
                 error_last = None if state.last_kind != "error" else error_last
             elif kind == "turn_context":
                 state.model = p.get("model") if isinstance(p.get("model"), str) else state.model
-                settings = (p.get("collaboration_mode") or {}).get("settings") if isinstance(p.get("collaboration_mode"), dict) else None
+                settings = (
+                    (p.get("collaboration_mode") or {}).get("settings") if isinstance(p.get("collaboration_mode"), dict) else None
+                )
                 effort = p.get("effort") or p.get("reasoning_effort") or (settings or {}).get("reasoning_effort")
                 state.effort = effort if isinstance(effort, str) else state.effort
             elif kind == "event_msg" and sub == "token_count":
@@ -246,7 +294,15 @@ class CodexCliFormat:
                     state.turn += 1
                     state.turn_id = p.get("turn_id") if isinstance(p.get("turn_id"), str) else None
                 elif sub == "turn_aborted":
-                    state.add(key, "error", where, when, content=f"turn aborted: {p.get('reason')}", status="error", error_class="turn_aborted")
+                    state.add(
+                        key,
+                        "error",
+                        where,
+                        when,
+                        content=f"turn aborted: {p.get('reason')}",
+                        status="error",
+                        error_class="turn_aborted",
+                    )
                     error_last = state.specs[-1]
             elif kind == "event_msg" and sub == "exec_command_end":
                 code = _int(p.get("exit_code"))
@@ -259,7 +315,12 @@ class CodexCliFormat:
                 if item_kind in ("CommandExecution", "FileChange"):
                     state.command_done(p["item"])
                 else:
-                    yield Ignored(where, f"duplicate:item_completed/{item_kind}" if item_kind in DUPLICATE_ITEMS else f"item_completed/{item_kind}")
+                    yield Ignored(
+                        where,
+                        f"duplicate:item_completed/{item_kind}"
+                        if item_kind in DUPLICATE_ITEMS
+                        else f"item_completed/{item_kind}",
+                    )
             elif kind == "event_msg" and sub == "error":
                 state.add(key, "error", where, when, content=str(p.get("message") or ""), status="error", error_class="error")
                 error_last = state.specs[-1]
@@ -273,8 +334,17 @@ class CodexCliFormat:
         run.session["model"] = state.model
         if state.total:
             run.session.setdefault("metadata", {})["token_totals"] = state.total
-        prompt = next((s.content for s in run.steps if s.type == "input" and (s.metadata or {}).get("role") == "user"
-                       and s.content and not s.content.lstrip().startswith(("<", "#"))), None)
+        prompt = next(
+            (
+                s.content
+                for s in run.steps
+                if s.type == "input"
+                and (s.metadata or {}).get("role") == "user"
+                and s.content
+                and not s.content.lstrip().startswith(("<", "#"))
+            ),
+            None,
+        )
         run.session["name"] = prompt[:200] if prompt else None
         last = max(times) if times else None
         if error_last is not None and state.specs and state.specs[-1] is error_last:

@@ -38,8 +38,11 @@ def _int(value: Any) -> int:
 def _tokens(tokens: Any) -> dict[str, Any]:
     if not isinstance(tokens, dict) or not any(_int(tokens.get(k)) for k in ("input", "output", "thoughts", "tool", "total")):
         return {"metadata": {"tokens": tokens}} if tokens is not None else {}
-    return {"tokens_in": _int(tokens.get("input")) + _int(tokens.get("tool")),
-            "tokens_out": _int(tokens.get("output")) + _int(tokens.get("thoughts")), "metadata": {"tokens": tokens}}
+    return {
+        "tokens_in": _int(tokens.get("input")) + _int(tokens.get("tool")),
+        "tokens_out": _int(tokens.get("output")) + _int(tokens.get("thoughts")),
+        "metadata": {"tokens": tokens},
+    }
 
 
 def _response(call: dict) -> tuple[str, bool]:
@@ -47,7 +50,7 @@ def _response(call: dict) -> tuple[str, bool]:
     parts = call.get("result")
     texts, error = [], False
     for part in parts if isinstance(parts, list) else [parts] if parts is not None else []:
-        resp = ((part.get("functionResponse") or {}).get("response") if isinstance(part, dict) else None)
+        resp = (part.get("functionResponse") or {}).get("response") if isinstance(part, dict) else None
         if isinstance(resp, dict):
             if resp.get("error") is not None:
                 error = True
@@ -91,8 +94,15 @@ def _message(run: Run, msg: dict, where: str) -> str | None:
     for i, thought in enumerate(msg.get("thoughts") or []):
         if isinstance(thought, dict):
             body = f"{thought.get('subject') or ''}: {thought.get('description') or ''}".strip(": ")
-            run.step(f"{key}.thought{i}", "think", content=body, model=model, where=where,
-                     timestamp=parse_time(thought.get("timestamp")) or when, **take())
+            run.step(
+                f"{key}.thought{i}",
+                "think",
+                content=body,
+                model=model,
+                where=where,
+                timestamp=parse_time(thought.get("timestamp")) or when,
+                **take(),
+            )
     if text or not calls:
         run.step(key, "think" if calls else "decision", content=text, model=model, **common, **take())
     for j, call in enumerate(calls):
@@ -104,15 +114,34 @@ def _message(run: Run, msg: dict, where: str) -> str | None:
         at = parse_time(call.get("timestamp")) or when
         fields = take()
         meta = {**fields.pop("metadata", {}), "display_name": call.get("displayName"), "description": call.get("description")}
-        run.step(f"{key}.call{j}", "tool_call", tool_name=name, tool_args=call.get("args"), tool_call_id=call_id, model=model,
-                 where=where, timestamp=when, metadata=meta, **fields)
+        run.step(
+            f"{key}.call{j}",
+            "tool_call",
+            tool_name=name,
+            tool_args=call.get("args"),
+            tool_call_id=call_id,
+            model=model,
+            where=where,
+            timestamp=when,
+            metadata=meta,
+            **fields,
+        )
         if call.get("result") is None and call.get("status") not in ("error", "cancelled", "success"):
             continue  # not answered yet
         content, error = _response(call)
         status = "error" if error or call.get("status") in ("error", "cancelled") else "ok"
-        run.step(f"{key}.result{j}", "tool_result", tool_name=name, tool_call_id=call_id, content=content, status=status,
-                 error_class=f"tool {call.get('status')}" if status == "error" else None, where=where, timestamp=at,
-                 metadata={"status": call.get("status"), "result_display": call.get("resultDisplay") if error else None})
+        run.step(
+            f"{key}.result{j}",
+            "tool_result",
+            tool_name=name,
+            tool_call_id=call_id,
+            content=content,
+            status=status,
+            error_class=f"tool {call.get('status')}" if status == "error" else None,
+            where=where,
+            timestamp=at,
+            metadata={"status": call.get("status"), "result_display": call.get("resultDisplay") if error else None},
+        )
     return None
 
 
@@ -146,7 +175,7 @@ class GeminiCliFormat:
                 elif "$rewindTo" in rec:
                     ids = list(messages)
                     if rec["$rewindTo"] in messages:
-                        for dropped in ids[ids.index(rec["$rewindTo"]):]:
+                        for dropped in ids[ids.index(rec["$rewindTo"]) :]:
                             yield Ignored(messages.pop(dropped)[0], "rewound")
                     else:
                         yield Ignored(where, "$rewindTo/unknown-id")
@@ -171,9 +200,14 @@ class GeminiCliFormat:
                     yield BadRecord(where, "expected a message object")
         sid = header.get("sessionId")
         meta = {k: header.get(k) for k in ("projectHash", "kind", "summary", "directories") if header.get(k) is not None}
-        run = Run(sid if isinstance(sid, str) and sid else stable_id(filename, data), filename, agent_id="gemini-cli",
-                  started_at=parse_time(header.get("startTime")), metadata=compact(meta),
-                  name=header.get("summary") if isinstance(header.get("summary"), str) else None)
+        run = Run(
+            sid if isinstance(sid, str) and sid else stable_id(filename, data),
+            filename,
+            agent_id="gemini-cli",
+            started_at=parse_time(header.get("startTime")),
+            metadata=compact(meta),
+            name=header.get("summary") if isinstance(header.get("summary"), str) else None,
+        )
         last = None
         models: list[str] = []
         for where, msg in messages.values():
@@ -189,7 +223,14 @@ class GeminiCliFormat:
                 models.append(msg["model"])
         run.session["model"] = max(set(models), key=models.count) if models else None
         if "name" not in run.session:
-            prompt = next((s.content for s in run.steps if s.type == "input" and s.content and not s.content.startswith("<session_context>")), None)
+            prompt = next(
+                (
+                    s.content
+                    for s in run.steps
+                    if s.type == "input" and s.content and not s.content.startswith("<session_context>")
+                ),
+                None,
+            )
             run.session["name"] = prompt[:200] if prompt else None
         times = [t for t in [parse_time(header.get("lastUpdated"))] + [s.timestamp for s in run.steps] if t]
         ended = max(times) if times else None

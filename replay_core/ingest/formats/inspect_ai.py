@@ -45,8 +45,22 @@ from .jsondoc import as_array, as_object, has_key, load_json, parse_arguments, s
 from .reader import BadRecord, DocumentError, Event, Ignored, Records
 from .runs import Run, compact, parse_time, stable_id
 
-IGNORED_EVENTS = frozenset({"span_begin", "span_end", "step", "state", "store", "score", "logger", "sandbox",
-                            "subtask", "sample_limit", "score_edit", "checkpoint"})
+IGNORED_EVENTS = frozenset(
+    {
+        "span_begin",
+        "span_end",
+        "step",
+        "state",
+        "store",
+        "score",
+        "logger",
+        "sandbox",
+        "subtask",
+        "sample_limit",
+        "score_edit",
+        "checkpoint",
+    }
+)
 SUCCESS = frozenset({"c", "correct", "true", "1", "1.0", "yes"})
 FAILURE = frozenset({"i", "incorrect", "false", "0", "0.0", "no"})
 _REF = re.compile(r"^(attachment|tc)://")
@@ -64,12 +78,12 @@ def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
     never past the size the archive declares (a zip bomb stops there), and checked against the CRC."""
     import zstandard  # only for such logs
 
-    head = data[info.header_offset:info.header_offset + _LOCAL_HEADER.size]
+    head = data[info.header_offset : info.header_offset + _LOCAL_HEADER.size]
     if len(head) < _LOCAL_HEADER.size or head[:4] != b"PK\x03\x04":
         raise zipfile.BadZipFile("bad local header")
     *_, name_len, extra_len = _LOCAL_HEADER.unpack(head)
     start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
-    packed = data[start:start + info.compress_size]
+    packed = data[start : start + info.compress_size]
     if len(packed) < info.compress_size:
         raise EOFError("the member is cut short")
     try:
@@ -123,9 +137,13 @@ def _content(value: Any) -> tuple[str, list[str]]:
 def _usage(usage: Any) -> dict[str, Any]:
     usage = as_object(usage)
     whole = lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None  # noqa: E731
-    return {"tokens_in": whole(usage.get("input_tokens")), "tokens_out": whole(usage.get("output_tokens")),
-            "metadata": compact({k: usage.get(k) for k in ("input_tokens_cache_read", "input_tokens_cache_write",
-                                                           "reasoning_tokens", "total_tokens")})}
+    return {
+        "tokens_in": whole(usage.get("input_tokens")),
+        "tokens_out": whole(usage.get("output_tokens")),
+        "metadata": compact(
+            {k: usage.get(k) for k in ("input_tokens_cache_read", "input_tokens_cache_write", "reasoning_tokens", "total_tokens")}
+        ),
+    }
 
 
 def _verdict(value: Any) -> str | None:
@@ -159,8 +177,9 @@ class _Sample:
         meta = {**(usage.get("metadata") or {}), **(fields.pop("metadata", None) or {}), "phase": self.phase()}
         if usage.get("duration_ms") is not None:
             fields["duration_ms"] = usage["duration_ms"]
-        self.run.step(key, type, where=where, tokens_in=usage.get("tokens_in"), tokens_out=usage.get("tokens_out"),
-                      metadata=meta, **fields)
+        self.run.step(
+            key, type, where=where, tokens_in=usage.get("tokens_in"), tokens_out=usage.get("tokens_out"), metadata=meta, **fields
+        )
 
     def inputs(self, value: Any, key: str, where: str, when) -> None:
         value = self.refs(value)
@@ -180,9 +199,18 @@ class _Sample:
         elif role == "tool":
             error = as_object(msg.get("error"))
             call_id = msg.get("tool_call_id")
-            self.step(key, "tool_result", where, content=text, tool_call_id=call_id, timestamp=when,
-                      tool_name=msg.get("function") or (self.calls.get(call_id) if call_id else None), status="error" if error else "ok",
-                      error_class=error.get("type") if error else None, metadata={"error": error.get("message")})
+            self.step(
+                key,
+                "tool_result",
+                where,
+                content=text,
+                tool_call_id=call_id,
+                timestamp=when,
+                tool_name=msg.get("function") or (self.calls.get(call_id) if call_id else None),
+                status="error" if error else "ok",
+                error_class=error.get("type") if error else None,
+                metadata={"error": error.get("message")},
+            )
         else:
             self.step(key, "input", where, content=text, timestamp=when, metadata={"role": role, "source": msg.get("source")})
 
@@ -200,9 +228,18 @@ class _Sample:
             name = call.get("function") if isinstance(call.get("function"), str) else as_object(call.get("function")).get("name")
             self.calls[call_id] = name
             args = self.refs(call.get("arguments"))
-            self.step(f"{key}.c{j}", "tool_call", where, usage, tool_name=name, tool_args=parse_arguments(args),
-                      tool_call_id=call_id, timestamp=when, model=model,
-                      metadata={"parse_error": call.get("parse_error"), "message_id": msg.get("id")})
+            self.step(
+                f"{key}.c{j}",
+                "tool_call",
+                where,
+                usage,
+                tool_name=name,
+                tool_args=parse_arguments(args),
+                tool_call_id=call_id,
+                timestamp=when,
+                model=model,
+                metadata={"parse_error": call.get("parse_error"), "message_id": msg.get("id")},
+            )
             usage = None
 
     def event(self, event: dict, i: int, where: str) -> Iterator[Ignored]:
@@ -224,20 +261,40 @@ class _Sample:
         elif kind == "sample_init":
             self.inputs(as_object(event.get("sample")).get("input"), key, where, when)
         elif kind == "input":
-            self.step(key, "input", where, content=str(self.refs(event.get("input")) or ""), timestamp=when,
-                      metadata={"role": "user", "source": "console input"})
+            self.step(
+                key,
+                "input",
+                where,
+                content=str(self.refs(event.get("input")) or ""),
+                timestamp=when,
+                metadata={"role": "user", "source": "console input"},
+            )
         elif kind == "model":
             self.model(event, key, where, when)
         elif kind == "tool":
             self.tool(event, key, where, when)
         elif kind == "error":
             error = as_object(event.get("error"))
-            self.step(key, "error", where, content=str(error.get("message") or ""), timestamp=when, status="error",
-                      error_class="error", metadata={"traceback": error.get("traceback")})
+            self.step(
+                key,
+                "error",
+                where,
+                content=str(error.get("message") or ""),
+                timestamp=when,
+                status="error",
+                error_class="error",
+                metadata={"traceback": error.get("traceback")},
+            )
         elif kind in ("info", "approval"):
             data = self.refs({k: v for k, v in event.items() if k not in ("event", "timestamp", "span_id", "working_start")})
-            self.step(key, "observation", where, content=orjson.dumps(data, default=str).decode(), timestamp=when,
-                      metadata={"event": kind})
+            self.step(
+                key,
+                "observation",
+                where,
+                content=orjson.dumps(data, default=str).decode(),
+                timestamp=when,
+                metadata={"event": kind},
+            )
         else:
             yield Ignored(where, f"event:{kind}")
 
@@ -249,14 +306,27 @@ class _Sample:
         model = output.get("model") or event.get("model")
         error = event.get("error")
         if error and not msg:
-            self.step(key, "error", where, usage, content=str(error), timestamp=when, model=model, status="error",
-                      error_class="model_error")
+            self.step(
+                key,
+                "error",
+                where,
+                usage,
+                content=str(error),
+                timestamp=when,
+                model=model,
+                status="error",
+                error_class="model_error",
+            )
             return
         working = event.get("working_time")
         # what belongs to the whole call rides with the usage onto its first step
         usage["duration_ms"] = working * 1000 if isinstance(working, int | float) and working >= 0 else None
-        usage["metadata"] = {**(usage["metadata"] or {}), "stop_reason": as_object(choices[0]).get("stop_reason") if choices else None,
-                             "config": event.get("config") or None, "role": event.get("role")}
+        usage["metadata"] = {
+            **(usage["metadata"] or {}),
+            "stop_reason": as_object(choices[0]).get("stop_reason") if choices else None,
+            "config": event.get("config") or None,
+            "role": event.get("role"),
+        }
         self.assistant(msg, *_content(self.refs(msg.get("content"))), key, where, when, usage, model)
 
     def tool(self, event: dict, key: str, where: str, when) -> None:
@@ -264,18 +334,37 @@ class _Sample:
         name = event.get("function")
         if call_id not in self.calls:  # a tool run without a model call before it (e.g. by a solver)
             self.calls[call_id] = name
-            self.step(f"{key}.call", "tool_call", where, tool_name=name, tool_args=parse_arguments(self.refs(event.get("arguments"))),
-                      tool_call_id=call_id, timestamp=when)
+            self.step(
+                f"{key}.call",
+                "tool_call",
+                where,
+                tool_name=name,
+                tool_args=parse_arguments(self.refs(event.get("arguments"))),
+                tool_call_id=call_id,
+                timestamp=when,
+            )
         error = as_object(event.get("error"))
         text, _ = _content(self.refs(event.get("result")))
         completed = parse_time(event.get("completed"))
         working = event.get("working_time")
-        duration = working * 1000 if isinstance(working, int | float) and working >= 0 else (
-            (completed - when).total_seconds() * 1000 if completed and when and completed >= when else None)
-        self.step(key, "tool_result", where, content=text if text or not error else str(error.get("message") or ""),
-                  tool_name=name or self.calls.get(call_id), tool_call_id=call_id, timestamp=completed or when, duration_ms=duration,
-                  status="error" if error else "ok", error_class=error.get("type") if error else None,
-                  metadata={"error": error.get("message"), "truncated": event.get("truncated"), "agent": event.get("agent")})
+        duration = (
+            working * 1000
+            if isinstance(working, int | float) and working >= 0
+            else ((completed - when).total_seconds() * 1000 if completed and when and completed >= when else None)
+        )
+        self.step(
+            key,
+            "tool_result",
+            where,
+            content=text if text or not error else str(error.get("message") or ""),
+            tool_name=name or self.calls.get(call_id),
+            tool_call_id=call_id,
+            timestamp=completed or when,
+            duration_ms=duration,
+            status="error" if error else "ok",
+            error_class=error.get("type") if error else None,
+            metadata={"error": error.get("message"), "truncated": event.get("truncated"), "agent": event.get("agent")},
+        )
 
 
 class InspectAIFormat:
@@ -303,14 +392,18 @@ class InspectAIFormat:
         if samples is not None and not isinstance(samples, list):
             raise DocumentError(BadRecord(f"{filename}:samples", f"expected a list, got {type(samples).__name__}"))
         for i, sample in enumerate(samples or ()):
-            yield from self._sample(doc, sample, as_object(doc).get("reductions"), f"{filename}:samples[{i}]", data, filename, count)
+            yield from self._sample(
+                doc, sample, as_object(doc).get("reductions"), f"{filename}:samples[{i}]", data, filename, count
+            )
 
     def _zip(self, data: bytes, filename: str, count: list[int]) -> Iterator:
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
             names = archive.namelist()
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            raise DocumentError(BadRecord(filename, f"not a readable ZIP archive ({exc}); is the .eval file truncated?")) from None
+            raise DocumentError(
+                BadRecord(filename, f"not a readable ZIP archive ({exc}); is the .eval file truncated?")
+            ) from None
 
         def member(name: str) -> Any:
             try:
@@ -323,7 +416,9 @@ class InspectAIFormat:
 
         head_name = "header.json" if "header.json" in names else "_journal/start.json" if "_journal/start.json" in names else None
         if head_name is None:
-            raise DocumentError(BadRecord(filename, "ZIP archive without header.json or _journal/start.json: not an inspect_ai .eval log"))
+            raise DocumentError(
+                BadRecord(filename, "ZIP archive without header.json or _journal/start.json: not an inspect_ai .eval log")
+            )
         header = member(head_name)
         if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
             raise DocumentError(BadRecord(f"{filename}!{head_name}", "expected an object with 'eval'"))
@@ -340,7 +435,9 @@ class InspectAIFormat:
         for name in samples:
             yield from self._sample(header, member(name), reductions, f"{filename}!{name}", data, filename, count)
 
-    def _sample(self, log: dict, sample: Any, reductions: Any, where: str, data: bytes, filename: str, count: list[int]) -> Iterator:
+    def _sample(
+        self, log: dict, sample: Any, reductions: Any, where: str, data: bytes, filename: str, count: list[int]
+    ) -> Iterator:
         if not isinstance(sample, dict):
             count[0] += 1
             yield BadRecord(where, f"expected a sample object, got {type(sample).__name__}")
@@ -349,13 +446,22 @@ class InspectAIFormat:
         eval_id = spec.get("eval_id") or spec.get("task_id") or stable_id(filename, data)
         epoch, sample_id = sample.get("epoch", 1), sample.get("id")
         task = spec.get("task") if isinstance(spec.get("task"), str) else None
-        tags = [f"eval:{eval_id}", f"run:{spec.get('run_id')}" if spec.get("run_id") else None,
-                f"task:{task}" if task else None, f"epoch:{epoch}"]
-        run = Run(f"inspect-{str(eval_id)[:100]}-{str(sample_id)[:60]}-e{epoch}", where,
-                  name=f"{task or 'eval'} sample {sample_id} epoch {epoch}", workflow=task,
-                  model=spec.get("model") if isinstance(spec.get("model"), str) else None,
-                  agent_id=_solver(log), agent_version=as_object(spec.get("packages")).get("inspect_ai"),
-                  tags=[t for t in tags if t])
+        tags = [
+            f"eval:{eval_id}",
+            f"run:{spec.get('run_id')}" if spec.get("run_id") else None,
+            f"task:{task}" if task else None,
+            f"epoch:{epoch}",
+        ]
+        run = Run(
+            f"inspect-{str(eval_id)[:100]}-{str(sample_id)[:60]}-e{epoch}",
+            where,
+            name=f"{task or 'eval'} sample {sample_id} epoch {epoch}",
+            workflow=task,
+            model=spec.get("model") if isinstance(spec.get("model"), str) else None,
+            agent_id=_solver(log),
+            agent_version=as_object(spec.get("packages")).get("inspect_ai"),
+            tags=[t for t in tags if t],
+        )
         transcript = as_object(sample.get("transcript"))
         table = own if isinstance(own := sample.get("attachments"), dict) else as_object(transcript.get("content"))
         mapped = _Sample(run, _Refs(table), where)
@@ -395,7 +501,9 @@ def _solver(log: dict) -> str | None:
     spec = as_object(log.get("eval"))
     if isinstance(spec.get("solver"), str):
         return spec["solver"]
-    names = [name for s in as_array(as_object(log.get("plan")).get("steps")) if isinstance(name := as_object(s).get("solver"), str)]
+    names = [
+        name for s in as_array(as_object(log.get("plan")).get("steps")) if isinstance(name := as_object(s).get("solver"), str)
+    ]
     return "+".join(names) or None
 
 
@@ -417,31 +525,56 @@ def _end(run: Run, log: dict, sample: dict, ended) -> None:
         run.finish("unknown", ended_at=ended)
         return
     value, answer = first.get("value"), first.get("answer")
-    outcome = answer if isinstance(answer, str) and answer else orjson.dumps(value).decode() if not isinstance(value, str) else value
+    outcome = (
+        answer if isinstance(answer, str) and answer else orjson.dumps(value).decode() if not isinstance(value, str) else value
+    )
     verdict = _verdict(value)
-    run.finish(verdict or "unknown", outcome=outcome, error_class=f"score {value}" if verdict == "failed" else None, ended_at=ended)
+    run.finish(
+        verdict or "unknown", outcome=outcome, error_class=f"score {value}" if verdict == "failed" else None, ended_at=ended
+    )
 
 
 def _metadata(log: dict, sample: dict, reductions: Any, run: Run) -> dict[str, Any]:
     spec = as_object(log.get("eval"))
     usage = as_object(sample.get("model_usage"))
-    totals = {"tokens_in": sum(as_object(u).get("input_tokens") or 0 for u in usage.values()),
-              "tokens_out": sum(as_object(u).get("output_tokens") or 0 for u in usage.values())}
+    totals = {
+        "tokens_in": sum(as_object(u).get("input_tokens") or 0 for u in usage.values()),
+        "tokens_out": sum(as_object(u).get("output_tokens") or 0 for u in usage.values()),
+    }
     out: dict[str, Any] = {}
     if not any(s.tokens_in or s.tokens_out for s in run.steps) and any(totals.values()):
         out.update(totals, totals="run totals from the sample's model_usage (the steps carry none)")
     sid = sample.get("id")
-    mine = [{"scorer": r.get("scorer"), **s} for r in as_array(reductions) if isinstance(r, dict)
-            for s in as_array(r.get("samples")) if isinstance(s, dict) and s.get("sample_id") == sid]
-    out.update({
-        "sample_id": sid, "epoch": sample.get("epoch"), "target": sample.get("target"), "scores": sample.get("scores") or None,
-        "reductions": mine or None, "sample_metadata": sample.get("metadata") or None, "model_usage": usage or None,
-        "total_time": sample.get("total_time"), "working_time": sample.get("working_time"), "uuid": sample.get("uuid"),
-        "limit": sample.get("limit"), "error": sample.get("error"), "eval_status": log.get("status"),
-        "eval_id": spec.get("eval_id"), "run_id": spec.get("run_id"), "task_id": spec.get("task_id"),
-        "eval_created": spec.get("created"), "eval_stats": {k: v for k, v in as_object(log.get("stats")).items() if k != "model_usage"} or None,
-        "dataset": as_object(spec.get("dataset")).get("name"),
-    })
+    mine = [
+        {"scorer": r.get("scorer"), **s}
+        for r in as_array(reductions)
+        if isinstance(r, dict)
+        for s in as_array(r.get("samples"))
+        if isinstance(s, dict) and s.get("sample_id") == sid
+    ]
+    out.update(
+        {
+            "sample_id": sid,
+            "epoch": sample.get("epoch"),
+            "target": sample.get("target"),
+            "scores": sample.get("scores") or None,
+            "reductions": mine or None,
+            "sample_metadata": sample.get("metadata") or None,
+            "model_usage": usage or None,
+            "total_time": sample.get("total_time"),
+            "working_time": sample.get("working_time"),
+            "uuid": sample.get("uuid"),
+            "limit": sample.get("limit"),
+            "error": sample.get("error"),
+            "eval_status": log.get("status"),
+            "eval_id": spec.get("eval_id"),
+            "run_id": spec.get("run_id"),
+            "task_id": spec.get("task_id"),
+            "eval_created": spec.get("created"),
+            "eval_stats": {k: v for k, v in as_object(log.get("stats")).items() if k != "model_usage"} or None,
+            "dataset": as_object(spec.get("dataset")).get("name"),
+        }
+    )
     return out
 
 

@@ -48,7 +48,9 @@ def json_objects(data: bytes, filename: str, key: str | None = None) -> Iterator
         if isinstance(item, BadRecord):
             yield item
         elif not isinstance(item[1], dict) or key is not None and not isinstance(item[1].get(key), str):
-            yield BadRecord(f"{filename}:{item[0]}", f"expected a JSON object with a '{key}'" if key else "expected a JSON object")
+            yield BadRecord(
+                f"{filename}:{item[0]}", f"expected a JSON object with a '{key}'" if key else "expected a JSON object"
+            )
         else:
             yield item
 

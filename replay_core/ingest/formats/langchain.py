@@ -27,8 +27,25 @@ from .reader import BadRecord, Event
 from .runs import Run, compact, parse_time
 
 LLM_TYPES = ("llm", "chat_model")
-_CONSUMED = ("id", "name", "run_type", "start_time", "end_time", "inputs", "outputs", "error", "child_runs", "parent_run_id",
-             "trace_id", "dotted_order", "child_run_ids", "prompt_tokens", "completion_tokens", "total_cost", "tags")
+_CONSUMED = (
+    "id",
+    "name",
+    "run_type",
+    "start_time",
+    "end_time",
+    "inputs",
+    "outputs",
+    "error",
+    "child_runs",
+    "parent_run_id",
+    "trace_id",
+    "dotted_order",
+    "child_run_ids",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_cost",
+    "tags",
+)
 
 
 _ERROR_CLASS = re.compile(r"[A-Za-z_][\w.]*")
@@ -67,7 +84,9 @@ def _generation(outputs: Any) -> tuple[str, list[dict], dict]:
     """Text, tool calls and token usage of an llm run's outputs."""
     outputs = outputs if isinstance(outputs, dict) else {}
     gens = outputs.get("generations") or []
-    first = gens[0][0] if gens and isinstance(gens[0], list) and gens[0] else (gens[0] if gens and isinstance(gens[0], dict) else {})
+    first = (
+        gens[0][0] if gens and isinstance(gens[0], list) and gens[0] else (gens[0] if gens and isinstance(gens[0], dict) else {})
+    )
     message = _message_dict(first.get("message")) if isinstance(first, dict) else {}
     text = (first.get("text") if isinstance(first, dict) else None) or text_of(message.get("content")) or ""
     calls = list(message.get("tool_calls") or [])
@@ -92,8 +111,14 @@ class _Trace:
         duration = (ended - started).total_seconds() * 1000 if started and ended and ended >= started else None
         error = node.get("error")
         rest = {k: v for k, v in node.items() if k not in _CONSUMED}
-        common: dict[str, Any] = {"where": where, "parent_id": parent, "timestamp": started, "duration_ms": duration,
-                  "status": "error" if error else "ok", "error_class": _error(error)[0] if error else None}
+        common: dict[str, Any] = {
+            "where": where,
+            "parent_id": parent,
+            "timestamp": started,
+            "duration_ms": duration,
+            "status": "error" if error else "ok",
+            "error_class": _error(error)[0] if error else None,
+        }
         extra = as_object(rest.get("extra"))
         if kind in LLM_TYPES:
             self._llm(rid, node, common, extra, rest)
@@ -102,9 +127,20 @@ class _Trace:
             self._tool(rid, node, common, rest)
             me = parent
         else:
-            self.run.step(rid, "span", **common, content=node.get("name") or kind,
-                          metadata={**rest, "run_type": kind, "inputs": node.get("inputs"), "outputs": node.get("outputs"),
-                                    "error": error, "tags": node.get("tags")})
+            self.run.step(
+                rid,
+                "span",
+                **common,
+                content=node.get("name") or kind,
+                metadata={
+                    **rest,
+                    "run_type": kind,
+                    "inputs": node.get("inputs"),
+                    "outputs": node.get("outputs"),
+                    "error": error,
+                    "tags": node.get("tags"),
+                },
+            )
             me = rid
         kids = list(node.get("child_runs") or []) + self.children.get(rid, [])
         kids.sort(key=lambda r: (str(r.get("dotted_order") or ""), str(r.get("start_time") or "")))
@@ -120,15 +156,31 @@ class _Trace:
         inputs = node.get("inputs") or {}
         context = inputs.get("messages") or inputs.get("prompts")
         kind = "decision" if text and not calls else "think"  # an answer that calls no tool ends the loop
-        self.run.step(rid, kind, **common, content=text, model=model, context=context,
-                      tokens_in=node.get("prompt_tokens") or usage.get("prompt_tokens") or usage.get("input_tokens"),
-                      tokens_out=node.get("completion_tokens") or usage.get("completion_tokens") or usage.get("output_tokens"),
-                      cost_usd=node.get("total_cost"), metadata={**rest, "name": node.get("name"), "error": node.get("error")})
+        self.run.step(
+            rid,
+            kind,
+            **common,
+            content=text,
+            model=model,
+            context=context,
+            tokens_in=node.get("prompt_tokens") or usage.get("prompt_tokens") or usage.get("input_tokens"),
+            tokens_out=node.get("completion_tokens") or usage.get("completion_tokens") or usage.get("output_tokens"),
+            cost_usd=node.get("total_cost"),
+            metadata={**rest, "name": node.get("name"), "error": node.get("error")},
+        )
         for j, call in enumerate(calls):
             key = f"{rid}.call{j}"
             self.calls[call.get("id") or key] = call.get("name")
-            self.run.step(key, "tool_call", where=common["where"], parent_id=common["parent_id"], timestamp=common["timestamp"],
-                          tool_name=call.get("name"), tool_args=call.get("args"), tool_call_id=call.get("id") or key)
+            self.run.step(
+                key,
+                "tool_call",
+                where=common["where"],
+                parent_id=common["parent_id"],
+                timestamp=common["timestamp"],
+                tool_name=call.get("name"),
+                tool_args=call.get("args"),
+                tool_call_id=call.get("id") or key,
+            )
 
     def _tool(self, rid: str, node: dict, common: dict, rest: dict) -> None:
         name = node.get("name")
@@ -141,13 +193,31 @@ class _Trace:
             del self.calls[call_id]
         else:
             call_id = f"{rid}.call"
-            self.run.step(call_id, "tool_call", where=common["where"], parent_id=common["parent_id"], timestamp=common["timestamp"],
-                          tool_name=name, tool_args=args, tool_call_id=call_id)
+            self.run.step(
+                call_id,
+                "tool_call",
+                where=common["where"],
+                parent_id=common["parent_id"],
+                timestamp=common["timestamp"],
+                tool_name=name,
+                tool_args=args,
+                tool_call_id=call_id,
+            )
         error = node.get("error")
         content = _error(error)[1] if error else _plain(node.get("outputs"))
-        self.run.step(rid, "tool_result", **common, tool_name=name, tool_call_id=call_id, content=content,
-                      metadata={**rest, "outputs": node.get("outputs") if not isinstance(node.get("outputs"), str) else None,
-                                "error": error if error and error != content else None})
+        self.run.step(
+            rid,
+            "tool_result",
+            **common,
+            tool_name=name,
+            tool_call_id=call_id,
+            content=content,
+            metadata={
+                **rest,
+                "outputs": node.get("outputs") if not isinstance(node.get("outputs"), str) else None,
+                "error": error if error and error != content else None,
+            },
+        )
 
 
 def _roots(runs: list[dict]) -> tuple[list[dict], dict[str, list[dict]]]:
@@ -169,8 +239,16 @@ class LangChainFormat:
     label = "LangChain / LangSmith run tree"
 
     def sniff(self, head: bytes, filename: str) -> bool:
-        return starts_json(head) and has_key(head, "run_type") and (
-            has_key(head, "child_runs") or has_key(head, "parent_run_id") or has_key(head, "trace_id") or has_key(head, "inputs"))
+        return (
+            starts_json(head)
+            and has_key(head, "run_type")
+            and (
+                has_key(head, "child_runs")
+                or has_key(head, "parent_run_id")
+                or has_key(head, "trace_id")
+                or has_key(head, "inputs")
+            )
+        )
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
         runs: list[dict] = []
@@ -194,9 +272,18 @@ class LangChainFormat:
             where = f"{filename}:[{i}]" if len(roots) > 1 else filename
             sid = str(root.get("trace_id") or root.get("id") or f"{filename}-{i}")
             error = root.get("error")
-            meta = compact({"tags": None, "project": root.get("session_name"), "reference_example_id": root.get("reference_example_id")})
-            run = Run(sid, where, name=root.get("name"), started_at=parse_time(root.get("start_time")), agent_id=root.get("name"),
-                      tags=[str(t) for t in root.get("tags") or []] or None, metadata=meta)
+            meta = compact(
+                {"tags": None, "project": root.get("session_name"), "reference_example_id": root.get("reference_example_id")}
+            )
+            run = Run(
+                sid,
+                where,
+                name=root.get("name"),
+                started_at=parse_time(root.get("start_time")),
+                agent_id=root.get("name"),
+                tags=[str(t) for t in root.get("tags") or []] or None,
+                metadata=meta,
+            )
             _Trace(run, children).walk(root, None, where)
             model = next((s.model for s in run.steps if s.model), None)
             if model:

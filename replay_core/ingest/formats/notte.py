@@ -68,8 +68,14 @@ class _Trajectory:
         common = {"where": where, "parent_id": self.span, "agent_id": value.get("agent_id") or None}
         if kind == "agent_step_start":
             self.step_no = value.get("step_number", i)
-            span = self.run.step(f"step{self.step_no}", "span", where=where, content=f"agent step {self.step_no}",
-                                 agent_id=value.get("agent_id") or None, metadata=extra)
+            span = self.run.step(
+                f"step{self.step_no}",
+                "span",
+                where=where,
+                content=f"agent step {self.step_no}",
+                agent_id=value.get("agent_id") or None,
+                metadata=extra,
+            )
             self.span = span.event_id if span else None
         elif kind == "agent_step_stop":
             self.span = None
@@ -80,8 +86,13 @@ class _Trajectory:
         elif kind == "execution_result":
             self._execution(i, value, common, extra)
         else:
-            self.run.step(f"s{i}", "observation", **common, content="screenshot",
-                          metadata={**extra, "screenshot": _without_raw(value), "attachment": _attachment(value, f"screenshot-{i}")})
+            self.run.step(
+                f"s{i}",
+                "observation",
+                **common,
+                content="screenshot",
+                metadata={**extra, "screenshot": _without_raw(value), "attachment": _attachment(value, f"screenshot-{i}")},
+            )
 
     def _execution(self, i: int, value: dict, common: dict, extra: dict) -> None:
         action = as_object(value.get("action"))
@@ -89,17 +100,31 @@ class _Trajectory:
         duration = (ended - started).total_seconds() * 1000 if started and ended and ended >= started else None
         if self.action_key is None and action:
             self.action_key, self.action_name = f"e{i}.action", action.get("type")
-            self.run.step(self.action_key, "tool_call", **common, timestamp=started, tool_name=self.action_name,
-                          tool_call_id=self.action_key,
-                          tool_args={k: v for k, v in action.items() if k not in _DESCRIPTIVE and v is not None})
+            self.run.step(
+                self.action_key,
+                "tool_call",
+                **common,
+                timestamp=started,
+                tool_name=self.action_name,
+                tool_call_id=self.action_key,
+                tool_args={k: v for k, v in action.items() if k not in _DESCRIPTIVE and v is not None},
+            )
         ok = value.get("success") is not False
         detail = as_object(value.get("exception_detail"))
         rest = {k: v for k, v in value.items() if k not in ("action", "success", "message", "started_at", "ended_at")}
-        self.run.step(f"e{i}", "tool_result", **common, timestamp=started, duration_ms=duration,
-                      tool_name=action.get("type") or self.action_name, tool_call_id=self.action_key,
-                      content=str(value.get("message") or ""), status="ok" if ok else "error",
-                      error_class=None if ok else str(detail.get("error_type") or "action_failed"),
-                      metadata={**extra, **rest, "action": action or None})
+        self.run.step(
+            f"e{i}",
+            "tool_result",
+            **common,
+            timestamp=started,
+            duration_ms=duration,
+            tool_name=action.get("type") or self.action_name,
+            tool_call_id=self.action_key,
+            content=str(value.get("message") or ""),
+            status="ok" if ok else "error",
+            error_class=None if ok else str(detail.get("error_type") or "action_failed"),
+            metadata={**extra, **rest, "action": action or None},
+        )
         self.action_key = None
 
     def _observation(self, i: int, value: dict, common: dict, extra: dict) -> None:
@@ -111,24 +136,50 @@ class _Trajectory:
             text = f"{text}\n{space['description']}".strip()
         rest = {k: v for k, v in value.items() if k != "screenshot"}
         stamp = parse_time(meta.get("timestamp") or value.get("started_at"))
-        self.run.step(f"o{i}", "observation", **common, content=text, timestamp=stamp,
-                      metadata={**extra, **rest, "screenshot": _without_raw(value.get("screenshot")),
-                                "attachment": _attachment(value.get("screenshot"), f"observation-{i}")})
+        self.run.step(
+            f"o{i}",
+            "observation",
+            **common,
+            content=text,
+            timestamp=stamp,
+            metadata={
+                **extra,
+                **rest,
+                "screenshot": _without_raw(value.get("screenshot")),
+                "attachment": _attachment(value.get("screenshot"), f"observation-{i}"),
+            },
+        )
 
     def _completion(self, i: int, value: dict, common: dict, extra: dict) -> None:
         state = as_object(value.get("state"))
         action = as_object(value.get("action"))
-        shown = {"goal": state.get("next_goal"), "memory": state.get("memory"), "page_summary": state.get("page_summary"),
-                 "previous_goal_status": state.get("previous_goal_status"), "previous_goal_eval": state.get("previous_goal_eval"),
-                 **{k: v for k, v in state.items() if k not in ("next_goal", "memory", "page_summary", "previous_goal_status", "previous_goal_eval")}}
+        shown = {
+            "goal": state.get("next_goal"),
+            "memory": state.get("memory"),
+            "page_summary": state.get("page_summary"),
+            "previous_goal_status": state.get("previous_goal_status"),
+            "previous_goal_eval": state.get("previous_goal_eval"),
+            **{
+                k: v
+                for k, v in state.items()
+                if k not in ("next_goal", "memory", "page_summary", "previous_goal_status", "previous_goal_eval")
+            },
+        }
         rest = {k: v for k, v in value.items() if k not in ("state", "action")}
-        self.run.step(f"c{i}", "think", **common, content=str(state.get("next_goal") or state.get("previous_goal_eval") or ""),
-                      metadata={**extra, **rest, "state": compact(shown)})
+        self.run.step(
+            f"c{i}",
+            "think",
+            **common,
+            content=str(state.get("next_goal") or state.get("previous_goal_eval") or ""),
+            metadata={**extra, **rest, "state": compact(shown)},
+        )
         name = action.get("type")
         args = {k: v for k, v in action.items() if k != "type"}
         if name == COMPLETION:
             self.final = (action.get("success"), action.get("answer"))
-            self.run.step(f"c{i}.action", "decision", **common, content=str(action.get("answer") or ""), tool_name=name, tool_args=args)
+            self.run.step(
+                f"c{i}.action", "decision", **common, content=str(action.get("answer") or ""), tool_name=name, tool_args=args
+            )
         elif action:
             self.action_key, self.action_name = f"c{i}.action", name
             self.run.step(self.action_key, "tool_call", **common, tool_name=name, tool_args=args, tool_call_id=self.action_key)
@@ -139,8 +190,12 @@ class NotteFormat:
     label = "Notte agent trajectory"
 
     def sniff(self, head: bytes, filename: str) -> bool:
-        return starts_json(head) and has_key(head, "type") and has_key(head, "value") and any(
-            has_key(head, "type", t) for t in ("agent_step_start", "agent_completion", "execution_result"))
+        return (
+            starts_json(head)
+            and has_key(head, "type")
+            and has_key(head, "value")
+            and any(has_key(head, "type", t) for t in ("agent_step_start", "agent_completion", "execution_result"))
+        )
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Records]:
         doc = load_json(data, filename)
@@ -150,9 +205,19 @@ class NotteFormat:
             yield BadRecord(filename, "expected a list of {type, value} elements (or an agent status with 'steps')")
             return
         yield Records(len(elements), "elements")
-        extra = {k: v for k, v in status.items() if k not in ("steps", "task", "agent_id", "success", "answer", "created_at", "closed_at", "replay")}
-        run = Run(status.get("agent_id") or stable_id(filename, data), filename, name=(status.get("task") or None) and str(status["task"])[:200],
-                  agent_id="notte", started_at=parse_time(status.get("created_at")), metadata=compact(extra))
+        extra = {
+            k: v
+            for k, v in status.items()
+            if k not in ("steps", "task", "agent_id", "success", "answer", "created_at", "closed_at", "replay")
+        }
+        run = Run(
+            status.get("agent_id") or stable_id(filename, data),
+            filename,
+            name=(status.get("task") or None) and str(status["task"])[:200],
+            agent_id="notte",
+            started_at=parse_time(status.get("created_at")),
+            metadata=compact(extra),
+        )
         if status.get("task"):
             run.step("task", "input", content=str(status["task"]), metadata={"role": "user", "url": status.get("url")})
         traj = _Trajectory(run)

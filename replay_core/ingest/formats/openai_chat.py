@@ -35,21 +35,33 @@ class OpenAIDialect:
 
     def reply(self, response: Any, status: int | None) -> Reply:
         if not isinstance(response, dict):
-            return Reply(error_class=f"http_{status}" if status and status >= 400 else "unreadable_response", error=str(response)[:2000])
+            return Reply(
+                error_class=f"http_{status}" if status and status >= 400 else "unreadable_response", error=str(response)[:2000]
+            )
         usage = response.get("usage") or {}
         if isinstance(response.get("error"), dict) or (status or 0) >= 400:
             err = as_object(response.get("error"))
-            return Reply(model=response.get("model"), error_class=err.get("type") or err.get("code") or f"http_{status}",
-                         error=err.get("message") or str(response)[:2000])
+            return Reply(
+                model=response.get("model"),
+                error_class=err.get("type") or err.get("code") or f"http_{status}",
+                error=err.get("message") or str(response)[:2000],
+            )
         choices = response.get("choices") or []
         choice = choices[0] if choices and isinstance(choices[0], dict) else {}
-        meta = {"finish_reason": choice.get("finish_reason"), "usage": usage or None,
-                "system_fingerprint": response.get("system_fingerprint"),
-                "other_choices": [c.get("message") for c in choices[1:] if isinstance(c, dict)] or None}
+        meta = {
+            "finish_reason": choice.get("finish_reason"),
+            "usage": usage or None,
+            "system_fingerprint": response.get("system_fingerprint"),
+            "other_choices": [c.get("message") for c in choices[1:] if isinstance(c, dict)] or None,
+        }
         return Reply(
-            message=choice.get("message"), model=response.get("model"), response_id=response.get("id"),
-            created=parse_time(response.get("created")), tokens_in=usage.get("prompt_tokens"),
-            tokens_out=usage.get("completion_tokens"), meta={k: v for k, v in meta.items() if v is not None},
+            message=choice.get("message"),
+            model=response.get("model"),
+            response_id=response.get("id"),
+            created=parse_time(response.get("created")),
+            tokens_in=usage.get("prompt_tokens"),
+            tokens_out=usage.get("completion_tokens"),
+            meta={k: v for k, v in meta.items() if v is not None},
         )
 
 

@@ -43,8 +43,9 @@ from .runs import Run, compact, parse_time, stable_id
 IGNORED_OBSERVATIONS = frozenset({"agent_state_changed", "null"})
 IGNORED_ACTIONS = frozenset({"change_agent_state"})
 V1_KINDS = (b'"ActionEvent"', b'"ObservationEvent"', b'"MessageEvent"', b'"SystemPromptEvent"')
-V1_IGNORED = frozenset({"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest",
-                        "CondensationSummaryEvent"})
+V1_IGNORED = frozenset(
+    {"ConversationStateUpdateEvent", "PauseEvent", "Condensation", "CondensationRequest", "CondensationSummaryEvent"}
+)
 _SHAPE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
 
 
@@ -68,9 +69,14 @@ def _usage(response: dict) -> dict[str, Any]:
     return {
         "tokens_in": _int(usage.get("prompt_tokens")),
         "tokens_out": _int(usage.get("completion_tokens")),
-        "metadata": compact({"cache_read_tokens": usage.get("cache_read_input_tokens", cached),
-                             "cache_creation_tokens": usage.get("cache_creation_input_tokens"),
-                             "total_tokens": usage.get("total_tokens"), "response_id": response.get("id")}),
+        "metadata": compact(
+            {
+                "cache_read_tokens": usage.get("cache_read_input_tokens", cached),
+                "cache_creation_tokens": usage.get("cache_creation_input_tokens"),
+                "total_tokens": usage.get("total_tokens"),
+                "response_id": response.get("id"),
+            }
+        ),
     }
 
 
@@ -88,9 +94,18 @@ def _totals(metrics: Any) -> dict[str, Any]:
     """Run totals from `metrics` (V0 `accumulated_token_usage`, V1 the same or per-usage-id)."""
     metrics = as_object(metrics)
     usage = as_object(metrics.get("accumulated_token_usage"))
-    return compact({"tokens_in": _int(usage.get("prompt_tokens")), "tokens_out": _int(usage.get("completion_tokens")),
-                    "cost_usd": metrics.get("accumulated_cost") if isinstance(metrics.get("accumulated_cost"), int | float) else None,
-                    "cache_read_tokens": usage.get("cache_read_tokens"), "cache_write_tokens": usage.get("cache_write_tokens")}) or {}
+    return (
+        compact(
+            {
+                "tokens_in": _int(usage.get("prompt_tokens")),
+                "tokens_out": _int(usage.get("completion_tokens")),
+                "cost_usd": metrics.get("accumulated_cost") if isinstance(metrics.get("accumulated_cost"), int | float) else None,
+                "cache_read_tokens": usage.get("cache_read_tokens"),
+                "cache_write_tokens": usage.get("cache_write_tokens"),
+            }
+        )
+        or {}
+    )
 
 
 class _Session:
@@ -124,8 +139,9 @@ class _Session:
     def step(self, key: str, type: str, where: str, usage: dict | None = None, **fields: Any) -> None:
         usage = usage or {}
         meta = {**(usage.get("metadata") or {}), **(fields.pop("metadata", None) or {})}
-        self.run.step(key, type, where=where, tokens_in=usage.get("tokens_in"), tokens_out=usage.get("tokens_out"),
-                      metadata=meta, **fields)
+        self.run.step(
+            key, type, where=where, tokens_in=usage.get("tokens_in"), tokens_out=usage.get("tokens_out"), metadata=meta, **fields
+        )
 
     # ---------------------------------------------------------------- V0 events
 
@@ -147,20 +163,47 @@ class _Session:
             return
         usage = self.usage(response)
         if action == "system":
-            self.step(key, "input", where, content=_text(args.get("content")) or event.get("message") or "", timestamp=when,
-                      metadata={"role": "system", "tools": args.get("tools")})
+            self.step(
+                key,
+                "input",
+                where,
+                content=_text(args.get("content")) or event.get("message") or "",
+                timestamp=when,
+                metadata={"role": "system", "tools": args.get("tools")},
+            )
         elif action == "message":
             content = _text(args.get("content")) or event.get("message") or ""
             if source == "agent":
                 kind = "decision" if args.get("wait_for_response") else "think"
-                self.step(key, kind, where, usage, content=content, timestamp=when, model=model,
-                          metadata={"image_urls": args.get("image_urls") or None})
+                self.step(
+                    key,
+                    kind,
+                    where,
+                    usage,
+                    content=content,
+                    timestamp=when,
+                    model=model,
+                    metadata={"image_urls": args.get("image_urls") or None},
+                )
             else:
-                self.step(key, "input", where, content=content, timestamp=when,
-                          metadata={"role": source, "image_urls": args.get("image_urls") or None})
+                self.step(
+                    key,
+                    "input",
+                    where,
+                    content=content,
+                    timestamp=when,
+                    metadata={"role": source, "image_urls": args.get("image_urls") or None},
+                )
         elif action == "think":
-            self.step(key, "think", where, usage, content=_text(args.get("thought")) or event.get("message") or "",
-                      timestamp=when, model=model)
+            self.step(
+                key,
+                "think",
+                where,
+                usage,
+                content=_text(args.get("thought")) or event.get("message") or "",
+                timestamp=when,
+                model=model,
+            )
         elif action == "finish":
             self._finish(key, where, usage, args, event, when, model, tcm)
         elif source != "agent" and not tcm:
@@ -176,15 +219,36 @@ class _Session:
             if tool_args is None:
                 tool_args = {k: v for k, v in args.items() if k != "thought"}
             self.calls[eid] = (call_id, name)
-            self.step(key, "tool_call", where, usage, tool_name=name, tool_args=tool_args, tool_call_id=call_id,
-                      timestamp=when, model=model, metadata={"action": action, "timeout": event.get("timeout")})
+            self.step(
+                key,
+                "tool_call",
+                where,
+                usage,
+                tool_name=name,
+                tool_args=tool_args,
+                tool_call_id=call_id,
+                timestamp=when,
+                model=model,
+                metadata={"action": action, "timeout": event.get("timeout")},
+            )
 
     def _finish(self, key, where, usage, args, event, when, model, tcm=None) -> None:
-        outcome = _text(args.get("final_thought")) or _text(args.get("thought")) or _text(args.get("message")) or event.get("message")
+        outcome = (
+            _text(args.get("final_thought")) or _text(args.get("thought")) or _text(args.get("message")) or event.get("message")
+        )
         completed = str(args.get("task_completed") or "").lower()
-        self.step(key, "decision", where, usage, content=outcome or "", timestamp=when, model=model, tool_name="finish",
-                  tool_call_id=as_object(tcm).get("tool_call_id"),
-                  metadata={"task_completed": args.get("task_completed"), "outputs": args.get("outputs") or None})
+        self.step(
+            key,
+            "decision",
+            where,
+            usage,
+            content=outcome or "",
+            timestamp=when,
+            model=model,
+            tool_name="finish",
+            tool_call_id=as_object(tcm).get("tool_call_id"),
+            metadata={"task_completed": args.get("task_completed"), "outputs": args.get("outputs") or None},
+        )
         if completed in ("false", "partial"):
             self.run.finish("failed", outcome=outcome, error_class=f"task_completed={completed}", ended_at=when)
         else:
@@ -203,17 +267,35 @@ class _Session:
         content = _text(event.get("content"))
         if content is None:
             content = event.get("message") or ""
-        meta = {"observation": kind, "exit_code": code, "message": event.get("message"),
-                "extras": {k: v for k, v in extras.items() if k not in ("old_content", "new_content")} or None}
+        meta = {
+            "observation": kind,
+            "exit_code": code,
+            "message": event.get("message"),
+            "extras": {k: v for k, v in extras.items() if k not in ("old_content", "new_content")} or None,
+        }
         call = self.calls.get(event.get("cause"))
         if call is None:
             if kind == "error":
-                self.step(key, "error", where, content=content, timestamp=when, status="error", error_class="error", metadata=meta)
+                self.step(
+                    key, "error", where, content=content, timestamp=when, status="error", error_class="error", metadata=meta
+                )
             else:
-                self.step(key, "observation", where, content=content, timestamp=when, metadata={**meta, "cause": event.get("cause")})
+                self.step(
+                    key, "observation", where, content=content, timestamp=when, metadata={**meta, "cause": event.get("cause")}
+                )
             return
-        self.step(key, "tool_result", where, content=content, tool_call_id=call[0], tool_name=call[1], timestamp=when,
-                  status="error" if failed else "ok", error_class=error_class, metadata=meta)
+        self.step(
+            key,
+            "tool_result",
+            where,
+            content=content,
+            tool_call_id=call[0],
+            tool_name=call[1],
+            timestamp=when,
+            status="error" if failed else "ok",
+            error_class=error_class,
+            metadata=meta,
+        )
 
     # ---------------------------------------------------------------- V1 events
 
@@ -231,12 +313,33 @@ class _Session:
             if event.get("source") == "agent" or msg.get("role") == "assistant":
                 self.step(key, "decision", where, content=content, timestamp=when)
             else:
-                self.step(key, "input", where, content=content, timestamp=when, metadata={"role": msg.get("role") or event.get("source")})
+                self.step(
+                    key,
+                    "input",
+                    where,
+                    content=content,
+                    timestamp=when,
+                    metadata={"role": msg.get("role") or event.get("source")},
+                )
         elif kind == "SystemPromptEvent":
-            self.step(key, "input", where, content=_text(as_object(event.get("system_prompt")).get("text")) or _text(event.get("system_prompt")) or "",
-                      timestamp=when, metadata={"role": "system", "tools": event.get("tools")})
+            self.step(
+                key,
+                "input",
+                where,
+                content=_text(as_object(event.get("system_prompt")).get("text")) or _text(event.get("system_prompt")) or "",
+                timestamp=when,
+                metadata={"role": "system", "tools": event.get("tools")},
+            )
         elif kind == "AgentErrorEvent":
-            self.step(key, "error", where, content=_text(event.get("error")) or "", timestamp=when, status="error", error_class="AgentErrorEvent")
+            self.step(
+                key,
+                "error",
+                where,
+                content=_text(event.get("error")) or "",
+                timestamp=when,
+                status="error",
+                error_class="AgentErrorEvent",
+            )
         else:
             yield Ignored(where, f"event:{kind}")
 
@@ -257,25 +360,55 @@ class _Session:
             self.step(key, "think", where, content=_text(action.get("thought")) or "", timestamp=when)
             self.calls[event.get("id")] = (call_id, name)
             return
-        args = parse_arguments(call.get("arguments")) if call.get("arguments") is not None else {
-            k: v for k, v in action.items() if k != "kind"}
+        args = (
+            parse_arguments(call.get("arguments"))
+            if call.get("arguments") is not None
+            else {k: v for k, v in action.items() if k != "kind"}
+        )
         self.calls[event.get("id")] = (call_id, name)
-        self.step(key, "tool_call", where, tool_name=name, tool_args=args, tool_call_id=call_id, timestamp=when,
-                  metadata={"action": action.get("kind"), "response_id": rid, "security_risk": event.get("security_risk")})
+        self.step(
+            key,
+            "tool_call",
+            where,
+            tool_name=name,
+            tool_args=args,
+            tool_call_id=call_id,
+            timestamp=when,
+            metadata={"action": action.get("kind"), "response_id": rid, "security_risk": event.get("security_risk")},
+        )
 
     def _v1_observation(self, event: dict, key: str, where: str, when, kind: str) -> None:
         obs = as_object(event.get("observation"))
         code = obs.get("exit_code")
         if code is None:
             code = as_object(obs.get("metadata")).get("exit_code")
-        failed = obs.get("error") is True or kind == "AgentErrorEvent" or (isinstance(code, int) and not isinstance(code, bool) and code != 0)
-        error_class = f"exit_code {code}" if isinstance(code, int) and code != 0 else (kind if kind != "ObservationEvent" else "error" if failed else None)
-        content = _text(obs.get("output")) or _text(obs.get("message")) or _text(obs.get("content")) or _text(event.get("error")) or ""
+        failed = (
+            obs.get("error") is True
+            or kind == "AgentErrorEvent"
+            or (isinstance(code, int) and not isinstance(code, bool) and code != 0)
+        )
+        error_class = (
+            f"exit_code {code}"
+            if isinstance(code, int) and code != 0
+            else (kind if kind != "ObservationEvent" else "error" if failed else None)
+        )
+        content = (
+            _text(obs.get("output")) or _text(obs.get("message")) or _text(obs.get("content")) or _text(event.get("error")) or ""
+        )
         call = self.calls.get(event.get("action_id")) or (event.get("tool_call_id"), event.get("tool_name"))
         status = "blocked" if kind == "UserRejectObservation" else "error" if failed else "ok"
-        self.step(key, "tool_result", where, content=content, tool_call_id=call[0], tool_name=call[1], timestamp=when,
-                  status=status, error_class=error_class,
-                  metadata={"observation": obs.get("kind"), "exit_code": code, "command": obs.get("command")})
+        self.step(
+            key,
+            "tool_result",
+            where,
+            content=content,
+            tool_call_id=call[0],
+            tool_name=call[1],
+            timestamp=when,
+            status=status,
+            error_class=error_class,
+            metadata={"observation": obs.get("kind"), "exit_code": code, "command": obs.get("command")},
+        )
 
     def history(self, history: list, where: str) -> Iterator[Ignored | BadRecord]:
         for i, event in enumerate(history):
@@ -294,8 +427,11 @@ class _Session:
 
 
 def _is_event(obj: Any) -> bool:
-    return isinstance(obj, dict) and ("kind" in obj and str(obj.get("kind")).endswith("Event")
-                                      or ("source" in obj and ("action" in obj or "observation" in obj)))
+    return isinstance(obj, dict) and (
+        "kind" in obj
+        and str(obj.get("kind")).endswith("Event")
+        or ("source" in obj and ("action" in obj or "observation" in obj))
+    )
 
 
 class OpenHandsFormat:
@@ -307,15 +443,20 @@ class OpenHandsFormat:
             return False
         if any(k in head for k in V1_KINDS) and has_key(head, "kind") and has_key(head, "timestamp"):
             return True
-        v0 = any(has_key(head, "source", s) for s in ("agent", "user", "environment")) and (
-            has_key(head, "action") or has_key(head, "observation")) and has_key(head, "timestamp")
+        v0 = (
+            any(has_key(head, "source", s) for s in ("agent", "user", "environment"))
+            and (has_key(head, "action") or has_key(head, "observation"))
+            and has_key(head, "timestamp")
+        )
         return v0 and (head.lstrip().startswith(b"[") or has_key(head, "history"))
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored]:
         if data.lstrip().startswith(b"["):
             doc = load_json(data, filename)
             if not isinstance(doc, list) or not any(_is_event(e) for e in doc):
-                yield BadRecord(filename, "expected a list of OpenHands events (objects with source and action/observation, or kind)")
+                yield BadRecord(
+                    filename, "expected a list of OpenHands events (objects with source and action/observation, or kind)"
+                )
                 return
             yield from self._run(doc, {}, stable_id(filename, data), Path(filename).name.split(".")[0], filename, filename)
             return
@@ -337,9 +478,14 @@ class OpenHandsFormat:
     def _run(self, history: list, record: dict, sid: str, name: str | None, where: str, history_where: str) -> Iterator:
         meta = as_object(record.get("metadata"))
         llm = as_object(meta.get("llm_config")) or as_object(meta.get("llm"))
-        run = Run(sid, where, name=name, workflow=meta.get("dataset") if isinstance(meta.get("dataset"), str) else None,
-                  agent_id=meta.get("agent_class") if isinstance(meta.get("agent_class"), str) else "openhands",
-                  model=llm.get("model") if isinstance(llm.get("model"), str) else None)
+        run = Run(
+            sid,
+            where,
+            name=name,
+            workflow=meta.get("dataset") if isinstance(meta.get("dataset"), str) else None,
+            agent_id=meta.get("agent_class") if isinstance(meta.get("agent_class"), str) else "openhands",
+            model=llm.get("model") if isinstance(llm.get("model"), str) else None,
+        )
         session = _Session(run, where)
         if isinstance(record.get("instruction"), str) and history and isinstance(history[0], dict) and "kind" in history[0]:
             run.step("instruction", "input", content=record["instruction"], metadata={"role": "user"})
@@ -368,11 +514,20 @@ class OpenHandsFormat:
         if has_tokens:
             out["tokens"] = "per step, from each model response's usage (counted once per response id)"
         meta = {k: v for k, v in as_object(record.get("metadata")).items() if k not in ("llm_config", "llm")}
-        llm = as_object(as_object(record.get("metadata")).get("llm_config")) or as_object(as_object(record.get("metadata")).get("llm"))
-        out.update({"instance_id": record.get("instance_id"), "test_result": record.get("test_result"),
-                    "metrics": record.get("metrics"), "error": record.get("error"), "eval_metadata": meta or None,
-                    "llm_config": {k: v for k, v in llm.items() if "key" not in k and "secret" not in k} or None,
-                    "timezone": "timestamps carry no timezone in OpenHands files: read as UTC"})
+        llm = as_object(as_object(record.get("metadata")).get("llm_config")) or as_object(
+            as_object(record.get("metadata")).get("llm")
+        )
+        out.update(
+            {
+                "instance_id": record.get("instance_id"),
+                "test_result": record.get("test_result"),
+                "metrics": record.get("metrics"),
+                "error": record.get("error"),
+                "eval_metadata": meta or None,
+                "llm_config": {k: v for k, v in llm.items() if "key" not in k and "secret" not in k} or None,
+                "timezone": "timestamps carry no timezone in OpenHands files: read as UTC",
+            }
+        )
         return out
 
 

@@ -195,10 +195,17 @@ def count(value: Any) -> int | None:
 
 
 def tokens(attrs: Attrs) -> tuple[int | None, int | None]:
-    tokens_in = count(attrs.get("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
-                                "llm.usage.prompt_tokens"))
-    tokens_out = count(attrs.get("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
-                                 "llm.usage.completion_tokens"))
+    tokens_in = count(
+        attrs.get("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens")
+    )
+    tokens_out = count(
+        attrs.get(
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.completion_tokens",
+            "llm.token_count.completion",
+            "llm.usage.completion_tokens",
+        )
+    )
     for key in ("llm.token_count.total", "llm.usage.total_tokens", "gen_ai.usage.total_tokens"):
         total = count(attrs.peek(key))
         if total is not None and total == (tokens_in or 0) + (tokens_out or 0):
@@ -220,8 +227,16 @@ def cost(attrs: Attrs) -> float | None:
 
 
 def has_usage(attrs: Attrs) -> bool:
-    keys = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "gen_ai.usage.output_tokens",
-            "gen_ai.usage.completion_tokens", "llm.token_count.completion", "gen_ai.usage.cost", "llm.cost.total")
+    keys = (
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "llm.token_count.prompt",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.completion_tokens",
+        "llm.token_count.completion",
+        "gen_ai.usage.cost",
+        "llm.cost.total",
+    )
     return any(attrs.peek(k) is not None for k in keys)
 
 
@@ -330,8 +345,10 @@ def _flat_openinference_message(item: dict) -> list[dict]:
     msg: dict[str, Any] = {"role": get("role"), "content": content}
     calls = split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
     if calls:
-        msg["tool_calls"] = [_openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"),
-                                          c.get("tool_call.function.arguments")) for c in calls]
+        msg["tool_calls"] = [
+            _openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
+            for c in calls
+        ]
     for key in ("tool_call_id", "name"):
         if get(key) is not None:
             msg[key] = get(key)
@@ -514,7 +531,7 @@ def take_images(messages: Any, where: str) -> list[dict]:
                 found.append({"url": url})
                 return
             name = f"{where}.{len(found) + 1}"
-            found.append({"media_type": inline.group(1).lower(), "data": url[inline.end():], "name": name})
+            found.append({"media_type": inline.group(1).lower(), "data": url[inline.end() :], "name": name})
             part["image_url"] = {"attachment": name}
 
     for message in messages if isinstance(messages, list) else []:

@@ -151,10 +151,17 @@ class _Planner:
         if step.agent_id and "gen_ai.agent.name" not in attributes:
             attributes["gen_ai.agent.name"] = step.agent_id
         return otel.Span(
-            trace_id=self.trace_id, span_id=_hex(self.session.session_id, step.identity(), size=8),
-            parent_id=parent.span.span_id if parent else None, name=name, start_ns=start, end_ns=end,
-            status="unset", status_message=None, attributes={k: v for k, v in attributes.items() if v is not None},
-            otel={"kind": "internal"}, where=f"export of {self.session.session_id}",
+            trace_id=self.trace_id,
+            span_id=_hex(self.session.session_id, step.identity(), size=8),
+            parent_id=parent.span.span_id if parent else None,
+            name=name,
+            start_ns=start,
+            end_ns=end,
+            status="unset",
+            status_message=None,
+            attributes={k: v for k, v in attributes.items() if v is not None},
+            otel={"kind": "internal"},
+            where=f"export of {self.session.session_id}",
         )
 
     def _failed(self, span: otel.Span, step: StepEvent, message: str | None) -> None:
@@ -165,8 +172,9 @@ class _Planner:
 
     def _chat(self, step: StepEvent, calls: list[StepEvent]) -> _Planned:
         parts: list[dict] = [{"type": "text", "content": step.content}] if step.content is not None else []
-        parts += [{"type": oa.TOOL_CALL_PART, "id": self.call_id(c), "name": c.tool_name, "arguments": c.tool_args}
-                  for c in calls]
+        parts += [
+            {"type": oa.TOOL_CALL_PART, "id": self.call_id(c), "name": c.tool_name, "arguments": c.tool_args} for c in calls
+        ]
         output = [{"role": "assistant", "parts": parts, "finish_reason": "tool_call" if calls else "stop"}]
         attributes = {"gen_ai.operation.name": "chat", **_usage(step), "gen_ai.output.messages": otel_json(output)}
         context = step.context
@@ -179,9 +187,11 @@ class _Planner:
 
     def _tool(self, call: StepEvent, answer: StepEvent) -> _Planned:
         attributes = {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.tool_name,
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.tool_name,
             "gen_ai.tool.call.id": self.call_id(call),
-            "gen_ai.tool.call.arguments": _args_text(call.tool_args), "gen_ai.tool.call.result": answer.content,
+            "gen_ai.tool.call.arguments": _args_text(call.tool_args),
+            "gen_ai.tool.call.result": answer.content,
             **_usage(call),
         }
         span = self._span(call, f"execute_tool {call.tool_name or ''}".strip(), attributes, end_step=answer)
@@ -189,8 +199,11 @@ class _Planner:
         return _Planned(span, {"step": call, "result": answer})
 
     def _agent(self, step: StepEvent) -> _Planned:
-        attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": step.agent_id,
-                      "gen_ai.request.model": step.model}
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": step.agent_id,
+            "gen_ai.request.model": step.model,
+        }
         span = self._span(step, step.content or f"invoke_agent {step.agent_id or ''}".strip(), attributes)
         self._failed(span, step, step.content)
         return _Planned(span, {"step": step})
@@ -202,8 +215,12 @@ class _Planner:
 
 
 def _usage(step: StepEvent) -> dict[str, Any]:
-    return {"gen_ai.request.model": step.model, "gen_ai.usage.input_tokens": step.tokens_in,
-            "gen_ai.usage.output_tokens": step.tokens_out, "gen_ai.usage.cost": step.cost_usd}
+    return {
+        "gen_ai.request.model": step.model,
+        "gen_ai.usage.input_tokens": step.tokens_in,
+        "gen_ai.usage.output_tokens": step.tokens_out,
+        "gen_ai.usage.cost": step.cost_usd,
+    }
 
 
 def otel_json(value: Any) -> str:
@@ -289,8 +306,13 @@ def _span_json(span: otel.Span) -> dict[str, Any]:
     out: dict[str, Any] = {"traceId": span.trace_id, "spanId": span.span_id}
     if span.parent_id:
         out["parentSpanId"] = span.parent_id
-    out.update(name=span.name, kind=SPAN_KIND_CLIENT if span.otel.get("kind") == "client" else SPAN_KIND_INTERNAL,
-               startTimeUnixNano=str(span.start_ns), endTimeUnixNano=str(span.end_ns), attributes=key_values(span.attributes))
+    out.update(
+        name=span.name,
+        kind=SPAN_KIND_CLIENT if span.otel.get("kind") == "client" else SPAN_KIND_INTERNAL,
+        startTimeUnixNano=str(span.start_ns),
+        endTimeUnixNano=str(span.end_ns),
+        attributes=key_values(span.attributes),
+    )
     if span.status == "error":
         out["status"] = {"code": 2, **({"message": span.status_message} if span.status_message else {})}
     return out
@@ -314,8 +336,10 @@ def to_otlp(events: Iterable[Event]) -> dict[str, Any]:
     """One ExportTraceServiceRequest (JSON encoding) holding every session of `events`."""
     resource_spans = []
     for session in _sessions(events):
-        resource = {"service.name": session.opened.get("agent_id") or "agent-replay",
-                    "deployment.environment.name": session.opened.get("environment")}
+        resource = {
+            "service.name": session.opened.get("agent_id") or "agent-replay",
+            "deployment.environment.name": session.opened.get("environment"),
+        }
         if session.steps:
             planned = _Planner(session).plan()
             for p in planned:
@@ -324,8 +348,12 @@ def to_otlp(events: Iterable[Event]) -> dict[str, Any]:
             spans = [p.span for p in planned]
         else:
             spans = [_placeholder(session, resource)]
-        resource_spans.append({"resource": {"attributes": key_values(spans[0].resource)},
-                               "scopeSpans": [{"scope": SCOPE, "spans": [_span_json(s) for s in spans]}]})
+        resource_spans.append(
+            {
+                "resource": {"attributes": key_values(spans[0].resource)},
+                "scopeSpans": [{"scope": SCOPE, "spans": [_span_json(s) for s in spans]}],
+            }
+        )
     return {"resourceSpans": resource_spans}
 
 
@@ -334,8 +362,14 @@ def _placeholder(session: _Session, resource: dict[str, Any]) -> otel.Span:
     start = otel.time_ns(session.opened["started_at"]) if session.opened.get("started_at") else 0
     fields = {**{k: _json(v) for k, v in session.opened.items()}, **_end_fields(session)}
     return otel.Span(
-        trace_id=_hex(session.session_id, size=16), span_id=_hex(session.session_id, "", size=8), parent_id=None,
-        name=session.opened.get("name") or "session", start_ns=start, end_ns=start, status="unset", status_message=None,
+        trace_id=_hex(session.session_id, size=16),
+        span_id=_hex(session.session_id, "", size=8),
+        parent_id=None,
+        name=session.opened.get("name") or "session",
+        start_ns=start,
+        end_ns=start,
+        status="unset",
+        status_message=None,
         attributes={"gen_ai.conversation.id": session.session_id, f"{otel.OVERRIDE}step": otel_json({"omit": True})},
         resource={**resource, otel.SESSION_OVERRIDE: otel_json({k: fields.get(k) for k in SESSION_FIELDS})},
     )

@@ -90,7 +90,9 @@ class Run:
         self._ids.add(candidate)
         return candidate
 
-    def finish(self, status: str, *, outcome: str | None = None, error_class: str | None = None, ended_at: datetime | None = None) -> None:
+    def finish(
+        self, status: str, *, outcome: str | None = None, error_class: str | None = None, ended_at: datetime | None = None
+    ) -> None:
         self.end = compact({"status": status, "outcome": outcome, "error_class": error_class, "ended_at": ended_at})
 
     def events(self) -> Iterator[Event | BadRecord]:

@@ -85,9 +85,11 @@ def _jsonl_phrase(lines: list[bytes]) -> str:
 
 
 def _list_phrase(doc: list) -> str:
-    return (_objects_phrase(doc, f"JSON list of {len(doc)} items")
-            .replace(f"list of {len(doc)} items whose", f"list of {len(doc)} objects whose")
-            .replace(f"list of {len(doc)} items with", f"list of {len(doc)} objects with"))
+    return (
+        _objects_phrase(doc, f"JSON list of {len(doc)} items")
+        .replace(f"list of {len(doc)} items whose", f"list of {len(doc)} objects whose")
+        .replace(f"list of {len(doc)} items with", f"list of {len(doc)} objects with")
+    )
 
 
 def shape_of(data: bytes) -> Shape:

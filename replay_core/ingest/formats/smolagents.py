@@ -56,7 +56,12 @@ class _Mapper:
             self.final = answer if isinstance(answer, str) else text_of(answer) if isinstance(answer, list) else str(answer)
             if call_id:  # as Conversation.call keeps them: only calls a result can name
                 self.conv.calls[call_id] = name
-            self.conv.add(key, "decision", {**common, "content": self.final, "tool_name": name, "tool_args": args, "tool_call_id": call_id}, first)
+            self.conv.add(
+                key,
+                "decision",
+                {**common, "content": self.final, "tool_name": name, "tool_args": args, "tool_call_id": call_id},
+                first,
+            )
         else:
             self.conv.call(key, name, args, call_id, common, first)
 
@@ -85,8 +90,14 @@ class _Mapper:
                 self.answer(f"m{i}", body, error, {})
             elif role == "assistant":
                 usage = msg.get("token_usage") or {}
-                self.run.step(f"m{i}", "think", content=text, tokens_in=usage.get("input_tokens"), tokens_out=usage.get("output_tokens"),
-                              metadata=compact({"raw": msg.get("raw")}))
+                self.run.step(
+                    f"m{i}",
+                    "think",
+                    content=text,
+                    tokens_in=usage.get("input_tokens"),
+                    tokens_out=usage.get("output_tokens"),
+                    metadata=compact({"raw": msg.get("raw")}),
+                )
                 for j, call in enumerate(msg.get("tool_calls") or []):
                     self.call(f"m{i}.call{j}", call, {})
             else:
@@ -102,16 +113,31 @@ class _Mapper:
             when = parse_time(timing.get("start_time"))
             duration = timing.get("duration")
             usage = step.get("token_usage") or {}
-            tokens = {"tokens_in": usage.get("input_tokens", step.get("input_token_count")),
-                      "tokens_out": usage.get("output_tokens", step.get("output_token_count"))}
+            tokens = {
+                "tokens_in": usage.get("input_tokens", step.get("input_token_count")),
+                "tokens_out": usage.get("output_tokens", step.get("output_token_count")),
+            }
             common = {"timestamp": when}
             if "system_prompt" in step:
                 self.run.step(key, "input", content=step.get("system_prompt") or "", metadata={"role": "system"})
             elif "task" in step:
-                self.run.step(key, "input", content=step.get("task") or "", metadata={"role": "user", "task_images": step.get("task_images")})
+                self.run.step(
+                    key,
+                    "input",
+                    content=step.get("task") or "",
+                    metadata={"role": "user", "task_images": step.get("task_images")},
+                )
             elif "plan" in step:
-                self.run.step(key, "think", content=step.get("plan") or "", timestamp=when, context=step.get("model_input_messages"),
-                              duration_ms=duration * 1000 if isinstance(duration, int | float) else None, metadata={"planning": True}, **tokens)
+                self.run.step(
+                    key,
+                    "think",
+                    content=step.get("plan") or "",
+                    timestamp=when,
+                    context=step.get("model_input_messages"),
+                    duration_ms=duration * 1000 if isinstance(duration, int | float) else None,
+                    metadata={"planning": True},
+                    **tokens,
+                )
             elif "step_number" in step:
                 self._action(key, step, common, tokens, duration)
             elif "output" in step and self.final is None:
@@ -121,8 +147,16 @@ class _Mapper:
     def _action(self, key: str, step: dict, common: dict, tokens: dict, duration: Any) -> None:
         output = step.get("model_output") or step.get("llm_output")
         rest = {k: v for k, v in step.items() if k in ("code_action", "observations_images", "model_output_message")}
-        self.run.step(f"{key}.think", "think", content=text_of(output) if output is not None else "", context=step.get("model_input_messages"),
-                      duration_ms=duration * 1000 if isinstance(duration, int | float) else None, metadata=rest, **common, **tokens)
+        self.run.step(
+            f"{key}.think",
+            "think",
+            content=text_of(output) if output is not None else "",
+            context=step.get("model_input_messages"),
+            duration_ms=duration * 1000 if isinstance(duration, int | float) else None,
+            metadata=rest,
+            **common,
+            **tokens,
+        )
         for j, call in enumerate(step.get("tool_calls") or []):
             if isinstance(call, dict):
                 self.call(f"{key}.call{j}", call, common)
@@ -141,15 +175,29 @@ class _Mapper:
 
 
 def _benchmark_run(rec: dict, where: str, session_id: str) -> Run:
-    meta = {k: v for k, v in rec.items() if k not in ("intermediate_steps", "question", "model_id", "start_time", "answer", "agent_error", "token_counts")}
+    meta = {
+        k: v
+        for k, v in rec.items()
+        if k not in ("intermediate_steps", "question", "model_id", "start_time", "answer", "agent_error", "token_counts")
+    }
     counts = as_object(rec.get("token_counts"))
-    meta.update({"tokens_in": counts.get("input_tokens"), "tokens_out": counts.get("output_tokens"), "token_counts": counts or None})
+    meta.update(
+        {"tokens_in": counts.get("input_tokens"), "tokens_out": counts.get("output_tokens"), "token_counts": counts or None}
+    )
     question = str(rec.get("question") or "")
     started = parse_time(rec.get("start_time"))
     tags = [str(t) for t in (rec.get("source"), rec.get("agent_action_type")) if t]
-    run = Run(session_id, where, name=question[:200] or None, model=rec.get("model_id"), started_at=started,
-              agent_id=f"smolagents-{rec['agent_action_type']}" if rec.get("agent_action_type") else "smolagents",
-              workflow=rec.get("source"), tags=tags or None, metadata=compact(meta))
+    run = Run(
+        session_id,
+        where,
+        name=question[:200] or None,
+        model=rec.get("model_id"),
+        started_at=started,
+        agent_id=f"smolagents-{rec['agent_action_type']}" if rec.get("agent_action_type") else "smolagents",
+        workflow=rec.get("source"),
+        tags=tags or None,
+        metadata=compact(meta),
+    )
     mapper = _Mapper(run)
     steps = rec.get("intermediate_steps")
     if isinstance(steps, list) and steps and isinstance(steps[0], dict) and "role" in steps[0]:
@@ -203,7 +251,13 @@ def _bus_run(records: list[tuple[int, dict]], data: bytes, filename: str) -> Run
             text = f"vote {content.get('vote')} (confidence {content.get('confidence')}): {content.get('rationale', '')}"
             run.step(event_id, "observation", content=text, metadata={**meta, "vote": content}, **common)
         else:
-            run.step(event_id, "observation", content=content if isinstance(content, str) else text_of(content), metadata=meta, **common)
+            run.step(
+                event_id,
+                "observation",
+                content=content if isinstance(content, str) else text_of(content),
+                metadata=meta,
+                **common,
+            )
     if final is not None:
         last = max((s.timestamp for s in run.steps if s.timestamp), default=None)
         run.finish("succeeded", outcome=final, ended_at=last)
@@ -222,7 +276,9 @@ class SmolagentsFormat:
             return True
         if has_key(head, "sender") and has_key(head, "recipients") and has_key(head, "thread_id"):
             return True
-        return has_key(head, "step_number") and (has_key(head, "model_output") or has_key(head, "observations") or has_key(head, "model_input_messages"))
+        return has_key(head, "step_number") and (
+            has_key(head, "model_output") or has_key(head, "observations") or has_key(head, "model_input_messages")
+        )
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord]:
         if is_json_lines(data):
@@ -253,8 +309,13 @@ class SmolagentsFormat:
             yield BadRecord(filename, "expected a list of memory steps (or an object with 'steps')")
             return
         extra = {k: v for k, v in doc.items() if k not in ("steps", "system_prompt", "model_id")} if isinstance(doc, dict) else {}
-        run = Run(stable_id(filename, data), filename, agent_id="smolagents", metadata=compact(extra),
-                  model=doc.get("model_id") if isinstance(doc, dict) else None)
+        run = Run(
+            stable_id(filename, data),
+            filename,
+            agent_id="smolagents",
+            metadata=compact(extra),
+            model=doc.get("model_id") if isinstance(doc, dict) else None,
+        )
         mapper = _Mapper(run)
         if isinstance(doc, dict) and doc.get("system_prompt"):
             run.step("system", "input", content=str(doc["system_prompt"]), metadata={"role": "system"})

@@ -35,13 +35,18 @@ _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 def _model_stats(info: dict) -> dict[str, Any]:
     """Session-level totals (steps carry none): tokens_in, tokens_out, cost_usd, plus the raw stats."""
     stats = as_object(info.get("model_stats"))
-    return compact({
-        "tokens_in": _either(stats, "tokens_sent", "input_tokens"),
-        "tokens_out": _either(stats, "tokens_received", "output_tokens"),
-        "cost_usd": _either(stats, "instance_cost", "total_cost"),
-        "api_calls": stats.get("api_calls"),
-        "model_stats": stats or None,
-    }) or {}
+    return (
+        compact(
+            {
+                "tokens_in": _either(stats, "tokens_sent", "input_tokens"),
+                "tokens_out": _either(stats, "tokens_received", "output_tokens"),
+                "cost_usd": _either(stats, "instance_cost", "total_cost"),
+                "api_calls": stats.get("api_calls"),
+                "model_stats": stats or None,
+            }
+        )
+        or {}
+    )
 
 
 def _either(mapping: dict, *keys: str) -> Any:
@@ -75,8 +80,11 @@ class SweAgentFormat:
     label = "SWE-agent .traj trajectory"
 
     def sniff(self, head: bytes, filename: str) -> bool:
-        return starts_json(head) and (has_key(head, "trajectory") or has_key(head, "history")) and (
-            has_key(head, "environment") or has_key(head, "info") or has_key(head, "thought"))
+        return (
+            starts_json(head)
+            and (has_key(head, "trajectory") or has_key(head, "history"))
+            and (has_key(head, "environment") or has_key(head, "info") or has_key(head, "thought"))
+        )
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
         doc = load_json(data, filename)
@@ -89,7 +97,9 @@ class SweAgentFormat:
         else:
             history = as_array(doc.get("history"))
             yield Records(len(history), "history messages")
-            yield from (Ignored(f"{filename}:history[{i}]", kind_of(m), known=False) for i, m in enumerate(history) if not _is_message(m))
+            yield from (
+                Ignored(f"{filename}:history[{i}]", kind_of(m), known=False) for i, m in enumerate(history) if not _is_message(m)
+            )
         yield from self._run(doc, data, filename).events()
 
     def _run(self, doc: dict, data: bytes, filename: str) -> Run:
@@ -104,11 +114,22 @@ class SweAgentFormat:
         model = (agent_cfg.get("model") or {}).get("name") if isinstance(agent_cfg, dict) else None
         problem = (config or {}).get("problem_statement", {}) if isinstance(config, dict) else {}
         rest = {k: v for k, v in info.items() if k not in ("model_stats", "exit_status", "submission")}
-        meta = {**_model_stats(info), "info": rest or None, "replay_config": config,
-                **{k: v for k, v in doc.items() if k not in ("trajectory", "history", "info", "replay_config", "environment")}}
-        run = Run(problem.get("id") or stable_id(filename, data), filename, name=problem.get("id") or Path(filename).name.split(".")[0], model=model,
-                  environment=doc.get("environment"), agent_id=agent_cfg.get("name") if isinstance(agent_cfg, dict) else None,
-                  agent_version=info.get("swe_agent_version"), metadata=compact(meta))
+        meta = {
+            **_model_stats(info),
+            "info": rest or None,
+            "replay_config": config,
+            **{k: v for k, v in doc.items() if k not in ("trajectory", "history", "info", "replay_config", "environment")},
+        }
+        run = Run(
+            problem.get("id") or stable_id(filename, data),
+            filename,
+            name=problem.get("id") or Path(filename).name.split(".")[0],
+            model=model,
+            environment=doc.get("environment"),
+            agent_id=agent_cfg.get("name") if isinstance(agent_cfg, dict) else None,
+            agent_version=info.get("swe_agent_version"),
+            metadata=compact(meta),
+        )
         history = [m for m in doc.get("history") or [] if _is_message(m)]
         trajectory = doc.get("trajectory")
         if isinstance(trajectory, list) and trajectory:
@@ -141,10 +162,14 @@ class SweAgentFormat:
                 state = orjson.loads(state)
             except orjson.JSONDecodeError:
                 state = {"raw": state}
-        rest = {k: v for k, v in entry.items() if k not in ("thought", "action", "observation", "state", "execution_time", "query")}
+        rest = {
+            k: v for k, v in entry.items() if k not in ("thought", "action", "observation", "state", "execution_time", "query")
+        }
         if rest.get("response") == entry.get("thought"):
             rest.pop("response")
-        run.step(f"t{i}.think", "think", where=where, content=entry.get("thought") or "", context=entry.get("query"), metadata=rest)
+        run.step(
+            f"t{i}.think", "think", where=where, content=entry.get("thought") or "", context=entry.get("query"), metadata=rest
+        )
         call = as_object(((message or {}).get("tool_calls") or [None])[0])
         fn = as_object(call.get("function"))
         if fn.get("name"):
@@ -158,10 +183,16 @@ class SweAgentFormat:
             name, args, call_id, meta = _first_word(action), {"command": action}, f"t{i}", None
         run.step(f"t{i}.action", "tool_call", where=where, tool_name=name, tool_args=args, tool_call_id=call_id, metadata=meta)
         seconds = entry.get("execution_time")
-        run.step(f"t{i}.observation", "tool_result", where=where, tool_name=name, tool_call_id=call_id,
-                 content=text_of(entry.get("observation")) or "",
-                 duration_ms=seconds * 1000 if isinstance(seconds, int | float) and seconds >= 0 else None,
-                 metadata={"state": state} if isinstance(state, dict) else None)
+        run.step(
+            f"t{i}.observation",
+            "tool_result",
+            where=where,
+            tool_name=name,
+            tool_call_id=call_id,
+            content=text_of(entry.get("observation")) or "",
+            duration_ms=seconds * 1000 if isinstance(seconds, int | float) and seconds >= 0 else None,
+            metadata={"state": state} if isinstance(state, dict) else None,
+        )
 
     def _history(self, run: Run, history: list[dict]) -> None:
         """No trajectory: the chat history, assistant thought/action and the replies to them."""
@@ -174,7 +205,13 @@ class SweAgentFormat:
                 run.step(f"h{i}.think", "think", content=msg.get("thought") or text_of(msg.get("content")) or "", metadata=meta)
                 action = str(msg.get("action") or "").strip()
                 if action:
-                    run.step(f"h{i}.action", "tool_call", tool_name=_first_word(action), tool_args={"command": action}, tool_call_id=f"h{i}")
+                    run.step(
+                        f"h{i}.action",
+                        "tool_call",
+                        tool_name=_first_word(action),
+                        tool_args={"command": action},
+                        tool_call_id=f"h{i}",
+                    )
             elif acted and role in ("user", "tool"):
                 run.step(f"h{i}", "tool_result", content=text_of(msg.get("content")) or "", metadata=meta)
             else:
@@ -197,8 +234,11 @@ class MiniSweAgentFormat:
             return False
         if has_key(head, "trajectory_format") or has_key(head, "mini_version"):
             return True
-        return head.lstrip().startswith(b"[") and has_key(head, "role") and (
-            b"<returncode>" in head or b"mswea_bash_command" in head or any(s.encode() in head for s in SUBMIT_MARKERS))
+        return (
+            head.lstrip().startswith(b"[")
+            and has_key(head, "role")
+            and (b"<returncode>" in head or b"mswea_bash_command" in head or any(s.encode() in head for s in SUBMIT_MARKERS))
+        )
 
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Ignored | Records]:
         doc = load_json(data, filename)
@@ -212,14 +252,26 @@ class MiniSweAgentFormat:
             yield BadRecord(filename, "messages: expected a list of chat messages")
             return
         model_cfg = as_object(as_object(info.get("config")).get("model"))
-        meta = {**_model_stats(info), "info": {k: v for k, v in info.items() if k not in ("model_stats", "exit_status", "submission")} or None}
+        meta = {
+            **_model_stats(info),
+            "info": {k: v for k, v in info.items() if k not in ("model_stats", "exit_status", "submission")} or None,
+        }
         if isinstance(doc, dict):
             meta.update({k: v for k, v in doc.items() if k not in ("info", "messages")})
         yield Records(len(messages), "messages")
-        run = Run(str(doc["instance_id"]) if isinstance(doc, dict) and doc.get("instance_id") else stable_id(filename, data), filename,
-                  model=model_cfg.get("model_name"), agent_version=info.get("mini_version"), agent_id="mini-swe-agent", metadata=compact(meta))
-        yield from (Ignored(f"{filename}:messages[{i}]", kind_of(m), known=False) for i, m in enumerate(messages)
-                    if isinstance(m, dict) and not isinstance(m.get("role"), str))
+        run = Run(
+            str(doc["instance_id"]) if isinstance(doc, dict) and doc.get("instance_id") else stable_id(filename, data),
+            filename,
+            model=model_cfg.get("model_name"),
+            agent_version=info.get("mini_version"),
+            agent_id="mini-swe-agent",
+            metadata=compact(meta),
+        )
+        yield from (
+            Ignored(f"{filename}:messages[{i}]", kind_of(m), known=False)
+            for i, m in enumerate(messages)
+            if isinstance(m, dict) and not isinstance(m.get("role"), str)
+        )
         self._messages(run, [m if _is_message(m) or not isinstance(m, dict) else None for m in messages], filename)
         if info:
             _end(run, info, "submitted")
@@ -245,23 +297,45 @@ class MiniSweAgentFormat:
             if role == "assistant":
                 commands = [c for a in as_array(extra.get("actions")) if isinstance(c := as_object(a).get("command"), str) and c]
                 commands = commands or [m.strip() for m in _COMMAND.findall(text)]
-                run.step(f"m{i}", "think", where=where, content=text, timestamp=when, cost_usd=extra.get("cost"),
-                         metadata={k: v for k, v in extra.items() if k not in ("actions", "cost", "timestamp")})
+                run.step(
+                    f"m{i}",
+                    "think",
+                    where=where,
+                    content=text,
+                    timestamp=when,
+                    cost_usd=extra.get("cost"),
+                    metadata={k: v for k, v in extra.items() if k not in ("actions", "cost", "timestamp")},
+                )
                 for j, command in enumerate(commands):
                     open_call = f"m{i}.{j}"
                     submitted = submitted or any(s in command for s in SUBMIT_MARKERS)
-                    run.step(open_call, "tool_call", where=where, tool_name=_first_word(command), tool_args={"command": command},
-                             tool_call_id=open_call, timestamp=when)
+                    run.step(
+                        open_call,
+                        "tool_call",
+                        where=where,
+                        tool_name=_first_word(command),
+                        tool_args={"command": command},
+                        tool_call_id=open_call,
+                        timestamp=when,
+                    )
             elif role == "user" and open_call:
                 code = extra.get("returncode")
                 match = _RETURNCODE.search(text)
                 if code is None and match:
                     code = int(match.group(1))
                 failed = isinstance(code, int) and code != 0
-                run.step(f"m{i}", "tool_result", where=where, content=text, tool_call_id=open_call, timestamp=when,
-                         tool_name=run.steps[-1].tool_name if run.steps and run.steps[-1].tool_call_id == open_call else None,
-                         status="error" if failed else "ok", error_class=f"returncode {code}" if failed else None,
-                         metadata={k: v for k, v in extra.items() if k not in ("timestamp",)})
+                run.step(
+                    f"m{i}",
+                    "tool_result",
+                    where=where,
+                    content=text,
+                    tool_call_id=open_call,
+                    timestamp=when,
+                    tool_name=run.steps[-1].tool_name if run.steps and run.steps[-1].tool_call_id == open_call else None,
+                    status="error" if failed else "ok",
+                    error_class=f"returncode {code}" if failed else None,
+                    metadata={k: v for k, v in extra.items() if k not in ("timestamp",)},
+                )
                 open_call = None
             else:
                 run.step(f"m{i}", "input", where=where, content=text, timestamp=when, metadata={"role": role, **extra})

@@ -45,5 +45,8 @@ class DocRoutes:
         return json_response(self.document())
 
     async def api_docs(self, request: Request) -> Response:
-        return Response(openapi.page(self.document()), media_type="text/html",
-                        headers={"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"})
+        return Response(
+            openapi.page(self.document()),
+            media_type="text/html",
+            headers={"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"},
+        )

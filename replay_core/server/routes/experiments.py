@@ -54,8 +54,14 @@ class ExperimentRoutes:
             if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
                 raise ds.DatasetError("runs: expected a list of run ids")
             cases, made_from = ds.resolve(store, runs=runs, flt=flt, expected=body.get("expected"))
-            made = ds.create(store, str(body.get("name") or ""), cases, match=body.get("match") or "equals",
-                             description=body.get("description"), made_from=made_from)
+            made = ds.create(
+                store,
+                str(body.get("name") or ""),
+                cases,
+                match=body.get("match") or "equals",
+                description=body.get("description"),
+                made_from=made_from,
+            )
             return {k: made[k] for k in ("id", "name", "version", "cases")}
 
         try:
@@ -65,8 +71,13 @@ class ExperimentRoutes:
 
     async def list_datasets(self, request: Request) -> Response:
         rows = await run_in_threadpool(self.api.store().list_datasets)
-        return json_response({"datasets": [{k: r[k] for k in ("id", "name", "version", "cases", "match", "description", "updated_at")}
-                                           for r in rows]})
+        return json_response(
+            {
+                "datasets": [
+                    {k: r[k] for k in ("id", "name", "version", "cases", "match", "description", "updated_at")} for r in rows
+                ]
+            }
+        )
 
     async def get_dataset(self, request: Request) -> Response:
         from ...whatif import dataset as ds
@@ -92,12 +103,23 @@ class ExperimentRoutes:
                 raise ConfigError("variants: expected objects of replay settings")
             configs = [ReplayConfig.from_json({**shared, **v}) for v in variants]
             experiment_id, plan = ex.start(
-                store, str(body.get("dataset") or ""), configs, start=body.get("from"), scorers=body.get("scorers"),
-                scorer_options=body.get("scorer_options"), concurrency=int(body.get("concurrency") or 4),
-                budget_usd=body.get("budget_usd"), budget_tokens=body.get("budget_tokens"))
+                store,
+                str(body.get("dataset") or ""),
+                configs,
+                start=body.get("from"),
+                scorers=body.get("scorers"),
+                scorer_options=body.get("scorer_options"),
+                concurrency=int(body.get("concurrency") or 4),
+                budget_usd=body.get("budget_usd"),
+                budget_tokens=body.get("budget_tokens"),
+            )
             ex.launch(store, experiment_id)
-            return {"experiment": experiment_id, "status": "running", "estimates": [e.to_dict() for e in plan.estimates],
-                    "poll": f"{API_PREFIX}/experiments/{experiment_id}"}
+            return {
+                "experiment": experiment_id,
+                "status": "running",
+                "estimates": [e.to_dict() for e in plan.estimates],
+                "poll": f"{API_PREFIX}/experiments/{experiment_id}",
+            }
 
         try:
             return json_response(await run_in_threadpool(start), 202)
@@ -106,9 +128,21 @@ class ExperimentRoutes:
 
     async def list_experiments(self, request: Request) -> Response:
         rows = await run_in_threadpool(self.api.store().list_experiments)
-        return json_response({"experiments": [{"experiment": r["id"], "dataset": r["dataset"], "status": r["status"],
-                                               "variants": r["settings"]["names"], "runs_done": r["runs_done"],
-                                               "created_at": r["created_at"]} for r in rows]})
+        return json_response(
+            {
+                "experiments": [
+                    {
+                        "experiment": r["id"],
+                        "dataset": r["dataset"],
+                        "status": r["status"],
+                        "variants": r["settings"]["names"],
+                        "runs_done": r["runs_done"],
+                        "created_at": r["created_at"],
+                    }
+                    for r in rows
+                ]
+            }
+        )
 
     async def get_experiment(self, request: Request) -> Response:
         """GET /api/v1/experiments/{id}: status and progress while it runs; the results (so far, then whole)."""
@@ -132,8 +166,9 @@ class ExperimentRoutes:
             status = await run_in_threadpool(ex.request_stop, store, experiment_id, actor=request.state.actor)
         except ex.ExperimentError as exc:
             raise ApiError(409, str(exc)) from None
-        return json_response({"experiment": experiment_id, "status": status,
-                              "poll": f"{API_PREFIX}/experiments/{experiment_id}"}, 202)
+        return json_response(
+            {"experiment": experiment_id, "status": status, "poll": f"{API_PREFIX}/experiments/{experiment_id}"}, 202
+        )
 
     async def compare_experiments(self, request: Request) -> Response:
         """GET /api/v1/experiments/{a}/compare/{b}[?by=position]: per variant and scorer, what B improved or regressed."""
@@ -144,6 +179,8 @@ class ExperimentRoutes:
         if by not in ("name", "position"):
             raise ApiError(422, "by: expected name or position", [{"loc": "by", "msg": "expected name or position"}])
         try:
-            return json_response(await run_in_threadpool(compare_experiments, self.api.store(), a, b, by_position=by == "position"))
+            return json_response(
+                await run_in_threadpool(compare_experiments, self.api.store(), a, b, by_position=by == "position")
+            )
         except CompareError as exc:
             raise ApiError(404 if str(exc).startswith("no experiment") else 422, str(exc)) from None

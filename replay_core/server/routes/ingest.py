@@ -61,8 +61,10 @@ class IngestRoutes:
         replace = flag(request.query_params, "replace")
         store = JoiningStore(self.api.store(), self._joined)
         report: IngestReport = await run_in_threadpool(
-            lambda: ingest(store, events, source=SOURCE, replace=replace, refuse_conflicts=True,
-                           actor=getattr(request.state, "actor", None)))
+            lambda: ingest(
+                store, events, source=SOURCE, replace=replace, refuse_conflicts=True, actor=getattr(request.state, "actor", None)
+            )
+        )
         self.api.degraded = None
         body = report.to_dict()
         body.pop("files", None)

@@ -87,15 +87,21 @@ class RunRoutes:
         sid = session_id(request)
         raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id") or ""
         if raw.strip() and not (raw.strip().isdigit() and int(raw) <= INT_MAX):
-            raise ApiError(422, f"Last-Event-ID: expected a step's seq (a whole number), got {raw[:50]!r}",
-                           [{"loc": "Last-Event-ID", "msg": "expected a whole number"}])
+            raise ApiError(
+                422,
+                f"Last-Event-ID: expected a step's seq (a whole number), got {raw[:50]!r}",
+                [{"loc": "Last-Event-ID", "msg": "expected a whole number"}],
+            )
         await self.api.session_or_404(sid)
         after = await run_in_threadpool(self.api.store().feed_cursor, sid, int(raw) if raw.strip() else None)
         with self._hub_lock:
             if self._hub is None:
                 self._hub = StepHub(self.api.store)
-        return StreamingResponse(self._hub.events(sid, after), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            self._hub.events(sid, after),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
     async def snapshot(self, request: Request) -> Response:
         """GET /api/v1/sessions/{id}/snapshot?step=N: the agent's state at step N."""

@@ -32,12 +32,17 @@ class TeamRoutes:
             Route(f"{API_PREFIX}/queues/{qid}", guarded(self.delete_queue, MANAGE_QUEUES), methods=["DELETE"]),
             Route(f"{API_PREFIX}/queues/{qid}/export.csv", guarded(self.export_queue, READ), methods=["GET"]),
             Route(f"{API_PREFIX}/queues/{qid}/next", guarded(self.next_queue_item, WORK_QUEUE), methods=["POST"]),
-            Route(f"{API_PREFIX}/queues/{qid}/items/{{item_id:int}}/{{verb}}", guarded(self.work_queue_item, WORK_QUEUE),
-                  methods=["POST"]),
+            Route(
+                f"{API_PREFIX}/queues/{qid}/items/{{item_id:int}}/{{verb}}",
+                guarded(self.work_queue_item, WORK_QUEUE),
+                methods=["POST"],
+            ),
             Route(f"{API_PREFIX}/shares", guarded(self.create_share, SHARE), methods=["POST"]),
             Route(f"{API_PREFIX}/shares", guarded(self.list_shares, SHARE), methods=["GET"]),
             Route(f"{API_PREFIX}/shares/{{share_id:int}}", guarded(self.revoke_share, SHARE), methods=["DELETE"]),
-            Route(f"{API_PREFIX}/share/{{token}}", self.api.answered(self.open_share), methods=["GET"]),  # no bearer token: the token is the key
+            Route(
+                f"{API_PREFIX}/share/{{token}}", self.api.answered(self.open_share), methods=["GET"]
+            ),  # no bearer token: the token is the key
         ]
 
     async def _team_call(self, fn: Callable[[], Any], status: int = 200) -> Response:
@@ -75,8 +80,16 @@ class TeamRoutes:
             assign = body.get("assign") or []
             if not isinstance(assign, list):
                 raise queues.QueueError("assign: expected a list of reviewer names")
-            return queues.create(self.api.store(), body.get("name"), flt=flt, ids=runs, rubric=body.get("rubric"),
-                                 reviews_per_item=body.get("reviews_per_item", 1), assignees=assign, actor=actor)
+            return queues.create(
+                self.api.store(),
+                body.get("name"),
+                flt=flt,
+                ids=runs,
+                rubric=body.get("rubric"),
+                reviews_per_item=body.get("reviews_per_item", 1),
+                assignees=assign,
+                actor=actor,
+            )
 
         return await self._team_call(make, 201)
 
@@ -111,8 +124,9 @@ class TeamRoutes:
             data = await run_in_threadpool(text)
         except queues.QueueError as exc:
             raise ApiError(404, str(exc)) from None
-        return Response(data, media_type="text/csv; charset=utf-8",
-                        headers={"Content-Disposition": f'attachment; filename="queue-{qid}.csv"'})
+        return Response(
+            data, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="queue-{qid}.csv"'}
+        )
 
     async def next_queue_item(self, request: Request) -> Response:
         """POST /api/v1/queues/{id}/next {reviewer} → {item} held for them (null: nothing left for them)."""
@@ -120,8 +134,9 @@ class TeamRoutes:
 
         body = await object_body(request, self.api.max_body)
         qid = request.path_params["queue_id"]
-        return await self._team_call(lambda: {"item": queues.next_item(self.api.store(), qid, body.get("reviewer"),
-                                                                        actor=request.state.actor)})
+        return await self._team_call(
+            lambda: {"item": queues.next_item(self.api.store(), qid, body.get("reviewer"), actor=request.state.actor)}
+        )
 
     async def work_queue_item(self, request: Request) -> Response:
         """POST /api/v1/queues/{id}/items/{item}/review {reviewer, verdict, criteria?, note?, should_have?} or …/skip {reviewer}."""
@@ -139,8 +154,17 @@ class TeamRoutes:
                 criteria = body.get("criteria")
                 if criteria is not None and not isinstance(criteria, dict):
                     raise queues.QueueError("criteria: expected an object of criterion: pass | fail")
-                queues.save_review(self.api.store(), qid, item, body.get("reviewer"), body.get("verdict"), criteria=criteria,
-                                   note=body.get("note"), should_have=body.get("should_have"), actor=request.state.actor)
+                queues.save_review(
+                    self.api.store(),
+                    qid,
+                    item,
+                    body.get("reviewer"),
+                    body.get("verdict"),
+                    criteria=criteria,
+                    note=body.get("note"),
+                    should_have=body.get("should_have"),
+                    actor=request.state.actor,
+                )
             return {"queue": qid, "item": item, "saved": verb}
 
         return await self._team_call(act)
@@ -156,8 +180,15 @@ class TeamRoutes:
             queue = body.get("queue")
             if queue is not None and not isinstance(queue, int):
                 raise shares.ShareError("queue: expected a queue id")
-            return shares.make(self.api.store(), kind, session=body.get("session"), other=body.get("other"), queue=queue,
-                               expires=shares.parse_expiry(body.get("expires")), actor=request.state.actor)
+            return shares.make(
+                self.api.store(),
+                kind,
+                session=body.get("session"),
+                other=body.get("other"),
+                queue=queue,
+                expires=shares.parse_expiry(body.get("expires")),
+                actor=request.state.actor,
+            )
 
         return await self._team_call(make, 201)
 
@@ -183,7 +214,9 @@ class TeamRoutes:
         store = self.api.store()
         private = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
         try:
-            body = await run_in_threadpool(lambda: shared_object(store, shares.open_link(store, request.path_params["token"], origin=origin)))
+            body = await run_in_threadpool(
+                lambda: shared_object(store, shares.open_link(store, request.path_params["token"], origin=origin))
+            )
         except shares.ShareNotFound:
             raise ApiError(404, "no such link", headers=private) from None
         except shares.ShareGone as exc:

@@ -74,10 +74,18 @@ def answered_before(emitted: list[EmittedCall], tools: list[PriorCall], ledger: 
     for c in emitted:
         found = by_id.pop(c.call["id"], None) if c.call["id"] else None
         if found is None:
-            found = next((t for t in tools if t.name == c.call["name"] and t not in ledger.consumed
-                          and (t.call_id is None or c.call["id"] is None)
-                          and (t.arguments is None or c.call["arguments"] is None or t.arguments == c.call["arguments"])
-                          and (t.t_ns or 0) >= (c.start_ns or 0)), None)
+            found = next(
+                (
+                    t
+                    for t in tools
+                    if t.name == c.call["name"]
+                    and t not in ledger.consumed
+                    and (t.call_id is None or c.call["id"] is None)
+                    and (t.arguments is None or c.call["arguments"] is None or t.arguments == c.call["arguments"])
+                    and (t.t_ns or 0) >= (c.start_ns or 0)
+                ),
+                None,
+            )
         if found is not None and found not in ledger.consumed:
             c.matched = True
             ledger.consumed.append(found)
@@ -98,8 +106,11 @@ class OpenCalls:
         found = self.by_id[call_id].popleft() if call_id and self.by_id.get(call_id) else None
         if found is None:
             start = span.start_ns or 0
-            same_name = [c for c in self.open if c.call["name"] == name and (c.call["id"] is None or call_id is None)
-                         and (c.start_ns or 0) <= start]
+            same_name = [
+                c
+                for c in self.open
+                if c.call["name"] == name and (c.call["id"] is None or call_id is None) and (c.start_ns or 0) <= start
+            ]
             exact = (c for c in same_name if args is None or c.call["arguments"] == args)
             found = next(exact, same_name[0] if same_name else None)
             if found is not None and found.call["id"]:
@@ -108,4 +119,3 @@ class OpenCalls:
             found.matched = True
             self.open.remove(found)
         return found
-

@@ -73,5 +73,7 @@ def step_order(part: Part) -> tuple:
     return (
         part.t_ns if part.t_ns is not None else LAST,
         0 if part.ends and (part.span.end_ns or 0) > (part.span.start_ns or 0) else 1,
-        *part.span.rank, part.role != "step", part.role,
+        *part.span.rank,
+        part.role != "step",
+        part.role,
     )

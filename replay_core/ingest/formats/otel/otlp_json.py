@@ -73,8 +73,15 @@ def otlp_spans(doc: Any, where: str) -> Iterator[Span | BadRecord]:
         groups = _pick(rs, "scopeSpans", "scope_spans", "instrumentationLibrarySpans") or []
         for j, group in enumerate(groups):
             scope = _pick(group, "scope", "instrumentationLibrary") or {}
-            scope_info = {k: v for k, v in (("name", scope.get("name")), ("version", scope.get("version")),
-                                            ("attributes", key_values(scope.get("attributes")))) if v}
+            scope_info = {
+                k: v
+                for k, v in (
+                    ("name", scope.get("name")),
+                    ("version", scope.get("version")),
+                    ("attributes", key_values(scope.get("attributes"))),
+                )
+                if v
+            }
             prefix = f"{where} resourceSpans[{i}].scopeSpans[{j}].spans["
             for k, raw in enumerate(group.get("spans") or []):
                 path = f"{prefix}{k}]"
@@ -93,20 +100,41 @@ def _otlp_span(raw: dict, resource: dict, scope: dict, where: str) -> Span:
         raise ValueError("traceId and spanId are required")
     status = raw.get("status") or {}
     listed = raw.get("events")
-    events = [
-        {"name": e.get("name"), "time_ns": to_ns(_pick(e, "timeUnixNano", "time_unix_nano")),
-         "attributes": key_values(e.get("attributes"))}
-        for e in listed
-    ] if listed else []
+    events = (
+        [
+            {
+                "name": e.get("name"),
+                "time_ns": to_ns(_pick(e, "timeUnixNano", "time_unix_nano")),
+                "attributes": key_values(e.get("attributes")),
+            }
+            for e in listed
+        ]
+        if listed
+        else []
+    )
     kind = raw.get("kind")
-    otel = {"kind": None if kind is None else kind_of(kind), "scope": scope or None, "links": raw.get("links") or None,
-            "trace_state": _camel(raw, "traceState", "trace_state") or None}
+    otel = {
+        "kind": None if kind is None else kind_of(kind),
+        "scope": scope or None,
+        "links": raw.get("links") or None,
+        "trace_state": _camel(raw, "traceState", "trace_state") or None,
+    }
     parent = raw["parentSpanId"] if "parentSpanId" in raw else raw.get("parent_span_id")
     start = raw["startTimeUnixNano"] if "startTimeUnixNano" in raw else raw.get("start_time_unix_nano")
     end = raw["endTimeUnixNano"] if "endTimeUnixNano" in raw else raw.get("end_time_unix_nano")
     attributes = raw.get("attributes")
     return Span(
-        trace_id, span_id, None if parent is None else span_hex(parent, 8), str(raw.get("name") or ""),
-        to_ns(start), to_ns(end), status_of(status.get("code")) if status else "unset", status.get("message") or None,
-        key_values(attributes) if attributes else {}, events, resource, otel, where,
+        trace_id,
+        span_id,
+        None if parent is None else span_hex(parent, 8),
+        str(raw.get("name") or ""),
+        to_ns(start),
+        to_ns(end),
+        status_of(status.get("code")) if status else "unset",
+        status.get("message") or None,
+        key_values(attributes) if attributes else {},
+        events,
+        resource,
+        otel,
+        where,
     )

@@ -56,24 +56,41 @@ def proto_spans(request: Any, where: str) -> Iterator[Span | BadRecord]:
         resource = _proto_kvs(rs.resource.attributes)
         for j, group in enumerate(rs.scope_spans):
             scope = group.scope
-            scope_info = {k: v for k, v in (("name", scope.name), ("version", scope.version),
-                                            ("attributes", _proto_kvs(scope.attributes))) if v}
+            scope_info = {
+                k: v
+                for k, v in (("name", scope.name), ("version", scope.version), ("attributes", _proto_kvs(scope.attributes)))
+                if v
+            }
             for k, raw in enumerate(group.spans):
                 path = f"{where} resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
                 try:
                     trace_id, span_id = _proto_id(raw.trace_id, 16), _proto_id(raw.span_id, 8)
                     if trace_id is None or span_id is None:
                         raise ValueError("traceId and spanId are required")
-                    events = [{"name": e.name or None, "time_ns": to_ns(e.time_unix_nano),
-                               "attributes": _proto_kvs(e.attributes)} for e in raw.events]
-                    otel = {"kind": kind_of(raw.kind or None), "scope": scope_info or None,
-                            "links": [MessageToDict(link) for link in raw.links] or None,
-                            "trace_state": raw.trace_state or None}
+                    events = [
+                        {"name": e.name or None, "time_ns": to_ns(e.time_unix_nano), "attributes": _proto_kvs(e.attributes)}
+                        for e in raw.events
+                    ]
+                    otel = {
+                        "kind": kind_of(raw.kind or None),
+                        "scope": scope_info or None,
+                        "links": [MessageToDict(link) for link in raw.links] or None,
+                        "trace_state": raw.trace_state or None,
+                    }
                     yield Span(
-                        trace_id=trace_id, span_id=span_id, parent_id=_proto_id(raw.parent_span_id, 8),
-                        name=raw.name, start_ns=to_ns(raw.start_time_unix_nano), end_ns=to_ns(raw.end_time_unix_nano),
-                        status=status_of(raw.status.code), status_message=raw.status.message or None,
-                        attributes=_proto_kvs(raw.attributes), events=events, resource=resource, otel=otel, where=path,
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        parent_id=_proto_id(raw.parent_span_id, 8),
+                        name=raw.name,
+                        start_ns=to_ns(raw.start_time_unix_nano),
+                        end_ns=to_ns(raw.end_time_unix_nano),
+                        status=status_of(raw.status.code),
+                        status_message=raw.status.message or None,
+                        attributes=_proto_kvs(raw.attributes),
+                        events=events,
+                        resource=resource,
+                        otel=otel,
+                        where=path,
                     )
                 except (ValueError, TypeError, KeyError, AttributeError) as exc:
                     yield BadRecord(path, str(exc))

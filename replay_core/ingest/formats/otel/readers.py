@@ -27,10 +27,8 @@ class OtlpError(ValueError):
     """OTLP input that cannot be imported; the message says where and why."""
 
 
-
 def _has_control_bytes(head: bytes) -> bool:
     return any(b in _TEXT_ONLY for b in head)
-
 
 
 class _SpanFormat(ABC):

@@ -27,15 +27,21 @@ def sdk_span(raw: Any, where: str, document: dict | None) -> Span:
         raise ValueError("context.trace_id and context.span_id are required")
     status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
     events = [
-        {"name": e.get("name"), "time_ns": to_ns(e.get("timestamp")),
-         "attributes": safe_ints(oa.flatten(e.get("attributes") or {}))}
+        {
+            "name": e.get("name"),
+            "time_ns": to_ns(e.get("timestamp")),
+            "attributes": safe_ints(oa.flatten(e.get("attributes") or {})),
+        }
         for e in raw.get("events") or []
         if isinstance(e, dict)
     ]
     resource = raw.get("resource") if isinstance(raw.get("resource"), dict) else {}
     trace_state = context.get("trace_state")
-    otel = {"kind": kind_of(raw.get("kind", raw.get("span_kind"))), "links": safe_ints(raw.get("links")) or None,
-            "trace_state": trace_state if trace_state not in ("[]", {}, {"entries": {}}) else None}
+    otel = {
+        "kind": kind_of(raw.get("kind", raw.get("span_kind"))),
+        "links": safe_ints(raw.get("links")) or None,
+        "trace_state": trace_state if trace_state not in ("[]", {}, {"entries": {}}) else None,
+    }
     return Span(
         trace_id=trace_id,
         span_id=span_id,

@@ -109,8 +109,11 @@ def _read_session(draft: SessionDraft) -> None:
     prior = [p for t in dict.fromkeys(s.trace_id for s in draft.spans) for p in ledger.prior.get(t, ())] if ledger else []
     if prior:
         answered_before(emitted, [p for p in prior if p.side == "tool"], ledger)
-    prior_calls = [EmittedCall(None, -1, {"name": p.name, "id": p.call_id, "arguments": p.arguments}, p.t_ns, p)
-                   for p in prior if p.side == "call"]
+    prior_calls = [
+        EmittedCall(None, -1, {"name": p.name, "id": p.call_id, "arguments": p.arguments}, p.t_ns, p)
+        for p in prior
+        if p.side == "call"
+    ]
     open_calls = OpenCalls(prior_calls + emitted)
     for span in draft.spans:
         if span.kind == oa.TOOL:
@@ -123,16 +126,34 @@ def _read_session(draft: SessionDraft) -> None:
                 ledger.consumed.append(match.prior)
             elif match is None:
                 call = parts[0].fields
-                ledger.opened.append(PriorCall(span.trace_id, "tool", span.span_id, call["tool_name"], call["tool_call_id"],
-                                               call["tool_args"], span.start_ns))
+                ledger.opened.append(
+                    PriorCall(
+                        span.trace_id,
+                        "tool",
+                        span.span_id,
+                        call["tool_name"],
+                        call["tool_call_id"],
+                        call["tool_args"],
+                        span.start_ns,
+                    )
+                )
     for part in draft.parts:
         part.fields.setdefault("agent_id", part.span.agent)
     model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
     for c in emitted:
         if not c.matched:
             if ledger is not None:
-                ledger.opened.append(PriorCall(c.span.trace_id, "call", f"{c.span.span_id}.call.{c.index}", c.call["name"],
-                                               c.call["id"], c.call["arguments"], c.span.start_ns))
+                ledger.opened.append(
+                    PriorCall(
+                        c.span.trace_id,
+                        "call",
+                        f"{c.span.span_id}.call.{c.index}",
+                        c.call["name"],
+                        c.call["id"],
+                        c.call["arguments"],
+                        c.span.start_ns,
+                    )
+                )
             draft.parts.append(emitted_call_part(c))
     _session_fields(draft, model_usage)
     for part in draft.parts:
@@ -158,8 +179,13 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
     if first is not None:
         a = first.attrs
         step = next(p for p in draft.parts if p.span is first and p.role == "step")
-        fields.update(name=first.name or None, agent_id=step.fields.get("agent_id"), started_at=ns_time(first.start_ns),
-                      workflow=a.get("gen_ai.workflow.name"), agent_version=a.get("gen_ai.agent.version"))
+        fields.update(
+            name=first.name or None,
+            agent_id=step.fields.get("agent_id"),
+            started_at=ns_time(first.start_ns),
+            workflow=a.get("gen_ai.workflow.name"),
+            agent_version=a.get("gen_ai.agent.version"),
+        )
         models = (p.fields["model"] for p in draft.parts if p.fields.get("model"))
         fields["model"] = step.fields.get("model") or next(models, None)
         resource = first.resource
@@ -245,10 +271,15 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True, rows: StepRo
         fields.setdefault("session_id", sid)
         try:
             if part.replaces:
-                replaces.append(Replace(part.replaces, fast_step(fields) or StepEvent(**{k: v for k, v in fields.items() if v is not None})))
+                replaces.append(
+                    Replace(part.replaces, fast_step(fields) or StepEvent(**{k: v for k, v in fields.items() if v is not None}))
+                )
             else:
-                steps.append((rows and rows(fields)) or fast_step(fields)
-                             or StepEvent(**{k: v for k, v in fields.items() if v is not None}))
+                steps.append(
+                    (rows and rows(fields))
+                    or fast_step(fields)
+                    or StepEvent(**{k: v for k, v in fields.items() if v is not None})
+                )
         except (ValidationError, TypeError) as exc:
             reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
             out.append(BadRecord(f"{span.where} ({part.role})", reason))
@@ -275,7 +306,11 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True, rows: StepRo
 
 
 def spans_to_events(
-    spans: Iterable[Span | BadRecord], *, assign_seq: bool = True, ledger: Ledger | None = None, rows: StepRows | None = None,
+    spans: Iterable[Span | BadRecord],
+    *,
+    assign_seq: bool = True,
+    ledger: Ledger | None = None,
+    rows: StepRows | None = None,
 ) -> Iterator[Event | Replace | BadRecord]:
     """The whole mapping: spans (and the readers' refusals, passed on) → contract events.
 

@@ -58,4 +58,3 @@ class Part:
     t_ns: int | None
     ends: bool  # placed at the span's end (results, emitted calls) rather than its start
     replaces: str | None = None  # event id of a stored step (an earlier batch's emitted call) this one takes the place of
-

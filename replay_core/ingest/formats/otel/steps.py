@@ -69,13 +69,24 @@ def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part],
     if match is not None:
         call_id = call_id or match.call["id"]
         args = args if args is not None else match.call["arguments"]
-    call = {"type": "tool_call", "timestamp": ns_time(span.start_ns), "tool_name": name, "tool_args": args,
-            "tool_call_id": call_id}
+    call = {
+        "type": "tool_call",
+        "timestamp": ns_time(span.start_ns),
+        "tool_name": name,
+        "tool_args": args,
+        "tool_call_id": call_id,
+    }
     if oa.has_usage(a):  # the model call that chose this tool, recorded on the tool's span
         call.update(model=oa.model_name(a), cost_usd=oa.cost(a))
         call["tokens_in"], call["tokens_out"] = oa.tokens(a)
-    result = {"type": "tool_result", "timestamp": ns_time(span.end_ns), "duration_ms": _duration(span), "tool_name": name,
-              "tool_call_id": call_id, "content": oa.tool_result(a)}
+    result = {
+        "type": "tool_result",
+        "timestamp": ns_time(span.end_ns),
+        "duration_ms": _duration(span),
+        "tool_name": name,
+        "tool_call_id": call_id,
+        "content": oa.tool_result(a),
+    }
     if span.status == "error":
         error_class, message = failure(span, a)
         result.update(status="error", error_class=error_class, content=result["content"] or message)
@@ -85,8 +96,14 @@ def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part],
 def emitted_call_part(c: EmittedCall) -> Part:
     """A call a model emitted that no tool span answered: a tool_call step of its own, at the model call's end."""
     span = c.span
-    fields = {"type": "tool_call", "tool_name": c.call["name"], "tool_args": c.call["arguments"],
-              "tool_call_id": c.call["id"], "timestamp": ns_time(span.end_ns), "agent_id": span.agent}
+    fields = {
+        "type": "tool_call",
+        "tool_name": c.call["name"],
+        "tool_args": c.call["arguments"],
+        "tool_call_id": c.call["id"],
+        "timestamp": ns_time(span.end_ns),
+        "agent_id": span.agent,
+    }
     return Part(span, f"call.{c.index}", fields, span.end_ns, True)
 
 

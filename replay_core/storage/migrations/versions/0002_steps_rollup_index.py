@@ -11,13 +11,25 @@ Create Date: 2026-11-30
 
 from alembic import op
 
-revision = '0002'
-down_revision = '0001'
+revision = "0002"
+down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-ROLLUP_COLUMNS = ["session_id", "seq", "type", "status", "retry", "duration_ms", "tokens_in", "tokens_out", "cost_usd",
-                  "timestamp", "tool_name", "error_class"]
+ROLLUP_COLUMNS = [
+    "session_id",
+    "seq",
+    "type",
+    "status",
+    "retry",
+    "duration_ms",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "timestamp",
+    "tool_name",
+    "error_class",
+]
 
 
 def upgrade() -> None:

@@ -10,8 +10,8 @@ from alembic import op
 
 from replay_core.storage.tables import JSONType, UTCDateTime
 
-revision = '0003_otlp'
-down_revision = '0002'
+revision = "0003_otlp"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ Create Date: 2026-12-01
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0005_watch'
+revision = "0005_watch"
 down_revision = "0007_media"
 branch_labels = None
 depends_on = None

@@ -38,8 +38,9 @@ def upgrade() -> None:
         sa.Column("reviews", sa.Integer(), nullable=False),
         sa.Column("held_by", sa.String(200)),
         sa.Column("held_until", UTCDateTime()),
-        sa.ForeignKeyConstraint(["queue_id"], ["review_queues.id"], name=op.f("fk_queue_items_queue_id_review_queues"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["queue_id"], ["review_queues.id"], name=op.f("fk_queue_items_queue_id_review_queues"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_queue_items")),
         sa.UniqueConstraint("queue_id", "session_id", name=op.f("uq_queue_items_queue_id_session_id")),
     )
@@ -56,10 +57,12 @@ def upgrade() -> None:
         sa.Column("should_have", sa.Text()),
         sa.Column("skipped", sa.Boolean(), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),
-        sa.ForeignKeyConstraint(["queue_id"], ["review_queues.id"], name=op.f("fk_queue_reviews_queue_id_review_queues"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["item_id"], ["queue_items.id"], name=op.f("fk_queue_reviews_item_id_queue_items"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["queue_id"], ["review_queues.id"], name=op.f("fk_queue_reviews_queue_id_review_queues"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["item_id"], ["queue_items.id"], name=op.f("fk_queue_reviews_item_id_queue_items"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_queue_reviews")),
         sa.UniqueConstraint("item_id", "reviewer", name=op.f("uq_queue_reviews_item_id_reviewer")),
     )

@@ -20,8 +20,20 @@ down_revision = "0008_queues"
 branch_labels = None
 depends_on = None
 
-COUNTS = ("cost_unknown_steps", "retried_steps", "errored_steps", "blocked_steps", "approvals", "fallback_blocks",
-          "fallback_agent", "tool_calls", "tool_failures", "cycles", "loops", "redundant_calls")
+COUNTS = (
+    "cost_unknown_steps",
+    "retried_steps",
+    "errored_steps",
+    "blocked_steps",
+    "approvals",
+    "fallback_blocks",
+    "fallback_agent",
+    "tool_calls",
+    "tool_failures",
+    "cycles",
+    "loops",
+    "redundant_calls",
+)
 
 
 def upgrade() -> None:

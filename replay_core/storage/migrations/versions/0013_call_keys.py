@@ -40,8 +40,13 @@ def upgrade() -> None:
         bind.execute(fill, [{"rid": r.id, "key": call_key("tool_call", r.tool_name, r.tool_args)} for r in rows])
         after = rows[-1].id
     for name, column in (("ix_steps_call_key", "call_key"), ("ix_steps_call_id", "tool_call_id")):
-        op.create_index(name, "steps", ["session_id", column], sqlite_where=sa.text(f"{column} IS NOT NULL"),
-                        postgresql_where=sa.text(f"{column} IS NOT NULL"))
+        op.create_index(
+            name,
+            "steps",
+            ["session_id", column],
+            sqlite_where=sa.text(f"{column} IS NOT NULL"),
+            postgresql_where=sa.text(f"{column} IS NOT NULL"),
+        )
 
 
 def downgrade() -> None:
