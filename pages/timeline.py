@@ -11,6 +11,7 @@ import streamlit as st
 from replay_core.storage.actor import DELETE
 from replay_core.understand.snapshot import state_at
 from ui import player_view
+from ui import step_view as sv
 from ui import timeline_view as tv
 from ui.common import PAGE_RUNS, current_actor, get_store, load_run, reviewer_name
 
@@ -49,21 +50,21 @@ def at_the_cursor() -> None:
     with left:
         tv.step_window(tl, pos, noted)
     with right, st.container(key="step_detail"):
-        tv.step_detail(tl, pos, structure, step_notes.get(step.seq, []))
+        sv.step_detail(tl, pos, structure, step_notes.get(step.seq, []))
         tv.action_links(tl, step.seq, explanation)
         snap = state_at(tl, step.seq, store, behind=True)  # the rest of a long run rebuilt after the page
         names = ["What the agent saw", "Totals so far", "Structure", "Review"] + (["Goal & memory"] if snap.state else [])
         # only the open view is drawn: every tab drawn on every click was most of a click's repaint; and a
-        # segmented control, not tabs, which measured their labels on every click (a tenth of one, issue 16)
+        # segmented control, not tabs, which measured their labels on every click (a tenth of one)
         if st.session_state.get("step_tab") not in names:  # "Goal & memory" open at a step without any
             st.session_state["step_tab"] = names[0]
         shown = st.segmented_control("Show", names, required=True, key="step_tab", label_visibility="collapsed")
         views = {
-            "What the agent saw": lambda: tv.context_view(snap),
-            "Totals so far": lambda: tv.totals_view(snap),
-            "Structure": lambda: tv.structure_view(tl, structure, pos),
+            "What the agent saw": lambda: sv.context_view(snap),
+            "Totals so far": lambda: sv.totals_view(snap),
+            "Structure": lambda: sv.structure_view(tl, structure, pos),
             "Review": lambda: tv.review_form(store, tl, step, reviewer_name()),
-            "Goal & memory": lambda: tv.state_view(snap),
+            "Goal & memory": lambda: sv.state_view(snap),
         }
         views[shown]()
 

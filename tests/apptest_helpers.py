@@ -174,7 +174,7 @@ def jump(at: AppTest, name: str) -> AppTest:
 
 
 def shown_step(at: AppTest) -> dict:
-    """What the timeline's selected-step view draws (ui/timeline_view.step_view): heading, facts, lines, call,
+    """What the timeline's selected-step view draws (ui/step_view.step_view): heading, facts, lines, call,
     error, content, notes."""
     return component_data(at, "step_view")
 

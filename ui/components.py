@@ -70,7 +70,7 @@ def strip(data: dict, *, key: str, on_pick: Callable[[int], None]) -> None:
     "jumps": [[name, label, seq | None, key | None]]}. Letting go of the slider (or a key on it), clicking a tick
     (or next to one in its lane) or a jump button, pressing a button's key while no field has the focus, or a
     step number entered in the box calls `on_pick(seq)`. A run of one step has the buttons alone. A native range
-    input: Streamlit's slider measured its track on every redraw, a sixth of a click's repaint (issue 16)."""
+    input: Streamlit's slider measured its track on every redraw, a sixth of a click's repaint."""
     _strip(data=data, key=key, on_picked_change=_picked(key, on_pick))
 
 
@@ -119,7 +119,7 @@ def filters(
     "toggle", "label", "value", "options": [[value, label]] for a choice, "placeholder", "help"}; those keyed in `more`
     sit under "More filters" (open when one is set); "Clear all" is enabled when `active`. A changed field calls
     `on_set(key, value)` ("" or False: let go); "Clear all" calls `on_clear()`. Ten Streamlit widgets cost a page's
-    open about a tenth (issue 16)."""
+    open about a tenth."""
 
     def changed() -> None:
         event = st.session_state[key]["set"]

@@ -19,6 +19,7 @@ from replay_core.understand.explain import EXPLAINED, explain
 from replay_core.understand.structure import Structure
 from replay_core.understand.timeline import Timeline
 
+from . import step_view as sv
 from . import timeline_view as tv
 from .common import fmt_when, load_run, md, reviewer_name, run_label, short, status_label
 
@@ -272,7 +273,7 @@ def run_at_a_glance(store: Store, tl: Timeline, structure: Structure, *, why: bo
     with left:
         tv.step_window(tl, pos, set())
     with right:
-        tv.step_detail(tl, pos, structure, [])
+        sv.step_detail(tl, pos, structure, [])
 
 
 def work_queue(store: Store, actor: Actor, queue_id: int, reviewer: str | None) -> None:

@@ -20,9 +20,7 @@ from replay_core.storage.search import SearchQuery, snippet
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.cycle_groups import story
 from replay_core.understand.explain import EXPLAINED, Explanation, explain
-from replay_core.understand.file_writes import classify, file_write
-from replay_core.understand.snapshot import Snapshot
-from replay_core.understand.structure import Structure, node_label
+from replay_core.understand.structure import Structure
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
 
@@ -56,9 +54,6 @@ JUMPS = [  # the strip's jump buttons: name, label, the key that presses it (Key
     ("next_error", "Next error →", "e"),
     ("last", "Last ⇥", None),
 ]
-MAX_MESSAGES = 12
-MAX_TEXT = 20_000  # characters: longer text is cut, and says how much was left off
-MAX_TREE_NODES = 200
 
 ROW_TEXT = 160  # characters of a step's text on its row (the row wraps)
 
@@ -96,7 +91,7 @@ def jump_targets(tl: Timeline, pos: int) -> dict[str, int | None]:
     }
 
 
-def _go(seq: int) -> None:
+def go(seq: int) -> None:
     st.session_state["step"] = seq
 
 
@@ -192,7 +187,7 @@ def _strip(
     what was found (notes, search hits, the cursor), and the run's shape (retries, groups, cycle starts,
     missing steps); then the jump buttons and a go-to box. Clicking a tick or a button, or going to a
     step, moves the cursor there. The buttons are the strip's, not Streamlit's: fewer elements for a
-    click to redraw (issue 16)."""
+    click to redraw."""
     targets = jump_targets(tl, pos)
     ticks = strip_ticks(tl, seq, noted, hits=hits, explanation=explanation, structure=structure)
     kinds = {what: [LANES.index(lane), colour] for what, (lane, colour) in STRIP_KINDS.items()}
@@ -214,7 +209,7 @@ def _strip(
             "jumps": [[name, label, targets[name], key] for name, label, key in JUMPS],
         },
         key="strip",
-        on_pick=_go,
+        on_pick=go,
     )
 
 
@@ -349,7 +344,7 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
             st.button(
                 f"Step {link.seq}",
                 key=f"cause_{link.seq}",
-                on_click=_go,
+                on_click=go,
                 args=(link.seq,),
                 help=link.summary,
                 icon=":material/arrow_outward:" if link is explanation.head else None,
@@ -430,7 +425,7 @@ def narrative_view(explanation: Explanation) -> None:
         if result.cited:
             with st.container(horizontal=True, gap="small"):
                 for seq in result.cited[:12]:
-                    st.button(f"Step {seq}", key=f"cited_{seq}", on_click=_go, args=(seq,), type="tertiary")
+                    st.button(f"Step {seq}", key=f"cited_{seq}", on_click=go, args=(seq,), type="tertiary")
 
 
 def search_box() -> None:
@@ -467,12 +462,12 @@ def search_hits(tl: Timeline, pos: int, hits: list[int]) -> None:
             "Previous hit",
             key="hit_prev",
             disabled=before is None,
-            on_click=_go,
+            on_click=go,
             args=(before,),
             icon=":material/keyboard_arrow_up:",
         )
         st.button(
-            "Next hit", key="hit_next", disabled=after is None, on_click=_go, args=(after,), icon=":material/keyboard_arrow_down:"
+            "Next hit", key="hit_next", disabled=after is None, on_click=go, args=(after,), icon=":material/keyboard_arrow_down:"
         )
     shown = seq if here else after if after is not None else before
     step = tl.step_at_seq(shown)
@@ -498,7 +493,7 @@ def run_hits(store: Store, tl: Timeline, query: str | None) -> list[int]:
 
 def hit_snippet(query: str, step) -> list[tuple[str, bool]]:
     """The matched words of a step in their context, as (text, matched) parts (storage/search.py's snippet)."""
-    return snippet(SearchQuery.parse(query), step.content, step.tool_name, _args_text(step.tool_args) or None, step.error_class)
+    return snippet(SearchQuery.parse(query), step.content, step.tool_name, args_text(step.tool_args) or None, step.error_class)
 
 
 def action_links(tl: Timeline, seq: int, explanation) -> None:
@@ -527,12 +522,12 @@ def row_label(step, *, current: bool, noted: bool, run_agent: str | None = None)
         what = f"[{step.agent_id}] {what}"
     if step.tool_name:
         what += f" · {step.tool_name}"
-    text = short(step.content or step.error_class or _args_text(step.tool_args), ROW_TEXT)
+    text = short(step.content or step.error_class or args_text(step.tool_args), ROW_TEXT)
     flags = (" ❗" if is_error(step) else "") + (" 📝" if noted else "")
     return f"{'▶ ' if current else ''}{step.seq}  {what}{flags}" + (f" — {text}" if text else "")
 
 
-def _args_text(args: Any) -> str:
+def args_text(args: Any) -> str:
     if args is None:
         return ""
     return args if isinstance(args, str) else orjson.dumps(args).decode()
@@ -542,7 +537,7 @@ def step_window(tl: Timeline, pos: int, noted: set[int]) -> None:
     """The steps around the cursor, under a heading per decision cycle, with missing steps shown;
     clicking a step moves the cursor there. One element drawn by the browser (ui/components.py)."""
     lo, hi = max(0, pos - BEFORE), min(len(tl.steps), pos + AFTER + 1)
-    components.step_rows(window_rows(tl, pos, noted, lo, hi), key="step_rows", on_pick=_go)
+    components.step_rows(window_rows(tl, pos, noted, lo, hi), key="step_rows", on_pick=go)
 
 
 def window_rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> list[dict]:
@@ -574,235 +569,7 @@ def window_rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> li
     return rows
 
 
-# ------------------------------------------------------------------ the selected step
-
-
-def _answered_call(tl: Timeline, pos: int):
-    """The tool call a result answers (same tool_call_id, looking back a little)."""
-    step = tl.steps[pos]
-    if step.type not in ("tool_result", "error", "observation") or not step.tool_call_id:
-        return None
-    for back in range(pos - 1, max(-1, pos - 200), -1):
-        earlier = tl.steps[back]
-        if earlier.type == "tool_call" and earlier.tool_call_id == step.tool_call_id:
-            return earlier
-    return None
-
-
-def show_text(text: str | None) -> None:
-    """Content exactly as recorded, drawn by Streamlit (goal & memory values), by content_view's rule."""
-    view = content_view(text)
-    if view is None:
-        return
-    if "tree" in view:
-        st.json(view["tree"], expanded=2)
-        with st.expander("As recorded"):
-            st.code(_cut(view["recorded"]), language=None, wrap_lines=True)
-    elif "box" in view:
-        st.code(view["box"], language=None, wrap_lines=True)
-    else:
-        st.text(view["line"])
-
-
-def _boxed(stripped: str) -> bool:
-    """Text shown verbatim in a box (a line break, or longer than a line), not as one plain line."""
-    return "\n" in stripped or len(stripped) > 200
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text) - MAX_TEXT:,} more characters)"
-
-
-def args_view(tool: str | None, args: Any) -> dict:
-    """A call's arguments as the step's view draws them: a tree, and each long or multi-line text value (a
-    file's contents) verbatim in a box; arguments that are no object or list as their text."""
-    if isinstance(args, (dict, list)):
-        long = (
-            [[key, _cut(value)] for key, value in args.items() if isinstance(value, str) and _boxed(value)]
-            if isinstance(args, dict)
-            else []
-        )
-        return {"tool": tool or "a tool", "tree": args, "long": long}
-    return {"tool": tool or "a tool", "text": _args_text(args) or "(no arguments)"}
-
-
-def content_view(text: str | None) -> dict | None:
-    """Content exactly as recorded, as the step's view (and show_text) draws it: JSON as a tree with the
-    recorded text one click away, anything with a line break or longer than a line verbatim in a box (cut
-    past MAX_TEXT, said), a short line as plain text."""
-    if not text:
-        return None
-    stripped = text.strip()
-    if stripped[:1] in "[{" and len(stripped) <= MAX_TEXT:
-        try:
-            return {"tree": orjson.loads(stripped), "recorded": text}
-        except orjson.JSONDecodeError:
-            pass
-    return {"box": _cut(text)} if _boxed(stripped) else {"line": text}
-
-
-def write_view(tl: Timeline, pos: int) -> None:
-    """A call that writes a file: what it changes, as a diff against what the run last saw of that file (derived, said so)."""
-    step = tl.steps[pos]
-    # a call whose own arguments write no file is ruled out without file_write's pass over the whole run
-    # (classify reads other steps only for a call recorded without arguments)
-    if step.type != "tool_call" or (step.tool_args is not None and classify(step, {}) is None):
-        return
-    change = file_write(tl.steps, pos)
-    if change is None:
-        return
-    st.markdown(f"**What it changes in {md(change.path)}**")
-    st.caption(md(change.note))
-    if change.diff:
-        st.code(
-            _cut(change.diff), language="diff" if change.base is not None or change.kind != "write" else None, wrap_lines=True
-        )
-
-
-def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> None:
-    """The selected step, one element drawn by the browser (ui/components.py); then what a call changes in a
-    file (derived, said so) and, when opened, everything recorded for it."""
-    components.step_detail(step_view(tl, pos, structure, notes), key="step_view")
-    write_view(tl, pos)
-    # drawn only when opened (a click's repaint redrew the whole step's tree, hidden, every time)
-    raw = st.expander("Everything recorded for this step", key="step_raw", on_change="rerun")
-    if raw.open:
-        with raw:
-            st.json(tl.steps[pos].to_json_dict(), expanded=1)
-
-
-def step_view(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -> dict:
-    """What components.step_detail draws of a step: its heading and facts, where it sits, the call it
-    answers, its arguments, whether it failed, its content and the notes on it, all as plain text."""
-    step = tl.steps[pos]
-    cycle = tl.cycle_index[pos]
-    facts = [f"cycle {cycle + 1} of {len(tl.cycles)}" if cycle is not None else "outside any cycle"]
-    if step.status != "ok":
-        facts.append(
-            f"{'❌' if step.status == 'error' else '⛔'} {step.status}" + (f" ({step.error_class})" if step.error_class else "")
-        )
-    elif step.error_class:
-        facts.append(step.error_class)
-    if step.timestamp:
-        facts.append(step.timestamp.strftime("%H:%M:%S UTC"))
-    if step.duration_ms is not None:
-        facts.append(f"took {fmt_duration(step.duration_ms / 1000)}")
-    if step.tokens_in or step.tokens_out:
-        facts.append(f"{step.tokens_in or 0:,} tokens in / {step.tokens_out or 0:,} out")
-    if step.cost_usd is not None:
-        facts.append(fmt_cost(step.cost_usd))
-    if step.retry:
-        facts.append(f"retry {step.retry}")
-    facts += [str(value) for value in (step.agent_id, step.model) if value]
-    lines = []
-    inside = structure.ancestors(pos)
-    if inside:
-        lines.append("Inside: " + " › ".join(short(node_label(tl.steps, structure.nodes[p]), 60) for p in inside))
-    call = _answered_call(tl, pos)
-    if call is not None:
-        lines.append(f"Answers the call at step {call.seq}: {call.tool_name or 'tool'}({short(_args_text(call.tool_args), 80)})")
-    return {
-        "heading": f"{step_label(step.type)} · step {step.seq}",
-        "facts": " · ".join(facts),
-        "lines": lines,
-        "call": args_view(step.tool_name, step.tool_args) if step.type == "tool_call" else None,
-        "error": f"This step failed{': ' + step.error_class if step.error_class else ''}." if is_error(step) else None,
-        "content": content_view(step.content),
-        "notes": [note_line(note, markdown=False) for note in notes],
-    }
-
-
-# ------------------------------------------------------------------ state at the step
-
-
-def _message_text(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, list):  # multimodal parts
-        content = "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
-    return "" if content is None else str(content)
-
-
-def context_view(snap: Snapshot) -> None:
-    """What the agent had in front of it, as chat bubbles (the latest messages), each saying where it came from.
-
-    These are exactly the messages a replay starting at this step sends to the model (snapshot.agent_context).
-    """
-    context, origins = snap.context, snap.agent.origins
-    notes = [snap.agent.note() + " This is what a replay from this step sends to the model."]
-    hidden = max(0, len(context) - MAX_MESSAGES)
-    if not context:
-        notes.append("Nothing yet: this is the start of the run.")
-    elif hidden:
-        notes.append(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
-    components.transcript(
-        notes, [transcript_message(m, o) for m, o in zip(context[hidden:], origins[hidden:], strict=True)], key="transcript"
-    )
-    if snap.agent.recorded is not None:
-        with st.expander("Context the source recorded (not chat messages)"):
-            st.json(snap.agent.recorded, expanded=1)
-
-
-def transcript_message(message: dict, origin: dict) -> dict:
-    """One message as the transcript draws it: its role, where it came from, its text verbatim (JSON too:
-    the text the model is sent) and each tool call it makes."""
-    role = str(message.get("role"))
-    where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
-    text = _message_text(message)
-    stripped = text.strip()
-    parts = [("text", _cut(text)) if _boxed(stripped) else ("line", text)] if stripped else []
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function", {}) if isinstance(call, dict) else {}
-        parts.append(("call", f"{fn.get('name', 'tool')}({fn.get('arguments', '')})"))
-    return {"role": role, "origin": f"{role} · {where} step {origin['seq']}", "parts": parts}
-
-
-def totals_view(snap: Snapshot) -> None:
-    t, card = snap.totals, components.card
-    cards = [
-        card("Tokens in", f"{t['tokens_in']:,}"),
-        card("Tokens out", f"{t['tokens_out']:,}"),
-        card("Cost so far", fmt_cost(t["cost_usd"])),
-        card("Time since start", fmt_duration(t["elapsed_s"])),
-        card("Tool calls", f"{t['tool_calls']:,}"),
-        card("Errors", f"{t['errors']:,}"),
-        card("Retries", f"{t['retries']:,}"),
-    ]
-    if t["cost_unknown_steps"]:
-        cards.append(card("Steps without a price", f"{t['cost_unknown_steps']:,}", help="Model steps whose cost is unknown"))
-    components.metrics(cards, key="totals_metrics", width=METRIC_WIDTH)
-
-
-def state_view(snap: Snapshot) -> None:
-    for key, value in snap.state.items():
-        st.markdown(f"**{md(key.replace('_', ' ').capitalize())}**")
-        if isinstance(value, (dict, list)):
-            st.json(value, expanded=1)
-        else:
-            show_text(str(value))
-
-
-def structure_view(tl: Timeline, structure: Structure, pos: int) -> None:
-    nodes = structure.walk()
-    if not nodes:
-        st.caption("This run is flat: no agents, groups or retries are nested in it.")
-        return
-    inside = set(structure.ancestors(pos))
-    st.caption("Click a group to go to its first step.")
-    with st.container(gap="xxsmall"):
-        for node in nodes[:MAX_TREE_NODES]:
-            label = md(node_label(tl.steps, node))
-            if node.position in inside or node.position == pos:
-                label = f"**{label}** ← you are here"
-            st.button(
-                "\u2003" * 2 * node.depth + label,
-                key=f"node_{node.position}",
-                type="tertiary",
-                on_click=_go,
-                args=(tl.steps[node.position].seq,),
-                help=f"Go to step {tl.steps[node.position].seq}",
-            )
-    if len(nodes) > MAX_TREE_NODES:
-        st.caption(f"{len(nodes) - MAX_TREE_NODES} more groups not shown.")
+# ------------------------------------------------------------------ notes, review and delete
 
 
 def notes_by_seq(tl: Timeline, notes: list[dict]) -> tuple[list[dict], dict[int, list[dict]]]:
@@ -819,9 +586,6 @@ def notes_by_seq(tl: Timeline, notes: list[dict]) -> tuple[list[dict], dict[int,
         elif note["event_id"] in seq_of:
             by_seq[seq_of[note["event_id"]]].append(note)
     return run_notes, dict(by_seq)
-
-
-# ------------------------------------------------------------------ review and delete
 
 
 def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:

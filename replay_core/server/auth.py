@@ -1,4 +1,4 @@
-"""Who may do what: API bearer tokens and the UI's shared passwords (design.md §8).
+"""Who may do what: API bearer tokens and the UI's shared passwords (the roles and what each may do: docs/security.md).
 
 Settings come from the environment first, then from the Streamlit secrets file
 (`.streamlit/secrets.toml`, read here without Streamlit so the HTTP API can use it
