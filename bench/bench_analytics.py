@@ -299,9 +299,9 @@ def _without_step_indexes(db) -> list[str]:
 SEARCH_INDEX_LEFT_OUT = search.PG_INDEX.split()[2]  # ix_steps_search
 
 
-def dashboard(store: Store, flt: SessionFilter, load=partial(analytics.load, daily=True)) -> None:
+def dashboard(store: Store, flt: SessionFilter, load=None) -> None:
     """Everything the analytics page computes for one period: both periods' reads, every chart's frame."""
-    data = load(store, flt)
+    data = (load or partial(analytics.load, daily=True))(store, flt)
     before = analytics.previous_period(flt)
     analytics.change(analytics.headline(data), analytics.headline(load(store, before, detail=False)))
     for metric, by in (

@@ -193,7 +193,7 @@ def main() -> None:
                 continue
             data = make()
             if data.lstrip().startswith(b"{") and b"\n{" in data:
-                _, parse = timed(lambda: [orjson.loads(x) for x in data.split(b"\n") if x])
+                _, parse = timed(lambda data=data: [orjson.loads(x) for x in data.split(b"\n") if x])
             else:
                 _, parse = timed(orjson.loads, data)
             store = Store(f"sqlite:///{tmp}/{name}.db")

@@ -21,7 +21,7 @@ for folder in (ROOT, SCRIPTS):  # replay_core, and demo_runs beside this file, a
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from demo_runs import EXPECTED, RUNS
+from demo_runs import EXPECTED, RUNS  # noqa: E402  (importable once the folders above are on sys.path)
 
 __all__ = ["EXPECTED", "generate", "main"]
 

@@ -46,7 +46,7 @@ outputs = [
     ModelOutput.for_tool_call("mockllm/model", "read_file", {"path": "notes.txt"}, tool_call_id="call_read_1"),
     ModelOutput.from_content("mockllm/model", "The answer is 2."),
 ]
-for out, (tin, tout) in zip(outputs, [(120, 20), (160, 25), (190, 8)]):
+for out, (tin, tout) in zip(outputs, [(120, 20), (160, 25), (190, 8)], strict=True):
     out.usage = ModelUsage(
         input_tokens=tin, output_tokens=tout, total_tokens=tin + tout
     )  # mockllm counts with tiktoken otherwise (a download)

@@ -52,7 +52,8 @@ def make_dataset(store: Store, sets: list[dict], editor: bool) -> list[dict]:
     """A dataset from the runs a filter matches (or some of them); returns the datasets, the new one included."""
     with st.expander("Make a dataset", expanded=not sets):
         st.caption(
-            "Pick runs by filter (and, if you like, only some of the matches). A name that exists gets the new runs as its next version."
+            "Pick runs by filter (and, if you like, only some of the matches). "
+            "A name that exists gets the new runs as its next version."
         )
         left, right = st.columns(2)
         name = left.text_input("Name", key="ds_name", placeholder="refunds-last-week")
