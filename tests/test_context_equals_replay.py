@@ -2,7 +2,7 @@
 
 Checked at the local fake provider (tests/openai_server.py records every request), for every
 model step of every demo run and of every real sample with model turns (tests/fixtures rows
-marked real in SOURCES.md, and /work/shared/samples when present); and, with hypothesis, on
+marked real in SOURCES.md); and, with hypothesis, on
 generated runs with chat contexts recorded at random steps.
 """
 
@@ -28,19 +28,12 @@ from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
 
 DEMO_IDS = sorted({ev.session_id for ev in read_demo()})
-SHARED_SAMPLES = Path("/work/shared/samples")
 
 
 def real_fixture_samples() -> list[Path]:
     rows = [line.split("|") for line in (FIXTURES / "SOURCES.md").read_text().splitlines() if line.startswith("| ")]
     return sorted(FIXTURES / r[1].strip() for r in rows
                   if len(r) > 6 and r[6].strip().startswith("real") and (FIXTURES / r[1].strip()).exists())
-
-
-def shared_samples() -> list[Path]:
-    if not SHARED_SAMPLES.is_dir():
-        return []
-    return sorted(p for p in SHARED_SAMPLES.rglob("*") if p.is_file() and p.name != "SOURCES.md")
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +91,7 @@ def test_every_demo_run_shows_what_a_replay_sends(sqlite_store, server, session_
     assert check_every_model_step(sqlite_store, session_id, server) > 0
 
 
-@pytest.mark.parametrize("sample", [*real_fixture_samples(), *shared_samples()], ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("sample", real_fixture_samples(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_real_sample_with_model_turns_shows_what_a_replay_sends(sqlite_store, server, sample):
     try:
         report = import_file(sqlite_store, sample)

@@ -5,8 +5,8 @@ Real files (tests/fixtures/SOURCES.md):
   @ f685c3d5d57534356a329ac2fb19e24dcee55fc2 (MIT)
 - codex_cli/yepanywhere_codex-basic_native.jsonl — kzahel/yepanywhere
   packages/server/test/fixtures/captured/codex-basic-2026-09-12/native.jsonl @ 76ea6130fd9532a373f389636e996665f3a2838c
-- /work/shared/samples/codex_cli/sample_codex_session.jsonl — simonw/claude-code-transcripts tests/sample_codex_session.jsonl
-  @ 871966d66cca5ec1ba4c4372d056d7fd7b30bb12 (Apache-2.0), read in place
+- codex_cli/sample_codex_session.jsonl — simonw/claude-code-transcripts tests/sample_codex_session.jsonl
+  @ 871966d66cca5ec1ba4c4372d056d7fd7b30bb12 (Apache-2.0)
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from replay_core.ingest.pipeline import import_file
 
 CLASSIC = FIXTURES / "codex_cli/yoavf_codex-pomodoro-timer_rollout.jsonl"
 NEWER = FIXTURES / "codex_cli/yepanywhere_codex-basic_native.jsonl"
-SAMPLES = next((p / "shared" / "samples" for p in Path(__file__).resolve().parents if (p / "shared" / "samples").is_dir()), None)
 
 
 def _last_total(path: Path) -> dict:
@@ -101,9 +100,8 @@ def test_exec_command_end_sets_the_exit_code(store, tmp_path):
     assert (result.status, result.error_class) == ("error", "exit_code 2")
 
 
-@pytest.mark.skipif(SAMPLES is None, reason="the shared samples folder is not beside the repository")
-def test_shared_sample_session_start(store):
-    path = SAMPLES / "codex_cli/sample_codex_session.jsonl"
+def test_a_session_start_alone(store):
+    path = FIXTURES / "codex_cli/sample_codex_session.jsonl"
     assert detect(path.read_bytes(), str(path)).name == "codex_cli"
     report = import_file(store, path)
     session, steps = store.get_session(report.sessions[0]), store.load_steps(report.sessions[0])

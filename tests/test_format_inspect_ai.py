@@ -1,8 +1,8 @@
-"""inspect_ai reader on eval logs inspect_ai wrote (tests/fixtures/SOURCES.md, shared/samples/SOURCES.md):
+"""inspect_ai reader on eval logs inspect_ai wrote (tests/fixtures/SOURCES.md):
 
-- shared/samples/inspect_ai/2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval: UKGovernmentBEIS/inspect_ai
-  tests/log/test_list_logs/… @ 6145723a1bfb7370166f7828da6a7a6eeea518e4 (read in place, not copied)
-- shared/samples/inspect_ai/mmlu-summary-choices.eval: UKGovernmentBEIS/inspect_ai
+- inspect_ai/2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval: UKGovernmentBEIS/inspect_ai
+  tests/log/test_list_logs/… @ 6145723a1bfb7370166f7828da6a7a6eeea518e4
+- inspect_ai/mmlu-summary-choices.eval: UKGovernmentBEIS/inspect_ai
   tests/analysis/test_logs_choices/mmlu-summary-choices.eval @ a9c4b6efed80477fea1cfaa2aa6f91b46c4f9ea3
 - inspect_ai/2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json: tests/log/test_list_logs/… @ 297443887010e08b52df5a957bf3c9477af9fdbc
 - inspect_ai/log_read_sample.json: tests/log/test_eval_log/log_read_sample.json @ 62d91db8c3629c6003728f0c5e89a3192dc04495
@@ -37,23 +37,16 @@ from replay_core.whatif.replay_config import ReplayConfig
 MUTATE = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 MUTATE_ZSTD = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
-# CI has shared/ beside the clone (parents[2]); a worktree under /work/wt/NAME has it one level up
-SAMPLES = next((p / "shared" / "samples" / "inspect_ai" for p in Path(__file__).resolve().parents[2:4]
-                if (p / "shared" / "samples" / "inspect_ai").is_dir()), Path(__file__).resolve().parents[2] / "shared" / "samples" / "inspect_ai")
-INPUT_TASK_EVAL = SAMPLES / "2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval"
-MMLU_EVAL = SAMPLES / "mmlu-summary-choices.eval"
 IA = FIXTURES / "inspect_ai"
+INPUT_TASK_EVAL = IA / "2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval"
+MMLU_EVAL = IA / "mmlu-summary-choices.eval"
 INPUT_TASK_JSON = IA / "2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json"
 TOOLS = IA / "tool_events_handmade.json"
 GEN_JSON = IA / "inspect-0.3.285_mockllm_tool_events.json"
 GEN_ZSTD = IA / "inspect-0.3.285_mockllm_tool_events_zstd.eval"
 
-if os.environ.get("CI") == "true" and not SAMPLES.is_dir():
-    raise RuntimeError(f"CI must have the real .eval samples at {SAMPLES}")
-needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="shared/samples is not beside this clone")
 
 
-@needs_samples
 def test_eval_zip_input_task(store):
     report = import_file(store, INPUT_TASK_EVAL)
     assert report.files[0]["format"] == "inspect_ai"
@@ -74,7 +67,6 @@ def test_eval_zip_input_task(store):
     assert session["metadata"]["scores"]["model_graded_fact"]["value"] == "C"
 
 
-@needs_samples
 def test_eval_zip_mmlu_incorrect_is_failed(store):
     report = import_file(store, MMLU_EVAL)
     (sid,) = report.sessions
@@ -178,7 +170,7 @@ def test_samples_of_one_eval_are_findable_together(store):
 
 def test_detection():
     for path in [INPUT_TASK_JSON, IA / "log_read_sample.json", IA / "log_formats.json", TOOLS] + (
-            [INPUT_TASK_EVAL, MMLU_EVAL] if SAMPLES.is_dir() else []):
+            []):
         data = path.read_bytes()
         assert detect(data, path.name).name == "inspect_ai", path
         assert not registry()["openai_chat"].sniff(data[:256 * 1024], path.name) or detect(data, path.name).name == "inspect_ai"
@@ -207,7 +199,7 @@ def test_a_started_eval_is_unknown_not_running(store):
 
 def test_no_running_no_import_time_and_reimport_changes_nothing(store):
     before = datetime.now(UTC)
-    paths = sorted(IA.iterdir()) + ([INPUT_TASK_EVAL, MMLU_EVAL] if SAMPLES.is_dir() else [])
+    paths = sorted(IA.iterdir())
     for path in paths:
         first = import_file(store, path)
         snapshot = [(store.get_session(s), [x.model_dump() for x in store.load_steps(s)]) for s in first.sessions]
@@ -219,7 +211,7 @@ def test_no_running_no_import_time_and_reimport_changes_nothing(store):
         assert [(store.get_session(s), [x.model_dump() for x in store.load_steps(s)]) for s in again.sessions] == snapshot
 
 
-@pytest.mark.parametrize("path", [TOOLS, pytest.param(INPUT_TASK_EVAL, marks=needs_samples)], ids=["tool-events", "real-eval"])
+@pytest.mark.parametrize("path", [TOOLS, INPUT_TASK_EVAL], ids=["tool-events", "real-eval"])
 def test_null_replay_reproduces_a_sample(sqlite_store, path):
     sid = import_file(sqlite_store, path).sessions[0]
     result = replay(sqlite_store, sid, None, None, ReplayConfig(model="recorded"))
@@ -231,7 +223,6 @@ def test_null_replay_reproduces_a_sample(sqlite_store, path):
 # ------------------------------------------------------------------ bad input
 
 
-@needs_samples
 def test_truncated_zip_and_broken_member_are_refused_whole(store):
     data = INPUT_TASK_EVAL.read_bytes()
     with pytest.raises(ImportRejected, match=r"^cut\.eval: not a readable ZIP archive .*truncated"):
@@ -270,7 +261,6 @@ def test_mutated_json_logs_give_clean_refusals(data):
     check_clean(mutated, path.name, "inspect_ai")
 
 
-@needs_samples
 @MUTATE
 @given(st.data())
 def test_mutated_eval_zips_give_clean_refusals(data):
@@ -289,7 +279,6 @@ def test_mutated_eval_zips_give_clean_refusals(data):
     check_clean(mutated, "mutated.eval", "inspect_ai")
 
 
-@needs_samples
 def test_cli_import_and_null_replay_of_an_eval_zip(sqlite_store):
     from typer.testing import CliRunner
 

@@ -1,8 +1,7 @@
 """Import honesty: every file accounted for, refused with what it looked like, re-imported without a change,
 one definition of a run's totals, and no finished file left `running`.
 
-Real files: tests/fixtures (SOURCES.md there) and /work/shared/samples (its SOURCES.md: repository, path and
-commit of each). Hand-made files below stand in for formats whose readers other branches add (an OpenHands
+Real files: tests/fixtures (SOURCES.md there: repository, path and commit of each). Hand-made files below stand in for formats whose readers other branches add (an OpenHands
 event list, Claude Code transcript lines): they test what the existing readers must NOT claim.
 """
 
@@ -25,7 +24,6 @@ from replay_core.ingest.formats.shape import describe
 from replay_core.ingest.pipeline import FileRefused, ImportRejected, import_bytes, import_file
 from replay_core.storage.store import SessionFilter
 
-SAMPLES = Path("/work/shared/samples")
 # Every real file an existing reader reads, with the format detection must pick.
 READABLE = {
     **{f"fixtures/{p}": f for p, f in {
@@ -39,19 +37,20 @@ READABLE = {
         "otel/edge_failed_and_totals.otlp.json": "otlp-json",
         "otel/opentelemetry-proto_trace.json": "otlp-json",
     }.items()},
-    **{f"samples/{p}": f for p, f in {
+    **{f"fixtures/{p}": f for p, f in {
         "swe_agent/klieret__swe-agent-test-repo-i1.traj": "swe_agent",
         "swe_agent/networking_1.traj": "swe_agent",
         "smolagents/decentralized_run_023f7ac8_messages.jsonl": "smolagents",
-        "openai_cassette/openinference_test_tool_calls.yaml": "openai_chat",
-        "otel_spans_json/GOOGLE_trace.json": "otel-spans",
+        "openai_chat/openinference_test_tool_calls.yaml": "openai_chat",
+        "otel/GOOGLE_trace.json": "otel-spans",
     }.items()},
 }
 
 
 def real(key: str) -> Path:
     where, rel = key.split("/", 1)
-    return (FIXTURES if where == "fixtures" else SAMPLES) / rel
+    assert where == "fixtures", key
+    return FIXTURES / rel
 
 
 OPENHANDS_LIKE = orjson.dumps([  # an OpenHands trajectory download, shortened: events, not chat messages
@@ -121,7 +120,7 @@ def test_claude_code_lines_go_to_their_reader_and_never_become_junk_anthropic_ru
 
 
 def test_zip_archives_are_described_by_their_members(store):
-    for path in sorted((SAMPLES / "inspect_ai").glob("*.eval")):  # inspect_ai's binary log, a ZIP
+    for path in sorted((FIXTURES / "inspect_ai").glob("*.eval")):  # inspect_ai's binary log, a ZIP
         assert describe(path.read_bytes()).startswith("ZIP archive holding ")
         assert "samples/" in describe(path.read_bytes())
     buffer = io.BytesIO()
