@@ -88,14 +88,6 @@ class Progress:
     message: str = ""
 
 
-def default_range(store: Store, session_id: str) -> tuple[int, int]:
-    """The whole run: its first and last seq."""
-    steps = store.load_steps(session_id)
-    if not steps:
-        raise ReplayError(f"session {session_id} has no steps to replay")
-    return steps[0].stored_seq, steps[-1].stored_seq
-
-
 def open_recording(store: Store, session_id: str, from_step: int | None, to_step: int | None) -> Recording:
     """The source session's range, checked: it must exist and hold model output."""
     try:

@@ -147,14 +147,6 @@ def default_api_key_env() -> str | None:
     return os.environ.get("AGENT_REPLAY_API_KEY_ENV") or None
 
 
-def configured_providers() -> list[str]:
-    """What is set up to call a live model: provider key names, or the local server's address."""
-    found = [name for name in PROVIDER_KEYS if os.environ.get(name)]
-    if default_api_base():
-        found.append(f"AGENT_REPLAY_API_BASE={default_api_base()}")
-    return found
-
-
 def configs_for(models: list[str], *, fallback_model: str | None = None, **settings: Any) -> list[ReplayConfig]:
     """One config per model for a fan-out, every other setting shared (the fallback goes with 'recorded')."""
     names = [m.strip() for m in models if m and m.strip()]

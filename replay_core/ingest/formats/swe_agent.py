@@ -218,13 +218,6 @@ class SweAgentFormat:
                 run.step(f"h{i}", "input", content=text_of(msg.get("content")) or "", metadata={"role": role, **meta})
 
 
-def _is_mini_message_list(doc: Any) -> bool:
-    if not isinstance(doc, list) or not doc or not all(isinstance(m, dict) and "role" in m for m in doc):
-        return False
-    said = " ".join(str(m.get("content")) for m in doc[:6])
-    return "<returncode>" in said or "mswea_bash_command" in said or any(s in said for s in SUBMIT_MARKERS)
-
-
 class MiniSweAgentFormat:
     name = "mini_swe_agent"
     label = "mini-swe-agent trajectory (.traj.json)"
