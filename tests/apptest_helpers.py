@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,8 +70,6 @@ def demo_db(tmp_path_factory) -> str:
 @pytest.fixture
 def demo_store(demo_db, tmp_path, monkeypatch) -> Store:
     """A private copy of the demo database, with the app pointed at it."""
-    import shutil
-
     path = tmp_path / "demo.db"
     shutil.copy(demo_db, path)
     url = f"sqlite:///{path}"
@@ -81,8 +80,10 @@ def demo_store(demo_db, tmp_path, monkeypatch) -> Store:
 
 
 @pytest.fixture
-def empty_store(tmp_path, monkeypatch) -> Store:
-    url = f"sqlite:///{tmp_path / 'empty.db'}"
+def empty_store(sqlite_template, tmp_path, monkeypatch) -> Store:
+    path = tmp_path / "empty.db"
+    shutil.copyfile(sqlite_template, path)
+    url = f"sqlite:///{path}"
     point_app_at(monkeypatch, url)
     store = Store(url)
     yield store

@@ -411,7 +411,7 @@ from hypothesis import strategies as hst  # noqa: E402
 _MARKUP = "\\`*_{}[]()#+-.!|~<>$:=^"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(hst.lists(hst.sampled_from(list(_MARKUP) + list("ahtpsw@ /:0x\n") + ["http://", "www.", "a@b.co", "javascript:"]))
        .map("".join))
 def test_md_escapes_every_markup_character_and_defuses_autolinks(text):
