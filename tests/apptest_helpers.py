@@ -241,7 +241,7 @@ def served_app(db_url: str, *, script: str = "streamlit_app.py", **env: str):
     """`streamlit run streamlit_app.py` (what `make run` starts; or another `script`) on a free port of
     127.0.0.1; yields its base URL."""
     port = free_port()
-    argv = [str(REPO / ".venv" / "bin" / "streamlit"), "run", script, "--server.headless", "true",
+    argv = [str(Path(sys.executable).parent / "streamlit"), "run", script, "--server.headless", "true",
             "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
             "--browser.gatherUsageStats", "false"]
     with _served(argv, port, "/_stcore/health", cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}) as base:
