@@ -20,7 +20,6 @@ import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from replay_core.demo import load_demo
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
@@ -55,16 +54,6 @@ def point_app_at(monkeypatch, url: str) -> None:
         monkeypatch.delenv(name, raising=False)
     st.cache_resource.clear()
     st.cache_data.clear()
-
-
-@pytest.fixture(scope="session")
-def demo_db(tmp_path_factory) -> str:
-    """A SQLite file with the demo runs, made once per test run; tests copy it."""
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    store = Store(f"sqlite:///{path}")
-    load_demo(store, only_if_empty=False)
-    store.close()
-    return str(path)
 
 
 @pytest.fixture

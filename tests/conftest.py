@@ -42,7 +42,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 NEEDS = {
     "postgres": frozenset({"psycopg", "PG_ADMIN_URL", "pg_database", "pg_store"}),
     "browser": frozenset({"playwright", "sync_playwright"}),
-    "process": frozenset({"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor"}),
+    "process": frozenset({"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "served_app", "served_api"}),
 }
 
 
@@ -156,3 +156,68 @@ def pg_store(pg_database) -> Store:
 def store(request) -> Store:
     """The same test on SQLite and on PostgreSQL."""
     return request.getfixturevalue("sqlite_store" if request.param == "sqlite" else "pg_store")
+
+
+# ---------------------------------------------------------------------------- the app in a browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> str:
+    """A SQLite file with the demo runs, made once per test process; tests copy it."""
+    from replay_core.demo import load_demo
+
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    store = Store(f"sqlite:///{path}")
+    load_demo(store, only_if_empty=False)
+    store.close()
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def demo_app(demo_db, tmp_path_factory) -> tuple[str, str]:
+    """The app served on a copy of the demo runs, for the browser tests that only read: one per test
+    process. Its base URL and its database's URL (the app has expired idle runs in that copy)."""
+    from apptest_helpers import served_app
+
+    db = tmp_path_factory.mktemp("demo_app") / "demo.db"
+    shutil.copyfile(demo_db, db)
+    url = f"sqlite:///{db}"
+    with served_app(url) as base:
+        yield base, url
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium, driven by Playwright: one per test process."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class _Pages:
+    """`new_page` of the shared Chromium for one test; the pages (each in a context of its own) close with the test."""
+
+    def __init__(self, browser):
+        self.browser, self.opened = browser, []
+
+    def new_page(self, **options):
+        page = self.browser.new_page(**options)
+        self.opened.append(page)
+        return page
+
+
+@pytest.fixture
+def browser(chromium):
+    pages = _Pages(chromium)
+    yield pages
+    for page in pages.opened:
+        page.close()

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import orjson
 import pytest
-from apptest_helpers import demo_db, demo_store  # noqa: F401  (fixtures)
+from apptest_helpers import demo_store  # noqa: F401  (fixtures)
 from starlette.testclient import TestClient
 
 from replay_core.demo import load_demo

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import NamedTuple
 
 import orjson
 import pytest
@@ -27,6 +28,14 @@ README_RUN = [
 ]
 
 
+class Ran(NamedTuple):
+    """What the command did, as a process's result reads: exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
 @pytest.fixture
 def db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'cli.db'}"
@@ -38,7 +47,7 @@ def cli(db_url, monkeypatch):
     called in this process, its streams captured. An exception it lets out fails the test, as a
     traceback would in the process."""
 
-    def run(*args, ok=True) -> subprocess.CompletedProcess:
+    def run(*args, ok=True) -> Ran:
         monkeypatch.setattr(sys, "argv", ["agent-replay", *args])
         monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # Typer's app installs its own; put back after the test
         with CliRunner().isolation(env={"AGENT_REPLAY_DB_URL": db_url, "COLUMNS": "200"}) as (stdout, stderr, _):
@@ -49,7 +58,7 @@ def cli(db_url, monkeypatch):
                 code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
             sys.stdout.flush()
             sys.stderr.flush()
-            proc = subprocess.CompletedProcess(sys.argv, code, stdout.getvalue().decode(), stderr.getvalue().decode())
+            proc = Ran(code, stdout.getvalue().decode(), stderr.getvalue().decode())
         if ok:
             assert proc.returncode == 0, proc.stderr
         return proc
