@@ -158,13 +158,6 @@ def store(request) -> Store:
     return request.getfixturevalue("sqlite_store" if request.param == "sqlite" else "pg_store")
 
 
-# ---------------------------------------------------------------------------- the app in a browser
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-
-
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory) -> str:
     """A SQLite file with the demo runs, made once per test process; tests copy it."""
@@ -175,6 +168,13 @@ def demo_db(tmp_path_factory) -> str:
     load_demo(store, only_if_empty=False)
     store.close()
     return str(path)
+
+
+# ---------------------------------------------------------------------------- the app in a browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="session")

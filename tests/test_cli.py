@@ -5,11 +5,10 @@ import json
 import os
 import subprocess
 import sys
-from typing import NamedTuple
 
 import orjson
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import Ran, run_main
 
 import replay_core.cli as cli_module
 from replay_core.demo import demo_files
@@ -28,14 +27,6 @@ README_RUN = [
 ]
 
 
-class Ran(NamedTuple):
-    """What the command did, as a process's result reads: exit code and what it printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
 def db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'cli.db'}"
@@ -43,22 +34,10 @@ def db_url(tmp_path) -> str:
 
 @pytest.fixture
 def cli(db_url, monkeypatch):
-    """`agent-replay …` on the test's database: the command's `main` (Typer's app, and its one-line errors)
-    called in this process, its streams captured. An exception it lets out fails the test, as a
-    traceback would in the process."""
+    """`agent-replay …` on the test's database, called in this process (cli_helpers.run_main)."""
 
     def run(*args, ok=True) -> Ran:
-        monkeypatch.setattr(sys, "argv", ["agent-replay", *args])
-        monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # Typer's app installs its own; put back after the test
-        with CliRunner().isolation(env={"AGENT_REPLAY_DB_URL": db_url, "COLUMNS": "200"}) as (stdout, stderr, _):
-            try:
-                cli_module.main()
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            proc = Ran(code, stdout.getvalue().decode(), stderr.getvalue().decode())
+        proc = run_main(monkeypatch, args, {"AGENT_REPLAY_DB_URL": db_url, "COLUMNS": "200"})
         if ok:
             assert proc.returncode == 0, proc.stderr
         return proc
