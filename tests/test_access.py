@@ -253,19 +253,15 @@ def test_no_password_or_token_is_ever_in_the_audit_log(store):
 # ---------------------------------------------------------------- the CLI
 
 
-def test_the_cli_reads_the_audit_log_and_can_be_made_a_viewer(tmp_path):
-    import os
-    import subprocess
-    import sys
+def test_the_cli_reads_the_audit_log_and_can_be_made_a_viewer(tmp_path, monkeypatch):
+    from cli_helpers import run_main
 
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     path = tmp_path / "run.jsonl"
     path.write_bytes(RUN)
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_REPLAY_CLI_ROLE"} | {"COLUMNS": "300"}
 
     def cli(*args, **extra):
-        return subprocess.run([sys.executable, "-m", "replay_core.cli", *args, "--db", db], capture_output=True, text=True,
-                              env={**env, **extra}, timeout=120)
+        return run_main(monkeypatch, [*args, "--db", db], {"AGENT_REPLAY_CLI_ROLE": None, "COLUMNS": "300", **extra})
 
     assert cli("import", str(path)).returncode == 0
     got = cli("audit", "--json")
