@@ -35,11 +35,12 @@ run: install
 	$(BIN)/streamlit run streamlit_app.py --server.address $(HOST) --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 
-# The suite on every core (pytest-xdist): each worker has its own databases, Chromium and served apps.
-# pytest keeps its rewritten test modules as bytecode, also where PYTHONDONTWRITEBYTECODE is set:
-# a worker's collection then takes a third less time after the first run.
+# The suite on every core, four at most (pytest-xdist): each worker has its own databases, Chromium
+# and served apps, with their PostgreSQL connections (100 by default, for all of them). pytest keeps its
+# rewritten test modules as bytecode, also where PYTHONDONTWRITEBYTECODE is set: a worker's collection
+# then takes a third less time after the first run.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
-XDIST := -n auto --dist worksteal
+XDIST := -n auto --maxprocesses 4 --dist worksteal
 
 test: install-dev
 	bash scripts/test-services.sh

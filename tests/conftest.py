@@ -78,8 +78,7 @@ def _in_tests(module) -> bool:
 
 def _needs(item: pytest.Item) -> set[str]:
     """What a test needs, from its markers and from the names its code and its fixtures' code use."""
-    funcs = [getattr(item, "obj", None)]
-    funcs += [defs[-1].func for name, defs in item._fixtureinfo.name2fixturedefs.items() if name in item.fixturenames and defs]
+    funcs = [item.obj, *(defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values() if defs)]
     names: set[str] = set(item.fixturenames)
     for func in funcs:
         inner = getattr(getattr(func, "hypothesis", None), "inner_test", func)
