@@ -157,16 +157,23 @@ def store(request) -> Store:
     return request.getfixturevalue("sqlite_store" if request.param == "sqlite" else "pg_store")
 
 
-@pytest.fixture(scope="session")
-def demo_db(tmp_path_factory) -> str:
-    """A SQLite file with the demo runs, made once per test process; tests copy it."""
+def _demo_file(folder: Path) -> str:
+    """A SQLite file with the demo runs, the newest a minute old."""
     from replay_core.demo import load_demo
 
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    path = folder / "demo.db"
     store = Store(f"sqlite:///{path}")
     load_demo(store, only_if_empty=False)
     store.close()
     return str(path)
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory) -> str:
+    """The demo runs for a module's tests, which copy the file. Made for each module: the demo's running
+    run is marked incomplete once idle for 30 minutes (the idle limit), and a whole run of the suite may
+    take longer."""
+    return _demo_file(tmp_path_factory.mktemp("demo"))
 
 
 # ---------------------------------------------------------------------------- the app in a browser
@@ -177,14 +184,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 
 @pytest.fixture(scope="session")
-def demo_app(demo_db, tmp_path_factory) -> tuple[str, str]:
-    """The app served on a copy of the demo runs, for the browser tests that only read: one per test
-    process. Its base URL and its database's URL (the app has expired idle runs in that copy)."""
+def demo_app(tmp_path_factory) -> tuple[str, str]:
+    """The app served on the demo runs, for the browser tests that only read (and count from its database,
+    whatever the app has marked idle there): one per test process. Its base URL and its database's URL."""
     from apptest_helpers import served_app
 
-    db = tmp_path_factory.mktemp("demo_app") / "demo.db"
-    shutil.copyfile(demo_db, db)
-    url = f"sqlite:///{db}"
+    url = f"sqlite:///{_demo_file(tmp_path_factory.mktemp('demo_app'))}"
     with served_app(url) as base:
         yield base, url
 
