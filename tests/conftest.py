@@ -176,6 +176,20 @@ def demo_db(tmp_path_factory) -> str:
     return _demo_file(tmp_path_factory.mktemp("demo"))
 
 
+@pytest.fixture
+def demo(store, demo_db) -> Store:
+    """`store` with the demo runs: on SQLite a copy of the module's demo file (loading them takes half a
+    second), on PostgreSQL loaded."""
+    if store.dialect == "sqlite":
+        store.engine.dispose()  # no connection left to the file replaced under it
+        shutil.copyfile(demo_db, store.engine.url.database)
+    else:
+        from replay_core.demo import load_demo
+
+        load_demo(store, only_if_empty=False)
+    return store
+
+
 # ---------------------------------------------------------------------------- the app in a browser
 
 CHROMIUM = "/usr/bin/chromium"

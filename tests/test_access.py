@@ -13,7 +13,6 @@ import pytest
 from apptest_helpers import demo_store  # noqa: F401  (fixtures)
 from starlette.testclient import TestClient
 
-from replay_core.demo import load_demo
 from replay_core.events import now_utc
 from replay_core.ingest.annotate import annotate
 from replay_core.events import SessionEndEvent
@@ -35,12 +34,6 @@ RUN = b"\n".join(orjson.dumps(o) for o in [
 
 def as_role(role: str) -> Actor:
     return Actor(f"someone-{role}", role, "10.1.2.3")
-
-
-@pytest.fixture
-def demo(store):
-    load_demo(store, only_if_empty=False)
-    return store
 
 
 def lines(store, **kw) -> list[dict]:
