@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,6 @@ import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from replay_core.demo import load_demo
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
@@ -56,21 +56,9 @@ def point_app_at(monkeypatch, url: str) -> None:
     st.cache_data.clear()
 
 
-@pytest.fixture(scope="session")
-def demo_db(tmp_path_factory) -> str:
-    """A SQLite file with the demo runs, made once per test run; tests copy it."""
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    store = Store(f"sqlite:///{path}")
-    load_demo(store, only_if_empty=False)
-    store.close()
-    return str(path)
-
-
 @pytest.fixture
 def demo_store(demo_db, tmp_path, monkeypatch) -> Store:
     """A private copy of the demo database, with the app pointed at it."""
-    import shutil
-
     path = tmp_path / "demo.db"
     shutil.copy(demo_db, path)
     url = f"sqlite:///{path}"
@@ -81,8 +69,10 @@ def demo_store(demo_db, tmp_path, monkeypatch) -> Store:
 
 
 @pytest.fixture
-def empty_store(tmp_path, monkeypatch) -> Store:
-    url = f"sqlite:///{tmp_path / 'empty.db'}"
+def empty_store(sqlite_template, tmp_path, monkeypatch) -> Store:
+    path = tmp_path / "empty.db"
+    shutil.copyfile(sqlite_template, path)
+    url = f"sqlite:///{path}"
     point_app_at(monkeypatch, url)
     store = Store(url)
     yield store
@@ -240,7 +230,7 @@ def served_app(db_url: str, *, script: str = "streamlit_app.py", **env: str):
     """`streamlit run streamlit_app.py` (what `make run` starts; or another `script`) on a free port of
     127.0.0.1; yields its base URL."""
     port = free_port()
-    argv = [str(REPO / ".venv" / "bin" / "streamlit"), "run", script, "--server.headless", "true",
+    argv = [str(Path(sys.executable).parent / "streamlit"), "run", script, "--server.headless", "true",
             "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
             "--browser.gatherUsageStats", "false"]
     with _served(argv, port, "/_stcore/health", cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}) as base:

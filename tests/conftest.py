@@ -1,25 +1,98 @@
-"""Fixtures: real databases, made fresh per test.
+"""Fixtures: real databases, made fresh per test; the tiers of the suite.
 
 `store` runs each test twice: on a SQLite file and on the local PostgreSQL server.
 With CI=true an unreachable PostgreSQL fails the run instead of skipping it.
+
+Each test is marked by what it uses (see `pytest_collection_modifyitems`): `postgres`, `browser`,
+`process` (the CLI as a program, a served app, a script), and `slow` for any of them. `make test-fast`
+runs the rest (`-m "not slow"`): SQLite only, no process started beside pytest's own.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import shutil
+import types
 import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import text
 
 from replay_core.storage.store import Store, metadata
 
 REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PG_ADMIN_URL = os.environ.get("AGENT_REPLAY_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# Property tests run `quick` (a test's own smaller count where each example is costly); `make fuzz`
+# runs them `thorough`. No deadline: a loaded machine (all cores busy with xdist) is no failure.
+settings.register_profile("quick", max_examples=50, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+
+# Names that, used by a test, a fixture of it, or a function or class of tests/ they call, say what it
+# needs; each need is a marker, and any of them makes the test `slow`.
+NEEDS = {
+    "postgres": frozenset({"psycopg", "PG_ADMIN_URL", "pg_database", "pg_store"}),
+    "browser": frozenset({"playwright", "sync_playwright"}),
+    "process": frozenset({"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "served_app", "served_api"}),
+}
+
+
+def _names(code: types.CodeType, globs: dict, seen: set) -> set[str]:
+    """The global and attribute names `code` uses, with those of the functions and classes of tests/
+    it reaches through its globals, nested functions, lambdas and comprehensions included."""
+    if code in seen:
+        return set()
+    seen.add(code)
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _names(const, globs, seen)
+    for name in code.co_names:
+        found |= _reached(globs.get(name), seen)
+    return found
+
+
+def _reached(value, seen: set) -> set[str]:
+    if inspect.isclass(value) and _in_tests(inspect.getmodule(value)):
+        return set().union(*(_reached(v, seen) for v in vars(value).values()))
+    if inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod)):
+        value = inspect.unwrap(value)  # a context manager's or a decorator's wrapper: the function under it
+    code = getattr(value, "__code__", None)
+    if code is None or not code.co_filename.startswith(str(TESTS)):
+        return set()
+    return _names(code, value.__globals__, seen)
+
+
+def _in_tests(module) -> bool:
+    return module is not None and getattr(module, "__file__", "").startswith(str(TESTS))
+
+
+def _needs(item: pytest.Item) -> set[str]:
+    """What a test needs, from its markers and from the names its code and its fixtures' code use."""
+    funcs = [item.obj, *(defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values() if defs)]
+    names: set[str] = set(item.fixturenames)
+    for func in funcs:
+        inner = getattr(getattr(func, "hypothesis", None), "inner_test", func)
+        names |= _reached(inner, set())
+    return {need for need, signs in NEEDS.items() if item.get_closest_marker(need) or names & signs}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        needs = _needs(item)
+        for need in needs:
+            item.add_marker(need)
+        if needs:
+            item.add_marker("slow")
 
 
 def _pg_url(dbname: str) -> str:
@@ -52,9 +125,20 @@ def _empty(store: Store) -> None:
         conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    """An empty SQLite database at the newest schema: a copy of it is what a fresh file becomes on
+    opening, without migrating it again for every test (a tenth of a second each)."""
+    path = tmp_path_factory.mktemp("sqlite_template") / "replay.db"
+    Store(f"sqlite:///{path}").close()
+    return path
+
+
 @pytest.fixture
-def sqlite_store(tmp_path) -> Store:
-    store = Store(f"sqlite:///{tmp_path / 'replay.db'}")
+def sqlite_store(tmp_path, sqlite_template) -> Store:
+    path = tmp_path / "replay.db"
+    shutil.copyfile(sqlite_template, path)
+    store = Store(f"sqlite:///{path}")
     yield store
     store.close()
 
@@ -71,3 +155,87 @@ def pg_store(pg_database) -> Store:
 def store(request) -> Store:
     """The same test on SQLite and on PostgreSQL."""
     return request.getfixturevalue("sqlite_store" if request.param == "sqlite" else "pg_store")
+
+
+def _demo_file(folder: Path) -> str:
+    """A SQLite file with the demo runs, the newest a minute old."""
+    from replay_core.demo import load_demo
+
+    path = folder / "demo.db"
+    store = Store(f"sqlite:///{path}")
+    load_demo(store, only_if_empty=False)
+    store.close()
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory) -> str:
+    """The demo runs for a module's tests, which copy the file. Made for each module: the demo's running
+    run is marked incomplete once idle for 30 minutes (the idle limit), and a whole run of the suite may
+    take longer."""
+    return _demo_file(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture
+def demo(store, demo_db) -> Store:
+    """`store` with the demo runs: on SQLite a copy of the module's demo file (loading them takes half a
+    second), on PostgreSQL loaded."""
+    if store.dialect == "sqlite":
+        store.engine.dispose()  # no connection left to the file replaced under it
+        shutil.copyfile(demo_db, store.engine.url.database)
+    else:
+        from replay_core.demo import load_demo
+
+        load_demo(store, only_if_empty=False)
+    return store
+
+
+# ---------------------------------------------------------------------------- the app in a browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def demo_app(tmp_path_factory) -> tuple[str, str]:
+    """The app served on the demo runs, for the browser tests that only read (and count from its database,
+    whatever the app has marked idle there): one per test process. Its base URL and its database's URL."""
+    from apptest_helpers import served_app
+
+    url = f"sqlite:///{_demo_file(tmp_path_factory.mktemp('demo_app'))}"
+    with served_app(url) as base:
+        yield base, url
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium, driven by Playwright: one per test process."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class _Pages:
+    """`new_page` of the shared Chromium for one test; the pages (each in a context of its own) close with the test."""
+
+    def __init__(self, browser):
+        self.browser, self.opened = browser, []
+
+    def new_page(self, **options):
+        page = self.browser.new_page(**options)
+        self.opened.append(page)
+        return page
+
+
+@pytest.fixture
+def browser(chromium):
+    pages = _Pages(chromium)
+    yield pages
+    for page in pages.opened:
+        page.close()

@@ -10,10 +10,9 @@ from datetime import timedelta
 
 import orjson
 import pytest
-from apptest_helpers import demo_db, demo_store  # noqa: F401  (fixtures)
+from apptest_helpers import demo_store  # noqa: F401  (fixtures)
 from starlette.testclient import TestClient
 
-from replay_core.demo import load_demo
 from replay_core.events import now_utc
 from replay_core.ingest.annotate import annotate
 from replay_core.events import SessionEndEvent
@@ -35,12 +34,6 @@ RUN = b"\n".join(orjson.dumps(o) for o in [
 
 def as_role(role: str) -> Actor:
     return Actor(f"someone-{role}", role, "10.1.2.3")
-
-
-@pytest.fixture
-def demo(store):
-    load_demo(store, only_if_empty=False)
-    return store
 
 
 def lines(store, **kw) -> list[dict]:
@@ -253,19 +246,15 @@ def test_no_password_or_token_is_ever_in_the_audit_log(store):
 # ---------------------------------------------------------------- the CLI
 
 
-def test_the_cli_reads_the_audit_log_and_can_be_made_a_viewer(tmp_path):
-    import os
-    import subprocess
-    import sys
+def test_the_cli_reads_the_audit_log_and_can_be_made_a_viewer(tmp_path, monkeypatch):
+    from cli_helpers import run_main
 
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     path = tmp_path / "run.jsonl"
     path.write_bytes(RUN)
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_REPLAY_CLI_ROLE"} | {"COLUMNS": "300"}
 
     def cli(*args, **extra):
-        return subprocess.run([sys.executable, "-m", "replay_core.cli", *args, "--db", db], capture_output=True, text=True,
-                              env={**env, **extra}, timeout=120)
+        return run_main(monkeypatch, [*args, "--db", db], {"AGENT_REPLAY_CLI_ROLE": None, "COLUMNS": "300", **extra})
 
     assert cli("import", str(path)).returncode == 0
     got = cli("audit", "--json")
@@ -411,7 +400,7 @@ from hypothesis import strategies as hst  # noqa: E402
 _MARKUP = "\\`*_{}[]()#+-.!|~<>$:=^"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(hst.lists(hst.sampled_from(list(_MARKUP) + list("ahtpsw@ /:0x\n") + ["http://", "www.", "a@b.co", "javascript:"]))
        .map("".join))
 def test_md_escapes_every_markup_character_and_defuses_autolinks(text):

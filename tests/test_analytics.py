@@ -449,7 +449,7 @@ def test_a_light_load_has_the_headline_and_leaves_the_rest_out(fixed, data):
 durations_lists = st.lists(st.none() | st.lists(st.integers(0, 10**15) | st.sampled_from((0, 5, 5000)), max_size=12), max_size=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(per_run=durations_lists, models=st.lists(st.none() | st.sampled_from(("m1", "m2", "m3")), min_size=12, max_size=12))
 def test_step_latency_equals_percentiles_over_all_steps_at_once(per_run, models):
     """step_latency puts each group's runs together before its percentiles: the numbers of one

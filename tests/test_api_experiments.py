@@ -3,6 +3,7 @@ launch returns at once, the work runs in the background, GET shows progress then
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -29,32 +30,40 @@ def client(sqlite_store):
         yield c
 
 
+def held_until(gate: threading.Event, agent: Agent):
+    """`agent`'s answers, each sent once `gate` is set (or after 5 s: a launch that waited on them fails then)."""
+
+    def reply(payload):
+        gate.wait(5)
+        return agent(payload)
+
+    return reply
+
+
 def test_dataset_then_experiment_polled_to_its_results(sqlite_store, client, server):
     make_cases(sqlite_store, 5)
-    server.route("fake-a", Agent(server, delay_s=0.05))
-    server.route("fake-b", Agent(server, wrong=lambda i: i in (0, 4), delay_s=0.05))
+    models_answer = threading.Event()
+    server.route("fake-a", held_until(models_answer, Agent(server)))
+    server.route("fake-b", held_until(models_answer, Agent(server, wrong=lambda i: i in (0, 4))))
     made = client.post("/api/v1/datasets", json={"name": "refunds", "filter": {"status": "succeeded", "workflow": "refund"}}, headers=AUTH)
     assert made.status_code == 201 and made.json()["cases"] == 5
     assert [d["name"] for d in client.get("/api/v1/datasets", headers=AUTH).json()["datasets"]] == ["refunds"]
     assert len(client.get("/api/v1/datasets/refunds", headers=AUTH).json()["cases"]) == 5
-    started = time.monotonic()
     launched = client.post("/api/v1/experiments", headers=AUTH, json={
         "dataset": "refunds", "models": ["openai/fake-a", "openai/fake-b"], "api_base": server.base_url, "concurrency": 1})
     assert launched.status_code == 202, launched.text
     body = launched.json()
     assert body["status"] == "running" and body["poll"] == f"/api/v1/experiments/{body['experiment']}"
-    assert time.monotonic() - started < 1.0  # 20 model calls of 50 ms each at concurrency 1 did not run inside the request
-    seen_running = False
+    polled = client.get(body["poll"], headers=AUTH).json()
+    # the models have answered nothing yet: the 20 calls did not run inside the request
+    assert polled["status"] == "running" and polled["progress"]["total"] == 10 and polled["progress"]["done"] == 0
+    models_answer.set()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    while polled["status"] == "running" and time.monotonic() < deadline:
+        assert polled["progress"]["total"] == 10
+        time.sleep(0.1)
         polled = client.get(body["poll"], headers=AUTH).json()
-        if polled["status"] == "running":
-            seen_running = True
-            assert polled["progress"]["total"] == 10
-            time.sleep(0.1)
-            continue
-        break
-    assert seen_running and polled["status"] == "done" and polled["progress"]["done"] == 10
+    assert polled["status"] == "done" and polled["progress"]["done"] == 10
     assert [(v["model"], v["passed"]) for v in polled["variants"]] == [("openai/fake-a", 5), ("openai/fake-b", 3)]
     assert [r["case"] for r in polled["regressions"]] == ["refund-0", "refund-4"]
     assert [e["experiment"] for e in client.get("/api/v1/experiments", headers=AUTH).json()["experiments"]] == [body["experiment"]]

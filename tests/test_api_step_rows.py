@@ -61,7 +61,7 @@ def _post_all(client, batches, prefix: str) -> list:
 
 
 @given(requests)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_posting_steps_as_rows_stores_what_step_events_stored(store, monkeypatch, batches):
     run = next(_RUN)
     new, old = f"http{run:06x}n-", f"http{run:06x}o-"

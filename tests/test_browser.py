@@ -8,26 +8,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from apptest_helpers import FAILED_CODING, REPO, demo_db, served_app  # noqa: F401  (fixture)
+from apptest_helpers import FAILED_CODING, REPO, served_app
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 OUT = REPO / "test-output" / "browser"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def settled(pg) -> None:

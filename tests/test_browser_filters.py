@@ -7,14 +7,12 @@ Screenshots go to test-output/browser/ (gitignored).
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import UTC, datetime, time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
-from apptest_helpers import demo_db, served_app  # noqa: F401  (fixture)
-from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
+from test_browser import OUT, settled
 
 from replay_core.storage.store import SessionFilter, Store
 
@@ -26,11 +24,11 @@ TEXTS = {"q": "format_price", "failed_tool": "run_tests", "error_class": "TestFa
 
 
 @pytest.fixture(scope="module")
-def app(demo_db, tmp_path_factory):
-    db = tmp_path_factory.mktemp("filters") / "demo.db"
-    shutil.copy(demo_db, db)
-    with served_app(f"sqlite:///{db}") as base:
-        yield base, Store(f"sqlite:///{db}")
+def app(demo_app):
+    base, url = demo_app
+    store = Store(url)
+    yield base, store
+    store.close()
 
 
 def listed(pg) -> int:

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from apptest_helpers import REPO, served_app
-from test_browser import browser, settled  # noqa: F401  (fixture)
+from test_browser import settled
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.annotate import annotate
@@ -101,7 +101,7 @@ PAGES = [
 ]
 
 
-def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):  # noqa: F811
+def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):
     OUT.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{tmp_path / 'hostile.db'}"
     with Listener() as listener:

@@ -3,34 +3,29 @@ moves through the steps on its own (fragment timers, which AppTest cannot run)."
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from apptest_helpers import demo_db, served_app  # noqa: F401  (fixture)
-from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
+from test_browser import OUT, settled
 
 from replay_core.demo import BROWSER_DEMO
 
 pytestmark = pytest.mark.browser
 
 
-def test_the_player_shows_plays_and_jumps(browser, demo_db, tmp_path):  # noqa: F811
+def test_the_player_shows_plays_and_jumps(browser, demo_app):
     OUT.mkdir(parents=True, exist_ok=True)
-    db = tmp_path / "demo.db"
-    shutil.copy(demo_db, db)
-    with served_app(f"sqlite:///{db}") as base:
-        pg = browser.new_page(viewport={"width": 1500, "height": 1300})
-        pg.goto(f"{base}/timeline?session={BROWSER_DEMO}&step=9")
-        settled(pg)
-        pg.get_by_text("What the agent saw on screen").wait_for()
-        pg.get_by_text("Red: where the agent acted").wait_for()
-        images = pg.locator("[data-testid=stImage] img")
-        images.first.wait_for()
-        pg.wait_for_function("() => [...document.querySelectorAll('[data-testid=stImage] img')].every(i => i.complete)")
-        widths = images.evaluate_all("els => els.map(e => e.naturalWidth)")
-        assert len(widths) >= 2 and min(widths) > 0  # every screenshot and thumbnail really arrived
-        pg.screenshot(path=str(OUT / "player.png"), full_page=True)
-        pg.locator(".st-key-film_4 button").click()
-        pg.wait_for_url("**step=4**")
-        pg.get_by_text("Play", exact=True).first.click()
-        pg.wait_for_url("**step=6**", timeout=15_000)  # two steps later, by itself
+    base, _ = demo_app
+    pg = browser.new_page(viewport={"width": 1500, "height": 1300})
+    pg.goto(f"{base}/timeline?session={BROWSER_DEMO}&step=9")
+    settled(pg)
+    pg.get_by_text("What the agent saw on screen").wait_for()
+    pg.get_by_text("Red: where the agent acted").wait_for()
+    images = pg.locator("[data-testid=stImage] img")
+    images.first.wait_for()
+    pg.wait_for_function("() => [...document.querySelectorAll('[data-testid=stImage] img')].every(i => i.complete)")
+    widths = images.evaluate_all("els => els.map(e => e.naturalWidth)")
+    assert len(widths) >= 2 and min(widths) > 0  # every screenshot and thumbnail really arrived
+    pg.screenshot(path=str(OUT / "player.png"), full_page=True)
+    pg.locator(".st-key-film_4 button").click()
+    pg.wait_for_url("**step=4**")
+    pg.get_by_text("Play", exact=True).first.click()
+    pg.wait_for_url("**step=6**", timeout=15_000)  # two steps later, by itself

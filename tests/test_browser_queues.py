@@ -9,8 +9,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from apptest_helpers import FAILED_CODING, demo_db, served_app  # noqa: F401  (fixture)
-from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
+from apptest_helpers import FAILED_CODING, served_app
+from test_browser import OUT, settled
 
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store

@@ -11,11 +11,11 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from apptest_helpers import FAILED_CODING, demo_db, served_app  # noqa: F401  (fixture)
+from apptest_helpers import FAILED_CODING, served_app
 from replay_core.events import StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
-from test_browser import OUT, browser, settled  # noqa: F401  (fixture)
+from test_browser import OUT, settled
 
 pytestmark = pytest.mark.browser
 

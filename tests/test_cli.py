@@ -1,4 +1,5 @@
-"""The `agent-replay` command, run as a user runs it: a real process on a real database."""
+"""The `agent-replay` command on a real database: its `main` called in this process as the program
+calls it, and a real process where the process is the point (its exit code, what its start imports)."""
 
 import json
 import os
@@ -7,7 +8,9 @@ import sys
 
 import orjson
 import pytest
+from cli_helpers import Ran, run_main
 
+import replay_core.cli as cli_module
 from replay_core.demo import demo_files
 
 README_RUN = [
@@ -25,15 +28,30 @@ README_RUN = [
 
 
 @pytest.fixture
-def cli(tmp_path):
-    db = f"sqlite:///{tmp_path / 'cli.db'}"
+def db_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'cli.db'}"
 
-    def run(*args, ok=True):
-        env = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200")
-        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120)
+
+@pytest.fixture
+def cli(db_url, monkeypatch):
+    """`agent-replay …` on the test's database, called in this process (cli_helpers.run_main)."""
+
+    def run(*args, ok=True) -> Ran:
+        proc = run_main(monkeypatch, args, {"AGENT_REPLAY_DB_URL": db_url, "COLUMNS": "200"})
         if ok:
             assert proc.returncode == 0, proc.stderr
         return proc
+
+    return run
+
+
+@pytest.fixture
+def program(db_url):
+    """`python -m replay_core.cli …` on the test's database: a process of its own, as a user runs it."""
+
+    def run(*args) -> subprocess.CompletedProcess:
+        env = dict(os.environ, AGENT_REPLAY_DB_URL=db_url, COLUMNS="200")
+        return subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120)
 
     return run
 
@@ -77,10 +95,10 @@ def test_import_show_sessions_export(cli, hand_file, tmp_path):
     assert lines[1]["content"] == README_RUN[1]["content"]
 
 
-def test_bad_input_is_one_line_and_exit_1(cli, hand_file, tmp_path):
+def test_bad_input_is_one_line_and_exit_1(cli, program, hand_file, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(hand_file.read_text() + '{"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "type": "thinking"}\n')
-    proc = cli("import", str(bad), ok=False)
+    proc = program("import", str(bad))
     assert proc.returncode == 1
     assert f"{bad}:6: type:" in proc.stderr and "Traceback" not in proc.stderr
     assert json.loads(cli("sessions", "--json").stdout) == []  # nothing stored
@@ -136,7 +154,7 @@ def test_sessions_lists_original_runs_unless_replays_are_asked_for(cli, tmp_path
     assert sorted(listed("--replays")) == ["again", "orig"]
 
 
-def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path):
+def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path, db_url):
     cli("import", str(hand_file))
     before = json.loads(cli("stats", "--json").stdout)
     assert before["tokens_in"] > 0
@@ -152,29 +170,27 @@ def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path)
     probe = "import sys, runpy; sys.argv = ['agent-replay', 'stats']\ntry:\n    runpy.run_module('replay_core.cli', run_name='__main__')\n" \
             "except SystemExit:\n    pass\nprint(sorted(m for m in ('polars', 'litellm', 'streamlit', 'alembic', 'pydantic', " \
             "'sqlalchemy.dialects.postgresql') if m in sys.modules))"
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}")
+    env = dict(os.environ, AGENT_REPLAY_DB_URL=db_url)
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["--by", "model"], ["--json", "--by", "day"], ["--by", "nope"], ["--bogus"], ["--db"],
                                   ["--help"], ["--since", "2026-04-01", "--json"], ["extra"], ["--json", "--json"]])
-def test_stats_without_typer_coercion_is_stats_through_typer(cli, hand_file, tmp_path, args):
+def test_stats_without_typer_coercion_is_stats_through_typer(cli, hand_file, monkeypatch, args):
     """`main` runs a plain `stats` past Typer's value coercion (pydantic): output, errors and exit
     code are what Typer's own handling of the same arguments gives."""
     cli("import", str(hand_file))
-    probe = ("import sys\nimport replay_core.cli as c\nif sys.argv.pop(1) == 'typer':\n    c._plain_stats = lambda args: False\n"
-             "sys.argv[0] = 'agent-replay'\nc.main()")
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}", COLUMNS="200")
-    ran = [subprocess.run([sys.executable, "-c", probe, way, "stats", *args], capture_output=True, text=True, env=env, timeout=120)
-           for way in ("plain", "typer")]
-    assert (ran[0].returncode, ran[0].stdout, ran[0].stderr) == (ran[1].returncode, ran[1].stdout, ran[1].stderr)
-    assert ran[0].stdout or ran[0].stderr
+    plain = cli("stats", *args, ok=False)
+    monkeypatch.setattr(cli_module, "_plain_stats", lambda args: False)
+    typer = cli("stats", *args, ok=False)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (typer.returncode, typer.stdout, typer.stderr)
+    assert plain.stdout or plain.stderr
 
 
-def test_stats_dates_are_checked(cli, hand_file):
+def test_stats_dates_are_checked(cli, program, hand_file):
     cli("import", str(hand_file))
-    bad = cli("stats", "--since", "nope", ok=False)
+    bad = program("stats", "--since", "nope")
     assert bad.returncode == 1 and "--since: expected a date" in bad.stderr
     assert json.loads(cli("stats", "--since", "2000-01-01", "--json").stdout)["runs"] == 1
     assert json.loads(cli("stats", "--until", "2000-01-01", "--json").stdout)["runs"] == 0

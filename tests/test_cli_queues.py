@@ -1,15 +1,13 @@
-"""`agent-replay queue …` and `agent-replay share …` as a user runs them: real processes on a real database."""
+"""`agent-replay queue …` and `agent-replay share …` on a real database, called in this process as the program calls them."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_main
 
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import Store
@@ -17,13 +15,11 @@ from replay_core.team import queues, shares
 
 
 @pytest.fixture
-def cli(tmp_path):
+def cli(tmp_path, monkeypatch):
     db = f"sqlite:///{tmp_path / 'cli.db'}"
 
     def run(*args, ok=True, env=None):
-        full = {k: v for k, v in os.environ.items() if k != "AGENT_REPLAY_CLI_ROLE"}
-        full.update(AGENT_REPLAY_DB_URL=db, COLUMNS="200", **(env or {}))
-        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=full, timeout=120)
+        proc = run_main(monkeypatch, args, {"AGENT_REPLAY_CLI_ROLE": None, "AGENT_REPLAY_DB_URL": db, "COLUMNS": "200", **(env or {})})
         if ok:
             assert proc.returncode == 0, proc.stderr
         return proc

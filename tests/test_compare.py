@@ -204,7 +204,7 @@ def mutate(steps: list[StepEvent], k: int, how: str) -> list[StepEvent]:
     return renumber(out)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(SMALL_RUNS), st.sampled_from(MUTATIONS), st.integers(min_value=0, max_value=10_000))
 def test_changing_step_k_puts_the_first_divergence_at_k(sid, how, pick):
     steps = renumber(RUNS[sid])

@@ -126,7 +126,7 @@ T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 KIND = st.sampled_from(["think", "tool_call", "tool_result", "observation", "decision", "error", "input"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(KIND, st.booleans(), st.booleans()), min_size=2, max_size=25))
 def test_generated_runs_state_view_equals_replay_start(sqlite_store, spec):
     """Contexts recorded at random steps: agent_context at each model step == the replay's start messages."""

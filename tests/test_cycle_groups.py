@@ -50,7 +50,7 @@ step_specs = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(["a_tool
                       max_size=60)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(step_specs)
 def test_groups_cover_every_cycle_once_and_count_every_call(specs):
     steps = [StepEvent(session_id="s", seq=i + 1, type=kind, tool_name=tool if kind.startswith("tool") else None,
@@ -139,7 +139,7 @@ _told_cycles = st.lists(st.tuples(st.sampled_from(_TOLD_TOOLS), st.lists(_told_s
     lambda c: [("think", None, "ok"), ("tool_call", c[0], "ok"), *c[1]]), max_size=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(_told_cycles | st.lists(_told_step, max_size=60).map(lambda steps: [steps]))  # or steps in any order
 def test_the_story_from_columns_is_the_story_from_steps(cycles_of_specs):
     specs = [spec for cycle in cycles_of_specs for spec in cycle]

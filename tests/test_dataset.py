@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
 
+from cli_helpers import run_main
 from experiment_cases import make_cases
 from replay_core.events import SessionEvent
 from replay_core.ingest.pipeline import ingest
@@ -111,7 +109,7 @@ def test_experiment_replays_are_left_out_of_lists_unless_asked_for(store):
     assert len(rows) == 2  # analytics does not count them either
 
 
-def test_cli_dataset_commands(tmp_path):
+def test_cli_dataset_commands(tmp_path, monkeypatch):
     from replay_core.storage.store import Store
 
     db = f"sqlite:///{tmp_path / 'cli.db'}"
@@ -119,10 +117,9 @@ def test_cli_dataset_commands(tmp_path):
     make_cases(store, 3)
     make_cases(store, 1, status="failed", first=7)
     store.close()
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200")
 
     def cli(*args, ok=True):
-        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120)
+        proc = run_main(monkeypatch, args, {"AGENT_REPLAY_DB_URL": db, "COLUMNS": "200"})
         assert (proc.returncode == 0) == ok, proc.stderr
         return proc
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from apptest_helpers import BIG, FAILED_CODING, big_store, demo_db, demo_store, empty_store, page, shown_step  # noqa: F401  (fixtures)
+from apptest_helpers import BIG, FAILED_CODING, big_store, demo_store, empty_store, page, shown_step  # noqa: F401  (fixtures)
 
 import ui.common
 from ui import early_open

@@ -22,7 +22,7 @@ FIELDS = ["session_id", "event_id", "seq", "parent_id", "type", "timestamp", "du
 base = st.fixed_dictionaries({"kind": st.just("step"), "session_id": st.just("s1"), "type": st.sampled_from(["think", "tool_call"])})
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(deadline=None)
 @given(base=base, extra=st.dictionaries(st.sampled_from(FIELDS), weird, max_size=8))
 def test_fast_path_agrees_with_the_model(base, extra):
     obj = {**base, **extra, "kind": "step"}
@@ -73,7 +73,7 @@ plausible = st.fixed_dictionaries({}, optional={
 })
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(deadline=None)
 @given(base=base, extra=plausible)
 def test_fast_path_agrees_with_the_model_on_plausible_steps(base, extra):
     test_fast_path_agrees_with_the_model.hypothesis.inner_test(base, extra)

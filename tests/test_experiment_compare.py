@@ -236,7 +236,7 @@ KIND_NAMES = sorted(start_point.KINDS)
 STEP_TYPES = ["input", "think", "tool_call", "tool_result", "observation", "decision", "error"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(STEP_TYPES), st.booleans(), st.booleans()), max_size=12),
        st.sampled_from(["first", "last"]), st.sampled_from(KIND_NAMES), st.sampled_from([None, *KIND_NAMES]))
 def test_a_start_point_resolves_to_the_step_it_names(shape, which, kind, after):

@@ -19,7 +19,6 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from replay_core.cli import app
-from replay_core.demo import load_demo
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.server.api import create_app
@@ -28,12 +27,6 @@ from replay_core.understand.explain import ExplainError, explain, find_contradic
 
 CODING = "demo-02-coding-format-price-failed"
 FLIGHT_OK, FLIGHT_FAILED = "demo-08-flight-bos-sfo-a", "demo-09-flight-bos-sfo-b"
-
-
-@pytest.fixture
-def demo(store):
-    load_demo(store, only_if_empty=False)
-    return store
 
 
 def seqs(result) -> list[int]:

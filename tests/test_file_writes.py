@@ -133,7 +133,7 @@ def run(base: list[str], new: list[str], *, other_read: bool, read_after: bool) 
     return steps
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(lines, lines, st.booleans(), st.booleans())
 def test_a_write_is_diffed_against_the_last_earlier_read_of_its_path(base, new, other_read, read_after):
     steps = run(base, new, other_read=other_read, read_after=read_after)
@@ -147,7 +147,7 @@ def test_a_write_is_diffed_against_the_last_earlier_read_of_its_path(base, new, 
         assert (apply_unified("\n".join(base), write.diff)) == lines_of("\n".join(new))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(lines, st.text(alphabet="xyz\n ", max_size=20))
 def test_an_edit_is_applied_to_the_read_or_said_not_to_apply(base, replacement):
     text = "\n".join(base + ["MARK"])

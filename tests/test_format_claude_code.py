@@ -209,7 +209,7 @@ def test_real_2_0_session_replays_null(store):
     assert result.first_divergence is None and result.outcome == "completed"
 
 
-@settings(max_examples=60, derandomize=True, deadline=None)
+@settings(derandomize=True, deadline=None)
 @given(messages=st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=4), min_size=1, max_size=6),
        order=st.randoms(use_true_random=False))
 def test_each_message_counts_its_largest_output_once_whatever_the_line_order(messages, order):

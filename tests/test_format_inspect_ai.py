@@ -34,7 +34,7 @@ from replay_core.ingest.pipeline import ImportRejected, import_bytes, import_fil
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
 
-MUTATE = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+MUTATE = settings(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 MUTATE_ZSTD = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 IA = FIXTURES / "inspect_ai"

@@ -190,7 +190,7 @@ def test_truncated_file_is_refused_whole_with_file_and_line(store):
         import_bytes(store, (OH / "basic.json").read_bytes()[:9000], "cut.json")
 
 
-MUTATE = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+MUTATE = settings(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 @MUTATE

@@ -360,7 +360,7 @@ def _deep(depth: int, leaf):
     return leaf
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @given(value=_json, depth=hs.integers(min_value=0, max_value=140))
 def test_the_fast_json_check_agrees_with_the_walk_and_what_it_accepts_serializes(value, depth):
     import orjson

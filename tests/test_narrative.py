@@ -4,7 +4,7 @@ against the local OpenAI-compatible server (tests/openai_server.py), and on the 
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import FAILED_CODING, demo_db, demo_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, demo_store, page  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
 
 from replay_core import config

@@ -221,7 +221,7 @@ def _naive_depth(parent: dict[int, int | None], i: int) -> int:
 
 
 @given(st.lists(st.integers(min_value=-1, max_value=60), min_size=1, max_size=60), st.randoms(use_true_random=False))
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 def test_depths_are_the_number_of_ancestors(parents, rng):
     """Whatever the parent links (chains, forests, orphans, cycles), in whatever order depths are asked."""
     n = len(parents)
@@ -251,7 +251,7 @@ def _walk_len(parent: dict[int, int | None], i: int) -> int:
 
 @given(st.lists(st.tuples(st.sampled_from("ab"), st.booleans(), st.one_of(st.none(), st.integers(0, 5)),
                           st.sampled_from([None, "", "s1", "s2"])), min_size=1, max_size=40))
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 def test_a_batch_settles_on_the_session_its_first_naming_span_gives(rows):
     """Per trace, the session named by the first span in (root first, then by start) order, ties in batch
     order, whatever the batch's order; the one-pass reading equals sorting the batch first."""

@@ -49,7 +49,7 @@ REDACTORS = [Redactor(), Redactor(emails=True, phones=True, cards=True, extra_ke
 
 
 @given(step_fields, st.sampled_from(REDACTORS))
-@settings(max_examples=600, deadline=None)
+@settings(deadline=None)
 def test_a_step_row_is_the_row_of_its_redacted_step_event(fields, redactor):
     """Whatever the fields: a row only where `fast_step` makes the step, and then exactly the row (and
     context) `ingest` stores for that StepEvent once redacted, with the same count of redactions."""

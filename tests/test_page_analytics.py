@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from urllib.parse import urlencode
 
 import pytest
-from apptest_helpers import demo_db, demo_store, empty_store, filter_values, metric_cards, page, served_app, set_filter, texts  # noqa: F401  (fixtures)
+from apptest_helpers import demo_store, empty_store, filter_values, metric_cards, page, set_filter, texts  # noqa: F401  (fixtures)
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
@@ -153,29 +153,24 @@ def test_fanout_table(empty_store):
 
 # ---------------------------------------------------------------------------- in a browser
 
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run"]
-
 
 @pytest.fixture(scope="module")
-def browser_page(demo_db):
-    """The app served on the demo database (never written to here), and a browser tab."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    with served_app(f"sqlite:///{demo_db}") as base, playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
-        tab = browser.new_page(viewport={"width": 1600, "height": 3000})
-        yield base, tab
-        browser.close()
+def browser_page(chromium, demo_app):
+    """The app served on the demo runs (never written to here), its database's URL, and a browser tab."""
+    base, url = demo_app
+    tab = chromium.new_page(viewport={"width": 1600, "height": 3000})
+    yield base, url, tab
+    tab.close()
 
 
 @pytest.mark.browser
-def test_deep_links_set_the_shared_filters(browser_page, demo_db):
+def test_deep_links_set_the_shared_filters(browser_page):
     from playwright.sync_api import expect
 
     from replay_core.storage.store import Store
 
-    base, tab = browser_page
-    store = Store(f"sqlite:///{demo_db}")
+    base, url, tab = browser_page
+    store = Store(url)
     since = datetime.combine(datetime.now(UTC).date(), time(), UTC) - timedelta(days=6)
     for query, expected in (("period=7+days", store.count_sessions(SessionFilter(since=since))),
                             (f"since={since.date()}&status=failed", store.count_sessions(SessionFilter(since=since, status="failed")))):
@@ -211,11 +206,11 @@ def marked_day(label: str) -> date:
 
 
 @pytest.mark.browser
-def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page, demo_db):
+def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page):
     from replay_core.storage.store import Store
 
-    base, tab = browser_page
-    store = Store(f"sqlite:///{demo_db}")
+    base, url, tab = browser_page
+    store = Store(url)
     label = click_mark(base, tab, "status: failed")
     day = marked_day(label)
     assert f"status=failed&since={day}&until={day}" in tab.url
@@ -227,16 +222,16 @@ def test_clicking_a_bar_opens_exactly_the_runs_behind_it(browser_page, demo_db):
 
 
 @pytest.mark.browser
-def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
+def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page):
     from replay_core.storage.store import Store
 
-    base, tab = browser_page
+    base, url, tab = browser_page
     # a day with retries: which day, and its rate, depend on the hour the demo runs were shifted to
     label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%", charts="Retries and loops")  # the y title is in the label
     day = marked_day(label)
     assert f"has=retry&since={day}&until={day}" in tab.url
     start = datetime.combine(day, time(), UTC)
-    store = Store(f"sqlite:///{demo_db}")
+    store = Store(url)
     assert listed(tab) == len(store.session_ids(SessionFilter(has="retry", since=start, until=start + timedelta(days=1))))
     click_mark(base, tab, "tool_name: run_tests", charts="Tools and errors")
     assert "failed_tool=run_tests" in tab.url and listed(tab) == 1
@@ -246,7 +241,7 @@ def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page, demo_db):
 def test_cost_by_choice_survives_a_closed_tab(browser_page):
     """A closed tab's widgets are not drawn, so Streamlit drops their state; the model/agent
     choice of the cost chart is kept beside it and is still chosen when its tab opens again."""
-    base, tab = browser_page
+    base, url, tab = browser_page
     tab.goto(f"{base}/analytics?{urlencode({'charts': 'Speed and cost'})}")
     tab.wait_for_selector("text=Cost and tokens", timeout=60_000)
     cost_by = tab.get_by_role("radiogroup", name="Cost by")

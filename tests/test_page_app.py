@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import APP, REPO, demo_db, demo_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import APP, REPO, demo_store, page  # noqa: F401  (fixtures)
 from streamlit.testing.v1 import AppTest
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import big_events, demo_db, demo_store, empty_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import big_events, demo_store, empty_store, page, texts  # noqa: F401  (fixtures)
 from replay_core.events import StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.whatif.replay import replay

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from apptest_helpers import demo_db, demo_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import demo_store, page  # noqa: F401  (fixtures)
 
 from replay_core.understand.explain import failure_patterns
 

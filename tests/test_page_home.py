@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from apptest_helpers import FAILED_CODING, demo_db, demo_store, empty_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, demo_store, empty_store, page, texts  # noqa: F401  (fixtures)
 
 from replay_core.events import SessionEndEvent, SessionEvent
 from replay_core.ingest.formats import registry

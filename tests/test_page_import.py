@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import orjson
-from apptest_helpers import REPO, demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import REPO, demo_store, empty_store, page  # noqa: F401  (fixtures)
 
 from replay_core.ingest.formats import registry
 

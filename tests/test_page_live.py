@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from apptest_helpers import demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import demo_store, empty_store, page  # noqa: F401  (fixtures)
 from streamlit.testing.v1 import AppTest
 
 from replay_core.events import SessionEvent, StepEvent, now_utc

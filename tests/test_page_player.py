@@ -3,7 +3,7 @@ a step without its own screenshot says so, and a run without screenshots shows n
 
 from __future__ import annotations
 
-from apptest_helpers import cursor, demo_db, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import cursor, demo_store, page, texts  # noqa: F401  (fixtures)
 
 from replay_core.demo import BROWSER_DEMO
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from apptest_helpers import FAILED_CODING, demo_db, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, demo_store, page, texts  # noqa: F401  (fixtures)
 
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter

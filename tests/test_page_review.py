@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import FAILED_CODING, demo_db, demo_store, empty_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, demo_store, empty_store, page  # noqa: F401  (fixtures)
 
 from replay_core.storage.store import SessionFilter
 

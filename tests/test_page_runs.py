@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from apptest_helpers import (  # noqa: F401  (fixtures)
-    FAILED_CODING, component_data, demo_db, demo_store, empty_store, filter_values, page, set_filter, trigger,
+    FAILED_CODING, component_data, demo_store, empty_store, filter_values, page, set_filter, trigger,
 )
 
 from replay_core.events import SessionEvent

@@ -10,7 +10,6 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     cursor,
     shown_step,
     big_store,
-    demo_db,
     demo_store,
     empty_store,
     jump,

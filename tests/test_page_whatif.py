@@ -7,7 +7,7 @@ from urllib.parse import parse_qs
 import pytest
 import streamlit as st
 
-from apptest_helpers import FAILED_CODING, demo_db, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, demo_store, page, texts  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
 from replay_core.understand.compare import compare
 from replay_core.whatif.replay_config import PROVIDER_KEYS

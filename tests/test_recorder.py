@@ -19,6 +19,7 @@ import uvicorn
 
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
+from replay_core.sdk import step_order
 from replay_core.sdk.recorder import Recorder
 from replay_core.sdk.sinks import DatabaseSink, SinkRejected, SinkUnavailable
 from replay_core.storage.store import Store
@@ -392,7 +393,20 @@ def test_exit_flushes_and_an_unreachable_database_keeps_events_for_later(tmp_pat
     store.close()
 
 
-def test_a_model_call_in_flight_holds_the_steps_after_it(sqlite_store, make_recorder):
+class StoppedClock:
+    """`time` for replay_core.sdk.step_order: its monotonic clock moves only when the test moves it,
+    so a call is given up when the test says, however slow the machine."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_model_call_in_flight_holds_the_steps_after_it(sqlite_store, make_recorder, monkeypatch):
+    clock = StoppedClock()
+    monkeypatch.setattr(step_order, "time", clock)
     rec = make_recorder(sqlite_store.url, call_timeout=0.3)
     with rec.session("held") as run:
         rec.call_started(run, "call-1")
@@ -402,7 +416,7 @@ def test_a_model_call_in_flight_holds_the_steps_after_it(sqlite_store, make_reco
         rec.call_finished("call-1", lambda: [{"type": "decision", "content": "the model's answer"}], None)
         rec.call_started(run, "call-2")  # never finishes: given up after call_timeout
         run.observation("after the lost call")
-        time.sleep(0.35)
+        clock.now += 0.35  # past call-2's timeout
         rec.flush()
         rec.call_finished("call-2", lambda: [{"type": "decision", "content": "too late"}], run)
     rec.flush()
@@ -423,7 +437,7 @@ class Served:
 
     def __enter__(self) -> str:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not self.server.started:
             assert time.monotonic() < deadline, "uvicorn did not start"
             time.sleep(0.01)

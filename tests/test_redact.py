@@ -399,7 +399,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=JSON, options=st.tuples(st.booleans(), st.booleans(), st.booleans()))
 def test_scrub_is_idempotent_and_never_raises(value, options):
     redactor = Redactor(emails=options[0], phones=options[1], cards=options[2])
@@ -413,7 +413,7 @@ def test_scrub_is_idempotent_and_never_raises(value, options):
         assert once is value
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(
     prefix=st.sampled_from(["", "x ", "log: ", "\n", "(", '"', "', "]),
     secret=st.sampled_from(SECRETS),

@@ -160,7 +160,9 @@ def test_the_sdk_and_the_litellm_logger(store, tmp_path):
     finally:
         litellm.callbacks = []
         rec.close(settle=5)
-    time.sleep(0.2)
+    deadline = time.monotonic() + 30
+    while store.count_sessions() < 21 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert store.count_sessions() == 21
     assert_no_leak(store)
 

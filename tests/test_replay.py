@@ -33,12 +33,6 @@ DEMO_IDS = sorted({ev.session_id for ev in read_demo()})
 
 
 @pytest.fixture
-def demo(store):
-    load_demo(store, only_if_empty=False)
-    return store
-
-
-@pytest.fixture
 def server():
     with OpenAIServer() as srv:
         yield srv

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from openai_server import OpenAIServer
-from replay_core.demo import load_demo
 from replay_core.storage.store import SessionFilter
 from replay_core.understand.replay_outcome import describe, plain_error, replay_outcome
 from replay_core.whatif.replay import replay
@@ -13,12 +12,6 @@ from replay_core.whatif.replay_config import ReplayConfig
 
 CODING = "demo-02-coding-format-price-failed"
 FLIGHT = "demo-08-flight-bos-sfo-a"
-
-
-@pytest.fixture
-def demo(store):
-    load_demo(store, only_if_empty=False)
-    return store
 
 
 def test_a_null_replay_of_a_failed_run_reads_reproduced_and_is_not_counted_as_a_run(demo):

@@ -96,7 +96,7 @@ def _clear(store: Store) -> None:
     store.delete_sessions(store.session_ids(SessionFilter(experiments=True)))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(actions=st.lists(op, min_size=1, max_size=10))
 def test_rollups_equal_a_rebuild_after_any_writes(store, actions):
     _clear(store)

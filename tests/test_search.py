@@ -124,7 +124,7 @@ def test_the_migration_indexes_steps_stored_before_it(tmp_path):
 def test_the_migration_indexes_steps_stored_before_it_on_postgresql(pg_database):
     import psycopg
 
-    name = "search_migration_check"
+    name = f"{pg_database.rsplit('/', 1)[1]}_search_migration"  # this run's: another run may check at the same time
     with psycopg.connect(pg_database, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name}")
         admin.execute(f"CREATE DATABASE {name}")

@@ -107,7 +107,6 @@ from replay_core.understand.timeline import build_timeline  # noqa: E402
 KINDS = st.sampled_from(["think", "tool_call", "tool_result", "observation", "decision", "error", "input", "span"])
 
 
-@settings(max_examples=200)
 @given(st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), max_size=40))
 def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
     """The cut from the one rebuild equals rebuilding the prefix from scratch, everywhere."""
@@ -124,7 +123,7 @@ def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
     assert messages_before(tl, len(steps) - 1) == rebuild_messages(steps[:-1])  # cutting never changes the index
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), min_size=7, max_size=40),
        st.lists(st.integers(0, 45), min_size=1, max_size=10), st.integers(0, 10))
 def test_a_state_near_the_start_is_cut_from_a_prefix_while_the_rest_is_rebuilt_behind(spec, positions, released_after):

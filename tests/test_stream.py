@@ -73,6 +73,13 @@ class Listener(threading.Thread):
             time.sleep(0.05)
         assert len(self.events) >= n, f"{len(self.events)} events of {n}"
 
+    def wait_for_heartbeat(self, timeout: float = 60) -> None:
+        """One more heartbeat: the server had nothing to send for a heartbeat's time."""
+        beats, deadline = self.heartbeats, time.monotonic() + timeout
+        while self.heartbeats == beats and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self.heartbeats > beats, "no heartbeat"
+
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
@@ -90,10 +97,7 @@ def test_steps_written_by_another_process_arrive_in_order_and_resume_after_last_
     first.start()
     assert first.connected.wait(30) and first.status == 200
     first.wait_for(1)  # the backlog: the step stored before connecting
-    deadline = time.monotonic() + 20
-    while first.heartbeats < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert first.heartbeats >= 1  # nothing to send for 0.5 s: a heartbeat
+    first.wait_for_heartbeat()  # nothing to send for 0.5 s: a heartbeat
     write_elsewhere(url, "live-1", 1, 30)
     first.wait_for(31)
     first.stop.set()
@@ -109,7 +113,7 @@ def test_steps_written_by_another_process_arrive_in_order_and_resume_after_last_
     again.wait_for(21)
     write_elsewhere(url, "live-1", 41, 5)
     again.wait_for(26)
-    time.sleep(0.5)
+    again.wait_for_heartbeat()  # all sent: nothing more comes, no step twice
     again.stop.set()
     assert [i for i, _ in again.events] == list(range(21, 47))
     store.close()

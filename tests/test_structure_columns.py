@@ -72,7 +72,7 @@ def _steps(session_id: str, specs: list[dict]) -> list[StepEvent]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(specs=hs.lists(_spec, max_size=12))
 def test_the_nesting_from_columns_is_the_nesting_from_steps(specs):
     steps = _steps("s", specs)
