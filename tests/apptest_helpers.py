@@ -83,15 +83,29 @@ def big_events(n: int = BIG_STEPS, session_id: str = BIG) -> list:
     """A failed run of n steps: think → call → result → decision loops, an error every 997 steps,
     steps 5001–5004 missing."""
     t0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
-    events: list = [SessionEvent(session_id=session_id, name="ten thousand steps", model="gpt-4o", agent_id="bulk-agent",
-                                 workflow="bulk", environment="test", started_at=t0)]
+    events: list = [
+        SessionEvent(
+            session_id=session_id,
+            name="ten thousand steps",
+            model="gpt-4o",
+            agent_id="bulk-agent",
+            workflow="bulk",
+            environment="test",
+            started_at=t0,
+        )
+    ]
     kinds = ["think", "tool_call", "tool_result", "decision"]
     for seq in range(1, n + 1):
         if 5001 <= seq <= 5004:
             continue
         kind = kinds[(seq - 1) % 4]
-        fields: dict = {"type": kind, "timestamp": t0 + timedelta(seconds=seq), "tokens_in": 100, "tokens_out": 10,
-                        "cost_usd": 0.0001}
+        fields: dict = {
+            "type": kind,
+            "timestamp": t0 + timedelta(seconds=seq),
+            "tokens_in": 100,
+            "tokens_out": 10,
+            "cost_usd": 0.0001,
+        }
         if kind == "tool_call":
             fields.update(tool_name="lookup", tool_args={"row": seq}, tool_call_id=f"c{seq}")
         elif kind == "tool_result":
@@ -101,8 +115,15 @@ def big_events(n: int = BIG_STEPS, session_id: str = BIG) -> list:
         else:
             fields["content"] = f"Step {seq}: looking at row {seq}."
         events.append(StepEvent(session_id=session_id, event_id=f"e{seq}", seq=seq, **fields))
-    events.append(SessionEndEvent(session_id=session_id, status="failed", error_class="LookupError",
-                                  outcome="Stopped after too many lookup errors", ended_at=t0 + timedelta(seconds=n + 1)))
+    events.append(
+        SessionEndEvent(
+            session_id=session_id,
+            status="failed",
+            error_class="LookupError",
+            outcome="Stopped after too many lookup errors",
+            ended_at=t0 + timedelta(seconds=n + 1),
+        )
+    )
     return events
 
 
@@ -128,8 +149,20 @@ def page(path: str, *, params: dict | None = None, state: dict | None = None, ti
 def texts(at: AppTest) -> str:
     """Everything the page shows as text, in one string (for 'is it on the page' checks)."""
     parts = []
-    for kind in ("title", "header", "subheader", "markdown", "caption", "text", "code", "info", "warning", "error", "success",
-                 "metric"):
+    for kind in (
+        "title",
+        "header",
+        "subheader",
+        "markdown",
+        "caption",
+        "text",
+        "code",
+        "info",
+        "warning",
+        "error",
+        "success",
+        "metric",
+    ):
         for el in getattr(at, kind):
             parts.append(str(getattr(el, "value", "")))
             parts.append(str(getattr(el, "label", "")))
@@ -197,9 +230,16 @@ def component_texts(at: AppTest) -> list[str]:
             parts += [message["origin"], *(text for _, text in message["parts"])]
         if "heading" in data:  # the selected step: its texts, and its content and arguments as recorded
             call, content = data["call"] or {}, data["content"] or {}
-            parts += [data["heading"], data["facts"], *data["lines"], data["error"] or "", *data["notes"],
-                      call.get("text", ""), *(text for _, text in call.get("long", [])),
-                      *(content.get(kind, "") for kind in ("line", "box", "recorded"))]
+            parts += [
+                data["heading"],
+                data["facts"],
+                *data["lines"],
+                data["error"] or "",
+                *data["notes"],
+                call.get("text", ""),
+                *(text for _, text in call.get("long", [])),
+                *(content.get(kind, "") for kind in ("line", "box", "recorded")),
+            ]
     return parts
 
 
@@ -212,8 +252,9 @@ def trigger(at: AppTest, key: str, event: str, value) -> AppTest:
 
     [el] = [el for el in at.get("bidi_component") if el.key == key]
     states = at._tree.get_widget_states()
-    states.widgets.append(WidgetState(id=_make_trigger_id(el.proto.id, "events"),
-                                      json_trigger_value=json.dumps([{"event": event, "value": value}])))
+    states.widgets.append(
+        WidgetState(id=_make_trigger_id(el.proto.id, "events"), json_trigger_value=json.dumps([{"event": event, "value": value}]))
+    )
     return at._run(states)
 
 
@@ -230,9 +271,21 @@ def served_app(db_url: str, *, script: str = "streamlit_app.py", **env: str):
     """`streamlit run streamlit_app.py` (what `make run` starts; or another `script`) on a free port of
     127.0.0.1; yields its base URL."""
     port = free_port()
-    argv = [str(Path(sys.executable).parent / "streamlit"), "run", script, "--server.headless", "true",
-            "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none",
-            "--browser.gatherUsageStats", "false"]
+    argv = [
+        str(Path(sys.executable).parent / "streamlit"),
+        "run",
+        script,
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     with _served(argv, port, "/_stcore/health", cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}) as base:
         yield base
 
@@ -273,16 +326,30 @@ def _served(argv: list[str], port: int, health: str, **popen):
 def emit_agent_spans(tracer, conversation: str, queries: tuple[str, ...] = ("status of PO-1",)) -> None:
     """OpenTelemetry GenAI spans of one small agent run: the agent, a model call, a search per query."""
     conv = {"gen_ai.conversation.id": conversation}
-    with tracer.start_as_current_span("invoke_agent triage",
-                                      attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage", **conv}):
-        with tracer.start_as_current_span("chat gpt-4o", attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 120,
-                "gen_ai.usage.output_tokens": 12, **conv}):
+    with tracer.start_as_current_span(
+        "invoke_agent triage", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage", **conv}
+    ):
+        with tracer.start_as_current_span(
+            "chat gpt-4o",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.usage.input_tokens": 120,
+                "gen_ai.usage.output_tokens": 12,
+                **conv,
+            },
+        ):
             pass
         for query in queries:
-            with tracer.start_as_current_span("execute_tool search", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.arguments": f'{{"q": "{query}"}}', **conv}):
+            with tracer.start_as_current_span(
+                "execute_tool search",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.arguments": f'{{"q": "{query}"}}',
+                    **conv,
+                },
+            ):
                 pass
 
 

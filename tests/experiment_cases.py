@@ -14,8 +14,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from openai_server import OpenAIServer, Reply
+
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.whatif.replay_config import ReplayConfig
@@ -47,8 +47,17 @@ def make_cases(store, n: int, *, workflow: str = "refund", status: str = "succee
         sid = f"refund-{i}"
         ids.append(sid)
         t = START + timedelta(days=day, minutes=i)
-        events.append(SessionEvent(session_id=sid, name=f"refund request {i}", agent_id="support-bot", model="gpt-4o",
-                                   workflow=workflow, environment="prod", started_at=t))
+        events.append(
+            SessionEvent(
+                session_id=sid,
+                name=f"refund request {i}",
+                agent_id="support-bot",
+                model="gpt-4o",
+                workflow=workflow,
+                environment="prod",
+                started_at=t,
+            )
+        )
         steps = [
             dict(type="input", content=f"Please refund my order A-{i}."),
             dict(type="think", content="Look the order up first.", tokens_in=120, tokens_out=12),
@@ -85,7 +94,9 @@ class Agent:
         i = case_number(payload)
         answered = any(m.get("role") == "tool" for m in payload["messages"])
         if not answered:
-            reply = self.server.tool_calls(("get_order", {"order_id": f"A-{i}"}), content="Look the order up first.", usage=self.usage)
+            reply = self.server.tool_calls(
+                ("get_order", {"order_id": f"A-{i}"}), content="Look the order up first.", usage=self.usage
+            )
         else:
             reply = self.server.text(f"Refund refused for order A-{i}." if self.wrong(i) else answer(i), usage=self.usage)
         reply.delay_s = self.delay_s
@@ -108,7 +119,9 @@ def cli_runner(db: str, **env: str):
     environ = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200", **env)
 
     def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=environ, timeout=180)
+        proc = subprocess.run(
+            [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=environ, timeout=180
+        )
         assert (proc.returncode == 0) == ok, proc.stderr
         return proc
 

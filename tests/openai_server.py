@@ -19,9 +19,9 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from collections.abc import Callable
 from typing import Any
 
 
@@ -159,8 +159,9 @@ class OpenAIServer:
     def text(self, content: str, *, usage: tuple[int, int] = (20, 5), model: str = "fake-model", delay_s: float = 0.0) -> Reply:
         return Reply(body=self._completion({"role": "assistant", "content": content}, "stop", usage, model), delay_s=delay_s)
 
-    def tool_calls(self, *calls: tuple[str, dict], content: str | None = None, usage: tuple[int, int] = (30, 10),
-                   model: str = "fake-model") -> Reply:
+    def tool_calls(
+        self, *calls: tuple[str, dict], content: str | None = None, usage: tuple[int, int] = (30, 10), model: str = "fake-model"
+    ) -> Reply:
         message = {
             "role": "assistant",
             "content": content,

@@ -156,8 +156,18 @@ SECRETS: list[Secret] = [
     _in("set-cookie-header", "Set-Cookie: ", "sid=" + fake(24, 48) + "; Path=/; HttpOnly; Secure"),
     # a PEM key as a key=value's value: the whole body must go, not only the BEGIN line
     _in("pem-after-api-key", 'client = Client(api_key="', _pem("RSA", 6), '")'),
-    _in("pem-after-api-key-traceback", '  File "app.py", line 12, in <module>\n    Client(api_key="', _pem("", 6, newline="\\n"), '")'),
-    _in("gcp-service-account-key", '{"type": "service_account", "private_key": "', _pem("", 4, newline="\\n"), '", "client_email": "x"}'),
+    _in(
+        "pem-after-api-key-traceback",
+        '  File "app.py", line 12, in <module>\n    Client(api_key="',
+        _pem("", 6, newline="\\n"),
+        '")',
+    ),
+    _in(
+        "gcp-service-account-key",
+        '{"type": "service_account", "private_key": "',
+        _pem("", 4, newline="\\n"),
+        '", "client_email": "x"}',
+    ),
     # "authorization" in JSON, plain and inside a JSON string, without a scheme word
     _in("json-authorization", '{"headers": {"authorization": "', fake(32, 49), '"}}'),
     _in("json-string-authorization", '"{\\"authorization\\": \\"', fake(32, 50), '\\"}"'),
@@ -216,7 +226,7 @@ NOT_SECRETS: list[str] = [
     "The bearer of bad news. Basic authentication is disabled. Bearer authentication required.",
     "https://example.com:8080/path?q=1&page=2 and http://localhost:3000/",
     "session_id=run-42 event_id=e7 parent_id=span-3",
-    "keyword: refund, monkey: banana, primary_key=order_id, class=\"key-value\"",
+    'keyword: refund, monkey: banana, primary_key=order_id, class="key-value"',
     "Invalid token: expected ')' at line 3",
     "the secret to good soup is salt; a password reset e-mail was sent",
     "Enter your password:\nThe prompt stayed open.",

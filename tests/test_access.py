@@ -13,9 +13,8 @@ import pytest
 from apptest_helpers import demo_store  # noqa: F401  (fixtures)
 from starlette.testclient import TestClient
 
-from replay_core.events import now_utc
+from replay_core.events import SessionEndEvent, now_utc
 from replay_core.ingest.annotate import annotate
-from replay_core.events import SessionEndEvent
 from replay_core.ingest.pipeline import import_bytes, ingest
 from replay_core.server.api import create_app
 from replay_core.server.auth import FREE_FAILURES, LOCKOUT, LOCKOUT_FAILURES, Access, sign_in, sign_in_wait
@@ -25,11 +24,24 @@ from replay_core.whatif.replay import replay, replay_many
 from replay_core.whatif.replay_config import ReplayConfig
 
 FLIGHT = "demo-08-flight-bos-sfo-a"
-RUN = b"\n".join(orjson.dumps(o) for o in [
-    {"schema": "agent-replay/v1", "kind": "session", "session_id": "imported-1", "name": "an import"},
-    {"schema": "agent-replay/v1", "kind": "step", "session_id": "imported-1", "event_id": "e1", "seq": 1, "type": "think",
-     "content": "thinking"},
-]) + b"\n"
+RUN = (
+    b"\n".join(
+        orjson.dumps(o)
+        for o in [
+            {"schema": "agent-replay/v1", "kind": "session", "session_id": "imported-1", "name": "an import"},
+            {
+                "schema": "agent-replay/v1",
+                "kind": "step",
+                "session_id": "imported-1",
+                "event_id": "e1",
+                "seq": 1,
+                "type": "think",
+                "content": "thinking",
+            },
+        ]
+    )
+    + b"\n"
+)
 
 
 def as_role(role: str) -> Actor:
@@ -52,9 +64,16 @@ GUARDED = {
     "import_replace": lambda s, a: import_bytes(s, RUN, "run.jsonl", replace=True, actor=a),
     "ingest_replace": lambda s, a: ingest(s, [SessionEndEvent(session_id=FLIGHT, status="failed")], replace=True, actor=a),
 }
-ALLOWED = {"delete": {EDITOR}, "import": {EDITOR}, "replay": {EDITOR}, "replay_many": {EDITOR},
-           "annotate": {VIEWER, REVIEWER, EDITOR}, "read_audit": {EDITOR}, "import_replace": {EDITOR},
-           "ingest_replace": {EDITOR}}
+ALLOWED = {
+    "delete": {EDITOR},
+    "import": {EDITOR},
+    "replay": {EDITOR},
+    "replay_many": {EDITOR},
+    "annotate": {VIEWER, REVIEWER, EDITOR},
+    "read_audit": {EDITOR},
+    "import_replace": {EDITOR},
+    "ingest_replace": {EDITOR},
+}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -138,8 +157,9 @@ def test_a_replace_is_editors_only_and_in_the_audit_log(demo, api):
 
 def test_a_refused_import_file_is_logged_as_refused(demo):
     with pytest.raises(ValueError):
-        import_bytes(demo, b'{"kind": "session"}\n{"kind": "step", "session_id": 3}\n', "bad.jsonl", fmt="native",
-                     actor=as_role(EDITOR))
+        import_bytes(
+            demo, b'{"kind": "session"}\n{"kind": "step", "session_id": 3}\n', "bad.jsonl", fmt="native", actor=as_role(EDITOR)
+        )
     assert [(e["action"], e["outcome"]) for e in lines(demo)] == [("import", "refused")]
 
 
@@ -177,13 +197,15 @@ def test_token_roles_are_read_and_old_tokens_stay_editors():
     assert listed.token_roles == (EDITOR, EDITOR) and listed.api_tokens == ("a-token-0000", "b-token-0000")
 
 
-@pytest.mark.parametrize(("token", "write"), [("view-token-0000", 403), ("review-token-0000", 403), ("plain-old-token-0000", 200)])
+@pytest.mark.parametrize(
+    ("token", "write"), [("view-token-0000", 403), ("review-token-0000", 403), ("plain-old-token-0000", 200)]
+)
 def test_api_routes_check_the_token_role(api, demo, token, write):
     assert api.get("/api/v1/sessions", headers=bearer(token)).status_code == 200
     assert api.get(f"/api/v1/sessions/{FLIGHT}", headers=bearer(token)).status_code == 200
     r = api.post("/api/v1/sessions", json={"session_id": "api-1", "name": "from the API"}, headers=bearer(token))
     assert r.status_code == write, r.text
-    o = api.post("/v1/traces", content=b"{\"resourceSpans\": []}", headers={**bearer(token), "Content-Type": "application/json"})
+    o = api.post("/v1/traces", content=b'{"resourceSpans": []}', headers={**bearer(token), "Content-Type": "application/json"})
     assert o.status_code == write
     if write == 403:
         assert r.json()["detail"].endswith("may not send runs over the API (allowed for: editor)")
@@ -264,7 +286,8 @@ def test_the_cli_reads_the_audit_log_and_can_be_made_a_viewer(tmp_path, monkeypa
     refused = cli("import", str(path), AGENT_REPLAY_CLI_ROLE="viewer")
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines() == [
-        "error: viewers may not import runs (allowed for: editor) (the CLI acts as viewer: AGENT_REPLAY_CLI_ROLE)"]
+        "error: viewers may not import runs (allowed for: editor) (the CLI acts as viewer: AGENT_REPLAY_CLI_ROLE)"
+    ]
     assert cli("audit", AGENT_REPLAY_CLI_ROLE="reviewer").returncode == 1
     table = cli("audit")
     assert "denied" in table.stdout and "import" in table.stdout
@@ -314,7 +337,8 @@ def test_wrong_passwords_in_the_browser_are_throttled(demo_store, monkeypatch):
 
 
 def test_the_refusal_rule():
-    from replay_core.server.auth import is_loopback, open_to_the_network_refusal as refusal
+    from replay_core.server.auth import is_loopback
+    from replay_core.server.auth import open_to_the_network_refusal as refusal
 
     assert all(is_loopback(a) for a in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
     assert not any(is_loopback(a) for a in (None, "", "0.0.0.0", "::", "192.0.2.7", "my-host"))
@@ -344,8 +368,19 @@ def test_streamlit_run_on_every_interface_without_a_door_exits(tmp_path, allow):
     env["AGENT_REPLAY_DB_URL"] = f"sqlite:///{tmp_path / 'open.db'}"
     if allow:
         env["AGENT_REPLAY_ALLOW_OPEN"] = "1"
-    cmd = [str(Path(sys.executable).parent / "streamlit"), "run", "streamlit_app.py", "--server.address", "0.0.0.0",
-           "--server.port", str(port), "--server.headless", "true", "--logger.hideWelcomeMessage", "true"]
+    cmd = [
+        str(Path(sys.executable).parent / "streamlit"),
+        "run",
+        "streamlit_app.py",
+        "--server.address",
+        "0.0.0.0",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--logger.hideWelcomeMessage",
+        "true",
+    ]
     proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if not allow:
@@ -401,8 +436,11 @@ _MARKUP = "\\`*_{}[]()#+-.!|~<>$:=^"
 
 
 @settings(deadline=None)
-@given(hst.lists(hst.sampled_from(list(_MARKUP) + list("ahtpsw@ /:0x\n") + ["http://", "www.", "a@b.co", "javascript:"]))
-       .map("".join))
+@given(
+    hst.lists(hst.sampled_from(list(_MARKUP) + list("ahtpsw@ /:0x\n") + ["http://", "www.", "a@b.co", "javascript:"])).map(
+        "".join
+    )
+)
 def test_md_escapes_every_markup_character_and_defuses_autolinks(text):
     import re
 

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from replay_core.understand import analytics
-from replay_core.understand.compare import compare
 from replay_core.demo import load_demo
 from replay_core.events import parse_event
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import HAS_FLAGS, SessionFilter
+from replay_core.understand import analytics
+from replay_core.understand.compare import compare
 from replay_core.understand.timeline import count_cycles
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -35,8 +35,15 @@ def session(sid, day, hour, **fields):
 
 
 def step(sid, seq, kind, day, hour, second, **fields):
-    return {"kind": "step", "session_id": sid, "event_id": f"{sid}-{seq}", "seq": seq, "type": kind,
-            "timestamp": at(day, hour, second), **fields}
+    return {
+        "kind": "step",
+        "session_id": sid,
+        "event_id": f"{sid}-{seq}",
+        "seq": seq,
+        "type": kind,
+        "timestamp": at(day, hour, second),
+        **fields,
+    }
 
 
 def end(sid, status, day, hour, second, **fields):
@@ -64,11 +71,34 @@ RUN_B = [
     session("b", 1, 12, model="gpt-4o", agent_id="bot-2", environment="prod", tags=["x"]),
     step("b", 1, "think", 1, 12, 1, duration_ms=300, tokens_in=200, tokens_out=20, cost_usd=0.02),
     step("b", 2, "tool_call", 1, 12, 2, duration_ms=10, tool_name="fetch", tool_args={"u": 1}, tool_call_id="c1"),
-    step("b", 3, "tool_result", 1, 12, 5, duration_ms=1000, tool_name="fetch", tool_call_id="c1", status="error",
-         error_class="TimeoutError"),
+    step(
+        "b",
+        3,
+        "tool_result",
+        1,
+        12,
+        5,
+        duration_ms=1000,
+        tool_name="fetch",
+        tool_call_id="c1",
+        status="error",
+        error_class="TimeoutError",
+    ),
     step("b", 4, "tool_call", 1, 12, 6, duration_ms=10, tool_name="fetch", tool_args={"u": 1}, tool_call_id="c1r", retry=1),
-    step("b", 5, "tool_result", 1, 12, 7, duration_ms=1000, tool_name="fetch", tool_call_id="c1r", retry=1, status="error",
-         error_class="TimeoutError"),
+    step(
+        "b",
+        5,
+        "tool_result",
+        1,
+        12,
+        7,
+        duration_ms=1000,
+        tool_name="fetch",
+        tool_call_id="c1r",
+        retry=1,
+        status="error",
+        error_class="TimeoutError",
+    ),
     step("b", 6, "error", 1, 12, 8, duration_ms=0, status="error", error_class="Boom", content="gave up"),
     end("b", "failed", 1, 12, 20, error_class="Boom"),
 ]
@@ -76,18 +106,75 @@ RUN_B = [
 #    over; `grep` three times with the same arguments (a loop; calls 2 and 3 redundant), the
 #    third blocked; cycles 1-2 | 1-2 | 1-2-4 = 3. Written last step first: order comes from seq.
 RUN_C = [
-    session("c", 2, 9, model="claude", agent_id="bot-1", environment="dev",
-            metadata={"tokens_in": 1000, "tokens_out": 100, "cost_usd": 0.5}),
-    *reversed([
-        step("c", 1, "span", 2, 9, 0, duration_ms=5000, metadata={**FALLBACK, "agent_invoked": True}),
-        step("c", 2, "tool_call", 2, 9, 1, duration_ms=10, tool_name="grep", tool_args={"p": "x"}, tool_call_id="c1", parent_id="c-1"),
-        step("c", 3, "tool_result", 2, 9, 2, duration_ms=20, tool_name="grep", tool_call_id="c1", parent_id="c-1"),
-        step("c", 4, "tool_call", 2, 9, 3, duration_ms=10, tool_name="grep", tool_args={"p": "x"}, tool_call_id="c2", parent_id="c-1"),
-        step("c", 5, "tool_result", 2, 9, 4, duration_ms=20, tool_name="grep", tool_call_id="c2", parent_id="c-1"),
-        step("c", 6, "tool_call", 2, 9, 5, duration_ms=10, tool_name="grep", tool_args={"p": "x"}, tool_call_id="c3", parent_id="c-1"),
-        step("c", 7, "tool_result", 2, 9, 6, duration_ms=40, tool_name="grep", tool_call_id="c3", status="blocked", parent_id="c-1"),
-        step("c", 8, "decision", 2, 9, 7, duration_ms=60, parent_id="c-1"),
-    ]),
+    session(
+        "c",
+        2,
+        9,
+        model="claude",
+        agent_id="bot-1",
+        environment="dev",
+        metadata={"tokens_in": 1000, "tokens_out": 100, "cost_usd": 0.5},
+    ),
+    *reversed(
+        [
+            step("c", 1, "span", 2, 9, 0, duration_ms=5000, metadata={**FALLBACK, "agent_invoked": True}),
+            step(
+                "c",
+                2,
+                "tool_call",
+                2,
+                9,
+                1,
+                duration_ms=10,
+                tool_name="grep",
+                tool_args={"p": "x"},
+                tool_call_id="c1",
+                parent_id="c-1",
+            ),
+            step("c", 3, "tool_result", 2, 9, 2, duration_ms=20, tool_name="grep", tool_call_id="c1", parent_id="c-1"),
+            step(
+                "c",
+                4,
+                "tool_call",
+                2,
+                9,
+                3,
+                duration_ms=10,
+                tool_name="grep",
+                tool_args={"p": "x"},
+                tool_call_id="c2",
+                parent_id="c-1",
+            ),
+            step("c", 5, "tool_result", 2, 9, 4, duration_ms=20, tool_name="grep", tool_call_id="c2", parent_id="c-1"),
+            step(
+                "c",
+                6,
+                "tool_call",
+                2,
+                9,
+                5,
+                duration_ms=10,
+                tool_name="grep",
+                tool_args={"p": "x"},
+                tool_call_id="c3",
+                parent_id="c-1",
+            ),
+            step(
+                "c",
+                7,
+                "tool_result",
+                2,
+                9,
+                6,
+                duration_ms=40,
+                tool_name="grep",
+                tool_call_id="c3",
+                status="blocked",
+                parent_id="c-1",
+            ),
+            step("c", 8, "decision", 2, 9, 7, duration_ms=60, parent_id="c-1"),
+        ]
+    ),
     end("c", "succeeded", 2, 9, 30),
 ]
 # D: still running; a fallback block the script handled; a priced model without a price (cost unknown).
@@ -156,9 +243,26 @@ def test_headline(data):
 
 def test_volume_by_model_and_by_day(data):
     assert rows(analytics.volume(data, "model")) == [
-        {"model": "claude", "runs": 2, "succeeded": 1, "failed": 0, "incomplete": 0, "unknown": 0, "running": 1, "success_rate": 1.0},
-        {"model": "gpt-4o", "runs": 3, "succeeded": 1, "failed": 1, "incomplete": 1, "unknown": 0, "running": 0,
-         "success_rate": pytest.approx(1 / 3)},
+        {
+            "model": "claude",
+            "runs": 2,
+            "succeeded": 1,
+            "failed": 0,
+            "incomplete": 0,
+            "unknown": 0,
+            "running": 1,
+            "success_rate": 1.0,
+        },
+        {
+            "model": "gpt-4o",
+            "runs": 3,
+            "succeeded": 1,
+            "failed": 1,
+            "incomplete": 1,
+            "unknown": 0,
+            "running": 0,
+            "success_rate": pytest.approx(1 / 3),
+        },
     ]
     by_day = analytics.volume(data, "day")
     assert by_day["day"].to_list() == [T0, T0 + timedelta(days=1)]
@@ -168,20 +272,32 @@ def test_volume_by_model_and_by_day(data):
 def test_volume_by_hour_and_status(data):
     assert analytics.volume(data, "hour")["hour"].to_list() == [T0 + timedelta(hours=h) for h in (10, 12, 33, 34, 35)]
     assert analytics.volume(data, "status").select("status", "runs").rows() == [
-        ("failed", 1), ("incomplete", 1), ("running", 1), ("succeeded", 2)]
+        ("failed", 1),
+        ("incomplete", 1),
+        ("running", 1),
+        ("succeeded", 2),
+    ]
 
 
 def test_by_tag_counts_a_run_under_each_tag(data):
     assert analytics.headline(data, "tag").select("tag", "runs", "success_rate").rows() == [
-        ("x", 2, 0.5), ("y", 2, 1.0), (None, 2, 0.5)]  # x: a b; y: a d(running); untagged: c e(incomplete)
+        ("x", 2, 0.5),
+        ("y", 2, 1.0),
+        (None, 2, 0.5),
+    ]  # x: a b; y: a d(running); untagged: c e(incomplete)
 
 
 def test_durations(data):
     (row,) = rows(analytics.durations(data))
     assert row == {
-        "runs": 5, "duration_p50_ms": 15_000.0, "duration_p95_ms": pytest.approx(28_500.0),
+        "runs": 5,
+        "duration_p50_ms": 15_000.0,
+        "duration_p95_ms": pytest.approx(28_500.0),
         "duration_p99_ms": pytest.approx(29_700.0),  # 2.97 → 20000 + 0.97 × 10000
-        "runs_with_error": 1, "first_error_p50_ms": 5_000.0, "first_error_p95_ms": 5_000.0, "first_error_p99_ms": 5_000.0,
+        "runs_with_error": 1,
+        "first_error_p50_ms": 5_000.0,
+        "first_error_p95_ms": 5_000.0,
+        "first_error_p99_ms": 5_000.0,
     }
 
 
@@ -200,8 +316,13 @@ def test_step_latency(data):
 def test_usage(data):
     (row,) = rows(analytics.usage(data))
     assert row == {
-        "runs": 5, "tokens_in": 1660, "tokens_out": 166, "cost_usd": pytest.approx(0.536), "runs_cost_unknown": 1,
-        "tokens_in_per_run": 332.0, "tokens_out_per_run": pytest.approx(33.2),
+        "runs": 5,
+        "tokens_in": 1660,
+        "tokens_out": 166,
+        "cost_usd": pytest.approx(0.536),
+        "runs_cost_unknown": 1,
+        "tokens_in_per_run": 332.0,
+        "tokens_out_per_run": pytest.approx(33.2),
         "cost_per_run": pytest.approx(0.134),  # 0.536 over the 4 runs whose cost is known
     }
     by_agent = analytics.usage(data, "agent").select("agent", "tokens_in", "cost_usd", "runs_cost_unknown").rows()
@@ -211,13 +332,18 @@ def test_usage(data):
 def test_retries_interventions_fallbacks_loops(data):
     assert rows(analytics.retries(data)) == [{"runs": 5, "runs_with_retry": 1, "retry_rate": 0.2, "retried_steps": 2}]
     assert rows(analytics.interventions(data)) == [
-        {"runs": 5, "blocked_steps": 1, "approvals": 1, "runs_with_intervention": 2, "intervention_rate": 0.4}]
+        {"runs": 5, "blocked_steps": 1, "approvals": 1, "runs_with_intervention": 2, "intervention_rate": 0.4}
+    ]
     assert rows(analytics.fallbacks(data)) == [
-        {"runs": 5, "blocks": 2, "agent_invoked": 1, "fallback_rate": 0.5, "runs_with_fallback": 1}]
+        {"runs": 5, "blocks": 2, "agent_invoked": 1, "fallback_rate": 0.5, "runs_with_fallback": 1}
+    ]
     assert rows(analytics.loops(data)) == [
-        {"runs": 5, "cycles": 9, "cycles_per_run": 1.8, "loops": 1, "runs_with_loops": 1, "redundant_calls": 3}]
+        {"runs": 5, "cycles": 9, "cycles_per_run": 1.8, "loops": 1, "runs_with_loops": 1, "redundant_calls": 3}
+    ]
     assert analytics.fallbacks(data, "environment").select("environment", "blocks", "fallback_rate").rows() == [
-        ("dev", 2, 0.5), ("prod", 0, None)]
+        ("dev", 2, 0.5),
+        ("prod", 0, None),
+    ]
 
 
 def test_tools_and_error_classes(data):
@@ -231,7 +357,10 @@ def test_tools_and_error_classes(data):
         {"error_class": "TimeoutError", "errors": 2, "runs": 1},
     ]
     assert analytics.tools(data, "environment").select("environment", "tool_name", "calls").rows() == [
-        ("dev", "grep", 3), ("prod", "fetch", 2), ("prod", "search", 2)]
+        ("dev", "grep", 3),
+        ("prod", "fetch", 2),
+        ("prod", "search", 2),
+    ]
 
 
 def test_filtered_load_sees_only_those_runs(fixed):
@@ -240,20 +369,24 @@ def test_filtered_load_sees_only_those_runs(fixed):
     (row,) = rows(analytics.headline(data))
     assert (row["runs"], row["tokens_in"], row["tool_failure_rate"], row["fallback_rate"]) == (2, 1300, 0.0, 0.5)
     assert rows(analytics.tools(data)) == [
-        {"tool_name": "grep", "calls": 3, "failures": 0, "failure_rate": 0.0, "runs_with_failure": 0}]
+        {"tool_name": "grep", "calls": 3, "failures": 0, "failure_rate": 0.0, "runs_with_failure": 0}
+    ]
 
 
-@pytest.mark.parametrize(("narrow", "expected"), [
-    ({"has": "retry"}, ["b"]),
-    ({"has": "error"}, ["b"]),
-    ({"has": "intervention"}, ["a", "c"]),
-    ({"has": "fallback"}, ["c"]),
-    ({"has": "loop"}, ["c"]),
-    ({"failed_tool": "fetch"}, ["b"]),
-    ({"failed_tool": "grep"}, []),
-    ({"error_class": "Boom"}, ["b"]),
-    ({"error_class": "TimeoutError"}, ["b"]),
-])
+@pytest.mark.parametrize(
+    ("narrow", "expected"),
+    [
+        ({"has": "retry"}, ["b"]),
+        ({"has": "error"}, ["b"]),
+        ({"has": "intervention"}, ["a", "c"]),
+        ({"has": "fallback"}, ["c"]),
+        ({"has": "loop"}, ["c"]),
+        ({"failed_tool": "fetch"}, ["b"]),
+        ({"failed_tool": "grep"}, []),
+        ({"error_class": "Boom"}, ["b"]),
+        ({"error_class": "TimeoutError"}, ["b"]),
+    ],
+)
 def test_drill_filters(fixed, narrow, expected):
     flt = analytics.drill_filter(SessionFilter(), **narrow)
     assert fixed.session_ids(flt) == expected
@@ -327,7 +460,8 @@ def test_fanout_side_by_side(store):
         return {"model": model, "replay_of": "s", "replay_from": 1, "replay_to": 4, "replay_config": {"model": model}}
 
     events = [
-        *run("s", 8, "x", ms=400, cost=0.01, model="gpt-4o"), end("s", "succeeded", 1, 8, 5),
+        *run("s", 8, "x", ms=400, cost=0.01, model="gpt-4o"),
+        end("s", "succeeded", 1, 8, 5),
         *run("r1", 9, "x", ms=200, cost=None, **replay("gpt-4o-mini"), metadata={"replay_outcome": "completed"}),
         end("r1", "succeeded", 1, 9, 6),
         *run("r2", 10, "y", ms=900, cost=0.05, **replay("claude"), metadata={"replay_outcome": "diverged"})[:3],
@@ -336,13 +470,45 @@ def test_fanout_side_by_side(store):
     ingest(store, [parse_event({"schema": "agent-replay/v1", **o}) for o in events])
     table = analytics.fanout(store, "s")
     assert table.drop("divergence").to_dicts() == [
-        {"role": "original", "session_id": "s", "model": "gpt-4o", "status": "succeeded", "replay_outcome": None,
-         "divergence_seq": None, "tokens_in": 220, "tokens_out": 22, "cost_usd": 0.02, "duration_ms": 5000.0,
-         "step_p50_ms": 215.0},  # durations 10 30 400 400: (30 + 400) / 2
-        {"role": "replay", "session_id": "r2", "model": "claude", "status": "incomplete", "replay_outcome": "diverged",
-         "divergence_seq": 2, "tokens_in": 100, "tokens_out": 10, "cost_usd": 0.05, "duration_ms": 3000.0, "step_p50_ms": 455.0},  # think 900, call 10
-        {"role": "replay", "session_id": "r1", "model": "gpt-4o-mini", "status": "succeeded", "replay_outcome": "completed",
-         "divergence_seq": None, "tokens_in": 220, "tokens_out": 22, "cost_usd": None, "duration_ms": 6000.0, "step_p50_ms": 115.0},
+        {
+            "role": "original",
+            "session_id": "s",
+            "model": "gpt-4o",
+            "status": "succeeded",
+            "replay_outcome": None,
+            "divergence_seq": None,
+            "tokens_in": 220,
+            "tokens_out": 22,
+            "cost_usd": 0.02,
+            "duration_ms": 5000.0,
+            "step_p50_ms": 215.0,
+        },  # durations 10 30 400 400: (30 + 400) / 2
+        {
+            "role": "replay",
+            "session_id": "r2",
+            "model": "claude",
+            "status": "incomplete",
+            "replay_outcome": "diverged",
+            "divergence_seq": 2,
+            "tokens_in": 100,
+            "tokens_out": 10,
+            "cost_usd": 0.05,
+            "duration_ms": 3000.0,
+            "step_p50_ms": 455.0,
+        },  # think 900, call 10
+        {
+            "role": "replay",
+            "session_id": "r1",
+            "model": "gpt-4o-mini",
+            "status": "succeeded",
+            "replay_outcome": "completed",
+            "divergence_seq": None,
+            "tokens_in": 220,
+            "tokens_out": 22,
+            "cost_usd": None,
+            "duration_ms": 6000.0,
+            "step_p50_ms": 115.0,
+        },
     ]
     said = dict(zip(table["session_id"], table["divergence"], strict=True))
     assert said == {"s": None, "r1": None, "r2": compare(store, "s", "r2").first_divergence.summary}
@@ -366,10 +532,16 @@ def test_demo_shows_failures_retries_and_the_fallback_where_expected(demo):
     store, data = demo
     runs = data.runs
     assert _ids(runs.filter(pl.col("status") == "failed")) == [
-        "demo-02-coding-format-price-failed", "demo-09-flight-bos-sfo-b", "demo-12-sql-churn-by-plan-failed",
-        "demo-17-inbox-triage-context-overflow"]
+        "demo-02-coding-format-price-failed",
+        "demo-09-flight-bos-sfo-b",
+        "demo-12-sql-churn-by-plan-failed",
+        "demo-17-inbox-triage-context-overflow",
+    ]
     assert _ids(runs.filter(pl.col("retried_steps") > 0)) == [
-        "demo-03-shipment-status-retries", "demo-07-crm-migration-batch7", "demo-17-inbox-triage-context-overflow"]
+        "demo-03-shipment-status-retries",
+        "demo-07-crm-migration-batch7",
+        "demo-17-inbox-triage-context-overflow",
+    ]
     assert _ids(runs.filter(pl.col("fallback_agent") > 0)) == ["demo-05-fallback-invoice-portal"]
     (fb,) = rows(analytics.fallbacks(data))
     assert (fb["blocks"], fb["agent_invoked"]) == (3, 1)  # 05 has two blocks (one taken over), 06 one
@@ -387,7 +559,9 @@ def test_demo_clicks_open_exactly_the_runs_behind_the_bar(demo):
     base = SessionFilter()
     failed = analytics.drill_filter(base, "status", "failed")
     assert _ids(data.runs.filter(pl.col("status") == "failed")) == sorted(store.session_ids(failed))
-    assert sorted(store.session_ids(analytics.drill_filter(base, has="retry"))) == _ids(data.runs.filter(pl.col("retried_steps") > 0))
+    assert sorted(store.session_ids(analytics.drill_filter(base, has="retry"))) == _ids(
+        data.runs.filter(pl.col("retried_steps") > 0)
+    )
     assert store.session_ids(analytics.drill_filter(base, has="fallback")) == ["demo-05-fallback-invoice-portal"]
     assert store.session_ids(analytics.drill_filter(base, failed_tool="run_tests")) == ["demo-02-coding-format-price-failed"]
     for day, n in analytics.volume(data, "day").select("day", "runs").rows():
@@ -399,8 +573,13 @@ def test_demo_clicks_open_exactly_the_runs_behind_the_bar(demo):
 
 def _stats(url: str, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "replay_core.cli", "stats", "--db", url, *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "replay_core.cli", "stats", "--db", url, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_stats_command(sqlite_store):
@@ -408,13 +587,21 @@ def test_stats_command(sqlite_store):
     whole = json.loads(_stats(sqlite_store.url, "--json").stdout)
     # like every command, stats first marks silent runs incomplete: d (2 s of events) no longer runs
     assert whole == {
-        "runs": 5, "success_rate": 0.4, "p50_ms": 10_000.0, "p95_ms": pytest.approx(28_000.0), "tokens_in": 1660,
-        "tokens_out": 166, "cost_usd": pytest.approx(0.536), "retry_rate": 0.2, "tool_failure_rate": pytest.approx(2 / 7),
+        "runs": 5,
+        "success_rate": 0.4,
+        "p50_ms": 10_000.0,
+        "p95_ms": pytest.approx(28_000.0),
+        "tokens_in": 1660,
+        "tokens_out": 166,
+        "cost_usd": pytest.approx(0.536),
+        "retry_rate": 0.2,
+        "tool_failure_rate": pytest.approx(2 / 7),
         "fallback_rate": 0.5,
     }
     per_day = json.loads(_stats(sqlite_store.url, "--by", "day", "--since", "2026-05-02", "--json").stdout)
     assert [(g["day"], g["runs"], g["tokens_in"], g["fallback_rate"]) for g in per_day] == [
-        ("2026-05-02T00:00:00+00:00", 3, 1310, 0.5)]
+        ("2026-05-02T00:00:00+00:00", 3, 1310, 0.5)
+    ]
     table = _stats(sqlite_store.url, "--by", "model", "--until", "2026-05-01")
     assert table.returncode == 0
     lines = [line for line in table.stdout.splitlines() if "gpt-4o" in line or "claude" in line]
@@ -456,14 +643,23 @@ def test_step_latency_equals_percentiles_over_all_steps_at_once(per_run, models)
     pass over all steps (polars' quantiles over the exploded durations), per group and in all."""
     cells = [f"c{i}" for i in range(len(per_run))]
     runs = pl.DataFrame({"cell": cells, "model": models[: len(per_run)]}, schema={"cell": pl.String, "model": pl.String})
-    step_times = pl.DataFrame({"cell": cells, "step_durations": [None if d is None else [v / 1000 for v in d] for d in per_run]},
-                              schema={"cell": pl.String, "step_durations": pl.List(pl.Float64)})
+    step_times = pl.DataFrame(
+        {"cell": cells, "step_durations": [None if d is None else [v / 1000 for v in d] for d in per_run]},
+        schema={"cell": pl.String, "step_durations": pl.List(pl.Float64)},
+    )
     empty = pl.DataFrame()
     data = analytics.RunData(runs=runs, tools=empty, errors=empty, times=empty, step_times=step_times)
     for by in (None, "model"):
         keys = [by] if by else []
-        steps = step_times.join(runs, on="cell").select(*keys, "step_durations").explode("step_durations").drop_nulls("step_durations")
-        aggs = [pl.len().cast(pl.Int64).alias("steps"),
-                *(pl.col("step_durations").quantile(p / 100, "linear").alias(f"p{p}_ms") for p in analytics.PERCENTILES)]
+        steps = (
+            step_times.join(runs, on="cell")
+            .select(*keys, "step_durations")
+            .explode("step_durations")
+            .drop_nulls("step_durations")
+        )
+        aggs = [
+            pl.len().cast(pl.Int64).alias("steps"),
+            *(pl.col("step_durations").quantile(p / 100, "linear").alias(f"p{p}_ms") for p in analytics.PERCENTILES),
+        ]
         want = steps.group_by(keys).agg(*aggs).sort(keys, nulls_last=True) if keys else steps.select(*aggs)
         assert_frame_equal(analytics.step_latency(data, by), want, check_exact=True)

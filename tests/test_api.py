@@ -10,8 +10,8 @@ from apptest_helpers import emit_agent_spans
 from starlette.testclient import TestClient
 
 from replay_core.server.api import create_app
-from replay_core.storage.filter_params import session_filter
 from replay_core.server.auth import Access
+from replay_core.storage.filter_params import session_filter
 from replay_core.storage.store import SessionFilter
 
 TOKEN = "test-token-0123456789"
@@ -29,8 +29,16 @@ def steps(n: int, start: int = 1, **extra) -> list[dict]:
     out = []
     for seq in range(start, start + n):
         kind = kinds[(seq - 1) % 4]
-        step = {"event_id": f"e{seq}", "seq": seq, "type": kind, "timestamp": f"2026-05-01T09:00:{seq % 60:02d}Z",
-                "tokens_in": 10, "tokens_out": 2, "cost_usd": 0.001, **extra}
+        step = {
+            "event_id": f"e{seq}",
+            "seq": seq,
+            "type": kind,
+            "timestamp": f"2026-05-01T09:00:{seq % 60:02d}Z",
+            "tokens_in": 10,
+            "tokens_out": 2,
+            "cost_usd": 0.001,
+            **extra,
+        }
         if kind == "tool_call":
             step.update(tool_name="search", tool_args={"q": f"item {seq}"}, tool_call_id=f"c{seq}")
         elif kind == "tool_result":
@@ -42,8 +50,14 @@ def steps(n: int, start: int = 1, **extra) -> list[dict]:
 
 
 def open_run(client, sid="run-1", **fields):
-    body = {"session_id": sid, "name": "refund request", "model": "gpt-4o", "agent_id": "support-bot",
-            "started_at": "2026-05-01T09:00:00Z", **fields}
+    body = {
+        "session_id": sid,
+        "name": "refund request",
+        "model": "gpt-4o",
+        "agent_id": "support-bot",
+        "started_at": "2026-05-01T09:00:00Z",
+        **fields,
+    }
     res = client.post("/api/v1/sessions", json=body, headers=AUTH)
     assert res.status_code == 200, res.text
     return res.json()
@@ -116,12 +130,18 @@ def test_open_add_steps_and_end_a_run(client, store):
     assert res.json()["steps"] == 1
     res = client.post("/api/v1/sessions/run-1/steps", json={"steps": steps(2, start=5)}, headers=AUTH)
     assert res.json()["steps"] == 2
-    res = client.post("/api/v1/sessions/run-1/end", json={"status": "failed", "outcome": "gave up", "error_class": "Timeout"},
-                      headers=AUTH)
+    res = client.post(
+        "/api/v1/sessions/run-1/end", json={"status": "failed", "outcome": "gave up", "error_class": "Timeout"}, headers=AUTH
+    )
     assert res.status_code == 200
     row = store.get_session("run-1")
     assert (row["status"], row["outcome"], row["error_class"], row["steps"], row["source"]) == (
-        "failed", "gave up", "Timeout", 6, "http")
+        "failed",
+        "gave up",
+        "Timeout",
+        6,
+        "http",
+    )
     assert [s.seq for s in store.load_steps("run-1")] == [1, 2, 3, 4, 5, 6]
     assert store.load_steps("run-1")[1].tool_args == {"q": "item 2"}
 
@@ -137,8 +157,10 @@ def test_the_same_steps_twice_are_stored_once(client, store):
 
 def test_secrets_are_redacted_before_storage(client, store):
     open_run(client)
-    body = [{"type": "think", "content": "call it with api_key=sk-proj-abcdefghijklmnopqrstuvwxyz0123"},
-            {"type": "tool_call", "tool_name": "http_get", "tool_args": {"url": "https://x.test", "password": "hunter2hunter2"}}]
+    body = [
+        {"type": "think", "content": "call it with api_key=sk-proj-abcdefghijklmnopqrstuvwxyz0123"},
+        {"type": "tool_call", "tool_name": "http_get", "tool_args": {"url": "https://x.test", "password": "hunter2hunter2"}},
+    ]
     res = client.post("/api/v1/sessions/run-1/steps", json=body, headers=AUTH)
     assert res.json()["redacted"] == 2
     stored = store.load_steps("run-1")
@@ -147,8 +169,9 @@ def test_secrets_are_redacted_before_storage(client, store):
 
 
 def test_steps_may_create_their_run_and_seq_is_optional(client, store):
-    res = client.post("/api/v1/sessions/late-run/steps", json=[{"type": "think", "content": "a"}, {"type": "decision"}],
-                      headers=AUTH)
+    res = client.post(
+        "/api/v1/sessions/late-run/steps", json=[{"type": "think", "content": "a"}, {"type": "decision"}], headers=AUTH
+    )
     assert res.json()["sessions"] == ["late-run"]
     assert [(s.seq, s.type) for s in store.load_steps("late-run")] == [(1, "think"), (2, "decision")]
     assert store.get_session("late-run")["status"] == "running"
@@ -261,16 +284,21 @@ def test_an_oversized_body_is_413_and_nothing_is_stored(client, store):
 def test_gzip_bodies_are_unpacked_within_the_limit(client, store):
     open_run(client)
     packed = gzip.compress(orjson.dumps(steps(3)))
-    res = client.post("/api/v1/sessions/run-1/steps", content=packed,
-                      headers={**AUTH, "Content-Type": "application/json", "Content-Encoding": "gzip"})
+    res = client.post(
+        "/api/v1/sessions/run-1/steps",
+        content=packed,
+        headers={**AUTH, "Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
     assert res.json()["steps"] == 3
     bomb = gzip.compress(orjson.dumps([steps(1)[0] | {"content": "y" * (200 * 1024)}]))
     assert len(bomb) < 64 * 1024
-    res = client.post("/api/v1/sessions/run-1/steps", content=bomb,
-                      headers={**AUTH, "Content-Type": "application/json", "Content-Encoding": "gzip"})
+    res = client.post(
+        "/api/v1/sessions/run-1/steps",
+        content=bomb,
+        headers={**AUTH, "Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
     assert res.status_code == 413
-    res = client.post("/api/v1/sessions/run-1/steps", content=b"not gzip at all",
-                      headers={**AUTH, "Content-Encoding": "gzip"})
+    res = client.post("/api/v1/sessions/run-1/steps", content=b"not gzip at all", headers={**AUTH, "Content-Encoding": "gzip"})
     assert res.status_code == 400
     res = client.post("/api/v1/sessions/run-1/steps", content=b"[]", headers={**AUTH, "Content-Encoding": "br"})
     assert res.status_code == 415
@@ -409,7 +437,11 @@ def test_passwords_open_roles_editor_first():
     access = Access(viewer_password="look", editor_password="change")
     assert access.gated
     assert (access.role_for("change"), access.role_for("look"), access.role_for("nope"), access.role_for("")) == (
-        "editor", "viewer", None, None)
+        "editor",
+        "viewer",
+        None,
+        None,
+    )
     assert Access(editor_password="same", viewer_password="same").role_for("same") == "editor"
     assert Access(viewer_password="only").role_for("only") == "viewer"
     assert not Access().gated
@@ -455,8 +487,12 @@ def test_otlp_protobuf_spans_become_a_run(client, store):
     assert res.headers["content-type"] == "application/x-protobuf"
     assert res.content == b""
     steps = store.load_steps("otel-run-1")
-    assert [(s.type, s.tool_name) for s in steps] == [("span", None), ("think", None), ("tool_call", "search"),
-                                                       ("tool_result", "search")]
+    assert [(s.type, s.tool_name) for s in steps] == [
+        ("span", None),
+        ("think", None),
+        ("tool_call", "search"),
+        ("tool_result", "search"),
+    ]
     assert (steps[1].tokens_in, steps[1].tokens_out, steps[1].model) == (120, 12, "gpt-4o")
     assert steps[2].tool_args == {"q": "status of PO-1"}
     assert store.get_session("otel-run-1")["source"] == "otlp-proto"
@@ -535,9 +571,20 @@ def test_listening_sockets_get_tcp_nodelay():
 
 def test_drill_down_filters_in_the_api(client):
     open_run(client, "tool-fail")
-    client.post("/api/v1/sessions/tool-fail/steps", headers=AUTH, json=[
-        {"type": "tool_call", "tool_name": "run_tests", "tool_call_id": "c1"},
-        {"type": "tool_result", "tool_name": "run_tests", "tool_call_id": "c1", "status": "error", "error_class": "TestFailure"}])
+    client.post(
+        "/api/v1/sessions/tool-fail/steps",
+        headers=AUTH,
+        json=[
+            {"type": "tool_call", "tool_name": "run_tests", "tool_call_id": "c1"},
+            {
+                "type": "tool_result",
+                "tool_name": "run_tests",
+                "tool_call_id": "c1",
+                "status": "error",
+                "error_class": "TestFailure",
+            },
+        ],
+    )
     open_run(client, "fine")
     client.post("/api/v1/sessions/fine/steps", headers=AUTH, json=[{"type": "think", "content": "ok"}])
     for query in ("failed_tool=run_tests", "error_class=TestFailure", "has=error"):

@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-from starlette.testclient import TestClient
-
 from experiment_cases import Agent, make_cases
 from openai_server import OpenAIServer
+from starlette.testclient import TestClient
+
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
 
@@ -45,12 +45,17 @@ def test_dataset_then_experiment_polled_to_its_results(sqlite_store, client, ser
     models_answer = threading.Event()
     server.route("fake-a", held_until(models_answer, Agent(server)))
     server.route("fake-b", held_until(models_answer, Agent(server, wrong=lambda i: i in (0, 4))))
-    made = client.post("/api/v1/datasets", json={"name": "refunds", "filter": {"status": "succeeded", "workflow": "refund"}}, headers=AUTH)
+    made = client.post(
+        "/api/v1/datasets", json={"name": "refunds", "filter": {"status": "succeeded", "workflow": "refund"}}, headers=AUTH
+    )
     assert made.status_code == 201 and made.json()["cases"] == 5
     assert [d["name"] for d in client.get("/api/v1/datasets", headers=AUTH).json()["datasets"]] == ["refunds"]
     assert len(client.get("/api/v1/datasets/refunds", headers=AUTH).json()["cases"]) == 5
-    launched = client.post("/api/v1/experiments", headers=AUTH, json={
-        "dataset": "refunds", "models": ["openai/fake-a", "openai/fake-b"], "api_base": server.base_url, "concurrency": 1})
+    launched = client.post(
+        "/api/v1/experiments",
+        headers=AUTH,
+        json={"dataset": "refunds", "models": ["openai/fake-a", "openai/fake-b"], "api_base": server.base_url, "concurrency": 1},
+    )
     assert launched.status_code == 202, launched.text
     body = launched.json()
     assert body["status"] == "running" and body["poll"] == f"/api/v1/experiments/{body['experiment']}"
@@ -66,7 +71,9 @@ def test_dataset_then_experiment_polled_to_its_results(sqlite_store, client, ser
     assert polled["status"] == "done" and polled["progress"]["done"] == 10
     assert [(v["model"], v["passed"]) for v in polled["variants"]] == [("openai/fake-a", 5), ("openai/fake-b", 3)]
     assert [r["case"] for r in polled["regressions"]] == ["refund-0", "refund-4"]
-    assert [e["experiment"] for e in client.get("/api/v1/experiments", headers=AUTH).json()["experiments"]] == [body["experiment"]]
+    assert [e["experiment"] for e in client.get("/api/v1/experiments", headers=AUTH).json()["experiments"]] == [
+        body["experiment"]
+    ]
 
 
 def test_bad_requests_are_refused_with_a_reason_and_nothing_runs(sqlite_store, client, server):
@@ -81,7 +88,9 @@ def test_bad_requests_are_refused_with_a_reason_and_nothing_runs(sqlite_store, c
         got = client.post(path, json=payload, headers=AUTH)
         assert got.status_code == status and got.json()["detail"].startswith(detail), got.text
     client.post("/api/v1/datasets", json={"name": "one", "runs": ["refund-0"]}, headers=AUTH)
-    got = client.post("/api/v1/experiments", json={"dataset": "one", "variants": [{"model": "openai/x", "temprature": 1}]}, headers=AUTH)
+    got = client.post(
+        "/api/v1/experiments", json={"dataset": "one", "variants": [{"model": "openai/x", "temprature": 1}]}, headers=AUTH
+    )
     assert got.status_code == 422 and got.json()["detail"] == "temprature: not a replay setting"
     assert client.get("/api/v1/experiments/exp-nope", headers=AUTH).status_code == 404
     assert client.get("/api/v1/datasets/nope", headers=AUTH).status_code == 404
@@ -94,7 +103,9 @@ def test_two_experiments_compared_over_http(sqlite_store, client, server):
     from replay_core.whatif.replay_config import ReplayConfig
 
     make_cases(sqlite_store, 4, workflow="billing", status="failed")
-    made = client.post("/api/v1/datasets", json={"name": "billing", "filter": {"workflow": "billing", "agent": "support-bot"}}, headers=AUTH)
+    made = client.post(
+        "/api/v1/datasets", json={"name": "billing", "filter": {"workflow": "billing", "agent": "support-bot"}}, headers=AUTH
+    )
     assert made.status_code == 201 and made.json()["cases"] == 4
     ids = []
     for wrong in ((0,), (0, 1, 2)):

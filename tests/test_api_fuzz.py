@@ -10,9 +10,9 @@ fuzzed `api_base` or model must not send a request anywhere (the machine's netwo
 from __future__ import annotations
 
 import os
-from collections import Counter
 import threading
 import time
+from collections import Counter
 
 import httpx
 import pytest
@@ -81,8 +81,11 @@ def test_every_operation_holds_to_the_document(served):
     for operation in operations:
         check = fuzzer(operation)
         for s in SEEDS:
-            run = seed(s)(settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-                                   suppress_health_check=list(HealthCheck))(given(st.data())(check)))
+            run = seed(s)(
+                settings(
+                    max_examples=EXAMPLES, deadline=None, database=None, print_blob=True, suppress_health_check=list(HealthCheck)
+                )(given(st.data())(check))
+            )
             run()
     print(f"fuzzed {len(operations)} operations, {examples} requests, seeds {SEEDS}, answers {dict(sorted(statuses.items()))}")
     assert examples >= len(operations)
@@ -104,8 +107,9 @@ def test_a_multipart_body_with_too_many_fields_is_a_400(served):
     assert r.status_code == 400 and r.json()["detail"].startswith("body: Too many fields"), r.text
 
 
-@pytest.mark.parametrize("path", ["/api/v1/queues/{n}", "/api/v1/queues/{n}/items/{n}/review", "/api/v1/attachments/{n}",
-                                  "/api/v1/shares/{n}"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/queues/{n}", "/api/v1/queues/{n}/items/{n}/review", "/api/v1/attachments/{n}", "/api/v1/shares/{n}"]
+)
 def test_an_id_past_what_a_table_holds_is_a_404(served, path):
     """Found by the fuzz: queue id 34772298112741476859571380821164032 was an OverflowError (500) in the database driver."""
     url = served + path.format(n=2**115)

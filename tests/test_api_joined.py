@@ -16,12 +16,21 @@ from sqlalchemy import select
 from replay_core.events import parse_event
 from replay_core.server.routes.ingest import SOURCE
 from replay_core.storage.store import WriteBatch, WriteRefused
-from replay_core.storage.worker import JoinedWrites, OffloadedWrites
 from replay_core.storage.tables import run_rollups, sessions, steps
+from replay_core.storage.worker import JoinedWrites, OffloadedWrites
 
-step = st.fixed_dictionaries({"kind": st.just("step"), "run": st.sampled_from("ab"), "event_id": st.sampled_from(["e0", "e1", "e2", "e3"]),
-                              "seq": st.none() | st.integers(1, 6), "type": st.sampled_from(["think", "tool_call", "error"])})
-end = st.fixed_dictionaries({"kind": st.just("session_end"), "run": st.sampled_from("ab"), "status": st.sampled_from(["succeeded", "failed"])})
+step = st.fixed_dictionaries(
+    {
+        "kind": st.just("step"),
+        "run": st.sampled_from("ab"),
+        "event_id": st.sampled_from(["e0", "e1", "e2", "e3"]),
+        "seq": st.none() | st.integers(1, 6),
+        "type": st.sampled_from(["think", "tool_call", "error"]),
+    }
+)
+end = st.fixed_dictionaries(
+    {"kind": st.just("session_end"), "run": st.sampled_from("ab"), "status": st.sampled_from(["succeeded", "failed"])}
+)
 batches = st.lists(st.lists(step | end, min_size=1, max_size=5), min_size=2, max_size=5)
 
 
@@ -43,12 +52,18 @@ def outcome(call):
 
 def stored(store, prefix: str) -> list[tuple]:
     with store.engine.connect() as conn:
-        rows = conn.execute(select(steps.c.session_id, steps.c.seq, steps.c.event_id, steps.c.type)
-                            .where(steps.c.session_id.like(prefix + "%")).order_by(steps.c.session_id, steps.c.seq, steps.c.event_id))
-        runs = conn.execute(select(sessions.c.id, sessions.c.status, run_rollups.c.steps, run_rollups.c.max_seq, run_rollups.c.errored_steps)
-                            .outerjoin(run_rollups, run_rollups.c.session_id == sessions.c.id)
-                            .where(sessions.c.id.like(prefix + "%")).order_by(sessions.c.id))
-        return [(r[0][len(prefix):], *r[1:]) for r in [*rows, *runs]]
+        rows = conn.execute(
+            select(steps.c.session_id, steps.c.seq, steps.c.event_id, steps.c.type)
+            .where(steps.c.session_id.like(prefix + "%"))
+            .order_by(steps.c.session_id, steps.c.seq, steps.c.event_id)
+        )
+        runs = conn.execute(
+            select(sessions.c.id, sessions.c.status, run_rollups.c.steps, run_rollups.c.max_seq, run_rollups.c.errored_steps)
+            .outerjoin(run_rollups, run_rollups.c.session_id == sessions.c.id)
+            .where(sessions.c.id.like(prefix + "%"))
+            .order_by(sessions.c.id)
+        )
+        return [(r[0][len(prefix) :], *r[1:]) for r in [*rows, *runs]]
 
 
 class Spy:
@@ -108,7 +123,9 @@ def joined(store, spy: Spy, given_batches: list[list], prefix: str) -> list:
 @given(batches=batches)
 def test_joined_writes_answer_and_store_as_one_by_one(store, batches):
     tag = f"{time.monotonic_ns()}-"
-    alone = [outcome(lambda b=b: store.write(events(b, "s" + tag), default_source=SOURCE, refuse_conflicts=True)) for b in batches]
+    alone = [
+        outcome(lambda b=b: store.write(events(b, "s" + tag), default_source=SOURCE, refuse_conflicts=True)) for b in batches
+    ]
     spy = Spy(store)
     assert joined(store, spy, batches, "j" + tag) == alone
     assert spy.calls[0] == len(batches)  # all of them in one transaction first
@@ -123,7 +140,9 @@ def test_joined_writes_in_the_write_worker_answer_and_store_as_one_by_one(store,
     """The same through the worker process the served routes write in (storage.worker.OffloadedWrites):
     counts, refusals and a refused group's retries one by one come back from the other process as they are."""
     tag = f"{time.monotonic_ns()}-"
-    alone = [outcome(lambda b=b: store.write(events(b, "s" + tag), default_source=SOURCE, refuse_conflicts=True)) for b in batches]
+    alone = [
+        outcome(lambda b=b: store.write(events(b, "s" + tag), default_source=SOURCE, refuse_conflicts=True)) for b in batches
+    ]
     spy = Spy(OffloadedWrites(store))
     assert joined(store, spy, batches, "w" + tag) == alone
     assert spy.calls[0] == len(batches)

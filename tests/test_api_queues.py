@@ -9,11 +9,11 @@ import io
 
 import pytest
 from starlette.testclient import TestClient
+from test_queues import add_runs
 
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
 from replay_core.storage.tables import share_links
-from test_queues import add_runs
 
 TOKENS = {"editor": "tok-editor-0123456789", "reviewer": "tok-reviewer-0123456789", "viewer": "tok-viewer-0123456789"}
 
@@ -40,14 +40,21 @@ def test_a_queue_made_worked_and_read_over_http(client, store):
     assert client.post(f"/api/v1/queues/{qid}/next", json={"reviewer": "Sam"}, headers=as_("viewer")).status_code == 403
     item = client.post(f"/api/v1/queues/{qid}/next", json={"reviewer": "Sam"}, headers=as_("reviewer")).json()["item"]
     assert item["session_id"] == "run-0" and item["held_by"] == "Sam"
-    bad = client.post(f"/api/v1/queues/{qid}/items/{item['id']}/review", json={"reviewer": "Sam", "verdict": "Maybe"},
-                      headers=as_("reviewer"))
+    bad = client.post(
+        f"/api/v1/queues/{qid}/items/{item['id']}/review", json={"reviewer": "Sam", "verdict": "Maybe"}, headers=as_("reviewer")
+    )
     assert bad.status_code == 422 and bad.json()["detail"] == "verdict: expected one of Yes, No, got 'Maybe'"
-    ok = client.post(f"/api/v1/queues/{qid}/items/{item['id']}/review", json={"reviewer": "Sam", "verdict": "No", "note": "late"},
-                     headers=as_("reviewer"))
+    ok = client.post(
+        f"/api/v1/queues/{qid}/items/{item['id']}/review",
+        json={"reviewer": "Sam", "verdict": "No", "note": "late"},
+        headers=as_("reviewer"),
+    )
     assert ok.status_code == 200
     nxt = client.post(f"/api/v1/queues/{qid}/next", json={"reviewer": "Sam"}, headers=as_("reviewer")).json()["item"]
-    assert client.post(f"/api/v1/queues/{qid}/items/{nxt['id']}/skip", json={"reviewer": "Sam"}, headers=as_("reviewer")).status_code == 200
+    assert (
+        client.post(f"/api/v1/queues/{qid}/items/{nxt['id']}/skip", json={"reviewer": "Sam"}, headers=as_("reviewer")).status_code
+        == 200
+    )
     shown = client.get(f"/api/v1/queues/{qid}", headers=as_("viewer")).json()
     assert shown["queue"]["reviews"] == 1 and shown["items"][0]["reviews"][0]["note"] == "late"
     listed = client.get("/api/v1/queues", headers=as_("viewer")).json()["queues"]
@@ -56,7 +63,9 @@ def test_a_queue_made_worked_and_read_over_http(client, store):
     assert exported.headers["content-type"].startswith("text/csv")
     assert list(csv.DictReader(io.StringIO(exported.text)))[0]["verdict"] == "No"
     assert client.get("/api/v1/queues/99", headers=as_("viewer")).status_code == 404
-    assert client.post("/api/v1/queues", json={"name": "x", "filter": {"status": "nope"}}, headers=as_("editor")).status_code == 422
+    assert (
+        client.post("/api/v1/queues", json={"name": "x", "filter": {"status": "nope"}}, headers=as_("editor")).status_code == 422
+    )
     assert client.delete(f"/api/v1/queues/{qid}", headers=as_("reviewer")).status_code == 403
     assert client.delete(f"/api/v1/queues/{qid}", headers=as_("editor")).json() == {"id": qid, "deleted": True}
     assert client.delete(f"/api/v1/queues/{qid}", headers=as_("editor")).status_code == 404
@@ -74,7 +83,7 @@ def test_a_share_opens_without_a_token_and_shows_only_its_run(client, store):
     assert "run-1" not in opened.text
     # the token opens its own object only: nothing the visitor adds reaches another run
     assert "run-1" not in client.get(f"/api/v1/share/{made['token']}?session=run-1").text
-    assert client.get(f"/api/v1/sessions/run-1", headers={"Authorization": f"Bearer {made['token']}"}).status_code == 401
+    assert client.get("/api/v1/sessions/run-1", headers={"Authorization": f"Bearer {made['token']}"}).status_code == 401
     assert client.get("/api/v1/share/unknown-token").status_code == 404
     listed = client.get("/api/v1/shares", headers=as_("editor")).json()["shares"]
     assert [(s["id"], s["opened"], s["state"]) for s in listed] == [(made["id"], 2, "active")]
@@ -100,6 +109,8 @@ def test_expired_compare_and_queue_shares(client, store):
     expired = client.get(f"/api/v1/share/{pair['token']}")
     assert expired.status_code == 410 and expired.json()["reason"] == "expired"
     assert client.post("/api/v1/shares", json={"session": "nope"}, headers=as_("editor")).status_code == 422
-    assert client.post("/api/v1/shares", json={"session": "run-0", "expires": "forever"}, headers=as_("editor")).status_code == 422
+    assert (
+        client.post("/api/v1/shares", json={"session": "run-0", "expires": "forever"}, headers=as_("editor")).status_code == 422
+    )
     opens = [e for e in store.audit_entries(actions=["share"]) if e["detail"]["op"] == "open"]
     assert [e["outcome"] for e in opens] == ["expired", "ok", "ok"]

@@ -62,8 +62,9 @@ def test_the_served_app_refuses_bad_tokens_and_big_bodies(served):
     with httpx.Client(base_url=base, timeout=30) as http:
         res = http.post("/api/v1/sessions", json={"session_id": "sneaky"}, headers={"Authorization": "Bearer guess"})
         assert res.status_code == 401
-        res = http.post("/api/v1/sessions/served-big/steps", headers=AUTH,
-                        json=[{"type": "think", "content": "x" * (1024 * 1024)}])
+        res = http.post(
+            "/api/v1/sessions/served-big/steps", headers=AUTH, json=[{"type": "think", "content": "x" * (1024 * 1024)}]
+        )
         assert res.status_code == 413
         res = http.post("/api/v1/sessions/served-bad/steps", headers=AUTH, json=[{"type": "think"}, {"type": "nap"}])
         assert res.status_code == 422
@@ -86,8 +87,13 @@ def test_opentelemetry_sdk_exports_spans_into_the_store(served):
     provider.shutdown()
     steps = store.load_steps("otel-served")
     assert [(s.type, s.tool_name) for s in steps] == [
-        ("span", None), ("think", None), ("tool_call", "search"), ("tool_result", "search"), ("tool_call", "search"),
-        ("tool_result", "search")]
+        ("span", None),
+        ("think", None),
+        ("tool_call", "search"),
+        ("tool_result", "search"),
+        ("tool_call", "search"),
+        ("tool_result", "search"),
+    ]
     assert steps[1].tokens_in == 120
     assert steps[2].tool_args == {"q": "status of PO-1"}
     assert store.get_session("otel-served")["agent_id"] == "triage"

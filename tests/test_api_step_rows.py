@@ -12,12 +12,12 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
+from test_otlp_step_rows import SECRETS, _tables
 
 from replay_core.ingest import step_rows
 from replay_core.server import validation
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
-from test_otlp_step_rows import SECRETS, _tables
 
 TOKEN = "step-rows-token"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -36,12 +36,22 @@ optional = {
     "tokens_in": st.one_of(st.none(), st.integers(0, 3)),
     "metadata": st.one_of(st.none(), st.sampled_from(SECRETS).map(lambda secret: {"note": secret})),
 }
-ODD = [("type", "bogus"), ("content", "a\x00b"), ("event_id", None), ("event_id", "x" * 201), ("seq", -1), ("seq", 2**63),
-       ("tool_name", "t" * 201), ("tokens_in", "many"), ("timestamp", "yesterday"),
-       ("metadata", {"attachments": [{"media_type": "image/png", "data": PNG}]})]
+ODD = [
+    ("type", "bogus"),
+    ("content", "a\x00b"),
+    ("event_id", None),
+    ("event_id", "x" * 201),
+    ("seq", -1),
+    ("seq", 2**63),
+    ("tool_name", "t" * 201),
+    ("tokens_in", "many"),
+    ("timestamp", "yesterday"),
+    ("metadata", {"attachments": [{"media_type": "image/png", "data": PNG}]}),
+]
 odd = st.none() | st.none() | st.sampled_from(ODD)  # two in three steps left good
-steps = st.builds(lambda step, change: {**step, **dict([change] if change else [])},
-                  st.fixed_dictionaries(required, optional=optional), odd)
+steps = st.builds(
+    lambda step, change: {**step, **dict([change] if change else [])}, st.fixed_dictionaries(required, optional=optional), odd
+)
 requests = st.lists(st.tuples(st.sampled_from("ab"), st.lists(steps, min_size=1, max_size=4)), min_size=1, max_size=4)
 _RUN = itertools.count()
 HASHED_ID = re.compile(r"h-[0-9a-f]{20}")  # a step sent without event_id: named by a hash of it, its run's id included
@@ -80,7 +90,9 @@ def test_posting_steps_as_rows_stores_what_step_events_stored(store, monkeypatch
 def test_a_clean_batch_goes_as_rows(sqlite_store, monkeypatch):
     """The SDK's shape (ids, seqs, plain values) takes the row path for every step, and no StepEvent is made."""
     made = []
-    monkeypatch.setattr(validation, "step_row_of", lambda fields, redactor: made.append(1) or step_rows.step_row_of(fields, redactor))
+    monkeypatch.setattr(
+        validation, "step_row_of", lambda fields, redactor: made.append(1) or step_rows.step_row_of(fields, redactor)
+    )
     monkeypatch.setattr(validation, "fast_step", lambda body: (_ for _ in ()).throw(AssertionError("a StepEvent was made")))
     items = [{"event_id": f"e{i}", "seq": i, "type": "think", "content": f"thought {i} {SECRETS[0]}"} for i in range(1, 51)]
     headers = {"Authorization": f"Bearer {TOKEN}"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 
 import pytest
+from conftest import REPO
 from sqlalchemy import inspect, select
 
-from conftest import REPO
 from replay_core.storage import search
 from replay_core.storage.tables import daily_cells, daily_errors, daily_members, daily_tools, run_breakdown, run_rollups, steps
 
@@ -27,9 +27,14 @@ def _contents(store) -> dict[str, list]:
 def _schema(store) -> list:
     """The steps table's indexes and constraints (the PostgreSQL load drops them and builds them again)."""
     found = inspect(store.engine)
-    indexes = [{**i, "dialect_options": {k: str(v) for k, v in i.get("dialect_options", {}).items()}}  # a partial index's WHERE as text
-               for i in found.get_indexes("steps") if i["name"] != bench_analytics.SEARCH_INDEX_LEFT_OUT]  # left out on purpose
-    return [sorted(map(repr, items)) for items in (indexes, found.get_unique_constraints("steps"), found.get_foreign_keys("steps"))]
+    indexes = [
+        {**i, "dialect_options": {k: str(v) for k, v in i.get("dialect_options", {}).items()}}  # a partial index's WHERE as text
+        for i in found.get_indexes("steps")
+        if i["name"] != bench_analytics.SEARCH_INDEX_LEFT_OUT
+    ]  # left out on purpose
+    return [
+        sorted(map(repr, items)) for items in (indexes, found.get_unique_constraints("steps"), found.get_foreign_keys("steps"))
+    ]
 
 
 @pytest.fixture

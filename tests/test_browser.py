@@ -41,7 +41,9 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         detail = pg.locator(".st-key-step_detail .detail")  # drawn in its component's shadow root (ui/components.py)
         assert detail.locator("h3").inner_text() == "📦 Tool result · step 18"
         assert detail.locator(".failed").inner_text() == "❌ This step failed: TestFailure."
-        assert "TypeError: format_price() got an unexpected keyword argument 'rounding'" in detail.locator("pre").first.inner_text()
+        assert (
+            "TypeError: format_price() got an unexpected keyword argument 'rounding'" in detail.locator("pre").first.inner_text()
+        )
         assert "Import" in pg.inner_text("[data-testid=stSidebarNav]")
         assert "streamlit app" not in pg.inner_text("[data-testid=stSidebarNav]")
         pg.screenshot(path=str(OUT / "timeline.png"), full_page=True)
@@ -89,12 +91,15 @@ def test_an_agent_posting_over_http_appears_live(browser, tmp_path):
         pg.get_by_text("No run is sending steps right now.").wait_for(timeout=30_000)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             http.post("/api/v1/sessions", json={"session_id": "live-1", "name": "Refund for order A-17"}).raise_for_status()
-            http.post("/api/v1/sessions/live-1/steps", json=[{"type": "think", "content": "Look the order up first."}]
-                      ).raise_for_status()
+            http.post(
+                "/api/v1/sessions/live-1/steps", json=[{"type": "think", "content": "Look the order up first."}]
+            ).raise_for_status()
             # No reload: the page's fragment redraws itself.
             pg.get_by_text("Look the order up first.").wait_for(timeout=15_000)
-            http.post("/api/v1/sessions/live-1/steps", json={"type": "tool_call", "tool_name": "get_order",
-                                                              "tool_args": {"order_id": "A-17"}}).raise_for_status()
+            http.post(
+                "/api/v1/sessions/live-1/steps",
+                json={"type": "tool_call", "tool_name": "get_order", "tool_args": {"order_id": "A-17"}},
+            ).raise_for_status()
             pg.get_by_text("Tool call · get_order").wait_for(timeout=15_000)
         assert "Refund for order A-17" in pg.inner_text("body")
         assert pg.url == f"{base}/live"

@@ -18,8 +18,18 @@ from replay_core.storage.store import SessionFilter, Store
 
 pytestmark = pytest.mark.browser
 
-SELECTS = {"status": "failed", "review": "unreviewed", "tag": "coding", "has": "retry", "model": None, "agent_id": None,
-           "workflow": None, "environment": None, "agent_version": None, "source": None}  # None: the first stored value
+SELECTS = {
+    "status": "failed",
+    "review": "unreviewed",
+    "tag": "coding",
+    "has": "retry",
+    "model": None,
+    "agent_id": None,
+    "workflow": None,
+    "environment": None,
+    "agent_version": None,
+    "source": None,
+}  # None: the first stored value
 TEXTS = {"q": "format_price", "failed_tool": "run_tests", "error_class": "TestFailure"}
 
 
@@ -49,8 +59,12 @@ def open_runs(pg, base: str, query: str) -> None:
 
 def wait_listed(pg, n: int) -> None:
     """Until the summary counts n runs (the run after a click may still be drawing the old one)."""
-    pg.wait_for_function("n => Array.from(document.querySelectorAll('[data-testid=stMarkdownContainer]'))"
-                         ".some(e => e.innerText.startsWith(n + (n === 1 ? ' run:' : ' runs:')))", arg=n, timeout=15_000)
+    pg.wait_for_function(
+        "n => Array.from(document.querySelectorAll('[data-testid=stMarkdownContainer]'))"
+        ".some(e => e.innerText.startsWith(n + (n === 1 ? ' run:' : ' runs:')))",
+        arg=n,
+        timeout=15_000,
+    )
 
 
 def wait_cleared(pg, key: str) -> None:

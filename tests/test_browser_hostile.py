@@ -56,22 +56,46 @@ class Listener:
 
 def hostile(port: int, what: str) -> str:
     base = f"http://127.0.0.1:{port}"
-    return (f"![beacon]({base}/{what}-md.png) <img src=\"{base}/{what}-html.png\"> "
-            f"[click me](javascript:fetch('{base}/{what}-js')) <a href=\"{base}/{what}-a\">there</a> "
-            f"<script>fetch('{base}/{what}-script')</script> {base}/{what}-bare www.example.invalid")
+    return (
+        f'![beacon]({base}/{what}-md.png) <img src="{base}/{what}-html.png"> '
+        f"[click me](javascript:fetch('{base}/{what}-js')) <a href=\"{base}/{what}-a\">there</a> "
+        f"<script>fetch('{base}/{what}-script')</script> {base}/{what}-bare www.example.invalid"
+    )
 
 
 def plant(store: Store, port: int) -> None:
     h = lambda what: hostile(port, what)  # noqa: E731
     events = [
-        SessionEvent(session_id=SID, name=h("name"), agent_id="agent <b>x</b>", model="![m](http://127.0.0.1:%d/model.png)" % port,
-                     workflow="[wf](javascript:alert(1))", tags=[h("tag")]),
+        SessionEvent(
+            session_id=SID,
+            name=h("name"),
+            agent_id="agent <b>x</b>",
+            model="![m](http://127.0.0.1:%d/model.png)" % port,
+            workflow="[wf](javascript:alert(1))",
+            tags=[h("tag")],
+        ),
         StepEvent(session_id=SID, seq=1, event_id="e1", type="input", content=h("input")),
         StepEvent(session_id=SID, seq=2, event_id="e2", type="think", content=h("think")),
-        StepEvent(session_id=SID, seq=3, event_id="e3", type="tool_call", tool_name="fetch", tool_call_id="c1",
-                  tool_args={"url": h("args"), "note": h("args2")}),
-        StepEvent(session_id=SID, seq=4, event_id="e4", type="tool_result", tool_name="fetch", tool_call_id="c1",
-                  content=h("result"), status="error", error_class="Err<img src=x>"),
+        StepEvent(
+            session_id=SID,
+            seq=3,
+            event_id="e3",
+            type="tool_call",
+            tool_name="fetch",
+            tool_call_id="c1",
+            tool_args={"url": h("args"), "note": h("args2")},
+        ),
+        StepEvent(
+            session_id=SID,
+            seq=4,
+            event_id="e4",
+            type="tool_result",
+            tool_name="fetch",
+            tool_call_id="c1",
+            content=h("result"),
+            status="error",
+            error_class="Err<img src=x>",
+        ),
         StepEvent(session_id=SID, seq=5, event_id="e5", type="decision", content=h("decision")),
         SessionEndEvent(session_id=SID, status="failed", outcome=h("outcome")),
         SessionEvent(session_id=LIVE, name=h("live")),
@@ -94,10 +118,21 @@ EVERY_ATTRIBUTE = """([tag, name]) => {
 }"""
 
 PAGES = [
-    "runs", f"timeline?session={SID}&step=1", f"timeline?session={SID}&step=2", f"timeline?session={SID}&step=3",
-    f"timeline?session={SID}&step=4", f"timeline?session={SID}&step=5", "review?review=bad", "review?review=needs_attention",
-    f"live?live={LIVE}", f"compare?a={SID}&b={LIVE}", f"whatif?session={SID}", "analytics",
-    "analytics?charts=Speed+and+cost", "analytics?charts=Tools+and+errors", "analytics?charts=Retries+and+loops",  # one tab each
+    "runs",
+    f"timeline?session={SID}&step=1",
+    f"timeline?session={SID}&step=2",
+    f"timeline?session={SID}&step=3",
+    f"timeline?session={SID}&step=4",
+    f"timeline?session={SID}&step=5",
+    "review?review=bad",
+    "review?review=needs_attention",
+    f"live?live={LIVE}",
+    f"compare?a={SID}&b={LIVE}",
+    f"whatif?session={SID}",
+    "analytics",
+    "analytics?charts=Speed+and+cost",
+    "analytics?charts=Tools+and+errors",
+    "analytics?charts=Retries+and+loops",  # one tab each
 ]
 
 
@@ -122,7 +157,11 @@ def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):
                 links = pg.evaluate(EVERY_ATTRIBUTE, ["a", "href"])
                 bad_links = [h for h in links if h.lower().startswith("javascript:") or port in h]
                 images = pg.evaluate(EVERY_ATTRIBUTE, ["img", "src"])
-                where = pg.eval_on_selector_all("a[href]", "els => els.filter(e => e.getAttribute('href').includes('%s')).map(e => [e.getAttribute('href'), (e.closest('[data-testid]')||{}).getAttribute && e.closest('[data-testid]').getAttribute('data-testid'), e.outerHTML.slice(0,200)])" % port)
+                where = pg.eval_on_selector_all(
+                    "a[href]",
+                    "els => els.filter(e => e.getAttribute('href').includes('%s')).map(e => [e.getAttribute('href'), (e.closest('[data-testid]')||{}).getAttribute && e.closest('[data-testid]').getAttribute('data-testid'), e.outerHTML.slice(0,200)])"
+                    % port,
+                )
                 assert bad_links == [], (path, where[:5])
                 assert [s for s in images if port in s or s == "x"] == [], path
                 assert pg.locator("script", has_text=port).count() == 0, path
@@ -139,7 +178,7 @@ def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):
             row = pg.locator("button.step[aria-current=step]").inner_text()
             assert row.startswith(f"▶ 2 💭 Thought 📝 — ![beacon](http://127.0.0.1:{listener.port}/think-md.png) <img src="), row
             said = pg.locator(".message").all_inner_texts()
-            assert any(f"<img src=\"http://127.0.0.1:{listener.port}/input-html.png\">" in m for m in said), said
+            assert any(f'<img src="http://127.0.0.1:{listener.port}/input-html.png">' in m for m in said), said
         assert listener.hits == []
         assert dialogs == []
         assert seen_text > 0

@@ -30,8 +30,13 @@ def _copy(demo_db, tmp_path) -> tuple[str, Store]:
 def test_a_queue_worked_through_by_keyboard(browser, demo_db, tmp_path):
     OUT.mkdir(parents=True, exist_ok=True)
     url, store = _copy(demo_db, tmp_path)
-    made = queues.create(store, "failed runs", flt=SessionFilter(status="failed"),
-                         rubric={"verdicts": ["Good", "Bad", "Needs attention"]}, actor=EDITOR)
+    made = queues.create(
+        store,
+        "failed runs",
+        flt=SessionFilter(status="failed"),
+        rubric={"verdicts": ["Good", "Bad", "Needs attention"]},
+        actor=EDITOR,
+    )
     with served_app(url) as base:
         pg = browser.new_page(viewport={"width": 1500, "height": 1300})
         pg.goto(f"{base}/queues?queue={made['id']}")

@@ -9,13 +9,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from playwright.sync_api import expect
-
 from apptest_helpers import FAILED_CODING, served_app
+from playwright.sync_api import expect
+from test_browser import OUT, settled
+
 from replay_core.events import StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
-from test_browser import OUT, settled
 
 pytestmark = pytest.mark.browser
 

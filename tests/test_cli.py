@@ -14,16 +14,59 @@ import replay_core.cli as cli_module
 from replay_core.demo import demo_files
 
 README_RUN = [
-    {"schema": "agent-replay/v1", "kind": "session", "session_id": "run-42", "name": "refund request", "agent_id": "support-bot",
-     "model": "gpt-4o", "environment": "prod", "started_at": "2026-05-01T09:00:00Z"},
-    {"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "event_id": "e1", "seq": 1, "type": "think",
-     "timestamp": "2026-05-01T09:00:01Z", "content": "The user wants a refund; look the order up first.", "tokens_in": 812, "tokens_out": 40},
-    {"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "event_id": "e2", "seq": 2, "type": "tool_call",
-     "timestamp": "2026-05-01T09:00:02Z", "tool_name": "get_order", "tool_args": {"order_id": "A-17"}, "tool_call_id": "c1"},
-    {"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "event_id": "e3", "seq": 3, "type": "tool_result",
-     "timestamp": "2026-05-01T09:00:03Z", "tool_name": "get_order", "tool_call_id": "c1",
-     "content": "{\"status\": \"delivered\", \"auth\": \"Bearer abcdefghijklmnopqrstuvwxyz012345\"}"},
-    {"schema": "agent-replay/v1", "kind": "session_end", "session_id": "run-42", "status": "succeeded", "ended_at": "2026-05-01T09:01:10Z"},
+    {
+        "schema": "agent-replay/v1",
+        "kind": "session",
+        "session_id": "run-42",
+        "name": "refund request",
+        "agent_id": "support-bot",
+        "model": "gpt-4o",
+        "environment": "prod",
+        "started_at": "2026-05-01T09:00:00Z",
+    },
+    {
+        "schema": "agent-replay/v1",
+        "kind": "step",
+        "session_id": "run-42",
+        "event_id": "e1",
+        "seq": 1,
+        "type": "think",
+        "timestamp": "2026-05-01T09:00:01Z",
+        "content": "The user wants a refund; look the order up first.",
+        "tokens_in": 812,
+        "tokens_out": 40,
+    },
+    {
+        "schema": "agent-replay/v1",
+        "kind": "step",
+        "session_id": "run-42",
+        "event_id": "e2",
+        "seq": 2,
+        "type": "tool_call",
+        "timestamp": "2026-05-01T09:00:02Z",
+        "tool_name": "get_order",
+        "tool_args": {"order_id": "A-17"},
+        "tool_call_id": "c1",
+    },
+    {
+        "schema": "agent-replay/v1",
+        "kind": "step",
+        "session_id": "run-42",
+        "event_id": "e3",
+        "seq": 3,
+        "type": "tool_result",
+        "timestamp": "2026-05-01T09:00:03Z",
+        "tool_name": "get_order",
+        "tool_call_id": "c1",
+        "content": '{"status": "delivered", "auth": "Bearer abcdefghijklmnopqrstuvwxyz012345"}',
+    },
+    {
+        "schema": "agent-replay/v1",
+        "kind": "session_end",
+        "session_id": "run-42",
+        "status": "succeeded",
+        "ended_at": "2026-05-01T09:01:10Z",
+    },
 ]
 
 
@@ -51,7 +94,9 @@ def program(db_url):
 
     def run(*args) -> subprocess.CompletedProcess:
         env = dict(os.environ, AGENT_REPLAY_DB_URL=db_url, COLUMNS="200")
-        return subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120
+        )
 
     return run
 
@@ -74,7 +119,13 @@ def test_import_show_sessions_export(cli, hand_file, tmp_path):
     assert [s["id"] for s in listed] == ["run-42"]
     row = listed[0]
     assert (row["status"], row["steps"], row["cycles"], row["tokens_in"], row["tokens_out"], row["source"]) == (
-        "succeeded", 3, 1, 812, 40, "native")
+        "succeeded",
+        3,
+        1,
+        812,
+        40,
+        "native",
+    )
     assert json.loads(cli("sessions", "--status", "failed", "--json").stdout) == []
 
     shown = json.loads(cli("show", "run-42", "--step", "3", "--json").stdout)
@@ -97,7 +148,9 @@ def test_import_show_sessions_export(cli, hand_file, tmp_path):
 
 def test_bad_input_is_one_line_and_exit_1(cli, program, hand_file, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(hand_file.read_text() + '{"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "type": "thinking"}\n')
+    bad.write_text(
+        hand_file.read_text() + '{"schema": "agent-replay/v1", "kind": "step", "session_id": "run-42", "type": "thinking"}\n'
+    )
     proc = program("import", str(bad))
     assert proc.returncode == 1
     assert f"{bad}:6: type:" in proc.stderr and "Traceback" not in proc.stderr
@@ -122,7 +175,10 @@ def test_unknown_format_lists_known_ones(cli, tmp_path):
     odd.write_text("just some notes\n")
     proc = cli("import", str(odd), ok=False)
     said = " ".join(proc.stderr.split())
-    assert "not imported, no reader recognises it. It looks like plain text of 1 lines." in said and "(known formats: native," in said
+    assert (
+        "not imported, no reader recognises it. It looks like plain text of 1 lines." in said
+        and "(known formats: native," in said
+    )
 
 
 def test_demo_and_db_upgrade(cli):
@@ -139,12 +195,18 @@ def test_demo_and_db_upgrade(cli):
 
 def test_sessions_lists_original_runs_unless_replays_are_asked_for(cli, tmp_path):
     run = tmp_path / "two.jsonl"
-    run.write_bytes(b"\n".join(orjson.dumps({"schema": "agent-replay/v1", **o}) for o in [
-        {"kind": "session", "session_id": "orig", "name": "original"},
-        {"kind": "step", "session_id": "orig", "type": "think", "content": "Look it up."},
-        {"kind": "session", "session_id": "again", "name": "its replay", "replay_of": "orig"},
-        {"kind": "step", "session_id": "again", "type": "think", "content": "Look it up."},
-    ]) + b"\n")
+    run.write_bytes(
+        b"\n".join(
+            orjson.dumps({"schema": "agent-replay/v1", **o})
+            for o in [
+                {"kind": "session", "session_id": "orig", "name": "original"},
+                {"kind": "step", "session_id": "orig", "type": "think", "content": "Look it up."},
+                {"kind": "session", "session_id": "again", "name": "its replay", "replay_of": "orig"},
+                {"kind": "step", "session_id": "again", "type": "think", "content": "Look it up."},
+            ]
+        )
+        + b"\n"
+    )
     cli("import", str(run))
 
     def listed(*extra: str) -> list[str]:
@@ -167,16 +229,31 @@ def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path,
     assert json.loads(cli("stats", "--json").stdout)["tokens_in"] == 0
     assert "rollups rebuilt for 1 runs" in cli("db", "rebuild-rollups").stdout
     assert json.loads(cli("stats", "--json").stdout) == before
-    probe = "import sys, runpy; sys.argv = ['agent-replay', 'stats']\ntry:\n    runpy.run_module('replay_core.cli', run_name='__main__')\n" \
-            "except SystemExit:\n    pass\nprint(sorted(m for m in ('polars', 'litellm', 'streamlit', 'alembic', 'pydantic', " \
-            "'sqlalchemy.dialects.postgresql') if m in sys.modules))"
+    probe = (
+        "import sys, runpy; sys.argv = ['agent-replay', 'stats']\ntry:\n    runpy.run_module('replay_core.cli', run_name='__main__')\n"
+        "except SystemExit:\n    pass\nprint(sorted(m for m in ('polars', 'litellm', 'streamlit', 'alembic', 'pydantic', "
+        "'sqlalchemy.dialects.postgresql') if m in sys.modules))"
+    )
     env = dict(os.environ, AGENT_REPLAY_DB_URL=db_url)
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("args", [[], ["--by", "model"], ["--json", "--by", "day"], ["--by", "nope"], ["--bogus"], ["--db"],
-                                  ["--help"], ["--since", "2026-04-01", "--json"], ["extra"], ["--json", "--json"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--by", "model"],
+        ["--json", "--by", "day"],
+        ["--by", "nope"],
+        ["--bogus"],
+        ["--db"],
+        ["--help"],
+        ["--since", "2026-04-01", "--json"],
+        ["extra"],
+        ["--json", "--json"],
+    ],
+)
 def test_stats_without_typer_coercion_is_stats_through_typer(cli, hand_file, monkeypatch, args):
     """`main` runs a plain `stats` past Typer's value coercion (pydantic): output, errors and exit
     code are what Typer's own handling of the same arguments gives."""

@@ -19,7 +19,9 @@ def cli(tmp_path, monkeypatch):
     db = f"sqlite:///{tmp_path / 'cli.db'}"
 
     def run(*args, ok=True, env=None):
-        proc = run_main(monkeypatch, args, {"AGENT_REPLAY_CLI_ROLE": None, "AGENT_REPLAY_DB_URL": db, "COLUMNS": "200", **(env or {})})
+        proc = run_main(
+            monkeypatch, args, {"AGENT_REPLAY_CLI_ROLE": None, "AGENT_REPLAY_DB_URL": db, "COLUMNS": "200", **(env or {})}
+        )
         if ok:
             assert proc.returncode == 0, proc.stderr
         return proc
@@ -30,20 +32,45 @@ def cli(tmp_path, monkeypatch):
 def test_a_queue_from_a_filter_worked_shown_and_exported(cli, tmp_path):
     cli("demo")
     rubric = tmp_path / "rubric.json"
-    rubric.write_text(json.dumps({"verdicts": ["Right", "Wrong"], "criteria": [{"name": "Cited the order", "description": "id given"}]}))
-    made = json.loads(cli("queue", "create", "failed runs", "--status", "failed", "--rubric", str(rubric), "--reviews-per-item", "2",
-                          "--assign", "Ana", "--assign", "Ben", "--json").stdout)
+    rubric.write_text(
+        json.dumps({"verdicts": ["Right", "Wrong"], "criteria": [{"name": "Cited the order", "description": "id given"}]})
+    )
+    made = json.loads(
+        cli(
+            "queue",
+            "create",
+            "failed runs",
+            "--status",
+            "failed",
+            "--rubric",
+            str(rubric),
+            "--reviews-per-item",
+            "2",
+            "--assign",
+            "Ana",
+            "--assign",
+            "Ben",
+            "--json",
+        ).stdout
+    )
     assert set(made) == {"id", "name", "items"} and made["items"] >= 3
     # two reviewers work the first item through the library, as the page does
     store = Store(f"sqlite:///{tmp_path / 'cli.db'}")
     who = Actor("reviewer password", "reviewer", "test")
     for name, verdict in (("Ana", "Wrong"), ("Ben", "Right")):
         item = queues.next_item(store, made["id"], name, actor=who)
-        queues.save_review(store, made["id"], item["id"], name, verdict, criteria={"Cited the order": "fail"}, note=f"{name} says",
-                           actor=who)
+        queues.save_review(
+            store, made["id"], item["id"], name, verdict, criteria={"Cited the order": "fail"}, note=f"{name} says", actor=who
+        )
     shown = json.loads(cli("queue", "show", str(made["id"]), "--json").stdout)
-    assert shown["progress"] == {"items": made["items"], "items_done": 1, "reviews": 2, "needed": 2 * made["items"],
-                                 "percent": round(100 / made["items"]), "done": False}
+    assert shown["progress"] == {
+        "items": made["items"],
+        "items_done": 1,
+        "reviews": 2,
+        "needed": 2 * made["items"],
+        "percent": round(100 / made["items"]),
+        "done": False,
+    }
     first = shown["items"][0]
     assert first["verdicts"] == {"Wrong": 1, "Right": 1} and first["agreement"] == 0.0 and first["complete"]
     assert [r["reviewer"] for r in first["reviews"]] == ["Ana", "Ben"]
@@ -74,7 +101,9 @@ def test_queue_refusals_are_one_line(cli, tmp_path):
 def test_share_a_run_list_revoke(cli, tmp_path):
     cli("demo")
     sid = json.loads(cli("sessions", "--status", "failed", "--json").stdout)[0]["id"]
-    made = json.loads(cli("share", sid, "--expires", "2d", "--json", env={"AGENT_REPLAY_PUBLIC_URL": "https://replay.example/"}).stdout)
+    made = json.loads(
+        cli("share", sid, "--expires", "2d", "--json", env={"AGENT_REPLAY_PUBLIC_URL": "https://replay.example/"}).stdout
+    )
     assert set(made) >= {"id", "token", "url", "expires_at"}
     assert made["url"] == f"https://replay.example/share?token={made['token']}"
     other = json.loads(cli("sessions", "--status", "succeeded", "--json").stdout)[0]["id"]

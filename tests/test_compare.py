@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay_core.cli import app
-from replay_core.understand.compare import KINDS, align, compare, compare_steps, lcs_pairs, normalise
 from replay_core.demo import load_demo, read_demo
 from replay_core.events import StepEvent
+from replay_core.understand.compare import KINDS, align, compare, compare_steps, lcs_pairs, normalise
 
 A, B = "demo-08-flight-bos-sfo-a", "demo-09-flight-bos-sfo-b"
 
@@ -114,8 +114,17 @@ def test_demo_pair_diverges_at_step_6_with_different_arguments(store):
         "return_date: A “2026-12-21”, B “2025-12-21”."
     )
     assert [r.kind for r in result.rows] == [
-        None, None, None, None, None, "different arguments", "different result", "different text",
-        "missing step", "missing step", "different text",
+        None,
+        None,
+        None,
+        None,
+        None,
+        "different arguments",
+        "different result",
+        "different text",
+        "missing step",
+        "missing step",
+        "different text",
     ]
     assert result.only_a == [9, 10] and result.only_b == []
     assert result.rows[5].diff == (
@@ -147,8 +156,19 @@ def test_unknown_session_and_unknown_field_group(store):
 
 def test_ids_times_tokens_and_costs_are_ignored_unless_asked():
     steps = RUNS[A]
-    other = [s.model_copy(update={"event_id": f"x{s.seq}", "duration_ms": 1.0, "cost_usd": 9.0, "tokens_in": s.tokens_in and s.tokens_in + 1,
-                                  "tool_call_id": "other", "model": "another-model"}) for s in steps]
+    other = [
+        s.model_copy(
+            update={
+                "event_id": f"x{s.seq}",
+                "duration_ms": 1.0,
+                "cost_usd": 9.0,
+                "tokens_in": s.tokens_in and s.tokens_in + 1,
+                "tool_call_id": "other",
+                "model": "another-model",
+            }
+        )
+        for s in steps
+    ]
     session_a, session_b = {"id": "a", "status": "succeeded"}, {"id": "b", "status": "succeeded"}
     assert compare_steps(steps, other, session_a, session_b).first_divergence is None
     asked = compare_steps(steps, other, session_a, session_b, include=["tokens"]).first_divergence
@@ -157,7 +177,9 @@ def test_ids_times_tokens_and_costs_are_ignored_unless_asked():
 
 def test_same_steps_different_outcome():
     steps = RUNS[A]
-    div = compare_steps(steps, steps, {"id": "a", "status": "succeeded"}, {"id": "b", "status": "failed", "error_class": "Boom"}).first_divergence
+    div = compare_steps(
+        steps, steps, {"id": "a", "status": "succeeded"}, {"id": "b", "status": "failed", "error_class": "Boom"}
+    ).first_divergence
     assert (div.a_seq, div.b_seq, div.kind) == (None, None, "different outcome")
     assert div.summary == "Every step matches, but A ended succeeded and B ended failed (Boom)."
     running = compare_steps(steps, steps, {"id": "a", "status": "running"}, {"id": "b", "status": "failed"})
@@ -176,8 +198,13 @@ def test_a_call_of_another_tool_is_a_different_tool():
 
 
 MUTATIONS = ("arguments", "result", "text", "drop", "insert")
-EXPECTED_KIND = {"arguments": "different arguments", "result": "different result", "text": "different text",
-                 "drop": "missing step", "insert": "extra step"}
+EXPECTED_KIND = {
+    "arguments": "different arguments",
+    "result": "different result",
+    "text": "different text",
+    "drop": "missing step",
+    "insert": "extra step",
+}
 ELIGIBLE = {
     "arguments": lambda s: s.type == "tool_call" and isinstance(s.tool_args, dict),
     "result": lambda s: s.type == "tool_result",
@@ -248,7 +275,11 @@ def long_run(n: int, rng: random.Random) -> list[StepEvent]:
         kind = kinds[i % 4]
         fields = {"content": f"step {i}: {rng.random():.6f}"}
         if kind in ("tool_call", "tool_result"):
-            fields = {"tool_name": "lookup", "tool_args": {"row": i - (i % 4)}, "content": None if kind == "tool_call" else f"row {i}"}
+            fields = {
+                "tool_name": "lookup",
+                "tool_args": {"row": i - (i % 4)},
+                "content": None if kind == "tool_call" else f"row {i}",
+            }
         out.append(StepEvent(session_id="long", seq=i + 1, type=kind, **fields))
     return out
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from contextlib import ExitStack
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -33,8 +33,10 @@ def test_two_served_apps_with_four_writers_each_share_one_session(store):
             statuses = []
             with httpx.Client(base_url=bases[app], headers=AUTH, timeout=60) as http:
                 for start in range(0, STEPS, PER_REQUEST):
-                    body = [{"type": "think", "event_id": f"a{app}-w{thread}-{n}", "content": f"{app}/{thread}/{n}"}
-                            for n in range(start, start + PER_REQUEST)]
+                    body = [
+                        {"type": "think", "event_id": f"a{app}-w{thread}-{n}", "content": f"{app}/{thread}/{n}"}
+                        for n in range(start, start + PER_REQUEST)
+                    ]
                     statuses.append(http.post("/api/v1/sessions/shared/steps", json=body).status_code)
             return statuses
 
@@ -43,9 +45,12 @@ def test_two_served_apps_with_four_writers_each_share_one_session(store):
             statuses = [s for f in futures for s in f.result()]
     assert set(statuses) == {200}
     with store.engine.connect() as conn:
-        count, distinct_events, distinct_seqs, low, high = conn.execute(text(
-            "SELECT count(*), count(DISTINCT event_id), count(DISTINCT seq), min(seq), max(seq) FROM steps"
-            " WHERE session_id = 'shared'")).one()
+        count, distinct_events, distinct_seqs, low, high = conn.execute(
+            text(
+                "SELECT count(*), count(DISTINCT event_id), count(DISTINCT seq), min(seq), max(seq) FROM steps"
+                " WHERE session_id = 'shared'"
+            )
+        ).one()
     total = APPS * WRITERS * STEPS
     assert (count, distinct_events, distinct_seqs, low, high) == (total, total, total, 1, total)
     assert store.count_sessions() == 1
@@ -64,13 +69,17 @@ SDK_RUN = textwrap.dedent("""
 
 def test_eight_sdk_processes_open_a_fresh_sqlite_file_at_once(tmp_path):
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    procs = [subprocess.Popen([sys.executable, "-c", SDK_RUN, url, str(i), str(tmp_path / f"spool{i}")],
-                              stderr=subprocess.PIPE) for i in range(8)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", SDK_RUN, url, str(i), str(tmp_path / f"spool{i}")], stderr=subprocess.PIPE)
+        for i in range(8)
+    ]
     failures = [p.stderr.read().decode(errors="replace") for p in procs if p.wait(120) != 0]
     assert failures == []
     store = Store(url)
     with store.engine.connect() as conn:
-        rows = conn.execute(text("SELECT session_id, count(*), count(DISTINCT seq), max(seq) FROM steps GROUP BY session_id")).all()
+        rows = conn.execute(
+            text("SELECT session_id, count(*), count(DISTINCT seq), max(seq) FROM steps GROUP BY session_id")
+        ).all()
     assert sorted(rows) == [(f"p{i}", 200, 200, 200) for i in range(8)]
     assert all(not any(p.iterdir()) for p in tmp_path.glob("spool*") if p.is_dir())  # nothing spooled: no write failed
     store.close()
@@ -103,7 +112,9 @@ def test_a_session_created_by_two_writers_at_once_is_one_run(store):
     def write(i: int):
         other = Store(store.url, migrate=False)
         try:
-            return other.write([SessionEvent(session_id="race", name="n"), StepEvent(session_id="race", type="think", event_id=f"e{i}")])
+            return other.write(
+                [SessionEvent(session_id="race", name="n"), StepEvent(session_id="race", type="think", event_id=f"e{i}")]
+            )
         finally:
             other.close()
 
@@ -119,9 +130,14 @@ def test_moving_a_provisional_run_while_another_writer_adds_to_its_target(store)
     from replay_core.events import SessionEvent, StepEvent
 
     moves, batches, per = 6, 20, 10
-    store.write([SessionEvent(session_id=f"prov-{m}", name="provisional") for m in range(moves)]
-                + [StepEvent(session_id=f"prov-{m}", type="think", event_id=f"p{m}-{n}", seq=n + 1)
-                   for m in range(moves) for n in range(per)])
+    store.write(
+        [SessionEvent(session_id=f"prov-{m}", name="provisional") for m in range(moves)]
+        + [
+            StepEvent(session_id=f"prov-{m}", type="think", event_id=f"p{m}-{n}", seq=n + 1)
+            for m in range(moves)
+            for n in range(per)
+        ]
+    )
 
     def mover() -> int:
         other = Store(store.url, migrate=False)
@@ -133,8 +149,10 @@ def test_moving_a_provisional_run_while_another_writer_adds_to_its_target(store)
     def writer() -> int:
         other = Store(store.url, migrate=False)
         try:
-            return sum(other.write([StepEvent(session_id="real", type="think", event_id=f"w{b}-{n}") for n in range(per)]).steps
-                       for b in range(batches))
+            return sum(
+                other.write([StepEvent(session_id="real", type="think", event_id=f"w{b}-{n}") for n in range(per)]).steps
+                for b in range(batches)
+            )
         finally:
             other.close()
 
@@ -151,8 +169,9 @@ def test_runs_of_one_day_written_at_once_by_four_writers_all_land_and_their_cell
     day, model and agent at once, so every write recomputes the same daily cell: on PostgreSQL each
     deleted and inserted that cell, and all but one writer failed on its key; with some runs deleted
     meanwhile (a refresh of its own). Every write lands, and the cells equal a rebuild."""
-    from replay_core.events import SessionEvent, StepEvent
     from test_rollups_daily import _daily_tables
+
+    from replay_core.events import SessionEvent, StepEvent
 
     writers, runs = 4, 15
     started = datetime(2026, 12, 1, 10, tzinfo=UTC)
@@ -162,8 +181,12 @@ def test_runs_of_one_day_written_at_once_by_four_writers_all_land_and_their_cell
         try:
             for r in range(runs):
                 sid = f"w{w}-r{r}"
-                other.write([SessionEvent(session_id=sid, model="m", agent_id="a", started_at=started),
-                             *(StepEvent(session_id=sid, type="think", event_id=f"{sid}-{n}", seq=n, content="x") for n in (1, 2))])
+                other.write(
+                    [
+                        SessionEvent(session_id=sid, model="m", agent_id="a", started_at=started),
+                        *(StepEvent(session_id=sid, type="think", event_id=f"{sid}-{n}", seq=n, content="x") for n in (1, 2)),
+                    ]
+                )
                 if r % 5 == 4:
                     other.delete_sessions([f"w{w}-r{r - 1}"])
             return runs
@@ -184,15 +207,21 @@ def test_one_new_image_attached_by_two_writers_at_once_is_stored_once(store):
     on the hash's key (the request answered 422, its steps stored without the image); now both land."""
     import threading
 
+    from test_media import page
+
     from replay_core.events import StepEvent
     from replay_core.media.images import check
     from replay_core.storage.tables import attachments, media_blobs
-    from test_media import page
 
     rounds = 8
     images = [check(page(f"blank page {n}")) for n in range(rounds)]
-    store.write([StepEvent(session_id=f"img-{w}", type="observation", event_id=f"o{n}", seq=n + 1)
-                 for w in range(2) for n in range(rounds)])
+    store.write(
+        [
+            StepEvent(session_id=f"img-{w}", type="observation", event_id=f"o{n}", seq=n + 1)
+            for w in range(2)
+            for n in range(rounds)
+        ]
+    )
 
     def writer(w: int, ready: threading.Barrier, errors: list) -> None:
         other = Store(store.url, migrate=False)

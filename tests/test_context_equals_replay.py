@@ -12,11 +12,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import FIXTURES
 from openai_server import OpenAIServer
+
 from replay_core.demo import load_demo, read_demo
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.formats import UnknownFormat
@@ -32,8 +32,11 @@ DEMO_IDS = sorted({ev.session_id for ev in read_demo()})
 
 def real_fixture_samples() -> list[Path]:
     rows = [line.split("|") for line in (FIXTURES / "SOURCES.md").read_text().splitlines() if line.startswith("| ")]
-    return sorted(FIXTURES / r[1].strip() for r in rows
-                  if len(r) > 6 and r[6].strip().startswith("real") and (FIXTURES / r[1].strip()).exists())
+    return sorted(
+        FIXTURES / r[1].strip()
+        for r in rows
+        if len(r) > 6 and r[6].strip().startswith("real") and (FIXTURES / r[1].strip()).exists()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +78,9 @@ def check_every_model_step(store, sid: str, server: OpenAIServer) -> int:
         if n not in sample:
             continue
         before = len(server.requests)
-        config = ReplayConfig(model="openai/fake-model", api_base=server.base_url, backoff_s=0.01, request_timeout_s=5.0,
-                              tool_mode="none")
+        config = ReplayConfig(
+            model="openai/fake-model", api_base=server.base_url, backoff_s=0.01, request_timeout_s=5.0, tool_mode="none"
+        )
         replay(store, sid, n, n, config)
         assert len(server.requests) > before, (sid, n)
         sent = server.requests[before]["messages"]
@@ -138,8 +142,17 @@ def test_generated_runs_state_view_equals_replay_start(sqlite_store, spec):
         if kind in ("tool_call", "tool_result", "error"):
             fields.update(tool_name="ls", tool_call_id=f"c{i // 2}" if with_id else None, tool_args={"i": i // 2})
         context = list(history) if record else None
-        events.append(StepEvent(session_id=sid, event_id=f"e{i}", seq=i + 1, type=kind, timestamp=T0 + timedelta(seconds=i),
-                                context=context, **fields))
+        events.append(
+            StepEvent(
+                session_id=sid,
+                event_id=f"e{i}",
+                seq=i + 1,
+                type=kind,
+                timestamp=T0 + timedelta(seconds=i),
+                context=context,
+                **fields,
+            )
+        )
         history.append({"role": "user", "content": f"seen {i}"})
     ingest(sqlite_store, events)
     timeline = open_timeline(sqlite_store, sid)

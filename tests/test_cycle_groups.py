@@ -46,16 +46,24 @@ def test_verbs_come_from_the_tool_name():
 
 
 KINDS = ["think", "tool_call", "tool_result", "decision", "error", "input", "observation"]
-step_specs = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(["a_tool", "search_x", None]), st.booleans()),
-                      max_size=60)
+step_specs = st.lists(
+    st.tuples(st.sampled_from(KINDS), st.sampled_from(["a_tool", "search_x", None]), st.booleans()), max_size=60
+)
 
 
 @settings(deadline=None)
 @given(step_specs)
 def test_groups_cover_every_cycle_once_and_count_every_call(specs):
-    steps = [StepEvent(session_id="s", seq=i + 1, type=kind, tool_name=tool if kind.startswith("tool") else None,
-                       status="error" if failed and kind in ("tool_result", "error") else "ok")
-             for i, (kind, tool, failed) in enumerate(specs)]
+    steps = [
+        StepEvent(
+            session_id="s",
+            seq=i + 1,
+            type=kind,
+            tool_name=tool if kind.startswith("tool") else None,
+            status="error" if failed and kind in ("tool_result", "error") else "ok",
+        )
+        for i, (kind, tool, failed) in enumerate(specs)
+    ]
     cycles = group_cycles(steps)
     groups = cycle_groups(columns_of(steps), cycles)
     assert sum(g.cycles for g in groups) == len(cycles)
@@ -67,14 +75,18 @@ def test_groups_cover_every_cycle_once_and_count_every_call(specs):
     # a group with no tool_call step counts its results instead
     assert counted >= calls
     for g in groups:
-        assert all(g.failures.get(t, 0) <= sum(1 for s in in_cycles if s.tool_name == t and g.first_seq <= s.seq <= g.last_seq)
-                   for t in g.tools)
+        assert all(
+            g.failures.get(t, 0) <= sum(1 for s in in_cycles if s.tool_name == t and g.first_seq <= s.seq <= g.last_seq)
+            for t in g.tools
+        )
         members = [s for s in in_cycles if g.first_seq <= s.seq <= g.last_seq]
         counted_kinds = ("tool_call",) if any(s.type == "tool_call" for s in members) else ("tool_result", "observation")
         assert g.calls == {t: sum(1 for s in members if s.tool_name == t and s.type in counted_kinds) for t in g.tools}
         failed = [s for s in members if s.type == "error" or s.status in ("error", "blocked")]
         assert g.errors == sum(1 for s in failed if s.tool_name not in g.tools)
-        assert g.failures == {t: n for t in g.tools if (n := sum(1 for s in failed if s.tool_name == t and s.type != "tool_call"))}
+        assert g.failures == {
+            t: n for t in g.tools if (n := sum(1 for s in failed if s.tool_name == t and s.type != "tool_call"))
+        }
         assert g.sentence.startswith(f"Step {g.first_seq}" if g.first_seq == g.last_seq else f"Steps {g.first_seq}–{g.last_seq}")
     assert len(story(columns_of(steps), cycles)) == min(len(groups), MAX_GROUPS) + (len(groups) > MAX_GROUPS)
 
@@ -127,24 +139,32 @@ def _story_of_steps(steps: list[StepEvent], cycles) -> list[str]:
     rest = groups[MAX_GROUPS:]
     if rest:
         calls = sum(sum(g.calls.values()) for g in rest)
-        lines.append(f"Steps {rest[0].first_seq}–{rest[-1].last_seq}: {len(rest)} more groups of cycles "
-                     f"({sum(g.cycles for g in rest)} cycles, {calls} tool call{'s' if calls != 1 else ''}), not told one by one.")
+        lines.append(
+            f"Steps {rest[0].first_seq}–{rest[-1].last_seq}: {len(rest)} more groups of cycles "
+            f"({sum(g.cycles for g in rest)} cycles, {calls} tool call{'s' if calls != 1 else ''}), not told one by one."
+        )
     return lines
 
 
 _TOLD_TOOLS = ["a_tool", "search_x", "run_b", "", None]
 _told_step = st.tuples(st.sampled_from(KINDS), st.sampled_from(_TOLD_TOOLS), st.sampled_from(["ok", "ok", "error", "blocked"]))
 # a think then a step past it opens each cycle, so that runs have more groups than are told (MAX_GROUPS) often
-_told_cycles = st.lists(st.tuples(st.sampled_from(_TOLD_TOOLS), st.lists(_told_step, max_size=3)).map(
-    lambda c: [("think", None, "ok"), ("tool_call", c[0], "ok"), *c[1]]), max_size=30)
+_told_cycles = st.lists(
+    st.tuples(st.sampled_from(_TOLD_TOOLS), st.lists(_told_step, max_size=3)).map(
+        lambda c: [("think", None, "ok"), ("tool_call", c[0], "ok"), *c[1]]
+    ),
+    max_size=30,
+)
 
 
 @settings(deadline=None)
 @given(_told_cycles | st.lists(_told_step, max_size=60).map(lambda steps: [steps]))  # or steps in any order
 def test_the_story_from_columns_is_the_story_from_steps(cycles_of_specs):
     specs = [spec for cycle in cycles_of_specs for spec in cycle]
-    steps = [StepEvent(session_id="s", seq=i + 1, type=kind, tool_name=tool, status=status)
-             for i, (kind, tool, status) in enumerate(specs)]
+    steps = [
+        StepEvent(session_id="s", seq=i + 1, type=kind, tool_name=tool, status=status)
+        for i, (kind, tool, status) in enumerate(specs)
+    ]
     cycles = group_cycles(steps)
     assert cycle_groups(columns_of(steps), cycles) == _groups_of_steps(steps, cycles)
     assert story(columns_of(steps), cycles) == _story_of_steps(steps, cycles)

@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-
 from cli_helpers import run_main
 from experiment_cases import make_cases
+
 from replay_core.events import SessionEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import EXPERIMENT_SOURCE, SessionFilter
@@ -63,7 +63,11 @@ def test_adding_makes_the_next_version_and_older_versions_keep_their_cases(store
     assert [c["session"] for c in ds.show(store, "refunds", version=1)["cases"]] == ["refund-0", "refund-1"]
     v2 = ds.show(store, "refunds")["cases"]
     assert [(c["session"], c["expected"], c["version"]) for c in v2] == [
-        ("refund-0", None, 1), ("refund-1", None, 1), ("refund-2", "approved", 2), ("refund-3", "approved", 2)]
+        ("refund-0", None, 1),
+        ("refund-1", None, 1),
+        ("refund-2", "approved", 2),
+        ("refund-3", "approved", 2),
+    ]
     nothing = ds.add(store, "refunds", ds.resolve(store, runs=["refund-0"])[0])
     assert (nothing["version"], nothing["added"]) == (2, 0)  # nothing new, no new version
     with pytest.raises(ds.DatasetError, match="no dataset named 'nope'"):
@@ -82,11 +86,20 @@ def test_export_then_import_round_trips_and_bad_lines_are_named(store, tmp_path)
     make_cases(store, 3)
     ds.create(store, "refunds", [ds.Case("refund-0"), ds.Case("refund-1", "approved")], match="contains", description="d")
     lines = list(ds.export_lines(store, "refunds"))
-    assert json.loads(lines[0]) == {"schema": ds.SCHEMA, "kind": "dataset", "name": "refunds", "version": 1, "match": "contains",
-                                    "description": "d"}
+    assert json.loads(lines[0]) == {
+        "schema": ds.SCHEMA,
+        "kind": "dataset",
+        "name": "refunds",
+        "version": 1,
+        "match": "contains",
+        "description": "d",
+    }
     copy = ds.import_lines(store, lines, where="refunds.jsonl", name="copy")
     assert (copy["cases"], copy["match"]) == (2, "contains")
-    assert [(c["session"], c["expected"]) for c in ds.show(store, "copy")["cases"]] == [("refund-0", None), ("refund-1", "approved")]
+    assert [(c["session"], c["expected"]) for c in ds.show(store, "copy")["cases"]] == [
+        ("refund-0", None),
+        ("refund-1", "approved"),
+    ]
     bad = [lines[0], lines[1], '{"kind": "case", "session": "gone"}']
     with pytest.raises(ds.DatasetError, match=r"^in.jsonl:3: run 'gone' is not in this database"):
         ds.import_lines(store, bad, where="in.jsonl", name="other")
@@ -139,7 +152,9 @@ def test_cli_dataset_commands(tmp_path, monkeypatch):
     assert again["cases"] == 4
     assert "refund-1" in cli("dataset", "show", "again").stdout
     refused = cli("dataset", "create", "none", ok=False)
-    assert refused.stderr.strip() == ("error: name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, "
-                                     "--since, --search)")
+    assert refused.stderr.strip() == (
+        "error: name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, "
+        "--since, --search)"
+    )
     refused = cli("dataset", "create", "bad", "--runs", "nope", ok=False)
     assert refused.stderr.strip() == "error: --runs: no such run: nope" and "Traceback" not in refused.stderr

@@ -37,12 +37,14 @@ def old_client_step(sid: str, event_id: str, **fields) -> StepEvent:
 
 def test_the_http_sink_delivers_the_innocent_and_names_the_refused(api):
     base, store = api
-    events = [SessionEvent(session_id="innocent", name="fine"),
-              *[StepEvent(session_id="innocent", event_id=f"i{n}", type="think", content=f"ok {n}") for n in range(5)],
-              SessionEvent(session_id="guilty", name="has one bad step"),
-              StepEvent(session_id="guilty", event_id="g0", type="think", content="fine"),
-              old_client_step("guilty", "g1", tool_name="t" * 300),
-              StepEvent(session_id="guilty", event_id="g2", type="think", content="fine too")]
+    events = [
+        SessionEvent(session_id="innocent", name="fine"),
+        *[StepEvent(session_id="innocent", event_id=f"i{n}", type="think", content=f"ok {n}") for n in range(5)],
+        SessionEvent(session_id="guilty", name="has one bad step"),
+        StepEvent(session_id="guilty", event_id="g0", type="think", content="fine"),
+        old_client_step("guilty", "g1", tool_name="t" * 300),
+        StepEvent(session_id="guilty", event_id="g2", type="think", content="fine too"),
+    ]
     sink = HttpSink(base, TOKEN)
     with pytest.raises(SinkRejected) as caught:
         sink.send(events)
@@ -73,8 +75,11 @@ def test_deliver_spool_reports_what_was_refused(api, tmp_path):
     base, store = api
     prefix = hashlib.sha1(base.encode()).hexdigest()[:12]
     left = tmp_path / f"{prefix}-4242-deadbeef.jsonl"  # left by a recorder that ended while the app was down
-    lines = [SessionEvent(session_id="spooled", name="kept"), StepEvent(session_id="spooled", event_id="s1", type="think"),
-             SessionEvent(session_id="spooled-bad", replay_of="nowhere")]
+    lines = [
+        SessionEvent(session_id="spooled", name="kept"),
+        StepEvent(session_id="spooled", event_id="s1", type="think"),
+        SessionEvent(session_id="spooled-bad", replay_of="nowhere"),
+    ]
     left.write_bytes(b"".join(orjson.dumps(ev.to_json_dict()) + b"\n" for ev in lines))
     res = CliRunner().invoke(app, ["deliver-spool", "--to", base, "--token", TOKEN, "--spool-dir", str(tmp_path)])
     assert res.exit_code == 0, res.output

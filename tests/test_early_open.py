@@ -70,8 +70,10 @@ def test_behind_a_door_nothing_is_opened_for_the_request(demo_store, opened, mon
     assert opened == []
 
 
-@pytest.mark.parametrize("query", [b"", b"step=3", b"session=" + b"x" * 5000, b"a=1&" * 40, b"session=%ff%fe%00",
-                                   b"session=no-such-run&step=" + b"9" * 40])
+@pytest.mark.parametrize(
+    "query",
+    [b"", b"step=3", b"session=" + b"x" * 5000, b"a=1&" * 40, b"session=%ff%fe%00", b"session=no-such-run&step=" + b"9" * 40],
+)
 def test_odd_queries_open_nothing_and_fail_nothing(demo_store, opened, query):
     thread = early_open.start(query)
     if thread is not None:
@@ -103,8 +105,13 @@ def test_the_middleware_starts_only_for_a_get_of_the_timeline_page(monkeypatch):
         passed.append(scope["path"])
 
     middleware = early_open.EarlyOpen(app)
-    for method, path in [("GET", "/timeline"), ("GET", "/base/timeline/"), ("POST", "/timeline"), ("GET", "/runs"),
-                         ("GET", "/api/v1/sessions")]:
+    for method, path in [
+        ("GET", "/timeline"),
+        ("GET", "/base/timeline/"),
+        ("POST", "/timeline"),
+        ("GET", "/runs"),
+        ("GET", "/api/v1/sessions"),
+    ]:
         asyncio.run(middleware({"type": "http", "method": method, "path": path, "query_string": b"session=s"}, None, None))
     asyncio.run(middleware({"type": "websocket", "path": "/timeline"}, None, None))
     assert started == [b"session=s", b"session=s"]

@@ -6,8 +6,18 @@ from replay_core.events import SCHEMA, EventError, SessionEndEvent, SessionEvent
 
 
 def test_step_round_trips_through_json_dict():
-    raw = {"schema": SCHEMA, "kind": "step", "session_id": "run-42", "event_id": "e2", "seq": 2, "type": "tool_call",
-           "timestamp": "2026-05-01T09:00:02Z", "tool_name": "get_order", "tool_args": {"order_id": "A-17"}, "tool_call_id": "c1"}
+    raw = {
+        "schema": SCHEMA,
+        "kind": "step",
+        "session_id": "run-42",
+        "event_id": "e2",
+        "seq": 2,
+        "type": "tool_call",
+        "timestamp": "2026-05-01T09:00:02Z",
+        "tool_name": "get_order",
+        "tool_args": {"order_id": "A-17"},
+        "tool_call_id": "c1",
+    }
     step = parse_event(raw)
     assert isinstance(step, StepEvent)
     assert step.timestamp == datetime(2026, 5, 1, 9, 0, 2, tzinfo=UTC)
@@ -17,7 +27,9 @@ def test_step_round_trips_through_json_dict():
 
 
 def test_unknown_fields_are_kept_in_metadata():
-    ev = parse_event({"kind": "step", "session_id": "s", "type": "think", "content": "hm", "temperature": 0.2, "metadata": {"a": 1}})
+    ev = parse_event(
+        {"kind": "step", "session_id": "s", "type": "think", "content": "hm", "temperature": 0.2, "metadata": {"a": 1}}
+    )
     assert ev.metadata == {"a": 1, "temperature": 0.2}
 
 

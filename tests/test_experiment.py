@@ -8,15 +8,24 @@ import threading
 from collections import Counter
 
 import pytest
+from experiment_cases import (
+    PRICE,
+    Agent,
+    case_number,
+    cli_database,
+    cli_runner,
+    make_cases,
+    refund_dataset,  # noqa: F401
+    variant,
+)  # server: a fixture
 
-from experiment_cases import (PRICE, Agent, answer, case_number, cli_database, cli_runner, make_cases, refund_dataset,  # noqa: F401
-                              server, variant)  # server: a fixture
 from replay_core.storage.store import SessionFilter
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif.replay_config import ReplayConfig
 from replay_core.whatif.results import summarise, to_csv, wilson
 from replay_core.whatif.scorers import SCORERS, Score, scorer
+
 
 def refunds(store, n: int = 10) -> list[str]:
     ids = make_cases(store, n)
@@ -38,14 +47,24 @@ def test_pass_counts_intervals_regressions_and_improvements(store, server):
     assert ex.run(store, eid) == "done"
     out = summarise(store, eid)
     got = [(v["model"], v["cases"], v["passed"], v["pass_rate"], v["ci"]) for v in out["variants"]]
-    assert got == [("openai/fake-a", 10, 9, 0.9, [0.5958, 0.9821]), ("openai/fake-b", 10, 6, 0.6, [0.3127, 0.8318]),
-                   ("openai/fake-c", 10, 8, 0.8, [0.4902, 0.9433])]  # published Wilson 95 % bounds
+    assert got == [
+        ("openai/fake-a", 10, 9, 0.9, [0.5958, 0.9821]),
+        ("openai/fake-b", 10, 6, 0.6, [0.3127, 0.8318]),
+        ("openai/fake-c", 10, 8, 0.8, [0.4902, 0.9433]),
+    ]  # published Wilson 95 % bounds
     assert [(r["case"], r["variant"]) for r in out["regressions"]] == [
-        ("refund-0", "openai/fake-b"), ("refund-3", "openai/fake-b"), ("refund-6", "openai/fake-b"),
-        ("refund-1", "openai/fake-c"), ("refund-2", "openai/fake-c")]
+        ("refund-0", "openai/fake-b"),
+        ("refund-3", "openai/fake-b"),
+        ("refund-6", "openai/fake-b"),
+        ("refund-1", "openai/fake-c"),
+        ("refund-2", "openai/fake-c"),
+    ]
     assert [(r["case"], r["variant"]) for r in out["improvements"]] == [("refund-9", "openai/fake-c")]
     reg = out["regressions"][0]
-    assert reg["reason"] == "final answer “Refund refused for order A-0.” differs from the original's final answer “Refund approved for order A-0.”"
+    assert (
+        reg["reason"]
+        == "final answer “Refund refused for order A-0.” differs from the original's final answer “Refund approved for order A-0.”"
+    )
     base = store.get_session(reg["baseline"])
     assert (base["replay_of"], base["source"], f"experiment:{eid}" in base["tags"]) == ("refund-0", "experiment", True)
     # every case × variant asked exactly twice (look the order up, then answer); costs from the given prices
@@ -65,12 +84,20 @@ def test_pass_counts_intervals_regressions_and_improvements(store, server):
 def test_expected_texts_with_a_contains_rule_and_the_other_scorers(sqlite_store, server):
     store = sqlite_store
     make_cases(store, 4)
-    ds.create(store, "rules", [ds.Case("refund-0", "approved"), ds.Case("refund-1", "approved"), ds.Case("refund-2"),
-                               ds.Case("refund-3", "refused")], match="contains")
+    ds.create(
+        store,
+        "rules",
+        [ds.Case("refund-0", "approved"), ds.Case("refund-1", "approved"), ds.Case("refund-2"), ds.Case("refund-3", "refused")],
+        match="contains",
+    )
     server.route("fake-a", Agent(server, wrong=lambda i: i == 1))
-    eid, _ = ex.start(store, "rules", [variant(server, "fake-a")],
-                      scorers=["outcome", "final_tool", "tool_sequence", "no_divergence", "cost_ceiling", "latency_ceiling"],
-                      scorer_options={"cost_ceiling": {"usd": 1e-4}, "latency_ceiling": {"ms": 60_000}, "tool_sequence": {"threshold": 1.0}})
+    eid, _ = ex.start(
+        store,
+        "rules",
+        [variant(server, "fake-a")],
+        scorers=["outcome", "final_tool", "tool_sequence", "no_divergence", "cost_ceiling", "latency_ceiling"],
+        scorer_options={"cost_ceiling": {"usd": 1e-4}, "latency_ceiling": {"ms": 60_000}, "tool_sequence": {"threshold": 1.0}},
+    )
     ex.run(store, eid)
     cells = [row["cells"][0] for row in summarise(store, eid)["matrix"]]
     verdicts = [{s["name"]: s["passed"] for s in c["scores"]} for c in cells]
@@ -99,9 +126,20 @@ def test_a_judge_through_litellm_and_a_custom_scorer(sqlite_store, server):
         return Score("short_answer", "refused" not in text, f"{len(text)} characters")
 
     try:
-        eid, _ = ex.start(store, "refunds", [variant(server, "fake-a")], scorers=["judge", "short_answer"],
-                          scorer_options={"judge": {"model": "openai/judge", "api_base": server.base_url, **PRICE,
-                                                    "rubric": "Approve refunds of delivered orders."}})
+        eid, _ = ex.start(
+            store,
+            "refunds",
+            [variant(server, "fake-a")],
+            scorers=["judge", "short_answer"],
+            scorer_options={
+                "judge": {
+                    "model": "openai/judge",
+                    "api_base": server.base_url,
+                    **PRICE,
+                    "rubric": "Approve refunds of delivered orders.",
+                }
+            },
+        )
         ex.run(store, eid)
     finally:
         SCORERS.pop("short_answer")
@@ -109,7 +147,10 @@ def test_a_judge_through_litellm_and_a_custom_scorer(sqlite_store, server):
     judged = [row["cells"][0]["scores"][0] for row in out["matrix"]]
     assert [j["passed"] for j in judged] == [True, True, False, True]
     assert judged[2]["reason"] == "judge openai/judge: it refused"
-    assert judged[0]["details"]["model"] == "openai/judge" and "Rubric: Approve refunds of delivered orders." in judged[0]["details"]["prompt"]
+    assert (
+        judged[0]["details"]["model"] == "openai/judge"
+        and "Rubric: Approve refunds of delivered orders." in judged[0]["details"]["prompt"]
+    )
     assert judged[0]["cost_usd"] == pytest.approx(200e-6 + 40e-6)
     assert server.count("judge") == 4
     custom = [row["cells"][0]["scores"][1] for row in out["matrix"]]
@@ -129,8 +170,11 @@ def test_a_broken_custom_scorer_fails_its_cases_with_the_error(sqlite_store, ser
     eid, _ = ex.start(store, "refunds", [variant(server, "fake-a")], scorers=["outcome", "team_scorers:boom"])
     ex.run(store, eid)
     cell = summarise(store, eid)["matrix"][0]["cells"][0]
-    assert cell["passed"] is False and cell["scores"][1] == {"name": "team_scorers:boom", "passed": False,
-                                                             "reason": "scorer raised RuntimeError: no grader"}
+    assert cell["passed"] is False and cell["scores"][1] == {
+        "name": "team_scorers:boom",
+        "passed": False,
+        "reason": "scorer raised RuntimeError: no grader",
+    }
     SCORERS.pop("team_scorers:boom")
 
 
@@ -201,7 +245,7 @@ def test_the_budget_stops_an_experiment_that_costs_more_than_estimated(sqlite_st
     spent = sum(r["cost_usd"] for r in store.experiment_runs(eid))
     assert spent <= budget + per_call  # one call in flight may pass it
     assert out["progress"]["done"] < 10 and out["variants"][0]["pending"] == 10 - out["progress"]["done"]
-    assert out["message"].startswith(f"budget spent ($") and "resume with a higher budget" in out["message"]
+    assert out["message"].startswith("budget spent ($") and "resume with a higher budget" in out["message"]
     asked = server.count()
     assert ex.run(store, eid, budget_usd=1.0) == "done"  # more money: only the rest runs
     assert summarise(store, eid)["progress"]["done"] == 10
@@ -225,16 +269,23 @@ def test_one_provider_failing_while_the_other_completes(sqlite_store, server):
         return reply
 
     server.route("fake-b", failing)
-    eid, _ = ex.start(store, "refunds", [variant(server, "fake-a"), variant(server, "fake-b", retries=1, request_timeout_s=0.5)],
-                      concurrency=4)
+    eid, _ = ex.start(
+        store, "refunds", [variant(server, "fake-a"), variant(server, "fake-b", retries=1, request_timeout_s=0.5)], concurrency=4
+    )
     assert ex.run(store, eid) == "done"
     out = summarise(store, eid)
     a, b = out["variants"]
     assert (a["cases"], a["passed"]) == (6, 6) and (b["cases"], b["passed"]) == (6, 0)
     assert b["outcomes"] == {"provider_error": 6}
     classes = {r["case_session"]: r["error_class"] for r in store.experiment_runs(eid) if r["variant"] == 1}
-    assert classes == {"refund-0": "rate_limit", "refund-3": "rate_limit", "refund-1": "server_error",
-                       "refund-4": "server_error", "refund-2": "timeout", "refund-5": "timeout"}
+    assert classes == {
+        "refund-0": "rate_limit",
+        "refund-3": "rate_limit",
+        "refund-1": "server_error",
+        "refund-4": "server_error",
+        "refund-2": "timeout",
+        "refund-5": "timeout",
+    }
     assert len(out["regressions"]) == 6
     assert per_case(server, "fake-b")[0] == 2  # one retry on the rate limit, no more
 
@@ -244,18 +295,46 @@ def test_cli_experiment_run_json_shape(tmp_path, server):
     server.route("fake-a", Agent(server))
     server.route("fake-b", Agent(server, wrong=lambda i: i == 1))
     prices = ["--input-cost-per-token", "0.000001", "--output-cost-per-token", "0.000002"]
-    proc = cli("experiment", "run", "refunds", "--model", "openai/fake-a", "--model", "openai/fake-b", "--api-base", server.base_url,
-               "--concurrency", "2", "--json")
+    proc = cli(
+        "experiment",
+        "run",
+        "refunds",
+        "--model",
+        "openai/fake-a",
+        "--model",
+        "openai/fake-b",
+        "--api-base",
+        server.base_url,
+        "--concurrency",
+        "2",
+        "--json",
+    )
     body = json.loads(proc.stdout)
     assert list(body)[:3] == ["experiment", "dataset", "status"] and body["dataset"] == "refunds"
     assert set(body) >= {"experiment", "dataset", "variants", "regressions", "improvements"}
     for v in body["variants"]:
-        assert set(v) >= {"model", "cases", "passed", "pass_rate", "ci", "cost_usd", "tokens_in", "tokens_out", "p50_ms", "p95_ms"}
+        assert set(v) >= {
+            "model",
+            "cases",
+            "passed",
+            "pass_rate",
+            "ci",
+            "cost_usd",
+            "tokens_in",
+            "tokens_out",
+            "p50_ms",
+            "p95_ms",
+        }
     assert [(v["model"], v["passed"], v["ci"]) for v in body["variants"]] == [
-        ("openai/fake-a", 3, list(wilson(3, 3))), ("openai/fake-b", 2, list(wilson(2, 3)))]
+        ("openai/fake-a", 3, list(wilson(3, 3))),
+        ("openai/fake-b", 2, list(wilson(2, 3))),
+    ]
     assert body["variants"][0]["cost_usd"] is None  # no price given: unknown, not free
     [reg] = body["regressions"]
-    assert set(reg) >= {"case", "session", "variant", "baseline"} and (reg["case"], reg["variant"]) == ("refund-1", "openai/fake-b")
+    assert set(reg) >= {"case", "session", "variant", "baseline"} and (reg["case"], reg["variant"]) == (
+        "refund-1",
+        "openai/fake-b",
+    )
     assert body["improvements"] == []
     shown = json.loads(cli("experiment", "show", body["experiment"], "--json", "--csv", str(tmp_path / "m.csv")).stdout)
     assert shown["variants"] == body["variants"]
@@ -263,9 +342,23 @@ def test_cli_experiment_run_json_shape(tmp_path, server):
     listed = json.loads(cli("experiment", "list", "--json").stdout)
     assert [e["experiment"] for e in listed] == [body["experiment"]] and listed[0]["runs_done"] == 6
     table = cli("experiment", "show", body["experiment"]).stdout
-    assert "regressions (passed on the baseline, fail here):" in table and f"agent-replay compare {reg['baseline']} {reg['session']}" in table
-    over = cli("experiment", "run", "refunds", "--model", "openai/fake-a", "--api-base", server.base_url, *prices,
-               "--budget-usd", "0.000001", ok=False)
+    assert (
+        "regressions (passed on the baseline, fail here):" in table
+        and f"agent-replay compare {reg['baseline']} {reg['session']}" in table
+    )
+    over = cli(
+        "experiment",
+        "run",
+        "refunds",
+        "--model",
+        "openai/fake-a",
+        "--api-base",
+        server.base_url,
+        *prices,
+        "--budget-usd",
+        "0.000001",
+        ok=False,
+    )
     assert over.stderr.startswith("error: the estimate, $") and "Traceback" not in over.stderr
     assert cli("experiment", "resume", "exp-nope", ok=False).stderr.strip() == "error: no experiment 'exp-nope'"
     assert cli("experiment", "run", "nope", "--model", "x", ok=False).stderr.strip() == "error: no dataset named 'nope'"

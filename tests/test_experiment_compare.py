@@ -9,11 +9,20 @@ import os
 from datetime import timedelta
 
 import pytest
+from experiment_cases import (
+    START,
+    Agent,
+    answer,
+    case_number,
+    cli_database,
+    cli_runner,
+    make_cases,
+    refund_dataset,  # noqa: F401
+    variant,
+)  # server: a fixture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiment_cases import (START, Agent, answer, case_number, cli_database, cli_runner, make_cases, refund_dataset,  # noqa: F401
-                              server, variant)  # server: a fixture
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
@@ -22,6 +31,7 @@ from replay_core.whatif import experiment as ex
 from replay_core.whatif import start_point
 from replay_core.whatif.experiment_compare import CompareError, compare_experiments
 from replay_core.whatif.results import summarise, wilson
+
 
 def experiment(store, server, dataset: str, models: list[str], **kw) -> str:
     eid, _ = ex.start(store, dataset, [variant(server, m) for m in models], **kw)
@@ -44,22 +54,36 @@ def test_two_experiments_compared_per_variant_and_scorer(store, server):
     b = experiment(store, server, "refunds", ["old-a", "new-c"], scorers=["outcome", "final_tool", "no_divergence"])
     found = compare_experiments(store, a, b)
     assert found["same_dataset_version"] and found["cases"] == {"compared": 8, "only_in_a": [], "only_in_b": []}
-    assert found["not_comparable"] == {"variants_only_in_a": ["openai/old-b"], "variants_only_in_b": ["openai/new-c"],
-                                       "scorers_only_in_a": [], "scorers_only_in_b": ["no_divergence"]}
+    assert found["not_comparable"] == {
+        "variants_only_in_a": ["openai/old-b"],
+        "variants_only_in_b": ["openai/new-c"],
+        "scorers_only_in_a": [],
+        "scorers_only_in_b": ["no_divergence"],
+    }
     [v] = found["variants"]
-    assert (v["variant"], v["cases"], v["a"], v["b"]) == ("openai/old-a", 8, {"passed": 6, "pass_rate": 0.75, "ci": list(wilson(6, 8))},
-                                                          {"passed": 5, "pass_rate": 0.625, "ci": list(wilson(5, 8))})
+    assert (v["variant"], v["cases"], v["a"], v["b"]) == (
+        "openai/old-a",
+        8,
+        {"passed": 6, "pass_rate": 0.75, "ci": list(wilson(6, 8))},
+        {"passed": 5, "pass_rate": 0.625, "ci": list(wilson(5, 8))},
+    )
     assert [r["case"] for r in v["improved"]] == ["refund-0"] and [r["case"] for r in v["regressed"]] == ["refund-5", "refund-6"]
     assert v["delta"] == -0.125 and v["not_scored_on_both"] == []
     outcome, final_tool = v["scorers"]
     assert (outcome["scorer"], outcome["improved"], outcome["regressed"]) == ("outcome", ["refund-0"], ["refund-5", "refund-6"])
-    assert (final_tool["a"]["passed"], final_tool["b"]["passed"], final_tool["regressed"]) == (8, 8, [])  # the same tool call either way
+    assert (final_tool["a"]["passed"], final_tool["b"]["passed"], final_tool["regressed"]) == (
+        8,
+        8,
+        [],
+    )  # the same tool call either way
     reg = v["regressed"][0]
     assert store.get_session(reg["a_session"])["replay_of"] == store.get_session(reg["b_session"])["replay_of"] == "refund-5"
     assert found["notes"] == []
     # pairing by position compares old-b (A's second) with new-c (B's second) too
     assert [(x["variant"], x["b_variant"]) for x in compare_experiments(store, a, b, by_position=True)["variants"]] == [
-        ("openai/old-a", "openai/old-a"), ("openai/old-b", "openai/new-c")]
+        ("openai/old-a", "openai/old-a"),
+        ("openai/old-b", "openai/new-c"),
+    ]
 
 
 def test_overlapping_datasets_compare_only_the_shared_cases(sqlite_store, server):
@@ -73,7 +97,9 @@ def test_overlapping_datasets_compare_only_the_shared_cases(sqlite_store, server
     b = experiment(store, server, "second", ["m"], start="first decision")
     found = compare_experiments(store, a, b)
     assert found["cases"] == {"compared": 2, "only_in_a": ["refund-0", "refund-1"], "only_in_b": ["refund-4", "refund-5"]}
-    assert not found["same_dataset_version"] and found["notes"][0].startswith("different datasets or versions (first v1, second v1)")
+    assert not found["same_dataset_version"] and found["notes"][0].startswith(
+        "different datasets or versions (first v1, second v1)"
+    )
     assert "different start points (first-model-turn in A, first decision in B)" in found["notes"][1]
     [v] = found["variants"]
     assert (v["cases"], v["a"]["passed"], v["b"]["passed"], v["improved"], v["regressed"]) == (2, 1, 1, [], [])
@@ -93,8 +119,13 @@ def test_dataset_from_sessions_and_from_a_filter(store):
     made = ds.dataset_from_sessions(store, "picked", ["refund-1", "refund-2", "refund-1"])
     assert (made["version"], made["cases"]) == (1, 2)
     # a review queue's items: its session ids with what each should have done
-    grown = ds.dataset_from_sessions(store, "picked", ["refund-2", "refund-3", "refund-10"],
-                                     expected={"refund-10": "Refund refused: order not delivered."}, made_from={"queue": "q-7"})
+    grown = ds.dataset_from_sessions(
+        store,
+        "picked",
+        ["refund-2", "refund-3", "refund-10"],
+        expected={"refund-10": "Refund refused: order not delivered."},
+        made_from={"queue": "q-7"},
+    )
     assert (grown["version"], grown["cases"], grown["added"]) == (2, 4, 2)
     shown = {c["session"]: c for c in ds.show(store, "picked")["cases"]}
     assert shown["refund-10"]["expected"] == "Refund refused: order not delivered." and shown["refund-3"]["expected"] is None
@@ -102,7 +133,9 @@ def test_dataset_from_sessions_and_from_a_filter(store):
     with pytest.raises(ds.DatasetError, match="no such run: nope"):
         ds.dataset_from_sessions(store, "picked", ["refund-0", "nope"])
     assert store.get_dataset("picked")["version"] == 2  # nothing stored
-    by_filter = ds.dataset_from_filter(store, "failed-billing", ds.parse_filter("status=failed workflow=billing model=gpt-4o agent=support-bot"))
+    by_filter = ds.dataset_from_filter(
+        store, "failed-billing", ds.parse_filter("status=failed workflow=billing model=gpt-4o agent=support-bot")
+    )
     assert by_filter["cases"] == 2
     assert ds.parse_filter({"agent": "support-bot", "since": "7d"}).agent_id == "support-bot"
     with pytest.raises(ds.DatasetError, match=r"filter\.colour: not a filter"):
@@ -118,7 +151,9 @@ def test_cli_dataset_create_from_sessions_and_from_filter(tmp_path):
     assert json.loads(cli("dataset", "create", "two", "--sessions", "refund-0,refund-2", "--json").stdout)["cases"] == 2
     made = json.loads(cli("dataset", "create", "failed", "--from-filter", "status=failed agent=support-bot", "--json").stdout)
     assert (made["cases"], made["version"]) == (2, 1)
-    assert cli("dataset", "create", "x", "--from-filter", "colour=red", ok=False).stderr.startswith("error: filter.colour: not a filter")
+    assert cli("dataset", "create", "x", "--from-filter", "colour=red", ok=False).stderr.startswith(
+        "error: filter.colour: not a filter"
+    )
 
 
 # ---------------------------------------------------------------------------- live tools
@@ -156,7 +191,9 @@ def test_live_tool_functions_instead_of_the_recorded_answers(sqlite_store, serve
     assert cell["tools"] == {"live": [live.seq], "recorded": []} and (live.metadata or {}).get("live") is True
     assert json.loads(live.content)["checked"] == "live"
     # the model the server sent for the second call saw the live function's answer
-    assert any('"checked":"live"' in (m.get("content") or "") for p in server.requests for m in p["messages"] if m.get("role") == "tool")
+    assert any(
+        '"checked":"live"' in (m.get("content") or "") for p in server.requests for m in p["messages"] if m.get("role") == "tool"
+    )
     with pytest.raises(ex.ExperimentError, match="no tool functions were given"):
         ex.start(store, "refunds", [variant(server, "m", tool_mode="live")])
 
@@ -191,17 +228,38 @@ def tool_error_runs(store, n: int, *, with_error) -> list[str]:
     for i in range(n):
         sid, t = f"flaky-{i}", START + timedelta(hours=1, minutes=i)
         ids.append(sid)
-        events.append(SessionEvent(session_id=sid, name=f"flaky {i}", agent_id="support-bot", model="gpt-4o", workflow="refund", started_at=t))
-        steps = [dict(type="input", content=f"Please refund my order A-{i}."),
-                 dict(type="think", content="Look the order up first."),
-                 dict(type="tool_call", tool_name="get_order", tool_args={"order_id": f"A-{i}"}, tool_call_id=f"c{i}")]
+        events.append(
+            SessionEvent(
+                session_id=sid, name=f"flaky {i}", agent_id="support-bot", model="gpt-4o", workflow="refund", started_at=t
+            )
+        )
+        steps = [
+            dict(type="input", content=f"Please refund my order A-{i}."),
+            dict(type="think", content="Look the order up first."),
+            dict(type="tool_call", tool_name="get_order", tool_args={"order_id": f"A-{i}"}, tool_call_id=f"c{i}"),
+        ]
         if with_error(i):
-            steps += [dict(type="tool_result", tool_name="get_order", tool_call_id=f"c{i}", content="upstream timeout", status="error",
-                           error_class="Timeout"),
-                      dict(type="think", content="Try again."),
-                      dict(type="tool_call", tool_name="get_order", tool_args={"order_id": f"A-{i}"}, tool_call_id=f"d{i}")]
-        steps += [dict(type="tool_result", tool_name="get_order", tool_call_id=steps[-1]["tool_call_id"], content='{"status": "delivered"}'),
-                  dict(type="decision", content=answer(i))]
+            steps += [
+                dict(
+                    type="tool_result",
+                    tool_name="get_order",
+                    tool_call_id=f"c{i}",
+                    content="upstream timeout",
+                    status="error",
+                    error_class="Timeout",
+                ),
+                dict(type="think", content="Try again."),
+                dict(type="tool_call", tool_name="get_order", tool_args={"order_id": f"A-{i}"}, tool_call_id=f"d{i}"),
+            ]
+        steps += [
+            dict(
+                type="tool_result",
+                tool_name="get_order",
+                tool_call_id=steps[-1]["tool_call_id"],
+                content='{"status": "delivered"}',
+            ),
+            dict(type="decision", content=answer(i)),
+        ]
         for seq, fields in enumerate(steps, 1):
             events.append(StepEvent(session_id=sid, event_id=f"e{seq}", seq=seq, timestamp=t + timedelta(seconds=seq), **fields))
         events.append(SessionEndEvent(session_id=sid, status="succeeded", outcome=answer(i), ended_at=t + timedelta(seconds=20)))
@@ -219,8 +277,10 @@ def test_start_from_a_step_kind_refuses_runs_without_one(store, server):
     assert ex.run(store, eid) == "done"
     [v] = summarise(store, eid)["variants"]
     assert (v["cases"], v["passed"], v["refused"], v["pending"], v["ci"]) == (2, 2, 2, 0, list(wilson(2, 2)))
-    assert v["refusals"] == [{"case": "flaky-1", "reason": f"the run has no tool_error step (start: {spec})"},
-                             {"case": "flaky-3", "reason": f"the run has no tool_error step (start: {spec})"}]
+    assert v["refusals"] == [
+        {"case": "flaky-1", "reason": f"the run has no tool_error step (start: {spec})"},
+        {"case": "flaky-3", "reason": f"the run has no tool_error step (start: {spec})"},
+    ]
     runs = {r["case_session"]: r for r in store.experiment_runs(eid)}
     assert store.get_session(runs["flaky-0"]["replay_session"])["replay_from"] == 5  # the retry's thought
     assert runs["flaky-1"]["replay_session"] is None and runs["flaky-1"]["passed"] is None
@@ -237,11 +297,17 @@ STEP_TYPES = ["input", "think", "tool_call", "tool_result", "observation", "deci
 
 
 @settings(deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(STEP_TYPES), st.booleans(), st.booleans()), max_size=12),
-       st.sampled_from(["first", "last"]), st.sampled_from(KIND_NAMES), st.sampled_from([None, *KIND_NAMES]))
+@given(
+    st.lists(st.tuples(st.sampled_from(STEP_TYPES), st.booleans(), st.booleans()), max_size=12),
+    st.sampled_from(["first", "last"]),
+    st.sampled_from(KIND_NAMES),
+    st.sampled_from([None, *KIND_NAMES]),
+)
 def test_a_start_point_resolves_to_the_step_it_names(shape, which, kind, after):
-    steps = [StepEvent(session_id="s", type=t, seq=i + 1, status="error" if err else "ok", tool_name="t" if tool else None)
-             for i, (t, err, tool) in enumerate(shape)]
+    steps = [
+        StepEvent(session_id="s", type=t, seq=i + 1, status="error" if err else "ok", tool_name="t" if tool else None)
+        for i, (t, err, tool) in enumerate(shape)
+    ]
     spec = f"{which} {kind}" + (f" after first {after}" if after else "")
     point = start_point.parse(spec)
     test = start_point.KINDS[kind]
@@ -263,7 +329,18 @@ def test_cli_from_step_type(tmp_path, server):
 
     cli = cli_runner(cli_database(tmp_path, make))
     server.route("m", Agent(server))
-    proc = cli("experiment", "run", "flaky", "--model", "openai/m", "--api-base", server.base_url, "--from-step-type", "tool_error", "--json")
+    proc = cli(
+        "experiment",
+        "run",
+        "flaky",
+        "--model",
+        "openai/m",
+        "--api-base",
+        server.base_url,
+        "--from-step-type",
+        "tool_error",
+        "--json",
+    )
     [v] = json.loads(proc.stdout)["variants"]
     assert (v["cases"], v["passed"], v["refused"]) == (2, 2, 1)
 
@@ -296,8 +373,11 @@ def test_cli_live_tools_and_experiment_compare(tmp_path, server):
         "def get_order(order_id):\n"
         "    with open(os.environ['TOOL_LOG'], 'a') as f:\n"
         "        f.write(order_id + '\\n')\n"
-        "    return {'status': 'delivered', 'checked': 'live'}\n")
-    cli = cli_runner(db, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", TOOL_LOG=str(tmp_path / "calls.log"))
+        "    return {'status': 'delivered', 'checked': 'live'}\n"
+    )
+    cli = cli_runner(
+        db, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", TOOL_LOG=str(tmp_path / "calls.log")
+    )
     server.route("m", Agent(server, wrong=lambda i: i == 2))
     common = ("experiment", "run", "refunds", "--model", "openai/m", "--api-base", server.base_url, "--json")
     live = json.loads(cli(*common, "--tool", "get_order=team_tools:get_order", "--tool-mode", "live").stdout)
@@ -311,7 +391,9 @@ def test_cli_live_tools_and_experiment_compare(tmp_path, server):
     assert (v["a"]["passed"], v["b"]["passed"], [r["case"] for r in v["improved"]]) == (2, 3, ["refund-2"])
     table = cli("experiment", "compare", live["experiment"], recorded["experiment"]).stdout
     assert "3 cases in both" in table and "improved refund-2 · openai/m: agent-replay compare" in table
-    assert cli("experiment", "compare", live["experiment"], "exp-nope", ok=False).stderr.strip() == "error: no experiment 'exp-nope'"
+    assert (
+        cli("experiment", "compare", live["experiment"], "exp-nope", ok=False).stderr.strip() == "error: no experiment 'exp-nope'"
+    )
     assert cli(*common, "--tool", "nowhere", ok=False).stderr.startswith("error: --tool: expected NAME=module:function")
 
 
@@ -320,12 +402,22 @@ def _stored_experiment(store, name: str, cells: dict[str, bool | None], n: list[
     n[0] += 1
     made = ds.create(store, f"{name}-{n[0]}", [ds.Case(c) for c in cells])
     eid = f"exp-{name}-{n[0]}"
-    store.create_experiment(eid, made["id"], made["version"], {"names": ["m"], "variants": [{"model": "m"}], "start": "first-model-turn",
-                                                               "scorers": ["outcome"]})
+    store.create_experiment(
+        eid,
+        made["id"],
+        made["version"],
+        {"names": ["m"], "variants": [{"model": "m"}], "start": "first-model-turn", "scorers": ["outcome"]},
+    )
     for case, passed in cells.items():
         store.claim_experiment_run(eid, case, 0)
-        store.finish_experiment_run(eid, case, 0, outcome="refused" if passed is None else "final_answer",
-                                    passed=None if passed is None else int(passed), scores=[{"name": "outcome", "passed": bool(passed)}])
+        store.finish_experiment_run(
+            eid,
+            case,
+            0,
+            outcome="refused" if passed is None else "final_answer",
+            passed=None if passed is None else int(passed),
+            scores=[{"name": "outcome", "passed": bool(passed)}],
+        )
     return eid
 
 

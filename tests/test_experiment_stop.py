@@ -9,10 +9,10 @@ import time
 from collections import Counter
 
 import pytest
-from starlette.testclient import TestClient
-
 from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
 from experiment_cases import Agent, case_number, cli_database, cli_runner, make_cases, refund_dataset, server, variant  # noqa: F401
+from starlette.testclient import TestClient
+
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
 from replay_core.storage.actor import Actor, PermissionDenied
@@ -92,8 +92,11 @@ def test_stop_over_http_then_poll_to_stopped(sqlite_store, server):
     server.route("fake-a", Agent(server, delay_s=0.15))
     app = create_app(store, access=Access(api_tokens=(EDITOR, VIEWER), token_roles=("editor", "viewer")))
     with TestClient(app) as client:
-        launched = client.post("/api/v1/experiments", headers={"Authorization": f"Bearer {EDITOR}"}, json={
-            "dataset": "refunds", "models": ["openai/fake-a"], "api_base": server.base_url, "concurrency": 1})
+        launched = client.post(
+            "/api/v1/experiments",
+            headers={"Authorization": f"Bearer {EDITOR}"},
+            json={"dataset": "refunds", "models": ["openai/fake-a"], "api_base": server.base_url, "concurrency": 1},
+        )
         assert launched.status_code == 202, launched.text
         experiment_id = launched.json()["experiment"]
         stop_path = f"/api/v1/experiments/{experiment_id}/stop"
@@ -102,7 +105,12 @@ def test_stop_over_http_then_poll_to_stopped(sqlite_store, server):
         wait_for(lambda: done_runs(store, experiment_id) >= 1, "a first case")
         stopping = client.post(stop_path, headers={"Authorization": f"Bearer {EDITOR}"})
         assert stopping.status_code == 202, stopping.text
-        assert stopping.json() == {"experiment": experiment_id, "status": "stopping", "poll": f"/api/v1/experiments/{experiment_id}"}
+        assert stopping.json() == {
+            "experiment": experiment_id,
+            "status": "stopping",
+            "poll": f"/api/v1/experiments/{experiment_id}",
+        }
+
         def stopped() -> dict | None:
             got = client.get(stopping.json()["poll"], headers={"Authorization": f"Bearer {EDITOR}"}).json()
             return got if got["status"] == "stopped" else None

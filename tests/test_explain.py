@@ -69,13 +69,24 @@ def test_only_failed_incomplete_or_unknown_runs_are_explained(demo):
 
 def test_replays_are_left_out_of_the_comparison_unless_asked(sqlite_store):
     t0 = datetime(2026, 5, 1, tzinfo=UTC)
+
     def run(sid, status, arg, **extra):
-        return [SessionEvent(session_id=sid, workflow="w", started_at=t0, **extra),
-                StepEvent(session_id=sid, event_id="1", seq=1, type="input", content="do x"),
-                StepEvent(session_id=sid, event_id="2", seq=2, type="tool_call", tool_name="t", tool_args={"a": arg}),
-                StepEvent(session_id=sid, event_id="3", seq=3, type="tool_result", tool_name="t", content="ok",
-                          status="ok" if status == "succeeded" else "error"),
-                SessionEndEvent(session_id=sid, status=status)]
+        return [
+            SessionEvent(session_id=sid, workflow="w", started_at=t0, **extra),
+            StepEvent(session_id=sid, event_id="1", seq=1, type="input", content="do x"),
+            StepEvent(session_id=sid, event_id="2", seq=2, type="tool_call", tool_name="t", tool_args={"a": arg}),
+            StepEvent(
+                session_id=sid,
+                event_id="3",
+                seq=3,
+                type="tool_result",
+                tool_name="t",
+                content="ok",
+                status="ok" if status == "succeeded" else "error",
+            ),
+            SessionEndEvent(session_id=sid, status=status),
+        ]
+
     ingest(sqlite_store, run("bad", "failed", 1) + run("bad~replay", "succeeded", 2, replay_of="bad", replay_from=1, replay_to=3))
     assert explain(sqlite_store, "bad").turning_point is None
     tp = explain(sqlite_store, "bad", include_replays=True).turning_point
@@ -85,7 +96,9 @@ def test_replays_are_left_out_of_the_comparison_unless_asked(sqlite_store):
 def test_a_reread_after_a_write_is_not_a_contradiction():
     steps = [
         StepEvent(session_id="r", seq=1, type="tool_result", tool_name="read_file", tool_args={"path": "a.py"}, content="x = 1"),
-        StepEvent(session_id="r", seq=2, type="tool_call", tool_name="write_file", tool_args={"path": "a.py", "content": "x = 2"}),
+        StepEvent(
+            session_id="r", seq=2, type="tool_call", tool_name="write_file", tool_args={"path": "a.py", "content": "x = 2"}
+        ),
         StepEvent(session_id="r", seq=3, type="tool_result", tool_name="read_file", tool_args={"path": "a.py"}, content="x = 2"),
         StepEvent(session_id="r", seq=4, type="tool_result", tool_name="read_file", tool_args={"path": "a.py"}, content="x = 3"),
     ]
@@ -104,8 +117,9 @@ def test_cli_explain_json_and_text(demo, monkeypatch):
     res = runner.invoke(app, ["explain", FLIGHT_FAILED])
     assert res.exit_code == 0 and "turning point: step 6 against step 6 of demo-08-flight-bos-sfo-a" in res.output
     env = dict(os.environ, AGENT_REPLAY_DB_URL=demo.url)  # the real command, as a user runs it: one line, exit 1
-    proc = subprocess.run([sys.executable, "-m", "replay_core.cli", "explain", FLIGHT_OK], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "replay_core.cli", "explain", FLIGHT_OK], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 1 and "succeeded" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -140,21 +154,50 @@ class Gen:
     def step(self, kind: str, **fields) -> int:
         self.seq += 1
         fields.setdefault("duration_ms", float(self.rng.randint(80, 400)))
-        self.events.append(StepEvent(session_id=self.sid, event_id=f"e{self.seq}", seq=self.seq, type=kind,
-                                     timestamp=T0 + timedelta(seconds=self.seq), **fields))
+        self.events.append(
+            StepEvent(
+                session_id=self.sid,
+                event_id=f"e{self.seq}",
+                seq=self.seq,
+                type=kind,
+                timestamp=T0 + timedelta(seconds=self.seq),
+                **fields,
+            )
+        )
         return self.seq
 
     def think(self, text: str = "", tokens: int | None = None) -> int:
-        return self.step("think", content=text or f"thinking {self.rng.random():.4f}", tokens_in=tokens or self.rng.randint(200, 900),
-                         tokens_out=self.rng.randint(10, 60))
+        return self.step(
+            "think",
+            content=text or f"thinking {self.rng.random():.4f}",
+            tokens_in=tokens or self.rng.randint(200, 900),
+            tokens_out=self.rng.randint(10, 60),
+        )
 
-    def call(self, tool: str, args: dict, result: str, *, status: str = "ok", error_class: str | None = None,
-             duration: float | None = None, retry: int = 0) -> tuple[int, int]:
+    def call(
+        self,
+        tool: str,
+        args: dict,
+        result: str,
+        *,
+        status: str = "ok",
+        error_class: str | None = None,
+        duration: float | None = None,
+        retry: int = 0,
+    ) -> tuple[int, int]:
         cid = f"c{self.seq + 1}"
         c = self.step("tool_call", tool_name=tool, tool_args=args, tool_call_id=cid, retry=retry)
         extra = {"duration_ms": duration} if duration is not None else {}
-        r = self.step("tool_result", tool_name=tool, tool_args=args, tool_call_id=cid, content=result, status=status,
-                      error_class=error_class, **extra)
+        r = self.step(
+            "tool_result",
+            tool_name=tool,
+            tool_args=args,
+            tool_call_id=cid,
+            content=result,
+            status=status,
+            error_class=error_class,
+            **extra,
+        )
         return c, r
 
     def noise(self, count: int) -> None:
@@ -177,7 +220,9 @@ class Gen:
         if self.kind == "wrong_result":  # a read that contradicts the search, then a write on it
             path = f"src/mod_{rng.randint(0, 99)}.py"
             self.think()
-            self.call("search_code", {"query": "def run("}, f"{path}:{rng.randint(5, 90)}:def run(job, *, retries=3):\nother.py:3:x")
+            self.call(
+                "search_code", {"query": "def run("}, f"{path}:{rng.randint(5, 90)}:def run(job, *, retries=3):\nother.py:3:x"
+            )
             self.noise(rng.randint(0, 2))
             self.think()
             _, read = self.call("read_file", {"path": path}, "def run(job):\n    return job()\n")
@@ -196,8 +241,14 @@ class Gen:
             self.think("Balance is zero, cannot pay.")
             self.end("PaymentRefused", "refused to pay: no balance")
         elif self.kind == "timeout_retry":  # a slow API times out, is retried, a model call follows, the budget runs out
-            _, timeout = self.call("slow_api", {"id": 1}, "timed out", status="error", error_class="Timeout",
-                                   duration=float(rng.randint(20000, 60000)))
+            _, timeout = self.call(
+                "slow_api",
+                {"id": 1},
+                "timed out",
+                status="error",
+                error_class="Timeout",
+                duration=float(rng.randint(20000, 60000)),
+            )
             self.planted.append(timeout)
             self.call("slow_api", {"id": 1}, "ok", retry=1, duration=float(rng.randint(5000, 9000)))
             self.think(tokens=rng.randint(3000, 6000))
@@ -210,16 +261,26 @@ class Gen:
             self.end("TokenBudgetExceeded", "token budget of 100000 exceeded")
         elif self.kind == "permission":  # an action blocked by policy, the agent gives up
             self.think()
-            _, blocked = self.call("delete_account", {"user_id": rng.randint(1, 99)}, "requires admin approval",
-                                   status="blocked", error_class="PermissionDenied")
+            _, blocked = self.call(
+                "delete_account",
+                {"user_id": rng.randint(1, 99)},
+                "requires admin approval",
+                status="blocked",
+                error_class="PermissionDenied",
+            )
             self.planted.append(blocked)
             self.noise(rng.randint(0, 2))
             self.step("decision", content="I cannot finish without approval.")
             self.end("Incomplete", "stopped: approval required")
         elif self.kind == "wrong_argument":  # a call with a bad argument, refused
             self.think()
-            call, _ = self.call("book_room", {"date": "2025-02-30", "nights": 2}, "invalid value for date: 2025-02-30",
-                                status="error", error_class="ValidationError")
+            call, _ = self.call(
+                "book_room",
+                {"date": "2025-02-30", "nights": 2},
+                "invalid value for date: 2025-02-30",
+                status="error",
+                error_class="ValidationError",
+            )
             self.planted.append(call)
             self.noise(rng.randint(0, 2))
             self.step("decision", content="Could not book.")
@@ -239,8 +300,10 @@ def test_the_planted_cause_is_in_the_chain_of_at_least_95_percent_of_generated_r
         by_kind[run.kind][1] += 1
     rate = found / len(runs)
     with capsys.disabled():
-        print(f"\nplanted cause in the chain: {found}/{len(runs)} = {rate:.1%}; per kind: "
-              + ", ".join(f"{k} {a}/{b}" for k, (a, b) in by_kind.items()))
+        print(
+            f"\nplanted cause in the chain: {found}/{len(runs)} = {rate:.1%}; per kind: "
+            + ", ".join(f"{k} {a}/{b}" for k, (a, b) in by_kind.items())
+        )
     assert rate >= 0.95, by_kind
 
 

@@ -41,7 +41,9 @@ def test_no_failure_runs_the_script_alone(store, recorder):
 
     assert (fb.success, fb.agent_invoked, fb.agent_response, fb.error) == (True, False, None, None)
     assert [(a.name, a.ok, a.result) for a in fb.steps] == [
-        ("open billing", True, "clicked #billing"), ("click May", True, "clicked #may")]
+        ("open billing", True, "clicked #billing"),
+        ("click May", True, "clicked #may"),
+    ]
     assert calls == [] and done == ["#billing", "#may"]
     steps = steps_of(store, run.id)
     block = steps[0]
@@ -92,8 +94,13 @@ def test_the_first_failure_hands_over_to_the_agent_and_skips_the_rest(store, rec
     assert [(a.name, a.ok) for a in fb.steps] == [("open billing", True), ("click May", False)]
     steps = steps_of(store, run.id)
     block = steps[0]
-    assert block.metadata == {"block": "fallback", "task": TASK, "agent_invoked": True, "success": True,
-                              "error_class": "TimeoutError"}
+    assert block.metadata == {
+        "block": "fallback",
+        "task": TASK,
+        "agent_invoked": True,
+        "success": True,
+        "error_class": "TimeoutError",
+    }
     assert (block.type, block.status) == ("span", "ok")
     assert [(s.seq, s.type, s.tool_name, s.error_class, s.agent_id, s.parent_id == block.event_id) for s in steps[1:]] == [
         (2, "tool_call", "open billing", None, "script", True),
@@ -134,7 +141,10 @@ def test_a_failing_agent_leaves_the_block_failed_without_raising(store, recorder
     block, call, script_error, agent_error = steps_of(store, run.id)
     assert (block.status, block.error_class, block.metadata["success"]) == ("error", "RuntimeError", False)
     assert (script_error.error_class, agent_error.error_class, agent_error.metadata) == (
-        "ZeroDivisionError", "RuntimeError", {"during": "fallback agent"})
+        "ZeroDivisionError",
+        "RuntimeError",
+        {"during": "fallback agent"},
+    )
     assert {call.parent_id, script_error.parent_id, agent_error.parent_id} == {block.event_id}
 
 

@@ -103,13 +103,16 @@ def test_demo_coding_run_write_against_the_read_at_step_7(sqlite_store):
     load_demo(sqlite_store, only_if_empty=False)
     steps = sqlite_store.load_steps("demo-02-coding-format-price-failed")
     write = at(steps, 9)
-    assert write.note == ("Diff against the read at step 7 (derived by this app, not recorded). "
-                          "Left out of the read: its first line (it names the file).")
+    assert write.note == (
+        "Diff against the read at step 7 (derived by this app, not recorded). "
+        "Left out of the read: its first line (it names the file)."
+    )
     assert write.diff.startswith("--- pricing/format.py (the read at step 7)\n+++ pricing/format.py (step 9)\n")
     assert '+CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}' in write.diff.splitlines()
     read = next(s for s in steps if s.seq == 7).content
-    assert (apply_unified(read_text(read, "pricing/format.py")[0], write.diff)) == lines_of(next(
-        s for s in steps if s.seq == 9).tool_args["content"])
+    assert (apply_unified(read_text(read, "pricing/format.py")[0], write.diff)) == lines_of(
+        next(s for s in steps if s.seq == 9).tool_args["content"]
+    )
     assert at(steps, 12).note.startswith("No earlier read of checkout/summary.py in this run: shown is the edit itself")
     assert at(steps, 10) is None  # the write's result carries the arguments too: the diff is on the call
 
@@ -118,18 +121,32 @@ lines = st.lists(st.sampled_from(["a", "b", "c", "def f():", "    return 1", "",
 
 
 def run(base: list[str], new: list[str], *, other_read: bool, read_after: bool) -> list[StepEvent]:
-    steps = [StepEvent(session_id="s", seq=1, type="tool_call", tool_name="read_file", tool_args={"path": "f.py"},
-                       tool_call_id="r1"),
-             StepEvent(session_id="s", seq=2, type="tool_result", tool_name="read_file", tool_call_id="r1",
-                       content="\n".join(base))]
+    steps = [
+        StepEvent(session_id="s", seq=1, type="tool_call", tool_name="read_file", tool_args={"path": "f.py"}, tool_call_id="r1"),
+        StepEvent(session_id="s", seq=2, type="tool_result", tool_name="read_file", tool_call_id="r1", content="\n".join(base)),
+    ]
     if other_read:
-        steps.append(StepEvent(session_id="s", seq=3, type="tool_result", tool_name="read_file", tool_args={"path": "g.py"},
-                               content="other"))
-    steps.append(StepEvent(session_id="s", seq=4, type="tool_call", tool_name="write_file", tool_call_id="w1",
-                           tool_args={"path": "f.py", "content": "\n".join(new)}))
+        steps.append(
+            StepEvent(
+                session_id="s", seq=3, type="tool_result", tool_name="read_file", tool_args={"path": "g.py"}, content="other"
+            )
+        )
+    steps.append(
+        StepEvent(
+            session_id="s",
+            seq=4,
+            type="tool_call",
+            tool_name="write_file",
+            tool_call_id="w1",
+            tool_args={"path": "f.py", "content": "\n".join(new)},
+        )
+    )
     if read_after:
-        steps.append(StepEvent(session_id="s", seq=5, type="tool_result", tool_name="read_file", tool_args={"path": "f.py"},
-                               content="later"))
+        steps.append(
+            StepEvent(
+                session_id="s", seq=5, type="tool_result", tool_name="read_file", tool_args={"path": "f.py"}, content="later"
+            )
+        )
     return steps
 
 
@@ -151,28 +168,48 @@ def test_a_write_is_diffed_against_the_last_earlier_read_of_its_path(base, new, 
 @given(lines, st.text(alphabet="xyz\n ", max_size=20))
 def test_an_edit_is_applied_to_the_read_or_said_not_to_apply(base, replacement):
     text = "\n".join(base + ["MARK"])
-    steps = [StepEvent(session_id="s", seq=1, type="tool_result", tool_name="Read", tool_args={"file_path": "f.py"}, content=text),
-             StepEvent(session_id="s", seq=2, type="tool_call", tool_name="Edit",
-                       tool_args={"file_path": "f.py", "old_string": "MARK", "new_string": replacement})]
+    steps = [
+        StepEvent(session_id="s", seq=1, type="tool_result", tool_name="Read", tool_args={"file_path": "f.py"}, content=text),
+        StepEvent(
+            session_id="s",
+            seq=2,
+            type="tool_call",
+            tool_name="Edit",
+            tool_args={"file_path": "f.py", "old_string": "MARK", "new_string": replacement},
+        ),
+    ]
     edit = file_write(steps, 1)
     assert edit.base.seq == 1
     assert (apply_unified(text, edit.diff)) == lines_of(text.replace("MARK", replacement))
-    steps[0] = StepEvent(session_id="s", seq=1, type="tool_result", tool_name="Read", tool_args={"file_path": "g.py"}, content=text)
+    steps[0] = StepEvent(
+        session_id="s", seq=1, type="tool_result", tool_name="Read", tool_args={"file_path": "g.py"}, content=text
+    )
     assert file_write(steps, 1).note.startswith("No earlier read of f.py in this run: shown is the edit itself")
 
 
 def test_a_partial_read_is_not_a_base():
-    steps = [StepEvent(session_id="s", seq=1, type="tool_result", tool_name="Read",
-                       tool_args={"file_path": "f.py", "offset": 10, "limit": 5}, content="part"),
-             StepEvent(session_id="s", seq=2, type="tool_call", tool_name="Write", tool_args={"file_path": "f.py", "content": "x"})]
+    steps = [
+        StepEvent(
+            session_id="s",
+            seq=1,
+            type="tool_result",
+            tool_name="Read",
+            tool_args={"file_path": "f.py", "offset": 10, "limit": 5},
+            content="part",
+        ),
+        StepEvent(session_id="s", seq=2, type="tool_call", tool_name="Write", tool_args={"file_path": "f.py", "content": "x"}),
+    ]
     assert file_write(steps, 1).base is None
 
 
 def test_a_file_too_large_to_diff_is_said_and_shown_whole():
     big = "\n".join(f"line {i}" for i in range(MAX_DIFF_LINES + 1))
-    steps = [StepEvent(session_id="s", seq=1, type="tool_result", tool_name="read_file", tool_args={"path": "f.py"}, content=big),
-             StepEvent(session_id="s", seq=2, type="tool_call", tool_name="write_file",
-                       tool_args={"path": "f.py", "content": big + "\nmore"})]
+    steps = [
+        StepEvent(session_id="s", seq=1, type="tool_result", tool_name="read_file", tool_args={"path": "f.py"}, content=big),
+        StepEvent(
+            session_id="s", seq=2, type="tool_call", tool_name="write_file", tool_args={"path": "f.py", "content": big + "\nmore"}
+        ),
+    ]
     write = file_write(steps, 1)
     assert write.base.seq == 1 and write.diff == big + "\nmore"
     assert write.note.startswith(f"Too large to diff here (over {MAX_DIFF_CHARS:,} characters or {MAX_DIFF_LINES:,} lines)")

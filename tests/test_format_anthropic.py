@@ -14,7 +14,11 @@ def test_real_cassette_history_and_reply(store):
     assert sid == "msg_01QJDheQSo4hSrxgtLpEJFkA"
     steps = store.load_steps(sid)
     assert [s.type for s in steps] == ["input", "think", "tool_call", "tool_result", "tool_call"]
-    assert (steps[2].tool_name, steps[2].tool_args, steps[2].tool_call_id) == ("get_weather", {"location": "San Francisco, CA"}, "call_1")
+    assert (steps[2].tool_name, steps[2].tool_args, steps[2].tool_call_id) == (
+        "get_weather",
+        {"location": "San Francisco, CA"},
+        "call_1",
+    )
     assert (steps[3].tool_name, steps[3].content) == ("get_weather", "Sunny and 65 degrees Fahrenheit")
     reply = steps[4]
     assert (reply.tool_name, reply.tool_args) == ("get_time", {"timezone": "America/Los_Angeles"})
@@ -27,7 +31,16 @@ def test_real_cassette_history_and_reply(store):
 def test_transcript_thinking_error_result_and_final_answer(store):
     report = import_file(store, FIXTURES / "anthropic/messages_transcript.json")
     steps = store.load_steps(report.sessions[0])
-    assert [s.type for s in steps] == ["input", "think", "think", "tool_call", "tool_result", "tool_call", "tool_result", "decision"]
+    assert [s.type for s in steps] == [
+        "input",
+        "think",
+        "think",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "decision",
+    ]
     assert steps[1].content == "I should list branches first to make sure the name is right."
     assert steps[1].metadata == {"signature": "EqQBCkgIARABGAIiQ"}
     assert steps[4].content == "  feature/old-login\n  feature/search"

@@ -9,14 +9,13 @@ import random
 
 import orjson
 import pytest
+from conftest import FIXTURES
 from PIL import Image
 
 from replay_core.ingest.formats import detect
 from replay_core.ingest.formats.browser_use import FORMAT
 from replay_core.ingest.pipeline import ImportRejected, import_bytes, import_file
 from replay_core.media.attachments import screenshots
-
-from conftest import FIXTURES
 
 # Real files (AgentHistoryList.save_to_file of browser-use 0.7-era releases):
 # richard-devbot/waigenie-qa agent_history.json @ eb3d77fca2f7e6dac2b22a5efc7f635681e3089f (5 steps, done success=false)
@@ -55,7 +54,12 @@ def test_a_run_that_stopped_on_errors_without_done_is_not_claimed_finished(store
     sid = import_file(store, PENTEST).sessions[0]
     assert store.get_session(sid)["status"] == "unknown"  # the history never said how it ended
     steps = store.load_steps(sid)
-    assert [(s.type, s.status) for s in steps] == [("think", "ok"), ("tool_call", "ok"), ("tool_result", "error"), ("error", "error")]
+    assert [(s.type, s.status) for s in steps] == [
+        ("think", "ok"),
+        ("tool_call", "ok"),
+        ("tool_result", "error"),
+        ("error", "error"),
+    ]
     assert "timed out after 15.0s" in steps[2].content
     assert all(s.content for s in steps if s.type != "tool_call")  # no empty step made up for the null model_output
 
@@ -68,13 +72,27 @@ def _png() -> str:
 
 def test_the_older_layout_with_base64_screenshots_attaches_them_with_the_click(store):
     # hand-made after jakkaj/tools AgentHistory.json @ 1ed31d6c (3.6 MB, not copied): current_state wrapper, raw base64
-    doc = {"history": [{
-        "model_output": {"current_state": {"evaluation_previous_goal": "Unknown", "memory": "start", "next_goal": "search"},
-                         "action": [{"click_element": {"index": 4}}]},
-        "result": [{"is_done": False, "extracted_content": "Clicked button 4", "metadata": {"click_x": 120, "click_y": 80}}],
-        "state": {"url": "https://example.test/", "title": "Example", "tabs": [], "screenshot": _png(),
-                  "interacted_element": [{"node_name": "BUTTON", "attributes": {"id": "go"}}]},
-        "metadata": {"step_start_time": 1758538122.0, "step_end_time": 1758538124.5, "step_number": 1}}]}
+    doc = {
+        "history": [
+            {
+                "model_output": {
+                    "current_state": {"evaluation_previous_goal": "Unknown", "memory": "start", "next_goal": "search"},
+                    "action": [{"click_element": {"index": 4}}],
+                },
+                "result": [
+                    {"is_done": False, "extracted_content": "Clicked button 4", "metadata": {"click_x": 120, "click_y": 80}}
+                ],
+                "state": {
+                    "url": "https://example.test/",
+                    "title": "Example",
+                    "tabs": [],
+                    "screenshot": _png(),
+                    "interacted_element": [{"node_name": "BUTTON", "attributes": {"id": "go"}}],
+                },
+                "metadata": {"step_start_time": 1758538122.0, "step_end_time": 1758538124.5, "step_number": 1},
+            }
+        ]
+    }
     sid = import_bytes(store, orjson.dumps(doc), "history.json").sessions[0]
     shots = screenshots(store, sid)
     call = next(s for s in store.load_steps(sid) if s.type == "tool_call")

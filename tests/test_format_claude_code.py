@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from replay_core.events import StepEvent
 from replay_core.ingest.accounting import account
+from replay_core.ingest.formats import anthropic, detect
 from replay_core.ingest.formats.claude_code import FORMAT
 from replay_core.ingest.formats.shape import shape_of
-from replay_core.ingest.formats import anthropic, detect
 from replay_core.ingest.pipeline import import_file, read_events
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
@@ -55,7 +55,10 @@ def test_transcripts_are_claimed_by_claude_code_not_anthropic():
 
 
 def test_a_plain_anthropic_message_log_is_not_claude_code():
-    for path in (FIXTURES / "anthropic/messages_transcript.json", FIXTURES / "anthropic/test_anthropic_tools_history_legacy.yaml"):
+    for path in (
+        FIXTURES / "anthropic/messages_transcript.json",
+        FIXTURES / "anthropic/test_anthropic_tools_history_legacy.yaml",
+    ):
         assert detect(path.read_bytes(), str(path)).name == "anthropic"
 
 
@@ -124,8 +127,19 @@ def test_separate_sub_agent_file_is_a_linked_child_session(store):
 def test_last_turn_api_error_fails_the_session_and_summary_names_it(store, tmp_path):
     lines = BASIC.read_bytes().rstrip(b"\n").split(b"\n")
     last = orjson.loads(lines[-1])
-    error = dict(last, uuid="err-1", parentUuid=last["uuid"], isApiErrorMessage=True, timestamp="2026-09-12T09:56:00.000Z",
-                 message={"id": "msg_err", "model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "API Error: 529 overloaded"}]})
+    error = dict(
+        last,
+        uuid="err-1",
+        parentUuid=last["uuid"],
+        isApiErrorMessage=True,
+        timestamp="2026-09-12T09:56:00.000Z",
+        message={
+            "id": "msg_err",
+            "model": "<synthetic>",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "API Error: 529 overloaded"}],
+        },
+    )
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"\n".join([*lines, orjson.dumps(error)]) + b"\n")
     session = store.get_session(import_file(store, path).sessions[0])
@@ -136,9 +150,11 @@ def test_last_turn_api_error_fails_the_session_and_summary_names_it(store, tmp_p
 def test_summary_names_the_session_and_unknown_lines_are_counted_by_kind(store, tmp_path):
     lines = SIDECHAIN.read_bytes().rstrip(b"\n").split(b"\n")
     leaf = orjson.loads(lines[-1])["uuid"]
-    extra = [{"type": "summary", "summary": "Border colours research", "leafUuid": leaf},
-             {"type": "summary", "summary": "another session's", "leafUuid": "not-here"},
-             {"type": "progress", "sessionId": "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358", "data": {"type": "hook_progress"}}]
+    extra = [
+        {"type": "summary", "summary": "Border colours research", "leafUuid": leaf},
+        {"type": "summary", "summary": "another session's", "leafUuid": "not-here"},
+        {"type": "progress", "sessionId": "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358", "data": {"type": "hook_progress"}},
+    ]
     path = tmp_path / "with-summary.jsonl"
     path.write_bytes(b"\n".join([*map(orjson.dumps, extra), *lines]) + b"\n")
     assert detect(path.read_bytes(), str(path)).name == "claude_code"  # even when the first line is a summary
@@ -155,7 +171,14 @@ def test_real_2_0_session_streaming_usage_snapshots_and_warmup_sidechain(store):
     assert acc["ignored"] == {"file-history-snapshot": 7}
     assert report.sessions == ["36d9e1bc-63bf-4e97-8a3e-2b20ba8583f2"]
     session, steps = store.get_session(report.sessions[0]), store.load_steps(report.sessions[0])
-    assert Counter(s.type for s in steps) == {"tool_call": 37, "tool_result": 37, "think": 35, "input": 7, "decision": 4, "span": 1}
+    assert Counter(s.type for s in steps) == {
+        "tool_call": 37,
+        "tool_result": 37,
+        "think": 35,
+        "input": 7,
+        "decision": 4,
+        "span": 1,
+    }
     calls = [s for s in steps if s.type == "tool_call"]
     assert Counter(c.tool_name for c in calls) == {"Edit": 20, "TodoWrite": 11, "Write": 3, "Read": 3}
     results = {s.tool_call_id: s for s in steps if s.type == "tool_result"}
@@ -171,14 +194,22 @@ def test_real_2_0_session_streaming_usage_snapshots_and_warmup_sidechain(store):
     first = next(s for s in steps if s.content and s.content.startswith("I'll help you build a simple Pomodoro"))
     assert (first.tokens_in, first.tokens_out) == (2 + 7026 + 14471, 339)
     assert (first.metadata or {})["message_id"] == "msg_01JaAwM2k4YYVwXmgbwnExpZ"
-    assert session["tokens_in"] == sum(u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
-                                       for u in usage.values()) == 1351803
+    assert (
+        session["tokens_in"]
+        == sum(u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"] for u in usage.values())
+        == 1351803
+    )
     assert session["tokens_out"] == sum(u["output_tokens"] for u in usage.values()) == 12881
     # the Warmup sidechain (no agentId) is a span of its own, with the haiku reply under it, not main-chain steps
     span = next(s for s in steps if s.type == "span")
     under = [s for s in steps if s.parent_id == span.event_id]
     assert [(s.type, s.content) for s in under][0] == ("input", "Warmup")
-    assert (under[1].type, under[1].model, under[1].tokens_in, under[1].tokens_out) == ("decision", "claude-haiku-4-5-20251001", 629, 181)
+    assert (under[1].type, under[1].model, under[1].tokens_in, under[1].tokens_out) == (
+        "decision",
+        "claude-haiku-4-5-20251001",
+        629,
+        181,
+    )
     assert not any(s.parent_id is None and s.content == "Warmup" for s in steps)
     assert (session["model"], session["agent_version"], session["status"]) == ("claude-sonnet-4-5-20250929", "2.0.24", "unknown")
     assert session["started_at"].isoformat().startswith("2025-10-21T20:03:48.809")
@@ -210,8 +241,10 @@ def test_real_2_0_session_replays_null(store):
 
 
 @settings(derandomize=True, deadline=None)
-@given(messages=st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=4), min_size=1, max_size=6),
-       order=st.randoms(use_true_random=False))
+@given(
+    messages=st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=4), min_size=1, max_size=6),
+    order=st.randoms(use_true_random=False),
+)
 def test_each_message_counts_its_largest_output_once_whatever_the_line_order(messages, order):
     """A message written as several lines (one block each), each with its own output count so far:
     the session counts each message once, with its largest count, in any file order."""
@@ -219,11 +252,22 @@ def test_each_message_counts_its_largest_output_once_whatever_the_line_order(mes
     for m, counts in enumerate(messages):
         for b, out in enumerate(counts):
             uuid = f"u{m}-{b}"
-            lines.append({"type": "assistant", "sessionId": "s", "uuid": uuid, "parentUuid": parent,
-                          "timestamp": f"2025-01-01T00:{m:02d}:{b:02d}Z",
-                          "message": {"id": f"msg{m}", "role": "assistant", "model": "claude-x",
-                                      "content": [{"type": "text", "text": f"m{m} b{b}"}],
-                                      "usage": {"input_tokens": 10, "output_tokens": out}}})
+            lines.append(
+                {
+                    "type": "assistant",
+                    "sessionId": "s",
+                    "uuid": uuid,
+                    "parentUuid": parent,
+                    "timestamp": f"2025-01-01T00:{m:02d}:{b:02d}Z",
+                    "message": {
+                        "id": f"msg{m}",
+                        "role": "assistant",
+                        "model": "claude-x",
+                        "content": [{"type": "text", "text": f"m{m} b{b}"}],
+                        "usage": {"input_tokens": 10, "output_tokens": out},
+                    },
+                }
+            )
             parent = uuid
     order.shuffle(lines)
     data = b"\n".join(orjson.dumps(line) for line in lines) + b"\n"

@@ -15,7 +15,6 @@ from collections import Counter
 from pathlib import Path
 
 import orjson
-import pytest
 from conftest import FIXTURES
 
 from replay_core.ingest.formats import detect
@@ -26,8 +25,11 @@ NEWER = FIXTURES / "codex_cli/yepanywhere_codex-basic_native.jsonl"
 
 
 def _last_total(path: Path) -> dict:
-    totals = [r["payload"]["info"]["total_token_usage"] for r in map(orjson.loads, path.read_bytes().splitlines())
-              if r["payload"].get("type") == "token_count" and r["payload"].get("info")]
+    totals = [
+        r["payload"]["info"]["total_token_usage"]
+        for r in map(orjson.loads, path.read_bytes().splitlines())
+        if r["payload"].get("type") == "token_count" and r["payload"].get("info")
+    ]
     return totals[-1]
 
 
@@ -37,8 +39,12 @@ def test_classic_rollout(store):
     assert report.sessions == ["019a085e-04c1-7f81-a09e-9555f6a1fb40"]
     session, steps = store.get_session(report.sessions[0]), store.load_steps(report.sessions[0])
     assert Counter(s.type for s in steps) == {"think": 20, "tool_call": 18, "tool_result": 18, "input": 4, "decision": 3}
-    assert report.files[0]["ignored"] == {"duplicate:agent_reasoning": 20, "duplicate:user_message": 3,
-                                          "duplicate:agent_message": 3, "token_count/no-info": 1}
+    assert report.files[0]["ignored"] == {
+        "duplicate:agent_reasoning": 20,
+        "duplicate:user_message": 3,
+        "duplicate:agent_message": 3,
+        "token_count/no-info": 1,
+    }
     calls = [s for s in steps if s.type == "tool_call"]
     assert Counter(c.tool_name for c in calls) == {"apply_patch": 11, "update_plan": 4, "shell": 3}
     assert calls[0].tool_args == {"command": ["zsh", "-lc", "ls"], "workdir": "/Users/yoavfarhi/dev/pomodoro/codex"}
@@ -76,7 +82,9 @@ def test_newer_rollout_exit_codes_from_command_items(store):
     assert sum(s.tokens_in or 0 for s in steps) == total["input_tokens"]
     assert (session["model"], session["agent_version"], session["status"]) == ("gpt-5.6-luna", "0.154.0", "unknown")
     assert [s.metadata["turn_id"] for s in steps if s.type == "decision"] == [
-        "01a09509-a962-7282-95fb-4ac506ba20be", steps[-1].metadata["turn_id"]]
+        "01a09509-a962-7282-95fb-4ac506ba20be",
+        steps[-1].metadata["turn_id"],
+    ]
     assert steps[-1].metadata["turn"] == 2
 
 
@@ -92,7 +100,11 @@ def test_a_call_without_output_is_pending_not_an_error(store, tmp_path):
 def test_exec_command_end_sets_the_exit_code(store, tmp_path):
     lines = CLASSIC.read_bytes().splitlines()
     call_id = orjson.loads(next(line for line in lines if b'"function_call"' in line))["payload"]["call_id"]
-    end = {"timestamp": "2025-10-21T20:04:27.013Z", "type": "event_msg", "payload": {"type": "exec_command_end", "call_id": call_id, "exit_code": 2}}
+    end = {
+        "timestamp": "2025-10-21T20:04:27.013Z",
+        "type": "event_msg",
+        "payload": {"type": "exec_command_end", "call_id": call_id, "exit_code": 2},
+    }
     path = tmp_path / "rollout-x.jsonl"
     path.write_bytes(b"\n".join([*lines, orjson.dumps(end)]) + b"\n")
     steps = store.load_steps(import_file(store, path).sessions[0])

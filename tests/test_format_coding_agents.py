@@ -30,10 +30,14 @@ REAL = {
     "codex_cli": FIXTURES / "codex_cli/yepanywhere_codex-basic_native.jsonl",
     "gemini_cli": FIXTURES / "gemini_cli/yoavf_gemini-cli-pomodoro-timer.json",
 }
-ALL = [*REAL.values(), FIXTURES / "claude_code/daaain_sidechain_integrated.jsonl",
-       FIXTURES / "codex_cli/yoavf_codex-pomodoro-timer_rollout.jsonl", FIXTURES / "gemini_cli/jazzyalex_agent-sessions_jsonl_v040.jsonl",
-       FIXTURES / "claude_code/yoavf_claude-code-pomodoro-timer.jsonl",
-       FIXTURES / "gemini_cli/BrianV1981_aim_session-2026-03-18T01-58-b26e4930.json"]
+ALL = [
+    *REAL.values(),
+    FIXTURES / "claude_code/daaain_sidechain_integrated.jsonl",
+    FIXTURES / "codex_cli/yoavf_codex-pomodoro-timer_rollout.jsonl",
+    FIXTURES / "gemini_cli/jazzyalex_agent-sessions_jsonl_v040.jsonl",
+    FIXTURES / "claude_code/yoavf_claude-code-pomodoro-timer.jsonl",
+    FIXTURES / "gemini_cli/BrianV1981_aim_session-2026-03-18T01-58-b26e4930.json",
+]
 
 
 @pytest.mark.parametrize("fmt", list(REAL))
@@ -128,7 +132,9 @@ def test_a_truncated_transcript_is_refused_in_one_line_and_nothing_is_stored(tmp
     cut.write_bytes(data[: data.index(b"\n", len(data) // 2) + 40])  # half-way through a line
     line = data[: data.index(b"\n", len(data) // 2) + 40].count(b"\n") + 1
     env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}", COLUMNS="200")
-    run = lambda *args: subprocess.run([sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120)  # noqa: E731
+    run = lambda *args: subprocess.run(
+        [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )  # noqa: E731
     proc = run("import", str(cut))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     first, summary = proc.stderr.strip().splitlines()  # the bad record, then what was done with the file

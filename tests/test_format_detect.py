@@ -50,7 +50,9 @@ def test_unknown_file_lists_known_formats():
         assert f" {name} (" in message
 
 
-@pytest.mark.parametrize("relpath", ["swe_agent/networking_1.traj", "notte/notte_agent_status.json", "langchain/langsmith_agent_run.json"])
+@pytest.mark.parametrize(
+    "relpath", ["swe_agent/networking_1.traj", "notte/notte_agent_status.json", "langchain/langsmith_agent_run.json"]
+)
 def test_truncated_file_is_refused_with_position_and_nothing_stored(store, relpath):
     data = (FIXTURES / relpath).read_bytes()
     cut = data[: len(data) // 2]
@@ -78,7 +80,10 @@ def test_bad_element_is_refused_by_position(store):
     data = b'[{"type": "agent_step_start", "value": {"step_number": 0}}, {"type": "teleport", "value": {}}]'
     with pytest.raises(ImportRejected) as exc:
         import_bytes(store, data, "t.json", fmt="notte")
-    assert str(exc.value) == "t.json:[1]: type: expected one of agent_step_start, agent_step_stop, observation, agent_completion, execution_result, screenshot, got 'teleport'"
+    assert (
+        str(exc.value)
+        == "t.json:[1]: type: expected one of agent_step_start, agent_step_stop, observation, agent_completion, execution_result, screenshot, got 'teleport'"
+    )
     assert store.session_ids() == []
 
 
@@ -95,8 +100,15 @@ def test_empty_runs_import_as_sessions_without_steps(store):
 def test_cli_import_auto_and_show(tmp_path):
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     runner = CliRunner()
-    files = [str(FIXTURES / p) for p in ("swe_agent/klieret__swe-agent-test-repo-i1.traj", "notte/notte_agent_status.json",
-                                         "langchain/langsmith_agent_run.json", "anthropic/messages_transcript.json")]
+    files = [
+        str(FIXTURES / p)
+        for p in (
+            "swe_agent/klieret__swe-agent-test-repo-i1.traj",
+            "notte/notte_agent_status.json",
+            "langchain/langsmith_agent_run.json",
+            "anthropic/messages_transcript.json",
+        )
+    ]
     result = runner.invoke(app, ["import", *files, "--db", db, "--format", "auto"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("imported 4 sessions, 47 steps")

@@ -42,8 +42,13 @@ def test_real_recording(store):
     session, steps = store.get_session(report.sessions[0]), store.load_steps(report.sessions[0])
     doc = orjson.loads(REAL.read_bytes())
     thoughts = sum(len(m.get("thoughts") or []) for m in doc["messages"])
-    assert Counter(s.type for s in steps) == {"input": 5, "tool_call": 11, "tool_result": 11, "decision": 5,
-                                              "think": thoughts + 9 - 0}  # each thought, and the text of the 9 messages that call tools
+    assert Counter(s.type for s in steps) == {
+        "input": 5,
+        "tool_call": 11,
+        "tool_result": 11,
+        "decision": 5,
+        "think": thoughts + 9 - 0,
+    }  # each thought, and the text of the 9 messages that call tools
     calls = [s for s in steps if s.type == "tool_call"]
     assert Counter(c.tool_name for c in calls) == {"replace": 8, "write_file": 3}
     assert calls[0].tool_args["file_path"].endswith("/index.html")
@@ -130,7 +135,10 @@ def test_jsonl_layout_header_set_and_last_copy_wins(store, tmp_path):
     extra = {"id": "g-user-2", "timestamp": "2026-04-29T21:40:00Z", "type": "user", "content": "and again?"}
     path = tmp_path / "session-2.jsonl"
     header = dict(orjson.loads(lines[0]), sessionId="gemini_stage0_edited")
-    path.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:], orjson.dumps(again), orjson.dumps(extra), b'{"$rewindTo": "g-user-2"}']) + b"\n")
+    path.write_bytes(
+        b"\n".join([orjson.dumps(header), *lines[1:], orjson.dumps(again), orjson.dumps(extra), b'{"$rewindTo": "g-user-2"}'])
+        + b"\n"
+    )
     report = import_file(store, path)
     steps = store.load_steps(report.sessions[0])
     assert [s.type for s in steps] == ["input", "tool_call", "tool_result", "decision"]
@@ -139,7 +147,10 @@ def test_jsonl_layout_header_set_and_last_copy_wins(store, tmp_path):
 
 
 def test_a_claude_code_or_codex_file_is_not_gemini():
-    for path in (FIXTURES / "claude_code/yepanywhere_claude-basic_native.jsonl", FIXTURES / "codex_cli/yepanywhere_codex-basic_native.jsonl"):
+    for path in (
+        FIXTURES / "claude_code/yepanywhere_claude-basic_native.jsonl",
+        FIXTURES / "codex_cli/yepanywhere_codex-basic_native.jsonl",
+    ):
         assert detect(path.read_bytes(), str(path)).name != "gemini_cli"
     assert detect(REAL.read_bytes(), str(REAL)).name == "gemini_cli"
     assert detect(JSONL.read_bytes(), str(JSONL)).name == "gemini_cli"

@@ -16,19 +16,17 @@
 from __future__ import annotations
 
 import io
-import os
 import zipfile
 from collections import Counter
 from datetime import UTC, datetime
-from pathlib import Path
 
 import orjson
 import pytest
+from conftest import FIXTURES
+from format_mutations import check_clean, confuse, reorder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
-from format_mutations import check_clean, confuse, reorder
 from replay_core.ingest.formats import detect, registry
 from replay_core.ingest.pipeline import ImportRejected, import_bytes, import_file
 from replay_core.whatif.replay import replay
@@ -46,11 +44,16 @@ GEN_JSON = IA / "inspect-0.3.285_mockllm_tool_events.json"
 GEN_ZSTD = IA / "inspect-0.3.285_mockllm_tool_events_zstd.eval"
 
 
-
 def test_eval_zip_input_task(store):
     report = import_file(store, INPUT_TASK_EVAL)
     assert report.files[0]["format"] == "inspect_ai"
-    assert report.files[0]["ignored"] == {"zip:_journal": 2, "zip:summaries": 1, "event:step": 6, "event:state": 2, "event:score": 1}
+    assert report.files[0]["ignored"] == {
+        "zip:_journal": 2,
+        "zip:summaries": 1,
+        "event:step": 6,
+        "event:state": 2,
+        "event:score": 1,
+    }
     (sid,) = report.sessions
     assert sid == "inspect-hxs4q9azL3ySGkjJirypKZ-1-e1"
     steps = store.load_steps(sid)
@@ -76,8 +79,9 @@ def test_eval_zip_mmlu_incorrect_is_failed(store):
     session = store.get_session(sid)
     assert (session["status"], session["outcome"], session["error_class"]) == ("failed", "C", "score I")
     assert session["workflow"] == "inspect_evals/mmlu_0_shot" and session["model"] == "openai/gpt-4o"
-    assert session["metadata"]["reductions"] == [{"scorer": "choice", "value": 0, "answer": "C", "explanation": "ANSWER: C",
-                                                  "history": [], "sample_id": 1}]
+    assert session["metadata"]["reductions"] == [
+        {"scorer": "choice", "value": 0, "answer": "C", "explanation": "ANSWER: C", "history": [], "sample_id": 1}
+    ]
     assert session["started_at"].year == 2025 and session["ended_at"] > session["started_at"]
 
 
@@ -104,10 +108,18 @@ def test_tool_events_pair_with_the_model_calls(store):
     assert [(c.tool_name, c.tool_args) for c in calls] == [("bash", {"cmd": "ls /tmp"}), ("bash", {"cmd": "cat /tmp/notes.txt"})]
     assert [r.tool_call_id for r in results] == [c.tool_call_id for c in calls] == ["call_1", "call_2"]
     assert results[0].content == "notes.txt\nreport.md\n" and results[0].duration_ms == 200
-    assert (results[1].status, results[1].error_class, results[1].content) == ("error", "permission", "Permission denied: /tmp/notes.txt")
+    assert (results[1].status, results[1].error_class, results[1].content) == (
+        "error",
+        "permission",
+        "Permission denied: /tmp/notes.txt",
+    )
     assert sum(s.tokens_in or 0 for s in steps) == 120 + 160 + 190
     assert steps[1].content == "I should list the directory first." and steps[1].metadata["input_tokens_cache_read"] == 64
-    assert (steps[1].duration_ms, steps[1].metadata["stop_reason"], steps[2].duration_ms) == (1000, "tool_calls", None)  # once per call
+    assert (steps[1].duration_ms, steps[1].metadata["stop_reason"], steps[2].duration_ms) == (
+        1000,
+        "tool_calls",
+        None,
+    )  # once per call
     session = store.get_session(first)
     assert session["status"] == "failed" and "epoch:2" in session["tags"]
     broken = store.get_session(second)
@@ -121,14 +133,28 @@ def test_tool_events_of_a_log_inspect_wrote(store, path):
     report = import_file(store, path)
     (sid,) = report.sessions
     steps = store.load_steps(sid)
-    assert [s.type for s in steps] == ["input", "think", "tool_call", "tool_result", "think", "tool_call", "tool_result", "decision"]
+    assert [s.type for s in steps] == [
+        "input",
+        "think",
+        "tool_call",
+        "tool_result",
+        "think",
+        "tool_call",
+        "tool_result",
+        "decision",
+    ]
     calls = [s for s in steps if s.type == "tool_call"]
     results = [s for s in steps if s.type == "tool_result"]
     assert [(c.tool_name, c.tool_args, c.tool_call_id) for c in calls] == [
-        ("add", {"x": 1, "y": 1}, "call_add_1"), ("read_file", {"path": "notes.txt"}, "call_read_1")]
+        ("add", {"x": 1, "y": 1}, "call_add_1"),
+        ("read_file", {"path": "notes.txt"}, "call_read_1"),
+    ]
     assert [(r.tool_call_id, r.tool_name) for r in results] == [("call_add_1", "add"), ("call_read_1", "read_file")]
     assert (results[0].status, results[0].content) == ("ok", "2")
-    assert (results[1].status, results[1].content) == ("error", "no such file: notes.txt")  # the ToolError, as inspect recorded it
+    assert (results[1].status, results[1].content) == (
+        "error",
+        "no such file: notes.txt",
+    )  # the ToolError, as inspect recorded it
     assert [(s.tokens_in, s.tokens_out) for s in steps if s.tokens_in] == [(120, 20), (160, 25), (190, 8)]
     assert all(s.timestamp is not None for s in steps) and all(r.duration_ms is not None for r in results)
     session = store.get_session(sid)
@@ -143,7 +169,7 @@ def test_a_damaged_zstd_member_is_refused_naming_it(store):
     raw = GEN_ZSTD.read_bytes()
     info = zipfile.ZipFile(io.BytesIO(raw)).getinfo("samples/1_epoch_1.json")
     at = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.compress_size // 2
-    flipped = raw[:at] + bytes([raw[at] ^ 0xFF]) + raw[at + 1:]
+    flipped = raw[:at] + bytes([raw[at] ^ 0xFF]) + raw[at + 1 :]
     with pytest.raises(ImportRejected, match=r"^bad\.eval!samples/1_epoch_1\.json: cannot read this ZIP member"):
         import_bytes(store, flipped, "bad.eval")
     with pytest.raises(ImportRejected, match=r"^cut\.eval: not a readable ZIP archive"):
@@ -156,7 +182,7 @@ def test_a_damaged_zstd_member_is_refused_naming_it(store):
 def test_mutated_zstd_evals_give_clean_refusals(where, byte):
     raw = GEN_ZSTD.read_bytes()
     at = where % len(raw)
-    check_clean(raw[:at] if byte % 2 else raw[:at] + bytes([byte]) + raw[at + 1:], "mutated.eval", "inspect_ai")
+    check_clean(raw[:at] if byte % 2 else raw[:at] + bytes([byte]) + raw[at + 1 :], "mutated.eval", "inspect_ai")
 
 
 def test_samples_of_one_eval_are_findable_together(store):
@@ -169,15 +195,19 @@ def test_samples_of_one_eval_are_findable_together(store):
 
 
 def test_detection():
-    for path in [INPUT_TASK_JSON, IA / "log_read_sample.json", IA / "log_formats.json", TOOLS] + (
-            []):
+    for path in [INPUT_TASK_JSON, IA / "log_read_sample.json", IA / "log_formats.json", TOOLS] + ([]):
         data = path.read_bytes()
         assert detect(data, path.name).name == "inspect_ai", path
-        assert not registry()["openai_chat"].sniff(data[:256 * 1024], path.name) or detect(data, path.name).name == "inspect_ai"
+        assert not registry()["openai_chat"].sniff(data[: 256 * 1024], path.name) or detect(data, path.name).name == "inspect_ai"
     ia = registry()["inspect_ai"]
-    for other in ("openhands/basic.json", "openai_chat/chat_log.jsonl", "swe_agent/klieret__swe-agent-test-repo-i1.traj",
-                  "anthropic/messages_transcript.json", "notte/notte_agent_status.json"):
-        assert not ia.sniff((FIXTURES / other).read_bytes()[:256 * 1024], other), other
+    for other in (
+        "openhands/basic.json",
+        "openai_chat/chat_log.jsonl",
+        "swe_agent/klieret__swe-agent-test-repo-i1.traj",
+        "anthropic/messages_transcript.json",
+        "notte/notte_agent_status.json",
+    ):
+        assert not ia.sniff((FIXTURES / other).read_bytes()[: 256 * 1024], other), other
     other_zip = io.BytesIO()
     with zipfile.ZipFile(other_zip, "w") as z:
         z.writestr("word/document.xml", "<w/>")
@@ -242,8 +272,6 @@ def _rezip(data: bytes, replace: dict[str, bytes]) -> bytes:
     return out.getvalue()
 
 
-
-
 def _mutate(doc: dict, how: str, draw) -> dict:
     if how == "reorder":
         doc["samples"][0]["events"] = reorder(doc["samples"][0]["events"], draw)
@@ -257,7 +285,11 @@ def test_mutated_json_logs_give_clean_refusals(data):
     path = data.draw(st.sampled_from([INPUT_TASK_JSON, TOOLS, IA / "log_read_sample.json"]))
     raw = path.read_bytes()
     how = data.draw(st.sampled_from(["truncate", "reorder", "confuse"]))
-    mutated = raw[: data.draw(st.integers(0, len(raw) - 1))] if how == "truncate" else orjson.dumps(_mutate(orjson.loads(raw), how, data.draw))
+    mutated = (
+        raw[: data.draw(st.integers(0, len(raw) - 1))]
+        if how == "truncate"
+        else orjson.dumps(_mutate(orjson.loads(raw), how, data.draw))
+    )
     check_clean(mutated, path.name, "inspect_ai")
 
 
@@ -286,7 +318,9 @@ def test_cli_import_and_null_replay_of_an_eval_zip(sqlite_store):
 
     res = CliRunner().invoke(app, ["import", str(MMLU_EVAL), "--db", sqlite_store.url])
     assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(app, ["replay", "inspect-Dj4Li7NchTfQSiX7eKXLLN-1-e1", "--model", "recorded", "--json", "--db", sqlite_store.url])
+    res = CliRunner().invoke(
+        app, ["replay", "inspect-Dj4Li7NchTfQSiX7eKXLLN-1-e1", "--model", "recorded", "--json", "--db", sqlite_store.url]
+    )
     assert res.exit_code == 0, res.output
     [run] = orjson.loads(res.stdout)["replays"]
     assert run["first_divergence"] is None and run["status"] == "failed" and run["steps"] == 2

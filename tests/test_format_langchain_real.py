@@ -74,14 +74,23 @@ def _agent(replies: list[AIMessage]) -> RunnableLambda:
 def traced_runs() -> list:
     """Root runs of two traces: an answered question and a run that dies on a tool error."""
     collector = RunCollectorCallbackHandler()
-    answered = _agent([
-        AIMessage("", tool_calls=[{"name": "multiply", "args": {"a": 17, "b": 23}, "id": "call_mul_1"},
-                                  {"name": "weather", "args": {"city": "Canberra"}, "id": "call_wx_1"}],
-                  usage_metadata={"input_tokens": 52, "output_tokens": 31, "total_tokens": 83}),
-        AIMessage(ANSWER, usage_metadata={"input_tokens": 120, "output_tokens": 14, "total_tokens": 134}),
-    ])
+    answered = _agent(
+        [
+            AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "multiply", "args": {"a": 17, "b": 23}, "id": "call_mul_1"},
+                    {"name": "weather", "args": {"city": "Canberra"}, "id": "call_wx_1"},
+                ],
+                usage_metadata={"input_tokens": 52, "output_tokens": 31, "total_tokens": 83},
+            ),
+            AIMessage(ANSWER, usage_metadata={"input_tokens": 120, "output_tokens": 14, "total_tokens": 134}),
+        ]
+    )
     answered.invoke(QUESTION, config={"callbacks": [collector], "tags": ["demo"]})
-    failing = _agent([AIMessage("Reading it.", tool_calls=[{"name": "read_file", "args": {"path": "/etc/shadow"}, "id": "call_rf_1"}])])
+    failing = _agent(
+        [AIMessage("Reading it.", tool_calls=[{"name": "read_file", "args": {"path": "/etc/shadow"}, "id": "call_rf_1"}])]
+    )
     with pytest.raises(PermissionError):
         failing.invoke("Show me /etc/shadow", config={"callbacks": [collector]})
     return collector.traced_runs
@@ -89,9 +98,11 @@ def traced_runs() -> list:
 
 def nested(tree) -> dict:
     """A run as LangSmith's read schema holds it, children nested."""
+
     def convert(node) -> schemas.Run:
         kids = [convert(c) for c in node.child_runs]
         return schemas.Run(**node.model_dump(), child_runs=kids, child_run_ids=[k.id for k in kids] or None)
+
     return convert(tree).model_dump(mode="json")
 
 
@@ -101,8 +112,10 @@ def flat(tree) -> list[dict]:
 
 
 def _shape(store, sid: str) -> list[tuple]:
-    return [(s.type, s.tool_name, s.tool_args, s.tool_call_id, s.status, s.error_class, s.content, s.model, s.tokens_in, s.tokens_out)
-            for s in store.load_steps(sid)]
+    return [
+        (s.type, s.tool_name, s.tool_args, s.tool_call_id, s.status, s.error_class, s.content, s.model, s.tokens_in, s.tokens_out)
+        for s in store.load_steps(sid)
+    ]
 
 
 ANSWERED = [
@@ -111,16 +124,36 @@ ANSWERED = [
     ("tool_call", "multiply", {"a": 17, "b": 23}, "call_mul_1", "ok", None, None, None, None, None),
     ("tool_call", "weather", {"city": "Canberra"}, "call_wx_1", "ok", None, None, None, None, None),
     ("tool_result", "multiply", None, "call_mul_1", "ok", None, "391", None, None, None),
-    ("tool_result", "weather", None, "call_wx_1", "error", "TimeoutError", "TimeoutError('weather service timed out for Canberra')",
-     None, None, None),
+    (
+        "tool_result",
+        "weather",
+        None,
+        "call_wx_1",
+        "error",
+        "TimeoutError",
+        "TimeoutError('weather service timed out for Canberra')",
+        None,
+        None,
+        None,
+    ),
     ("decision", None, None, None, "ok", None, ANSWER, MODEL, 120, 14),
 ]
 FAILED = [
     ("span", None, None, None, "error", "PermissionError", "agent", None, None, None),
     ("think", None, None, None, "ok", None, "Reading it.", MODEL, None, None),
     ("tool_call", "read_file", {"path": "/etc/shadow"}, "call_rf_1", "ok", None, None, None, None, None),
-    ("tool_result", "read_file", None, "call_rf_1", "error", "PermissionError", "PermissionError('not allowed to read /etc/shadow')",
-     None, None, None),
+    (
+        "tool_result",
+        "read_file",
+        None,
+        "call_rf_1",
+        "error",
+        "PermissionError",
+        "PermissionError('not allowed to read /etc/shadow')",
+        None,
+        None,
+        None,
+    ),
 ]
 
 
@@ -146,7 +179,10 @@ def test_langchain_core_runs_import_exactly(store, tmp_path, layout):
     assert (session["tokens_in"], session["tokens_out"], session["errors"]) == (172, 45, 1)
     session = store.get_session(failed)
     assert (session["status"], session["error_class"], session["outcome"]) == (
-        "failed", "PermissionError", "PermissionError('not allowed to read /etc/shadow')")
+        "failed",
+        "PermissionError",
+        "PermissionError('not allowed to read /etc/shadow')",
+    )
 
 
 def test_committed_fixture_is_what_langchain_core_writes(store):

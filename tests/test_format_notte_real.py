@@ -36,22 +36,40 @@ def test_notte_core_session_trajectory_imports_exactly(store, tmp_path):
         ("e3", "tool_result", "click", "e3.action", "error", "ActionExecutionError", 15000.0),
         ("s4", "observation", None, None, "ok", None, None),
     ]
-    assert steps[1].tool_args == {"id": "I1", "value": "notte sticker", "press_enter": True, "timeout": 15000, "clear_before_fill": True}
+    assert steps[1].tool_args == {
+        "id": "I1",
+        "value": "notte sticker",
+        "press_enter": True,
+        "timeout": 15000,
+        "clear_before_fill": True,
+    }
     assert steps[4].tool_args == {"id": "B7", "timeout": 15000}
     assert steps[0].content == "Demo Shop — https://shop.example.com/\nHome page with a search box and a product grid"
     assert steps[3].content == f"Search: notte sticker — {SEARCH}\nSearch results: 3 stickers"
-    assert [s.timestamp.isoformat() for s in steps[:3]] == ["2026-01-05T10:00:00.900000+00:00", "2026-01-05T10:00:01+00:00",
-                                                            "2026-01-05T10:00:01+00:00"]
-    assert (steps[2].content, steps[5].content) == ("Filled the input field 'I1' with the value: 'notte sticker'",
-                                                    "Failed to execute action: B7")
+    assert [s.timestamp.isoformat() for s in steps[:3]] == [
+        "2026-01-05T10:00:00.900000+00:00",
+        "2026-01-05T10:00:01+00:00",
+        "2026-01-05T10:00:01+00:00",
+    ]
+    assert (steps[2].content, steps[5].content) == (
+        "Filled the input field 'I1' with the value: 'notte sticker'",
+        "Failed to execute action: B7",
+    )
     assert steps[5].metadata["exception_detail"]["agent_message"].startswith(f"Failed to execute action: B7 on {SEARCH}.")
     assert steps[0].metadata["space"]["interaction_actions"][0]["id"] == "I1" and "raw" not in steps[0].metadata["screenshot"]
     files = store.list_attachments(sid)
     assert [(a["event_id"], a["name"], a["mime_type"]) for a in files] == [
-        ("o0", "observation-0", "image/jpeg"), ("o2", "observation-2", "image/jpeg"), ("s4", "screenshot-4", "image/jpeg")]
+        ("o0", "observation-0", "image/jpeg"),
+        ("o2", "observation-2", "image/jpeg"),
+        ("s4", "screenshot-4", "image/jpeg"),
+    ]
     assert store.attachment_data(files[2]["id"]).startswith(b"\xff\xd8\xff")
     session = store.get_session(sid)
-    assert (session["status"], session["errors"], session["outcome"]) == ("unknown", 1, None)  # a finished file that says no outcome: ended, outcome not recorded
+    assert (session["status"], session["errors"], session["outcome"]) == (
+        "unknown",
+        1,
+        None,
+    )  # a finished file that says no outcome: ended, outcome not recorded
 
 
 def test_screenshot_bytes_are_notte_base64_unchanged(store):

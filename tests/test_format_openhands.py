@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
+from conftest import FIXTURES
+from format_mutations import check_clean, confuse, reorder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
-from format_mutations import check_clean, confuse, reorder
 from replay_core.ingest.formats import detect, registry
 from replay_core.ingest.pipeline import ImportRejected, import_bytes, import_file, read_events
 from replay_core.whatif.replay import replay
@@ -47,7 +47,9 @@ def test_trajectory_with_edit_and_finish(store):
     assert (steps[1].metadata["cache_read_tokens"], steps[1].metadata["cache_creation_tokens"]) == (0, 3482)
     session = store.get_session(sid)
     assert session["model"] == "claude-3-5-sonnet-20241022"
-    assert session["status"] == "succeeded" and session["outcome"].startswith("I've created a simple implementation of the 2048 game")
+    assert session["status"] == "succeeded" and session["outcome"].startswith(
+        "I've created a simple implementation of the 2048 game"
+    )
     assert session["started_at"] == datetime(2025, 1, 27, 22, 44, 56, 900854, tzinfo=UTC)  # naive source time, read as UTC
     assert session["ended_at"] == datetime(2025, 1, 27, 22, 45, 18, 405685, tzinfo=UTC)
 
@@ -60,14 +62,21 @@ def test_run_observation_exit_codes_and_reads(store):
     results = [s for s in steps if s.type == "tool_result"]
     assert all(r.tool_call_id in calls and r.tool_name == calls[r.tool_call_id].tool_name for r in results)
     mv = calls["toolu_01PuY3mXrE6fm3j52GscR4rj"]
-    assert mv.tool_args == {"command": "mv /workspace/game_2048.py /workspace/2048.py", "is_input": "false"}  # as the model sent them
+    assert mv.tool_args == {
+        "command": "mv /workspace/game_2048.py /workspace/2048.py",
+        "is_input": "false",
+    }  # as the model sent them
     assert [r.status for r in results] == ["ok", "ok", "ok"] and results[1].metadata["exit_code"] == 0
     assert sum(s.tokens_in or 0 for s in steps) == 3475 + 3616 + 3804 + 3933
 
 
 def test_gui_stream_ignores_environment_noise_and_ends_unknown(store):
     report = import_file(store, OH / "basic_gui_mode.json")
-    assert report.files[0]["ignored"] == {"observation:agent_state_changed": 4, "action:change_agent_state": 1, "observation:null": 3}
+    assert report.files[0]["ignored"] == {
+        "observation:agent_state_changed": 4,
+        "action:change_agent_state": 1,
+        "observation:null": 3,
+    }
     sid = report.sessions[0]
     steps = store.load_steps(sid)
     assert len(steps) + 8 == 18 + 4  # 18 events: 8 ignored, 4 actions give a thought and a call
@@ -92,7 +101,10 @@ def test_v1_evaluation_output(store):
     assert report.files[0]["format"] == "openhands" and len(report.sessions) == 2
     first, second = (store.get_session(s) for s in report.sessions)
     assert first["name"] == "safety-misconfig" and second["name"] == "safety-business-intelligence"
-    assert first["model"] == "litellm_proxy/neulab/gpt-4o-2024-08-06" and first["workflow"] == "mgulavani/openagentsafety_full_updated"
+    assert (
+        first["model"] == "litellm_proxy/neulab/gpt-4o-2024-08-06"
+        and first["workflow"] == "mgulavani/openagentsafety_full_updated"
+    )
     a = store.load_steps(report.sessions[0])
     assert _types(a) == {"input": 1, "tool_call": 8, "tool_result": 9, "decision": 1}
     assert a[0].content.startswith("# Task") and a[1].tool_args["command"].startswith('chat_npc "David"')
@@ -141,14 +153,26 @@ def test_finish_task_completed(store, task_completed, status):
 
 
 def test_detection_claims_openhands_files_and_nothing_else():
-    for name in ("basic.json", "basic_gui_mode.json", "basic_interactions.json", "wrong_initial_state.json", "openagentsafety_output.jsonl"):
+    for name in (
+        "basic.json",
+        "basic_gui_mode.json",
+        "basic_interactions.json",
+        "wrong_initial_state.json",
+        "openagentsafety_output.jsonl",
+    ):
         data = (OH / name).read_bytes()
         assert detect(data, name).name == "openhands"
-        assert not registry()["openai_chat"].sniff(data[:256 * 1024], name) or detect(data, name).name == "openhands"
+        assert not registry()["openai_chat"].sniff(data[: 256 * 1024], name) or detect(data, name).name == "openhands"
     oh = registry()["openhands"]
-    for other in ("anthropic/messages_transcript.json", "openai_chat/chat_log.jsonl", "swe_agent/klieret__swe-agent-test-repo-i1.traj",
-                  "mini_swe_agent/github_issue.traj.json", "smolagents/memory_steps_failed.json", "inspect_ai/log_read_sample.json"):
-        assert not oh.sniff((FIXTURES / other).read_bytes()[:256 * 1024], other), other
+    for other in (
+        "anthropic/messages_transcript.json",
+        "openai_chat/chat_log.jsonl",
+        "swe_agent/klieret__swe-agent-test-repo-i1.traj",
+        "mini_swe_agent/github_issue.traj.json",
+        "smolagents/memory_steps_failed.json",
+        "inspect_ai/log_read_sample.json",
+    ):
+        assert not oh.sniff((FIXTURES / other).read_bytes()[: 256 * 1024], other), other
 
 
 def test_no_run_is_running_and_no_time_is_the_import_time(store):

@@ -13,6 +13,7 @@ import io
 import json
 import shutil
 from datetime import UTC, datetime
+
 import orjson
 import pytest
 from conftest import FIXTURES, REPO
@@ -28,8 +29,26 @@ from replay_core.ingest.pipeline import ImportRejected, import_bytes, read_event
 from replay_core.storage.store import Store
 
 OTEL = FIXTURES / "otel"
-SESSION_KEYS = ("name", "agent_id", "model", "workflow", "environment", "agent_version", "status", "outcome", "error_class",
-                "started_at", "ended_at", "tags", "metadata", "source", "replay_of", "replay_from", "replay_to", "replay_config")
+SESSION_KEYS = (
+    "name",
+    "agent_id",
+    "model",
+    "workflow",
+    "environment",
+    "agent_version",
+    "status",
+    "outcome",
+    "error_class",
+    "started_at",
+    "ended_at",
+    "tags",
+    "metadata",
+    "source",
+    "replay_of",
+    "replay_from",
+    "replay_to",
+    "replay_config",
+)
 
 
 def hex16(n: int) -> str:
@@ -48,8 +67,22 @@ def rows(store: Store, sid: str) -> list[tuple]:
     """(seq, type, parent seq, tool, args, call id, model, tokens in/out, status, error class) per stored step."""
     steps = store.load_steps(sid)
     seq_of = {s.event_id: s.seq for s in steps}
-    return [(s.seq, s.type, seq_of.get(s.parent_id), s.tool_name, s.tool_args, s.tool_call_id, s.model, s.tokens_in, s.tokens_out,
-             s.status, s.error_class) for s in steps]
+    return [
+        (
+            s.seq,
+            s.type,
+            seq_of.get(s.parent_id),
+            s.tool_name,
+            s.tool_args,
+            s.tool_call_id,
+            s.model,
+            s.tokens_in,
+            s.tokens_out,
+            s.status,
+            s.error_class,
+        )
+        for s in steps
+    ]
 
 
 def proto_fixture() -> bytes:
@@ -61,11 +94,17 @@ def proto_fixture() -> bytes:
 # ---------------------------------------------------------------------------- detection
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("TINYAGENT_trace.json", "otel-spans"), ("LANGCHAIN_trace.json", "otel-spans"), ("GOOGLE_trace.json", "otel-spans"),
-    ("OPENAI_trace.json", "otel-spans"), ("opentelemetry-proto_trace.json", "otlp-json"),
-    ("edge_failed_and_totals.otlp.json", "otlp-json"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("TINYAGENT_trace.json", "otel-spans"),
+        ("LANGCHAIN_trace.json", "otel-spans"),
+        ("GOOGLE_trace.json", "otel-spans"),
+        ("OPENAI_trace.json", "otel-spans"),
+        ("opentelemetry-proto_trace.json", "otlp-json"),
+        ("edge_failed_and_totals.otlp.json", "otlp-json"),
+    ],
+)
 def test_detected_from_content(name, expected, tmp_path):
     renamed = tmp_path / "upload.bin"
     shutil.copy(OTEL / name, renamed)
@@ -90,7 +129,12 @@ def test_tinyagent_sample(store):
     assert report.sessions == [sid] and report.steps == 9 and report.files[0]["format"] == "otel-spans"
     session = store.get_session(sid)
     assert (session["name"], session["agent_id"], session["model"], session["status"], session["outcome"]) == (
-        "invoke_agent [any_agent]", "any_agent", "gpt-4.1-mini", "succeeded", None)  # final_output is the text "None"
+        "invoke_agent [any_agent]",
+        "any_agent",
+        "gpt-4.1-mini",
+        "succeeded",
+        None,
+    )  # final_output is the text "None"
     assert session["started_at"] == ts("2025-05-21T11:18:20.306310") and session["ended_at"] == ts("2025-05-21T11:18:23.328766")
     assert (session["tokens_in"], session["tokens_out"]) == (313 + 404 + 428, 18 + 15 + 10)
     assert session["cost_usd"] == pytest.approx(0.0001252 + 2.88e-05 + 0.0001616 + 2.4e-05 + 0.0001712 + 1.6e-05, abs=1e-12)
@@ -114,8 +158,10 @@ def test_tinyagent_sample(store):
     assert steps[6].content == "None"  # genai.output "\"None\"" is a JSON string, decoded once
     assert steps[1].cost_usd == pytest.approx(0.0001252 + 2.88e-05, abs=1e-12)
     assert steps[1].metadata["attributes"] == {"gen_ai.request.model": "gpt-4.1-mini"}
-    assert steps[0].metadata["attributes"] == {"gen_ai.agent.description": "No description.",
-                                               "gen_ai.request.id": "4003b9bc-8aca-4593-b546-51d714cb0a16"}
+    assert steps[0].metadata["attributes"] == {
+        "gen_ai.agent.description": "No description.",
+        "gen_ai.request.id": "4003b9bc-8aca-4593-b546-51d714cb0a16",
+    }
     assert steps[1].duration_ms == pytest.approx((1747826301261841956 - 1747826300309195206) / 1e6)
     assert steps[1].timestamp == ts("2025-05-21T11:18:20.309195")
 
@@ -140,8 +186,11 @@ def test_langchain_sample(store):
     ]
     steps = store.load_steps(sid)
     assert [s.content for s in steps if s.type == "think"] == [None, None, session["outcome"]]
-    assert json.loads(steps[3].content) == {"timezone": "America/New_York", "datetime": "2025-05-21T07:17:44-04:00",
-                                            "is_dst": True}
+    assert json.loads(steps[3].content) == {
+        "timezone": "America/New_York",
+        "datetime": "2025-05-21T07:17:44-04:00",
+        "is_dst": True,
+    }
     assert steps[6].content == "null"
     assert [round(s.cost_usd, 10) for s in steps if s.type == "think"] == [0.000144, 0.0001664, 0.0001904]
     # a whole LangChain ChatGeneration is more than its text and calls: kept as it came
@@ -161,7 +210,9 @@ def test_google_sample_hangs_orphans_under_the_root(store):
     assert [s.parent_id for s in steps] == [None] + [root] * 7
     assert steps[1].metadata["otel"]["parent_span_id"] == hex16(7209013328053762687)  # the parent it named, never exported
     assert [(s.tool_name, s.tool_call_id) for s in steps if s.type == "tool_call"] == [
-        ("get_current_time", "call_5PD1Y93npIBz1MRfrASCLSvc"), ("write_file", "call_fmEIOSGAHawfxKudklB0ZjZt")]
+        ("get_current_time", "call_5PD1Y93npIBz1MRfrASCLSvc"),
+        ("write_file", "call_fmEIOSGAHawfxKudklB0ZjZt"),
+    ]
     assert steps[6].content is None  # write_file recorded no output
     assert [s.content for s in steps if s.type == "think"][:2] == [None, None]
 
@@ -176,8 +227,11 @@ def test_openai_sample_input_messages_double_encoded_args_and_duplicate_span(sto
     assert [(s.tokens_in, s.tokens_out) for s in steps if s.type == "think"] == [(447, 16), (554, 14), (589, 44)]
     assert store.step_context(sid, steps[1].event_id) == [
         {"role": "system", "content": "Use the available tools to answer."},
-        {"content": "Find what year it is in the America/New_York timezone and write the value (single number) to a file. "
-                    "Finally, return a list of the steps you have taken.", "role": "user"},
+        {
+            "content": "Find what year it is in the America/New_York timezone and write the value (single number) to a file. "
+            "Finally, return a list of the steps you have taken.",
+            "role": "user",
+        },
     ]
     assert store.get_session(sid)["outcome"] is None  # final_output {}
 
@@ -188,12 +242,20 @@ def test_opentelemetry_proto_examples_json_and_protobuf_agree(store):
     sid = "5b8efff798038103d269b633813fc60c"
     (step,) = store.load_steps(sid)
     assert (step.event_id, step.type, step.content, step.duration_ms, step.parent_id) == (
-        "eee19b7ec3c1b174", "span", "I'm a server span", 1000.0, "eee19b7ec3c1b173")  # parent never sent: kept as named
+        "eee19b7ec3c1b174",
+        "span",
+        "I'm a server span",
+        1000.0,
+        "eee19b7ec3c1b173",
+    )  # parent never sent: kept as named
     assert step.timestamp == ts("2018-12-13T14:51:00")
     assert step.metadata["attributes"] == {"my.span.attr": "some value"}
     assert step.metadata["otel"]["kind"] == "server"
-    assert step.metadata["otel"]["scope"] == {"name": "my.library", "version": "1.0.0",
-                                              "attributes": {"my.scope.attribute": "some scope attribute"}}
+    assert step.metadata["otel"]["scope"] == {
+        "name": "my.library",
+        "version": "1.0.0",
+        "attributes": {"my.scope.attribute": "some scope attribute"},
+    }
     assert store.get_session(sid)["status"] == "unknown"  # a finished file without a root span: ended, outcome not recorded
     from_proto = import_bytes(store, proto_fixture(), "trace.bin")
     assert from_proto.files[0]["format"] == "otlp-proto"
@@ -207,9 +269,13 @@ def test_opentelemetry_proto_examples_json_and_protobuf_agree(store):
 
 PARIS = [
     {"role": "user", "content": "Weather in Paris?"},
-    {"role": "assistant", "content": "Absolutely! Let me check the weather for you.",
-     "tool_calls": [{"id": "1234", "type": "function",
-                     "function": {"name": "get_weather", "arguments": '{"location":"Paris"}'}}]},
+    {
+        "role": "assistant",
+        "content": "Absolutely! Let me check the weather for you.",
+        "tool_calls": [
+            {"id": "1234", "type": "function", "function": {"name": "get_weather", "arguments": '{"location":"Paris"}'}}
+        ],
+    },
     {"role": "tool", "tool_call_id": "1234", "content": "rainy, 57°F"},
 ]
 ANSWER = "The weather in Paris is currently rainy with a temperature of 57°F."
@@ -218,9 +284,15 @@ ANSWER = "The weather in Paris is currently rainy with a temperature of 57°F."
 def _wrapped(attribute_file: str, n: int, extra: dict | None = None) -> bytes:
     """One OTLP/JSON line: a hand-made span envelope around a real fixture's attributes."""
     attrs = json.loads((OTEL / attribute_file).read_text()) | (extra or {})
-    span = {"traceId": f"{n:032x}", "spanId": f"{n:016x}", "name": attribute_file, "kind": 3,
-            "startTimeUnixNano": str(1767225600_000000000 + n), "endTimeUnixNano": str(1767225601_000000000 + n),
-            "attributes": otlp_export.key_values(attrs)}
+    span = {
+        "traceId": f"{n:032x}",
+        "spanId": f"{n:016x}",
+        "name": attribute_file,
+        "kind": 3,
+        "startTimeUnixNano": str(1767225600_000000000 + n),
+        "endTimeUnixNano": str(1767225601_000000000 + n),
+        "attributes": otlp_export.key_values(attrs),
+    }
     return orjson.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}]})
 
 
@@ -240,15 +312,27 @@ def test_openinference_and_genai_attribute_fixtures(store):
         assert store.step_context(sid, step.event_id) == PARIS, sid
     (oi,) = store.load_steps("oi-session")
     kept = oi.metadata["attributes"]
-    assert set(kept) == {"llm.invocation_parameters", "llm.system", "llm.provider", "input.value", "input.mime_type",
-                         "output.value", "output.mime_type"}
+    assert set(kept) == {
+        "llm.invocation_parameters",
+        "llm.system",
+        "llm.provider",
+        "input.value",
+        "input.mime_type",
+        "output.value",
+        "output.mime_type",
+    }
     (genai,) = store.load_steps(f"{2:032x}")
     assert genai.metadata["attributes"]["gen_ai.request.temperature"] == 0.5
     assert genai.metadata["attributes"]["gen_ai.response.finish_reasons"] == ["stop"]
     assert genai.metadata["attributes"]["input"].startswith('{"model":"gpt-4"')  # the fixture's own extra keys are kept too
     call, result = store.load_steps(f"{4:032x}")
     assert (call.type, call.tool_name, call.tool_call_id, result.type, result.tool_call_id) == (
-        "tool_call", "get_weather", "1234", "tool_result", "1234")
+        "tool_call",
+        "get_weather",
+        "1234",
+        "tool_result",
+        "1234",
+    )
     assert set(call.metadata["attributes"]) == {"gen_ai.tool.description", "gen_ai.tool.type", "input", "output"}
 
 
@@ -260,7 +344,12 @@ def test_failed_run_and_run_level_totals(store):
     assert report.sessions == ["conv-refund-7", "4bf92f3577b34da6a3ce929d0e0e4736"]
     failed = store.get_session("conv-refund-7")
     assert (failed["status"], failed["error_class"], failed["outcome"], failed["environment"], failed["agent_id"]) == (
-        "failed", "RefundDenied", "refund above limit", "staging", "refund-bot")
+        "failed",
+        "RefundDenied",
+        "refund above limit",
+        "staging",
+        "refund-bot",
+    )
     assert failed["ended_at"] == ts("2026-01-01T00:00:09")
     assert rows(store, "conv-refund-7") == [
         (1, "span", None, None, None, None, None, None, None, "error", "RefundDenied"),
@@ -281,7 +370,10 @@ def test_failed_run_and_run_level_totals(store):
     assert [totals[k] for k in ("status", "outcome", "steps")] == ["succeeded", "See the FAQ.", 1]
     # run-level totals only: kept on the session, where analytics takes them when no step has any
     assert {k: totals["metadata"][k] for k in ("tokens_in", "tokens_out", "cost_usd")} == {
-        "tokens_in": 120, "tokens_out": 30, "cost_usd": 0.0009}
+        "tokens_in": 120,
+        "tokens_out": 30,
+        "cost_usd": 0.0009,
+    }
     (step,) = store.load_steps("4bf92f3577b34da6a3ce929d0e0e4736")
     assert (step.tokens_in, step.cost_usd, step.metadata.get("attributes")) == (None, None, None)
 
@@ -310,8 +402,10 @@ def test_truncated_protobuf_refused_with_byte_position(store):
     with pytest.raises(ImportRejected) as exc:
         import_bytes(store, data[:-7], "cut.bin", fmt="otlp-proto")
     # one resource_spans field: tag (1 byte) + length (2 bytes) + body; 7 bytes of the body are missing
-    assert str(exc.value) == ("cut.bin: not a valid OTLP protobuf ExportTraceServiceRequest: byte 0: resource_spans[0] "
-                              f"needs {len(data) - 3} bytes, only {len(data) - 10} left (the file is truncated)")
+    assert str(exc.value) == (
+        "cut.bin: not a valid OTLP protobuf ExportTraceServiceRequest: byte 0: resource_spans[0] "
+        f"needs {len(data) - 3} bytes, only {len(data) - 10} left (the file is truncated)"
+    )
     assert store.session_ids() == []
 
 
@@ -321,15 +415,18 @@ def test_bad_span_named_by_its_path_and_the_file_refused(store):
     with pytest.raises(ImportRejected) as exc:
         import_bytes(store, json.dumps(doc).encode(), "bad.json")
     assert [str(e) for e in exc.value.errors] == [
-        "bad.json resourceSpans[0].scopeSpans[0].spans[2]: not a 8-byte id (hex, base64 or integer): 'not-an-id'"]
+        "bad.json resourceSpans[0].scopeSpans[0].spans[2]: not a 8-byte id (hex, base64 or integer): 'not-an-id'"
+    ]
     assert store.session_ids() == []
     report = import_bytes(store, json.dumps(doc).encode(), "bad.json", skip_bad=True)
     assert report.steps == 7 + 1 and len(report.errors) == 1
 
 
 def test_truncated_collector_line_names_the_line(store):
-    lines = [_wrapped("openinference_client_span_tool_calls.json", 1),
-             _wrapped("openinference_otel_genai_client_span_tool_calls.json", 2)]
+    lines = [
+        _wrapped("openinference_client_span_tool_calls.json", 1),
+        _wrapped("openinference_otel_genai_client_span_tool_calls.json", 2),
+    ]
     lines[1] = lines[1][:100]
     with pytest.raises(ImportRejected) as exc:
         import_bytes(store, b"\n".join(lines), "export.jsonl")
@@ -371,26 +468,51 @@ def test_agent_names_reach_descendants_through_parents_that_start_first():
     t0 = 1_764_000_000_000_000_000
 
     def span(n: int, parent: int | None, start: int, **attrs) -> dict:
-        out = {"traceId": hex32(7), "spanId": hex16(n), "name": f"s{n}", "startTimeUnixNano": str(t0 + start),
-               "endTimeUnixNano": str(t0 + 100), "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+        out = {
+            "traceId": hex32(7),
+            "spanId": hex16(n),
+            "name": f"s{n}",
+            "startTimeUnixNano": str(t0 + start),
+            "endTimeUnixNano": str(t0 + 100),
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+        }
         if parent is not None:
             out["parentSpanId"] = hex16(parent)
         return out
 
-    body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        span(1, None, 10, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}),
-        span(2, 1, 5),  # starts before its parent
-        span(3, 2, 20),  # under the early child: nothing to inherit
-        span(4, 1, 15),  # bare, after its parent
-        span(5, 4, 30),  # bare grandchild
-        span(6, 4, 40, **{"gen_ai.agent.name": "coder"}),
-        span(7, 6, 50),
-    ]}]}]})
+    body = orjson.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                span(1, None, 10, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}),
+                                span(2, 1, 5),  # starts before its parent
+                                span(3, 2, 20),  # under the early child: nothing to inherit
+                                span(4, 1, 15),  # bare, after its parent
+                                span(5, 4, 30),  # bare grandchild
+                                span(6, 4, 40, **{"gen_ai.agent.name": "coder"}),
+                                span(7, 6, 50),
+                            ]
+                        }
+                    ]
+                }
+            ]
+        }
+    )
     spans = otel.spans_from_otlp(body, "application/json")
     first = otel.events_from_spans(spans)
     agents = {e.event_id: e.agent_id for e in first if isinstance(e, StepEvent)}
-    assert agents == {hex16(1): "planner", hex16(2): None, hex16(3): None, hex16(4): "planner", hex16(5): "planner",
-                      hex16(6): "coder", hex16(7): "coder"}
+    assert agents == {
+        hex16(1): "planner",
+        hex16(2): None,
+        hex16(3): None,
+        hex16(4): "planner",
+        hex16(5): "planner",
+        hex16(6): "coder",
+        hex16(7): "coder",
+    }
     assert otel.events_from_spans(spans) == first
 
 
@@ -453,8 +575,14 @@ def test_round_trip_demo_runs(demo, source, store):
 
 
 def test_round_trip_imported_samples(source, store):
-    for name in ("TINYAGENT_trace.json", "LANGCHAIN_trace.json", "GOOGLE_trace.json", "OPENAI_trace.json",
-                 "edge_failed_and_totals.otlp.json", "opentelemetry-proto_trace.json"):
+    for name in (
+        "TINYAGENT_trace.json",
+        "LANGCHAIN_trace.json",
+        "GOOGLE_trace.json",
+        "OPENAI_trace.json",
+        "edge_failed_and_totals.otlp.json",
+        "opentelemetry-proto_trace.json",
+    ):
         import_bytes(source, (OTEL / name).read_bytes(), name)
     assert len(source.session_ids()) == 7
     _round_trip(source, store)
@@ -467,28 +595,97 @@ def _awkward_run() -> list:
         SessionEvent(session_id=sid, name="awkward", model="m1", tags=["x"], metadata={"k": [1, 2]}, started_at=t(0)),
         StepEvent(session_id=sid, event_id="in", seq=1, type="input", content="go", timestamp=t(0)),
         StepEvent(session_id=sid, event_id="call-no-think", seq=2, type="tool_call", tool_name="ls", tool_args="-la"),  # no time
-        StepEvent(session_id=sid, event_id="think", seq=3, type="think", timestamp=t(2), content="", model="m1",
-                  context={"memory": "not a message list"}, duration_ms=None),
-        StepEvent(session_id=sid, event_id="c1", seq=4, type="tool_call", timestamp=t(3), tool_name="get", tool_call_id="dup",
-                  tool_args={"a": 1}),
-        StepEvent(session_id=sid, event_id="c2", seq=5, type="tool_call", timestamp=t(3), tool_name="get", tool_call_id="dup",
-                  tool_args='{"looks": "like json"}'),
-        StepEvent(session_id=sid, event_id="r2", seq=6, type="tool_result", timestamp=t(4), tool_name="get", tool_call_id="dup",
-                  content="second", status="error", error_class="Boom"),
-        StepEvent(session_id=sid, event_id="orphan", seq=9, type="tool_result", timestamp=t(5), tool_name="x", content="late",
-                  parent_id="think"),  # seq gap 7-8
-        StepEvent(session_id=sid, event_id="obs", seq=10, type="observation", timestamp=t(5), content="saw", retry=2,
-                  metadata={"page": "p"}, parent_id="nope"),
-        StepEvent(session_id=sid, event_id="err", seq=11, type="error", timestamp=t(6), content="gave up", error_class="E",
-                  cost_usd=0.5, redacted=1),
-        StepEvent(session_id=sid, event_id="fin", seq=12, type="decision", timestamp=t(7), content="done", tokens_in=5,
-                  context=[{"role": "user", "content": "hi", "name": "bob"},
-                           {"role": "tool", "tool_call_id": "q", "content": "r"}]),
+        StepEvent(
+            session_id=sid,
+            event_id="think",
+            seq=3,
+            type="think",
+            timestamp=t(2),
+            content="",
+            model="m1",
+            context={"memory": "not a message list"},
+            duration_ms=None,
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="c1",
+            seq=4,
+            type="tool_call",
+            timestamp=t(3),
+            tool_name="get",
+            tool_call_id="dup",
+            tool_args={"a": 1},
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="c2",
+            seq=5,
+            type="tool_call",
+            timestamp=t(3),
+            tool_name="get",
+            tool_call_id="dup",
+            tool_args='{"looks": "like json"}',
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="r2",
+            seq=6,
+            type="tool_result",
+            timestamp=t(4),
+            tool_name="get",
+            tool_call_id="dup",
+            content="second",
+            status="error",
+            error_class="Boom",
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="orphan",
+            seq=9,
+            type="tool_result",
+            timestamp=t(5),
+            tool_name="x",
+            content="late",
+            parent_id="think",
+        ),  # seq gap 7-8
+        StepEvent(
+            session_id=sid,
+            event_id="obs",
+            seq=10,
+            type="observation",
+            timestamp=t(5),
+            content="saw",
+            retry=2,
+            metadata={"page": "p"},
+            parent_id="nope",
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="err",
+            seq=11,
+            type="error",
+            timestamp=t(6),
+            content="gave up",
+            error_class="E",
+            cost_usd=0.5,
+            redacted=1,
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="fin",
+            seq=12,
+            type="decision",
+            timestamp=t(7),
+            content="done",
+            tokens_in=5,
+            context=[{"role": "user", "content": "hi", "name": "bob"}, {"role": "tool", "tool_call_id": "q", "content": "r"}],
+        ),
         SessionEndEvent(session_id=sid, status="failed", outcome="gave up", error_class="E", ended_at=t(8)),
         SessionEvent(session_id="empty", name="nothing happened", started_at=t(0)),
         SessionEvent(session_id="live", name="still going", started_at=t(0)),
-        StepEvent(session_id="live", event_id="s", seq=1, type="span", content="agent", agent_id="a", timestamp=t(1),
-                  duration_ms=3.0),
+        StepEvent(
+            session_id="live", event_id="s", seq=1, type="span", content="agent", agent_id="a", timestamp=t(1), duration_ms=3.0
+        ),
         StepEvent(session_id="live", event_id="k", seq=2, type="think", content="hm", parent_id="s", timestamp=t(2), model="m"),
     ]
 
@@ -507,16 +704,58 @@ def test_export_is_plain_genai_for_other_tools(source, store):
     sid, t = "plain", lambda s: datetime(2026, 3, 1, 12, 0, s, tzinfo=UTC)
     events = [
         SessionEvent(session_id=sid, name="plain", started_at=t(0)),
-        StepEvent(session_id=sid, event_id="a", seq=1, type="span", content="invoke_agent helper", agent_id="helper",
-                  timestamp=t(0), duration_ms=9000.0),
-        StepEvent(session_id=sid, event_id="b", seq=2, type="think", parent_id="a", agent_id="helper", model="gpt-4o",
-                  content="look", tokens_in=10, tokens_out=2, cost_usd=0.01, timestamp=t(1), duration_ms=1000.0,
-                  context=[{"role": "user", "content": "find A-17"}]),
-        StepEvent(session_id=sid, event_id="c", seq=3, type="tool_call", parent_id="a", agent_id="helper", tool_name="get_order",
-                  tool_args={"id": "A-17"}, tool_call_id="call_1", timestamp=t(2)),
-        StepEvent(session_id=sid, event_id="d", seq=4, type="tool_result", parent_id="a", agent_id="helper",
-                  tool_name="get_order", tool_call_id="call_1", content="shipped", timestamp=t(3), status="error",
-                  error_class="Late"),
+        StepEvent(
+            session_id=sid,
+            event_id="a",
+            seq=1,
+            type="span",
+            content="invoke_agent helper",
+            agent_id="helper",
+            timestamp=t(0),
+            duration_ms=9000.0,
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="b",
+            seq=2,
+            type="think",
+            parent_id="a",
+            agent_id="helper",
+            model="gpt-4o",
+            content="look",
+            tokens_in=10,
+            tokens_out=2,
+            cost_usd=0.01,
+            timestamp=t(1),
+            duration_ms=1000.0,
+            context=[{"role": "user", "content": "find A-17"}],
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="c",
+            seq=3,
+            type="tool_call",
+            parent_id="a",
+            agent_id="helper",
+            tool_name="get_order",
+            tool_args={"id": "A-17"},
+            tool_call_id="call_1",
+            timestamp=t(2),
+        ),
+        StepEvent(
+            session_id=sid,
+            event_id="d",
+            seq=4,
+            type="tool_result",
+            parent_id="a",
+            agent_id="helper",
+            tool_name="get_order",
+            tool_call_id="call_1",
+            content="shipped",
+            timestamp=t(3),
+            status="error",
+            error_class="Late",
+        ),
     ]
     doc = otlp_export.to_otlp(events)
     for rs in doc["resourceSpans"]:
@@ -527,8 +766,25 @@ def test_export_is_plain_genai_for_other_tools(source, store):
     import_bytes(store, orjson.dumps(doc), "plain.json")
     steps = store.load_steps(sid)
     seq_of = {s.event_id: s.seq for s in steps}
-    assert [(s.type, seq_of.get(s.parent_id), s.agent_id, s.model, s.content, s.tool_name, s.tool_args, s.tool_call_id,
-             s.tokens_in, s.tokens_out, s.cost_usd, s.status, s.error_class, s.timestamp) for s in steps] == [
+    assert [
+        (
+            s.type,
+            seq_of.get(s.parent_id),
+            s.agent_id,
+            s.model,
+            s.content,
+            s.tool_name,
+            s.tool_args,
+            s.tool_call_id,
+            s.tokens_in,
+            s.tokens_out,
+            s.cost_usd,
+            s.status,
+            s.error_class,
+            s.timestamp,
+        )
+        for s in steps
+    ] == [
         ("span", None, "helper", None, "invoke_agent helper", None, None, None, None, None, None, "ok", None, t(0)),
         ("think", 1, "helper", "gpt-4o", "look", None, None, None, 10, 2, 0.01, "ok", None, t(1)),
         ("tool_call", 1, "helper", None, None, "get_order", {"id": "A-17"}, "call_1", None, None, None, "ok", None, t(2)),

@@ -23,8 +23,10 @@ def test_old_layout_real_gpt4_run(store):
     assert [s.tool_name for s in steps if s.type == "tool_call"] == ["find_file", "open", "edit", "python", "submit"]
     assert steps[4].tool_args == {"command": 'find_file "missing_colon.py"'}
     assert steps[-4].content == "8.2\n"
-    assert steps[-1].metadata["state"] == {"open_file": "/klieret__swe-agent-test-repo/tests/missing_colon.py",
-                                           "working_dir": "/klieret__swe-agent-test-repo"}
+    assert steps[-1].metadata["state"] == {
+        "open_file": "/klieret__swe-agent-test-repo/tests/missing_colon.py",
+        "working_dir": "/klieret__swe-agent-test-repo",
+    }
     assert session["status"] == "succeeded"
     assert session["outcome"].startswith("\ndiff --git a/tests/missing_colon.py b/tests/missing_colon.py")
     meta = session["metadata"]
@@ -66,8 +68,13 @@ def test_mini_swe_agent_message_list_marks_nonzero_returncodes(store):
     assert report.files[0]["format"] == "mini_swe_agent"
     assert len(steps) == 2 + 10 * 3
     failed = [s for s in steps if s.status == "error"]
-    assert [(s.event_id, s.error_class, s.tool_name) for s in failed] == [("m3", "returncode 1", "cat"), ("m17", "returncode 1", "python3")]
-    assert steps[3].tool_args == {"command": "cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py"}
+    assert [(s.event_id, s.error_class, s.tool_name) for s in failed] == [
+        ("m3", "returncode 1", "cat"),
+        ("m17", "returncode 1", "python3"),
+    ]
+    assert steps[3].tool_args == {
+        "command": "cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py"
+    }
     assert session["status"] == "succeeded"
     assert session["outcome"].startswith("diff --git a/tests/missing_colon.py")
 
@@ -77,7 +84,18 @@ def test_mini_swe_agent_info_layout_limits_exceeded(store):
     assert (session["status"], session["error_class"]) == ("failed", "LimitsExceeded")
     assert session["model"] == "anthropic/claude-sonnet-4-20250514"
     assert session["metadata"]["cost_usd"] == 0.0421
-    assert [s.type for s in steps] == ["input", "input", "think", "tool_call", "tool_result", "think", "tool_call", "tool_result", "think", "input"]
+    assert [s.type for s in steps] == [
+        "input",
+        "input",
+        "think",
+        "tool_call",
+        "tool_result",
+        "think",
+        "tool_call",
+        "tool_result",
+        "think",
+        "input",
+    ]
     assert steps[7].status == "error" and steps[4].status == "ok"
     assert round(sum(s.cost_usd or 0 for s in steps), 4) == 0.0421
 

@@ -26,24 +26,30 @@ from replay_core.storage.store import SessionFilter
 
 # Every real file an existing reader reads, with the format detection must pick.
 READABLE = {
-    **{f"fixtures/{p}": f for p, f in {
-        **DETECTED,  # the fixtures detection is tested on
-        "notte/notte_core_session_trajectory.json": "notte",
-        "langchain/langsmith_agent_run.json": "langchain",
-        "langchain/langsmith_flat_runs.jsonl": "langchain",
-        "langchain/langchain_core_real_run.json": "langchain",
-        "otel/TINYAGENT_trace.json": "otel-spans",
-        "otel/OPENAI_trace.json": "otel-spans",
-        "otel/edge_failed_and_totals.otlp.json": "otlp-json",
-        "otel/opentelemetry-proto_trace.json": "otlp-json",
-    }.items()},
-    **{f"fixtures/{p}": f for p, f in {
-        "swe_agent/klieret__swe-agent-test-repo-i1.traj": "swe_agent",
-        "swe_agent/networking_1.traj": "swe_agent",
-        "smolagents/decentralized_run_023f7ac8_messages.jsonl": "smolagents",
-        "openai_chat/openinference_test_tool_calls.yaml": "openai_chat",
-        "otel/GOOGLE_trace.json": "otel-spans",
-    }.items()},
+    **{
+        f"fixtures/{p}": f
+        for p, f in {
+            **DETECTED,  # the fixtures detection is tested on
+            "notte/notte_core_session_trajectory.json": "notte",
+            "langchain/langsmith_agent_run.json": "langchain",
+            "langchain/langsmith_flat_runs.jsonl": "langchain",
+            "langchain/langchain_core_real_run.json": "langchain",
+            "otel/TINYAGENT_trace.json": "otel-spans",
+            "otel/OPENAI_trace.json": "otel-spans",
+            "otel/edge_failed_and_totals.otlp.json": "otlp-json",
+            "otel/opentelemetry-proto_trace.json": "otlp-json",
+        }.items()
+    },
+    **{
+        f"fixtures/{p}": f
+        for p, f in {
+            "swe_agent/klieret__swe-agent-test-repo-i1.traj": "swe_agent",
+            "swe_agent/networking_1.traj": "swe_agent",
+            "smolagents/decentralized_run_023f7ac8_messages.jsonl": "smolagents",
+            "openai_chat/openinference_test_tool_calls.yaml": "openai_chat",
+            "otel/GOOGLE_trace.json": "otel-spans",
+        }.items()
+    },
 }
 
 
@@ -53,14 +59,30 @@ def real(key: str) -> Path:
     return FIXTURES / rel
 
 
-OPENHANDS_LIKE = orjson.dumps([  # an OpenHands trajectory download, shortened: events, not chat messages
-    {"id": 0, "timestamp": "2024-06-01T10:00:00", "source": "user", "message": "fix it", "action": "message", "args": {"content": "fix it"}},
-    {"id": 1, "timestamp": "2024-06-01T10:00:01", "source": "agent", "action": "run", "args": {"command": "ls"},
-     # the model's reply kept in the event: the "role"/"content" keys that made the chat reader claim such files
-     "tool_call_metadata": {"model_response": {"choices": [{"message": {"role": "assistant", "content": "running ls"}}]}}},
-    {"id": 2, "timestamp": "2024-06-01T10:00:02", "source": "agent", "observation": "run", "content": "a b", "cause": 1},
-    {"id": 3, "timestamp": "2024-06-01T10:00:03", "source": "agent", "action": "finish", "args": {}},
-], option=orjson.OPT_INDENT_2)
+OPENHANDS_LIKE = orjson.dumps(
+    [  # an OpenHands trajectory download, shortened: events, not chat messages
+        {
+            "id": 0,
+            "timestamp": "2024-06-01T10:00:00",
+            "source": "user",
+            "message": "fix it",
+            "action": "message",
+            "args": {"content": "fix it"},
+        },
+        {
+            "id": 1,
+            "timestamp": "2024-06-01T10:00:01",
+            "source": "agent",
+            "action": "run",
+            "args": {"command": "ls"},
+            # the model's reply kept in the event: the "role"/"content" keys that made the chat reader claim such files
+            "tool_call_metadata": {"model_response": {"choices": [{"message": {"role": "assistant", "content": "running ls"}}]}},
+        },
+        {"id": 2, "timestamp": "2024-06-01T10:00:02", "source": "agent", "observation": "run", "content": "a b", "cause": 1},
+        {"id": 3, "timestamp": "2024-06-01T10:00:03", "source": "agent", "action": "finish", "args": {}},
+    ],
+    option=orjson.OPT_INDENT_2,
+)
 
 
 def claude_code_like() -> bytes:
@@ -68,8 +90,15 @@ def claude_code_like() -> bytes:
     lines = [{"type": "summary", "summary": "s", "leafUuid": "u5"}]
     for i in range(6):
         role = "user" if i % 2 == 0 else "assistant"
-        lines.append({"type": role, "uuid": f"u{i}", "sessionId": "s1", "timestamp": f"2025-01-01T00:00:0{i}Z",
-                      "message": {"role": role, "content": "hi" if role == "user" else [{"type": "text", "text": "yo"}]}})
+        lines.append(
+            {
+                "type": role,
+                "uuid": f"u{i}",
+                "sessionId": "s1",
+                "timestamp": f"2025-01-01T00:00:0{i}Z",
+                "message": {"role": role, "content": "hi" if role == "user" else [{"type": "text", "text": "yo"}]},
+            }
+        )
     lines.append({"type": "progress", "uuid": "p", "sessionId": "s1"})
     return b"\n".join(orjson.dumps(line) for line in lines) + b"\n"
 
@@ -100,9 +129,14 @@ def test_an_openhands_event_list_goes_to_its_reader_and_never_becomes_an_empty_c
     with pytest.raises(FileRefused) as exc:  # the reader that claimed it before (0 steps, exit 0) is refused now
         import_bytes(store, OPENHANDS_LIKE, "trajectory.json", fmt="openai_chat")
     message = str(exc.value)
-    assert message.startswith("trajectory.json: not imported, it would give no steps. "
-                              "It looks like JSON list of 4 objects with keys id, timestamp, source, message…")
-    assert "Readers tried: openai_chat: 0 of 4 list items used (4 ignored: action=message 1, action=run 1, observation=run 1…), 0 steps" in message
+    assert message.startswith(
+        "trajectory.json: not imported, it would give no steps. "
+        "It looks like JSON list of 4 objects with keys id, timestamp, source, message…"
+    )
+    assert (
+        "Readers tried: openai_chat: 0 of 4 list items used (4 ignored: action=message 1, action=run 1, observation=run 1…), 0 steps"
+        in message
+    )
     assert store.session_ids() == []
 
 
@@ -114,8 +148,13 @@ def test_claude_code_lines_go_to_their_reader_and_never_become_junk_anthropic_ru
     # forcing the Anthropic reader does not turn the lines into 8 junk runs either
     with pytest.raises(FileRefused) as forced:
         import_bytes(store, claude_code_like(), "5f1c.jsonl", fmt="anthropic")
-    assert "It looks like JSONL of 8 lines whose `type` is user/assistant/summary/progress (keys type, summary, leafUuid, uuid…)" in str(forced.value)
-    assert "anthropic: 0 of 8 lines used (8 ignored: type=user 3, type=assistant 3, type=summary 1…), 0 steps" in str(forced.value)
+    assert (
+        "It looks like JSONL of 8 lines whose `type` is user/assistant/summary/progress (keys type, summary, leafUuid, uuid…)"
+        in str(forced.value)
+    )
+    assert "anthropic: 0 of 8 lines used (8 ignored: type=user 3, type=assistant 3, type=summary 1…), 0 steps" in str(
+        forced.value
+    )
     assert store.session_ids() == []
 
 
@@ -150,11 +189,17 @@ def test_a_forced_reader_that_ignores_most_of_a_file_says_so(store):
     mixed = orjson.dumps([reply, *events], option=orjson.OPT_INDENT_2)  # 1 chat completion among 4 events
     detected = import_bytes(store, mixed, "mixed.json")  # detection: the reader that understands most of it (4 of 5)
     assert {k: detected.files[0][k] for k in ("format", "records", "used", "ignored")} == {
-        "format": "openhands", "records": 5, "used": 4, "ignored": {"action:None": 1}}
+        "format": "openhands",
+        "records": 5,
+        "used": 4,
+        "ignored": {"action:None": 1},
+    }
     store.delete_sessions(store.session_ids())
     report = import_bytes(store, mixed, "mixed.json", fmt="openai_chat")  # forced: imported, and it says so
-    assert report.warnings == ["mixed.json: --format openai_chat ignored most of the file: openai_chat: 1 of 5 list items used "
-                               "(4 ignored: action=message 1, action=run 1, observation=run 1…), 1 steps"]
+    assert report.warnings == [
+        "mixed.json: --format openai_chat ignored most of the file: openai_chat: 1 of 5 list items used "
+        "(4 ignored: action=message 1, action=run 1, observation=run 1…), 1 steps"
+    ]
     assert report.files[0]["ignored_examples"]["action=run"] == ["mixed.json:[2]"]
 
 
@@ -173,11 +218,18 @@ def test_cli_imports_folders_each_file_judged_alone(tmp_path):
     by_file = {Path(f["file"]).name: f for f in body["files"]}
     assert set(by_file) == {"a.traj", "chat.jsonl"}
     assert {k: by_file["a.traj"][k] for k in ("format", "records", "used", "ignored", "steps")} == {
-        "format": "swe_agent", "records": 4, "used": 4, "ignored": {}, "steps": 14}
+        "format": "swe_agent",
+        "records": 4,
+        "used": 4,
+        "ignored": {},
+        "steps": 14,
+    }
     assert by_file["chat.jsonl"]["format"] == "openai_chat" and by_file["chat.jsonl"]["steps"] == 7
     (refused,) = body["refused"]
-    assert refused.startswith(f"{folder / 'deep' / 'er' / 'trajectory.json'}: not imported, no reader recognises it. "
-                              "It looks like JSON list of 2 objects with keys when, what.")
+    assert refused.startswith(
+        f"{folder / 'deep' / 'er' / 'trajectory.json'}: not imported, no reader recognises it. "
+        "It looks like JSON list of 2 objects with keys when, what."
+    )
     listed = json.loads(runner.invoke(app, ["sessions", "--db", db, "--json"]).stdout)
     assert len(listed) == 3  # networking_1 and the two runs of the chat log; nothing of the refused file
 
@@ -217,7 +269,9 @@ def test_status_unknown_is_listed_and_filtered(store, tmp_path):
     unknown = json.loads(runner.invoke(app, ["sessions", "--status", "unknown", "--db", db, "--json"]).stdout)
     assert [r["id"] for r in unknown] == ["5b8efff798038103d269b633813fc60c"]  # a trace without its root span
     bad = runner.invoke(app, ["sessions", "--status", "finished", "--db", db])
-    assert "--status: expected one of running, succeeded, failed, incomplete, unknown" in str(bad.exception)  # main() prints it, exit 1
+    assert "--status: expected one of running, succeeded, failed, incomplete, unknown" in str(
+        bad.exception
+    )  # main() prints it, exit 1
 
 
 # ---------------------------------------------------------------------------- one definition of a run's totals
@@ -241,7 +295,10 @@ def test_every_view_agrees_on_a_runs_totals(store, key):
         assert (tl.session["tokens_in"], tl.session["tokens_out"], tl.session["cost_usd"]) == want
         totals = compare(store, sid, sids[0]).totals["a"]
         assert (totals["tokens_in"], totals["tokens_out"], totals["cost_usd"]) == (
-            want[0], want[1], round(want[2], 6) if want[2] is not None else None)
+            want[0],
+            want[1],
+            round(want[2], 6) if want[2] is not None else None,
+        )
         (a,) = runs.filter(runs["session_id"] == sid).select("tokens_in", "tokens_out", "cost_usd").rows()
         assert a[:2] == want[:2] and (a[2] is None) == (want[2] is None) and (a[2] or 0) == pytest.approx(want[2] or 0)
 

@@ -54,6 +54,8 @@ def _original(fmt: str) -> bytes:
 
 def test_every_reader_of_the_registry_is_fuzzed():
     assert set(PER_READER) == set(registry())
+
+
 OTHER_TYPES = [None, 0, -1, 1.5, "", "x", True, [], {}, [1, "a"], {"k": None}]
 
 
@@ -100,7 +102,7 @@ def mutated(draw, data: bytes) -> bytes:
         at = draw(st.integers(0, len(data) - 1))
         if draw(st.booleans()):
             return data[:at]
-        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
+        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1 :]
     kind = draw(st.sampled_from(["truncate", "reorder", "confuse"]))
     if kind == "truncate":
         return data[: draw(st.integers(0, len(data) - 1))]
@@ -135,8 +137,12 @@ def test_damaged_files_are_refused_cleanly_or_imported_accounted(fmt, fuzz_seed,
     store = Store(f"sqlite:///{tmp_path_factory.mktemp(fmt) / 'm.db'}")
 
     @seed(fuzz_seed)
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(data=mutated(original), skip_bad=st.booleans())
     def check(data: bytes, skip_bad: bool) -> None:
         before = _state(store)
@@ -163,8 +169,9 @@ def test_a_type_confused_line_is_named_by_its_line(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'c.db'}")
     with pytest.raises(ImportRejected) as exc:
         import_bytes(store, b"\n".join(lines), "log.jsonl")
-    assert str(exc.value) == ("log.jsonl:2: cannot be read as openai_chat: unexpected AttributeError "
-                              "('NoneType' object has no attribute 'get')")
+    assert str(exc.value) == (
+        "log.jsonl:2: cannot be read as openai_chat: unexpected AttributeError ('NoneType' object has no attribute 'get')"
+    )
     assert store.session_ids() == []
     with pytest.raises(FileRefused) as skipped:  # the reader broke off: --skip-bad has no half-read file to store
         import_bytes(store, b"\n".join(lines), "log.jsonl", skip_bad=True)

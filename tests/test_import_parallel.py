@@ -11,6 +11,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from secrets_corpus import SECRETS
 from sqlalchemy import select
 
 from replay_core.events import now_utc
@@ -19,8 +20,6 @@ from replay_core.ingest.pipeline import ImportRejected, import_bytes
 from replay_core.ingest.redact import default_redactor
 from replay_core.storage.store import SessionFilter, Store, metadata
 from replay_core.storage.tables import run_breakdown, run_rollups, sessions, step_contexts, steps
-
-from secrets_corpus import SECRETS
 
 SCHEMA = "agent-replay/v1"
 _real_one_thread = parallel.one_thread  # before any test replaces it
@@ -43,14 +42,17 @@ def _wipe(store: Store) -> None:
 def _state(store: Store, since: datetime) -> dict:
     """Everything an import stores, without surrogate ids and the time of the write (after `since`)."""
     with store.engine.connect() as conn:
+
         def rows(table, *order, drop=()):
             cols = [c for c in table.c if c.name not in drop]
             return [tuple(r) for r in conn.execute(select(*cols).order_by(*order))]
 
         state = {
             "steps": rows(steps, steps.c.session_id, steps.c.seq, steps.c.event_id, drop=("id",)),
-            "sessions": [tuple("now" if isinstance(v, datetime) and v >= since else v for v in r)  # a live run's start: its arrival
-                         for r in rows(sessions, sessions.c.id, drop=("created_at",))],
+            "sessions": [
+                tuple("now" if isinstance(v, datetime) and v >= since else v for v in r)  # a live run's start: its arrival
+                for r in rows(sessions, sessions.c.id, drop=("created_at",))
+            ],
             "rollups": rows(run_rollups, run_rollups.c.session_id),
             "breakdown": rows(run_breakdown, *run_breakdown.c),
             "contexts": rows(step_contexts, step_contexts.c.session_id, step_contexts.c.event_id, drop=("id",)),
@@ -76,10 +78,16 @@ def _imported(store: Store, data: bytes, *, pipelined: bool, monkeypatch) -> tup
 _text = st.sampled_from(["alpha beta", "a tool ran", "", "x" * 12, *[s.text for s in SECRETS[:12]]])
 _step = st.fixed_dictionaries(
     {"type": st.sampled_from(TYPES), "content": _text},
-    optional={"seq": st.integers(1, 30), "event_id": st.sampled_from(["e1", "e2", "e3", "e4", "e5"]),
-              "tool_name": st.sampled_from(["search", "read"]), "tool_args": st.sampled_from([{"q": "alpha"}, {"api_key": "v" * 20}]),
-              "tokens_in": st.integers(0, 500), "timestamp": st.sampled_from(["2026-01-02T03:04:05Z", "2026-01-01T00:00:00+02:00"]),
-              "context": st.sampled_from([{"messages": ["alpha"]}]), "status": st.sampled_from(["ok", "error"])},
+    optional={
+        "seq": st.integers(1, 30),
+        "event_id": st.sampled_from(["e1", "e2", "e3", "e4", "e5"]),
+        "tool_name": st.sampled_from(["search", "read"]),
+        "tool_args": st.sampled_from([{"q": "alpha"}, {"api_key": "v" * 20}]),
+        "tokens_in": st.integers(0, 500),
+        "timestamp": st.sampled_from(["2026-01-02T03:04:05Z", "2026-01-01T00:00:00+02:00"]),
+        "context": st.sampled_from([{"messages": ["alpha"]}]),
+        "status": st.sampled_from(["ok", "error"]),
+    },
 )
 _run = st.tuples(st.sampled_from(["r1", "r2", "r3", "r4", "r5"]), st.booleans(), st.lists(_step, max_size=5), st.booleans())
 
@@ -116,8 +124,13 @@ def test_pipelined_import_stores_what_the_plain_import_stores(store, monkeypatch
 
 
 def test_a_big_clean_file_goes_the_pipelined_way_and_again_stores_nothing(store, pipelined, monkeypatch):
-    data = _lines([(f"run-{i}", True, [{"type": "think", "content": f"alpha {j}", "event_id": f"e{j}"} for j in range(4)], True)
-                   for i in range(12)], False)
+    data = _lines(
+        [
+            (f"run-{i}", True, [{"type": "think", "content": f"alpha {j}", "event_id": f"e{j}"} for j in range(4)], True)
+            for i in range(12)
+        ],
+        False,
+    )
     calls = []
     real = parallel.write_pipelined
     monkeypatch.setattr(parallel, "write_pipelined", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -140,15 +153,27 @@ def test_the_readers_make_steps_straight_into_rows(store, pipelined, monkeypatch
 
     monkeypatch.setattr(parallel, "parse_event", events_only)
     secret = SECRETS[0]
-    data = _lines([(f"run-{i}", True, [{"type": "think", "content": f"alpha {j} {secret.text}", "event_id": f"e{j}", "seq": j + 1}
-                                        for j in range(3)], True) for i in range(8)], False)
+    data = _lines(
+        [
+            (
+                f"run-{i}",
+                True,
+                [{"type": "think", "content": f"alpha {j} {secret.text}", "event_id": f"e{j}", "seq": j + 1} for j in range(3)],
+                True,
+            )
+            for i in range(8)
+        ],
+        False,
+    )
     written, read = parallel.write_pipelined(store, data, default_redactor(), source="native")
     assert written.steps == read.steps == 24 and read.redacted >= 24
     assert secret.secret not in " ".join(step.content for sid in store.session_ids() for step in store.load_steps(sid))
 
 
 def test_a_bad_line_refuses_the_file_naming_it_and_stores_nothing(store, pipelined):
-    lines = _lines([(f"run-{i}", True, [{"type": "think", "content": "alpha"}] * 3, False) for i in range(10)], False).split(b"\n")
+    lines = _lines([(f"run-{i}", True, [{"type": "think", "content": "alpha"}] * 3, False) for i in range(10)], False).split(
+        b"\n"
+    )
     lines[17] = b'{"schema": "agent-replay/v1", "kind": "step", "session_id": "x", "type": "nonsense"}'
     data = b"\n".join(lines)
     with pytest.raises(parallel.Fallback):
@@ -206,8 +231,11 @@ def test_a_long_write_on_postgresql_analyzes_the_run_tables_as_it_grows_them(sto
 
     monkeypatch.setattr(writing, "ANALYZE_WITHIN", 4)
     analyzed: list[str] = []
-    event.listen(store.engine, "before_cursor_execute",
-                 lambda conn, cursor, statement, *rest: analyzed.append(statement) if statement.startswith("ANALYZE") else None)
+    event.listen(
+        store.engine,
+        "before_cursor_execute",
+        lambda conn, cursor, statement, *rest: analyzed.append(statement) if statement.startswith("ANALYZE") else None,
+    )
     batches = []
     for b in range(8):
         batch = WriteBatch()

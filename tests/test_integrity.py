@@ -96,20 +96,30 @@ def test_a_bad_session_is_a_422_naming_the_field_and_nothing_is_stored(client, s
     assert store.count_sessions() == 0
 
 
-@pytest.mark.parametrize("query, loc", [
-    ({"offset": "9223372036854775808"}, "offset"),
-    ({"q": "\x00"}, "q"),
-    ({"model": "m\x00"}, "model"),
-    ({"limit": "99999999999999999999"}, "limit"),
-])
+@pytest.mark.parametrize(
+    "query, loc",
+    [
+        ({"offset": "9223372036854775808"}, "offset"),
+        ({"q": "\x00"}, "q"),
+        ({"model": "m\x00"}, "model"),
+        ({"limit": "99999999999999999999"}, "limit"),
+    ],
+)
 def test_bad_query_parameters_are_a_422(client, query, loc):
     res = client.get("/api/v1/sessions", params=query, headers=AUTH)
     assert res.status_code == 422, res.text
     assert res.json()["errors"][0]["loc"] == loc
 
 
-@pytest.mark.parametrize("path", ["/api/v1/sessions/a%00b", f"/api/v1/sessions/{LONG}", "/api/v1/sessions/a%00b/snapshot?step=1",
-                                  "/api/v1/sessions/r/snapshot?step=9223372036854775808"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/sessions/a%00b",
+        f"/api/v1/sessions/{LONG}",
+        "/api/v1/sessions/a%00b/snapshot?step=1",
+        "/api/v1/sessions/r/snapshot?step=9223372036854775808",
+    ],
+)
 def test_bad_ids_in_the_path_are_a_422(client, path):
     res = client.get(path, headers=AUTH)
     assert res.status_code == 422, res.text
@@ -118,11 +128,27 @@ def test_bad_ids_in_the_path_are_a_422(client, path):
 
 def test_values_at_the_limits_are_stored_on_both_databases(client, store):
     sid = "s" * 200
-    res = client.post("/api/v1/sessions", json={"session_id": sid, "environment": "e" * 100, "source": "s" * 100,
-                                                 "agent_version": "v" * 100, "replay_from": 2**31 - 1}, headers=AUTH)
+    res = client.post(
+        "/api/v1/sessions",
+        json={
+            "session_id": sid,
+            "environment": "e" * 100,
+            "source": "s" * 100,
+            "agent_version": "v" * 100,
+            "replay_from": 2**31 - 1,
+        },
+        headers=AUTH,
+    )
     assert res.status_code == 200, res.text
-    body = [step(seq=2**31 - 1, tokens_in=2**31 - 1, retry=2**31 - 1, tool_name="t" * 200,
-                 tool_args={"deep": nested(JSON_MAX_DEPTH - 1), "big": 2**63 - 1, "literal": "\\u0000"})]
+    body = [
+        step(
+            seq=2**31 - 1,
+            tokens_in=2**31 - 1,
+            retry=2**31 - 1,
+            tool_name="t" * 200,
+            tool_args={"deep": nested(JSON_MAX_DEPTH - 1), "big": 2**63 - 1, "literal": "\\u0000"},
+        )
+    ]
     res = client.post(f"/api/v1/sessions/{sid}/steps", json=body, headers=AUTH)
     assert res.status_code == 200, res.text
     [stored] = store.load_steps(sid)
@@ -131,21 +157,50 @@ def test_values_at_the_limits_are_stored_on_both_databases(client, store):
     assert client.get(f"/api/v1/sessions/{sid}", headers=AUTH).status_code == 200
 
 
-OTLP_BAD_KEY = {"resourceSpans": [{"scopeSpans": [{"spans": [{
-    "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331", "name": "chat gpt-4o",
-    "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
-    "attributes": [{"key": 5, "value": {"stringValue": "x"}}, {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "123456789012345678901"}}],
-}]}]}]}
+OTLP_BAD_KEY = {
+    "resourceSpans": [
+        {
+            "scopeSpans": [
+                {
+                    "spans": [
+                        {
+                            "traceId": "0af7651916cd43dd8448eb211c80319c",
+                            "spanId": "b7ad6b7169203331",
+                            "name": "chat gpt-4o",
+                            "startTimeUnixNano": "1700000000000000000",
+                            "endTimeUnixNano": "1700000001000000000",
+                            "attributes": [
+                                {"key": 5, "value": {"stringValue": "x"}},
+                                {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "123456789012345678901"}},
+                            ],
+                        }
+                    ]
+                }
+            ]
+        }
+    ]
+}
 
 
-@pytest.mark.parametrize("attributes", [
-    [{"key": 5, "value": {"stringValue": "x"}}],
-    [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": "123456789012345678901"}}],
-    [{"key": "custom.big", "value": {"intValue": "123456789012345678901"}}],
-], ids=["non-string key", "20-digit token count", "20-digit custom attribute"])
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        [{"key": 5, "value": {"stringValue": "x"}}],
+        [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": "123456789012345678901"}}],
+        [{"key": "custom.big", "value": {"intValue": "123456789012345678901"}}],
+    ],
+    ids=["non-string key", "20-digit token count", "20-digit custom attribute"],
+)
 def test_hostile_otlp_attributes_are_never_a_500(client, store, attributes):
-    body = {"resourceSpans": [{"scopeSpans": [{"spans": [{**OTLP_BAD_KEY["resourceSpans"][0]["scopeSpans"][0]["spans"][0],
-                                                          "attributes": attributes}]}]}]}
+    body = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {"spans": [{**OTLP_BAD_KEY["resourceSpans"][0]["scopeSpans"][0]["spans"][0], "attributes": attributes}]}
+                ]
+            }
+        ]
+    }
     res = client.post("/v1/traces", json=body, headers=AUTH)
     assert res.status_code < 500, res.text
     assert res.headers["content-type"].startswith("application/json")
@@ -168,7 +223,9 @@ def test_a_second_different_end_is_refused_with_409_and_replace_overrides_it(cli
     assert (row["status"], row["outcome"], row["name"]) == ("failed", "boom", "first name")
     res = client.post("/api/v1/sessions/r/end?replace=true", json={"status": "succeeded", "outcome": "fixed"}, headers=AUTH)
     assert res.status_code == 200
-    assert client.post("/api/v1/sessions?replace=true", json={"session_id": "r", "name": "renamed"}, headers=AUTH).status_code == 200
+    assert (
+        client.post("/api/v1/sessions?replace=true", json={"session_id": "r", "name": "renamed"}, headers=AUTH).status_code == 200
+    )
     row = store.get_session("r")
     assert (row["status"], row["outcome"], row["name"]) == ("succeeded", "fixed", "renamed")
     assert client.post("/api/v1/sessions/r/end?replace=maybe", json={}, headers=AUTH).status_code == 422
@@ -199,7 +256,8 @@ def test_import_keeps_an_ended_run_and_reports_it_unless_replace(store, tmp_path
         path.write_text(
             '{"schema":"agent-replay/v1","kind":"session","session_id":"imp","name":"%s"}\n'
             '{"schema":"agent-replay/v1","kind":"step","session_id":"imp","type":"think","content":"hi","event_id":"e1"}\n'
-            '{"schema":"agent-replay/v1","kind":"session_end","session_id":"imp","status":"%s"}\n' % (name, status))
+            '{"schema":"agent-replay/v1","kind":"session_end","session_id":"imp","status":"%s"}\n' % (name, status)
+        )
         return str(path)
 
     first = import_file(store, run_file("a.jsonl", "failed"))
@@ -257,9 +315,11 @@ def test_import_names_file_line_and_field_for_a_value_past_the_limits(store, tmp
     from replay_core.ingest.pipeline import ImportRejected, import_file
 
     path = tmp_path / "long.jsonl"
-    path.write_text('{"schema":"agent-replay/v1","kind":"session","session_id":"f"}\n'
-                    '{"schema":"agent-replay/v1","kind":"step","session_id":"f","type":"tool_call","tool_name":"%s"}\n'
-                    '{"schema":"agent-replay/v1","kind":"step","session_id":"f","type":"think","seq":2147483648}\n' % ("t" * 300))
+    path.write_text(
+        '{"schema":"agent-replay/v1","kind":"session","session_id":"f"}\n'
+        '{"schema":"agent-replay/v1","kind":"step","session_id":"f","type":"tool_call","tool_name":"%s"}\n'
+        '{"schema":"agent-replay/v1","kind":"step","session_id":"f","type":"think","seq":2147483648}\n' % ("t" * 300)
+    )
     with pytest.raises(ImportRejected) as caught:
         import_file(store, path)
     lines = [str(e) for e in caught.value.errors]
@@ -277,14 +337,16 @@ def test_errors_keep_the_keep_alive_connection_on_a_served_api(store):
     with served_api(store.url, TOKEN) as base:
         conn = http.client.HTTPConnection(base.removeprefix("http://"), timeout=30)
         headers = {**AUTH, "Content-Type": "application/json"}
-        requests = [("POST", "/api/v1/sessions/r/steps", '[{"type":"think","seq":9223372036854775808}]', 422),
-                    ("GET", "/api/v1/sessions?q=%00", None, 422),
-                    ("GET", "/api/v1/sessions?offset=9223372036854775808", None, 422),
-                    ("POST", "/api/v1/sessions", '{"session_id":"x","replay_of":"nobody"}', 422),
-                    ("GET", "/api/v1/nothing", None, 404),
-                    ("POST", "/api/v1/sessions", "{not json", 400),
-                    ("GET", "/api/v1/sessions/missing", None, 404),
-                    ("GET", "/healthz", None, 200)]
+        requests = [
+            ("POST", "/api/v1/sessions/r/steps", '[{"type":"think","seq":9223372036854775808}]', 422),
+            ("GET", "/api/v1/sessions?q=%00", None, 422),
+            ("GET", "/api/v1/sessions?offset=9223372036854775808", None, 422),
+            ("POST", "/api/v1/sessions", '{"session_id":"x","replay_of":"nobody"}', 422),
+            ("GET", "/api/v1/nothing", None, 404),
+            ("POST", "/api/v1/sessions", "{not json", 400),
+            ("GET", "/api/v1/sessions/missing", None, 404),
+            ("GET", "/healthz", None, 200),
+        ]
         sockets = set()
         for method, path, body, status in requests:
             conn.request(method, path, body=body, headers=headers)
@@ -319,9 +381,11 @@ def test_cli_import_reports_kept_runs_and_replace_changes_them(store, tmp_path):
 
     def write(name: str, status: str):
         path = tmp_path / name
-        path.write_text('{"schema":"agent-replay/v1","kind":"session","session_id":"cli-run","name":"%s"}\n'
-                        '{"schema":"agent-replay/v1","kind":"step","session_id":"cli-run","event_id":"e1","type":"think","content":"x"}\n'
-                        '{"schema":"agent-replay/v1","kind":"session_end","session_id":"cli-run","status":"%s"}\n' % (name, status))
+        path.write_text(
+            '{"schema":"agent-replay/v1","kind":"session","session_id":"cli-run","name":"%s"}\n'
+            '{"schema":"agent-replay/v1","kind":"step","session_id":"cli-run","event_id":"e1","type":"think","content":"x"}\n'
+            '{"schema":"agent-replay/v1","kind":"session_end","session_id":"cli-run","status":"%s"}\n' % (name, status)
+        )
         return str(path)
 
     runner = CliRunner()
@@ -334,8 +398,10 @@ def test_cli_import_reports_kept_runs_and_replace_changes_them(store, tmp_path):
     assert res.exit_code == 0 and "kept:" not in res.output
     assert (store.get_session("cli-run")["status"], store.get_session("cli-run")["name"]) == ("succeeded", "b.jsonl")
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"schema":"agent-replay/v1","kind":"session","session_id":"r2","replay_of":"ghost"}\n'
-                   '{"schema":"agent-replay/v1","kind":"step","session_id":"r2","event_id":"e1","type":"think","content":"x"}\n')
+    bad.write_text(
+        '{"schema":"agent-replay/v1","kind":"session","session_id":"r2","replay_of":"ghost"}\n'
+        '{"schema":"agent-replay/v1","kind":"step","session_id":"r2","event_id":"e1","type":"think","content":"x"}\n'
+    )
     res = runner.invoke(app, ["import", str(bad), "--db", store.url])
     said = " ".join(res.output.split())  # the console wraps long lines at its width
     assert res.exit_code == 1 and f"{bad}: replay_of: session 'r2' names 'ghost'" in said and "Traceback" not in said
@@ -348,10 +414,18 @@ from hypothesis import strategies as hs  # noqa: E402
 
 from replay_core.events import _json_ok, _json_problem  # noqa: E402
 
-_scalars = hs.none() | hs.booleans() | hs.integers(min_value=-(2**65), max_value=2**65) | hs.floats(allow_nan=False) | hs.text(
-    alphabet=hs.sampled_from("ab\x00\\u0{}[]\""), max_size=8)
-_json = hs.recursive(_scalars, lambda kids: hs.lists(kids, max_size=3) | hs.dictionaries(hs.text(alphabet="ab\x00", max_size=3), kids, max_size=3),
-                     max_leaves=20)
+_scalars = (
+    hs.none()
+    | hs.booleans()
+    | hs.integers(min_value=-(2**65), max_value=2**65)
+    | hs.floats(allow_nan=False)
+    | hs.text(alphabet=hs.sampled_from('ab\x00\\u0{}[]"'), max_size=8)
+)
+_json = hs.recursive(
+    _scalars,
+    lambda kids: hs.lists(kids, max_size=3) | hs.dictionaries(hs.text(alphabet="ab\x00", max_size=3), kids, max_size=3),
+    max_leaves=20,
+)
 
 
 def _deep(depth: int, leaf):

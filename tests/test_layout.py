@@ -111,7 +111,7 @@ def test_no_import_cycles():
         stack.append(node)
         for dep in sorted(g.get(node, ())):
             if state.get(dep) == 1:
-                cycles.append(" → ".join(stack[stack.index(dep):] + [dep]))
+                cycles.append(" → ".join(stack[stack.index(dep) :] + [dep]))
             elif dep in g and dep not in state:
                 visit(dep)
         stack.pop()
@@ -171,13 +171,17 @@ def test_a_long_module_is_caught(tmp_path):
 
 
 def test_the_package_face_is_lazy():
-    probe = ("import sys, replay_core; heavy = [m for m in ('sqlalchemy', 'litellm', 'polars', 'pydantic', 'streamlit')"
-             " if m in sys.modules]; print(','.join(heavy))")
+    probe = (
+        "import sys, replay_core; heavy = [m for m in ('sqlalchemy', 'litellm', 'polars', 'pydantic', 'streamlit')"
+        " if m in sys.modules]; print(','.join(heavy))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("name", ["Recorder", "open_store", "Store", "import_file", "open_timeline", "state_at", "compare", "replay"])
+@pytest.mark.parametrize(
+    "name", ["Recorder", "open_store", "Store", "import_file", "open_timeline", "state_at", "compare", "replay"]
+)
 def test_public_names_resolve(name):
     import replay_core
 

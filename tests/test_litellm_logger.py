@@ -49,13 +49,15 @@ def landed(store: Store, sid: str, count: int, timeout: float = 15.0) -> list:
 
 
 def call(server: OpenAIServer, **kwargs):
-    return litellm.completion(model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0,
-                              **kwargs)
+    return litellm.completion(
+        model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0, **kwargs
+    )
 
 
 def acall(server: OpenAIServer, **kwargs):
-    return litellm.acompletion(model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0,
-                               **kwargs)
+    return litellm.acompletion(
+        model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0, **kwargs
+    )
 
 
 def test_mock_response_is_a_decision_with_tokens_cost_and_context(store, recorder):
@@ -63,7 +65,13 @@ def test_mock_response_is_a_decision_with_tokens_cost_and_context(store, recorde
         litellm.completion(model="gpt-4o", messages=MESSAGES, mock_response="It ships tomorrow.")
     [step] = landed(store, run.id, 1)
     assert (step.seq, step.type, step.content, step.model, step.tokens_in, step.tokens_out) == (
-        1, "decision", "It ships tomorrow.", "gpt-4o", 10, 20)
+        1,
+        "decision",
+        "It ships tomorrow.",
+        "gpt-4o",
+        10,
+        20,
+    )
     assert step.cost_usd == pytest.approx(10 * 2.5e-6 + 20 * 1e-5)  # gpt-4o's price in litellm's local map
     assert step.metadata["finish_reason"] == "stop"
     assert step.duration_ms >= 0
@@ -164,7 +172,9 @@ def test_the_session_comes_from_metadata_else_the_current_one_else_nothing_is_re
     first.end()
     second.end()
     assert [(s.type, s.content, s.parent_id) for s in landed(store, first.id, 2)] == [
-        ("span", "step", None), ("decision", "three", span.event_id)]
+        ("span", "step", None),
+        ("decision", "three", span.event_id),
+    ]
     assert [(s.seq, s.content) for s in landed(store, second.id, 1)] == [(1, "two")]
     assert [(s.seq, s.content) for s in landed(store, "opened-elsewhere", 1)] == [(1, "four")]
     assert store.count_sessions() == 3
@@ -197,7 +207,15 @@ def test_a_call_started_outside_any_run_stays_out_of_one_opened_before_its_hook_
 
 
 def test_importing_the_recorder_does_not_import_litellm():
-    code = "import sys, replay_core.sdk.recorder, replay_core.sdk.spool, replay_core.sdk.fallback; print('litellm' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    code = (
+        "import sys, replay_core.sdk.recorder, replay_core.sdk.spool, replay_core.sdk.fallback; print('litellm' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.stdout.strip() == "False"

@@ -39,14 +39,25 @@ def page(label: str, size=(640, 400), fmt="PNG") -> bytes:
 
 
 def a_run(store, sid="b1", n=6):
-    steps = [StepEvent(session_id=sid, event_id=f"e{i}", seq=i, type="tool_call" if i % 2 else "think",
-                       tool_name="click" if i % 2 else None, tool_args={"index": i} if i % 2 else None,
-                       content=None if i % 2 else f"look at the page {i}", duration_ms=700,
-                       metadata={"state": {"goal": "change the address"}}) for i in range(1, n + 1)]
+    steps = [
+        StepEvent(
+            session_id=sid,
+            event_id=f"e{i}",
+            seq=i,
+            type="tool_call" if i % 2 else "think",
+            tool_name="click" if i % 2 else None,
+            tool_args={"index": i} if i % 2 else None,
+            content=None if i % 2 else f"look at the page {i}",
+            duration_ms=700,
+            metadata={"state": {"goal": "change the address"}},
+        )
+        for i in range(1, n + 1)
+    ]
     ingest(store, [SessionEvent(session_id=sid, name="change address"), *steps])
 
 
 # ------------------------------------------------------------------ checking
+
 
 def test_check_reads_the_real_type_and_size():
     img = check(page("x"))
@@ -54,12 +65,15 @@ def test_check_reads_the_real_type_and_size():
     assert check(page("x", fmt="JPEG"), "image/jpg").mime_type == "image/jpeg"
 
 
-@pytest.mark.parametrize("data, declared, says", [
-    (b"", None, "empty image"),
-    (b"<html>not an image</html>", None, "not a readable image"),
-    (page("t")[:300], None, "not a readable image"),  # truncated PNG: fails when decoded, not later
-    (page("t"), "image/jpeg", "declared as image/jpeg but the bytes are image/png"),
-])
+@pytest.mark.parametrize(
+    "data, declared, says",
+    [
+        (b"", None, "empty image"),
+        (b"<html>not an image</html>", None, "not a readable image"),
+        (page("t")[:300], None, "not a readable image"),  # truncated PNG: fails when decoded, not later
+        (page("t"), "image/jpeg", "declared as image/jpeg but the bytes are image/png"),
+    ],
+)
 def test_bad_images_are_refused_with_a_reason(data, declared, says):
     with pytest.raises(MediaError, match=says):
         check(data, declared)
@@ -75,6 +89,7 @@ def test_giant_images_are_refused_before_decoding():
 
 
 # ------------------------------------------------------------------ storing
+
 
 def test_same_image_is_stored_once_and_thumbnailed_once(store):
     a_run(store)
@@ -95,10 +110,12 @@ def test_same_image_is_stored_once_and_thumbnailed_once(store):
 
 def test_a_bad_inline_image_keeps_the_step_and_names_it(store):
     good = base64.b64encode(page("ok")).decode()
-    line = (b'{"kind":"session","session_id":"n1"}\n'
-            b'{"kind":"step","session_id":"n1","event_id":"s1","seq":1,"type":"observation","content":"page",'
-            b'"attachments":[{"media_type":"image/png","data":"' + good.encode() + b'","target":{"box":[40,120,360,30]}},'
-            b'{"media_type":"image/png","data":"aGVsbG8="},{"url":"http://127.0.0.1:9/x.png"}]}\n')
+    line = (
+        b'{"kind":"session","session_id":"n1"}\n'
+        b'{"kind":"step","session_id":"n1","event_id":"s1","seq":1,"type":"observation","content":"page",'
+        b'"attachments":[{"media_type":"image/png","data":"' + good.encode() + b'","target":{"box":[40,120,360,30]}},'
+        b'{"media_type":"image/png","data":"aGVsbG8="},{"url":"http://127.0.0.1:9/x.png"}]}\n'
+    )
     report = import_bytes(store, line, "inline.jsonl", fmt="native")
     assert report.steps == 1
     assert len(report.media_refused) == 1
@@ -118,25 +135,33 @@ def test_an_imported_image_is_decoded_once_and_its_thumbnail_is_of_it(store, mon
     shot = page("decoded once", size=(960, 600))
     decodes = []
     real_load = ImageFile.ImageFile.load
-    monkeypatch.setattr(ImageFile.ImageFile, "load",  # a load with tiles left is a decoding; later loads are no-ops
-                        lambda img: (img.tile and decodes.append(img.format)) or real_load(img))
-    line = (b'{"kind":"session","session_id":"d1"}\n'
-            b'{"kind":"step","session_id":"d1","event_id":"s1","seq":1,"type":"observation","content":"page",'
-            b'"attachments":[{"media_type":"image/png","data":"' + base64.b64encode(shot) + b'"}]}\n')
+    monkeypatch.setattr(
+        ImageFile.ImageFile,
+        "load",  # a load with tiles left is a decoding; later loads are no-ops
+        lambda img: (img.tile and decodes.append(img.format)) or real_load(img),
+    )
+    line = (
+        b'{"kind":"session","session_id":"d1"}\n'
+        b'{"kind":"step","session_id":"d1","event_id":"s1","seq":1,"type":"observation","content":"page",'
+        b'"attachments":[{"media_type":"image/png","data":"' + base64.b64encode(shot) + b'"}]}\n'
+    )
     report = import_bytes(store, line, "inline.jsonl", fmt="native")
     assert report.steps == 1 and report.media_refused == []
     assert decodes == ["PNG"]
     monkeypatch.undo()
     [listed] = screenshots(store, "d1")
     assert store.attachment_data(listed["id"]) == shot
-    with Image.open(io.BytesIO(store.thumbnails([listed["sha256"]])[listed["sha256"]])) as thumb, \
-            Image.open(io.BytesIO(shot)) as whole:
+    with (
+        Image.open(io.BytesIO(store.thumbnails([listed["sha256"]])[listed["sha256"]])) as thumb,
+        Image.open(io.BytesIO(shot)) as whole,
+    ):
         assert (thumb.format, thumb.mode, thumb.size) == ("JPEG", "RGB", (240, 150))
         header = whole.convert("RGB").resize((240, 150)).getpixel((120, 5))  # the page's blue header bar
         assert all(abs(a - b) <= 24 for a, b in zip(thumb.getpixel((120, 5)), header, strict=True))
 
 
 # ------------------------------------------------------------------ SDK and HTTP
+
 
 def test_sdk_screenshots_from_bytes_path_and_pil_land_on_their_steps(store, tmp_path):
     path = tmp_path / "shot.jpg"
@@ -153,7 +178,10 @@ def test_sdk_screenshots_from_bytes_path_and_pil_land_on_their_steps(store, tmp_
     listed = screenshots(store, "sdk-1")
     steps = {s.event_id: s.seq for s in store.load_steps("sdk-1")}
     assert [(steps[a["event_id"]], a["mime_type"], a["target"]) for a in listed] == [
-        (1, "image/png", {"x": 120.0, "y": 130.0}), (2, "image/jpeg", None), (1, "image/png", None)]
+        (1, "image/png", {"x": 120.0, "y": 130.0}),
+        (2, "image/jpeg", None),
+        (1, "image/png", None),
+    ]
 
 
 @pytest.fixture
@@ -169,20 +197,32 @@ def test_http_takes_raw_json_and_multipart_images(client, store):
     assert r.status_code == 200, r.text
     body = {"media_type": "image/jpeg", "data": base64.b64encode(page("json", fmt="JPEG")).decode(), "target": {"x": 5, "y": 6}}
     assert client.post(f"{base}/e2/attachments", json=body, headers=AUTH).status_code == 200
-    r = client.post(f"{base}/e3/attachments", headers=AUTH, files={"file": ("p.png", page("multipart"), "image/png")},
-                    data={"target": '{"box": [1, 2, 3, 4]}'})
+    r = client.post(
+        f"{base}/e3/attachments",
+        headers=AUTH,
+        files={"file": ("p.png", page("multipart"), "image/png")},
+        data={"target": '{"box": [1, 2, 3, 4]}'},
+    )
     assert r.status_code == 200, r.text
     listed = screenshots(store, "b1")
-    assert [(a["event_id"], a["target"]) for a in listed] == [("e1", None), ("e2", {"x": 5.0, "y": 6.0}), ("e3", {"box": [1.0, 2.0, 3.0, 4.0]})]
+    assert [(a["event_id"], a["target"]) for a in listed] == [
+        ("e1", None),
+        ("e2", {"x": 5.0, "y": 6.0}),
+        ("e3", {"box": [1.0, 2.0, 3.0, 4.0]}),
+    ]
     got = client.get(f"/api/v1/attachments/{listed[1]['id']}", headers=AUTH)
     assert got.status_code == 200 and got.headers["content-type"] == "image/jpeg" and got.content.startswith(b"\xff\xd8")
 
 
 def test_http_refuses_broken_images_naming_the_step(client, store):
     a_run(store)
-    r = client.post("/api/v1/sessions/b1/steps/e4/attachments", content=page("x")[:200], headers={**AUTH, "content-type": "image/png"})
+    r = client.post(
+        "/api/v1/sessions/b1/steps/e4/attachments", content=page("x")[:200], headers={**AUTH, "content-type": "image/png"}
+    )
     assert r.status_code == 422 and r.json()["detail"].startswith("session b1, step e4: not a readable image")
-    r = client.post("/api/v1/sessions/nope/steps/e1/attachments", content=page("x"), headers={**AUTH, "content-type": "image/png"})
+    r = client.post(
+        "/api/v1/sessions/nope/steps/e1/attachments", content=page("x"), headers={**AUTH, "content-type": "image/png"}
+    )
     assert r.status_code == 404
     r = client.post("/api/v1/sessions/b1/steps/e1/attachments", json={"media_type": "image/png"}, headers=AUTH)
     assert r.status_code == 422 and "data" in r.text
@@ -197,6 +237,7 @@ def test_the_attachment_event_is_part_of_the_contract():
 
 
 # ------------------------------------------------------------------ video
+
 
 def _mp4_frames(path):
     reader = imageio_ffmpeg.read_frames(str(path))
@@ -225,7 +266,7 @@ def test_export_decodes_with_one_size_and_a_caption_per_step(sqlite_store, tmp_p
         size, frames = _mp4_frames(out)
         assert tuple(size) == SIZE and len(frames) == 6
         row = SIZE[0] * 3
-        bars = [f[(SIZE[1] - CAPTION_H) * row:] for f in frames]
+        bars = [f[(SIZE[1] - CAPTION_H) * row :] for f in frames]
     assert len(set(bars)) == 6  # each frame's caption names its own step
 
 
@@ -261,7 +302,9 @@ def test_cli_films_a_run_and_a_pair_side_by_side(sqlite_store, tmp_path):
     assert one.exit_code == 0, one.output
     size, frames = _mp4_frames(tmp_path / "a.mp4")
     assert tuple(size) == SIZE and len(frames) >= len(sqlite_store.load_steps(a))
-    pair = runner.invoke(app, ["video", a, "--compare", b, "-o", str(tmp_path / "pair.gif"), "--fps", "1", "--db", sqlite_store.url])
+    pair = runner.invoke(
+        app, ["video", a, "--compare", b, "-o", str(tmp_path / "pair.gif"), "--fps", "1", "--db", sqlite_store.url]
+    )
     assert pair.exit_code == 0, pair.output
     with Image.open(tmp_path / "pair.gif") as gif:
         assert gif.n_frames > 1 and gif.size == SIZE
@@ -271,27 +314,54 @@ def test_cli_films_a_run_and_a_pair_side_by_side(sqlite_store, tmp_path):
 
 # ------------------------------------------------------------------ importers
 
+
 def test_computer_use_screenshots_in_anthropic_and_openai_transcripts_become_attachments(store):
     import orjson
 
     shot = base64.b64encode(page("desktop")).decode()
-    anthropic = {"messages": [
-        {"role": "user", "content": "open the settings"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "computer",
-                                           "input": {"action": "left_click", "coordinate": [320, 200]}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": shot}}]}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Settings are open."}]},
-    ]}
+    anthropic = {
+        "messages": [
+            {"role": "user", "content": "open the settings"},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "tu1",
+                        "name": "computer",
+                        "input": {"action": "left_click", "coordinate": [320, 200]},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "tu1",
+                        "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": shot}}],
+                    }
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "Settings are open."}]},
+        ]
+    }
     report = import_bytes(store, orjson.dumps(anthropic), "computer_use.json", fmt="anthropic")
     sid = report.sessions[0]
     result = next(s for s in store.load_steps(sid) if s.type == "tool_result")
     listed = screenshots(store, sid)
     assert [(a["event_id"], a["mime_type"], a["width"]) for a in listed] == [(result.event_id, "image/png", 640)]
     assert "desktop" not in orjson.dumps(result.metadata).decode() and shot not in orjson.dumps(result.metadata).decode()
-    openai = [{"role": "user", "content": [{"type": "text", "text": "what is on screen?"},
-                                           {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{shot}"}}]},
-              {"role": "assistant", "content": "A settings window."}]
+    openai = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what is on screen?"},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{shot}"}},
+            ],
+        },
+        {"role": "assistant", "content": "A settings window."},
+    ]
     report = import_bytes(store, orjson.dumps(openai), "vision.json", fmt="openai_chat")
     first = store.load_steps(report.sessions[0])[0]
     assert first.type == "input" and first.metadata["content_parts"] == [{"type": "image_url", "moved_to": "attachments"}]
@@ -300,11 +370,22 @@ def test_computer_use_screenshots_in_anthropic_and_openai_transcripts_become_att
 
 
 def test_a_click_in_the_arguments_is_drawn_on_the_screen_it_acted_on(sqlite_store):
-    ingest(sqlite_store, [SessionEvent(session_id="cu", name="computer use"),
-                          StepEvent(session_id="cu", event_id="r0", seq=1, type="tool_result", tool_name="computer", content="screen"),
-                          StepEvent(session_id="cu", event_id="c1", seq=2, type="tool_call", tool_name="computer",
-                                    tool_args={"action": "left_click", "coordinate": [320, 200]}),
-                          StepEvent(session_id="cu", event_id="t2", seq=3, type="think", content="wait")])
+    ingest(
+        sqlite_store,
+        [
+            SessionEvent(session_id="cu", name="computer use"),
+            StepEvent(session_id="cu", event_id="r0", seq=1, type="tool_result", tool_name="computer", content="screen"),
+            StepEvent(
+                session_id="cu",
+                event_id="c1",
+                seq=2,
+                type="tool_call",
+                tool_name="computer",
+                tool_args={"action": "left_click", "coordinate": [320, 200]},
+            ),
+            StepEvent(session_id="cu", event_id="t2", seq=3, type="think", content="wait"),
+        ],
+    )
     attach_image(sqlite_store, "cu", "r0", page("before the click"))
     got = [(s.step.seq, s.own, s.acted_on, s.target) for s in shots(sqlite_store, "cu")]
     assert got == [(1, True, False, None), (2, False, True, {"x": 320.0, "y": 200.0}), (3, False, False, None)]

@@ -12,8 +12,10 @@ from replay_core.understand.explain import explain
 from replay_core.whatif import narrative
 
 TIMELINE = "pages/timeline.py"
-PARAGRAPH = ("The agent trusted a search hit [step 4] that its own read of the file contradicted [step 7], then "
-             "overwrote the file [step 9]; the tests failed [step 18] and it gave up [step 25]. See also [step 30].")
+PARAGRAPH = (
+    "The agent trusted a search hit [step 4] that its own read of the file contradicted [step 7], then "
+    "overwrote the file [step 9]; the tests failed [step 18] and it gave up [step 25]. See also [step 30]."
+)
 
 
 @pytest.fixture(autouse=True)
@@ -47,11 +49,14 @@ def test_the_model_is_given_the_chain_and_its_cost_is_kept(demo_store, server):
     assert narrative.cached(result, "openai/gpt-4o-mini", server.base_url) is first and server.count() == 1
 
 
-@pytest.mark.parametrize(("reply", "error_class"), [
-    (OpenAIServer.error(500, "upstream exploded"), "server_error"),
-    (OpenAIServer.error(401, "invalid api key", kind="invalid_request_error"), "auth"),
-    (OpenAIServer.malformed(), "bad_response"),
-])
+@pytest.mark.parametrize(
+    ("reply", "error_class"),
+    [
+        (OpenAIServer.error(500, "upstream exploded"), "server_error"),
+        (OpenAIServer.error(401, "invalid api key", kind="invalid_request_error"), "auth"),
+        (OpenAIServer.malformed(), "bad_response"),
+    ],
+)
 def test_a_provider_failure_is_said_in_plain_words(demo_store, server, reply, error_class):
     server.script(reply)
     with pytest.raises(narrative.NarrativeError) as caught:
@@ -99,8 +104,10 @@ def test_the_timeline_asks_on_a_click_and_marks_the_paragraph_as_a_models(demo_s
     tokens_in, at_most = narrative.estimate(explain(demo_store, FAILED_CODING), "openai/gpt-4o-mini")
     assert at_most == pytest.approx(tokens_in * 0.15e-6 + narrative.MAX_TOKENS * 0.60e-6)
     before = next(plain(c.value) for c in at.caption if c.value.startswith("Asking costs"))
-    assert before == (f"Asking costs about {tokens_in:,} tokens in and at most {narrative.MAX_TOKENS} out: "
-                      f"at most ${at_most:.4f} at openai/gpt-4o-mini's list price.")
+    assert before == (
+        f"Asking costs about {tokens_in:,} tokens in and at most {narrative.MAX_TOKENS} out: "
+        f"at most ${at_most:.4f} at openai/gpt-4o-mini's list price."
+    )
     at.button(key="narrate").click().run()
     assert not at.exception
     assert PARAGRAPH in [t.value for t in at.text]
@@ -120,6 +127,8 @@ def test_the_timeline_says_a_provider_failure_in_plain_words(demo_store, monkeyp
     at = page(TIMELINE, params={"session": FAILED_CODING})
     at.button(key="narrate").click().run()
     assert not at.exception
-    assert any("No paragraph from openai/fake-model: The model's server failed while answering" in plain(e.value) for e in at.error)
+    assert any(
+        "No paragraph from openai/fake-model: The model's server failed while answering" in plain(e.value) for e in at.error
+    )
     assert any("upstream exploded" in c.value for c in at.code)  # the provider's own words, behind a disclosure
     assert any(m.value.startswith("**Asked:**") and "**Why:**" in m.value for m in at.markdown)  # the rules' answer stays

@@ -53,10 +53,16 @@ def test_security_names_the_role_each_route_needs(client):
     assert paths["/api/v1/sessions"]["get"]["security"] == [{"bearer": ["viewer", "reviewer", "editor"]}]
     assert paths["/v1/traces"]["post"]["security"] == [{"bearer": ["editor"]}]
     assert paths["/healthz"]["get"]["security"] == []
-    assert doc["components"]["securitySchemes"]["bearer"] == {**doc["components"]["securitySchemes"]["bearer"],
-                                                               "type": "http", "scheme": "bearer"}
+    assert doc["components"]["securitySchemes"]["bearer"] == {
+        **doc["components"]["securitySchemes"]["bearer"],
+        "type": "http",
+        "scheme": "bearer",
+    }
     # what the document says matches what the server does
-    assert client.post("/api/v1/sessions", json={"session_id": "a"}, headers={"Authorization": "Bearer v-token-0000"}).status_code == 403
+    assert (
+        client.post("/api/v1/sessions", json={"session_id": "a"}, headers={"Authorization": "Bearer v-token-0000"}).status_code
+        == 403
+    )
     assert client.get("/api/v1/sessions", headers={"Authorization": "Bearer v-token-0000"}).status_code == 200
     for item in (i for methods in paths.values() for i in methods.values()):
         assert item["responses"]["422"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
@@ -71,8 +77,11 @@ def test_bodies_are_the_pydantic_models_that_validate_them(client):
     assert "session_id" not in schemas["StepEvent"]["required"]  # the path names the run
     assert "session_id" in schemas["SessionEvent"]["required"]
     # a body the schema refuses is refused by the server, naming the field
-    r = client.post("/api/v1/sessions/s1/steps", json={"type": "think", "tool_name": "t" * 201},
-                    headers={"Authorization": "Bearer e-token-0000"})
+    r = client.post(
+        "/api/v1/sessions/s1/steps",
+        json={"type": "think", "tool_name": "t" * 201},
+        headers={"Authorization": "Bearer e-token-0000"},
+    )
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == "steps[0].tool_name"
 
 

@@ -40,23 +40,46 @@ def spans():
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("vision-bot")
     conv = {"gen_ai.conversation.id": "vision-1"}
-    user = {"role": "user", "parts": [
-        {"type": "text", "content": "What is on these screens?"},
-        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": base64.b64encode(RED).decode()},
-        {"type": "uri", "modality": "image", "mime_type": "image/png", "uri": "https://example.invalid/screen.png"},
-        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": base64.b64encode(b"not an image").decode()},
-    ]}
-    openai_style = {"role": "user", "content": [
-        {"type": "text", "text": "and this one"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(BLUE).decode()}}]}
-    answer = {"role": "assistant", "parts": [
-        {"type": "text", "content": "Two screens and a chart."},
-        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": base64.b64encode(CHART).decode()}]}
+    user = {
+        "role": "user",
+        "parts": [
+            {"type": "text", "content": "What is on these screens?"},
+            {"type": "blob", "modality": "image", "mime_type": "image/png", "content": base64.b64encode(RED).decode()},
+            {"type": "uri", "modality": "image", "mime_type": "image/png", "uri": "https://example.invalid/screen.png"},
+            {
+                "type": "blob",
+                "modality": "image",
+                "mime_type": "image/png",
+                "content": base64.b64encode(b"not an image").decode(),
+            },
+        ],
+    }
+    openai_style = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "and this one"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(BLUE).decode()}},
+        ],
+    }
+    answer = {
+        "role": "assistant",
+        "parts": [
+            {"type": "text", "content": "Two screens and a chart."},
+            {"type": "blob", "modality": "image", "mime_type": "image/png", "content": base64.b64encode(CHART).decode()},
+        ],
+    }
     with tracer.start_as_current_span("invoke_agent vision", attributes={**conv, "gen_ai.operation.name": "invoke_agent"}):
-        with tracer.start_as_current_span("chat gpt-4o", kind=SpanKind.CLIENT, attributes={
-                **conv, "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+        with tracer.start_as_current_span(
+            "chat gpt-4o",
+            kind=SpanKind.CLIENT,
+            attributes={
+                **conv,
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
                 "gen_ai.input.messages": json.dumps([user, openai_style]),
-                "gen_ai.output.messages": json.dumps([answer])}):
+                "gen_ai.output.messages": json.dumps([answer]),
+            },
+        ):
             pass
     return exporter.get_finished_spans()
 
@@ -83,8 +106,11 @@ def _check(store) -> None:
 def test_images_sent_over_otlp_http_are_the_steps_screenshots(store, spans):
     access = Access.load(env={"AGENT_REPLAY_API_TOKENS": f"editor:{TOKEN}"}, secrets={})
     with TestClient(create_app(store, access=access)) as client:
-        r = client.post("/v1/traces", content=encode_spans(spans).SerializeToString(),
-                        headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {TOKEN}"})
+        r = client.post(
+            "/v1/traces",
+            content=encode_spans(spans).SerializeToString(),
+            headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {TOKEN}"},
+        )
         assert r.status_code == 200, r.text
     _check(store)
 

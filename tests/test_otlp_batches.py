@@ -15,10 +15,10 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_recorder import TOKEN, Served, api
 
 from replay_core.ingest.formats import otel
 from replay_core.ingest.pipeline import import_bytes
-from test_recorder import TOKEN, Served, api
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TRACES, SESSIONS, ROUNDS = 200, 20, 33  # 1 root + 33 × (chat, execute_tool, plan) = 100 spans a trace
@@ -26,8 +26,14 @@ STEPS_PER_TRACE = 1 + ROUNDS * 4  # root span, think, tool_call + tool_result, p
 
 
 def _calls(i: int) -> str:
-    return json.dumps([{"role": "assistant", "parts": [
-        {"type": "tool_call", "id": f"call-{i}", "name": "search", "arguments": {"q": f"item {i}"}}]}])
+    return json.dumps(
+        [
+            {
+                "role": "assistant",
+                "parts": [{"type": "tool_call", "id": f"call-{i}", "name": "search", "arguments": {"q": f"item {i}"}}],
+            }
+        ]
+    )
 
 
 def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
@@ -45,21 +51,38 @@ def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
         batches: list[list] = []
         send = exporter.export
         exporter.export = lambda spans: (batches.append([(s.context.trace_id, s.name) for s in spans]), send(spans))[1]
-        provider.add_span_processor(BatchSpanProcessor(exporter, max_export_batch_size=37, schedule_delay_millis=20,
-                                                       max_queue_size=TRACES * 100))
+        provider.add_span_processor(
+            BatchSpanProcessor(exporter, max_export_batch_size=37, schedule_delay_millis=20, max_queue_size=TRACES * 100)
+        )
         tracer = provider.get_tracer("batch-test")
         for t in range(TRACES):
-            with tracer.start_as_current_span("invoke_agent worker", attributes={
-                    "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker",
-                    "session.id": f"conv-{t % SESSIONS}"}):
+            with tracer.start_as_current_span(
+                "invoke_agent worker",
+                attributes={
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "worker",
+                    "session.id": f"conv-{t % SESSIONS}",
+                },
+            ):
                 for i in range(ROUNDS):
-                    with tracer.start_as_current_span("chat gpt-4o", attributes={
-                            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                            "gen_ai.output.messages": _calls(i)}):
+                    with tracer.start_as_current_span(
+                        "chat gpt-4o",
+                        attributes={
+                            "gen_ai.operation.name": "chat",
+                            "gen_ai.request.model": "gpt-4o",
+                            "gen_ai.output.messages": _calls(i),
+                        },
+                    ):
                         pass
-                    with tracer.start_as_current_span("execute_tool search", attributes={
-                            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-                            "gen_ai.tool.call.id": f"call-{i}", "gen_ai.tool.call.result": "found"}):
+                    with tracer.start_as_current_span(
+                        "execute_tool search",
+                        attributes={
+                            "gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": "search",
+                            "gen_ai.tool.call.id": f"call-{i}",
+                            "gen_ai.tool.call.result": "found",
+                        },
+                    ):
                         pass
                     with tracer.start_as_current_span("plan"):
                         pass
@@ -74,7 +97,9 @@ def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
             first_batch.setdefault(trace, n)
             if name.startswith("invoke_agent"):
                 root_batch[trace] = n
-        split_calls += batch[-1][1].startswith("chat") and n + 1 < len(batches) and batches[n + 1][0][1].startswith("execute_tool")
+        split_calls += (
+            batch[-1][1].startswith("chat") and n + 1 < len(batches) and batches[n + 1][0][1].startswith("execute_tool")
+        )
     assert len(root_batch) == TRACES and sum(root_batch[t] != first_batch[t] for t in root_batch) > TRACES // 2
     assert split_calls > 0
     listed = store.list_sessions(limit=500)
@@ -98,20 +123,44 @@ TRACE = "5b8efff798038103d269b633813fc60c"
 
 
 def _span(span_id: str, name: str, parent: str | None, start: int, end: int, **attrs) -> dict:
-    out = {"traceId": TRACE, "spanId": span_id, "name": name, "startTimeUnixNano": str(start),
-           "endTimeUnixNano": str(end), "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+    out = {
+        "traceId": TRACE,
+        "spanId": span_id,
+        "name": name,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+    }
     if parent:
         out["parentSpanId"] = parent
     return out
 
 
 T0 = 1_764_000_000_000_000_000
-ROOT = _span("a000000000000001", "invoke_agent triage", None, T0, T0 + 9_000_000, **{
-    "gen_ai.operation.name": "invoke_agent", "session.id": "conv-hand"})
-CHAT = _span("a000000000000002", "chat gpt-4o", "a000000000000001", T0 + 1_000_000, T0 + 2_000_000, **{
-    "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.output.messages": _calls(1)})
-TOOL = _span("a000000000000003", "execute_tool search", "a000000000000001", T0 + 3_000_000, T0 + 4_000_000, **{
-    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": "call-1"})
+ROOT = _span(
+    "a000000000000001",
+    "invoke_agent triage",
+    None,
+    T0,
+    T0 + 9_000_000,
+    **{"gen_ai.operation.name": "invoke_agent", "session.id": "conv-hand"},
+)
+CHAT = _span(
+    "a000000000000002",
+    "chat gpt-4o",
+    "a000000000000001",
+    T0 + 1_000_000,
+    T0 + 2_000_000,
+    **{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.output.messages": _calls(1)},
+)
+TOOL = _span(
+    "a000000000000003",
+    "execute_tool search",
+    "a000000000000001",
+    T0 + 3_000_000,
+    T0 + 4_000_000,
+    **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": "call-1"},
+)
 
 
 def _body(spans: list[dict]) -> bytes:
@@ -130,8 +179,9 @@ def _picture(store) -> list[tuple]:
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
 def test_any_batch_order_stores_what_one_batch_stores(store, order):
     whole = list(otel.events_from_otlp(_body([ROOT, CHAT, TOOL]), "application/json"))
-    expected = sorted(("conv-hand", e.event_id, e.type, e.tool_name, e.tool_call_id, e.parent_id)
-                      for e in whole if e.kind == "step")
+    expected = sorted(
+        ("conv-hand", e.event_id, e.type, e.tool_name, e.tool_call_id, e.parent_id) for e in whole if e.kind == "step"
+    )
     assert [e[2] for e in expected].count("tool_call") == 1  # one call: the tool span answers the model's
     spans = [ROOT, CHAT, TOOL]
     with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=30) as http:
@@ -162,8 +212,13 @@ def chain_body(n: int, trace: str = "c" * 32) -> bytes:
     """One trace whose spans form a single parent chain n deep (the shape that was quadratic)."""
     spans = []
     for i in range(n):
-        span = {"traceId": trace, "spanId": f"{i + 1:016x}", "name": f"step {i}",
-                "startTimeUnixNano": str(T0 + i * 1000), "endTimeUnixNano": str(T0 + (2 * n - i) * 1000)}
+        span = {
+            "traceId": trace,
+            "spanId": f"{i + 1:016x}",
+            "name": f"step {i}",
+            "startTimeUnixNano": str(T0 + i * 1000),
+            "endTimeUnixNano": str(T0 + (2 * n - i) * 1000),
+        }
         if i:
             span["parentSpanId"] = f"{i:016x}"
         spans.append(span)
@@ -225,8 +280,10 @@ def _naive_depth(parent: dict[int, int | None], i: int) -> int:
 def test_depths_are_the_number_of_ancestors(parents, rng):
     """Whatever the parent links (chains, forests, orphans, cycles), in whatever order depths are asked."""
     n = len(parents)
-    spans = [otel.Span("t" * 32, f"{i:016x}", None if p < 0 else f"{p % n:016x}", "", i, i, "unset", None, {})
-             for i, p in enumerate(parents)]
+    spans = [
+        otel.Span("t" * 32, f"{i:016x}", None if p < 0 else f"{p % n:016x}", "", i, i, "unset", None, {})
+        for i, p in enumerate(parents)
+    ]
     trees = otel.SpanTrees(spans)
     index = {id(s): i for i, s in enumerate(spans)}
     parent = {i: (index[id(s.up)] if s.up is not None else None) for i, s in enumerate(spans)}
@@ -249,16 +306,35 @@ def _walk_len(parent: dict[int, int | None], i: int) -> int:
     return n
 
 
-@given(st.lists(st.tuples(st.sampled_from("ab"), st.booleans(), st.one_of(st.none(), st.integers(0, 5)),
-                          st.sampled_from([None, "", "s1", "s2"])), min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("ab"), st.booleans(), st.one_of(st.none(), st.integers(0, 5)), st.sampled_from([None, "", "s1", "s2"])
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
 @settings(deadline=None)
 def test_a_batch_settles_on_the_session_its_first_naming_span_gives(rows):
     """Per trace, the session named by the first span in (root first, then by start) order, ties in batch
     order, whatever the batch's order; the one-pass reading equals sorting the batch first."""
     from replay_core.ingest.otlp_receiver import _settling
 
-    spans = [otel.Span(t * 32, f"{i:016x}", None if root else "f" * 16, "", start, start, "unset", None,
-                       {} if sid is None else {"session.id": sid}) for i, (t, root, start, sid) in enumerate(rows)]
+    spans = [
+        otel.Span(
+            t * 32,
+            f"{i:016x}",
+            None if root else "f" * 16,
+            "",
+            start,
+            start,
+            "unset",
+            None,
+            {} if sid is None else {"session.id": sid},
+        )
+        for i, (t, root, start, sid) in enumerate(rows)
+    ]
     expected: dict[str, tuple] = {}
     for span in sorted(spans, key=lambda s: (s.parent_id is not None, s.start_ns if s.start_ns is not None else 2**63)):
         found, has_root = expected.get(span.trace_id, (None, False))
@@ -291,21 +367,55 @@ def _proto_requests() -> list:
         out.append(json_format.Parse((otel_dir / name).read_text(), ExportTraceServiceRequest(), ignore_unknown_fields=True))
     exported = otlp_export.to_otlp([e for e in otel.events_from_otlp(_body([ROOT, CHAT, TOOL]), "application/json")])
     out.append(json_format.ParseDict(exported, ExportTraceServiceRequest(), ignore_unknown_fields=True))
-    every_value = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
-                   "scopeSpans": [{"scope": {"name": "lib", "version": "1"}, "spans": [
-        {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "spanId": "AAAAAAAAAAE=", "name": "all", "kind": 3,
-         "startTimeUnixNano": "1764000000000000000", "endTimeUnixNano": "1764000000500000000", "traceState": "k=v",
-         "status": {"code": 2, "message": "boom"},
-         "attributes": [{"key": "s", "value": {"stringValue": "x"}}, {"key": "i", "value": {"intValue": "-7"}},
-                        {"key": "b", "value": {"boolValue": True}}, {"key": "d", "value": {"doubleValue": 1.5}},
-                        {"key": "y", "value": {"bytesValue": "AAEC"}}, {"key": "none", "value": {}}, {"key": "", "value": {"stringValue": "e"}},
-                        {"key": "a", "value": {"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "2"}]}}},
-                        {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "in", "value": {"boolValue": False}}]}}}],
-         "events": [{"name": "exception", "timeUnixNano": "1764000000100000000",
-                     "attributes": [{"key": "exception.type", "value": {"stringValue": "E"}}]}, {}],
-         "links": [{"traceId": "AAAAAAAAAAAAAAAAAAAAAg==", "spanId": "AAAAAAAAAAI=", "attributes": []}]},
-        {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "spanId": "AAE=", "name": "short id"},
-        {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "name": "no span id"}]}]}]}
+    every_value = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "lib", "version": "1"},
+                        "spans": [
+                            {
+                                "traceId": "AAAAAAAAAAAAAAAAAAAAAQ==",
+                                "spanId": "AAAAAAAAAAE=",
+                                "name": "all",
+                                "kind": 3,
+                                "startTimeUnixNano": "1764000000000000000",
+                                "endTimeUnixNano": "1764000000500000000",
+                                "traceState": "k=v",
+                                "status": {"code": 2, "message": "boom"},
+                                "attributes": [
+                                    {"key": "s", "value": {"stringValue": "x"}},
+                                    {"key": "i", "value": {"intValue": "-7"}},
+                                    {"key": "b", "value": {"boolValue": True}},
+                                    {"key": "d", "value": {"doubleValue": 1.5}},
+                                    {"key": "y", "value": {"bytesValue": "AAEC"}},
+                                    {"key": "none", "value": {}},
+                                    {"key": "", "value": {"stringValue": "e"}},
+                                    {"key": "a", "value": {"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "2"}]}}},
+                                    {
+                                        "key": "kv",
+                                        "value": {"kvlistValue": {"values": [{"key": "in", "value": {"boolValue": False}}]}},
+                                    },
+                                ],
+                                "events": [
+                                    {
+                                        "name": "exception",
+                                        "timeUnixNano": "1764000000100000000",
+                                        "attributes": [{"key": "exception.type", "value": {"stringValue": "E"}}],
+                                    },
+                                    {},
+                                ],
+                                "links": [{"traceId": "AAAAAAAAAAAAAAAAAAAAAg==", "spanId": "AAAAAAAAAAI=", "attributes": []}],
+                            },
+                            {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "spanId": "AAE=", "name": "short id"},
+                            {"traceId": "AAAAAAAAAAAAAAAAAAAAAQ==", "name": "no span id"},
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
     out.append(json_format.ParseDict(every_value, ExportTraceServiceRequest()))
     return out
 

@@ -12,39 +12,69 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import String, select
+from test_rollups import keys_hold
 
 from replay_core.events import fast_step
 from replay_core.ingest import otlp_receiver
 from replay_core.ingest.formats import otel
-from replay_core.ingest.step_rows import step_row_of
 from replay_core.ingest.redact import Redactor
+from replay_core.ingest.step_rows import step_row_of
 from replay_core.storage.store import WriteRefused, metadata, step_row
-from test_rollups import keys_hold
 
-SECRETS = ["sk-proj-abcdefghijklmnopqrstuvwx1234", "Bearer abcdefghijklmnopqrstuvwxyz012345", "password=hunter2hunter2",
-           "mail me at someone@example.com", "4111 1111 1111 1111"]
+SECRETS = [
+    "sk-proj-abcdefghijklmnopqrstuvwx1234",
+    "Bearer abcdefghijklmnopqrstuvwxyz012345",
+    "password=hunter2hunter2",
+    "mail me at someone@example.com",
+    "4111 1111 1111 1111",
+]
 texts = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(SECRETS), st.just("a\x00b"), st.just("x" * 250))
-ids = st.one_of(st.none(), st.just(""), st.text("0123456789abcdef", min_size=1, max_size=16), st.sampled_from(SECRETS),
-                st.just("e" * 201))
-json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 2**65), st.floats(allow_nan=True), texts),
-                           lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                   st.dictionaries(st.sampled_from(["api_key", "q", "otel", "n", "Authorization"]),
-                                                                   inner, max_size=3)), max_leaves=8)
-metadatas = st.one_of(st.none(), st.dictionaries(st.sampled_from(["otel", "attributes", "attachments", "attachment", "note"]),
-                                                 json_values, max_size=3), json_values)
-times = st.one_of(st.none(), st.datetimes(timezones=st.just(UTC)), st.datetimes(), st.just("2026-01-01T00:00:00Z"),
-                  st.just("yesterday"))
+ids = st.one_of(
+    st.none(), st.just(""), st.text("0123456789abcdef", min_size=1, max_size=16), st.sampled_from(SECRETS), st.just("e" * 201)
+)
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 2**65), st.floats(allow_nan=True), texts),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["api_key", "q", "otel", "n", "Authorization"]), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+metadatas = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(["otel", "attributes", "attachments", "attachment", "note"]), json_values, max_size=3),
+    json_values,
+)
+times = st.one_of(
+    st.none(), st.datetimes(timezones=st.just(UTC)), st.datetimes(), st.just("2026-01-01T00:00:00Z"), st.just("yesterday")
+)
 numbers = st.one_of(st.none(), st.integers(-1, 10), st.floats(allow_nan=True), st.just(True))
 FIELDS = {
-    "type": st.sampled_from(["span", "think", "tool_call", "tool_result", "error", "bogus"]), "timestamp": times,
-    "duration_ms": numbers, "content": texts, "agent_id": ids, "model": ids, "tool_name": ids, "tool_call_id": ids,
-    "tool_args": json_values, "metadata": metadatas, "event_id": ids, "parent_id": ids, "tokens_in": numbers,
-    "cost_usd": numbers, "retry": numbers, "status": st.sampled_from(["ok", "error", "nope"]), "redacted": numbers,
-    "seq": numbers, "error_class": ids, "context": json_values,
+    "type": st.sampled_from(["span", "think", "tool_call", "tool_result", "error", "bogus"]),
+    "timestamp": times,
+    "duration_ms": numbers,
+    "content": texts,
+    "agent_id": ids,
+    "model": ids,
+    "tool_name": ids,
+    "tool_call_id": ids,
+    "tool_args": json_values,
+    "metadata": metadatas,
+    "event_id": ids,
+    "parent_id": ids,
+    "tokens_in": numbers,
+    "cost_usd": numbers,
+    "retry": numbers,
+    "status": st.sampled_from(["ok", "error", "nope"]),
+    "redacted": numbers,
+    "seq": numbers,
+    "error_class": ids,
+    "context": json_values,
 }
 step_fields = st.fixed_dictionaries(
     {"kind": st.sampled_from(["step", "step", "session"]), "session_id": st.sampled_from(["s", "", "s\x00", "x" * 201])},
-    optional=FIELDS)
+    optional=FIELDS,
+)
 REDACTORS = [Redactor(), Redactor(emails=True, phones=True, cards=True, extra_keys=("note", "q"))]
 
 
@@ -71,18 +101,29 @@ def test_a_step_row_is_the_row_of_its_redacted_step_event(fields, redactor):
 
 T0 = 1_764_000_000_000_000_000
 # (an event_id set to null is left to the StepEvent path, whose hash of the step names the run: the unit test above)
-OVERRIDES = [None, '{"retry": 1}', '{"tokens_in": -5}', '{"timestamp": "2026-01-01T00:00:00Z"}',
-             '{"metadata": {"attachments": [{"url": "https://example.com/a.png"}]}}', '{"content": "sk-proj-abcdefghijklmnopqrstuvwx9"}']
-span_specs = st.lists(st.tuples(
-    st.integers(0, 1),  # trace
-    st.sampled_from(["agent", "chat", "tool", "plain"]),
-    st.integers(-2, 6),  # parent: -2 none (a root), -1 never exported, else an earlier span of its trace
-    st.integers(0, 5_000), st.integers(0, 5_000),  # start offset, duration (µs)
-    st.sampled_from([None, "conv-1", "conv-2"]),  # session.id
-    st.sampled_from([None, *SECRETS]),  # a value that may be a secret
-    st.booleans(),  # failed
-    st.sampled_from(OVERRIDES),
-), min_size=1, max_size=12)
+OVERRIDES = [
+    None,
+    '{"retry": 1}',
+    '{"tokens_in": -5}',
+    '{"timestamp": "2026-01-01T00:00:00Z"}',
+    '{"metadata": {"attachments": [{"url": "https://example.com/a.png"}]}}',
+    '{"content": "sk-proj-abcdefghijklmnopqrstuvwx9"}',
+]
+span_specs = st.lists(
+    st.tuples(
+        st.integers(0, 1),  # trace
+        st.sampled_from(["agent", "chat", "tool", "plain"]),
+        st.integers(-2, 6),  # parent: -2 none (a root), -1 never exported, else an earlier span of its trace
+        st.integers(0, 5_000),
+        st.integers(0, 5_000),  # start offset, duration (µs)
+        st.sampled_from([None, "conv-1", "conv-2"]),  # session.id
+        st.sampled_from([None, *SECRETS]),  # a value that may be a secret
+        st.booleans(),  # failed
+        st.sampled_from(OVERRIDES),
+    ),
+    min_size=1,
+    max_size=12,
+)
 _RUN = itertools.count()
 
 
@@ -94,19 +135,39 @@ def _body(specs, prefix: str, part: range) -> bytes:
         if role == "agent":
             attrs |= {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker"}
         elif role == "chat":
-            attrs |= {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.output.messages": orjson.dumps(
-                [{"role": "assistant", "parts": [{"type": "tool_call", "id": f"call-{i % 3}", "name": "search",
-                                                   "arguments": {"q": secret or "x"}}]}]).decode()}
+            attrs |= {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.output.messages": orjson.dumps(
+                    [
+                        {
+                            "role": "assistant",
+                            "parts": [
+                                {"type": "tool_call", "id": f"call-{i % 3}", "name": "search", "arguments": {"q": secret or "x"}}
+                            ],
+                        }
+                    ]
+                ).decode(),
+            }
         elif role == "tool":
-            attrs |= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"call-{i % 3}",
-                      "gen_ai.tool.call.result": secret or "found"}
+            attrs |= {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search",
+                "gen_ai.tool.call.id": f"call-{i % 3}",
+                "gen_ai.tool.call.result": secret or "found",
+            }
         if session:
             attrs["session.id"] = f"{prefix}-{session}"
         if override:
             attrs["agent_replay.step"] = override
-        span = {"traceId": _trace(prefix, trace), "spanId": f"{i + 1:016x}", "name": f"{role} {i}",
-                "startTimeUnixNano": str(T0 + start * 1000), "endTimeUnixNano": str(T0 + (start + duration) * 1000),
-                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+        span = {
+            "traceId": _trace(prefix, trace),
+            "spanId": f"{i + 1:016x}",
+            "name": f"{role} {i}",
+            "startTimeUnixNano": str(T0 + start * 1000),
+            "endTimeUnixNano": str(T0 + (start + duration) * 1000),
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+        }
         if failed:
             span["status"] = {"code": 2, "message": f"boom {secret or ''}"}
         if parent != -2:
@@ -139,12 +200,16 @@ def _tables(store, prefix: str) -> dict[str, list]:
     out = {}
     with store.engine.connect() as conn:
         for table in metadata.sorted_tables:
-            keep = [c for c in table.c if not (c.name == "id" and not isinstance(c.type, String))
-                    and c.name not in ("created_at", "updated_at", "at")]
+            keep = [
+                c
+                for c in table.c
+                if not (c.name == "id" and not isinstance(c.type, String)) and c.name not in ("created_at", "updated_at", "at")
+            ]
             rows = [tuple(r) for r in conn.execute(select(*keep))]
             mine = [r for r in rows if any(isinstance(v, str) and v.startswith(prefix) for v in r)]
-            out[table.name] = [orjson.dumps(r, default=str, option=orjson.OPT_NON_STR_KEYS).decode().replace(prefix, "<run>")
-                               for r in mine]
+            out[table.name] = [
+                orjson.dumps(r, default=str, option=orjson.OPT_NON_STR_KEYS).decode().replace(prefix, "<run>") for r in mine
+            ]
     return {name: sorted(rows) for name, rows in out.items()}
 
 
@@ -167,10 +232,19 @@ def test_receiving_by_rows_stores_what_the_step_events_stored(store, monkeypatch
 
 def test_the_chain_stores_the_same_rows_both_ways(sqlite_store, monkeypatch):
     """The bench's shape: 2,000 bare spans in one parent chain, then 500 more of it in a second batch."""
+
     def chain(prefix: str, part: range) -> bytes:
-        spans = [{"traceId": _trace(prefix, 0), "spanId": f"{i + 1:016x}", "name": f"step {i}",
-                  "startTimeUnixNano": str(T0 + i * 1000), "endTimeUnixNano": str(T0 + (5000 - i) * 1000),
-                  **({"parentSpanId": f"{i:016x}"} if i else {})} for i in part]
+        spans = [
+            {
+                "traceId": _trace(prefix, 0),
+                "spanId": f"{i + 1:016x}",
+                "name": f"step {i}",
+                "startTimeUnixNano": str(T0 + i * 1000),
+                "endTimeUnixNano": str(T0 + (5000 - i) * 1000),
+                **({"parentSpanId": f"{i:016x}"} if i else {}),
+            }
+            for i in part
+        ]
         return orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
 
     for prefix, rows in (("c1c1c1c1", step_row_of), ("d2d2d2d2", lambda fields, redactor: None)):

@@ -7,13 +7,13 @@ from __future__ import annotations
 import httpx
 import orjson
 import pytest
+from test_otlp_batches import AUTH, CHAT, ROOT, TOOL, _body, _picture, _span, chain_body
+from test_recorder import Served, api
 
 from replay_core.ingest import otlp_receiver, otlp_worker
 from replay_core.ingest.formats import otel
 from replay_core.storage import worker as store_worker
 from replay_core.storage.store import Store, WriteRefused
-from test_otlp_batches import AUTH, CHAT, ROOT, TOOL, _body, _picture, _span, chain_body
-from test_recorder import Served, api
 
 ROOT_START = int(ROOT["startTimeUnixNano"])
 
@@ -61,7 +61,8 @@ def test_the_worker_refuses_what_the_thread_refuses(store, via_worker):
         assert str(far.value) == str(near.value) and str(far.value)
     unknown = orjson.loads(_body([ROOT]))
     unknown["resourceSpans"][0]["resource"]["attributes"] = [
-        {"key": "agent_replay.session", "value": {"stringValue": '{"replay_of": "no-such-run"}'}}]
+        {"key": "agent_replay.session", "value": {"stringValue": '{"replay_of": "no-such-run"}'}}
+    ]
     with pytest.raises(WriteRefused) as refused:
         otlp_worker.receive(store, orjson.dumps(unknown), "application/json")
     assert refused.value.field == "replay_of" and refused.value.status == 422
@@ -82,8 +83,15 @@ def test_a_bad_body_answers_400_naming_the_span_when_the_worker_reads_it(store, 
 def test_the_worker_redacts_with_the_servers_current_settings(store, via_worker, monkeypatch):
     otlp_worker.start()  # running before the setting changes: the setting must still reach it
     monkeypatch.setenv("AGENT_REPLAY_REDACT_KEYS", "zebra_code")
-    secret_span = _span("a000000000000005", "plan", "a000000000000001", ROOT_START + 10, ROOT_START + 20,
-                        zebra_code="opensesame-91", note="sk-proj-" + "A1b2C3d4" * 6)
+    secret_span = _span(
+        "a000000000000005",
+        "plan",
+        "a000000000000001",
+        ROOT_START + 10,
+        ROOT_START + 20,
+        zebra_code="opensesame-91",
+        note="sk-proj-" + "A1b2C3d4" * 6,
+    )
     otlp_worker.receive(store, _body([ROOT, secret_span]), "application/json")
     stored = orjson.dumps([s.model_dump(mode="json") for s in store.load_steps("conv-hand")])
     assert b"opensesame-91" not in stored and b"A1b2C3d4A1b2C3d4" not in stored
@@ -137,8 +145,7 @@ def test_a_database_the_worker_cannot_write_answers_503(tmp_path, monkeypatch):
     store = store_with_its_folder_gone(tmp_path)
     with pytest.raises(sa_exc.OperationalError, match="unable to open database file"):
         otlp_worker.receive(store, _body([ROOT, CHAT, TOOL]), "application/json")
-    answers_503_and_degraded(store, "/v1/traces", content=_body([ROOT, CHAT, TOOL]),
-                             headers={"Content-Type": "application/json"})
+    answers_503_and_degraded(store, "/v1/traces", content=_body([ROOT, CHAT, TOOL]), headers={"Content-Type": "application/json"})
 
 
 def store_with_its_folder_gone(tmp_path) -> Store:

@@ -15,8 +15,12 @@ from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
 
 ANALYTICS = "pages/analytics.py"
-TABS = {"Runs": ["Runs by status", "Success rate"], "Speed and cost": ["Step latency by model", "Cost and tokens"],
-        "Tools and errors": ["Tool failure rate", "Error classes"], "Retries and loops": ["Retries, fallbacks, interventions", "Loops"]}
+TABS = {
+    "Runs": ["Runs by status", "Success rate"],
+    "Speed and cost": ["Step latency by model", "Cost and tokens"],
+    "Tools and errors": ["Tool failure rate", "Error classes"],
+    "Retries and loops": ["Retries, fallbacks, interventions", "Loops"],
+}
 CHARTS_PER_TAB = {"Runs": 2, "Speed and cost": 2, "Tools and errors": 2, "Retries and loops": 1}  # no loops in the demo
 
 
@@ -40,10 +44,15 @@ def test_demo_dashboard(demo_store):
     assert not at.exception
     shown = metrics(at)
     assert shown == {
-        "Runs": "18", "Success rate": "76.5%",  # 13 of the 17 finished runs
-        "Median run time": "22.9 s", "Run time, slowest 5%": "14 min 24 s", "Cost (known)": "$0.2136", "Tokens in": "3,451,087",
+        "Runs": "18",
+        "Success rate": "76.5%",  # 13 of the 17 finished runs
+        "Median run time": "22.9 s",
+        "Run time, slowest 5%": "14 min 24 s",
+        "Cost (known)": "$0.2136",
+        "Tokens in": "3,451,087",
         "Runs retrying": "16.7%",  # 3 of 18: shipment, CRM migration, inbox triage
-        "Tool failures": "5.0%", "Agent took over": "33.3%",  # 1 of the 3 fallback blocks
+        "Tool failures": "5.0%",
+        "Agent took over": "33.3%",  # 1 of the 3 fallback blocks
     }
     runs = metric_cards(at, "headline")[0]
     assert (runs["delta"], runs["tone"]) == ("+18", "good")  # nothing in the 30 days before; more runs is no bad news
@@ -92,8 +101,15 @@ def test_period_and_its_previous_period(demo_store):
     assert (runs["value"], runs["delta"]) == (str(now), f"{now - before:+d}")
     assert runs["tone"] == (None if now == before else "good" if now > before else "bad")
     # every change is green when it is good news and red when bad: a longer run time or more failures is bad
-    bad_when_up = {"Median run time", "Run time, slowest 5%", "Cost (known)", "Tokens in", "Runs retrying", "Tool failures",
-                   "Agent took over"}
+    bad_when_up = {
+        "Median run time",
+        "Run time, slowest 5%",
+        "Cost (known)",
+        "Tokens in",
+        "Runs retrying",
+        "Tool failures",
+        "Agent took over",
+    }
     changed = [card for card in metric_cards(at, "headline") if card["delta"] and card["delta"].strip("+-0. pts$")]
     assert len(changed) >= 3
     for card in changed:
@@ -106,10 +122,13 @@ def test_period_and_its_previous_period(demo_store):
 
 def test_a_tiny_dataset_shows_helpful_states(empty_store):
     t0 = datetime.now(UTC) - timedelta(minutes=5)
-    ingest(empty_store, [
-        SessionEvent(session_id="only", model="gpt-4o", started_at=t0),
-        StepEvent(session_id="only", event_id="e1", seq=1, type="think", timestamp=t0, content="hm", duration_ms=120),
-    ])
+    ingest(
+        empty_store,
+        [
+            SessionEvent(session_id="only", model="gpt-4o", started_at=t0),
+            StepEvent(session_id="only", event_id="e1", seq=1, type="think", timestamp=t0, content="hm", duration_ms=120),
+        ],
+    )
     at = page(ANALYTICS)
     assert not at.exception
     assert metrics(at)["Runs"] == "1" and metrics(at)["Success rate"] == "—"
@@ -121,8 +140,9 @@ def test_a_tiny_dataset_shows_helpful_states(empty_store):
 def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
     """What a click does after the chart's selection: the runs page opens with that filter in its link."""
     day = demo_store.get_session("demo-02-coding-format-price-failed")["started_at"].date()
-    target = SessionFilter(status="failed", since=datetime.combine(day, time(), UTC),
-                           until=datetime.combine(day + timedelta(days=1), time(), UTC))
+    target = SessionFilter(
+        status="failed", since=datetime.combine(day, time(), UTC), until=datetime.combine(day + timedelta(days=1), time(), UTC)
+    )
     at = page(ANALYTICS, state={"_analytics_drill": target})
     assert not at.exception
     assert at.title[0].value == "Runs"
@@ -135,13 +155,22 @@ def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
 
 def test_fanout_table(empty_store):
     t0 = datetime.now(UTC) - timedelta(hours=1)
-    events = [SessionEvent(session_id="src", model="gpt-4o", started_at=t0),
-              StepEvent(session_id="src", event_id="e1", seq=1, type="think", timestamp=t0, content="plan", tokens_in=10),
-              SessionEndEvent(session_id="src", status="succeeded", ended_at=t0 + timedelta(seconds=2)),
-              SessionEvent(session_id="rep", model="gpt-4o-mini", started_at=t0, replay_of="src", replay_from=1, replay_to=1,
-                           replay_config={"model": "gpt-4o-mini"}),
-              StepEvent(session_id="rep", event_id="e1", seq=1, type="think", timestamp=t0, content="plan", tokens_in=7),
-              SessionEndEvent(session_id="rep", status="succeeded", ended_at=t0 + timedelta(seconds=1))]
+    events = [
+        SessionEvent(session_id="src", model="gpt-4o", started_at=t0),
+        StepEvent(session_id="src", event_id="e1", seq=1, type="think", timestamp=t0, content="plan", tokens_in=10),
+        SessionEndEvent(session_id="src", status="succeeded", ended_at=t0 + timedelta(seconds=2)),
+        SessionEvent(
+            session_id="rep",
+            model="gpt-4o-mini",
+            started_at=t0,
+            replay_of="src",
+            replay_from=1,
+            replay_to=1,
+            replay_config={"model": "gpt-4o-mini"},
+        ),
+        StepEvent(session_id="rep", event_id="e1", seq=1, type="think", timestamp=t0, content="plan", tokens_in=7),
+        SessionEndEvent(session_id="rep", status="succeeded", ended_at=t0 + timedelta(seconds=1)),
+    ]
     ingest(empty_store, events)
     at = page(ANALYTICS)
     assert not at.exception
@@ -172,8 +201,10 @@ def test_deep_links_set_the_shared_filters(browser_page):
     base, url, tab = browser_page
     store = Store(url)
     since = datetime.combine(datetime.now(UTC).date(), time(), UTC) - timedelta(days=6)
-    for query, expected in (("period=7+days", store.count_sessions(SessionFilter(since=since))),
-                            (f"since={since.date()}&status=failed", store.count_sessions(SessionFilter(since=since, status="failed")))):
+    for query, expected in (
+        ("period=7+days", store.count_sessions(SessionFilter(since=since))),
+        (f"since={since.date()}&status=failed", store.count_sessions(SessionFilter(since=since, status="failed"))),
+    ):
         tab.goto(f"{base}/analytics?{query}")
         tab.wait_for_selector("text=Runs by status", timeout=60_000)
         # waited for, not read once: a rerun still drawing can show the row half redrawn (seen once in CI)
@@ -227,7 +258,9 @@ def test_clicking_the_retry_rate_lists_the_retrying_runs(browser_page):
 
     base, url, tab = browser_page
     # a day with retries: which day, and its rate, depend on the hour the demo runs were shifted to
-    label = click_mark(base, tab, "%;  : retry", not_part="Share of runs: 0%", charts="Retries and loops")  # the y title is in the label
+    label = click_mark(
+        base, tab, "%;  : retry", not_part="Share of runs: 0%", charts="Retries and loops"
+    )  # the y title is in the label
     day = marked_day(label)
     assert f"has=retry&since={day}&until={day}" in tab.url
     start = datetime.combine(day, time(), UTC)

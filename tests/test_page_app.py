@@ -6,7 +6,6 @@ import pytest
 from apptest_helpers import APP, REPO, demo_store, page  # noqa: F401  (fixtures)
 from streamlit.testing.v1 import AppTest
 
-
 MINE = ("pages/runs.py", "pages/timeline.py", "pages/live.py", "pages/review.py", "pages/import_runs.py")
 
 
@@ -95,7 +94,6 @@ def test_signed_out_oidc_visitors_see_the_sign_in_button(demo_store):
     assert not at.text_input  # no shared password configured
 
 
-
 WARM_UP_PROBE = """
 import sys, threading
 from streamlit.testing.v1 import AppTest
@@ -120,7 +118,8 @@ def test_after_the_first_page_what_analytics_needs_is_imported_beside_the_app(de
     db = tmp_path / "demo.db"
     shutil.copy(demo_db, db)  # the page marks idle runs incomplete: the shared file stays as made
     env = {**os.environ, "AGENT_REPLAY_DB_URL": f"sqlite:///{db}"}
-    proc = subprocess.run([sys.executable, "-c", WARM_UP_PROBE, APP], capture_output=True, text=True, cwd=REPO, env=env,
-                          timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-c", WARM_UP_PROBE, APP], capture_output=True, text=True, cwd=REPO, env=env, timeout=180
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["1", "True"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from apptest_helpers import big_events, demo_store, empty_store, page, texts  # noqa: F401  (fixtures)
+
 from replay_core.events import StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.whatif.replay import replay
@@ -55,17 +56,24 @@ def test_long_runs_open_at_the_first_divergence(empty_store):
     assert at.error[0].value.startswith(md("First divergence — different arguments: Step 3002: both called lookup"))
     aligned = at.dataframe[1].value
     assert len(aligned) == 40 and aligned[""].tolist()[5] == "▶ first divergence"
-    assert "Opened at the first divergence: rows 2997–3036 of 5000." in [c.value for c in at.caption], [c.value for c in at.caption]
+    assert "Opened at the first divergence: rows 2997–3036 of 5000." in [c.value for c in at.caption], [
+        c.value for c in at.caption
+    ]
 
 
 def test_trace_text_is_shown_as_text(empty_store):
     from replay_core.events import SessionEvent
 
     evil = "<script>alert(1)</script> **bold** [link](http://x)"
-    ingest(empty_store, [
-        SessionEvent(session_id="x1", name="x1"), StepEvent(session_id="x1", seq=1, type="think", content="plain"),
-        SessionEvent(session_id="x2", name="x2"), StepEvent(session_id="x2", seq=1, type="think", content=evil),
-    ])
+    ingest(
+        empty_store,
+        [
+            SessionEvent(session_id="x1", name="x1"),
+            StepEvent(session_id="x1", seq=1, type="think", content="plain"),
+            SessionEvent(session_id="x2", name="x2"),
+            StepEvent(session_id="x2", seq=1, type="think", content=evil),
+        ],
+    )
     at = page(PAGE, params={"a": "x1", "b": "x2"})
     assert at.error[0].value == md("First divergence — different text: Step 1: A thought “plain”; B thought “" + evil + "”.")
     assert evil in [c.value for c in at.code]  # the step itself, in a code block
@@ -81,8 +89,10 @@ def test_a_comparison_is_made_once_per_version_of_both_runs(empty_store, monkeyp
     monkeypatch.setattr(compare_module, "compare", lambda *a, **k: made.append(a[1:3]) or real(*a, **k))
     a_events = big_events(3000, "cache-a")
     # each its own name: AppTest tells a picker's options apart by their labels
-    b_events = [ev.model_copy(update={"session_id": "cache-b"} | ({} if isinstance(ev, StepEvent) else {"name": "run B"}))
-                for ev in a_events]
+    b_events = [
+        ev.model_copy(update={"session_id": "cache-b"} | ({} if isinstance(ev, StepEvent) else {"name": "run B"}))
+        for ev in a_events
+    ]
     k = next(i for i, ev in enumerate(b_events) if isinstance(ev, StepEvent) and ev.seq == 1502)  # a tool call
     b_events[k] = b_events[k].model_copy(update={"tool_args": {"row": 9999}})
     ingest(empty_store, a_events + b_events)

@@ -7,10 +7,10 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-
 from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
 from experiment_cases import Agent, make_cases
 from openai_server import OpenAIServer
+
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif.replay_config import PROVIDER_KEYS, ReplayConfig
@@ -127,6 +127,15 @@ def test_a_dataset_from_picked_runs_and_two_experiments_compared(empty_store, lo
     at.checkbox(key="cmp_position").check().run()
     table = frame(at, "regressed")
     assert table[["variant", "scorer", "cases", "A", "B", "improved", "regressed"]].values.tolist()[0] == [
-        "openai/fake-a", "(all)", 4, "100% (51%–100%)", "75% (30%–95%)", 0, 1]
+        "openai/fake-a",
+        "(all)",
+        4,
+        "100% (51%–100%)",
+        "75% (30%–95%)",
+        0,
+        1,
+    ]
     [link] = [pl for pl in at.get("page_link") if pl.proto.label.startswith(md("regressed: refund-2"))]
-    assert empty_store.get_session(dict(parse_qs(urlparse("?" + link.proto.query_string).query))["b"][0])["replay_of"] == "refund-2"
+    assert (
+        empty_store.get_session(dict(parse_qs(urlparse("?" + link.proto.query_string).query))["b"][0])["replay_of"] == "refund-2"
+    )

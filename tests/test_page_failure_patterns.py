@@ -20,7 +20,10 @@ def test_failure_patterns_are_listed_and_a_button_opens_exactly_their_runs(demo_
     patterns, skipped = failure_patterns(demo_store)
     assert skipped == 0
     flight = next(p for p in patterns if p.workflow == "flight-search")
-    assert flight.sentence == "1 of 1 failures of flight-search diverge from a successful run at search_flights with different arguments"
+    assert (
+        flight.sentence
+        == "1 of 1 failures of flight-search diverge from a successful run at search_flights with different arguments"
+    )
     assert flight.runs == ["demo-09-flight-bos-sfo-b"]
     coding = next(p for p in patterns if p.workflow == "code-change")
     assert coding.key == ("chain", "search_code", "contradiction", None) and coding.runs == ["demo-02-coding-format-price-failed"]

@@ -27,7 +27,9 @@ def test_the_first_screen_is_the_default_page(demo_store):
     shown = metrics(at)
     today = day_start()
     assert shown["Failed today"] == str(demo_store.count_sessions(SessionFilter(status="failed", since=today)))
-    assert shown["Failed this week"] == str(demo_store.count_sessions(SessionFilter(status="failed", since=today - timedelta(days=6))))
+    assert shown["Failed this week"] == str(
+        demo_store.count_sessions(SessionFilter(status="failed", since=today - timedelta(days=6)))
+    )
     assert shown["Still running"] == "1"
     assert shown["Waiting in your review queues"] == "0"  # no queue made yet
     body = texts(at)
@@ -41,12 +43,18 @@ def test_the_first_screen_is_the_default_page(demo_store):
 
 def test_counts_are_of_original_runs_only(empty_store):
     now = datetime.now(UTC)
-    events = [SessionEvent(session_id="orig", name="a run", started_at=now - timedelta(minutes=5)),
-              SessionEndEvent(session_id="orig", status="failed", error_class="Boom", ended_at=now),
-              SessionEvent(session_id="rep", name="its replay", started_at=now - timedelta(minutes=1), replay_of="orig"),
-              SessionEndEvent(session_id="rep", status="failed", ended_at=now)]
+    events = [
+        SessionEvent(session_id="orig", name="a run", started_at=now - timedelta(minutes=5)),
+        SessionEndEvent(session_id="orig", status="failed", error_class="Boom", ended_at=now),
+        SessionEvent(session_id="rep", name="its replay", started_at=now - timedelta(minutes=1), replay_of="orig"),
+        SessionEndEvent(session_id="rep", status="failed", ended_at=now),
+    ]
     ingest(empty_store, events)
-    assert {k: n for k, (n, _) in attention(empty_store).items()} == {"Failed today": 1, "Failed this week": 1, "Still running": 0}
+    assert {k: n for k, (n, _) in attention(empty_store).items()} == {
+        "Failed today": 1,
+        "Failed this week": 1,
+        "Still running": 0,
+    }
     at = page(HOME)
     assert metrics(at)["Failed today"] == "1"
     assert "its replay" not in texts(at)

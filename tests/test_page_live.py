@@ -17,8 +17,12 @@ ONCALL = "demo-18-oncall-checkout-5xx-running"
 
 
 def tail_lines(at) -> list[str]:
-    return [line for m in at.markdown for line in m.value.split("  \n") if line.startswith(("`", "**"))
-            and not line.startswith("**1 run") and " running** ·" not in line]
+    return [
+        line
+        for m in at.markdown
+        for line in m.value.split("  \n")
+        if line.startswith(("`", "**")) and not line.startswith("**1 run") and " running** ·" not in line
+    ]
 
 
 def test_the_running_demo_run_tails(demo_store):
@@ -31,12 +35,24 @@ def test_the_running_demo_run_tails(demo_store):
     assert "**11** 🔧 Tool call · query\\_traces" in lines[-1]
     # An agent sends two more steps: the next rerun of the fragment shows them, newest last.
     when = now_utc()
-    ingest(demo_store, [
-        StepEvent(session_id=ONCALL, type="tool_result", tool_name="query_traces", content="p99 latency 4.1 s on /pay",
-                  timestamp=when),
-        StepEvent(session_id=ONCALL, type="think", content="Roll back payments-client to 4.2.1.",
-                  timestamp=when + timedelta(seconds=1)),
-    ])
+    ingest(
+        demo_store,
+        [
+            StepEvent(
+                session_id=ONCALL,
+                type="tool_result",
+                tool_name="query_traces",
+                content="p99 latency 4.1 s on /pay",
+                timestamp=when,
+            ),
+            StepEvent(
+                session_id=ONCALL,
+                type="think",
+                content="Roll back payments-client to 4.2.1.",
+                timestamp=when + timedelta(seconds=1),
+            ),
+        ],
+    )
     at.run()
     lines = tail_lines(at)
     assert len(lines) == 13
@@ -45,8 +61,13 @@ def test_the_running_demo_run_tails(demo_store):
 
 
 def test_a_new_run_over_the_api_appears_and_can_be_watched(demo_store):
-    ingest(demo_store, [SessionEvent(session_id="fresh", name="fresh agent", started_at=now_utc()),
-                        StepEvent(session_id="fresh", type="input", content="hello", timestamp=now_utc())])
+    ingest(
+        demo_store,
+        [
+            SessionEvent(session_id="fresh", name="fresh agent", started_at=now_utc()),
+            StepEvent(session_id="fresh", type="input", content="hello", timestamp=now_utc()),
+        ],
+    )
     at = page(LIVE)
     assert at.markdown[0].value == "**2 runs running** · refreshed every 2 s"
     assert at.dataframe[0].value["Run"].tolist() == ["fresh agent", "Investigate checkout-api 5xx spike"]

@@ -61,8 +61,14 @@ def test_a_reviewer_works_a_queue_with_the_verdict_keys(demo_store, door):
     at.button(key="queue_save").click().run()
     assert not at.exception
     res = queues.results(demo_store, qid)
-    assert res["items"][0]["reviews"][0] | {"at": None} == {"reviewer": "Sam", "verdict": "Bad", "criteria": {},
-                                                            "note": "ignored the failing test", "should_have": None, "at": None}
+    assert res["items"][0]["reviews"][0] | {"at": None} == {
+        "reviewer": "Sam",
+        "verdict": "Bad",
+        "criteria": {},
+        "note": "ignored the failing test",
+        "should_have": None,
+        "at": None,
+    }
     second = res["items"][1]
     assert second["held_by"] == "Sam" and at.radio(key=f"qv_{second['id']}").value is None
     at.button(key="queue_skip").click().run()
@@ -127,8 +133,13 @@ def test_an_editor_makes_lists_and_revokes_a_link_on_the_page(demo_store):
 
 def test_rubric_labels_and_names_are_shown_as_text(demo_store):
     hostile = "[click](http://127.0.0.1:9/x) **bold**"
-    qid = queues.create(demo_store, hostile, ids=[FAILED_CODING], rubric={"verdicts": [hostile, "Fine"],
-                        "criteria": [{"name": hostile, "description": hostile}]}, actor=EDITOR)["id"]
+    qid = queues.create(
+        demo_store,
+        hostile,
+        ids=[FAILED_CODING],
+        rubric={"verdicts": [hostile, "Fine"], "criteria": [{"name": hostile, "description": hostile}]},
+        actor=EDITOR,
+    )["id"]
     at = page(QUEUES, params={"queue": str(qid)}, state={"reviewer": "Sam"})
     assert not at.exception
     item = queues.results(demo_store, qid)["items"][0]["id"]

@@ -28,8 +28,7 @@ def test_marking_a_run_puts_it_in_the_queue_with_its_note(demo_store):
     assert [(n["label"], n["author"], n["event_id"]) for n in notes] == [("needs_attention", "Sam", None)]
     assert at.markdown[0].value == "**1 run** · 🚩 Needs attention"
     assert at.markdown[1].value.startswith("**PAY\\-412\\: add currency to format\\_price** · ❌ failed · 25 steps")
-    assert at.markdown[2].value.startswith(
-        "🚩 Needs attention — Sam: Tests expect a newer signature; check with the owner\\. · ")
+    assert at.markdown[2].value.startswith("🚩 Needs attention — Sam: Tests expect a newer signature; check with the owner\\. · ")
     assert [p.label for p in at.get("page_link")] == ["Open the timeline"]
 
 

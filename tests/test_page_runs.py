@@ -6,7 +6,14 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from apptest_helpers import (  # noqa: F401  (fixtures)
-    FAILED_CODING, component_data, demo_store, empty_store, filter_values, page, set_filter, trigger,
+    FAILED_CODING,
+    component_data,
+    demo_store,
+    empty_store,
+    filter_values,
+    page,
+    set_filter,
+    trigger,
 )
 
 from replay_core.events import SessionEvent
@@ -24,8 +31,11 @@ def table_ids(at) -> list[str]:
 def expected_summary(store, flt: SessionFilter) -> str:
     total = store.count_sessions(flt)
     icons = {"running": "⏳", "succeeded": "✅", "failed": "❌", "incomplete": "⚠️"}
-    parts = [f"{icon} {n} {status}" for status, icon in icons.items()
-             if flt.status in (None, status) and (n := store.count_sessions(replace(flt, status=status)))]
+    parts = [
+        f"{icon} {n} {status}"
+        for status, icon in icons.items()
+        if flt.status in (None, status) and (n := store.count_sessions(replace(flt, status=status)))
+    ]
     return f"**{total} runs**: " + " · ".join(parts)
 
 
@@ -38,7 +48,14 @@ def test_demo_runs_listed_newest_first(demo_store):
     table = at.dataframe[0].value
     row = table[table["id"] == FAILED_CODING].iloc[0]
     assert (row["Status"], row["Run"], row["Model"], row["Agent"], row["Workflow"], row["Steps"], row["Duration"]) == (
-        "❌ failed", "PAY-412: add currency to format_price", "claude-sonnet-4", "coding-agent", "code-change", 25, "26.4 s")
+        "❌ failed",
+        "PAY-412: add currency to format_price",
+        "claude-sonnet-4",
+        "coding-agent",
+        "code-change",
+        25,
+        "26.4 s",
+    )
     assert row["Tags"] == "coding, pricing, PAY-412"
 
 
@@ -90,8 +107,10 @@ def test_date_range_and_review_filters(demo_store):
 
 def test_paging_happens_in_the_database(empty_store):
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    ingest(empty_store, [SessionEvent(session_id=f"run-{i:02d}", name=f"run {i}", started_at=t0 + timedelta(hours=i))
-                         for i in range(60)])
+    ingest(
+        empty_store,
+        [SessionEvent(session_id=f"run-{i:02d}", name=f"run {i}", started_at=t0 + timedelta(hours=i)) for i in range(60)],
+    )
     at = page(RUNS)
     assert table_ids(at) == [f"run-{i:02d}" for i in range(59, 34, -1)]
     assert at.get("pagination")[0].num_pages == 3
@@ -151,8 +170,16 @@ def test_drill_down_filters_from_analytics_links(demo_store):
 
 # ---------------------------------------------------------------------------- filters that let go, chips, replays kept apart
 
-SELECTS = {"status": "failed", "review": "unreviewed", "model": "gpt-4o", "agent_id": "coding-agent", "workflow": "code-change",
-           "tag": "coding", "has": "error", "source": "demo"}
+SELECTS = {
+    "status": "failed",
+    "review": "unreviewed",
+    "model": "gpt-4o",
+    "agent_id": "coding-agent",
+    "workflow": "code-change",
+    "tag": "coding",
+    "has": "error",
+    "source": "demo",
+}
 TEXTS = {"q": "format_price", "failed_tool": "run_tests", "error_class": "TestFailure"}
 
 

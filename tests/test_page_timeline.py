@@ -6,16 +6,16 @@ import pytest
 from apptest_helpers import (  # noqa: F401  (fixtures)
     BIG,
     FAILED_CODING,
+    big_store,
     component_data,
     cursor,
-    shown_step,
-    big_store,
     demo_store,
     empty_store,
     jump,
     jumps,
     metric_cards,
     page,
+    shown_step,
     texts,
     trigger,
 )
@@ -23,8 +23,8 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
-from replay_core.understand.timeline import open_timeline
 from replay_core.understand.structure import build_structure, node_label
+from replay_core.understand.timeline import open_timeline
 from ui.common import md
 from ui.timeline_view import PHONE_CSS, jump_targets, strip_ticks
 
@@ -63,8 +63,12 @@ def test_the_agent_saw_its_recorded_context(demo_store):
     transcript = component_data(at, "transcript")
     assert transcript["notes"][0].startswith("2 messages as recorded at step 2, then 2 rebuilt from steps 2–4")
     messages = transcript["messages"]
-    assert [m["origin"] for m in messages] == ["system · as recorded at step 2", "user · as recorded at step 2",
-                                               "assistant · rebuilt from step 2", "tool · rebuilt from step 4"]
+    assert [m["origin"] for m in messages] == [
+        "system · as recorded at step 2",
+        "user · as recorded at step 2",
+        "assistant · rebuilt from step 2",
+        "tool · rebuilt from step 4",
+    ]
 
 
 def test_at_step_8_the_agent_saw_the_search_and_the_read(demo_store):
@@ -132,21 +136,38 @@ def test_a_link_followed_in_the_same_session_opens_its_step_and_another_run_its_
 def test_jump_targets_follow_cycles_and_errors(demo_store):
     tl = open_timeline(demo_store, FAILED_CODING)
     at_18 = jump_targets(tl, tl.position_of(18))
-    assert at_18 == {"first": 1, "prev_cycle": 16, "prev": 17, "next": 19, "next_cycle": 19, "prev_error": None,
-                     "next_error": 23, "last": 25}
+    assert at_18 == {
+        "first": 1,
+        "prev_cycle": 16,
+        "prev": 17,
+        "next": 19,
+        "next_cycle": 19,
+        "prev_error": None,
+        "next_error": 23,
+        "last": 25,
+    }
     at_16 = jump_targets(tl, tl.position_of(16))  # a cycle's first step goes back to the previous cycle
     assert (at_16["prev_cycle"], at_16["next_cycle"]) == (11, 19)
     at_1 = jump_targets(tl, 0)  # the input step belongs to no cycle
-    assert at_1 == {"first": None, "prev_cycle": None, "prev": None, "next": 2, "next_cycle": 2, "prev_error": None,
-                    "next_error": 18, "last": 25}
+    assert at_1 == {
+        "first": None,
+        "prev_cycle": None,
+        "prev": None,
+        "next": 2,
+        "next_cycle": 2,
+        "prev_error": None,
+        "next_error": 18,
+        "last": 25,
+    }
 
 
 def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_store):
     from replay_core.understand.explain import explain
 
     tl = open_timeline(demo_store, FAILED_CODING)
-    ticks = strip_ticks(tl, 3, {7}, hits=[17, 22], explanation=explain(demo_store, FAILED_CODING),
-                        structure=build_structure(tl.columns))
+    ticks = strip_ticks(
+        tl, 3, {7}, hits=[17, 22], explanation=explain(demo_store, FAILED_CODING), structure=build_structure(tl.columns)
+    )
     by_kind: dict[str, list[int]] = {}
     for t in ticks:
         by_kind.setdefault(t["what"], []).append(t["seq"])
@@ -157,8 +178,7 @@ def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_store):
     ticks = strip_ticks(flights, 1, set(), explanation=explain(demo_store, "demo-09-flight-bos-sfo-b"))
     assert {"seq": 6, "what": "turning point", "lane": "what went wrong"} in ticks
     retries = open_timeline(demo_store, "demo-03-shipment-status-retries")
-    assert [t["seq"] for t in strip_ticks(retries, 1, set()) if t["what"] == "retry"] == [
-        s.seq for s in retries.steps if s.retry]
+    assert [t["seq"] for t in strip_ticks(retries, 1, set()) if t["what"] == "retry"] == [s.seq for s in retries.steps if s.retry]
 
 
 def test_missing_steps_are_shown_as_missing(demo_store):
@@ -182,14 +202,17 @@ def test_multi_agent_structure(demo_store):
     at = page(TIMELINE, params={"session": MULTI_AGENT, "step": "9"}, state={"step_tab": "Structure"})
     assert not at.exception
     inside = [line for line in shown_step(at)["lines"] if line.startswith("Inside:")]
-    assert inside == ["Inside: 🧩 orchestrator: weekly competitor brief (steps 2–26, 24 ste… › "
-                      "🧩 researcher: collect prices and promotions (steps 4–17, 13…"]
+    assert inside == [
+        "Inside: 🧩 orchestrator: weekly competitor brief (steps 2–26, 24 ste… › "
+        "🧩 researcher: collect prices and promotions (steps 4–17, 13…"
+    ]
     rows = row_buttons(at)
     assert rows[0].startswith("3  💭 Thought")  # the run's own agent is not repeated
     assert rows[2].startswith("5  [researcher] 💭 Thought")
     tree = [b for b in at.button if b.key and b.key.startswith("node_")]
-    assert tree[1].label == ("\u2003\u2003**🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13 steps inside\\)** "
-                             "← you are here")
+    assert tree[1].label == (
+        "\u2003\u2003**🧩 researcher\\: collect prices and promotions \\(steps 4–17, 13 steps inside\\)** ← you are here"
+    )
     tree[0].click().run()  # a node is a way there: its group's first step
     assert at.session_state["step"] == 2
 
@@ -198,16 +221,23 @@ def test_structure_of_retries_and_spans(demo_store):
     tl = open_timeline(demo_store, "demo-03-shipment-status-retries")
     structure = build_structure(tl.columns)
     labels = [node_label(tl.steps, n) for n in structure.walk()]
-    assert labels == ["🔁 retries of step 6 (http_get) (steps 6–11, 4 steps inside, 1 error)",
-                      "🔁 retries of step 12 (steps 12–13, 1 step inside)"]
+    assert labels == [
+        "🔁 retries of step 6 (http_get) (steps 6–11, 4 steps inside, 1 error)",
+        "🔁 retries of step 12 (steps 12–13, 1 step inside)",
+    ]
     assert structure.ancestors(tl.position_of(9)) == [tl.position_of(6)]
 
 
 def test_goal_and_memory_show_when_recorded(demo_store):
     at = page(TIMELINE, params={"session": "demo-10-browser-change-address", "step": "6"}, state={"step_tab": "Goal & memory"})
     assert not at.exception
-    assert at.segmented_control(key="step_tab").options == ["What the agent saw", "Totals so far", "Structure", "Review",
-                                                             "Goal & memory"]
+    assert at.segmented_control(key="step_tab").options == [
+        "What the agent saw",
+        "Totals so far",
+        "Structure",
+        "Review",
+        "Goal & memory",
+    ]
     assert "**Goal**" in [m.value for m in at.markdown]
     jump(at, "first")  # nothing recorded yet at the first step: the first view instead
     assert not at.exception
@@ -248,9 +278,12 @@ def test_review_notes_are_saved_and_shown_on_their_step(demo_store):
     at.button(key="FormSubmitter:review-Save note").click().run()
     notes = demo_store.annotations(FAILED_CODING)
     assert [(n["label"], n["text"], n["author"], n["event_id"]) for n in notes] == [
-        ("bad", "Edited callers before reading the tests: see step 19.", "Ana", "e0018")]
-    assert shown_step(at)["notes"] == [f"👎 Bad — Ana: Edited callers before reading the tests: see step 19. · "
-                                       f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"]
+        ("bad", "Edited callers before reading the tests: see step 19.", "Ana", "e0018")
+    ]
+    assert shown_step(at)["notes"] == [
+        f"👎 Bad — Ana: Edited callers before reading the tests: see step 19. · "
+        f"{notes[0]['created_at'].strftime('%Y-%m-%d %H:%M UTC')}"
+    ]
     assert row_buttons(at)[6].endswith("📝 — FF.F..FF..F.F..")
     # After a save no verdict is picked (no accidental approval) and the name stays.
     assert at.radio(key="review_label").value is None
@@ -315,8 +348,10 @@ def test_a_one_step_run_has_nowhere_to_jump(empty_store):
 
 def test_text_from_a_trace_is_never_markup(empty_store):
     evil = "<img src=x onerror=alert(1)> **bold** [link](http://evil.test) :red[red] $x$"
-    ingest(empty_store, [StepEvent(session_id="evil", type="think", content=evil),
-                         StepEvent(session_id="evil", type="decision", content="done")])
+    ingest(
+        empty_store,
+        [StepEvent(session_id="evil", type="think", content=evil), StepEvent(session_id="evil", type="decision", content="done")],
+    )
     at = page(TIMELINE, params={"session": "evil", "step": "1"})
     assert not [m.value for m in at.markdown if "<img" in m.value or "**bold**" in m.value]  # never as markdown
     assert shown_step(at)["content"] == {"line": evil}  # set as text by the step's view, exactly as recorded
@@ -350,7 +385,9 @@ def test_the_header_says_what_was_asked_how_it_ended_and_why(demo_store):
     assert not at.exception
     header = next(plain(m.value) for m in at.markdown if m.value.startswith("**Asked:**"))
     assert "Ticket PAY-412" in header and "**Ended:** " in header and "Tests still failing after 2 fix attempts" in header
-    assert "**Why:** Likely cause: step 4 — " in header and "step 9 (acted on it)" in header and "step 18 (first failure)" in header
+    assert (
+        "**Why:** Likely cause: step 4 — " in header and "step 9 (acted on it)" in header and "step 18 (first failure)" in header
+    )
     cause = [b for b in at.button if b.key and b.key.startswith("cause_")]
     assert [b.label for b in cause] == ["Step 4", "Step 7", "Step 9", "Step 18", "Step 25"]
     at.button(key="cause_7").click().run()
@@ -360,8 +397,10 @@ def test_the_header_says_what_was_asked_how_it_ended_and_why(demo_store):
 def test_the_header_tells_what_it_did_a_sentence_per_group_of_cycles(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING})
     header = next(plain(m.value) for m in at.markdown if m.value.startswith("**Asked:**"))
-    assert ("**Did:** Steps 2–4: searched code once. Steps 5–7: read file once. Steps 8–10: wrote file once. "
-            "Steps 11–15: edited file twice. Steps 16–18: ran tests once (failed).") in header
+    assert (
+        "**Did:** Steps 2–4: searched code once. Steps 5–7: read file once. Steps 8–10: wrote file once. "
+        "Steps 11–15: edited file twice. Steps 16–18: ran tests once (failed)."
+    ) in header
     assert header.index("**Did:**") < header.index("**Ended:**") < header.index("**Why:**")
 
 
@@ -393,7 +432,9 @@ def test_go_to_step_and_search_with_next_and_previous_hit(demo_store):
     assert at.session_state["step"] == 12
     at.text_input(key="run_search").input("run_tests").run()
     assert any(c.value.startswith("4 steps match") for c in at.caption)  # 17 and 22 call run_tests, 18 and 23 answer
-    assert any(c.value.startswith("Step 17\\: ") and "**run\\_tests**" in c.value for c in at.caption)  # the next hit, matched words marked
+    assert any(
+        c.value.startswith("Step 17\\: ") and "**run\\_tests**" in c.value for c in at.caption
+    )  # the next hit, matched words marked
     at.button(key="hit_next").click().run()
     assert at.session_state["step"] == 17
     at.button(key="hit_next").click().run()
@@ -412,11 +453,18 @@ def test_rows_show_more_than_45_characters(demo_store):
 
 def test_content_is_shown_exactly_as_recorded(empty_store):
     code = "def f(x) -> int:\n    if x:\n        return 1\n    return 0\n"
-    ingest(empty_store, [
-        StepEvent(session_id="verb", seq=1, type="tool_call", tool_name="write_file", tool_args={"path": "f.py", "content": code}),
-        StepEvent(session_id="verb", seq=2, type="tool_result", tool_name="search", content="f.py:1:def f(x) -> int:\n  indented"),
-        StepEvent(session_id="verb", seq=3, type="decision", content="a -> b"),
-    ])
+    ingest(
+        empty_store,
+        [
+            StepEvent(
+                session_id="verb", seq=1, type="tool_call", tool_name="write_file", tool_args={"path": "f.py", "content": code}
+            ),
+            StepEvent(
+                session_id="verb", seq=2, type="tool_result", tool_name="search", content="f.py:1:def f(x) -> int:\n  indented"
+            ),
+            StepEvent(session_id="verb", seq=3, type="decision", content="a -> b"),
+        ],
+    )
     at = page(TIMELINE, params={"session": "verb", "step": "1"})
     call = shown_step(at)["call"]
     assert call["tree"] == {"path": "f.py", "content": code} and call["long"] == [["content", code]]  # the file written, verbatim
@@ -429,12 +477,15 @@ def test_content_is_shown_exactly_as_recorded(empty_store):
 def test_json_content_is_a_tree_with_the_recorded_text_one_click_away(empty_store):
     payload = '{"rows": 25, "ok": true}'
     huge = "[" + ",".join(["1"] * 12_000) + "]"  # JSON past MAX_TEXT: in a box, cut and said so, not a tree
-    ingest(empty_store, [
-        StepEvent(session_id="js", seq=1, type="tool_result", tool_name="q", content=payload),
-        StepEvent(session_id="js", seq=2, type="tool_result", tool_name="q", content=huge),
-        StepEvent(session_id="js", seq=3, type="tool_call", tool_name="q", tool_args="select 1"),
-        StepEvent(session_id="js", seq=4, type="tool_result", tool_name="q", content="{not json"),
-    ])
+    ingest(
+        empty_store,
+        [
+            StepEvent(session_id="js", seq=1, type="tool_result", tool_name="q", content=payload),
+            StepEvent(session_id="js", seq=2, type="tool_result", tool_name="q", content=huge),
+            StepEvent(session_id="js", seq=3, type="tool_call", tool_name="q", tool_args="select 1"),
+            StepEvent(session_id="js", seq=4, type="tool_result", tool_name="q", content="{not json"),
+        ],
+    )
     at = page(TIMELINE, params={"session": "js", "step": "1"})
     assert shown_step(at)["content"] == {"tree": {"rows": 25, "ok": True}, "recorded": payload}
     at = page(TIMELINE, params={"session": "js", "step": "2"})
@@ -450,7 +501,9 @@ def test_a_write_shows_its_diff_against_the_earlier_read(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "9"})
     assert not at.exception
     assert "**What it changes in pricing/format.py**" in [plain(m.value) for m in at.markdown]
-    assert any(plain(c.value).startswith("Diff against the read at step 7 (derived by this app, not recorded).") for c in at.caption)
+    assert any(
+        plain(c.value).startswith("Diff against the read at step 7 (derived by this app, not recorded).") for c in at.caption
+    )
     diff = next(c for c in at.code if c.value.startswith("--- pricing/format.py (the read at step 7)"))
     assert diff.language == "diff" and '+CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}' in diff.value
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "12"})

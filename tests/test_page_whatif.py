@@ -6,9 +6,9 @@ from urllib.parse import parse_qs
 
 import pytest
 import streamlit as st
-
 from apptest_helpers import FAILED_CODING, demo_store, page, texts  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
+
 from replay_core.understand.compare import compare
 from replay_core.whatif.replay_config import PROVIDER_KEYS
 from ui.common import md
@@ -31,8 +31,10 @@ def local_server(monkeypatch, no_provider):
 
 
 def links(at) -> list[tuple[str, str, dict]]:
-    return [(pl.proto.page, pl.proto.label, {k: v[0] for k, v in parse_qs(pl.proto.query_string).items()})
-            for pl in at.get("page_link")]
+    return [
+        (pl.proto.page, pl.proto.label, {k: v[0] for k, v in parse_qs(pl.proto.query_string).items()})
+        for pl in at.get("page_link")
+    ]
 
 
 def test_arriving_from_the_timeline_preselects_the_cycle_of_the_step(demo_store, no_provider):
@@ -59,8 +61,9 @@ def test_without_a_provider_the_page_says_how_to_set_one_up_and_offers_recorded(
 
 
 def test_launch_against_the_local_server_then_open_the_comparison(demo_store, local_server):
-    local_server.script(local_server.tool_calls(("read_file", {"path": "tests/pricing/test_format.py"}),
-                                                content="Read the tests first."))
+    local_server.script(
+        local_server.tool_calls(("read_file", {"path": "tests/pricing/test_format.py"}), content="Read the tests first.")
+    )
     at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
     assert not at.info  # a provider is set up: no advice shown
     [models] = at.multiselect
@@ -80,8 +83,11 @@ def test_launch_against_the_local_server_then_open_the_comparison(demo_store, lo
     assert table["first divergence"].tolist()[0].startswith("Step 8: A thought “format_price is tiny")
     assert table["cost"].tolist() == ["unknown", "$0.0000"]
     assert ("timeline", "Timeline of the openai/fake\\-model replay", {"session": live_run["session"]}) in links(at)
-    assert ("compare", "Compare the openai/fake\\-model replay with the original",
-            {"a": FAILED_CODING, "b": live_run["session"]}) in links(at)
+    assert (
+        "compare",
+        "Compare the openai/fake\\-model replay with the original",
+        {"a": FAILED_CODING, "b": live_run["session"]},
+    ) in links(at)
     assert local_server.requests[0]["model"] == "fake-model"
 
     cmp = page("pages/compare.py", params={"a": FAILED_CODING, "b": live_run["session"]})
@@ -141,8 +147,10 @@ def test_a_model_without_credentials_cannot_be_launched_and_says_how_to_fix_it(d
 def test_a_models_file_names_and_prices_the_models(demo_store, no_provider, monkeypatch, tmp_path):
     with OpenAIServer() as server:
         models = tmp_path / "models.toml"
-        models.write_text(f'[[model]]\nmodel = "openai/fake-model"\nname = "Small model"\nprovider = "our server"\n'
-                          f'api_base = "{server.base_url}"\nprice_in = 0.5\nprice_out = 1.5\n')
+        models.write_text(
+            f'[[model]]\nmodel = "openai/fake-model"\nname = "Small model"\nprovider = "our server"\n'
+            f'api_base = "{server.base_url}"\nprice_in = 0.5\nprice_out = 1.5\n'
+        )
         monkeypatch.setenv("AGENT_REPLAY_MODELS_FILE", str(models))
         at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
         box = at.multiselect(key="models")
@@ -161,8 +169,9 @@ def test_a_model_server_that_does_not_answer_blocks_launch(demo_store, no_provid
     at = page(PAGE, params={"session": FAILED_CODING})
     at.multiselect(key="models").set_value(["openai/local-model"]).run()
     warnings, fixes = warnings_and_fixes(at)
-    assert warnings == [md("openai/local-model cannot run now: The model server for openai/local-model does not answer "
-                           "(it may be stopped).")]
+    assert warnings == [
+        md("openai/local-model cannot run now: The model server for openai/local-model does not answer (it may be stopped).")
+    ]
     assert fixes and fixes[0].startswith("start the model server at http://127.0.0.1:")
     assert at.button(key="launch").disabled
 

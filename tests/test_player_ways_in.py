@@ -57,16 +57,28 @@ def test_sdk_screenshots_appear_in_the_filmstrip(empty_store, tmp_path):
 def test_http_screenshots_appear_in_the_filmstrip(empty_store):
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with TestClient(create_app(empty_store, access=Access(api_tokens=(TOKEN,)))) as client:
-        steps = [{"event_id": f"e{i}", "type": "tool_call" if i % 2 else "think", "tool_name": "click" if i % 2 else None,
-                  "content": None if i % 2 else f"page {i}"} for i in range(1, 6)]
+        steps = [
+            {
+                "event_id": f"e{i}",
+                "type": "tool_call" if i % 2 else "think",
+                "tool_name": "click" if i % 2 else None,
+                "content": None if i % 2 else f"page {i}",
+            }
+            for i in range(1, 6)
+        ]
         r = client.post("/api/v1/sessions", json={"session_id": "http-shots", "name": "over http"}, headers=auth)
         assert r.status_code in (200, 201), r.text
-        r = client.post("/api/v1/sessions/http-shots/steps", json=[{k: v for k, v in s.items() if v is not None} for s in steps],
-                        headers=auth)
+        r = client.post(
+            "/api/v1/sessions/http-shots/steps", json=[{k: v for k, v in s.items() if v is not None} for s in steps], headers=auth
+        )
         assert r.status_code in (200, 201), r.text
         base = "/api/v1/sessions/http-shots/steps"
-        assert client.post(f"{base}/e1/attachments", content=rendered_page("raw"),
-                           headers={**auth, "content-type": "image/png"}).status_code == 200
+        assert (
+            client.post(
+                f"{base}/e1/attachments", content=rendered_page("raw"), headers={**auth, "content-type": "image/png"}
+            ).status_code
+            == 200
+        )
         body = {"media_type": "image/png", "data": base64.b64encode(rendered_page("json")).decode(), "target": {"x": 5, "y": 6}}
         assert client.post(f"{base}/e5/attachments", json=body, headers=auth).status_code == 200
     at = page(TIMELINE, params={"session": "http-shots", "step": "5"})
@@ -76,8 +88,19 @@ def test_http_screenshots_appear_in_the_filmstrip(empty_store):
 
 
 def _line(**rec) -> bytes:
-    return orjson.dumps({"isSidechain": False, "userType": "external", "cwd": "/work/app", "version": "2.1.258",
-                         "sessionId": "30499b10-b34f-4546-a431-c77d14d042e1", **rec}) + b"\n"
+    return (
+        orjson.dumps(
+            {
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": "/work/app",
+                "version": "2.1.258",
+                "sessionId": "30499b10-b34f-4546-a431-c77d14d042e1",
+                **rec,
+            }
+        )
+        + b"\n"
+    )
 
 
 def with_images(shot: str, pasted: str) -> tuple[bytes, list[str]]:
@@ -89,17 +112,51 @@ def with_images(shot: str, pasted: str) -> tuple[bytes, list[str]]:
     ids = [str(uuid.UUID(int=n)) for n in (1, 2, 3)]
     call = {"type": "tool_use", "id": "toolu_shot", "name": "Read", "input": {"file_path": "/work/app/shot.png"}}
     lines = [
-        _line(parentUuid=last["uuid"], uuid=ids[0], type="assistant", timestamp="2026-09-12T09:56:00.000Z",
-              message={"id": "msg_shot", "type": "message", "role": "assistant", "model": "claude-haiku-4-5-20251001",
-                       "content": [call], "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 9}}),
-        _line(parentUuid=ids[0], uuid=ids[1], type="user", timestamp="2026-09-12T09:56:01.000Z",
-              message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_shot", "content": [
-                  {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": shot}}]}]},
-              toolUseResult={"type": "image", "file": {"base64": shot, "type": "image/png", "originalSize": 4096}}),
-        _line(parentUuid=ids[1], uuid=ids[2], type="user", timestamp="2026-09-12T09:56:30.000Z",
-              message={"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                                                                  "data": pasted}},
-                                                    {"type": "text", "text": "this button is misaligned"}]}),
+        _line(
+            parentUuid=last["uuid"],
+            uuid=ids[0],
+            type="assistant",
+            timestamp="2026-09-12T09:56:00.000Z",
+            message={
+                "id": "msg_shot",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-haiku-4-5-20251001",
+                "content": [call],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 5, "output_tokens": 9},
+            },
+        ),
+        _line(
+            parentUuid=ids[0],
+            uuid=ids[1],
+            type="user",
+            timestamp="2026-09-12T09:56:01.000Z",
+            message={
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_shot",
+                        "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": shot}}],
+                    }
+                ],
+            },
+            toolUseResult={"type": "image", "file": {"base64": shot, "type": "image/png", "originalSize": 4096}},
+        ),
+        _line(
+            parentUuid=ids[1],
+            uuid=ids[2],
+            type="user",
+            timestamp="2026-09-12T09:56:30.000Z",
+            message={
+                "role": "user",
+                "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": pasted}},
+                    {"type": "text", "text": "this button is misaligned"},
+                ],
+            },
+        ),
     ]
     return real + b"".join(lines), ids
 

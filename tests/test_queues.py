@@ -9,7 +9,8 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, strategies as hst
+from hypothesis import given
+from hypothesis import strategies as hst
 from sqlalchemy import inspect
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
@@ -28,9 +29,11 @@ def add_runs(store, n: int = 4, status: str = "failed", workflow: str = "checkou
     events: list = []
     ids = [f"{prefix}-{i}" for i in range(n)]
     for i, sid in enumerate(ids):
-        events += [SessionEvent(session_id=sid, name=f"{workflow} {i}", workflow=workflow, started_at=T0 + timedelta(minutes=i)),
-                   StepEvent(session_id=sid, event_id="e1", seq=1, type="think", content="look"),
-                   SessionEndEvent(session_id=sid, status=status, ended_at=T0 + timedelta(minutes=i, seconds=30))]
+        events += [
+            SessionEvent(session_id=sid, name=f"{workflow} {i}", workflow=workflow, started_at=T0 + timedelta(minutes=i)),
+            StepEvent(session_id=sid, event_id="e1", seq=1, type="think", content="look"),
+            SessionEndEvent(session_id=sid, status=status, ended_at=T0 + timedelta(minutes=i, seconds=30)),
+        ]
     ingest(store, events)
     return ids
 
@@ -111,8 +114,9 @@ def test_n_reviews_per_item_with_agreement(store):
     for name, verdicts in plan.items():
         for verdict in verdicts:
             item = queues.next_item(store, qid, name, actor=REVIEWER)
-            queues.save_review(store, qid, item["id"], name, verdict, criteria={"Polite": "pass"}, should_have="ask first",
-                               actor=REVIEWER)
+            queues.save_review(
+                store, qid, item["id"], name, verdict, criteria={"Polite": "pass"}, should_have="ask first", actor=REVIEWER
+            )
     assert queues.next_item(store, qid, "Ana", actor=REVIEWER) is None  # reviewed everything once
     res = queues.results(store, qid)
     assert [i["agreement"] for i in res["items"]] == [1.0, 0.0]
@@ -144,7 +148,11 @@ def test_roles_assignment_and_the_audit_log(store):
     assert queues.delete(store, qid, actor=EDITOR)
     lines = store.audit_entries(actions=["manage_queues"])
     assert [(e["who"], e["outcome"], (e["detail"] or {}).get("op")) for e in lines] == [
-        ("Eve", "ok", "delete"), ("reviewer password", "denied", None), ("Eve", "ok", "create"), ("reviewer password", "denied", None)]
+        ("Eve", "ok", "delete"),
+        ("reviewer password", "denied", None),
+        ("Eve", "ok", "create"),
+        ("reviewer password", "denied", None),
+    ]
     assert store.list_queues() == [] and store.queue_reviews(qid) == []
 
 
@@ -165,8 +173,12 @@ def test_bad_input_is_named(store, tmp_path):
         queues.load_rubric(bad)
     toml = tmp_path / "rubric.toml"
     toml.write_text('verdicts = ["Fine", "Wrong"]\nnote = false\n[[criteria]]\nname = "Refund right"\ndescription = "amount"\n')
-    assert queues.load_rubric(toml) == {"verdicts": ["Fine", "Wrong"], "criteria": [{"name": "Refund right", "description": "amount"}],
-                                        "note": False, "should_have": True}
+    assert queues.load_rubric(toml) == {
+        "verdicts": ["Fine", "Wrong"],
+        "criteria": [{"name": "Refund right", "description": "amount"}],
+        "note": False,
+        "should_have": True,
+    }
 
 
 def test_a_deleted_run_stays_an_item_marked_gone(store):
@@ -212,7 +224,10 @@ def test_queue_progress_for_the_first_screen(store):
     item = queues.next_item(store, done, "Sam", actor=REVIEWER)
     queues.save_review(store, done, item["id"], "Sam", "Good", actor=REVIEWER)
     rows = queues.queue_progress(store, REVIEWER, "sam")
-    assert [(r["id"], r["yours"], r["items"], r["items_done"], r["percent"]) for r in rows] == [(mine, True, 1, 0, 0), (other, False, 2, 0, 0)]
+    assert [(r["id"], r["yours"], r["items"], r["items_done"], r["percent"]) for r in rows] == [
+        (mine, True, 1, 0, 0),
+        (other, False, 2, 0, 0),
+    ]
     assert queues.queue_progress(store, VIEWER, "Sam") == []
 
 
@@ -221,11 +236,13 @@ def test_the_kept_review_count_follows_saves_resaves_and_skips(store):
     qid = queues.create(store, "q", ids=["run-0"], reviews_per_item=2, actor=EDITOR)["id"]
     item = queues.next_item(store, qid, "Ana", actor=REVIEWER)
     counts = []
-    for step in (lambda: queues.skip(store, qid, item["id"], "Ana", actor=REVIEWER),
-                 lambda: queues.save_review(store, qid, item["id"], "Ana", "Bad", actor=REVIEWER),
-                 lambda: queues.save_review(store, qid, item["id"], "Ana", "Good", actor=REVIEWER),  # a change of mind
-                 lambda: queues.save_review(store, qid, item["id"], "Ben", "Good", actor=REVIEWER),
-                 lambda: queues.skip(store, qid, item["id"], "Ben", actor=REVIEWER)):
+    for step in (
+        lambda: queues.skip(store, qid, item["id"], "Ana", actor=REVIEWER),
+        lambda: queues.save_review(store, qid, item["id"], "Ana", "Bad", actor=REVIEWER),
+        lambda: queues.save_review(store, qid, item["id"], "Ana", "Good", actor=REVIEWER),  # a change of mind
+        lambda: queues.save_review(store, qid, item["id"], "Ben", "Good", actor=REVIEWER),
+        lambda: queues.skip(store, qid, item["id"], "Ben", actor=REVIEWER),
+    ):
         step()
         counts.append(queues.get(store, qid)["reviews"])
         given = sum(r["verdict"] is not None for r in store.queue_reviews(qid))

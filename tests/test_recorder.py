@@ -16,15 +16,14 @@ from pathlib import Path
 import orjson
 import pytest
 import uvicorn
+from conftest import PG_ADMIN_URL, REPO
 
-from replay_core.server.api import create_app
-from replay_core.server.auth import Access
 from replay_core.sdk import step_order
 from replay_core.sdk.recorder import Recorder
 from replay_core.sdk.sinks import DatabaseSink, SinkRejected, SinkUnavailable
+from replay_core.server.api import create_app
+from replay_core.server.auth import Access
 from replay_core.storage.store import Store
-
-from conftest import PG_ADMIN_URL, REPO
 
 TOKEN = "sdk-test-token-0123456789"
 
@@ -97,7 +96,13 @@ def test_a_session_lands_with_its_steps_in_order(store, make_recorder):
 
     session = store.get_session(run.id)
     assert (session["name"], session["agent_id"], session["model"], session["status"], session["source"], session["tags"]) == (
-        "refund request", "support-bot", "gpt-4o", "succeeded", "sdk", ["sdk"])
+        "refund request",
+        "support-bot",
+        "gpt-4o",
+        "succeeded",
+        "sdk",
+        ["sdk"],
+    )
     assert rows(store, run.id, "seq", "type", "content", "tool_name") == [
         (1, "input", "I want a refund for order A-17", None),
         (2, "think", "Look the order up first.", None),
@@ -176,8 +181,13 @@ def test_spans_nest_sort_before_their_children_and_record_failures(store, make_r
     rec.flush()
     steps = {s.event_id: s for s in store.load_steps(run.id)}
     assert [(s.seq, s.type, s.content) for s in store.load_steps(run.id)] == [
-        (1, "span", "plan"), (2, "span", "research"), (3, "think", "read the docs"), (4, "decision", "go"),
-        (5, "span", "flaky"), (6, "error", "took too long"), (7, "observation", "after"),
+        (1, "span", "plan"),
+        (2, "span", "research"),
+        (3, "think", "read the docs"),
+        (4, "decision", "go"),
+        (5, "span", "flaky"),
+        (6, "error", "took too long"),
+        (7, "observation", "after"),
     ]
     by_seq = {s.seq: s for s in steps.values()}
     assert by_seq[1].event_id == outer.event_id and by_seq[1].agent_id == "planner" and by_seq[1].parent_id is None
@@ -421,7 +431,10 @@ def test_a_model_call_in_flight_holds_the_steps_after_it(sqlite_store, make_reco
         rec.call_finished("call-2", lambda: [{"type": "decision", "content": "too late"}], run)
     rec.flush()
     assert rows(sqlite_store, run.id, "seq", "content") == [
-        (1, "the model's answer"), (2, "after the call"), (3, "after the lost call"), (4, "too late"),
+        (1, "the model's answer"),
+        (2, "after the call"),
+        (3, "after the lost call"),
+        (4, "too late"),
     ]
 
 
@@ -471,8 +484,12 @@ def test_http_recorder_delivers_through_the_api(store, make_recorder):
     session = store.get_session("http run 1")
     assert (session["status"], session["agent_id"], session["source"]) == ("succeeded", "remote-bot", "sdk")
     assert rows(store, "http run 1", "seq", "type", "content") == [
-        (1, "input", "find x"), (2, "span", "work"), (3, "think", "searching"), (4, "tool_call", None),
-        (5, "tool_result", "found x"), (6, "decision", "x found"),
+        (1, "input", "find x"),
+        (2, "span", "work"),
+        (3, "think", "searching"),
+        (4, "tool_call", None),
+        (5, "tool_result", "found x"),
+        (6, "decision", "x found"),
     ]
     steps = store.load_steps("http run 1")
     assert store.step_context("http run 1", steps[2].event_id) == [{"role": "user", "content": "find x"}]

@@ -12,6 +12,7 @@ import json
 import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from secrets_corpus import SECRETS
 from test_import_mutations import PER_READER
 from test_redact_ways_in import assert_no_leak, needles, raw_text
 
@@ -19,7 +20,6 @@ from replay_core.ingest.formats import registry
 from replay_core.ingest.pipeline import import_bytes
 from replay_core.ingest.redact import Redactor
 from replay_core.storage.store import Store
-from secrets_corpus import SECRETS
 
 
 class _Keeping(Redactor):
@@ -49,7 +49,9 @@ def planted_file(fmt: str) -> bytes:
     try:  # the stdlib's json: it keeps 128-bit integer ids (otel-spans) exact
         body = json.dumps(_planted(json.loads(data), counter)).encode()
     except json.JSONDecodeError:
-        body = b"".join(json.dumps(_planted(json.loads(line), counter)).encode() + b"\n" for line in data.splitlines() if line.strip())
+        body = b"".join(
+            json.dumps(_planted(json.loads(line), counter)).encode() + b"\n" for line in data.splitlines() if line.strip()
+        )
     assert counter[0] > 0, f"{fmt}: no free text to plant secrets in"
     if fmt == "otlp-proto":
         return json_format.Parse(body, ExportTraceServiceRequest()).SerializeToString()

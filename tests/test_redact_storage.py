@@ -3,12 +3,12 @@
 Checked the blunt way: every row of every table is dumped as text and searched.
 """
 
+from secrets_corpus import PLACEMENTS, SECRETS
 from sqlalchemy import select
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.tables import metadata
-from secrets_corpus import PLACEMENTS, SECRETS
 
 
 def _raw_dump(store) -> str:
@@ -26,7 +26,16 @@ def test_no_corpus_secret_reaches_any_table(store):
     for secret in SECRETS:
         for field, place in PLACEMENTS.items():
             seq += 1
-            events.append(StepEvent(session_id="leaky", event_id=f"e{seq}", seq=seq, type="tool_call", tool_name="http", **{field: place(secret.text)}))
+            events.append(
+                StepEvent(
+                    session_id="leaky",
+                    event_id=f"e{seq}",
+                    seq=seq,
+                    type="tool_call",
+                    tool_name="http",
+                    **{field: place(secret.text)},
+                )
+            )
     events.append(SessionEndEvent(session_id="leaky", status="failed", outcome="crashed: " + SECRETS[2].text))
     report = ingest(store, events)
     assert report.steps == len(SECRETS) * len(PLACEMENTS)

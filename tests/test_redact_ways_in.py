@@ -17,6 +17,7 @@ import litellm
 import orjson
 import pytest
 from openai_server import OpenAIServer
+from secrets_corpus import SECRETS, SESSION_IDS, STEP_IDS, content, tool_args
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
@@ -31,7 +32,6 @@ from replay_core.server.auth import Access
 from replay_core.storage.tables import metadata
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
-from secrets_corpus import SECRETS, SESSION_IDS, STEP_IDS, content, tool_args
 
 ID_SECRETS = [s for s in SECRETS if len(s.text) <= 200]  # the contract's identifier width
 SHORT_ID_SECRETS = [s for s in SECRETS if len(s.text) <= 100]  # environment, agent_version, source
@@ -60,8 +60,22 @@ def raw_text(store) -> str:
             except FileNotFoundError:
                 pass
     else:
-        dump = subprocess.run(["pg_dump", "--data-only", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432),
-                               "-U", url.username or "postgres", url.database], capture_output=True, check=True, timeout=120)
+        dump = subprocess.run(
+            [
+                "pg_dump",
+                "--data-only",
+                "-h",
+                url.host or "127.0.0.1",
+                "-p",
+                str(url.port or 5432),
+                "-U",
+                url.username or "postgres",
+                url.database,
+            ],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
         parts.append(dump.stdout.decode("utf-8", "replace"))
     return "\n".join(parts)
 
@@ -75,16 +89,31 @@ def assert_no_leak(store, secrets=SECRETS) -> None:
 
 def corpus_events(sid: str) -> list:
     """The corpus in every field a run has: free text, JSON and identifiers."""
-    events: list = [SessionEvent(session_id=sid, name="run " + SECRETS[0].text, metadata={"note": SECRETS[1].text},
-                                 tags=[SECRETS[2].text])]
+    events: list = [
+        SessionEvent(session_id=sid, name="run " + SECRETS[0].text, metadata={"note": SECRETS[1].text}, tags=[SECRETS[2].text])
+    ]
     for i, s in enumerate(ID_SECRETS):
         short = len(s.text) <= 100
-        events.append(SessionEvent(session_id=f"{sid}-{i}", **{f: s.text for f in SESSION_IDS
-                                                                if short or f not in ("environment", "agent_version", "source")}))
+        events.append(
+            SessionEvent(
+                session_id=f"{sid}-{i}",
+                **{f: s.text for f in SESSION_IDS if short or f not in ("environment", "agent_version", "source")},
+            )
+        )
         events.append(StepEvent(session_id=f"{sid}-{i}", seq=1, type="tool_call", **{f: s.text for f in STEP_IDS}))
     for i, s in enumerate(SECRETS):
-        events.append(StepEvent(session_id=sid, event_id=f"c{i}", seq=i + 1, type="tool_call", tool_name="http",
-                                content=content(s.text), tool_args=tool_args(s.text), metadata={"raw": s.text}))
+        events.append(
+            StepEvent(
+                session_id=sid,
+                event_id=f"c{i}",
+                seq=i + 1,
+                type="tool_call",
+                tool_name="http",
+                content=content(s.text),
+                tool_args=tool_args(s.text),
+                metadata={"raw": s.text},
+            )
+        )
     events.append(SessionEndEvent(session_id=sid, status="failed", outcome="crashed: " + SECRETS[3].text))
     return events
 
@@ -135,10 +164,19 @@ def test_a_native_file_and_its_export(store):
 def test_an_openai_chat_log(store):
     lines = []
     for i, s in enumerate(SECRETS):
-        lines.append(orjson.dumps({"id": f"chatcmpl-{i}", "model": "gpt-4o", "messages": [
-            {"role": "system", "content": "You are a support agent."},
-            {"role": "user", "content": content(s.text)},
-            {"role": "assistant", "content": "Noted: " + s.text}]}))
+        lines.append(
+            orjson.dumps(
+                {
+                    "id": f"chatcmpl-{i}",
+                    "model": "gpt-4o",
+                    "messages": [
+                        {"role": "system", "content": "You are a support agent."},
+                        {"role": "user", "content": content(s.text)},
+                        {"role": "assistant", "content": "Noted: " + s.text},
+                    ],
+                }
+            )
+        )
     import_bytes(store, b"\n".join(lines) + b"\n", "chat_log.jsonl")
     assert store.count_sessions() >= 1
     assert_no_leak(store)
@@ -148,15 +186,20 @@ def test_the_sdk_and_the_litellm_logger(store, tmp_path):
     rec = Recorder(store.url, spool_dir=str(tmp_path / "spool"), flush_interval=0.05)
     try:
         for i, s in enumerate(ID_SECRETS[:20]):
-            with rec.session(name=s.text, agent_id=s.text, environment=s.text[:100] if len(s.text) <= 100 else None,
-                             model=s.text) as run:
+            with rec.session(
+                name=s.text, agent_id=s.text, environment=s.text[:100] if len(s.text) <= 100 else None, model=s.text
+            ) as run:
                 run.think(content(s.text))
                 run.tool_call(s.text[:200], {"q": s.text})
         litellm.callbacks = [rec.litellm_logger()]
         with rec.session(name="litellm") as run:
             for s in SECRETS:
-                litellm.completion(model="gpt-4o", messages=[{"role": "user", "content": content(s.text)}],
-                                   mock_response="Sure: " + s.text, metadata={"agent_replay_session": run.id})
+                litellm.completion(
+                    model="gpt-4o",
+                    messages=[{"role": "user", "content": content(s.text)}],
+                    mock_response="Sure: " + s.text,
+                    metadata={"agent_replay_session": run.id},
+                )
     finally:
         litellm.callbacks = []
         rec.close(settle=5)
@@ -169,15 +212,28 @@ def test_the_sdk_and_the_litellm_logger(store, tmp_path):
 
 def test_replay_output_and_review_notes(store):
     sid = "to-replay"
-    import_bytes(store, b"\n".join(native.dumps(e) for e in [
-        SessionEvent(session_id=sid, name="a run"),
-        StepEvent(session_id=sid, seq=1, type="input", content="What is the key?"),
-        StepEvent(session_id=sid, seq=2, type="decision", content="I cannot say."),
-    ]) + b"\n", "run.jsonl")
+    import_bytes(
+        store,
+        b"\n".join(
+            native.dumps(e)
+            for e in [
+                SessionEvent(session_id=sid, name="a run"),
+                StepEvent(session_id=sid, seq=1, type="input", content="What is the key?"),
+                StepEvent(session_id=sid, seq=2, type="decision", content="I cannot say."),
+            ]
+        )
+        + b"\n",
+        "run.jsonl",
+    )
     with OpenAIServer() as server:
         server.script(server.text(" ".join(s.text for s in SECRETS)))
-        result = replay(store, sid, None, None, ReplayConfig(model="openai/fake-model", api_base=server.base_url,
-                                                              backoff_s=0.01, request_timeout_s=5.0))
+        result = replay(
+            store,
+            sid,
+            None,
+            None,
+            ReplayConfig(model="openai/fake-model", api_base=server.base_url, backoff_s=0.01, request_timeout_s=5.0),
+        )
     assert store.load_steps(result.session)
     for s in SECRETS:
         annotate(store, sid, "bad", "the agent leaked " + s.text, author=s.text[:200] if len(s.text) <= 200 else None)

@@ -7,28 +7,35 @@ import threading
 
 import orjson
 import pytest
+from conftest import FIXTURES
+from openai_server import OpenAIServer, Reply
 from typer.testing import CliRunner
 
-from openai_server import OpenAIServer, Reply
 from replay_core.cli import app
-from replay_core.understand.compare import compare
 from replay_core.demo import load_demo, read_demo
 from replay_core.ingest.formats import UnknownFormat
 from replay_core.ingest.pipeline import import_file
+from replay_core.storage.store import SessionFilter
+from replay_core.understand.compare import compare
+from replay_core.understand.snapshot import rebuild_messages
+from replay_core.understand.timeline import open_timeline
 from replay_core.whatif.recording import MessageLog, Recording, canonical_args, request_key, split_turns
 from replay_core.whatif.replay import ReplayError, estimate, open_recording, replay, replay_many
 from replay_core.whatif.replay_config import Budget, ConfigError, ReplayConfig, configs_for, parse_params
-from replay_core.understand.snapshot import rebuild_messages
-from replay_core.storage.store import SessionFilter
-from replay_core.understand.timeline import open_timeline
-
-from conftest import FIXTURES
 
 FLIGHT = "demo-08-flight-bos-sfo-a"
 FLIGHT_B = "demo-09-flight-bos-sfo-b"
 CODING = "demo-02-coding-format-price-failed"
-SEARCH_ARGS = {"adults": 1, "cabin": "economy", "depart_date": "2026-12-17", "destination": "SFO", "max_stops": 1,
-               "origin": "BOS", "return_date": "2026-12-21", "sort": "price"}
+SEARCH_ARGS = {
+    "adults": 1,
+    "cabin": "economy",
+    "depart_date": "2026-12-17",
+    "destination": "SFO",
+    "max_stops": 1,
+    "origin": "BOS",
+    "return_date": "2026-12-21",
+    "sort": "price",
+}
 DEMO_IDS = sorted({ev.session_id for ev in read_demo()})
 
 
@@ -59,8 +66,15 @@ def test_calls_the_recording_holds_are_answered_from_it(demo, server):
     )
     result = replay(demo, FLIGHT, 5, None, live(server, temperature=0.3))
     assert (result.outcome, result.status, result.steps, result.model_calls) == ("completed", "succeeded", 7, 3)
-    assert kinds(demo, result.session) == [(5, "think"), (6, "tool_call"), (7, "tool_result"), (8, "think"),
-                                           (9, "tool_call"), (10, "tool_result"), (11, "decision")]
+    assert kinds(demo, result.session) == [
+        (5, "think"),
+        (6, "tool_call"),
+        (7, "tool_result"),
+        (8, "think"),
+        (9, "tool_call"),
+        (10, "tool_result"),
+        (11, "decision"),
+    ]
     steps = demo.load_steps(result.session)
     original = {s.seq: s for s in demo.load_steps(FLIGHT)}
     assert steps[2].metadata == {"recorded": True, "source_seq": 7} and steps[2].content == original[7].content
@@ -112,7 +126,11 @@ def test_a_call_the_recording_does_not_hold_diverges(demo, server):
     row = demo.get_session(result.session)
     assert row["status"] == "incomplete" and row["metadata"]["replay_outcome"] == "diverged"
     assert row["outcome"] == f"Replay diverged: {result.message}"
-    assert (result.first_divergence["a_seq"], result.first_divergence["b_seq"], result.first_divergence["kind"]) == (5, 5, "missing step")
+    assert (result.first_divergence["a_seq"], result.first_divergence["b_seq"], result.first_divergence["kind"]) == (
+        5,
+        5,
+        "missing step",
+    )
     assert result.first_divergence["summary"].endswith("; B has no such step.")  # B went straight to the call
     second = compare(demo, FLIGHT, result.session).rows[1]
     assert (second.a.seq, second.b.seq, second.kind) == (6, 5, "different arguments")
@@ -202,8 +220,14 @@ def test_budgets_stop_a_replay(demo, server):
 
 @pytest.mark.parametrize(
     ("mode", "expected"),
-    [("replace", "Be brief."), ("append", "You are a travel assistant. Search with the tools, compare options and never book "
-                                         "without explicit confirmation.\n\nBe brief.")],
+    [
+        ("replace", "Be brief."),
+        (
+            "append",
+            "You are a travel assistant. Search with the tools, compare options and never book "
+            "without explicit confirmation.\n\nBe brief.",
+        ),
+    ],
 )
 def test_the_system_prompt_is_replaced_or_appended(demo, server, mode, expected):
     server.script(server.text("Done."))
@@ -257,8 +281,17 @@ def test_recorded_answers_first_and_the_fallback_model_where_the_run_departs(dem
     result = replay(demo, FLIGHT_B, None, None, config, live_tools={"search_flights": lambda **_: {"offers": ["OF-7Q2K1"]}})
     assert len(server.requests) == 2  # only after the live search result made the run depart
     steps = demo.load_steps(result.session)
-    assert [(s.seq, s.type) for s in steps] == [(1, "input"), (2, "think"), (3, "tool_call"), (4, "tool_result"), (5, "think"),
-                                                (6, "tool_call"), (7, "tool_result"), (8, "think"), (9, "decision")]
+    assert [(s.seq, s.type) for s in steps] == [
+        (1, "input"),
+        (2, "think"),
+        (3, "tool_call"),
+        (4, "tool_result"),
+        (5, "think"),
+        (6, "tool_call"),
+        (7, "tool_result"),
+        (8, "think"),
+        (9, "decision"),
+    ]
     assert [s.metadata for s in steps[1:6]] == [{"recorded": True, "source_seq": n} for n in (2, 3, 4, 5, 6)]
     assert steps[6].metadata == {"live": True} and steps[6].content == '{"offers":["OF-7Q2K1"]}'
     assert [s.content for s in steps[7:]] == ["Found one offer: JetBlue at $318.40.", "Cheapest: JetBlue, $318.40."]
@@ -276,8 +309,12 @@ def test_recorded_without_fallback_diverges_where_the_recording_has_no_answer(de
 
 def test_done_when_the_failing_coding_run_replayed_with_another_model_names_its_first_divergence(demo, server):
     """The failing demo run replayed from its culprit cycle with another model, side by side with the original."""
-    server.script(server.tool_calls(("read_file", {"path": "tests/pricing/test_format.py"}),
-                                    content="Before rewriting it, read the tests to learn the expected signature."))
+    server.script(
+        server.tool_calls(
+            ("read_file", {"path": "tests/pricing/test_format.py"}),
+            content="Before rewriting it, read the tests to learn the expected signature.",
+        )
+    )
     result = replay(demo, CODING, 8, None, live(server, model="openai/other-model"))
     assert (result.outcome, result.status) == ("diverged", "incomplete")
     assert result.session in [r["id"] for r in demo.list_sessions(SessionFilter(replay_of=CODING))]
@@ -318,7 +355,9 @@ def test_null_replay_matches_with_an_edited_system_prompt_and_from_mid_run(demo)
 def real_samples() -> list[str]:
     """The real (not hand-made) files of tests/fixtures, as SOURCES.md lists them."""
     rows = [line.split("|") for line in (FIXTURES / "SOURCES.md").read_text().splitlines() if line.startswith("| ")]
-    return sorted(r[1].strip() for r in rows if len(r) > 6 and r[6].strip().startswith("real") and (FIXTURES / r[1].strip()).exists())
+    return sorted(
+        r[1].strip() for r in rows if len(r) > 6 and r[6].strip().startswith("real") and (FIXTURES / r[1].strip()).exists()
+    )
 
 
 @pytest.mark.parametrize("sample", real_samples())
@@ -362,14 +401,25 @@ def test_turns_and_inferred_tool_schemas(demo):
     lead, turns = split_turns(demo.load_steps(FLIGHT))
     assert [s.seq for s in lead] == [1]
     assert [([s.seq for s in t.steps], [s.seq for s in t.env]) for t in turns] == [
-        ([2, 3], [4]), ([5, 6], [7]), ([8, 9], [10]), ([11], [])]
+        ([2, 3], [4]),
+        ([5, 6], [7]),
+        ([8, 9], [10]),
+        ([11], []),
+    ]
     rec = Recording(open_timeline(demo, FLIGHT), demo, 1, 11)
     search = next(t["function"] for t in rec.tools() if t["function"]["name"] == "search_flights")
     assert search["parameters"] == {
         "type": "object",
-        "properties": {"adults": {"type": "integer"}, "cabin": {"type": "string"}, "depart_date": {"type": "string"},
-                       "destination": {"type": "string"}, "max_stops": {"type": "integer"}, "origin": {"type": "string"},
-                       "return_date": {"type": "string"}, "sort": {"type": "string"}},
+        "properties": {
+            "adults": {"type": "integer"},
+            "cabin": {"type": "string"},
+            "depart_date": {"type": "string"},
+            "destination": {"type": "string"},
+            "max_stops": {"type": "integer"},
+            "origin": {"type": "string"},
+            "return_date": {"type": "string"},
+            "sort": {"type": "string"},
+        },
         "required": ["adults", "cabin", "depart_date", "destination", "max_stops", "origin", "return_date", "sort"],
     }
     assert rec.context_source == "recorded at step 2"
@@ -382,8 +432,15 @@ def test_recorded_tool_schemas_are_used_when_the_source_has_them(demo):
     schema = {"name": "search_flights", "description": "Search flights.", "input_schema": {"type": "object", "properties": {}}}
     ingest(demo, [SessionEvent(session_id=FLIGHT, metadata={"tools": [schema]})])
     assert open_recording(demo, FLIGHT, None, None).tools() == [
-        {"type": "function", "function": {"name": "search_flights", "description": "Search flights.",
-                                          "parameters": {"type": "object", "properties": {}}}}]
+        {
+            "type": "function",
+            "function": {
+                "name": "search_flights",
+                "description": "Search flights.",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
 
 
 def test_estimate_before_launch(demo):
@@ -427,7 +484,7 @@ def test_config_errors_name_the_setting(settings, message):
 
 
 def test_params_from_the_command_line():
-    assert parse_params(["top_p=0.5", "stop=[\"END\"]", "user=ana"]) == {"top_p": 0.5, "stop": ["END"], "user": "ana"}
+    assert parse_params(["top_p=0.5", 'stop=["END"]', "user=ana"]) == {"top_p": 0.5, "stop": ["END"], "user": "ana"}
     with pytest.raises(ConfigError, match="params: expected NAME=VALUE, got 'top_p'"):
         parse_params(["top_p"])
 
@@ -446,9 +503,32 @@ def test_cli_replay_json_through_the_local_server(demo, server):
     if demo.dialect != "sqlite":
         pytest.skip("the CLI path is the same on both databases")
     server.default = server.text("Done.")
-    res = CliRunner().invoke(app, ["replay", FLIGHT, "--from", "11", "--to", "11", "--model", "openai/fake-model",
-                                   "--model", "recorded", "--api-base", server.base_url, "--param", "top_p=0.5",
-                                   "--param", "seed=7", "--tool-mode", "none", "--json", "--db", demo.url])
+    res = CliRunner().invoke(
+        app,
+        [
+            "replay",
+            FLIGHT,
+            "--from",
+            "11",
+            "--to",
+            "11",
+            "--model",
+            "openai/fake-model",
+            "--model",
+            "recorded",
+            "--api-base",
+            server.base_url,
+            "--param",
+            "top_p=0.5",
+            "--param",
+            "seed=7",
+            "--tool-mode",
+            "none",
+            "--json",
+            "--db",
+            demo.url,
+        ],
+    )
     assert res.exit_code == 0, res.output
     [request] = server.requests
     assert (request["top_p"], request["seed"], "tools" in request) == (0.5, 7, False)
@@ -456,7 +536,13 @@ def test_cli_replay_json_through_the_local_server(demo, server):
     assert [e["model"] for e in body["estimate"]] == ["openai/fake-model", "recorded"]
     live_run, null_run = body["replays"]
     assert {k: live_run[k] for k in ("status", "outcome", "steps", "tokens_in", "tokens_out", "cost_usd")} == {
-        "status": "succeeded", "outcome": "completed", "steps": 1, "tokens_in": 20, "tokens_out": 5, "cost_usd": None}
+        "status": "succeeded",
+        "outcome": "completed",
+        "steps": 1,
+        "tokens_in": 20,
+        "tokens_out": 5,
+        "cost_usd": None,
+    }
     assert live_run["first_divergence"]["kind"] == "different text" and live_run["first_divergence"]["a_seq"] == 11
     assert null_run["first_divergence"] is None and null_run["status"] == "succeeded"
     assert demo.get_session(live_run["session"])["replay_of"] == FLIGHT
@@ -469,6 +555,7 @@ def test_cli_replay_human_output_and_errors(sqlite_store, tmp_path):
     assert "estimate recorded: 4 model turns" in res.stdout and "first divergence: none" in res.stdout
     res = CliRunner().invoke(app, ["replay", FLIGHT, "--model", "recorded", "--from", "40", "--db", sqlite_store.url])
     assert res.exit_code == 1 and str(res.exception) == "steps 40–11 are outside the run (steps 1–11)"
-    res = CliRunner().invoke(app, ["replay", FLIGHT, "--model", "recorded", "--system-prompt", str(tmp_path / "none.txt"),
-                                   "--db", sqlite_store.url])
+    res = CliRunner().invoke(
+        app, ["replay", FLIGHT, "--model", "recorded", "--system-prompt", str(tmp_path / "none.txt"), "--db", sqlite_store.url]
+    )
     assert res.exit_code == 1 and str(res.exception).startswith("--system-prompt: cannot read")

@@ -25,8 +25,26 @@ def db(tmp_path):
 
 
 def run(db: str, server: OpenAIServer, *extra: str):
-    return CliRunner().invoke(app, ["replay", FLIGHT, "--db", db, "--from", "11", "--to", "11", "--api-base", server.base_url,
-                                    "--model", "openai/fake-model", "--workers", "1", *extra])
+    return CliRunner().invoke(
+        app,
+        [
+            "replay",
+            FLIGHT,
+            "--db",
+            db,
+            "--from",
+            "11",
+            "--to",
+            "11",
+            "--api-base",
+            server.base_url,
+            "--model",
+            "openai/fake-model",
+            "--workers",
+            "1",
+            *extra,
+        ],
+    )
 
 
 def test_the_default_call_timeout_is_60_seconds():

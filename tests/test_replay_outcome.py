@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from openai_server import OpenAIServer
+
 from replay_core.storage.store import SessionFilter
 from replay_core.understand.replay_outcome import describe, plain_error, replay_outcome
 from replay_core.whatif.replay import replay
@@ -54,15 +54,18 @@ def test_a_provider_failure_after_the_first_answer_says_where_it_stopped(demo):
     assert (outcome.kind, outcome.text, outcome.raw) == ("stopped", "stopped at step 5: openai had a server error", "boom")
 
 
-@pytest.mark.parametrize(("error_class", "message", "text"), [
-    ("timeout", "read timed out", "openai did not answer in time"),
-    ("connection", "refused", "could not reach openai"),
-    ("rate_limit", "slow down", "openai is refusing requests for now (too many requests)"),
-    ("auth", "invalid api key provided", "no credentials for openai"),
-    ("auth", "forbidden", "openai refused the credentials"),
-    ("other", "Missing credentials. Please pass an `api_key`", "no credentials for openai"),
-    ("other", "something odd", "the call to openai failed"),
-])
+@pytest.mark.parametrize(
+    ("error_class", "message", "text"),
+    [
+        ("timeout", "read timed out", "openai did not answer in time"),
+        ("connection", "refused", "could not reach openai"),
+        ("rate_limit", "slow down", "openai is refusing requests for now (too many requests)"),
+        ("auth", "invalid api key provided", "no credentials for openai"),
+        ("auth", "forbidden", "openai refused the credentials"),
+        ("other", "Missing credentials. Please pass an `api_key`", "no credentials for openai"),
+        ("other", "something odd", "the call to openai failed"),
+    ],
+)
 def test_provider_errors_in_plain_words(error_class, message, text):
     assert plain_error(error_class, message, "openai/gpt-4o-mini") == text
 
@@ -72,4 +75,5 @@ def test_a_running_replay_and_a_different_outcome():
     same_steps = {"a_seq": None, "b_seq": None, "kind": "different outcome"}
     assert describe("completed", "", None, same_steps, model="m", started=True).text == "same steps, different outcome"
     assert describe("budget", "", None, {"a_seq": 3, "b_seq": 4}, model="m", started=True).text == (
-        "diverged at step 3, then stopped at its budget")
+        "diverged at step 3, then stopped at its budget"
+    )

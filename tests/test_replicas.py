@@ -48,7 +48,12 @@ def replicas(pg_database):
 def test_a_write_on_one_replica_is_read_and_searched_on_the_other(replicas):
     a, b, _ = replicas
     with httpx.Client(headers=AUTH, timeout=30) as http:
-        assert http.post(f"{a}/api/v1/sessions/shared-1/steps", json=[{"type": "think", "content": "written on replica A"}]).status_code == 200
+        assert (
+            http.post(
+                f"{a}/api/v1/sessions/shared-1/steps", json=[{"type": "think", "content": "written on replica A"}]
+            ).status_code
+            == 200
+        )
         body = http.get(f"{b}/api/v1/sessions/shared-1").json()
         assert [s["content"] for s in body["steps"]] == ["written on replica A"]
         listed = http.get(f"{b}/api/v1/sessions", params={"q": "replica"}).json()
@@ -63,7 +68,9 @@ def test_the_stream_on_one_replica_sees_writes_on_the_other(replicas):
         listener.start()
         listener.wait_for(1)
         for i in range(1, 6):
-            http.post(f"{a}/api/v1/sessions/shared-2/steps", json=[{"type": "think", "content": f"from A {i}"}]).raise_for_status()
+            http.post(
+                f"{a}/api/v1/sessions/shared-2/steps", json=[{"type": "think", "content": f"from A {i}"}]
+            ).raise_for_status()
         listener.wait_for(6)
         listener.stop.set()
     assert [i for i, _ in listener.events] == [1, 2, 3, 4, 5, 6]
@@ -97,9 +104,13 @@ def test_new_runs_of_one_day_posted_to_both_replicas_at_once_all_land_and_the_ce
     def agent(n: int) -> list[int]:
         base = (a, b)[n % 2]
         with httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
-            return [http.post(f"/api/v1/sessions/day-{n}-{r}/steps",
-                              json=[{"type": "think", "content": f"agent {n} run {r} step {s}"} for s in range(20)]).status_code
-                    for r in range(runs)]
+            return [
+                http.post(
+                    f"/api/v1/sessions/day-{n}-{r}/steps",
+                    json=[{"type": "think", "content": f"agent {n} run {r} step {s}"} for s in range(20)],
+                ).status_code
+                for r in range(runs)
+            ]
 
     with ThreadPoolExecutor(agents) as pool:
         statuses = [s for one in pool.map(agent, range(agents)) for s in one]

@@ -36,14 +36,21 @@ step = st.builds(
     tool_call_id=st.none() | st.sampled_from(("c1", "c2", "c3")),
     error_class=st.none() | st.sampled_from(("Timeout", "ValueError")),
     minute=st.integers(0, 600),
-    metadata=st.none() | st.sampled_from(({"approval": True}, {"block": "fallback"}, {"block": "fallback", "agent_invoked": True})),
+    metadata=st.none()
+    | st.sampled_from(({"approval": True}, {"block": "fallback"}, {"block": "fallback", "agent_invoked": True})),
 )
 
 # a step of few tools, arguments and call ids: loops and redundant calls that span batches
-call = st.builds(dict, type=st.sampled_from(("tool_call", "tool_call", "tool_result", "think")), retry=st.sampled_from((0, 0, 1)),
-                 status=st.sampled_from(("ok", "ok", "error")), tool_name=st.sampled_from(("search", "read")),
-                 tool_args=st.sampled_from(({"q": 1}, {"q": 1}, {"q": 2})), tool_call_id=st.sampled_from(("c1", "c2", "c3", "c4")),
-                 minute=st.integers(0, 600))
+call = st.builds(
+    dict,
+    type=st.sampled_from(("tool_call", "tool_call", "tool_result", "think")),
+    retry=st.sampled_from((0, 0, 1)),
+    status=st.sampled_from(("ok", "ok", "error")),
+    tool_name=st.sampled_from(("search", "read")),
+    tool_args=st.sampled_from(({"q": 1}, {"q": 1}, {"q": 2})),
+    tool_call_id=st.sampled_from(("c1", "c2", "c3", "c4")),
+    minute=st.integers(0, 600),
+)
 
 op = st.one_of(
     st.tuples(st.just("write"), st.sampled_from(SIDS), st.lists(step, max_size=8), st.booleans(), st.booleans()),
@@ -130,9 +137,11 @@ def test_a_loop_and_its_redundant_calls_across_batches(store):
     """Three calls of one tool and arguments, their first result in the next batch, a fourth call in the one after."""
     _clear(store)
     call = {"type": "tool_call", "tool_name": "search", "tool_args": {"q": 1}, "minute": 0}
-    for batch in ([{**call, "tool_call_id": f"c{i}", "event_id": f"e{i}"} for i in (1, 2, 3)],
-                  [{"type": "tool_result", "tool_call_id": "c1", "event_id": "r1", "minute": 1}],
-                  [{**call, "tool_call_id": "c4", "event_id": "e4"}]):
+    for batch in (
+        [{**call, "tool_call_id": f"c{i}", "event_id": f"e{i}"} for i in (1, 2, 3)],
+        [{"type": "tool_result", "tool_call_id": "c1", "event_id": "r1", "minute": 1}],
+        [{**call, "tool_call_id": "c4", "event_id": "e4"}],
+    ):
         store.write([_event("live", spec) for spec in batch])
     kept = _tables(store)
     store.rebuild_rollups()
@@ -161,12 +170,28 @@ def test_definitions_on_a_known_run():
     main, parts = rollups.rollup_of("r", rows)
     got = dict(zip(rollups.ROLLUP_COLUMNS, main, strict=True))
     assert got == {
-        "session_id": "r", "steps": 11, "max_seq": 11, "tokens_in": 103, "tokens_out": 5, "cost_usd": 0.5,
-        "cost_unknown_steps": 1, "retried_steps": 1, "errored_steps": 1, "first_error_at": T0 + timedelta(seconds=5),
-        "blocked_steps": 1, "approvals": 1, "fallback_blocks": 1, "fallback_agent": 1, "tool_calls": 4, "tool_failures": 1,
+        "session_id": "r",
+        "steps": 11,
+        "max_seq": 11,
+        "tokens_in": 103,
+        "tokens_out": 5,
+        "cost_usd": 0.5,
+        "cost_unknown_steps": 1,
+        "retried_steps": 1,
+        "errored_steps": 1,
+        "first_error_at": T0 + timedelta(seconds=5),
+        "blocked_steps": 1,
+        "approvals": 1,
+        "fallback_blocks": 1,
+        "fallback_agent": 1,
+        "tool_calls": 4,
+        "tool_failures": 1,
         # phases 0 1 2 1 2 1 1 4 0: falls at seq 4, 6 and 11 -> 4 cycles; 3 calls of search {"q": 1} outside retries: a
         # loop, and the calls after the first ok result (seq 3) are redundant: seq 4 and 7
-        "cycles": 4, "loops": 1, "redundant_calls": 2, "durations_us": "10000,1500",
+        "cycles": 4,
+        "loops": 1,
+        "redundant_calls": 2,
+        "durations_us": "10000,1500",
     }
     assert sorted(parts, key=repr) == sorted([("r", "search", None, 4, 0), ("r", "search", "Timeout", 0, 1)], key=repr)
     assert rollups.rollup_of("r", []) is None
@@ -178,7 +203,9 @@ def test_migration_fills_rollups_of_an_older_database(store):
 
     from replay_core.storage.migrations import alembic_config
 
-    store.write([SessionEvent(session_id="x"), *(_event("x", {"type": t, "minute": i, "tokens_in": 2}) for i, t in enumerate(TYPES))])
+    store.write(
+        [SessionEvent(session_id="x"), *(_event("x", {"type": t, "minute": i, "tokens_in": 2}) for i, t in enumerate(TYPES))]
+    )
     expected = _tables(store)
     command.downgrade(alembic_config(store.engine), "0004_audit")
     command.upgrade(alembic_config(store.engine), "head")
@@ -194,8 +221,12 @@ def test_migration_keys_the_stored_calls_and_a_live_run_carries_on_from_them(sto
 
     _clear(store)
     call = {"type": "tool_call", "tool_name": "search", "minute": 0}
-    store.write([_event("live", {**call, "tool_args": args, "tool_call_id": f"c{i}", "event_id": f"e{i}"})
-                 for i, args in enumerate(({"q": 1, "n": [1, 2]}, {"n": [1, 2], "q": 1}, None, {"q": 2}))])
+    store.write(
+        [
+            _event("live", {**call, "tool_args": args, "tool_call_id": f"c{i}", "event_id": f"e{i}"})
+            for i, args in enumerate(({"q": 1, "n": [1, 2]}, {"n": [1, 2], "q": 1}, None, {"q": 2}))
+        ]
+    )
     command.downgrade(alembic_config(store.engine), "0012_member_durations")
     command.upgrade(alembic_config(store.engine), "head")
     keys_hold(store)
@@ -227,9 +258,11 @@ def test_names_and_call_ids_of_any_text_carry_on_across_batches(store):
     _clear(store)
     names = ['a"b', "c\\d", "é ü", "[x]", "it's"]
     call = {"type": "tool_call", "tool_args": {"q": 1}, "minute": 0}
-    batches = ([{**call, "tool_name": n, "tool_call_id": f"{n}-1", "event_id": f"c{i}"} for i, n in enumerate(names)],
-               [{"type": "tool_result", "tool_call_id": f"{n}-1", "event_id": f"r{i}", "minute": 1} for i, n in enumerate(names)],
-               [{**call, "tool_name": n, "tool_call_id": f"{n}-2", "event_id": f"d{i}"} for i, n in enumerate(names)])
+    batches = (
+        [{**call, "tool_name": n, "tool_call_id": f"{n}-1", "event_id": f"c{i}"} for i, n in enumerate(names)],
+        [{"type": "tool_result", "tool_call_id": f"{n}-1", "event_id": f"r{i}", "minute": 1} for i, n in enumerate(names)],
+        [{**call, "tool_name": n, "tool_call_id": f"{n}-2", "event_id": f"d{i}"} for i, n in enumerate(names)],
+    )
     for batch in batches:
         store.write([_event("live", spec) for spec in batch])
     kept = _tables(store)
@@ -254,14 +287,24 @@ def test_a_new_postgres_database_gets_statistics_from_its_first_writes(pg_databa
     admin.execute(f'CREATE DATABASE "{name}"')
     store = Store(_pg_url(name))
     try:
+
         def analyzed() -> bool:
             with store.engine.connect() as conn:
-                return conn.execute(text("SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relid = 'steps'::regclass")).scalar()
+                return conn.execute(
+                    text("SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relid = 'steps'::regclass")
+                ).scalar()
 
         call = {"type": "tool_call", "tool_name": "search", "minute": 0}
-        store.write([_event("live", {**call, "tool_args": {"q": i}, "tool_call_id": f"c{i}", "event_id": f"e{i}"}) for i in range(600)])
+        store.write(
+            [_event("live", {**call, "tool_args": {"q": i}, "tool_call_id": f"c{i}", "event_id": f"e{i}"}) for i in range(600)]
+        )
         assert not analyzed()
-        store.write([_event("live", {**call, "tool_args": {"q": i}, "tool_call_id": f"c{i}", "event_id": f"e{i}"}) for i in range(600, 1200)])
+        store.write(
+            [
+                _event("live", {**call, "tool_args": {"q": i}, "tool_call_id": f"c{i}", "event_id": f"e{i}"})
+                for i in range(600, 1200)
+            ]
+        )
         assert analyzed()
         query = rollups._reads("postgresql")["by_keys"].compile(dialect=store.engine.dialect)
         with store.engine.connect() as conn:

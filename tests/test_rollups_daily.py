@@ -12,19 +12,33 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from sqlalchemy import select
+from test_rollups import SIDS, T0, _apply, _clear, _event, step
 
 from replay_core.demo import load_demo
 from replay_core.events import SessionEndEvent, SessionEvent
 from replay_core.storage.store import SessionFilter, Store, WriteRefused
 from replay_core.storage.tables import daily_cells, daily_errors, daily_members, daily_tools, run_rollups
 from replay_core.understand import analytics, headline
-from test_rollups import SIDS, T0, _apply, _clear, _event, step
 
-METRICS = ((analytics.headline, None), (analytics.headline, "model"), (analytics.headline, "day"), (analytics.volume, "day"),
-           (analytics.volume, "status"), (analytics.step_latency, "model"), (analytics.usage, "model"), (analytics.usage, "agent"),
-           (analytics.tools, None), (analytics.tools, "day"), (analytics.error_classes, None), (analytics.retries, "day"),
-           (analytics.fallbacks, "day"), (analytics.interventions, "day"), (analytics.loops, "day"), (analytics.loops, None),
-           (analytics.durations, "agent"))
+METRICS = (
+    (analytics.headline, None),
+    (analytics.headline, "model"),
+    (analytics.headline, "day"),
+    (analytics.volume, "day"),
+    (analytics.volume, "status"),
+    (analytics.step_latency, "model"),
+    (analytics.usage, "model"),
+    (analytics.usage, "agent"),
+    (analytics.tools, None),
+    (analytics.tools, "day"),
+    (analytics.error_classes, None),
+    (analytics.retries, "day"),
+    (analytics.fallbacks, "day"),
+    (analytics.interventions, "day"),
+    (analytics.loops, "day"),
+    (analytics.loops, None),
+    (analytics.durations, "agent"),
+)
 
 session = st.builds(
     dict,
@@ -39,8 +53,13 @@ session = st.builds(
 
 op = st.one_of(
     st.tuples(st.just("write"), st.sampled_from(SIDS), st.lists(step, max_size=8), st.booleans(), st.booleans()),
-    st.tuples(st.just("session"), st.sampled_from(SIDS), session, st.lists(step, max_size=3),
-              st.none() | st.sampled_from(("succeeded", "failed", "unknown"))),
+    st.tuples(
+        st.just("session"),
+        st.sampled_from(SIDS),
+        session,
+        st.lists(step, max_size=3),
+        st.none() | st.sampled_from(("succeeded", "failed", "unknown")),
+    ),
     st.tuples(st.just("expire"), st.integers(0, 48)),
     st.tuples(st.just("delete"), st.sampled_from(SIDS)),
     st.tuples(st.just("retention"), st.integers(0, 3)),
@@ -68,8 +87,10 @@ def _run(store: Store, action: tuple) -> None:
 
 def _daily_tables(store: Store) -> list[list]:
     with store.engine.connect() as conn:
-        return [sorted((tuple(r) for r in conn.execute(select(t))), key=repr)
-                for t in (daily_members, daily_cells, daily_tools, daily_errors)]
+        return [
+            sorted((tuple(r) for r in conn.execute(select(t))), key=repr)
+            for t in (daily_members, daily_cells, daily_tools, daily_errors)
+        ]
 
 
 def _same_dashboard(store: Store, flt: SessionFilter | None) -> None:
@@ -82,9 +103,12 @@ def _same_dashboard(store: Store, flt: SessionFilter | None) -> None:
             assert_frame_equal(metric(cells, by), metric(runs, by), check_exact=True), (metric.__name__, by, flt, detail)
 
 
-FILTERS = (None, SessionFilter(since=T0 - timedelta(hours=20), until=T0 + timedelta(hours=9)),  # part days at both ends
-           SessionFilter(since=T0 - timedelta(days=1), until=T0 + timedelta(days=1), model="m1", include_replays=True),
-           SessionFilter(experiments=True, until=T0 + timedelta(minutes=30), status="failed"))
+FILTERS = (
+    None,
+    SessionFilter(since=T0 - timedelta(hours=20), until=T0 + timedelta(hours=9)),  # part days at both ends
+    SessionFilter(since=T0 - timedelta(days=1), until=T0 + timedelta(days=1), model="m1", include_replays=True),
+    SessionFilter(experiments=True, until=T0 + timedelta(minutes=30), status="failed"),
+)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -103,17 +127,32 @@ def test_daily_rollups_equal_a_rebuild_and_the_per_run_numbers(store, actions):
         _same_dashboard(store, flt)
 
 
-@pytest.mark.parametrize("flt", [
-    None, SessionFilter(status="failed"), SessionFilter(experiments=True), SessionFilter(include_replays=True),
-    SessionFilter(since=datetime(2020, 1, 1, 7, tzinfo=UTC)), SessionFilter(until=datetime.now(UTC) - timedelta(hours=5)),
-])
+@pytest.mark.parametrize(
+    "flt",
+    [
+        None,
+        SessionFilter(status="failed"),
+        SessionFilter(experiments=True),
+        SessionFilter(include_replays=True),
+        SessionFilter(since=datetime(2020, 1, 1, 7, tzinfo=UTC)),
+        SessionFilter(until=datetime.now(UTC) - timedelta(hours=5)),
+    ],
+)
 def test_demo_dashboard_from_cells_equals_per_run(store, flt):
     load_demo(store)
     _same_dashboard(store, flt)
 
 
-@pytest.mark.parametrize("flt", [SessionFilter(text="refund"), SessionFilter(tag="demo"), SessionFilter(workflow="customer-support"),
-                                 SessionFilter(has="retry"), SessionFilter(failed_tool="search_flights")])
+@pytest.mark.parametrize(
+    "flt",
+    [
+        SessionFilter(text="refund"),
+        SessionFilter(tag="demo"),
+        SessionFilter(workflow="customer-support"),
+        SessionFilter(has="retry"),
+        SessionFilter(failed_tool="search_flights"),
+    ],
+)
 def test_a_filter_the_cells_cannot_answer_reads_per_run(store, flt):
     load_demo(store)
     assert store.daily_rows(flt) is None
@@ -169,8 +208,14 @@ def test_migration_copies_step_durations_onto_the_members(store):
 
 def test_a_cost_too_large_for_exact_sums_is_read_per_run(store):
     """Costs may be 10¹⁵ a step: nano-dollars would overflow the cells' sums, so such a period reads per run."""
-    store.write([SessionEvent(session_id="big", started_at=T0), _event("big", {"type": "decision", "minute": 1, "cost_usd": 1e12}),
-                 SessionEvent(session_id="small", started_at=T0), _event("small", {"type": "decision", "minute": 1, "cost_usd": 0.25})])
+    store.write(
+        [
+            SessionEvent(session_id="big", started_at=T0),
+            _event("big", {"type": "decision", "minute": 1, "cost_usd": 1e12}),
+            SessionEvent(session_id="small", started_at=T0),
+            _event("small", {"type": "decision", "minute": 1, "cost_usd": 0.25}),
+        ]
+    )
     cells, runs = analytics.load(store, daily=True), analytics.load(store)
     assert not cells.daily and analytics.headline(cells)["cost_usd"][0] == 1e12 + 0.25
     assert headline.headline(store)[0]["cost_usd"] == 1e12 + 0.25

@@ -26,13 +26,15 @@ def found(store: Store, text: str) -> list[str]:
 
 
 def seed(store: Store) -> None:
-    store.write([
-        SessionEvent(session_id="w", name="Weather desk"),
-        StepEvent(session_id="w", type="think", content="Checking api.weather.com for the REFUNDED order"),
-        StepEvent(session_id="w", type="tool_call", tool_name="get_weather", tool_args={"city": "Zürich", "when": "today"}),
-        StepEvent(session_id="q", type="think", content='a "quoted" NEAR(x y) OR * -minus ^caret'),
-        StepEvent(session_id="q", type="think", content="the timeout hit at step two"),
-    ])
+    store.write(
+        [
+            SessionEvent(session_id="w", name="Weather desk"),
+            StepEvent(session_id="w", type="think", content="Checking api.weather.com for the REFUNDED order"),
+            StepEvent(session_id="w", type="tool_call", tool_name="get_weather", tool_args={"city": "Zürich", "when": "today"}),
+            StepEvent(session_id="q", type="think", content='a "quoted" NEAR(x y) OR * -minus ^caret'),
+            StepEvent(session_id="q", type="think", content="the timeout hit at step two"),
+        ]
+    )
 
 
 def test_words_prefixes_tools_and_arguments_are_found(store):
@@ -49,8 +51,30 @@ def test_words_prefixes_tools_and_arguments_are_found(store):
     assert found(store, "hit at step") == ["q"]
 
 
-@pytest.mark.parametrize("hostile", ['"', '""', "'", "NEAR(", "*", "a OR b", "-x", "^", "col:x", "\x00", "\x00weather",
-                                     "(((", "\\", "%", "_", "x" * 200_000, "weather " * 5000, "🙂", "\u202e"])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        '"',
+        '""',
+        "'",
+        "NEAR(",
+        "*",
+        "a OR b",
+        "-x",
+        "^",
+        "col:x",
+        "\x00",
+        "\x00weather",
+        "(((",
+        "\\",
+        "%",
+        "_",
+        "x" * 200_000,
+        "weather " * 5000,
+        "🙂",
+        "\u202e",
+    ],
+)
 def test_hostile_queries_never_error(store, hostile):
     seed(store)
     store.list_sessions(SessionFilter(text=hostile))
@@ -81,7 +105,9 @@ def test_the_index_follows_deletes_and_retention(store, monkeypatch):
     store.delete_sessions(["q"])
     assert found(store, "timeout") == []
     old = now_utc() - timedelta(days=40)
-    store.write([SessionEvent(session_id="old", started_at=old), StepEvent(session_id="old", type="think", content="ancient kumquat")])
+    store.write(
+        [SessionEvent(session_id="old", started_at=old), StepEvent(session_id="old", type="think", content="ancient kumquat")]
+    )
     assert found(store, "kumquat") == ["old"]
     monkeypatch.setenv("AGENT_REPLAY_RETENTION_DAYS", "30")
     assert retention.apply_policy(store) == 1
@@ -105,8 +131,13 @@ def insert_old_step(store: Store, **values) -> None:
     row = {"content": None, "tool_name": None, "tool_args": None, **values}
     with store.engine.begin() as conn:
         conn.execute(text("INSERT INTO sessions (id, status, created_at) VALUES ('before', 'running', '2026-01-01 00:00:00')"))
-        conn.execute(text("INSERT INTO steps (session_id, seq, event_id, type, content, tool_name, tool_args, status, retry, redacted) "
-                          "VALUES ('before', 1, 'e1', 'think', :content, :tool_name, :tool_args, 'ok', 0, 0)"), row)
+        conn.execute(
+            text(
+                "INSERT INTO steps (session_id, seq, event_id, type, content, tool_name, tool_args, status, retry, redacted) "
+                "VALUES ('before', 1, 'e1', 'think', :content, :tool_name, :tool_args, 'ok', 0, 0)"
+            ),
+            row,
+        )
 
 
 def test_the_migration_indexes_steps_stored_before_it(tmp_path):
@@ -145,18 +176,21 @@ def test_the_migration_indexes_steps_stored_before_it_on_postgresql(pg_database)
 WORDS = ["ab", "abc", "abcd", "get", "weather", "x1", "Ünï", "ok"]
 SEPARATORS = [" ", ".", "_", "-", "/", '"', "*", ":", "\n", "(", ")"]
 texts = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), max_size=8).map(
-    lambda parts: "".join(w + s for w, s in parts))
+    lambda parts: "".join(w + s for w, s in parts)
+)
 
 
 def reference(query: SearchQuery, content: str) -> bool:
     """What the index must answer, from the rule in storage/search.py: every term's words in a row."""
     words = [w.lower() for w in re.findall(r"[^\W_]+", content)]
+
     def term_found(term):
         for i in range(len(words) - len(term) + 1):
-            head, last = words[i:i + len(term) - 1], words[i + len(term) - 1]
+            head, last = words[i : i + len(term) - 1], words[i + len(term) - 1]
             if list(term[:-1]) == head and (last == term[-1] or (len(term[-1]) >= 3 and last.startswith(term[-1]))):
                 return True
         return False
+
     return bool(query) and all(term_found(t) for t in query.terms)
 
 
@@ -203,5 +237,6 @@ def test_the_api_q_and_the_cli_search_use_the_index(store, tmp_path):
     result = CliRunner().invoke(app, ["sessions", "--db", store.url, "--search", "timeout", "--json"])
     assert result.exit_code == 0, result.output
     import orjson
+
     rows = orjson.loads(result.output)
     assert [(r["id"], r["match"]["seq"]) for r in rows] == [("q", 2)]

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
+from test_queues import EDITOR, REVIEWER, add_runs
 
-from replay_core.storage.actor import Actor, PermissionDenied
+from replay_core.storage.actor import PermissionDenied
 from replay_core.storage.tables import share_links
 from replay_core.team import queues, shares
-from test_queues import EDITOR, REVIEWER, add_runs
 
 
 def test_a_link_opens_its_run_and_only_the_hash_is_stored(store):
@@ -34,8 +34,11 @@ def test_expired_revoked_and_unknown_links(store):
     add_runs(store, 2)
     short = shares.make(store, shares.COMPARE, session="run-0", other="run-1", expires=timedelta(minutes=1), actor=EDITOR)
     with store.engine.begin() as conn:  # a minute later
-        conn.execute(share_links.update().where(share_links.c.id == short["id"]).values(
-            expires_at=short["expires_at"] - timedelta(minutes=2)))
+        conn.execute(
+            share_links.update()
+            .where(share_links.c.id == short["id"])
+            .values(expires_at=short["expires_at"] - timedelta(minutes=2))
+        )
     with pytest.raises(shares.ShareGone) as gone:
         shares.open_link(store, short["token"])
     assert gone.value.reason == "expired" and str(gone.value).startswith("This link expired on ")
@@ -62,8 +65,11 @@ def test_a_deleted_run_closes_its_link(store):
 
 def test_only_editors_share_and_bad_targets_are_named(store):
     add_runs(store, 1)
-    for call in (lambda: shares.make(store, shares.RUN, session="run-0", actor=REVIEWER),
-                 lambda: shares.list_links(store, actor=REVIEWER), lambda: shares.revoke(store, 1, actor=REVIEWER)):
+    for call in (
+        lambda: shares.make(store, shares.RUN, session="run-0", actor=REVIEWER),
+        lambda: shares.list_links(store, actor=REVIEWER),
+        lambda: shares.revoke(store, 1, actor=REVIEWER),
+    ):
         with pytest.raises(PermissionDenied):
             call()
     with pytest.raises(shares.ShareError, match="no run 'nope'"):
@@ -76,8 +82,10 @@ def test_only_editors_share_and_bad_targets_are_named(store):
     assert shares.make(store, shares.QUEUE, queue=qid, actor=EDITOR)["target"] == {"queue": qid}
 
 
-@pytest.mark.parametrize(("text", "value"), [(None, timedelta(days=7)), ("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)),
-                                             (" 2w ", timedelta(weeks=2))])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [(None, timedelta(days=7)), ("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)), (" 2w ", timedelta(weeks=2))],
+)
 def test_expiry_text(text, value):
     assert shares.parse_expiry(text) == value
 

@@ -17,15 +17,45 @@ def s(seq, kind, **kw):
 RUN = [
     SessionEvent(session_id="r1", name="refund", started_at=T0),
     s(1, "input", content="I want a refund for order A-17"),
-    s(2, "think", content="Look the order up.", tokens_in=100, tokens_out=10, cost_usd=0.01,
-      metadata={"state": {"goal": "refund A-17", "memory": "none yet"}}),
+    s(
+        2,
+        "think",
+        content="Look the order up.",
+        tokens_in=100,
+        tokens_out=10,
+        cost_usd=0.01,
+        metadata={"state": {"goal": "refund A-17", "memory": "none yet"}},
+    ),
     s(3, "tool_call", tool_name="get_order", tool_args={"order_id": "A-17"}, tool_call_id="c1"),
     s(4, "tool_result", tool_name="get_order", tool_call_id="c1", content='{"status": "delivered"}'),
-    s(5, "think", content="Check policy.", tokens_in=150, tokens_out=12, cost_usd=0.02, metadata={"state": {"memory": "order delivered"}}),
+    s(
+        5,
+        "think",
+        content="Check policy.",
+        tokens_in=150,
+        tokens_out=12,
+        cost_usd=0.02,
+        metadata={"state": {"memory": "order delivered"}},
+    ),
     s(6, "tool_call", tool_name="policy", tool_args={"q": "refund"}, tool_call_id="c2"),
-    s(7, "error", tool_name="policy", tool_call_id="c2", status="error", error_class="TimeoutError", content="policy service timed out"),
+    s(
+        7,
+        "error",
+        tool_name="policy",
+        tool_call_id="c2",
+        status="error",
+        error_class="TimeoutError",
+        content="policy service timed out",
+    ),
     s(8, "tool_call", tool_name="policy", tool_args={"q": "refund"}, tool_call_id="c3", retry=1),
-    s(9, "tool_result", tool_name="policy", tool_call_id="c3", content="30 days", context=[{"role": "system", "content": "recorded ctx"}]),
+    s(
+        9,
+        "tool_result",
+        tool_name="policy",
+        tool_call_id="c3",
+        content="30 days",
+        context=[{"role": "system", "content": "recorded ctx"}],
+    ),
     s(12, "decision", content="Refund issued.", tokens_in=200, tokens_out=20),
     SessionEndEvent(session_id="r1", status="succeeded"),
 ]
@@ -41,7 +71,9 @@ def test_timeline_cycles_gaps_totals_and_summary(store):
     assert last["tokens_in"] == 450 and last["tool_calls"] == 3 and last["errors"] == 1 and last["retries"] == 1
     assert last["cost_usd"] == 0.03 and last["cost_unknown_steps"] == 1
     assert last["elapsed_s"] == 22.0
-    assert tl.summary().startswith("Succeeded after 2 cycles (10 steps); first error at step 7 (policy TimeoutError): policy service")
+    assert tl.summary().startswith(
+        "Succeeded after 2 cycles (10 steps); first error at step 7 (policy TimeoutError): policy service"
+    )
     assert "steps 10–11 missing" in tl.summary()
 
 
@@ -52,8 +84,13 @@ def test_state_at_rebuilds_messages_before_n(store):
     assert snap.context_source == "rebuilt"
     assert snap.context == [
         {"role": "user", "content": "I want a refund for order A-17"},
-        {"role": "assistant", "content": "Look the order up.", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id":"A-17"}'}}]},
+        {
+            "role": "assistant",
+            "content": "Look the order up.",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id":"A-17"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": '{"status": "delivered"}'},
     ]
     assert snap.totals["tokens_in"] == 250 and snap.cycle == 1
@@ -66,7 +103,10 @@ def test_state_at_prefers_recorded_context(store):
     snap = state_at(tl, 12, store)
     # the context recorded at step 9 is what the agent sent to get step 9; step 9 itself is rebuilt after it
     assert snap.context_source == "recorded+rebuilt" and snap.context_seq == 9
-    assert snap.context == [{"role": "system", "content": "recorded ctx"}, {"role": "user", "content": "Result of policy: 30 days"}]
+    assert snap.context == [
+        {"role": "system", "content": "recorded ctx"},
+        {"role": "user", "content": "Result of policy: 30 days"},
+    ]
     assert snap.agent.origins == [{"source": "recorded", "seq": 9}, {"source": "rebuilt", "seq": 9}]
     assert "1 message as recorded at step 9, then 1 rebuilt from steps 9–9" in snap.agent.note()
     at9 = state_at(tl, 9, store)
@@ -111,8 +151,16 @@ KINDS = st.sampled_from(["think", "tool_call", "tool_result", "observation", "de
 def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
     """The cut from the one rebuild equals rebuilding the prefix from scratch, everywhere."""
     steps = [
-        StepEvent(session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name=tool,
-                  tool_call_id=f"c{i // 2}" if with_id else None, content=f"text {i}", tool_args={"i": i})
+        StepEvent(
+            session_id="p",
+            event_id=f"e{i}",
+            seq=i + 1,
+            type=kind,
+            tool_name=tool,
+            tool_call_id=f"c{i // 2}" if with_id else None,
+            content=f"text {i}",
+            tool_args={"i": i},
+        )
         for i, (kind, tool, with_id) in enumerate(spec)
     ]
     if not steps:
@@ -124,8 +172,11 @@ def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
 
 
 @settings(deadline=None)
-@given(st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), min_size=7, max_size=40),
-       st.lists(st.integers(0, 45), min_size=1, max_size=10), st.integers(0, 10))
+@given(
+    st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), min_size=7, max_size=40),
+    st.lists(st.integers(0, 45), min_size=1, max_size=10),
+    st.integers(0, 10),
+)
 def test_a_state_near_the_start_is_cut_from_a_prefix_while_the_rest_is_rebuilt_behind(spec, positions, released_after):
     """With the whole rebuild held back in its thread, states within PREFIX steps of the start come from the
     prefix's rebuild, a state past it waits for the whole one, and every state equals rebuilding the steps
@@ -136,8 +187,16 @@ def test_a_state_near_the_start_is_cut_from_a_prefix_while_the_rest_is_rebuilt_b
     from replay_core.understand import snapshot
 
     steps = [
-        StepEvent(session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name=tool,
-                  tool_call_id=f"c{i // 2}" if with_id else None, content=f"text {i}", tool_args={"i": i})
+        StepEvent(
+            session_id="p",
+            event_id=f"e{i}",
+            seq=i + 1,
+            type=kind,
+            tool_name=tool,
+            tool_call_id=f"c{i // 2}" if with_id else None,
+            content=f"text {i}",
+            tool_args={"i": i},
+        )
         for i, (kind, tool, with_id) in enumerate(spec)
     ]
     tl = build_timeline({"id": "p"}, steps)
@@ -172,8 +231,12 @@ def test_the_whole_rebuild_behind_the_page_equals_the_one_made_at_once():
     """What the thread makes (yielding the GIL as it goes) is the rebuild made in one go."""
     from replay_core.understand import snapshot
 
-    steps = [StepEvent(session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name="ls", tool_call_id=f"c{i // 3}",
-                       content=f"text {i}") for i, kind in enumerate(["think", "tool_call", "tool_result"] * 700)]
+    steps = [
+        StepEvent(
+            session_id="p", event_id=f"e{i}", seq=i + 1, type=kind, tool_name="ls", tool_call_id=f"c{i // 3}", content=f"text {i}"
+        )
+        for i, kind in enumerate(["think", "tool_call", "tool_result"] * 700)
+    ]
     tl = build_timeline({"id": "p"}, steps)
     import threading
 

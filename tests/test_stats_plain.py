@@ -35,8 +35,15 @@ def _session(sid: str, **fields) -> dict:
 
 
 def _step(sid: str, seq: int, at: datetime, **fields) -> dict:
-    return {"schema": "agent-replay/v1", "kind": "step", "session_id": sid, "event_id": f"{sid}-{seq}", "seq": seq,
-            "timestamp": at.isoformat(), **fields}
+    return {
+        "schema": "agent-replay/v1",
+        "kind": "step",
+        "session_id": sid,
+        "event_id": f"{sid}-{seq}",
+        "seq": seq,
+        "timestamp": at.isoformat(),
+        **fields,
+    }
 
 
 def _runs(start: datetime) -> list[dict]:
@@ -44,26 +51,60 @@ def _runs(start: datetime) -> list[dict]:
     nano-dollars, tags, workflows, a run still going (recently), a failure with an error class."""
     t = start
     out = [
-        _session("r-big", model="gpt-4o", agent_id="a1", workflow="w1", environment="prod", tags=["x", "y"], started_at=t.isoformat()),
+        _session(
+            "r-big", model="gpt-4o", agent_id="a1", workflow="w1", environment="prod", tags=["x", "y"], started_at=t.isoformat()
+        ),
         _step("r-big", 1, t + timedelta(seconds=1), type="think", tokens_in=10, tokens_out=2, cost_usd=250000.0),
-        {"schema": "agent-replay/v1", "kind": "session_end", "session_id": "r-big", "status": "succeeded",
-         "ended_at": (t + timedelta(seconds=9)).isoformat()},
-        _session("r-unknown", model="claude", agent_id="a2", agent_version="1.2", started_at=(t + timedelta(hours=3)).isoformat()),
+        {
+            "schema": "agent-replay/v1",
+            "kind": "session_end",
+            "session_id": "r-big",
+            "status": "succeeded",
+            "ended_at": (t + timedelta(seconds=9)).isoformat(),
+        },
+        _session(
+            "r-unknown", model="claude", agent_id="a2", agent_version="1.2", started_at=(t + timedelta(hours=3)).isoformat()
+        ),
         _step("r-unknown", 1, t + timedelta(hours=3, seconds=1), type="think", tokens_in=5, tokens_out=1),
-        _step("r-unknown", 2, t + timedelta(hours=3, seconds=2), type="tool_call", tool_name="grep", status="error",
-              error_class="TimeoutError", retry=1),
-        {"schema": "agent-replay/v1", "kind": "session_end", "session_id": "r-unknown", "status": "failed",
-         "ended_at": (t + timedelta(hours=3, seconds=5)).isoformat()},
-        _session("r-replay", model="gpt-4o-mini", replay_of="r-unknown", replay_from=1, replay_to=2,
-                 replay_config={"model": "gpt-4o-mini"}, started_at=(t + timedelta(days=1)).isoformat()),
+        _step(
+            "r-unknown",
+            2,
+            t + timedelta(hours=3, seconds=2),
+            type="tool_call",
+            tool_name="grep",
+            status="error",
+            error_class="TimeoutError",
+            retry=1,
+        ),
+        {
+            "schema": "agent-replay/v1",
+            "kind": "session_end",
+            "session_id": "r-unknown",
+            "status": "failed",
+            "ended_at": (t + timedelta(hours=3, seconds=5)).isoformat(),
+        },
+        _session(
+            "r-replay",
+            model="gpt-4o-mini",
+            replay_of="r-unknown",
+            replay_from=1,
+            replay_to=2,
+            replay_config={"model": "gpt-4o-mini"},
+            started_at=(t + timedelta(days=1)).isoformat(),
+        ),
         _step("r-replay", 1, t + timedelta(days=1, seconds=1), type="think", tokens_in=3, cost_usd=0.5),
         _session("r-exp", model="gpt-4o", source="experiment", started_at=(t + timedelta(days=1)).isoformat()),
         _step("r-exp", 1, t + timedelta(days=1, seconds=1), type="think", tokens_in=7, cost_usd=0.25),
-        *({"schema": "agent-replay/v1", "kind": "session_end", "session_id": sid, "status": "succeeded"} for sid in ("r-replay", "r-exp")),
+        *(
+            {"schema": "agent-replay/v1", "kind": "session_end", "session_id": sid, "status": "succeeded"}
+            for sid in ("r-replay", "r-exp")
+        ),
     ]
     now = now_utc()
-    out += [_session("r-live", model="gpt-4o", agent_id="a1", tags=["x"], started_at=(now - timedelta(minutes=2)).isoformat()),
-            _step("r-live", 1, now - timedelta(minutes=1), type="think", tokens_in=1, cost_usd=0.001)]
+    out += [
+        _session("r-live", model="gpt-4o", agent_id="a1", tags=["x"], started_at=(now - timedelta(minutes=2)).isoformat()),
+        _step("r-live", 1, now - timedelta(minutes=1), type="think", tokens_in=1, cost_usd=0.001),
+    ]
     return out
 
 
@@ -117,8 +158,9 @@ def test_reads_are_the_stores(db):
         got, want = reader.daily_rows(), store.daily_rows(None, detail=False, parts=("cells", "times"))
         for name in ("cells", "times"):
             (g_cols, g_rows), (w_cols, w_rows) = got[name], want[name]
-            assert sorted(dict(zip(g_cols, r, strict=True)).items() for r in g_rows) == \
-                sorted(dict(zip(w_cols, r, strict=True)).items() for r in w_rows)
+            assert sorted(dict(zip(g_cols, r, strict=True)).items() for r in g_rows) == sorted(
+                dict(zip(w_cols, r, strict=True)).items() for r in w_rows
+            )
         for key in (None, *plain.KEYS):
             rows = reader.headline_rows(None, key)
             if key == "tags":  # the Store hands JSON back parsed
@@ -127,13 +169,20 @@ def test_reads_are_the_stores(db):
     store.close()
 
 
-@pytest.mark.parametrize("start", ["runpy.run_module('replay_core.cli', run_name='__main__')", "replay_core.command()"],
-                         ids=["python -m replay_core.cli", "the console script"])
+@pytest.mark.parametrize(
+    "start",
+    ["runpy.run_module('replay_core.cli', run_name='__main__')", "replay_core.command()"],
+    ids=["python -m replay_core.cli", "the console script"],
+)
 def test_a_plain_stats_process_imports_none_of_the_heavy_modules(db, start):
-    probe = (f"import sys, runpy, replay_core\ntry:\n    {start}\nexcept SystemExit:\n    pass\n"
-             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))")
+    probe = (
+        f"import sys, runpy, replay_core\ntry:\n    {start}\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"
+    )
     for args in ([], ["--by", "tag", "--json"], ["--by", "hour"]):
-        proc = subprocess.run([sys.executable, "-c", probe, "stats", "--db", db, *args], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, "stats", "--db", db, *args], capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr
 
 
@@ -148,9 +197,18 @@ def test_the_command_as_run_is_the_store_way(db, tmp_path):
         assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
 
 
-@pytest.mark.parametrize("url", ["postgresql+psycopg://postgres@127.0.0.1:5432/postgres", "sqlite://", "sqlite:///:memory:",
-                                 "sqlite:///{dir}/nothing-here.db", "sqlite:///{dir}/stats.db?mode=ro", "sqlite+pysqlite:///{dir}/stats.db",
-                                 "{dir}/not-a-database.txt"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+        "sqlite://",
+        "sqlite:///:memory:",
+        "sqlite:///{dir}/nothing-here.db",
+        "sqlite:///{dir}/stats.db?mode=ro",
+        "sqlite+pysqlite:///{dir}/stats.db",
+        "{dir}/not-a-database.txt",
+    ],
+)
 def test_what_the_plain_way_leaves_to_the_store(db, tmp_path, url):
     (tmp_path / "not-a-database.txt").write_text("hello")
     url = url.format(dir=tmp_path)
@@ -178,9 +236,13 @@ def test_an_old_schema_is_left_to_the_store_which_migrates_it(tmp_path):
     command.upgrade(alembic_config(store.engine), "0010_search")
     store.close()
     assert plain.open_reader(url) is None
-    proc = subprocess.run([sys.executable, "-m", "replay_core.cli", "stats", "--db", url, "--json"], capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "replay_core.cli", "stats", "--db", url, "--json"], capture_output=True, timeout=120
+    )
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["runs"] == 0
-    assert sqlite3.connect(tmp_path / "old.db").execute("select version_num from alembic_version").fetchall() == [(head_revision(),)]
+    assert sqlite3.connect(tmp_path / "old.db").execute("select version_num from alembic_version").fetchall() == [
+        (head_revision(),)
+    ]
     assert plain.open_reader(url) is not None
 
 
@@ -203,8 +265,18 @@ def test_the_plain_arguments_are_the_commands_options():
 
     command = get_command(cli.app).commands["stats"]
     assert {o for p in command.params for o in p.opts} == {*stats_fast_path.STATS_VALUES, "--json"}
-    for args in (["--by"], ["--by", "--json"], ["--json=1"], ["--json", "--json"], ["--db", "a", "--db=b"], ["x"], ["--help"], ["-h"],
-                 ["--", "--json"], ["--bogus", "1"]):
+    for args in (
+        ["--by"],
+        ["--by", "--json"],
+        ["--json=1"],
+        ["--json", "--json"],
+        ["--db", "a", "--db=b"],
+        ["x"],
+        ["--help"],
+        ["-h"],
+        ["--", "--json"],
+        ["--bogus", "1"],
+    ):
         assert stats_fast_path.stats_args(args) is None, args
     assert stats_fast_path.stats_args(["--by=", "--db", "x.db", "--json"]) == {"by": "", "db": "x.db", "json": True}
 
@@ -224,18 +296,43 @@ def _random_runs(draw) -> list[dict]:
     for i in range(draw(st.integers(0, 6))):
         sid = f"s{i}"
         start = t0 + timedelta(minutes=draw(st.integers(0, 60 * 24 * 4)))
-        records.append(_session(sid, model=draw(st.sampled_from(MODELS)), agent_id=draw(st.sampled_from(AGENTS)),
-                                workflow=draw(st.sampled_from(("w", None))), tags=draw(st.sampled_from((None, [], ["t"], ["t", "u"]))),
-                                started_at=start.isoformat(), **draw(st.sampled_from(({}, {"source": "experiment"}, {"replay_of": "s0"})))
-                                if i else {}))
+        records.append(
+            _session(
+                sid,
+                model=draw(st.sampled_from(MODELS)),
+                agent_id=draw(st.sampled_from(AGENTS)),
+                workflow=draw(st.sampled_from(("w", None))),
+                tags=draw(st.sampled_from((None, [], ["t"], ["t", "u"]))),
+                started_at=start.isoformat(),
+                **draw(st.sampled_from(({}, {"source": "experiment"}, {"replay_of": "s0"}))) if i else {},
+            )
+        )
         for seq in range(1, draw(st.integers(1, 4)) + 1):
             kind = draw(st.sampled_from(("think", "tool_call", "tool_result")))
-            extra = {"tool_name": "t", "status": draw(st.sampled_from(("ok", "error")))} if kind != "think" else {
-                "tokens_in": draw(st.integers(0, 99)), "cost_usd": draw(st.sampled_from((None, 0.0, 0.125, 1e-9, 3e5)))}
-            records.append(_step(sid, seq, start + timedelta(seconds=seq * draw(st.integers(1, 900))),
-                                 type=kind, retry=draw(st.integers(0, 1)), **{k: v for k, v in extra.items() if v is not None}))
-        records.append({"schema": "agent-replay/v1", "kind": "session_end", "session_id": sid, "status": draw(st.sampled_from(STATUSES)),
-                        "ended_at": (start + timedelta(hours=1)).isoformat()})
+            extra = (
+                {"tool_name": "t", "status": draw(st.sampled_from(("ok", "error")))}
+                if kind != "think"
+                else {"tokens_in": draw(st.integers(0, 99)), "cost_usd": draw(st.sampled_from((None, 0.0, 0.125, 1e-9, 3e5)))}
+            )
+            records.append(
+                _step(
+                    sid,
+                    seq,
+                    start + timedelta(seconds=seq * draw(st.integers(1, 900))),
+                    type=kind,
+                    retry=draw(st.integers(0, 1)),
+                    **{k: v for k, v in extra.items() if v is not None},
+                )
+            )
+        records.append(
+            {
+                "schema": "agent-replay/v1",
+                "kind": "session_end",
+                "session_id": sid,
+                "status": draw(st.sampled_from(STATUSES)),
+                "ended_at": (start + timedelta(hours=1)).isoformat(),
+            }
+        )
     return records
 
 

@@ -18,14 +18,24 @@ def step(sid, seq, kind="think", **kw):
 
 
 def test_write_and_read_back(store):
-    report = ingest(store, [
-        SessionEvent(session_id="r1", name="refund", model="gpt-4o", agent_id="support", tags=["vip"], started_at=T0),
-        step("r1", 1, content="look the order up", tokens_in=10, tokens_out=5, cost_usd=0.001),
-        step("r1", 2, "tool_call", tool_name="get_order", tool_args={"order_id": "A-17"}, tool_call_id="c1"),
-        step("r1", 3, "tool_result", tool_name="get_order", content='{"status": "shipped"}', tool_call_id="c1",
-             context=[{"role": "user", "content": "refund please"}]),
-        SessionEndEvent(session_id="r1", status="succeeded", outcome="refunded"),
-    ])
+    report = ingest(
+        store,
+        [
+            SessionEvent(session_id="r1", name="refund", model="gpt-4o", agent_id="support", tags=["vip"], started_at=T0),
+            step("r1", 1, content="look the order up", tokens_in=10, tokens_out=5, cost_usd=0.001),
+            step("r1", 2, "tool_call", tool_name="get_order", tool_args={"order_id": "A-17"}, tool_call_id="c1"),
+            step(
+                "r1",
+                3,
+                "tool_result",
+                tool_name="get_order",
+                content='{"status": "shipped"}',
+                tool_call_id="c1",
+                context=[{"role": "user", "content": "refund please"}],
+            ),
+            SessionEndEvent(session_id="r1", status="succeeded", outcome="refunded"),
+        ],
+    )
     assert report.sessions == ["r1"] and report.steps == 3 and report.duplicates == 0
     session = store.get_session("r1")
     assert session["status"] == "succeeded" and session["outcome"] == "refunded"
@@ -73,12 +83,20 @@ def test_running_then_incomplete_then_revived(store):
 
 def test_list_filters_and_paging(store):
     for i in range(7):
-        ingest(store, [
-            SessionEvent(session_id=f"r{i}", model="gpt-4o" if i % 2 else "claude", started_at=T0 + timedelta(hours=i),
-                         tags=["nightly"] if i == 3 else None, environment="prod"),
-            step(f"r{i}", 1, content=f"searching for invoice {i}"),
-            SessionEndEvent(session_id=f"r{i}", status="failed" if i == 4 else "succeeded"),
-        ])
+        ingest(
+            store,
+            [
+                SessionEvent(
+                    session_id=f"r{i}",
+                    model="gpt-4o" if i % 2 else "claude",
+                    started_at=T0 + timedelta(hours=i),
+                    tags=["nightly"] if i == 3 else None,
+                    environment="prod",
+                ),
+                step(f"r{i}", 1, content=f"searching for invoice {i}"),
+                SessionEndEvent(session_id=f"r{i}", status="failed" if i == 4 else "succeeded"),
+            ],
+        )
     assert [r["id"] for r in store.list_sessions(limit=3)] == ["r6", "r5", "r4"]
     assert [r["id"] for r in store.list_sessions(limit=3, offset=3)] == ["r3", "r2", "r1"]
     assert store.count_sessions(SessionFilter(model="gpt-4o")) == 3
@@ -121,11 +139,14 @@ def _native(*objs) -> bytes:
 
 
 def test_malformed_file_is_refused_whole_with_line_numbers(store):
-    data = _native(
-        {"kind": "session", "session_id": "r1"},
-        {"kind": "step", "session_id": "r1", "event_id": "a", "type": "think"},
-        {"kind": "step", "session_id": "r1", "event_id": "b", "type": "thinking"},
-    ) + b"{not json\n"
+    data = (
+        _native(
+            {"kind": "session", "session_id": "r1"},
+            {"kind": "step", "session_id": "r1", "event_id": "a", "type": "think"},
+            {"kind": "step", "session_id": "r1", "event_id": "b", "type": "thinking"},
+        )
+        + b"{not json\n"
+    )
     with pytest.raises(ImportRejected) as info:
         import_bytes(store, data, "run.jsonl")
     where = [e.where for e in info.value.errors]

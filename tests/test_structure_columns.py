@@ -43,22 +43,29 @@ def _structure_of_steps(steps: list[StepEvent]) -> Structure:
     nodes = {}
     for p in holders:
         below = [i for i in range(len(steps)) if p in _above(parent, i)]
-        nodes[p] = Node(position=p, depth=len(_above(parent, p)), first_seq=steps[p].seq,
-                        last_seq=max([steps[p].seq] + [steps[i].seq for i in below]), steps=len(below),
-                        errors=sum(steps[i].type == "error" or steps[i].status == "error" for i in below),
-                        children=[c for c in holders if parent[c] == p])
+        nodes[p] = Node(
+            position=p,
+            depth=len(_above(parent, p)),
+            first_seq=steps[p].seq,
+            last_seq=max([steps[p].seq] + [steps[i].seq for i in below]),
+            steps=len(below),
+            errors=sum(steps[i].type == "error" or steps[i].status == "error" for i in below),
+            children=[c for c in holders if parent[c] == p],
+        )
     return Structure(nodes=nodes, parent=parent)
 
 
-_spec = hs.fixed_dictionaries({
-    "type": hs.sampled_from(["input", "think", "tool_call", "tool_result", "error", "decision", "span"]),
-    "status": hs.sampled_from(["ok", "ok", "error", "blocked"]),
-    # a parent: none, an earlier or later step (cycles happen), itself, an id naming no step
-    "parent": hs.none() | hs.integers(0, 11) | hs.just("nobody"),
-    "tool_name": hs.none() | hs.sampled_from(["search_docs", "run_tests"]),
-    "retry": hs.sampled_from([0, 0, 1, 2]),
-    "seq_step": hs.sampled_from([0, 1, 1, 3]),
-})
+_spec = hs.fixed_dictionaries(
+    {
+        "type": hs.sampled_from(["input", "think", "tool_call", "tool_result", "error", "decision", "span"]),
+        "status": hs.sampled_from(["ok", "ok", "error", "blocked"]),
+        # a parent: none, an earlier or later step (cycles happen), itself, an id naming no step
+        "parent": hs.none() | hs.integers(0, 11) | hs.just("nobody"),
+        "tool_name": hs.none() | hs.sampled_from(["search_docs", "run_tests"]),
+        "retry": hs.sampled_from([0, 0, 1, 2]),
+        "seq_step": hs.sampled_from([0, 1, 1, 3]),
+    }
+)
 
 
 def _steps(session_id: str, specs: list[dict]) -> list[StepEvent]:
@@ -66,9 +73,19 @@ def _steps(session_id: str, specs: list[dict]) -> list[StepEvent]:
     for i, spec in enumerate(specs):
         seq += spec["seq_step"] if i else 1
         parent = spec["parent"]
-        out.append(StepEvent(session_id=session_id, event_id=f"e{i}", seq=seq, type=spec["type"], status=spec["status"],
-                             parent_id=None if parent is None else parent if isinstance(parent, str) else f"e{parent}",
-                             tool_name=spec["tool_name"], retry=spec["retry"], timestamp=T0 + timedelta(seconds=i)))
+        out.append(
+            StepEvent(
+                session_id=session_id,
+                event_id=f"e{i}",
+                seq=seq,
+                type=spec["type"],
+                status=spec["status"],
+                parent_id=None if parent is None else parent if isinstance(parent, str) else f"e{parent}",
+                tool_name=spec["tool_name"],
+                retry=spec["retry"],
+                timestamp=T0 + timedelta(seconds=i),
+            )
+        )
     return out
 
 

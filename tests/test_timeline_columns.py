@@ -42,9 +42,14 @@ _step = hs.fixed_dictionaries(_FIELDS)
 _runs = itertools.count()
 _PLAIN = dict.fromkeys(_FIELDS) | {"seq_step": 1, "status": "ok", "retry": 0}
 # an assistant turn an input opened, then tool calls joining it, answered, a repeated seq, a gap
-_TURNS = [_PLAIN | {"type": "input", "metadata": {"role": "assistant"}}, _PLAIN | {"type": "tool_call", "call": 0},
-          _PLAIN | {"type": "tool_call", "seq_step": 0, "at": 5}, _PLAIN | {"type": "tool_result", "call": -1, "at": 1},
-          _PLAIN | {"type": "think", "seq_step": 2, "tokens_in": 7}, _PLAIN | {"type": "tool_call", "tool_name": "a"}]
+_TURNS = [
+    _PLAIN | {"type": "input", "metadata": {"role": "assistant"}},
+    _PLAIN | {"type": "tool_call", "call": 0},
+    _PLAIN | {"type": "tool_call", "seq_step": 0, "at": 5},
+    _PLAIN | {"type": "tool_result", "call": -1, "at": 1},
+    _PLAIN | {"type": "think", "seq_step": 2, "tokens_in": 7},
+    _PLAIN | {"type": "tool_call", "tool_name": "a"},
+]
 
 
 def _ingested(store, specs: list[dict]) -> str:
@@ -53,19 +58,37 @@ def _ingested(store, specs: list[dict]) -> str:
     for i, spec in enumerate(specs):
         seq = max(seq + spec["seq_step"], 1)
         call = None if spec["call"] is None else f"c{i + spec['call']}"
-        events.append(StepEvent(
-            session_id=sid, event_id=f"e{i}", seq=seq, type=spec["type"], content=spec["content"],
-            timestamp=None if spec["at"] is None else T0 + timedelta(seconds=spec["at"]), tool_name=spec["tool_name"],
-            tool_call_id=call, tool_args=spec["tool_args"], status=spec["status"], retry=spec["retry"],
-            error_class=spec["error_class"], tokens_in=spec["tokens_in"], tokens_out=spec["tokens_out"],
-            cost_usd=spec["cost_usd"], metadata=spec["metadata"], context=spec["context"]))
+        events.append(
+            StepEvent(
+                session_id=sid,
+                event_id=f"e{i}",
+                seq=seq,
+                type=spec["type"],
+                content=spec["content"],
+                timestamp=None if spec["at"] is None else T0 + timedelta(seconds=spec["at"]),
+                tool_name=spec["tool_name"],
+                tool_call_id=call,
+                tool_args=spec["tool_args"],
+                status=spec["status"],
+                retry=spec["retry"],
+                error_class=spec["error_class"],
+                tokens_in=spec["tokens_in"],
+                tokens_out=spec["tokens_out"],
+                cost_usd=spec["cost_usd"],
+                metadata=spec["metadata"],
+                context=spec["context"],
+            )
+        )
     ingest(store, events)
     return sid
 
 
 def _full_order(store, sid: str) -> list[str]:
-    query = (select(steps_table.c.event_id).where(steps_table.c.session_id == sid)
-             .order_by(steps_table.c.seq, steps_table.c.timestamp, steps_table.c.id))
+    query = (
+        select(steps_table.c.event_id)
+        .where(steps_table.c.session_id == sid)
+        .order_by(steps_table.c.seq, steps_table.c.timestamp, steps_table.c.id)
+    )
     with store.engine.connect() as conn:
         return list(conn.scalars(query))
 
@@ -82,8 +105,11 @@ def _totals_by_definition(steps: list[StepEvent], pos: int) -> dict:
         "tokens_in": sum(s.tokens_in or 0 for s in upto),
         "tokens_out": sum(s.tokens_out or 0 for s in upto),
         "cost_usd": cost,
-        "cost_unknown_steps": sum(1 for s in upto if s.cost_usd is None and s.type in ("think", "decision")
-                                  and ((s.tokens_in or 0) or (s.tokens_out or 0))),
+        "cost_unknown_steps": sum(
+            1
+            for s in upto
+            if s.cost_usd is None and s.type in ("think", "decision") and ((s.tokens_in or 0) or (s.tokens_out or 0))
+        ),
         "tool_calls": sum(1 for s in upto if s.type == "tool_call"),
         "errors": sum(1 for s in upto if s.type == "error" or s.status == "error"),
         "retries": sum(1 for s in upto if (s.retry or 0) > 0),

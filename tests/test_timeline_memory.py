@@ -13,5 +13,6 @@ def test_a_load_shares_one_fields_set_and_copies_stay_apart(store):
     changed = steps[0].model_copy(update={"context": [{"role": "user", "content": "hi"}]})
     assert "context" in changed.model_fields_set and "context" not in steps[1].model_fields_set
     assert [s.model_dump(exclude={"timestamp"}) for s in steps] == [
-        s.model_dump(exclude={"timestamp"}) for s in store.load_steps("m")]  # the copy changed no loaded step
+        s.model_dump(exclude={"timestamp"}) for s in store.load_steps("m")
+    ]  # the copy changed no loaded step
     assert steps[1].model_dump(exclude_unset=True)["content"] == "thought 2"

@@ -17,13 +17,24 @@ def long_run(store, n: int = 1201) -> None:
     steps = []
     for i in range(1, n + 1):
         if i % 100 == 0:
-            steps.append(StepEvent(session_id="long", seq=i, type="error", status="error", error_class="RateLimitError",
-                                   content="the provider said no"))
+            steps.append(
+                StepEvent(
+                    session_id="long",
+                    seq=i,
+                    type="error",
+                    status="error",
+                    error_class="RateLimitError",
+                    content="the provider said no",
+                )
+            )
         elif i % 2:
             steps.append(StepEvent(session_id="long", seq=i, type="think", content=f"order {i} was REFUNDED yesterday"))
         else:
-            steps.append(StepEvent(session_id="long", seq=i, type="tool_call", tool_name="get_weather",
-                                   tool_args={"city": "Zürich", "n": i}))
+            steps.append(
+                StepEvent(
+                    session_id="long", seq=i, type="tool_call", tool_name="get_weather", tool_args={"city": "Zürich", "n": i}
+                )
+            )
     steps.append(StepEvent(session_id="other", seq=1, type="think", content="refunded elsewhere"))
     store.write(steps)
 

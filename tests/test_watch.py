@@ -27,8 +27,15 @@ def line(**obj) -> bytes:
 
 
 def step(sid: str, n: int) -> bytes:
-    return line(kind="step", session_id=sid, event_id=f"e{n}", seq=n, type="think", content=f"thought {n}",
-                timestamp=f"2026-12-01T10:00:{n:02d}Z")
+    return line(
+        kind="step",
+        session_id=sid,
+        event_id=f"e{n}",
+        seq=n,
+        type="think",
+        content=f"thought {n}",
+        timestamp=f"2026-12-01T10:00:{n:02d}Z",
+    )
 
 
 def watch_once(db: str, *paths: Path) -> str:

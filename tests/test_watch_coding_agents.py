@@ -31,8 +31,14 @@ def recent(data: bytes) -> bytes:
     written now (the Live page marks a run silent for long `incomplete`)."""
     times = [datetime.fromisoformat(m.group(1).decode()) for m in STAMP.finditer(data)]
     shift = datetime.now(UTC) - timedelta(minutes=1) - max(times)
-    return STAMP.sub(lambda m: b'"timestamp":"' + (datetime.fromisoformat(m.group(1).decode()) + shift)
-                     .isoformat().replace("+00:00", "Z").encode() + b'"', data)
+    return STAMP.sub(
+        lambda m: (
+            b'"timestamp":"'
+            + (datetime.fromisoformat(m.group(1).decode()) + shift).isoformat().replace("+00:00", "Z").encode()
+            + b'"'
+        ),
+        data,
+    )
 
 
 def cuts(data: bytes, parts: int) -> list[int]:
@@ -40,15 +46,17 @@ def cuts(data: bytes, parts: int) -> list[int]:
     out = [0]
     for i in range(1, parts):
         at = len(data) * i // parts
-        if data[at - 1:at] == b"\n":
+        if data[at - 1 : at] == b"\n":
             at += 1
         out.append(at)
     return out + [len(data)]
 
 
 def steps_of(store: Store, sid: str) -> list[tuple]:
-    return [(s.event_id, s.type, s.tool_name, s.tool_call_id, s.tokens_in, s.tokens_out, s.parent_id, s.status, s.timestamp)
-            for s in store.load_steps(sid)]
+    return [
+        (s.event_id, s.type, s.tool_name, s.tool_call_id, s.tokens_in, s.tokens_out, s.parent_id, s.status, s.timestamp)
+        for s in store.load_steps(sid)
+    ]
 
 
 def whole(data: bytes, tmp_path: Path, name: str) -> Store:
@@ -84,7 +92,7 @@ def test_a_growing_claude_code_session_is_one_run_on_the_live_page(empty_store, 
         assert not at.exception
         assert at.markdown[0].value.startswith("**1 run running**")
         assert any(c.value.startswith(f"{row['steps']:,} steps") for c in at.caption)
-        assert tail_lines(at)[-1].startswith(f"`") and f"**{row['steps']}**" in tail_lines(at)[-1]  # the newest step, last
+        assert tail_lines(at)[-1].startswith("`") and f"**{row['steps']}**" in tail_lines(at)[-1]  # the newest step, last
         seen.append(row["steps"])
     assert seen == sorted(seen) and seen[-1] == 20 and len(set(seen)) > 3  # it grew on the page chunk by chunk
     finished = whole(data, tmp_path, path.name)
@@ -120,8 +128,10 @@ def test_a_growing_codex_rollout_stays_one_run_named_by_its_first_line(tmp_path)
     finished.close()
 
 
-@pytest.mark.parametrize("fixture, fmt", [("openai_chat/chat_log.jsonl", "openai_chat"),
-                                          ("smolagents/decentralized_run_023f7ac8_messages.jsonl", "smolagents")])
+@pytest.mark.parametrize(
+    "fixture, fmt",
+    [("openai_chat/chat_log.jsonl", "openai_chat"), ("smolagents/decentralized_run_023f7ac8_messages.jsonl", "smolagents")],
+)
 def test_formats_named_by_the_whole_files_hash_are_refused_not_split(tmp_path, fixture, fmt):
     data = (FIX / fixture).read_bytes()
     path = tmp_path / "logs" / Path(fixture).name
@@ -131,10 +141,12 @@ def test_formats_named_by_the_whole_files_hash_are_refused_not_split(tmp_path, f
     watcher = Watcher(store, [path.parent])
     found = watcher.poll()
     assert found.steps == 0 and store.session_ids() == []
-    assert found.problems == [f"{path}: not followed, {fmt} names its runs by a hash of the whole file, which changes as "
-                              "the file grows; import it with `agent-replay import` once it is finished"]
+    assert found.problems == [
+        f"{path}: not followed, {fmt} names its runs by a hash of the whole file, which changes as "
+        "the file grows; import it with `agent-replay import` once it is finished"
+    ]
     with path.open("ab") as fp:
-        fp.write(data[len(path.read_bytes()):])
+        fp.write(data[len(path.read_bytes()) :])
     assert watcher.poll().problems == [] and store.session_ids() == []  # said once, still nothing stored
     store.close()
 

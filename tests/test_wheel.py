@@ -60,8 +60,19 @@ def venv(dist, tmp_path_factory) -> Path:
     python = root / "bin" / "python"
     site = Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
     (site / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "--disable-pip-version-check",
-         "-q", next(dist.glob("*.whl")))
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--disable-pip-version-check",
+        "-q",
+        next(dist.glob("*.whl")),
+    )
     return root
 
 
@@ -71,7 +82,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
 def test_the_sdist_and_the_wheel_carry_the_app(dist):
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
@@ -85,13 +95,14 @@ def test_the_sdist_and_the_wheel_carry_the_app(dist):
     assert "agent_replay_app/setup.py" not in wheel
 
 
-@pytest.mark.slow
 def test_the_installed_wheel_serves_the_demo(venv, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = OUTSIDE | {"AGENT_REPLAY_HOME": str(tmp_path / "home"), "AGENT_REPLAY_API_TOKENS": f"viewer:{TOKEN}"}
-    probe = ("import importlib.util, replay_core; print(replay_core.__file__); print(replay_core.__version__); "
-             "print([m for m in ('ui', 'pages') if importlib.util.find_spec(m)])")
+    probe = (
+        "import importlib.util, replay_core; print(replay_core.__file__); print(replay_core.__version__); "
+        "print([m for m in ('ui', 'pages') if importlib.util.find_spec(m)])"
+    )
     where, version, clashes = _run(venv / "bin" / "python", "-c", probe, cwd=elsewhere, env=env).stdout.split("\n")[:3]
     assert Path(where).is_relative_to(venv) and not Path(where).is_relative_to(REPO)
     assert (version, clashes) == (VERSION, "[]")
@@ -100,8 +111,13 @@ def test_the_installed_wheel_serves_the_demo(venv, tmp_path):
     port = _free_port()
     log = tmp_path / "serve.log"
     with log.open("w") as out:
-        server = subprocess.Popen([venv / "bin" / "agent-replay", "serve", "--demo", "--port", str(port), "--db", f"sqlite:///{tmp_path}/x.db"],
-                                  cwd=elsewhere, env=env, stdout=out, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [venv / "bin" / "agent-replay", "serve", "--demo", "--port", str(port), "--db", f"sqlite:///{tmp_path}/x.db"],
+            cwd=elsewhere,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 180
@@ -116,7 +132,9 @@ def test_the_installed_wheel_serves_the_demo(venv, tmp_path):
             time.sleep(0.2)
         assert f"loaded {len(DEMO_RUNS)} demo sessions" in log.read_text()
         assert httpx.get(base, timeout=30).status_code == 200
-        listed = httpx.get(f"{base}/api/v1/sessions", params={"limit": 100}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        listed = httpx.get(
+            f"{base}/api/v1/sessions", params={"limit": 100}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+        )
         assert listed.status_code == 200, listed.text
         assert listed.json()["total"] == len(DEMO_RUNS) == 18
         assert len(listed.json()["sessions"]) == 18
@@ -148,6 +166,17 @@ def test_the_data_directory_is_home_else_the_checkout_else_the_users(tmp_path, m
 def test_streamlit_gets_the_apps_config_as_flags_then_where_to_listen():
     flags = streamlit_flags(REPO, "0.0.0.0", 9000)
     given = dict(zip(flags[::2], flags[1::2], strict=True))
-    assert given | {"--server.address": "0.0.0.0", "--server.port": "9000", "--server.headless": "true",
-                    "--browser.gatherUsageStats": "false", "--server.fileWatcherType": "none"} == given
-    assert given["--runner.postScriptGC"] == "false"  # from .streamlit/config.toml, which Streamlit reads from the working folder only
+    assert (
+        given
+        | {
+            "--server.address": "0.0.0.0",
+            "--server.port": "9000",
+            "--server.headless": "true",
+            "--browser.gatherUsageStats": "false",
+            "--server.fileWatcherType": "none",
+        }
+        == given
+    )
+    assert (
+        given["--runner.postScriptGC"] == "false"
+    )  # from .streamlit/config.toml, which Streamlit reads from the working folder only

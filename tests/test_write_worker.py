@@ -10,13 +10,13 @@ import time
 
 import httpx
 import pytest
-
-from replay_core.storage import worker as store_worker
-from replay_core.events import parse_event
-from replay_core.storage.store import Store, WriteBatch
 from test_otlp_batches import AUTH
 from test_otlp_worker import answers_503_and_degraded, store_with_its_folder_gone
 from test_recorder import Served, api
+
+from replay_core.events import parse_event
+from replay_core.storage import worker as store_worker
+from replay_core.storage.store import Store, WriteBatch
 
 
 @pytest.fixture
@@ -31,8 +31,16 @@ def in_the_worker(monkeypatch):
 
 
 def _steps(sid: str, first: int, n: int) -> list[dict]:
-    return [{"seq": s, "event_id": f"{sid}-{s}", "type": "tool_call" if s % 2 else "tool_result", "tool_name": "search",
-             "content": f"step {s} of {sid}"} for s in range(first, first + n)]
+    return [
+        {
+            "seq": s,
+            "event_id": f"{sid}-{s}",
+            "type": "tool_call" if s % 2 else "tool_result",
+            "tool_name": "search",
+            "content": f"step {s} of {sid}",
+        }
+        for s in range(first, first + n)
+    ]
 
 
 def test_the_routes_write_in_the_worker_and_answer_as_the_thread(store, in_the_worker):
@@ -112,6 +120,7 @@ def test_a_write_worker_lost_mid_write_leaves_the_write_to_the_thread(store, mon
 def test_a_database_only_this_process_sees_is_written_in_the_thread(monkeypatch, tmp_path):
     """An in-memory database, and one on an engine the caller made (its connection settings, such as
     PostgreSQL's read-only option, would not reach the worker), stay in the thread."""
+
     def no_worker(*args, **kwargs):
         raise AssertionError("a database only this process sees sent to the worker")
 
@@ -141,5 +150,4 @@ def test_a_database_the_write_worker_cannot_write_answers_503(tmp_path):
     """The database's own error comes back whole from the worker (SQLite's "unable to open database
     file", its directory gone): 503 with Retry-After, and /healthz says degraded."""
     store_worker.WRITES[0].start()
-    answers_503_and_degraded(store_with_its_folder_gone(tmp_path), "/api/v1/sessions/g-run/steps",
-                             json=_steps("g-run", 1, 3))
+    answers_503_and_degraded(store_with_its_folder_gone(tmp_path), "/api/v1/sessions/g-run/steps", json=_steps("g-run", 1, 3))
