@@ -16,6 +16,7 @@ from replay_core.whatif.experiment_compare import CompareError, compare_experime
 from replay_core.whatif.replay_config import ConfigError, ReplayConfig, configured_models, default_api_base
 from replay_core.whatif.results import summarise, to_csv
 from replay_core.whatif.scorers import SCORERS
+from replay_core.whatif.start_point import FIRST_MODEL_TURN
 
 from .common import PAGE_COMPARE, current_actor, fmt_cost, fmt_when, md, url_choice
 
@@ -164,7 +165,7 @@ def _plan(store: Store, sets: list[dict]) -> ex.Plan | None:
     api_base = left.text_input("API base (local server)", value=default_api_base() or "", key="ex_api_base")
     start = right.text_input(
         "Replay from",
-        value=ex.FIRST_MODEL_TURN,
+        value=FIRST_MODEL_TURN,
         key="ex_start",
         help="first-model-turn, a step number, or a step kind per case: 'last user_message', "
         "'first model_turn after first tool_error'. A run without that step is refused (counted).",
