@@ -81,12 +81,13 @@ def _run_with_progress(store: "Store", experiment_id: str, json: bool, **options
 
     stop = threading.Event()
     failure: list[BaseException] = []
+    experiment = store.get_experiment(experiment_id)
+    names = experiment["settings"]["names"] if experiment is not None else None
     progress = progress_bar(enabled=not json and sys.stderr.isatty())
     with progress:
         tasks: dict[int, int] = {}
 
         def report(p: ex.Progress) -> None:
-            names = store.get_experiment(experiment_id)["settings"]["names"] if not tasks else None
             for v, done in enumerate(p.done):
                 if v not in tasks:
                     tasks[v] = progress.add_task(names[v] if names else f"variant {v}", total=p.total)

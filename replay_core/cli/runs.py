@@ -325,7 +325,7 @@ def show_cmd(
         f"status {s['status']}  model {fmt(s.get('model'))}  agent {fmt(s.get('agent_id'))}  started {when(s.get('started_at'))}"
     )
     source = {"source": " (the source's run totals)", "steps+source": " (steps, and the source's run totals)"}.get(
-        s.get("totals_source"), ""
+        s.get("totals_source") or "", ""
     )
     out.print(f"tokens {s['tokens_in']:,} in / {s['tokens_out']:,} out  cost {fmt(s.get('cost_usd'))}{source}")
     out.print(tl.summary())

@@ -71,12 +71,16 @@ class TeamRoutes:
             runs, given = body.get("runs"), body.get("filter")
             if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
                 raise queues.QueueError("runs: expected a list of run ids")
-            if runs is None and not (isinstance(given, dict) and given):
-                raise queues.QueueError("filter: name the runs (runs) or a filter (status, model, agent_id, workflow, since, q…)")
-            try:
-                flt = None if runs is not None else session_filter({k: str(v) for k, v in given.items()})
-            except ValueError as exc:
-                raise queues.QueueError(f"filter.{exc}") from None
+            flt = None
+            if runs is None:
+                if not (isinstance(given, dict) and given):
+                    raise queues.QueueError(
+                        "filter: name the runs (runs) or a filter (status, model, agent_id, workflow, since, q…)"
+                    )
+                try:
+                    flt = session_filter({k: str(v) for k, v in given.items()})
+                except ValueError as exc:
+                    raise queues.QueueError(f"filter.{exc}") from None
             assign = body.get("assign") or []
             if not isinstance(assign, list):
                 raise queues.QueueError("assign: expected a list of reviewer names")
