@@ -345,7 +345,8 @@ def show_cmd(
         out.print(f"context ({snap.context_source}): {snap.agent.note()}")
         for message, origin in zip(snap.context, snap.agent.origins, strict=True):
             out.print(
-                f"-- {message.get('role')} ({origin['source']} {'at' if origin['source'] == 'recorded' else 'from'} step {origin['seq']})"
+                f"-- {message.get('role')} "
+                f"({origin['source']} {'at' if origin['source'] == 'recorded' else 'from'} step {origin['seq']})"
             )
             out.print(orjson.dumps(message, option=orjson.OPT_INDENT_2).decode())
         if snap.agent.recorded is not None:

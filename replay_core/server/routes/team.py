@@ -61,7 +61,8 @@ class TeamRoutes:
         return await self._team_call(lambda: {"queues": queues.list_queues(self.api.store())})
 
     async def create_queue(self, request: Request) -> Response:
-        """POST /api/v1/queues {name, runs | filter (the runs list's parameters), rubric?, reviews_per_item?, assign?} → {id, items}."""
+        """POST /api/v1/queues {name, runs | filter (the runs list's parameters), rubric?, reviews_per_item?, assign?}
+        → {id, items}."""
         from ...team import queues
 
         body = await object_body(request, self.api.max_body)
@@ -143,7 +144,8 @@ class TeamRoutes:
         )
 
     async def work_queue_item(self, request: Request) -> Response:
-        """POST /api/v1/queues/{id}/items/{item}/review {reviewer, verdict, criteria?, note?, should_have?} or …/skip {reviewer}."""
+        """POST /api/v1/queues/{id}/items/{item}/review {reviewer, verdict, criteria?, note?, should_have?},
+        or …/skip {reviewer}."""
         from ...team import queues
 
         body = await object_body(request, self.api.max_body)
@@ -174,7 +176,8 @@ class TeamRoutes:
         return await self._team_call(act)
 
     async def create_share(self, request: Request) -> Response:
-        """POST /api/v1/shares {session, other?} | {queue}, expires? ("7d") → {id, token, url, expires_at}; the token only here."""
+        """POST /api/v1/shares {session, other?} | {queue}, expires? ("7d") → {id, token, url, expires_at};
+        the token only here."""
         from ...team import shares
 
         body = await object_body(request, self.api.max_body)
