@@ -18,6 +18,7 @@ by stats_fast_path before Typer, rich's console and the Store load; `app` is bui
 """
 
 import sys
+from typing import Any
 
 
 def __getattr__(name: str):
@@ -36,19 +37,20 @@ def _plain_stats(args: list[str]) -> bool:
     Typer then handles as for every command."""
     if args[:1] != ["stats"] or any(a in ("--help", "-h") or a.startswith("--help=") for a in args):
         return False
-    from typer.main import get_command
+    from typer.main import get_group
 
     from .all_commands import app
     from .understand import stats_cmd
 
-    command = get_command(app).commands["stats"]
+    command = get_group(app).commands["stats"]
     try:
         given, rest, _ = command.make_parser(command.context_class(command)).parse_args(args[1:])
     except Exception:  # Typer reports it, in its words
         return False
     if rest:
         return False
-    stats_cmd(**{p.name: given.get(p.name, p.default) for p in command.params})
+    options: dict[str, Any] = {p.name: given.get(p.name, p.default) for p in command.params}  # as parsed, not coerced
+    stats_cmd(**options)
     return True
 
 

@@ -55,11 +55,13 @@ def _print_results(summary: dict) -> None:
     for v in summary["variants"]:
         if v["refused"]:
             out.print(
-                f"{v['name']}: {v['refused']} cases refused (not counted), e.g. {v['refusals'][0]['case']}: {v['refusals'][0]['reason']}"
+                f"{v['name']}: {v['refused']} cases refused (not counted), "
+                f"e.g. {v['refusals'][0]['case']}: {v['refusals'][0]['reason']}"
             )
         if v["tool_results"]["live"]:
             out.print(
-                f"{v['name']}: {v['tool_results']['live']} tool answers from live functions, {v['tool_results']['recorded']} from the recording"
+                f"{v['name']}: {v['tool_results']['live']} tool answers from live functions, "
+                f"{v['tool_results']['recorded']} from the recording"
             )
     for title, items in (
         ("regressions (passed on the baseline, fail here)", summary["regressions"]),
@@ -81,12 +83,13 @@ def _run_with_progress(store: "Store", experiment_id: str, json: bool, **options
 
     stop = threading.Event()
     failure: list[BaseException] = []
+    experiment = store.get_experiment(experiment_id)
+    names = experiment["settings"]["names"] if experiment is not None else None
     progress = progress_bar(enabled=not json and sys.stderr.isatty())
     with progress:
         tasks: dict[int, int] = {}
 
         def report(p: ex.Progress) -> None:
-            names = store.get_experiment(experiment_id)["settings"]["names"] if not tasks else None
             for v, done in enumerate(p.done):
                 if v not in tasks:
                     tasks[v] = progress.add_task(names[v] if names else f"variant {v}", total=p.total)
@@ -138,14 +141,16 @@ def experiment_run(
         str,
         typer.Option(
             "--from",
-            help="first-model-turn, a step number, or a step kind per case: 'last user_message', 'first model_turn after first tool_error'.",
+            help="first-model-turn, a step number, or a step kind per case: "
+            "'last user_message', 'first model_turn after first tool_error'.",
         ),
     ] = "first-model-turn",
     step_type: Annotated[
         str | None,
         typer.Option(
             "--from-step-type",
-            help="Replay each case from its first step of this kind (tool_error, user_message, input, decision, …); a run without one is refused, counted.",
+            help="Replay each case from its first step of this kind (tool_error, user_message, input, decision, …); "
+            "a run without one is refused, counted.",
         ),
     ] = None,
     tool: Annotated[
@@ -156,14 +161,16 @@ def experiment_run(
         str,
         typer.Option(
             "--tool-mode",
-            help="recorded: the recording's tool answers, live functions only where it has none; live: the --tool functions first.",
+            help="recorded: the recording's tool answers, live functions only where it has none; "
+            "live: the --tool functions first.",
         ),
     ] = "recorded",
     scorer: Annotated[
         list[str] | None,
         typer.Option(
             "--scorer",
-            help="outcome, final_tool, tool_sequence, no_divergence, cost_ceiling, latency_ceiling, judge, or module:function (repeatable; default outcome).",
+            help="outcome, final_tool, tool_sequence, no_divergence, cost_ceiling, latency_ceiling, judge, "
+            "or module:function (repeatable; default outcome).",
         ),
     ] = None,
     scorer_option: Annotated[
@@ -297,7 +304,8 @@ def experiment_stop(experiment_id: Annotated[str, typer.Argument()], db: DbOptio
         print_json({"experiment": experiment_id, "status": status})
     else:
         out.print(
-            f"{experiment_id}: {status} — the replays in flight finish; `agent-replay experiment resume {experiment_id}` runs the rest"
+            f"{experiment_id}: {status} — the replays in flight finish; "
+            f"`agent-replay experiment resume {experiment_id}` runs the rest"
         )
 
 
@@ -319,7 +327,11 @@ def experiment_show(
     _show(store, experiment_id, json)
 
 
-@experiment_app.command("compare")
+@experiment_app.command(
+    "compare",
+    help="Per variant and scorer: the cases B improved or regressed against A, with Wilson intervals; "
+    "what is not comparable, named.",
+)
 def experiment_compare(
     a: Annotated[str, typer.Argument(help="Experiment A (the one to compare against).")],
     b: Annotated[str, typer.Argument(help="Experiment B.")],
@@ -327,7 +339,6 @@ def experiment_compare(
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Per variant and scorer: the cases B improved or regressed against A, with Wilson intervals; what is not comparable, named."""
     from ..whatif.experiment_compare import CompareError, compare_experiments
 
     try:

@@ -1,7 +1,7 @@
 """What the command groups share: the options they take alike, the consoles they print to, and the
 way they report bad input (one line on stderr, exit code 1) and open the database."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -43,7 +43,7 @@ class CliError(Exception):
     """Bad input: reported as one line, never a traceback."""
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     raise CliError(message)
 
 

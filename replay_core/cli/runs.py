@@ -325,7 +325,7 @@ def show_cmd(
         f"status {s['status']}  model {fmt(s.get('model'))}  agent {fmt(s.get('agent_id'))}  started {when(s.get('started_at'))}"
     )
     source = {"source": " (the source's run totals)", "steps+source": " (steps, and the source's run totals)"}.get(
-        s.get("totals_source"), ""
+        s.get("totals_source") or "", ""
     )
     out.print(f"tokens {s['tokens_in']:,} in / {s['tokens_out']:,} out  cost {fmt(s.get('cost_usd'))}{source}")
     out.print(tl.summary())
@@ -345,7 +345,8 @@ def show_cmd(
         out.print(f"context ({snap.context_source}): {snap.agent.note()}")
         for message, origin in zip(snap.context, snap.agent.origins, strict=True):
             out.print(
-                f"-- {message.get('role')} ({origin['source']} {'at' if origin['source'] == 'recorded' else 'from'} step {origin['seq']})"
+                f"-- {message.get('role')} "
+                f"({origin['source']} {'at' if origin['source'] == 'recorded' else 'from'} step {origin['seq']})"
             )
             out.print(orjson.dumps(message, option=orjson.OPT_INDENT_2).decode())
         if snap.agent.recorded is not None:

@@ -15,7 +15,8 @@ def stats_args(args: list[str]) -> dict | None:
     given: dict[str, Any] = {}
     rest = iter(args)
     for arg in rest:
-        name, eq, value = arg.partition("=")
+        name, eq, text = arg.partition("=")
+        value: str | bool | None = text
         if arg == "--json":
             value = True
         elif name not in STATS_VALUES:

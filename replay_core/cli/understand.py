@@ -108,13 +108,12 @@ def compare_cmd(
     table = Table("A seq", "", "B seq", "type", "tool", "difference")
     for row in result.rows:
         mark = "=" if row.same else ("≠" if row.paired else ("<" if row.b is None else ">"))
-        step = row.a or row.b
         table.add_row(
             fmt(row.a.seq if row.a else None),
             mark,
             fmt(row.b.seq if row.b else None),
-            step.type,
-            fmt(step.tool_name),
+            row.step.type,
+            fmt(row.step.tool_name),
             row.kind or "",
         )
     out.print(table)

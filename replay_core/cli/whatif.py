@@ -114,7 +114,8 @@ def replay_cmd(
             cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
             out.print(f"\n{r.model} → {r.session}")
             out.print(
-                f"  {r.status} ({r.outcome}: {r.message}); {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}"
+                f"  {r.status} ({r.outcome}: {r.message}); "
+                f"{r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}"
             )
             out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
     if results and all(r.outcome in REPLAY_FAILED for r in results):
@@ -140,7 +141,8 @@ def _cases(store: "Store", runs, status, workflow, since, search, expected, from
             flt = ds.parse_filter(from_filter)
         elif not any((status, workflow, since, search)):
             fail(
-                "name the runs (--sessions ID …) or a filter (--from-filter 'status=… model=…', --status, --workflow, --since, --search)"
+                "name the runs (--sessions ID …) or a filter "
+                "(--from-filter 'status=… model=…', --status, --workflow, --since, --search)"
             )
         else:
             flt = SessionFilter(status=status, workflow=workflow, since=ds.parse_since(since) if since else None, text=search)
@@ -265,7 +267,8 @@ def dataset_show(name: Annotated[str, typer.Argument()], db: DbOption = None, js
         print_json(shown)
         return
     out.print(
-        f"dataset {shown['name']} (id {shown['id']}, version {shown['version']}, match {shown['match']}): {len(shown['cases'])} cases"
+        f"dataset {shown['name']} (id {shown['id']}, version {shown['version']}, match {shown['match']}): "
+        f"{len(shown['cases'])} cases"
     )
     table = Table("run", "name", "status", "expected", "version")
     for c in shown["cases"]:

@@ -53,4 +53,8 @@ def create_app(store: Store | None = None, *, access: Access | None = None, max_
     async def http_error(request: Request, exc: HTTPException) -> Response:
         return json_response({"detail": exc.detail}, exc.status_code, exc.headers)
 
-    return Starlette(routes=routes(store, access=access, max_body=max_body), exception_handlers={HTTPException: http_error})
+    return Starlette(
+        routes=routes(store, access=access, max_body=max_body),
+        # Starlette types every handler as taking any Exception, though it calls each with the class it is keyed by
+        exception_handlers={HTTPException: http_error},  # type: ignore[dict-item]
+    )

@@ -162,7 +162,7 @@ class Access:
         Every configured password is compared, in constant time, whatever the outcome."""
         offered = password.encode()
         hits = {
-            role: bool(secret) and hmac.compare_digest(offered, secret.encode())
+            role: bool(secret and hmac.compare_digest(offered, secret.encode()))
             for role, secret in (
                 (EDITOR, self.editor_password),
                 (REVIEWER, self.reviewer_password),

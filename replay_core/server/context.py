@@ -85,5 +85,5 @@ class ApiContext:
             return await handler(request)
 
         endpoint = self.answered(checked)
-        endpoint.action = action  # the role it needs, for the OpenAPI document
+        vars(endpoint)["action"] = action  # the role it needs, for the OpenAPI document (a function's attribute)
         return endpoint

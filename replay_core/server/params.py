@@ -10,7 +10,7 @@ from ..events import ID_MAX
 from .responses import ApiError
 
 
-def int_param(params: Mapping[str, str], name: str, default: int | None, low: int, high: int | None = None) -> int | None:
+def int_param(params: Mapping[str, str], name: str, default: int | None, low: int, high: int | None = None) -> int:
     """An integer in [low, high]; `default` when absent (required when the default is None)."""
     raw = params.get(name)
     if raw is None or raw == "":

@@ -80,7 +80,7 @@ def _cannot_write_now(exc: Exception) -> bool:
     return isinstance(exc, sa_exc.DBAPIError) and state.startswith(_NOT_NOW_STATES)
 
 
-def _db_reason(exc: sa_exc.DBAPIError) -> str:
+def _db_reason(exc: Exception) -> str:
     """The driver's first line (e.g. "attempt to write a readonly database"), never the SQL."""
     orig = getattr(exc, "orig", None) or exc
     return (str(orig).strip().splitlines() or [type(orig).__name__])[0][:200]

@@ -29,7 +29,7 @@ PAGE = 500  # steps per read
 
 
 def sse_step(step: StepEvent) -> bytes:
-    return b"id: %d\nevent: step\ndata: %s\n\n" % (step.seq, orjson.dumps(step.to_json_dict()))
+    return b"id: %d\nevent: step\ndata: %s\n\n" % (step.stored_seq, orjson.dumps(step.to_json_dict()))
 
 
 class _Watch:
@@ -68,7 +68,8 @@ class StepHub:
         watch.queues.discard(queue)
         if not watch.queues:
             del self._watches[session_id]
-            watch.task.cancel()
+            if watch.task is not None:
+                watch.task.cancel()
 
     async def _poll(self, session_id: str, watch: _Watch) -> None:
         store = self.store()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..events import AttachmentEvent, SessionEndEvent, SessionEvent, StepEvent, error_message, fast_step
 from ..ingest.redact import Redactor, default_redactor
@@ -14,7 +14,12 @@ from ..ingest.step_rows import step_row_of
 from .responses import ApiError
 
 MAX_LISTED_ERRORS = 50
-_MODELS = {"session": SessionEvent, "step": StepEvent, "session_end": SessionEndEvent, "attachment": AttachmentEvent}
+_MODELS: dict[str, type[BaseModel]] = {
+    "session": SessionEvent,
+    "step": StepEvent,
+    "session_end": SessionEndEvent,
+    "attachment": AttachmentEvent,
+}
 
 
 def parse_events(items: list[Any], name: str, implied: Mapping[str, str]) -> list:
@@ -67,7 +72,7 @@ def _event(obj: Any, where: str, implied: Mapping[str, str], errors: list[dict],
     if clash:
         return None
     kind = implied.get("kind") or obj.get("kind")
-    model = _MODELS.get(kind)
+    model = _MODELS.get(kind) if isinstance(kind, str) else None  # a body's kind may be any JSON
     if model is None:
         errors.append({"loc": loc("kind"), "msg": f"expected one of {', '.join(_MODELS)}, got {kind!r}"})
         return None

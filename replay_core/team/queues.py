@@ -128,7 +128,7 @@ def filter_options(flt: SessionFilter) -> dict:
 
 def create(
     store: Store,
-    name: str,
+    name: str | None,  # None (a body without one) is refused as any other non-text
     *,
     flt: SessionFilter | None = None,
     ids: list[str] | None = None,
@@ -259,7 +259,7 @@ def save_review(
     queue_id: int,
     item_id: int,
     reviewer: str | None,
-    verdict: str,
+    verdict: str | None,  # None (a body without one) is refused as any other non-verdict
     *,
     criteria: dict[str, str] | None = None,
     note: str | None = None,

@@ -14,14 +14,26 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from ..storage.plain import nano
 
-if TYPE_CHECKING:  # a Store or a storage.plain.Reader: `stats` on a SQLite file imports no SQLAlchemy
-    from ..storage.store import SessionFilter, Store
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..storage.store import SessionFilter
+
+
+class HeadlineReads(Protocol):
+    """The two reads the headline sums: a Store's, or storage.plain.Reader's (`stats` on a SQLite
+    file imports no SQLAlchemy), which answers flt=None only."""
+
+    def daily_rows(self, flt: Any = None, *, detail: bool = ..., parts: Sequence[str] = ...) -> dict | None: ...
+
+    def headline_rows(self, flt: Any = None, key: str | None = None) -> list[tuple]: ...
+
 
 BUCKET = {"day": 10, "hour": 13}  # characters of 'YYYY-MM-DD HH' a time bucket keeps
 COLUMN = {
@@ -79,7 +91,7 @@ def _keys(by: str | None, value, started: str | None) -> list:
     return [value]
 
 
-def _daily_cells(store: Store, flt: SessionFilter | None, by: str | None):
+def _daily_cells(store: HeadlineReads, flt: SessionFilter | None, by: str | None):
     """(keys, status, sums, run durations) per cell of the per-day rollups; None when they cannot answer."""
     if by not in (None, *DAILY):
         return None
@@ -104,7 +116,7 @@ def _daily_cells(store: Store, flt: SessionFilter | None, by: str | None):
     return out
 
 
-def _run_cells(store: Store, flt: SessionFilter | None, by: str | None):
+def _run_cells(store: HeadlineReads, flt: SessionFilter | None, by: str | None):
     """The same per run (Store.headline_rows), each run a cell of its own."""
     out = []
     for row in store.headline_rows(flt, COLUMN.get(by) if by is not None else None):
@@ -129,7 +141,7 @@ def _run_cells(store: Store, flt: SessionFilter | None, by: str | None):
     return out
 
 
-def headline(store: Store, flt: SessionFilter | None = None, by: str | None = None) -> list[dict]:
+def headline(store: HeadlineReads, flt: SessionFilter | None = None, by: str | None = None) -> list[dict]:
     """Rows of `analytics.headline(load(store, flt), by)`, as dicts in the same order."""
     cells = _daily_cells(store, flt, by)
     if cells is None:

@@ -61,7 +61,8 @@ class TeamRoutes:
         return await self._team_call(lambda: {"queues": queues.list_queues(self.api.store())})
 
     async def create_queue(self, request: Request) -> Response:
-        """POST /api/v1/queues {name, runs | filter (the runs list's parameters), rubric?, reviews_per_item?, assign?} → {id, items}."""
+        """POST /api/v1/queues {name, runs | filter (the runs list's parameters), rubric?, reviews_per_item?, assign?}
+        → {id, items}."""
         from ...team import queues
 
         body = await object_body(request, self.api.max_body)
@@ -71,12 +72,16 @@ class TeamRoutes:
             runs, given = body.get("runs"), body.get("filter")
             if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
                 raise queues.QueueError("runs: expected a list of run ids")
-            if runs is None and not (isinstance(given, dict) and given):
-                raise queues.QueueError("filter: name the runs (runs) or a filter (status, model, agent_id, workflow, since, q…)")
-            try:
-                flt = None if runs is not None else session_filter({k: str(v) for k, v in given.items()})
-            except ValueError as exc:
-                raise queues.QueueError(f"filter.{exc}") from None
+            flt = None
+            if runs is None:
+                if not (isinstance(given, dict) and given):
+                    raise queues.QueueError(
+                        "filter: name the runs (runs) or a filter (status, model, agent_id, workflow, since, q…)"
+                    )
+                try:
+                    flt = session_filter({k: str(v) for k, v in given.items()})
+                except ValueError as exc:
+                    raise queues.QueueError(f"filter.{exc}") from None
             assign = body.get("assign") or []
             if not isinstance(assign, list):
                 raise queues.QueueError("assign: expected a list of reviewer names")
@@ -139,7 +144,8 @@ class TeamRoutes:
         )
 
     async def work_queue_item(self, request: Request) -> Response:
-        """POST /api/v1/queues/{id}/items/{item}/review {reviewer, verdict, criteria?, note?, should_have?} or …/skip {reviewer}."""
+        """POST /api/v1/queues/{id}/items/{item}/review {reviewer, verdict, criteria?, note?, should_have?},
+        or …/skip {reviewer}."""
         from ...team import queues
 
         body = await object_body(request, self.api.max_body)
@@ -170,7 +176,8 @@ class TeamRoutes:
         return await self._team_call(act)
 
     async def create_share(self, request: Request) -> Response:
-        """POST /api/v1/shares {session, other?} | {queue}, expires? ("7d") → {id, token, url, expires_at}; the token only here."""
+        """POST /api/v1/shares {session, other?} | {queue}, expires? ("7d") → {id, token, url, expires_at};
+        the token only here."""
         from ...team import shares
 
         body = await object_body(request, self.api.max_body)
