@@ -6,8 +6,9 @@ them in bulk far faster than per-row objects are made."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import Text, case, cast, func, null, select
+from sqlalchemy import ColumnElement, Text, case, cast, func, null, select
 from sqlalchemy.engine import Connection
 
 from . import daily
@@ -60,7 +61,7 @@ class AnalyticsReads(StoreBase):
         """Per run with steps, its rollup (storage/rollups.py): counts, sums, first error, cycles,
         loops, and with `durations` its step durations packed as comma-separated whole µs."""
         r = run_rollups.c
-        cols = [c for c in r if c.name not in ("max_seq", "first_error_at", "durations_us")]
+        cols: list[ColumnElement[Any]] = [c for c in r if c.name not in ("max_seq", "first_error_at", "durations_us")]
         cols.append(cast(r.first_error_at, Text).label("first_error_at"))
         if durations:
             cols.append(r.durations_us)
@@ -104,13 +105,13 @@ class AnalyticsReads(StoreBase):
 
     def daily_rows(
         self, flt: SessionFilter | None = None, *, detail: bool = True, parts: Sequence[str] | None = None
-    ) -> dict[str, tuple[list[str], list[tuple]]] | None:
+    ) -> dict[str, tuple[list[str], Sequence[tuple]]] | None:
         """The dashboard's reads from the per-day rollups (storage/daily.py): cells, tools and errors
         per cell, run times, and with `detail` step durations (only `parts` of them, if given); None
         when the filter needs the per-run rollups (a text search, a tag, a workflow, …)."""
         if not daily.answers(flt):
             return None
-        out = {}
+        out: dict[str, tuple[list[str], Sequence[tuple]]] = {}
         with self.engine.connect() as conn:
             for name, query in daily.reads(flt, EXPERIMENT_SOURCE, detail=detail).items():
                 if parts is None or name in parts:

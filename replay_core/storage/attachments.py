@@ -9,9 +9,10 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection
 
 from ..vocabulary import now_utc
-from .bulk import chunks, dialect_module
+from .bulk import chunks, dialect_module, inserted_id
 from .engine import StoreBase
-from .tables import annotations, attachments, media_blobs, sessions
+from .tables import annotations as annotations_table
+from .tables import attachments, media_blobs, sessions
 
 REVIEW_LABELS = ("good", "bad", "needs_attention")
 
@@ -34,18 +35,18 @@ class Attachments(StoreBase):
             if conn.scalar(select(sessions.c.id).where(sessions.c.id == session_id)) is None:
                 raise KeyError(session_id)
             res = conn.execute(
-                insert(annotations).values(
+                insert(annotations_table).values(
                     session_id=session_id, event_id=event_id, label=label, text=text, author=author, created_at=now_utc()
                 )
             )
-            return res.inserted_primary_key[0]
+            return inserted_id(res)
 
     def annotations(self, session_id: str) -> list[dict]:
         with self.engine.connect() as conn:
             rows = conn.execute(
-                select(annotations)
-                .where(annotations.c.session_id == session_id)
-                .order_by(annotations.c.created_at, annotations.c.id)
+                select(annotations_table)
+                .where(annotations_table.c.session_id == session_id)
+                .order_by(annotations_table.c.created_at, annotations_table.c.id)
             )
             return [dict(r._mapping) for r in rows]
 
@@ -59,7 +60,7 @@ class Attachments(StoreBase):
                     session_id=session_id, event_id=event_id, name=name, mime_type=mime_type, data=data, created_at=now_utc()
                 )
             )
-            return res.inserted_primary_key[0]
+            return inserted_id(res)
 
     def has_blob(self, sha256: str) -> bool:
         with self.engine.connect() as conn:
@@ -102,7 +103,7 @@ class Attachments(StoreBase):
                     created_at=now_utc(),
                 )
             )
-            return res.inserted_primary_key[0], True
+            return inserted_id(res), True
 
     def list_attachments(self, session_id: str) -> list[dict]:
         """Attachment descriptions without their bytes, in the order they came, with the image's size."""

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from ..vocabulary import now_utc
 from .actor import Actor, PermissionDenied, require
+from .bulk import inserted_id
 from .engine import StoreBase
 from .tables import audit_log
 
@@ -38,7 +39,7 @@ def audit_line(
             detail=detail,
         )
     )
-    return res.inserted_primary_key[0]
+    return inserted_id(res)
 
 
 class Audited(StoreBase):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, CursorResult
 
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
 _COPY_FROM = 200  # rows from which PostgreSQL takes them by COPY (several times executemany's speed)
@@ -68,13 +68,21 @@ def bulk_insert(conn: Connection, table, names: Sequence[str], rows: list, *, bo
     if dialect.name == "postgresql" and len(params) >= _COPY_FROM:
         columns = ", ".join(quote(n) for n in names)
         with (
-            conn.connection.dbapi_connection.cursor() as cur,
+            # psycopg's own connection: its cursor is a context manager with copy(); SQLAlchemy types the generic DB-API one
+            conn.connection.dbapi_connection.cursor() as cur,  # type: ignore[union-attr]
             cur.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy,
         ):
             for row in params:
                 copy.write_row(row)
         return
     conn.exec_driver_sql(sql, params)
+
+
+def inserted_id(result: CursorResult) -> int:
+    """The id a one-row INSERT made (SQLAlchemy's type allows None, which only other statements get)."""
+    key = result.inserted_primary_key
+    assert key is not None
+    return key[0]
 
 
 def insert_new(conn: Connection, table, names: Sequence[str], rows: list, key: str) -> list:

@@ -10,6 +10,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..vocabulary import now_utc
+from .bulk import inserted_id
 from .engine import StoreBase
 from .tables import dataset_cases, datasets, experiment_runs, experiments
 
@@ -31,7 +32,7 @@ class Datasets(StoreBase):
         with self._write_lock, self.engine.begin() as conn:
             if conn.scalar(select(datasets.c.id).where(datasets.c.name == name)) is not None:
                 raise ValueError(f"dataset {name!r} exists already (add runs to it with `dataset add`)")
-            dataset_id = conn.execute(
+            inserted = conn.execute(
                 insert(datasets).values(
                     name=name,
                     version=1,
@@ -41,9 +42,10 @@ class Datasets(StoreBase):
                     created_at=now,
                     updated_at=now,
                 )
-            ).inserted_primary_key[0]
+            )
+            dataset_id = inserted_id(inserted)
             self._insert_cases(conn, dataset_id, 1, cases, now)
-        return self.get_dataset(name)
+        return self._written_dataset(name)
 
     def _insert_cases(self, conn: Connection, dataset_id: int, version: int, cases, now) -> int:
         have = set(conn.scalars(select(dataset_cases.c.session_id).where(dataset_cases.c.dataset_id == dataset_id)))
@@ -73,8 +75,15 @@ class Datasets(StoreBase):
                     .where(datasets.c.id == row.id)
                     .values(version=version, updated_at=now, made_from=[*(row.made_from or []), made_from])
                 )
-        out = self.get_dataset(name)
+        out = self._written_dataset(name)
         out["added"] = added
+        return out
+
+    def _written_dataset(self, name: str) -> dict:
+        """The dataset a write just made or changed (datasets are never deleted: KeyError only to be sure)."""
+        out = self.get_dataset(name)
+        if out is None:
+            raise KeyError(name)
         return out
 
     def get_dataset(self, name_or_id: str | int) -> dict | None:

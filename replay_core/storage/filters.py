@@ -11,7 +11,8 @@ from sqlalchemy import Text, cast, exists, or_
 from .engine import json_dumps
 from .plain import EXPERIMENT_SOURCE  # experiments' replay sessions: kept out of lists and analytics unless asked for
 from .search_reads import text_clause
-from .tables import annotations, run_breakdown, run_rollups, sessions
+from .tables import annotations as annotations_table
+from .tables import run_breakdown, run_rollups, sessions
 
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
@@ -79,11 +80,12 @@ def filter_clauses(flt: SessionFilter | None, dialect: str) -> list:
         )
     if flt.has:
         clauses.append(_has(flt.has))
-    if flt.review:
-        labelled = exists().where(annotations.c.session_id == sessions.c.id).where(annotations.c.label == flt.review)
-        if flt.review == "unreviewed":
-            labelled = ~exists().where(annotations.c.session_id == sessions.c.id)
-        clauses.append(labelled)
+    if flt.review == "unreviewed":
+        clauses.append(~exists().where(annotations_table.c.session_id == sessions.c.id))
+    elif flt.review:
+        clauses.append(
+            exists().where(annotations_table.c.session_id == sessions.c.id).where(annotations_table.c.label == flt.review)
+        )
     return clauses
 
 

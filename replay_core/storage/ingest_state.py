@@ -17,7 +17,8 @@ from . import daily, rollups
 from .bulk import bulk_insert, chunks, dialect_module
 from .columns import STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
-from .tables import annotations, attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
+from .tables import annotations as annotations_table
+from .tables import attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
 from .writing import existing_sessions
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class IngestState(StoreBase):
             dialect = dialect_module(self.dialect)
             conn.execute(dialect.insert(sessions).values(**{**src, "id": to_sid}).on_conflict_do_nothing(index_elements=["id"]))
             existing_sessions(conn, [to_sid], lock=True)
-            target = conn.execute(select(sessions.c.id, sessions.c.last_event_at).where(sessions.c.id == to_sid)).first()
+            target = conn.execute(select(sessions.c.id, sessions.c.last_event_at).where(sessions.c.id == to_sid)).one()
             if src["last_event_at"] and (target.last_event_at is None or target.last_event_at < src["last_event_at"]):
                 conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
             rows = conn.execute(
@@ -81,7 +82,7 @@ class IngestState(StoreBase):
                     update(steps).where(steps.c.id == bindparam("rid")).values(session_id=to_sid, seq=bindparam("new_seq")),
                     moving,
                 )
-            for table in (step_contexts, attachments, annotations):
+            for table in (step_contexts, attachments, annotations_table):
                 conn.execute(update(table).where(table.c.session_id == from_sid).values(session_id=to_sid))
             conn.execute(update(sessions).where(sessions.c.replay_of == from_sid).values(replay_of=to_sid))
             rollups.forget(conn, [from_sid])

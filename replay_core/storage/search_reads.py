@@ -83,7 +83,7 @@ class SearchReads(StoreBase):
         where = (steps.c.session_id == session_id, step_matches(query, self.dialect))
         cols = [steps.c[n] for n in _HIT_COLUMNS]
         with self.engine.connect() as conn:
-            total = conn.scalar(select(func.count()).select_from(steps).where(*where))
+            total = conn.execute(select(func.count()).select_from(steps).where(*where)).scalar_one()
             rows = conn.execute(select(*cols).where(*where).order_by(steps.c.seq, steps.c.id).limit(limit))
             return total, [_hit(query, r) for r in rows]
 

@@ -15,8 +15,8 @@ from .attachments import drop_unused_blobs
 from .audit import Audited, audit_line
 from .bulk import bulk_insert, chunks
 from .filters import SessionFilter, filter_clauses
+from .tables import annotations as annotations_table
 from .tables import (
-    annotations,
     attachments,
     otlp_open_calls,
     otlp_traces,
@@ -37,7 +37,9 @@ def run_totals(session: dict, step_sums: dict) -> dict:
     steps' sum when any step carries it, else the source's run total (session metadata
     `tokens_in`, `tokens_out`, `cost_usd`, as SWE-agent's `model_stats` gives), else none
     (tokens 0, cost None). `totals_source` says which: "steps", "source", "steps+source", None."""
-    meta = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
+    meta = session.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     out = dict(step_sums)
     used = set()
     for name in TOTALS:
@@ -64,7 +66,7 @@ class Sessions(Audited):
 
     def count_sessions(self, flt: SessionFilter | None = None) -> int:
         with self.engine.connect() as conn:
-            return conn.scalar(select(func.count()).select_from(sessions).where(*filter_clauses(flt, self.dialect)))
+            return conn.execute(select(func.count()).select_from(sessions).where(*filter_clauses(flt, self.dialect))).scalar_one()
 
     def list_sessions(self, flt: SessionFilter | None = None, *, limit: int = 50, offset: int = 0) -> list[dict]:
         """One page of sessions, newest first, with per-session step aggregates."""
@@ -139,7 +141,7 @@ class Sessions(Audited):
             for part in chunks(list(ids)):
                 orphans = list(conn.scalars(select(sessions.c.id).where(sessions.c.replay_of.in_(part))))
                 conn.execute(update(sessions).where(sessions.c.replay_of.in_(part)).values(replay_of=None))
-                for table in (step_contexts, steps, attachments, annotations, run_breakdown, run_rollups):
+                for table in (step_contexts, steps, attachments, annotations_table, run_breakdown, run_rollups):
                     conn.execute(delete(table).where(table.c.session_id.in_(part)))
                 traces = select(otlp_traces.c.trace_id).where(otlp_traces.c.session_id.in_(part))
                 conn.execute(delete(otlp_open_calls).where(otlp_open_calls.c.trace_id.in_(traces)))
@@ -155,7 +157,7 @@ class Sessions(Audited):
         cutoff = (now or now_utc()) - timedelta(days=days)
         query = select(sessions.c.id).where(sessions.c.started_at < cutoff)
         if keep_annotated:
-            query = query.where(~exists().where(annotations.c.session_id == sessions.c.id))
+            query = query.where(~exists().where(annotations_table.c.session_id == sessions.c.id))
         with self.engine.connect() as conn:
             ids = list(conn.scalars(query))
         return self.delete_sessions(ids, actor=RETENTION)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # made only by the reads that return events: `stats` opens a 
 _JSON_STEP_COLUMNS = tuple(STEP_COLUMNS.index(name) for name in ("tool_args", "metadata"))
 
 
-def _decoded_step_columns(rows: list[Sequence], dialect: str) -> list[Sequence]:
+def _decoded_step_columns(rows: Sequence[Sequence], dialect: str) -> list[Sequence]:
     """Step rows as the driver returns them, turned into columns (STEP_COLUMNS' order) with the values
     SQLAlchemy's column types would have made: the timestamp timezone-aware UTC (tables.UTCDateTime),
     the JSON columns parsed (and a bare number, which SQLite hands back as a number, kept: SQLAlchemy's
@@ -33,7 +33,7 @@ def _decoded_step_columns(rows: list[Sequence], dialect: str) -> list[Sequence]:
     (the engine's json_deserializer)."""
     if not rows:
         return [() for _ in STEP_COLUMNS]
-    columns = list(zip(*rows, strict=True))
+    columns: list[Sequence] = list(zip(*rows, strict=True))
     stamps = columns[TIMESTAMP_AT]
     if dialect == "sqlite":  # stored naive, as "YYYY-MM-DD HH:MM:SS.ffffff"
         columns[TIMESTAMP_AT] = [None if v is None else datetime.fromisoformat(v + "+00:00") for v in stamps]
@@ -44,7 +44,7 @@ def _decoded_step_columns(rows: list[Sequence], dialect: str) -> list[Sequence]:
     return columns
 
 
-def _fetched(conn: Connection, query: Any) -> list[Sequence]:
+def _fetched(conn: Connection, query: Any) -> Sequence[Sequence]:
     """The driver's own row tuples, fetched at once: SQLAlchemy's Row objects and per-value processors
     were 60% of a 100,000-step open, a row at a time another quarter."""
     result = conn.execute(query)
@@ -72,7 +72,7 @@ class Steps(StoreBase):
 
     def load_steps(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[StepEvent]:
         """Steps of a session in order (seq, then timestamp), without their context."""
-        return step_events(session_id, zip(*self.load_step_columns(session_id, from_seq=from_seq, to_seq=to_seq)))
+        return step_events(session_id, zip(*self.load_step_columns(session_id, from_seq=from_seq, to_seq=to_seq), strict=True))
 
     def load_step_columns(self, session_id: str, *, from_seq: int | None = None, to_seq: int | None = None) -> list[Sequence]:
         """load_steps as columns (STEP_COLUMNS' order, decoded), every column whole: what an opened run's
@@ -145,7 +145,7 @@ class Steps(StoreBase):
             yield SessionEvent(session_id=sid, **fields)
             contexts = self.step_contexts(sid)
             for step in self.load_steps(sid):
-                values = step.__dict__ | {"context": contexts.get(step.event_id)}
+                values = step.__dict__ | {"context": contexts.get(step.identity())}
                 yield StepEvent.trusted(values)
             if status not in (SessionStatus.RUNNING, SessionStatus.INCOMPLETE):
                 yield SessionEndEvent(

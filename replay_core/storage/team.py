@@ -13,6 +13,7 @@ from sqlalchemy import and_, case, delete, exists, func, insert, or_, select, up
 from ..vocabulary import now_utc
 from .actor import Actor
 from .audit import Audited, audit_line
+from .bulk import inserted_id
 from .tables import queue_items, queue_reviews, review_queues, sessions, share_links
 
 
@@ -32,7 +33,7 @@ class Team(Audited):
     ) -> int:
         """A queue with its items frozen now (in the order given); the audit line in the same transaction."""
         with self._write_lock, self._write_transaction() as conn:
-            queue_id = conn.execute(
+            inserted = conn.execute(
                 insert(review_queues).values(
                     name=name,
                     made_from=made_from,
@@ -42,7 +43,8 @@ class Team(Audited):
                     created_by=actor.who[:200],
                     created_at=now_utc(),
                 )
-            ).inserted_primary_key[0]
+            )
+            queue_id = inserted_id(inserted)
             rows = [
                 {"queue_id": queue_id, "position": i, "session_id": sid, "reviews": 0} for i, sid in enumerate(session_ids, 1)
             ]
@@ -156,7 +158,7 @@ class Team(Audited):
                         )
                         .values(held_by=None, held_until=None)
                     )
-                    row = conn.execute(select(queue_items).where(queue_items.c.id == candidate)).first()
+                    row = conn.execute(select(queue_items).where(queue_items.c.id == candidate)).one()
                     return dict(row._mapping)
         return None
 
@@ -215,7 +217,7 @@ class Team(Audited):
 
     def create_share(self, token_hash: str, kind: str, target: dict, expires_at: datetime, *, actor: Actor) -> int:
         with self._write_lock, self._write_transaction() as conn:
-            share_id = conn.execute(
+            inserted = conn.execute(
                 insert(share_links).values(
                     token_hash=token_hash,
                     kind=kind,
@@ -225,7 +227,8 @@ class Team(Audited):
                     expires_at=expires_at,
                     opened=0,
                 )
-            ).inserted_primary_key[0]
+            )
+            share_id = inserted_id(inserted)
             audit_line(
                 conn,
                 actor,

@@ -59,7 +59,8 @@ def shared_url(store: Store) -> str | None:
 
 @dataclass
 class _Process:
-    process: subprocess.Popen  # jobs go to its stdin
+    process: subprocess.Popen
+    jobs: IO[bytes]  # its stdin, where jobs go
     answers: IO[bytes]  # its answers come on a pipe of their own: nothing it prints can garble them
     owner: int  # the pid that started it
 
@@ -106,7 +107,7 @@ class StoreWorker:
         with self.lock:
             worker = self._process()
             try:
-                _send(worker.process.stdin, (url, job, args, env))
+                _send(worker.jobs, (url, job, args, env))
                 ok, value = _read(worker.answers)
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 self._stop()
@@ -122,7 +123,7 @@ class StoreWorker:
     def _process(self) -> _Process:
         """The running worker (started if there is none); call with the lock held."""
         if self.current is not None and self.current.owner != os.getpid():  # inherited through a fork: the parent's
-            for pipe in (self.current.process.stdin, self.current.answers):
+            for pipe in (self.current.jobs, self.current.answers):
                 pipe.close()
             self.current = None
         if self.current is None or self.current.process.poll() is not None:
@@ -142,7 +143,9 @@ class StoreWorker:
                 raise
             finally:
                 os.close(write_end)
-            self.current = _Process(process, os.fdopen(read_end, "rb"), os.getpid())
+            jobs = process.stdin
+            assert jobs is not None  # started with stdin=PIPE
+            self.current = _Process(process, jobs, os.fdopen(read_end, "rb"), os.getpid())
         return self.current
 
     def _stop(self) -> None:
@@ -150,7 +153,7 @@ class StoreWorker:
         worker, self.current = self.current, None
         if worker is None:
             return
-        for pipe in (worker.process.stdin, worker.answers):
+        for pipe in (worker.jobs, worker.answers):
             try:
                 pipe.close()
             except OSError:
@@ -234,16 +237,13 @@ def write_batches(store: Store, batches: list[WriteBatch], options: dict) -> tup
 
 def warm_writes() -> None:
     """One run written into a throwaway in-memory database: the imports and the first statements."""
-    from ..events import parse_event
+    from ..events import SessionEvent, StepEvent
 
     store = Store("sqlite://")
     try:
         batch = WriteBatch()
-        for obj in (
-            {"kind": "session", "session_id": "warm"},
-            {"kind": "step", "session_id": "warm", "seq": 1, "type": "think", "event_id": "w1", "content": "warm"},
-        ):
-            batch.add(parse_event(obj))
+        batch.add(SessionEvent(session_id="warm"))
+        batch.add(StepEvent(session_id="warm", seq=1, type="think", event_id="w1", content="warm"))
         store.write_batches([batch], default_source="api", refuse_conflicts=True)
     finally:
         store.close()
@@ -283,7 +283,7 @@ class JoinedWrites:
             while not mine.done():  # else a writer before us took ours along
                 lane = next((n for n in range(len(lanes)) if n not in self._writing), None)
                 group = self._take() if lane is not None else []
-                if not group:  # every lane busy, or what is queued waits for runs in flight
+                if lane is None or not group:  # every lane busy, or what is queued waits for runs in flight
                     self._state.wait()
                     continue
                 runs = {sid for queued, _ in group for sid in queued.order}

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sqlalchemy import Text, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.engine import Connection
@@ -73,7 +73,7 @@ class StepRow:
     row: tuple
     context: Any
     redacted: int  # values this redaction replaced (the report's count), not the row's `redacted`
-    kind = "row"
+    kind: ClassVar[Literal["row"]] = "row"
 
     @classmethod
     def of(cls, values: dict[str, Any], redacted: int) -> StepRow:
@@ -176,7 +176,7 @@ class Writing(StoreBase):
 
     def write(
         self,
-        events: Iterable[SessionEvent | StepEvent | SessionEndEvent],
+        events: Iterable[SessionEvent | StepEvent | StepRow | SessionEndEvent],
         *,
         default_source: str | None = None,
         replace: bool = False,
@@ -462,8 +462,7 @@ class Writing(StoreBase):
                 continue
             seen.add(event_id)
             if row[SEQ_AT] is None:
-                row = list(row)
-                row[SEQ_AT] = next_seq
+                row = (*row[:SEQ_AT], next_seq, *row[SEQ_AT + 1 :])
                 next_seq += 1
             if context is not None:
                 contexts.append((sid, event_id, context))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, overload
 
 from ..jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
 from ..reader import BadRecord, Event, Records
@@ -33,6 +33,9 @@ def _has_control_bytes(head: bytes) -> bool:
 
 class _SpanFormat(ABC):
     """A container of spans: subclasses decode `spans`, the mapping to events is shared."""
+
+    name: str
+    label: str
 
     @abstractmethod
     def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
@@ -137,22 +140,40 @@ def _refuse(bad: list[BadRecord]) -> None:
 
 def spans_from_otlp(data: bytes, content_type: str) -> list[Span]:
     """The spans of one OTLP/HTTP export request; OtlpError names the first problem."""
-    spans, bad = [], []
+    spans: list[Span] = []
+    bad: list[BadRecord] = []
     try:
         for item in otlp_reader(content_type).spans(data, "request"):
-            (bad if isinstance(item, BadRecord) else spans).append(item)
+            if isinstance(item, BadRecord):
+                bad.append(item)
+            else:
+                spans.append(item)
     except DocumentError as exc:
         bad.append(exc.record)
     _refuse(bad)
     return spans
 
 
-def events_from_spans(spans: list[Span], ledger: Ledger | None = None, rows: StepRows | None = None) -> list[Event | Replace]:
+@overload
+def events_from_spans(spans: list[Span], ledger: None = None, rows: StepRows | None = None) -> list[Event]: ...
+
+
+@overload
+def events_from_spans(spans: list[Span], ledger: Ledger, rows: StepRows | None = None) -> list[Event | Replace]: ...
+
+
+def events_from_spans(
+    spans: list[Span], ledger: Ledger | None = None, rows: StepRows | None = None
+) -> list[Event] | list[Event | Replace]:
     """Events of one request's spans, without seq (see events_from_otlp); OtlpError on the first bad one.
-    `rows`: as session_events."""
-    events, bad = [], []
+    `rows`: as session_events; `Replace` items come only with a `ledger`."""
+    events: list[Event | Replace] = []
+    bad: list[BadRecord] = []
     for item in spans_to_events(spans, assign_seq=False, ledger=ledger, rows=rows):
-        (bad if isinstance(item, BadRecord) else events).append(item)
+        if isinstance(item, BadRecord):
+            bad.append(item)
+        else:
+            events.append(item)
     _refuse(bad)
     return events
 

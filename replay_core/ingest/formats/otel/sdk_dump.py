@@ -15,17 +15,23 @@ from .spans import Span
 from .values import kind_of, safe_ints, span_hex, status_of, to_ns
 
 
+def _object(raw: dict, key: str) -> dict:
+    """`raw[key]` when it is an object, else an empty one."""
+    value = raw.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def sdk_span(raw: Any, where: str, document: dict | None) -> Span:
     """A span as the Python SDK's `to_json()` or an exporter's dump writes it (any-agent, Phoenix…)."""
     if not isinstance(raw, dict):
         raise ValueError(f"expected a span object, got {type(raw).__name__}")
     context = raw.get("context") or {}
-    parent = raw.get("parent") if isinstance(raw.get("parent"), dict) else {}
+    parent = _object(raw, "parent")
     trace_id = span_hex(context.get("trace_id", raw.get("trace_id")), 16)
     span_id = span_hex(context.get("span_id", raw.get("span_id")), 8)
     if trace_id is None or span_id is None:
         raise ValueError("context.trace_id and context.span_id are required")
-    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    status = _object(raw, "status")
     events = [
         {
             "name": e.get("name"),
@@ -35,7 +41,7 @@ def sdk_span(raw: Any, where: str, document: dict | None) -> Span:
         for e in raw.get("events") or []
         if isinstance(e, dict)
     ]
-    resource = raw.get("resource") if isinstance(raw.get("resource"), dict) else {}
+    resource = _object(raw, "resource")
     trace_state = context.get("trace_state")
     otel = {
         "kind": kind_of(raw.get("kind", raw.get("span_kind"))),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from pydantic import ValidationError
 
@@ -83,6 +83,7 @@ def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[
 def _read_session(draft: SessionDraft) -> None:
     draft.trees.order(draft.spans)
     emitted: list[EmittedCall] = []
+    tool_spans: list[tuple[Span, oa.Attrs]] = []
     sid = draft.session_id
     for span in draft.spans:  # a parent met later in the loop below has no agent yet (its trace is in this draft)
         span.agent = None
@@ -103,11 +104,13 @@ def _read_session(draft: SessionDraft) -> None:
             part, calls = model_part(span, a)
             emitted += [EmittedCall(span, i, c, span.start_ns) for i, c in enumerate(calls)]
             draft.parts.append(part)
-        elif kind != oa.TOOL:
+        elif kind == oa.TOOL:
+            tool_spans.append((span, a))
+        else:
             draft.parts.append(other_part(span, a, kind))
     ledger = draft.ledger
     prior = [p for t in dict.fromkeys(s.trace_id for s in draft.spans) for p in ledger.prior.get(t, ())] if ledger else []
-    if prior:
+    if ledger is not None and prior:
         answered_before(emitted, [p for p in prior if p.side == "tool"], ledger)
     prior_calls = [
         EmittedCall(None, -1, {"name": p.name, "id": p.call_id, "arguments": p.arguments}, p.t_ns, p)
@@ -115,52 +118,59 @@ def _read_session(draft: SessionDraft) -> None:
         if p.side == "call"
     ]
     open_calls = OpenCalls(prior_calls + emitted)
-    for span in draft.spans:
-        if span.kind == oa.TOOL:
-            parts, match = tool_parts(span, span.attrs, open_calls)
-            draft.parts += parts
-            if ledger is None:
-                continue
-            if match is not None and match.prior is not None:
-                parts[0].replaces = match.prior.event_id
-                ledger.consumed.append(match.prior)
-            elif match is None:
-                call = parts[0].fields
-                ledger.opened.append(
-                    PriorCall(
-                        span.trace_id,
-                        "tool",
-                        span.span_id,
-                        call["tool_name"],
-                        call["tool_call_id"],
-                        call["tool_args"],
-                        span.start_ns,
-                    )
+    for span, a in tool_spans:
+        parts, match = tool_parts(span, a, open_calls)
+        draft.parts += parts
+        if ledger is None:
+            continue
+        if match is not None and match.prior is not None:
+            parts[0].replaces = match.prior.event_id
+            ledger.consumed.append(match.prior)
+        elif match is None:
+            call = parts[0].fields
+            ledger.opened.append(
+                PriorCall(
+                    span.trace_id,
+                    "tool",
+                    span.span_id,
+                    call["tool_name"],
+                    call["tool_call_id"],
+                    call["tool_args"],
+                    span.start_ns,
                 )
+            )
     for part in draft.parts:
         part.fields.setdefault("agent_id", part.span.agent)
     model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
     for c in emitted:
+        model = c.span
+        assert model is not None  # a call of this batch's models: only a prior call has no span
         if not c.matched:
             if ledger is not None:
                 ledger.opened.append(
                     PriorCall(
-                        c.span.trace_id,
+                        model.trace_id,
                         "call",
-                        f"{c.span.span_id}.call.{c.index}",
+                        f"{model.span_id}.call.{c.index}",
                         c.call["name"],
                         c.call["id"],
                         c.call["arguments"],
-                        c.span.start_ns,
+                        model.start_ns,
                     )
                 )
-            draft.parts.append(emitted_call_part(c))
+            draft.parts.append(emitted_call_part(model, c))
     _session_fields(draft, model_usage)
     for part in draft.parts:
         if part.role == "step":
-            meta = step_metadata(part.span, part.span.attrs)
+            meta = step_metadata(part.span, _attrs(part.span))
             images = part.fields.pop("attachments", None)
             part.fields["metadata"] = meta | {"attachments": images} if images else meta
+
+
+def _attrs(span: Span) -> oa.Attrs:
+    """A span's attributes as reading its session left them (`_read_session` reads every span of a draft first)."""
+    assert span.attrs is not None
+    return span.attrs
 
 
 def _run_totals(a: oa.Attrs) -> dict[str, Any]:
@@ -177,7 +187,7 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
     first = roots[0] if roots else None
     fields: dict[str, Any] = {}
     if first is not None:
-        a = first.attrs
+        a = _attrs(first)
         step = next(p for p in draft.parts if p.span is first and p.role == "step")
         fields.update(
             name=first.name or None,
@@ -194,14 +204,14 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
         fields["metadata"] = _session_metadata(draft, first) | totals
         failed = [s for s in draft.spans if s.status == "error" and (s.parent_id is None or s.kind == oa.AGENT)]
         if failed:
-            error_class, message = failure(failed[0], failed[0].attrs)
+            error_class, message = failure(failed[0], _attrs(failed[0]))
             fields.update(status="failed", error_class=error_class, outcome=message)
         elif all(r.end_ns is not None for r in roots):
             fields["status"] = "succeeded"
         if fields.get("status"):
             draft.final = True
             fields["ended_at"] = ns_time(max(r.end_ns or 0 for r in roots) or None)
-            answer = oa.root_output(roots[-1].attrs) or _document_outcome(first.document)
+            answer = oa.root_output(_attrs(roots[-1])) or _document_outcome(first.document)
             fields["outcome"] = fields.get("outcome") or answer
     draft.fields = fields
 
@@ -215,7 +225,7 @@ def _document_outcome(document: dict | None) -> str | None:
 
 
 def _session_metadata(draft: SessionDraft, first: Span) -> dict[str, Any]:
-    otel = {"trace_ids": list(dict.fromkeys(s.trace_id for s in draft.spans))}
+    otel: dict[str, Any] = {"trace_ids": list(dict.fromkeys(s.trace_id for s in draft.spans))}
     resource = {k: v for k, v in first.resource.items() if k != SESSION_OVERRIDE and not k.startswith("deployment.environment")}
     if resource:
         otel["resource"] = resource
@@ -233,12 +243,15 @@ def _override(raw: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def session_events(draft: SessionDraft, *, assign_seq: bool = True, rows: StepRows | None = None) -> list[Event | BadRecord]:
+def session_events(
+    draft: SessionDraft, *, assign_seq: bool = True, rows: StepRows | None = None
+) -> list[Event | Replace | BadRecord]:
     """Contract events of one drafted session: overrides applied, steps ordered and numbered.
 
     With `rows` (a receiver storing the steps at once), each step is what `rows` makes of its fields,
-    where it makes something (a store row, validated and redacted), else its StepEvent."""
-    out: list[Event | BadRecord] = []
+    where it makes something (a store row, validated and redacted), else its StepEvent. `Replace`
+    items come only from a draft with a ledger."""
+    out: list[Event | Replace | BadRecord] = []
     parts = draft.parts
     for part in parts:
         span = part.span
@@ -302,7 +315,27 @@ def session_events(draft: SessionDraft, *, assign_seq: bool = True, rows: StepRo
             events.append(SessionEndEvent(session_id=draft.session_id, **{k: v for k, v in end.items() if v is not None}))
     except ValidationError as exc:
         return out + [BadRecord(draft.spans[0].where, describe_validation_error(exc))]
-    return events + replaces + out
+    return [*events, *replaces, *out]
+
+
+@overload
+def spans_to_events(
+    spans: Iterable[Span | BadRecord],
+    *,
+    assign_seq: bool = True,
+    ledger: None = None,
+    rows: StepRows | None = None,
+) -> Iterator[Event | BadRecord]: ...
+
+
+@overload
+def spans_to_events(
+    spans: Iterable[Span | BadRecord],
+    *,
+    assign_seq: bool = True,
+    ledger: Ledger,
+    rows: StepRows | None = None,
+) -> Iterator[Event | Replace | BadRecord]: ...
 
 
 def spans_to_events(

@@ -93,9 +93,8 @@ def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part],
     return [Part(span, "step", call, span.start_ns, False), Part(span, "result", result, span.end_ns, True)], match
 
 
-def emitted_call_part(c: EmittedCall) -> Part:
-    """A call a model emitted that no tool span answered: a tool_call step of its own, at the model call's end."""
-    span = c.span
+def emitted_call_part(span: Span, c: EmittedCall) -> Part:
+    """A call the model of `span` emitted that no tool span answered: a tool_call step of its own, at the model call's end."""
     fields = {
         "type": "tool_call",
         "tool_name": c.call["name"],
