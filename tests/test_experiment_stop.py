@@ -161,3 +161,27 @@ def test_the_page_stops_a_running_experiment_and_viewers_cannot(empty_store, ser
     at.button(key="ex_resume").click().run()
     assert not at.exception
     assert wait_for(lambda: store.experiment_status(experiment_id) == "done", "the resumed experiment")
+
+
+def test_the_stop_button_in_chromium(browser, tmp_path, server):
+    """What a person sees: the button on a running experiment, its click, then the status saying it is stopping."""
+    from apptest_helpers import served_app
+
+    url = f"sqlite:///{tmp_path / 'stop.db'}"
+    store = Store(url)
+    experiment_id = slow_experiment(store, server, n=1)  # stored `running`, as a run elsewhere shows it
+    store.close()
+    with served_app(url) as base:
+        pg = browser.new_page(viewport={"width": 1440, "height": 900})
+        pg.goto(f"{base}/experiments?experiment={experiment_id}")
+        button = pg.get_by_role("button", name="Stop the experiment")
+        button.wait_for(timeout=60_000)
+        assert button.is_enabled()
+        button.click()
+        pg.get_by_text("Status: stopping — stop asked").wait_for(timeout=30_000)
+        assert pg.get_by_role("button", name="Stop the experiment").count() == 0
+    reopened = Store(url, migrate=False)
+    try:
+        assert reopened.experiment_status(experiment_id) == "stopping"
+    finally:
+        reopened.close()

@@ -1,7 +1,7 @@
 """The app as someone gets it with pip: the sdist and the wheel built from this tree, the wheel installed
 into a fresh virtualenv outside the repository, and `agent-replay serve --demo` started from elsewhere
-serving the pages and the API with the 18 demo runs; and the rules that make it work from anywhere (where
-the data directory is, which flags Streamlit gets).
+serving the pages (the runs page in Chromium) and the API with the 18 demo runs; and the rules that make it
+work from anywhere (where the data directory is, which flags Streamlit gets).
 
 The fresh virtualenv sees the running interpreter's installed dependencies (a .pth line naming its
 site-packages) and gets the wheel itself with --no-deps: installing Streamlit, polars and litellm from the
@@ -95,7 +95,7 @@ def test_the_sdist_and_the_wheel_carry_the_app(dist):
     assert "agent_replay_app/setup.py" not in wheel
 
 
-def test_the_installed_wheel_serves_the_demo(venv, tmp_path):
+def test_the_installed_wheel_serves_the_demo(venv, tmp_path, browser):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = OUTSIDE | {"AGENT_REPLAY_HOME": str(tmp_path / "home"), "AGENT_REPLAY_API_TOKENS": f"viewer:{TOKEN}"}
@@ -138,6 +138,10 @@ def test_the_installed_wheel_serves_the_demo(venv, tmp_path):
         assert listed.status_code == 200, listed.text
         assert listed.json()["total"] == len(DEMO_RUNS) == 18
         assert len(listed.json()["sessions"]) == 18
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(f"{base}/runs")
+        page.get_by_text("18 runs:").wait_for(timeout=60_000)  # the runs page's summary line, as a person sees it
+        page.locator("[data-testid=stDataFrame]").first.wait_for()  # the table of runs (drawn on a canvas)
     finally:
         server.terminate()
         try:
