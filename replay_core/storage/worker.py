@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .store import Store, WriteBatch, WriteResult
 
@@ -337,7 +337,13 @@ def _copy(batch: WriteBatch) -> WriteBatch:
     return dataclasses.replace(batch, opened={sid: dict(fields) for sid, fields in batch.opened.items()}, ended=dict(batch.ended))
 
 
-class JoiningStore:
+if TYPE_CHECKING:  # to the type checker a JoiningStore is the Store it stands in for: every call but `write` is the store's
+    _StandsInForStore = Store
+else:
+    _StandsInForStore = object
+
+
+class JoiningStore(_StandsInForStore):
     """The store as `ingest` sees it on the HTTP routes: a `write` with the joined writes' options goes
     through `JoinedWrites` (any other, e.g. a replace, for editors and audited, is written alone); the
     rest is the store's."""
