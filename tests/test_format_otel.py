@@ -26,26 +26,6 @@ from replay_core.ingest.pipeline import ImportRejected, import_bytes, read_event
 from replay_core.storage.store import Store
 
 OTEL = FIXTURES / "otel"
-SESSION_KEYS = (
-    "name",
-    "agent_id",
-    "model",
-    "workflow",
-    "environment",
-    "agent_version",
-    "status",
-    "outcome",
-    "error_class",
-    "started_at",
-    "ended_at",
-    "tags",
-    "metadata",
-    "source",
-    "replay_of",
-    "replay_from",
-    "replay_to",
-    "replay_config",
-)
 
 
 def hex16(n: int) -> str:

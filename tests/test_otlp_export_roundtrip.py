@@ -13,6 +13,7 @@ import pytest
 from conftest import FIXTURES, REPO
 from google.protobuf import text_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from test_format_otel import hex32
 from typer.testing import CliRunner
 
 from replay_core.cli import app
@@ -43,40 +44,6 @@ SESSION_KEYS = (
     "replay_to",
     "replay_config",
 )
-
-
-def hex16(n: int) -> str:
-    return format(n, "016x")
-
-
-def hex32(n: int) -> str:
-    return format(n, "032x")
-
-
-def ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def rows(store: Store, sid: str) -> list[tuple]:
-    """(seq, type, parent seq, tool, args, call id, model, tokens in/out, status, error class) per stored step."""
-    steps = store.load_steps(sid)
-    seq_of = {s.event_id: s.seq for s in steps}
-    return [
-        (
-            s.seq,
-            s.type,
-            seq_of.get(s.parent_id),
-            s.tool_name,
-            s.tool_args,
-            s.tool_call_id,
-            s.model,
-            s.tokens_in,
-            s.tokens_out,
-            s.status,
-            s.error_class,
-        )
-        for s in steps
-    ]
 
 
 def proto_fixture() -> bytes:
