@@ -26,35 +26,13 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import generated_jsonl, report, timed  # noqa: E402
 
+from replay_core.storage.columns import STEP_COLUMNS  # noqa: E402
 from replay_core.storage.rollups import call_key  # noqa: E402
 from replay_core.storage.search import SQLITE_FILL, SQLITE_INDEX  # noqa: E402
 
 PER_RUN = 50
 CLI = [sys.executable, "-m", "replay_core.cli"]
-COLUMNS = (
-    "session_id",
-    "seq",
-    "event_id",
-    "parent_id",
-    "type",
-    "timestamp",
-    "duration_ms",
-    "agent_id",
-    "model",
-    "content",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "status",
-    "error_class",
-    "retry",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
-    "metadata",
-    "redacted",
-    "call_key",
-)
+COLUMNS = ("session_id", *STEP_COLUMNS, "call_key", "replay_config")  # a steps row as the schema holds it
 
 
 def raw_rows(data: bytes) -> tuple[list[str], list[tuple]]:
