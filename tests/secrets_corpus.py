@@ -21,7 +21,11 @@ from typing import NamedTuple
 REDACTED = "[REDACTED]"
 
 # "Aa0Bb1Cc2...": every few characters hold an upper, a lower and a digit
-_MIXED = "".join(u + l + d for u, l, d in zip(string.ascii_uppercase, string.ascii_lowercase, string.digits * 3))
+# the digits run on past the alphabet: zip stops at the shortest
+_MIXED = "".join(
+    upper + lower + digit
+    for upper, lower, digit in zip(string.ascii_uppercase, string.ascii_lowercase, string.digits * 3, strict=False)
+)
 _HEX = "0123456789abcdef"
 
 

@@ -97,7 +97,7 @@ def test_each_guarded_function_as_each_role(demo, name, role):
 
 def test_an_unknown_role_may_do_nothing(demo):
     nobody = Actor("x", "admin", "here")
-    for name, call in GUARDED.items():
+    for call in GUARDED.values():
         with pytest.raises(PermissionDenied):
             call(demo, nobody)
 
@@ -386,7 +386,7 @@ def test_streamlit_run_on_every_interface_without_a_door_exits(tmp_path, allow):
         if not allow:
             _, err = proc.communicate(timeout=90)
             assert proc.returncode == 2
-            assert err.strip().splitlines() == [next(l for l in err.splitlines() if l.startswith("agent-replay: "))]
+            assert err.strip().splitlines() == [next(line for line in err.splitlines() if line.startswith("agent-replay: "))]
             assert "refusing to serve address '0.0.0.0' with no sign-in" in err and "AGENT_REPLAY_ALLOW_OPEN=1" in err
             return
         deadline = time.monotonic() + 90

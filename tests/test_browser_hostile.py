@@ -70,7 +70,7 @@ def plant(store: Store, port: int) -> None:
             session_id=SID,
             name=h("name"),
             agent_id="agent <b>x</b>",
-            model="![m](http://127.0.0.1:%d/model.png)" % port,
+            model=f"![m](http://127.0.0.1:{port}/model.png)",
             workflow="[wf](javascript:alert(1))",
             tags=[h("tag")],
         ),
@@ -159,8 +159,10 @@ def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):
                 images = pg.evaluate(EVERY_ATTRIBUTE, ["img", "src"])
                 where = pg.eval_on_selector_all(
                     "a[href]",
-                    "els => els.filter(e => e.getAttribute('href').includes('%s')).map(e => [e.getAttribute('href'), (e.closest('[data-testid]')||{}).getAttribute && e.closest('[data-testid]').getAttribute('data-testid'), e.outerHTML.slice(0,200)])"
-                    % port,
+                    f"els => els.filter(e => e.getAttribute('href').includes('{port}'))"
+                    ".map(e => [e.getAttribute('href'), "
+                    "(e.closest('[data-testid]')||{}).getAttribute && e.closest('[data-testid]').getAttribute('data-testid'), "
+                    "e.outerHTML.slice(0,200)])",
                 )
                 assert bad_links == [], (path, where[:5])
                 assert [s for s in images if port in s or s == "x"] == [], path

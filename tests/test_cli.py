@@ -230,7 +230,8 @@ def test_db_rebuild_rollups_and_stats_stay_polars_free(cli, hand_file, tmp_path,
     assert "rollups rebuilt for 1 runs" in cli("db", "rebuild-rollups").stdout
     assert json.loads(cli("stats", "--json").stdout) == before
     probe = (
-        "import sys, runpy; sys.argv = ['agent-replay', 'stats']\ntry:\n    runpy.run_module('replay_core.cli', run_name='__main__')\n"
+        "import sys, runpy; sys.argv = ['agent-replay', 'stats']\n"
+        "try:\n    runpy.run_module('replay_core.cli', run_name='__main__')\n"
         "except SystemExit:\n    pass\nprint(sorted(m for m in ('polars', 'litellm', 'streamlit', 'alembic', 'pydantic', "
         "'sqlalchemy.dialects.postgresql') if m in sys.modules))"
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,7 +70,7 @@ def test_groups_cover_every_cycle_once_and_count_every_call(specs):
     groups = cycle_groups(columns_of(steps), cycles)
     assert sum(g.cycles for g in groups) == len(cycles)
     assert [g.first_seq for g in groups] == sorted(g.first_seq for g in groups)
-    assert all(a.last_seq < b.first_seq for a, b in zip(groups, groups[1:]))
+    assert all(a.last_seq < b.first_seq for a, b in pairwise(groups))
     in_cycles = [steps[p] for c in cycles for p in c.positions]
     calls = sum(1 for s in in_cycles if s.type == "tool_call" and s.tool_name)
     counted = sum(n for g in groups for n in g.calls.values())

@@ -1,4 +1,5 @@
 from dataclasses import dataclass
+from itertools import pairwise
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -59,7 +60,7 @@ def test_cycles_partition_members_contiguously_in_order(types):
         start = members.index(cycle.positions[0])
         assert list(cycle.positions) == members[start : start + len(cycle.positions)]
         assert cycle.first_seq <= cycle.last_seq
-    for a, b in zip(cycles, cycles[1:]):
+    for a, b in pairwise(cycles):
         assert a.last_seq < b.first_seq
 
 
@@ -70,7 +71,7 @@ def test_phase_rule(types):
 
     index = cycle_of_steps(types)
     highest, current = -1, None
-    for kind, c in zip(types, index):
+    for kind, c in zip(types, index, strict=True):
         if kind in NO_CYCLE:
             assert c is None
             continue

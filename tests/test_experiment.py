@@ -16,8 +16,9 @@ from experiment_cases import (
     cli_runner,
     make_cases,
     refund_dataset,  # noqa: F401
+    server,  # noqa: F401  (a fixture)
     variant,
-)  # server: a fixture
+)
 
 from replay_core.storage.store import SessionFilter
 from replay_core.whatif import dataset as ds
@@ -61,9 +62,8 @@ def test_pass_counts_intervals_regressions_and_improvements(store, server):
     ]
     assert [(r["case"], r["variant"]) for r in out["improvements"]] == [("refund-9", "openai/fake-c")]
     reg = out["regressions"][0]
-    assert (
-        reg["reason"]
-        == "final answer “Refund refused for order A-0.” differs from the original's final answer “Refund approved for order A-0.”"
+    assert reg["reason"] == (
+        "final answer “Refund refused for order A-0.” differs from the original's final answer “Refund approved for order A-0.”"
     )
     base = store.get_session(reg["baseline"])
     assert (base["replay_of"], base["source"], f"experiment:{eid}" in base["tags"]) == ("refund-0", "experiment", True)

@@ -9,7 +9,8 @@ Real files (tests/fixtures/SOURCES.md):
   @ 85f763593463127047c253ec34fdf11b23fe8386 (MIT; Claude Code 2.0.24, complete and unedited: streaming usage, thinking
   with signatures, file-history-snapshot lines without a sessionId, a Warmup sidechain, bash-mode input)
 Supplement: claude_code/subagents/agent-test-hash-123.jsonl — d-kimuson/claude-code-viewer
-  mock-global-claude-dir/projects/sample-project/agent-test-hash-123.jsonl @ 953ad642232e70e4371c70383c3c9981590830bb (hand-written mock)
+  mock-global-claude-dir/projects/sample-project/agent-test-hash-123.jsonl @ 953ad642232e70e4371c70383c3c9981590830bb
+  (hand-written mock)
 """
 
 from __future__ import annotations

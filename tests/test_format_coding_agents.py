@@ -132,9 +132,12 @@ def test_a_truncated_transcript_is_refused_in_one_line_and_nothing_is_stored(tmp
     cut.write_bytes(data[: data.index(b"\n", len(data) // 2) + 40])  # half-way through a line
     line = data[: data.index(b"\n", len(data) // 2) + 40].count(b"\n") + 1
     env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}", COLUMNS="200")
-    run = lambda *args: subprocess.run(
-        [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120
-    )  # noqa: E731
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120
+        )
+
     proc = run("import", str(cut))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     first, summary = proc.stderr.strip().splitlines()  # the bad record, then what was done with the file

@@ -80,9 +80,9 @@ def test_bad_element_is_refused_by_position(store):
     data = b'[{"type": "agent_step_start", "value": {"step_number": 0}}, {"type": "teleport", "value": {}}]'
     with pytest.raises(ImportRejected) as exc:
         import_bytes(store, data, "t.json", fmt="notte")
-    assert (
-        str(exc.value)
-        == "t.json:[1]: type: expected one of agent_step_start, agent_step_stop, observation, agent_completion, execution_result, screenshot, got 'teleport'"
+    assert str(exc.value) == (
+        "t.json:[1]: type: expected one of agent_step_start, agent_step_stop, observation, agent_completion, "
+        "execution_result, screenshot, got 'teleport'"
     )
     assert store.session_ids() == []
 

@@ -4,9 +4,11 @@
   tests/log/test_list_logs/… @ 6145723a1bfb7370166f7828da6a7a6eeea518e4
 - inspect_ai/mmlu-summary-choices.eval: UKGovernmentBEIS/inspect_ai
   tests/analysis/test_logs_choices/mmlu-summary-choices.eval @ a9c4b6efed80477fea1cfaa2aa6f91b46c4f9ea3
-- inspect_ai/2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json: tests/log/test_list_logs/… @ 297443887010e08b52df5a957bf3c9477af9fdbc
+- inspect_ai/2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json: tests/log/test_list_logs/…
+  @ 297443887010e08b52df5a957bf3c9477af9fdbc
 - inspect_ai/log_read_sample.json: tests/log/test_eval_log/log_read_sample.json @ 62d91db8c3629c6003728f0c5e89a3192dc04495
-- inspect_ai/log_formats.json: tests/log/test_eval_log/log_formats.json @ 0e6318fa4f8c9192171f37e4fec358ea13a90257 (legacy transcript)
+- inspect_ai/log_formats.json: tests/log/test_eval_log/log_formats.json @ 0e6318fa4f8c9192171f37e4fec358ea13a90257
+  (legacy transcript)
 - inspect_ai/tool_events_handmade.json: hand-made supplement with tool events
 - inspect_ai/inspect-0.3.285_mockllm_tool_events.json and …_zstd.eval: written by inspect_ai 0.3.285 itself
   (scripts/make_inspect_fixture.py: a tool-using task against inspect's mockllm, a ToolError);

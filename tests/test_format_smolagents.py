@@ -55,7 +55,9 @@ def test_benchmark_line_with_tool_error_and_final_answer(store):
     ]
     assert steps[2].status == "error" and steps[2].content.startswith("Error executing tool 'python_interpreter'")
     assert steps[4].tool_args == {
-        "code": "import math\n\ndef solve_tan_a():\n    # Since sin(A) = 2cos(A), we can set up the equation tan(A) = sin(A)/cos(A) = 2\n    return 2\n\nsolution = solve_tan_a()\nsolution"
+        "code": "import math\n\ndef solve_tan_a():\n"
+        "    # Since sin(A) = 2cos(A), we can set up the equation tan(A) = sin(A)/cos(A) = 2\n"
+        "    return 2\n\nsolution = solve_tan_a()\nsolution"
     }
     assert steps[5].content == "Stdout:\n\nOutput: 2"
     assert (steps[7].content, steps[7].tool_name) == ("2", "final_answer")

@@ -1,8 +1,9 @@
 """Import honesty: every file accounted for, refused with what it looked like, re-imported without a change,
 one definition of a run's totals, and no finished file left `running`.
 
-Real files: tests/fixtures (SOURCES.md there: repository, path and commit of each). Hand-made files below stand in for formats whose readers other branches add (an OpenHands
-event list, Claude Code transcript lines): they test what the existing readers must NOT claim.
+Real files: tests/fixtures (SOURCES.md there: repository, path and commit of each). Hand-made files below stand in
+for formats whose readers other branches add (an OpenHands event list, Claude Code transcript lines): they test what
+the existing readers must NOT claim.
 """
 
 from __future__ import annotations
@@ -134,9 +135,9 @@ def test_an_openhands_event_list_goes_to_its_reader_and_never_becomes_an_empty_c
         "It looks like JSON list of 4 objects with keys id, timestamp, source, message…"
     )
     assert (
-        "Readers tried: openai_chat: 0 of 4 list items used (4 ignored: action=message 1, action=run 1, observation=run 1…), 0 steps"
-        in message
-    )
+        "Readers tried: openai_chat: 0 of 4 list items used "
+        "(4 ignored: action=message 1, action=run 1, observation=run 1…), 0 steps"
+    ) in message
     assert store.session_ids() == []
 
 

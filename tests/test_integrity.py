@@ -254,9 +254,9 @@ def test_import_keeps_an_ended_run_and_reports_it_unless_replace(store, tmp_path
     def run_file(name: str, status: str) -> str:
         path = tmp_path / name
         path.write_text(
-            '{"schema":"agent-replay/v1","kind":"session","session_id":"imp","name":"%s"}\n'
+            f'{{"schema":"agent-replay/v1","kind":"session","session_id":"imp","name":"{name}"}}\n'
             '{"schema":"agent-replay/v1","kind":"step","session_id":"imp","type":"think","content":"hi","event_id":"e1"}\n'
-            '{"schema":"agent-replay/v1","kind":"session_end","session_id":"imp","status":"%s"}\n' % (name, status)
+            f'{{"schema":"agent-replay/v1","kind":"session_end","session_id":"imp","status":"{status}"}}\n'
         )
         return str(path)
 
@@ -382,9 +382,9 @@ def test_cli_import_reports_kept_runs_and_replace_changes_them(store, tmp_path):
     def write(name: str, status: str):
         path = tmp_path / name
         path.write_text(
-            '{"schema":"agent-replay/v1","kind":"session","session_id":"cli-run","name":"%s"}\n'
+            f'{{"schema":"agent-replay/v1","kind":"session","session_id":"cli-run","name":"{name}"}}\n'
             '{"schema":"agent-replay/v1","kind":"step","session_id":"cli-run","event_id":"e1","type":"think","content":"x"}\n'
-            '{"schema":"agent-replay/v1","kind":"session_end","session_id":"cli-run","status":"%s"}\n' % (name, status)
+            f'{{"schema":"agent-replay/v1","kind":"session_end","session_id":"cli-run","status":"{status}"}}\n'
         )
         return str(path)
 

@@ -93,7 +93,7 @@ def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
     root_batch: dict[int, int] = {}
     split_calls = 0
     for n, batch in enumerate(batches):
-        for k, (trace, name) in enumerate(batch):
+        for trace, name in batch:
             first_batch.setdefault(trace, n)
             if name.startswith("invoke_agent"):
                 root_batch[trace] = n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from apptest_helpers import FAILED_CODING, demo_store, page, texts  # noqa: F401  (fixtures)
 
 from replay_core.storage.actor import Actor
@@ -13,9 +14,6 @@ from replay_core.team import queues, shares
 
 QUEUES, SHARE = "pages/queues.py", "pages/share.py"
 EDITOR = Actor("Eve", "editor", "test")
-
-
-import pytest
 
 
 @pytest.fixture

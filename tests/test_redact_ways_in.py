@@ -185,7 +185,7 @@ def test_an_openai_chat_log(store):
 def test_the_sdk_and_the_litellm_logger(store, tmp_path):
     rec = Recorder(store.url, spool_dir=str(tmp_path / "spool"), flush_interval=0.05)
     try:
-        for i, s in enumerate(ID_SECRETS[:20]):
+        for s in ID_SECRETS[:20]:
             with rec.session(
                 name=s.text, agent_id=s.text, environment=s.text[:100] if len(s.text) <= 100 else None, model=s.text
             ) as run:

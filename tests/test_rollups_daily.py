@@ -218,6 +218,7 @@ def test_a_cost_too_large_for_exact_sums_is_read_per_run(store):
     )
     cells, runs = analytics.load(store, daily=True), analytics.load(store)
     assert not cells.daily and analytics.headline(cells)["cost_usd"][0] == 1e12 + 0.25
+    assert analytics.headline(runs)["cost_usd"][0] == 1e12 + 0.25
     assert headline.headline(store)[0]["cost_usd"] == 1e12 + 0.25
     store.delete_sessions(["big"])
     assert analytics.load(store, daily=True).daily

@@ -31,7 +31,8 @@ def test_importing_the_core_does_not_import_litellm_or_streamlit():
     import subprocess
 
     code = (
-        "import replay_core, replay_core.storage.store, replay_core.ingest.pipeline, replay_core.understand.timeline, replay_core.understand.snapshot, replay_core.cli, sys;"
+        "import replay_core, replay_core.storage.store, replay_core.ingest.pipeline, replay_core.understand.timeline, "
+        "replay_core.understand.snapshot, replay_core.cli, sys;"
         "print(sorted(m for m in ('litellm', 'streamlit') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

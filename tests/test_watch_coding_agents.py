@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import orjson
@@ -74,7 +75,7 @@ def test_a_growing_claude_code_session_is_one_run_on_the_live_page(empty_store, 
     watcher = Watcher(empty_store, [tmp_path / "projects"])
     at = page("pages/live.py")
     seen = []
-    for n, (a, b) in enumerate(zip(cuts(data, 6)[:-1], cuts(data, 6)[1:])):
+    for n, (a, b) in enumerate(pairwise(cuts(data, 6))):
         with path.open("ab") as fp:
             fp.write(data[a:b])
         if n == 3:  # a watch restarted in the middle carries on from the offset in the database
@@ -111,7 +112,7 @@ def test_a_growing_codex_rollout_stays_one_run_named_by_its_first_line(tmp_path)
     path.write_bytes(b"")
     store = Store(f"sqlite:///{tmp_path / 'w.db'}")
     watcher = Watcher(store, [path.parent])
-    for a, b in zip(cuts(data, 5)[:-1], cuts(data, 5)[1:]):
+    for a, b in pairwise(cuts(data, 5)):
         with path.open("ab") as fp:
             fp.write(data[a:b])
         watcher.poll()
