@@ -18,8 +18,9 @@ from experiment_cases import (
     cli_runner,
     make_cases,
     refund_dataset,  # noqa: F401
+    server,  # noqa: F401  (a fixture)
     variant,
-)  # server: a fixture
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
