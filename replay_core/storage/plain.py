@@ -1,7 +1,7 @@
 """Storage without SQLAlchemy: the reads `agent-replay stats` makes, on the standard library's sqlite3.
 
-Why: `stats` is a command people type and wait for (≤ 0.4 s past process start: the performance goals in docs/architecture.md), and
-importing SQLAlchemy was most of it. So, for a SQLite file, `open_reader` gives an object with the
+Why: `stats` is a command people type and wait for (≤ 0.4 s past process start: the performance goals
+in docs/architecture.md), and importing SQLAlchemy was most of it. So, for a SQLite file, `open_reader` gives an object with the
 two reads `understand.headline` makes of a Store (`daily_rows` for the cells and run times,
 `headline_rows` per run), running the Store's queries for an unfiltered `stats` as plain SQL text,
 and handing back what they hand back (the driver's rows; JSON left as text, which headline parses).
