@@ -215,9 +215,11 @@ def demo_app(tmp_path_factory) -> tuple[str, str]:
         yield base, url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """Debian's Chromium, driven by Playwright: one per test process."""
+    """Debian's Chromium, driven by Playwright: one per test module. Not one per process: while Playwright's sync
+    API is open it keeps an event loop running in this thread, and every later test of the worker that calls
+    asyncio.run() would fail."""
     if not shutil.which(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
     from playwright.sync_api import sync_playwright
