@@ -21,29 +21,10 @@ from replay_core.demo import demo_files
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.formats import detect, otlp_export
 from replay_core.ingest.pipeline import import_bytes
+from replay_core.storage.columns import SESSION_FIELDS  # every stored field of a run goes through the round trip
 from replay_core.storage.store import Store
 
 OTEL = FIXTURES / "otel"
-SESSION_KEYS = (
-    "name",
-    "agent_id",
-    "model",
-    "workflow",
-    "environment",
-    "agent_version",
-    "status",
-    "outcome",
-    "error_class",
-    "started_at",
-    "ended_at",
-    "tags",
-    "metadata",
-    "source",
-    "replay_of",
-    "replay_from",
-    "replay_to",
-    "replay_config",
-)
 
 
 def proto_fixture() -> bytes:
@@ -59,7 +40,7 @@ def _snapshot(store: Store, sid: str) -> tuple[dict, list[dict]]:
     session = store.get_session(sid)
     contexts = store.step_contexts(sid)
     steps = [s.to_json_dict() | {"context": contexts.get(s.event_id)} for s in store.load_steps(sid)]
-    return {k: session[k] for k in SESSION_KEYS}, steps
+    return {k: session[k] for k in SESSION_FIELDS}, steps
 
 
 def _round_trip(source: Store, dest: Store) -> None:
