@@ -38,8 +38,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
 # Names that, used by a test, a fixture of it, or a function or class of tests/ they call, say what it
-# needs; each need is a marker, and any of them makes the test `slow`.
+# needs; each need is a marker, and any of them makes the test `slow`. `load` has no names: a test
+# says it by hand (`@pytest.mark.load`), a load or statistical test whose point is its size.
 NEEDS = {
+    "load": frozenset(),
     "postgres": frozenset({"psycopg", "PG_ADMIN_URL", "pg_database", "pg_store"}),
     "browser": frozenset({"playwright", "sync_playwright"}),
     "process": frozenset({"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "served_app", "served_api"}),

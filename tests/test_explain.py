@@ -288,6 +288,7 @@ class Gen:
         return self
 
 
+@pytest.mark.load
 def test_the_planted_cause_is_in_the_chain_of_at_least_95_percent_of_generated_runs(sqlite_store, capsys):
     runs = [Gen(i, KINDS[i % len(KINDS)]).build() for i in range(120)]
     ingest(sqlite_store, [ev for run in runs for ev in run.events])

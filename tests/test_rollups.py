@@ -119,6 +119,7 @@ def test_rollups_equal_a_rebuild_after_any_writes(store, actions):
     assert {row[0] for row in kept[0]} == with_steps
 
 
+@pytest.mark.load
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batches=st.lists(st.lists(step | call, min_size=1, max_size=8), min_size=2, max_size=6))
 def test_a_live_run_sent_in_batches_equals_a_rebuild(store, batches):

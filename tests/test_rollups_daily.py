@@ -111,6 +111,7 @@ FILTERS = (
 )
 
 
+@pytest.mark.load
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(actions=st.lists(op, min_size=1, max_size=10))
 def test_daily_rollups_equal_a_rebuild_and_the_per_run_numbers(store, actions):

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import orjson
 import pytest
@@ -112,16 +114,23 @@ def _write_jsonl(path, records: list[dict]) -> None:
     path.write_bytes(b"\n".join(orjson.dumps(r) for r in records) + b"\n")
 
 
-@pytest.fixture
-def db(tmp_path) -> str:
-    """The demo runs and _runs, imported the normal way into a SQLite file."""
-    url = f"sqlite:///{tmp_path / 'stats.db'}"
-    store = Store(url)
+@pytest.fixture(scope="module")
+def stats_file(tmp_path_factory) -> Path:
+    """The demo runs and _runs, imported the normal way into a SQLite file, once per module."""
+    folder = tmp_path_factory.mktemp("stats")
+    store = Store(f"sqlite:///{folder / 'stats.db'}")
     load_demo(store)
-    _write_jsonl(tmp_path / "runs.jsonl", _runs(datetime(2026, 5, 3, 22, 30, tzinfo=UTC)))
-    import_file(store, tmp_path / "runs.jsonl")
+    _write_jsonl(folder / "runs.jsonl", _runs(datetime(2026, 5, 3, 22, 30, tzinfo=UTC)))
+    import_file(store, folder / "runs.jsonl")
     store.close()
-    return url
+    return folder / "stats.db"
+
+
+@pytest.fixture
+def db(stats_file, tmp_path) -> str:
+    """A test's own copy of stats_file (some tests expire runs in it)."""
+    shutil.copyfile(stats_file, tmp_path / "stats.db")
+    return f"sqlite:///{tmp_path / 'stats.db'}"
 
 
 def _printed(fn, *args, **kwargs) -> tuple[object, str]:
@@ -336,6 +345,7 @@ def _random_runs(draw) -> list[dict]:
     return records
 
 
+@pytest.mark.load
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=_random_runs(), by=st.sampled_from((None, *DIMENSIONS)), as_json=st.booleans())
 def test_random_databases(tmp_path_factory, records, by, as_json):
