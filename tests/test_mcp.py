@@ -5,6 +5,7 @@ HTTP at /mcp on a served app with API tokens and roles, on SQLite and PostgreSQL
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -257,3 +258,57 @@ def test_http_mcp_takes_api_tokens_and_their_roles(store, demo):
     who = {(e["action"], e["outcome"]): e["who"] for e in demo.audit_entries(limit=20)}
     assert who[("mcp:replay_from_step", "denied")] != who[("mcp:replay_from_step", "ok")]
     assert who[("mcp:replay_from_step", "denied")].startswith("api token ")
+
+
+@SQLITE_ONLY
+def test_a_model_driven_agent_finds_why_demo_09_failed_through_the_tools(demo):
+    """An agent loop over litellm, its model the local scripted server: it is offered the MCP tools as
+    function tools, calls search_runs then explain_failure, and answers from what the tools told it."""
+    from openai_server import OpenAIServer
+
+    from replay_core.whatif.provider import load_litellm
+
+    litellm = load_litellm()
+    srv = build(lambda: demo)
+
+    def answer_from(payload: dict):
+        """The scripted model: first look for failed flight runs, then ask why the first failed, then answer."""
+        tool_messages = [m for m in payload["messages"] if m["role"] == "tool"]
+        if not tool_messages:
+            return fake.tool_calls(("search_runs", {"status": "failed", "query": "flight"}))
+        if len(tool_messages) == 1:
+            run_id = tool_messages[0]["content"].split("\n- ", 1)[1].split(" ·", 1)[0]
+            return fake.tool_calls(("explain_failure", {"run_id": run_id}))
+        explained = tool_messages[-1]["content"].splitlines()
+        turning = next(line for line in explained if line.startswith("Turning point"))
+        return fake.text(f"{explained[0].split(' ', 1)[0]} failed. {turning}")
+
+    async def agent() -> tuple[str, list[str]]:
+        async with Client(srv) as client:
+            listed = (await client.list_tools()).tools
+            tools = [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+                for t in listed
+            ]
+            messages: list[dict] = [{"role": "user", "content": "Why did my last flight search run fail?"}]
+            called = []
+            for _ in range(5):
+                response = await asyncio.to_thread(
+                    litellm.completion, model="openai/fake", api_base=fake.base_url, api_key="x", messages=messages, tools=tools
+                )
+                message = response.choices[0].message
+                if not message.tool_calls:
+                    return message.content, called
+                messages.append(message.model_dump(exclude_none=True))
+                for tc in message.tool_calls:
+                    called.append(tc.function.name)
+                    result = await client.call_tool(tc.function.name, json.loads(tc.function.arguments))
+                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": result.content[0].text})
+            raise AssertionError("the agent did not answer")
+
+    with OpenAIServer() as fake:
+        fake.route("fake", answer_from)
+        final, called = asyncio.run(agent())
+    assert called == ["search_runs", "explain_failure"]
+    assert FAILED_FLIGHT in final and "step 6" in final and "2025-12-17" in final
+    assert {"search_runs", "explain_failure", "get_state_at_step"} <= {t["function"]["name"] for t in fake.requests[0]["tools"]}

@@ -8,6 +8,8 @@ These functions know nothing of MCP; server.py wires them to tools, roles and th
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -129,11 +131,39 @@ def _step_data(step: StepEvent, content_chars: int = CONTENT_CHARS) -> dict:
     }
 
 
+OPEN_RUNS = 8  # runs kept open between calls: a 100,000-step run takes a second to open, a state at a step ~1 ms after
+
+
+def _version(session: dict) -> tuple:
+    """A version of the run: changes with new steps, a new status or outcome (a cached timeline is then stale)."""
+    keys = ("steps", "max_seq", "last_event_at", "status", "ended_at", "outcome")
+    return tuple(str(session.get(k)) for k in keys)
+
+
+_open: OrderedDict[tuple[str, str], tuple[tuple, Timeline]] = OrderedDict()
+_open_lock = threading.Lock()
+
+
 def open_run(store: Store, run_id: str) -> Timeline:
+    """The run's timeline, kept open across calls while the run is unchanged (one cheap read checks it)."""
+    session = store.get_session(run_id)
+    if session is None:
+        raise AnswerError(f"no run {run_id!r}: search_runs lists run ids")
+    key, version = (store.url, run_id), _version(session)
+    with _open_lock:
+        found = _open.get(key)
+        if found is not None and found[0] == version:
+            _open.move_to_end(key)
+            return found[1]
     try:
-        return open_timeline(store, run_id)
-    except KeyError:
+        timeline = open_timeline(store, run_id)
+    except KeyError:  # deleted meanwhile
         raise AnswerError(f"no run {run_id!r}: search_runs lists run ids") from None
+    with _open_lock:
+        _open[key] = (_version(timeline.session), timeline)
+        while len(_open) > OPEN_RUNS:
+            _open.popitem(last=False)
+    return timeline
 
 
 def search_runs(store: Store, flt: SessionFilter, *, limit: int, offset: int, max_chars: int | None) -> Answer:
@@ -212,7 +242,7 @@ def get_steps(
         answer.add(f"Run {run_id} has no steps yet.")
         answer.data = {"run_id": run_id, "steps": []}
         return answer
-    first_seq, last_seq = tl.steps[0].seq, tl.steps[-1].seq
+    first_seq, last_seq = tl.steps[0].seq or 0, tl.steps[-1].seq or 0  # stored steps always carry their seq
     if query:
         needle = query.casefold()
         chosen = [s for s in tl.steps if needle in (s.content or "").casefold() or needle in (s.tool_name or "").casefold()]
@@ -232,8 +262,8 @@ def get_steps(
         shown.append(_step_data(step, 1_000))
     if len(shown) < len(chosen):
         answer.note(f"{len(chosen) - len(shown):,} more: call get_steps with start={chosen[len(shown)].seq}.")
-    elif not query and chosen and chosen[-1].seq < last_seq:
-        answer.note(f"Next: get_steps with start={chosen[-1].seq + 1}.")
+    elif not query and chosen and (chosen[-1].seq or 0) < last_seq:
+        answer.note(f"Next: get_steps with start={(chosen[-1].seq or 0) + 1}.")
     answer.data = {"run_id": run_id, "first_seq": first_seq, "last_seq": last_seq, "steps": shown}
     return answer
 
