@@ -312,3 +312,41 @@ def test_a_model_driven_agent_finds_why_demo_09_failed_through_the_tools(demo):
     assert called == ["search_runs", "explain_failure"]
     assert FAILED_FLIGHT in final and "step 6" in final and "2025-12-17" in final
     assert {"search_runs", "explain_failure", "get_state_at_step"} <= {t["function"]["name"] for t in fake.requests[0]["tools"]}
+
+
+@SQLITE_ONLY
+def test_experiment_queue_verdict_and_share_link_through_the_tools(demo, monkeypatch):
+    """The tools that act, each as the role it needs: an editor runs an experiment (the run's own answers:
+    no key, no cost) and makes a link that opens; a reviewer holds a queue item and its verdict is saved
+    under the reviewer's own identity."""
+    from replay_core.team import queues, shares
+    from replay_core.whatif import dataset
+
+    dataset.create(demo, "flights", [dataset.Case(FAILED_FLIGHT), dataset.Case(GOOD_FLIGHT)])
+    srv = build(lambda: demo)
+    done = call(srv, "run_experiment", {"dataset": "flights", "models": ["recorded"], "budget_usd": 0.5, "wait_seconds": 120})
+    assert not done.is_error, text(done)
+    assert done.structured_content["status"] == "done"
+    [variant] = done.structured_content["variants"]
+    assert variant["cases"] == 2 and "2 of 2 replays done" in text(done)
+    again = call(srv, "get_experiment", {"experiment_id": done.structured_content["experiment_id"]})
+    assert again.structured_content["variants"] == done.structured_content["variants"]
+
+    link = call(srv, "create_share_link", {"run_id": FAILED_FLIGHT, "expires": "1d"})
+    assert not link.is_error, text(link)
+    opened = shares.open_link(demo, link.structured_content["token"], count=False)
+    assert opened["target"] == {"session": FAILED_FLIGHT}
+
+    qid = queues.create(demo, "flights to review", ids=[FAILED_FLIGHT])["id"]
+    monkeypatch.setenv("AGENT_REPLAY_CLI_ROLE", "reviewer")
+    held = call(srv, "review_queue_next", {"queue_id": qid})
+    assert not held.is_error, text(held)
+    item = held.structured_content["item"]
+    assert "Verdicts: Good, Bad, Needs attention." in text(held)
+    assert item["session_id"] == FAILED_FLIGHT
+    saved = call(srv, "submit_verdict", {"queue_id": qid, "item_id": item["id"], "verdict": "Bad", "note": "wrong year"})
+    assert not saved.is_error, text(saved)
+    reviews = queues.results(demo, qid)["items"][0]["reviews"]
+    assert [(r["verdict"], r["note"]) for r in reviews] == [("Bad", "wrong year")]
+    refused = call(srv, "create_share_link", {"run_id": FAILED_FLIGHT})
+    assert refused.is_error and "reviewers may not make share links" in text(refused)

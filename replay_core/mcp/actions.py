@@ -151,19 +151,33 @@ def review_next(store: Store, actor: Actor, queue_id: int, *, max_chars: int | N
         answer.data = {"queue_id": queue_id, "item": None}
         return answer
     row = store.get_session(item["session_id"]) or {"id": item["session_id"]}
+    rubric = queues.get(store, queue_id)["rubric"]
     answer.add(f"Held for you: item {item['id']} of queue {queue_id}, run " + run_line(row))
-    answer.note(f"Read it with get_run, then submit_verdict queue_id={queue_id} item_id={item['id']} verdict=good|bad.")
-    answer.data = {"queue_id": queue_id, "item": item}
+    answer.add(f"Verdicts: {', '.join(rubric['verdicts'])}.")
+    for criterion in rubric["criteria"]:
+        answer.add(f"Criterion {criterion['name']!r} (pass or fail): {criterion['description'] or ''}".rstrip(": "))
+    answer.note(f"Read it with get_run, then submit_verdict queue_id={queue_id} item_id={item['id']} with one of the verdicts.")
+    answer.data = {"queue_id": queue_id, "item": item, "rubric": rubric}
     return answer
 
 
 def submit_verdict(
-    store: Store, actor: Actor, queue_id: int, item_id: int, verdict: str, note: str | None, should_have: str | None
+    store: Store,
+    actor: Actor,
+    queue_id: int,
+    item_id: int,
+    verdict: str,
+    *,
+    criteria: dict[str, str] | None,
+    note: str | None,
+    should_have: str | None,
 ) -> Answer:
     from ..team import queues
 
     try:
-        queues.save_review(store, queue_id, item_id, actor.who, verdict, note=note, should_have=should_have, actor=actor)
+        queues.save_review(
+            store, queue_id, item_id, actor.who, verdict, criteria=criteria, note=note, should_have=should_have, actor=actor
+        )
     except queues.QueueError as exc:
         raise AnswerError(str(exc)) from None
     answer = Answer()

@@ -277,12 +277,17 @@ def _action_tools(server: MCPServer, answer: Callable[..., Any]) -> None:
             lambda s, a: actions.review_next(s, a, queue_id, max_chars=max_chars),
         )
 
-    @server.tool(description="Your verdict on a queue item you hold (reviewers): good or bad, a note, what it should have done.")
+    @server.tool(
+        description="Your verdict on a queue item you hold (reviewers): a verdict, criteria, a note, what it should have done."
+    )
     async def submit_verdict(
         ctx: Context,
         queue_id: Annotated[int, Field(ge=1)],
         item_id: Annotated[int, Field(ge=1)],
-        verdict: Annotated[str, Field(description="good or bad", max_length=20)],
+        verdict: Annotated[str, Field(description="One of the queue's verdicts (review_queue_next lists them).", max_length=200)],
+        criteria: Annotated[
+            dict[str, str] | None, Field(description="The rubric's criteria, each 'pass' or 'fail'.", max_length=50)
+        ] = None,
         note: Annotated[str | None, Field(max_length=5_000)] = None,
         should_have: Annotated[str | None, Field(description="What the agent should have done.", max_length=5_000)] = None,
     ) -> CallToolResult:
@@ -291,7 +296,9 @@ def _action_tools(server: MCPServer, answer: Callable[..., Any]) -> None:
             "submit_verdict",
             WORK_QUEUE,
             f"queue {queue_id} item {item_id}",
-            lambda s, a: actions.submit_verdict(s, a, queue_id, item_id, verdict, note, should_have),
+            lambda s, a: actions.submit_verdict(
+                s, a, queue_id, item_id, verdict, criteria=criteria, note=note, should_have=should_have
+            ),
         )
 
     @server.tool(description="A read-only, expiring link to one run, or to the comparison of two (editors).")
