@@ -62,7 +62,6 @@ def test_search_runs_lists_what_the_store_lists_with_paging(demo):
     assert bad.is_error and "status: expected one of" in text(bad)
 
 
-@SQLITE_ONLY
 def test_get_run_tells_asked_did_ended_why(demo):
     srv = build(lambda: demo)
     result = call(srv, "get_run", {"run_id": FAILED_FLIGHT, "first_steps": 3})
@@ -87,7 +86,6 @@ def test_steps_window_and_query(demo):
     assert out.is_error and "has no step 999: its steps run 1–9" in text(out)
 
 
-@SQLITE_ONLY
 def test_state_at_step_is_the_state_view(demo):
     srv = build(lambda: demo)
     result = call(srv, "get_state_at_step", {"run_id": FAILED_FLIGHT, "step": 6})
@@ -101,7 +99,6 @@ def test_state_at_step_is_the_state_view(demo):
     assert missing.is_error and "no run 'no-such-run'" in text(missing)
 
 
-@SQLITE_ONLY
 def test_explain_compare_and_similar_failures_are_the_librarys(demo):
     srv = build(lambda: demo)
     why = call(srv, "explain_failure", {"run_id": FAILED_FLIGHT})
@@ -314,7 +311,6 @@ def test_a_model_driven_agent_finds_why_demo_09_failed_through_the_tools(demo):
     assert {"search_runs", "explain_failure", "get_state_at_step"} <= {t["function"]["name"] for t in fake.requests[0]["tools"]}
 
 
-@SQLITE_ONLY
 def test_experiment_queue_verdict_and_share_link_through_the_tools(demo, monkeypatch):
     """The tools that act, each as the role it needs: an editor runs an experiment (the run's own answers:
     no key, no cost) and makes a link that opens; a reviewer holds a queue item and its verdict is saved
