@@ -197,6 +197,8 @@ def long_run(tmp_path_factory):
     for i in range(50_000):
         events.append(StepEvent(session_id="long", type="think", content=f"thinking about item {i} " * 4))
         events.append(StepEvent(session_id="long", type="tool_call", tool_name="search", tool_args={"q": f"item {i}"}))
+    events.append(StepEvent(session_id="long", type="think", content="a thought a megabyte long " * 40_000))
+    events.append(StepEvent(session_id="long", type="tool_call", tool_name="write", tool_args={"text": "x" * 500_000}))
     ingest(store, events)
     return store
 
@@ -208,22 +210,29 @@ def test_every_answer_on_a_100000_step_run_is_bounded(long_run):
         ("get_steps", {"run_id": "long", "start": 50_000, "count": 500}),
         ("get_steps", {"run_id": "long", "query": "item 4"}),
         ("get_state_at_step", {"run_id": "long", "step": 99_999}),
+        ("get_state_at_step", {"run_id": "long", "step": 100_002}),
+        ("get_steps", {"run_id": "long", "start": 99_990}),
         ("search_runs", {"query": "item"}),
     ]:
         result = call(srv, tool, args)
         assert not result.is_error, (tool, text(result))
         assert len(text(result)) <= DEFAULT_CHARS, tool
-        assert "more" in text(result) or "left out" in text(result) or tool == "search_runs", tool
+        assert len(json.dumps(result.structured_content)) <= 4 * DEFAULT_CHARS, tool  # the data is bounded too
+        assert any(w in text(result) for w in ("more", "left out", "[cut:")) or tool == "search_runs", tool
+    whole = call(
+        srv, "get_steps", {"run_id": "long", "start": 100_002, "count": 1, "content_chars": 150_000, "max_chars": 200_000}
+    )
+    assert "[cut: 500," in text(whole) and len(text(whole)) > 100_000  # more of one step, when asked
     bigger = call(srv, "get_state_at_step", {"run_id": "long", "step": 99_999, "max_chars": 100_000})
     assert DEFAULT_CHARS < len(text(bigger)) <= 100_000
     too_big = call(srv, "get_steps", {"run_id": "long", "max_chars": 10**7})
     assert too_big.is_error and "max_chars: expected 1,000 to 200,000" in text(too_big)
 
 
-def test_stdio_server_answers_as_a_process(tmp_path, demo_db):
+def test_stdio_server_answers_as_a_process(demo):
     """`agent-replay mcp` started the way an MCP client starts it, talking over its stdin and stdout."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "AGENT_REPLAY_CLI_ROLE": "viewer"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "replay_core.cli", "mcp", "--db", demo_db], env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "replay_core.cli", "mcp", "--db", demo.url], env=env)
     result = call(params, "explain_failure", {"run_id": FAILED_FLIGHT})
     assert not result.is_error, text(result)
     assert "Turning point: step 6" in text(result)

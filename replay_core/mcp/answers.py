@@ -73,7 +73,7 @@ def _short(text: Any, limit: int) -> str:
     if not isinstance(text, str):
         text = orjson.dumps(text, default=str).decode()
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= limit else f"{text[: limit - 1]}… [cut: {len(text):,} characters]"
 
 
 def _when(value: Any) -> str | None:
@@ -118,6 +118,17 @@ def step_line(step: StepEvent, content_chars: int = CONTENT_CHARS) -> str:
     return f"{head}: {_short(what, content_chars)}" if what not in ("", None) else head
 
 
+def _bounded(value: Any, limit: int) -> Any:
+    """`value` as it is if its JSON fits in `limit` characters, else its JSON text cut there (marked): the
+    structured half of an answer is bounded like its text."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    if len(text) <= limit:
+        return value
+    return {"truncated": True, "chars": len(text), "start": text[:limit]}
+
+
 def _step_data(step: StepEvent, content_chars: int = CONTENT_CHARS) -> dict:
     return {
         "seq": step.seq,
@@ -127,7 +138,7 @@ def _step_data(step: StepEvent, content_chars: int = CONTENT_CHARS) -> dict:
         "error_class": step.error_class,
         "model": step.model,
         "content": _short(step.content, content_chars) if step.content else None,
-        "tool_args": step.tool_args,
+        "tool_args": _bounded(step.tool_args, content_chars),
     }
 
 
@@ -233,7 +244,15 @@ def get_run(store: Store, run_id: str, *, first_steps: int, max_chars: int | Non
 
 
 def get_steps(
-    store: Store, run_id: str, *, start: int | None, around: int | None, count: int, query: str | None, max_chars: int | None
+    store: Store,
+    run_id: str,
+    *,
+    start: int | None,
+    around: int | None,
+    count: int,
+    query: str | None,
+    max_chars: int | None,
+    content_chars: int = 1_000,
 ) -> Answer:
     """A window of steps (from `start`, or centred on `around`), or the steps whose text holds `query`."""
     tl = open_run(store, run_id)
@@ -257,9 +276,9 @@ def get_steps(
         answer.add(f"Steps {chosen[0].seq}–{chosen[-1].seq} of {run_id} (its steps run {first_seq}–{last_seq}).")
     shown = []
     for step in chosen:
-        if not answer.add(step_line(step, 1_000)):
+        if not answer.add(step_line(step, content_chars)):
             break
-        shown.append(_step_data(step, 1_000))
+        shown.append(_step_data(step, content_chars))
     if len(shown) < len(chosen):
         answer.note(f"{len(chosen) - len(shown):,} more: call get_steps with start={chosen[len(shown)].seq}.")
     elif not query and chosen and (chosen[-1].seq or 0) < last_seq:
@@ -299,7 +318,7 @@ def state_at_step(store: Store, run_id: str, step: int, *, max_chars: int | None
         )
         if not answer.add(line):
             break
-        messages.append({"message": message, "origin": origin})
+        messages.append({"message": {k: _bounded(v, 2_000) for k, v in message.items()}, "origin": origin})
     if len(messages) < len(snap.context):
         answer.note(
             f"{len(snap.context) - len(messages)} of {len(snap.context)} context messages left out (the latest ones): "

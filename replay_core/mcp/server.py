@@ -135,6 +135,9 @@ def build(store_of: Callable[[], Store], actor_of: ActorOf | None = None) -> MCP
         around: Annotated[int | None, Field(ge=0, description="Centre the window on this step (seq).")] = None,
         count: Annotated[int, Field(ge=1, le=500)] = 40,
         query: Annotated[str | None, Field(max_length=500)] = None,
+        content_chars: Annotated[
+            int, Field(ge=100, le=answers.MAX_CHARS, description="Most characters of each step's content (default 1,000).")
+        ] = 1_000,
         max_chars: MaxChars = None,
     ) -> CallToolResult:
         return await answer(
@@ -142,7 +145,9 @@ def build(store_of: Callable[[], Store], actor_of: ActorOf | None = None) -> MCP
             "get_steps",
             READ,
             run_id,
-            lambda s, _a: answers.get_steps(s, run_id, start=start, around=around, count=count, query=query, max_chars=max_chars),
+            lambda s, _a: answers.get_steps(
+                s, run_id, start=start, around=around, count=count, query=query, max_chars=max_chars, content_chars=content_chars
+            ),
         )
 
     @server.tool(
