@@ -27,7 +27,8 @@ ALLOWED = {
     "whatif": {"storage", "ingest", "understand", "media"},
     "sdk": {"storage", "ingest", "media"},
     "team": {"storage"},
-    "server": {"storage", "ingest", "understand", "whatif", "team", "media"},
+    "mcp": {"storage", "understand", "whatif", "team"},
+    "server": {"storage", "ingest", "understand", "whatif", "team", "media", "mcp"},
 }
 TOP = {"cli", "demo", ""}  # the package face and the thin shells over everything
 

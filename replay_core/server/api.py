@@ -20,6 +20,7 @@ from .responses import json_response
 from .routes.docs import DocRoutes
 from .routes.experiments import ExperimentRoutes
 from .routes.ingest import IngestRoutes
+from .routes.mcp import mcp_route
 from .routes.runs import RunRoutes
 from .routes.team import TeamRoutes
 
@@ -36,9 +37,10 @@ class HttpApi:
             TeamRoutes(self.context),
             DocRoutes(self.context, self.routes),
         )
+        self._mcp = mcp_route(self.context)
 
     def routes(self) -> list[Route]:
-        return [route for resource in self._resources for route in resource.routes()]
+        return [route for resource in self._resources for route in resource.routes()] + [self._mcp]
 
 
 def routes(store: Store | None = None, *, access: Access | None = None, max_body: int | None = None) -> list[Route]:

@@ -292,6 +292,14 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         media={"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}},
         tag="otlp",
     ),
+    ("POST", "/mcp"): Op(
+        "Model Context Protocol over streamable HTTP (stateless, JSON answers): tools that search runs, read the state "
+        "at a step, explain a failure, compare two runs, replay, review and share (docs/mcp.md). Each tool needs its own role.",
+        None,
+        body={"required": True, "content": {"application/json": {"schema": _OBJECT}}},
+        media=_json(_OBJECT),
+        tag="mcp",
+    ),
     ("POST", "/api/v1/datasets"): Op(
         "Make a dataset from runs (by id, or by a filter).",
         None,
