@@ -27,6 +27,7 @@ ALLOWED = {
     "whatif": {"storage", "ingest", "understand", "media"},
     "sdk": {"storage", "ingest", "media"},
     "team": {"storage"},
+    "monitors": {"storage", "understand", "whatif", "team"},
     "server": {"storage", "ingest", "understand", "whatif", "team", "media"},
 }
 TOP = {"cli", "demo", ""}  # the package face and the thin shells over everything
