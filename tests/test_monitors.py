@@ -33,7 +33,15 @@ FAILURE_RATE_CHANGE = {
 
 
 def runs(
-    store: Store, n: int, *, day: int, fail: float, workflow: str = "checkout", version: str = "1.5.0", seed: int = 1
+    store: Store,
+    n: int,
+    *,
+    day: int,
+    fail: float,
+    workflow: str = "checkout",
+    version: str = "1.5.0",
+    seed: int = 1,
+    now: datetime = NOW,
 ) -> None:
     """`n` runs of `workflow` started during the day `day` days before NOW, a share `fail` of them failing at
     a `charge_card` call with a PaymentDeclined error (the pattern the alert must name)."""
@@ -41,7 +49,7 @@ def runs(
     events: list = []
     for i in range(n):
         sid = f"{workflow}-{version}-{day}-{seed}-{i}"
-        start = NOW - timedelta(days=day) + timedelta(minutes=10 + i * (1380 / max(n, 1)))
+        start = now - timedelta(days=day) + timedelta(minutes=10 + i * (1380 / max(n, 1)))
         failed = rng.random() < fail
         events.append(SessionEvent(session_id=sid, name=f"order {i}", workflow=workflow, agent_version=version, started_at=start))
         events.append(StepEvent(session_id=sid, type="input", content=f"buy item {i}", timestamp=start))
@@ -206,3 +214,32 @@ def test_two_replicas_judge_each_monitor_once_per_period(store):
     assert len(store.alerts()) == 3
     assert monitors.check_due(store, NOW + timedelta(seconds=10)) == []  # same period: nobody again
     other.close()
+
+
+def test_the_cli_adds_checks_lists_mutes_and_acknowledges(sqlite_store, monkeypatch):
+    from cli_helpers import run_main
+
+    from replay_core.vocabulary import now_utc
+
+    runs(sqlite_store, 40, day=1, fail=0.6, seed=10, now=now_utc())  # the command judges the last 24 h of now
+    db = sqlite_store.url
+
+    def cli(*args: str, role: str | None = None):
+        return run_main(monkeypatch, [*args, "--db", db], {"AGENT_REPLAY_CLI_ROLE": role})
+
+    made = cli("monitor", "add", "checkout", "--metric", "failure_rate", "--threshold", "0.2", "--workflow", "checkout")
+    assert made.returncode == 0, made.stderr
+    assert "runs that failed, of the runs that ended (workflow checkout, last 24 h) above 0.2" in made.stdout
+    bad = cli("monitor", "add", "x", "--metric", "vibes", "--threshold", "1")
+    assert bad.returncode == 1 and "metric: expected one of" in bad.stderr
+    checked = cli("monitor", "check", "checkout")
+    assert checked.returncode == 0 and "checkout: firing [alert opened]" in checked.stdout
+    [row] = json.loads(cli("monitor", "list", "--json").stdout)
+    assert row["last_verdict"] == "firing" and row["alert_open"] is True
+    assert cli("monitor", "mute", "checkout", "--hours", "2").returncode == 0
+    [alert] = json.loads(cli("monitor", "history", "--json").stdout)
+    assert cli("monitor", "ack", str(alert["id"])).returncode == 0
+    refused = cli("monitor", "mute", "checkout", role="viewer")
+    assert refused.returncode == 1 and "viewers may not add, mute or acknowledge monitors" in refused.stderr
+    entries = [e["action"] for e in sqlite_store.audit_entries(limit=10)]
+    assert entries.count("manage_monitors") >= 3

@@ -4,10 +4,10 @@ from typing import Annotated
 
 import typer
 
-from . import admin, experiments, media, runs, serve, team, understand, whatif
+from . import admin, experiments, media, monitors, runs, serve, team, understand, whatif
 
 app = typer.Typer(help="Record, import, inspect, replay and compare AI agent runs.", no_args_is_help=True, add_completion=False)
-for group in (serve, runs, understand, whatif, experiments, media, admin, team):
+for group in (serve, runs, understand, whatif, experiments, media, admin, team, monitors):
     app.add_typer(group.commands)
 
 

@@ -36,15 +36,17 @@ def deliver(url: str, alert: dict, secret_env: str | None, *, tries: int = TRIES
         if not secret:
             return [{"ok": False, "error": f"the signing secret's variable {secret_env} is not set: not sent"}]
         headers[SIGNATURE_HEADER] = signature(secret, body)
-    attempts: list[dict] = []
+    attempts: list[dict[str, object]] = []
     for attempt in range(tries):
         try:
             answer = httpx.post(url, content=body, headers=headers, timeout=10)
-            outcome = {"ok": answer.status_code < 300, "status": answer.status_code}
+            status = answer.status_code
+            outcome: dict[str, object] = {"ok": status < 300, "status": status}
         except httpx.HTTPError as exc:
+            status = 0
             outcome = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
         attempts.append(outcome)
-        if outcome["ok"] or 400 <= outcome.get("status", 0) < 500:
+        if status and (status < 300 or 400 <= status < 500):
             break
         if attempt + 1 < tries:
             time.sleep(backoff_s * 2**attempt)

@@ -53,8 +53,20 @@ class Judgement:
         }
 
 
-def window_filter(rule: Rule, since: datetime, until: datetime, **more: Any) -> SessionFilter:
-    return SessionFilter(since=since, until=until, **rule.filters, **more)
+def window_filter(rule: Rule, since: datetime, until: datetime) -> SessionFilter:
+    """The runs the rule counts: its filters, started in [since, until)."""
+    f = rule.filters
+    return SessionFilter(
+        since=since,
+        until=until,
+        workflow=f.get("workflow"),
+        agent_id=f.get("agent_id"),
+        model=f.get("model"),
+        agent_version=f.get("agent_version"),
+        environment=f.get("environment"),
+        source=f.get("source"),
+        tag=f.get("tag"),
+    )
 
 
 def measure(store: Store, rule: Rule, since: datetime, until: datetime) -> Figure:
@@ -72,7 +84,7 @@ def measure(store: Store, rule: Rule, since: datetime, until: datetime) -> Figur
         n = sum(1 for r in runs if r["status"] == "incomplete")
         return Figure(float(n), float(n), float(n), len(runs), **stamp)
     if metric == "error_class_runs":
-        n = store.count_sessions(window_filter(rule, since, until, error_class=rule.error_class))
+        n = store.count_sessions(replace(flt, error_class=rule.error_class))
         return Figure(float(n), float(n), float(n), len(runs), **stamp)
     rcols, rrows = store.rollup_rows(flt, durations=False)
     rolled = [dict(zip(rcols, r, strict=True)) for r in rrows]
