@@ -99,9 +99,14 @@ else:  # imported by `streamlit run` / uvicorn: the server
 
         refuse_to_serve_open()
         sockets.tcp_nodelay_on_listening_sockets()
-        sweeper = asyncio.create_task(retention.run_periodically(cache(Store)))
+        from replay_core.monitors import check as monitors
+
+        store = cache(Store)
+        sweeper = asyncio.create_task(retention.run_periodically(store))
+        judge = asyncio.create_task(monitors.run_periodically(store))
         yield
         sweeper.cancel()
+        judge.cancel()
 
     from starlette.middleware import Middleware
 

@@ -28,6 +28,7 @@ ALLOWED = {
     "sdk": {"storage", "ingest", "media"},
     "team": {"storage"},
     "mcp": {"storage", "understand", "whatif", "team"},
+    "monitors": {"storage", "understand", "whatif", "team"},
     "server": {"storage", "ingest", "understand", "whatif", "team", "media", "mcp"},
 }
 TOP = {"cli", "demo", ""}  # the package face and the thin shells over everything

@@ -12,6 +12,7 @@ Every command is a few lines that call replay_core and print: a table for people
     admin        db …, demo, retention, deliver-spool, audit
     team         queue …, share
     mcp          mcp (the MCP server over stdio)
+    monitors     monitor add|list|show|check|history|mute|ack
     all_commands the Typer app made of them; options and output: what they share
 
 Importing this package imports nothing heavy, so that `python -m replay_core.cli stats` is answered

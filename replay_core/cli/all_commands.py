@@ -4,10 +4,10 @@ from typing import Annotated
 
 import typer
 
-from . import admin, experiments, mcp, media, runs, serve, team, understand, whatif
+from . import admin, experiments, mcp, media, monitors, runs, serve, team, understand, whatif
 
 app = typer.Typer(help="Record, import, inspect, replay and compare AI agent runs.", no_args_is_help=True, add_completion=False)
-for group in (serve, runs, understand, whatif, experiments, media, admin, team, mcp):
+for group in (serve, runs, understand, whatif, experiments, media, admin, team, monitors, mcp):
     app.add_typer(group.commands)
 
 

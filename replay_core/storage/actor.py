@@ -31,10 +31,11 @@ ROLES = (VIEWER, REVIEWER, EDITOR)
 READ, ANNOTATE, WORK_QUEUE = "read", "annotate", "work_queue"
 IMPORT, INGEST, REPLAY, DELETE, REPLACE = "import", "ingest", "replay", "delete", "replace"
 READ_AUDIT, MANAGE_QUEUES, SHARE = "read_audit", "manage_queues", "share"
+MANAGE_MONITORS = "manage_monitors"
 
 _VIEWER_MAY = frozenset({READ, ANNOTATE})
 _REVIEWER_MAY = _VIEWER_MAY | {WORK_QUEUE}
-_EDITOR_MAY = _REVIEWER_MAY | {IMPORT, INGEST, REPLAY, DELETE, REPLACE, READ_AUDIT, MANAGE_QUEUES, SHARE}
+_EDITOR_MAY = _REVIEWER_MAY | {IMPORT, INGEST, REPLAY, DELETE, REPLACE, READ_AUDIT, MANAGE_QUEUES, SHARE, MANAGE_MONITORS}
 MAY: dict[str, frozenset[str]] = {VIEWER: _VIEWER_MAY, REVIEWER: _REVIEWER_MAY, EDITOR: _EDITOR_MAY}
 
 # How an action reads in a refusal: "viewers may not import runs".
@@ -49,6 +50,7 @@ _VERBS = {
     REPLACE: "replace finished runs",
     READ_AUDIT: "read the audit log",
     MANAGE_QUEUES: "make review queues",
+    MANAGE_MONITORS: "add, mute or acknowledge monitors",
     SHARE: "make share links",
 }
 CLI_ROLE_KEY = "AGENT_REPLAY_CLI_ROLE"

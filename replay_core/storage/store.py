@@ -9,7 +9,7 @@ writing.py (the write path), sessions.py (reading and deleting runs), steps.py (
 steps, contexts, export), search_reads.py (full-text search), analytics_reads.py,
 ingest_state.py (OTLP traces across batches, watch offsets), attachments.py (annotations
 and attachments), datasets.py (datasets and experiments), team.py (review queues, share
-links), audit.py, feed.py (the live feed) and jobs.py (periodic jobs across replicas);
+links), monitors.py (monitor rules and alerts), audit.py, feed.py (the live feed) and jobs.py (periodic jobs across replicas);
 filters.py holds `SessionFilter`, engine.py the engine. The names other wings use are
 importable from here.
 """
@@ -30,6 +30,7 @@ from .feed import Feed
 from .filters import HAS_FLAGS, SessionFilter
 from .ingest_state import IngestState
 from .jobs import Jobs
+from .monitors import Monitors
 from .plain import EXPERIMENT_SOURCE
 from .search_reads import SearchReads
 from .sessions import RETENTION, Sessions
@@ -39,7 +40,9 @@ from .team import Team
 from .writing import StepRow, WriteBatch, WriteRefused, WriteResult, Writing, step_row
 
 
-class Store(Writing, Sessions, Steps, SearchReads, AnalyticsReads, IngestState, Attachments, Datasets, Team, Feed, Jobs):
+class Store(
+    Writing, Sessions, Steps, SearchReads, AnalyticsReads, IngestState, Attachments, Datasets, Team, Monitors, Feed, Jobs
+):
     """Storage for sessions, steps, contexts, attachments and annotations."""
 
     def __init__(self, url: str | None = None, *, migrate: bool = True, engine: Engine | None = None):

@@ -428,6 +428,36 @@ share_links = Table(
 
 # When each periodic job (the retention sweep) last ran, whichever replica ran it: a replica
 # claims a run by moving `last_run_at` forward, so N app processes sweep once per period.
+# Monitors (monitors/): a rule over the runs' rollups, judged with an interval on a schedule, and the
+# alerts it opened; an alert resolves once. Webhook secrets are never stored: the NAME of a variable.
+monitors = Table(
+    "monitors",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("rule", JSONType, nullable=False),  # metric, filter, window, threshold or change, min runs
+    Column("webhook_url", Text),
+    Column("webhook_secret_env", String(200)),  # the NAME of the variable holding the signing secret
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("muted_until", UTCDateTime),
+    Column("last_checked_at", UTCDateTime),
+    Column("last_result", JSONType),  # the last judgement: figure, interval, baseline, verdict
+)
+
+monitor_alerts = Table(
+    "monitor_alerts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("monitor_id", Integer, ForeignKey("monitors.id", ondelete="CASCADE"), nullable=False),
+    Column("opened_at", UTCDateTime, nullable=False),
+    Column("resolved_at", UTCDateTime),
+    Column("figure", JSONType, nullable=False),  # what fired it: value, interval, baseline, runs link, patterns
+    Column("acked_by", String(200)),
+    Column("acked_at", UTCDateTime),
+    Column("delivered", JSONType),  # {"opened": attempts…, "resolved": …}: what the webhook answered
+    Index(None, "monitor_id", "resolved_at"),
+)
+
 job_runs = Table(
     "job_runs",
     metadata,

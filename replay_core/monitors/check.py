@@ -1,0 +1,129 @@
+"""Monitors judged and their alerts kept: a firing rule opens one alert (not one per check), which
+names the rule, the figure with its interval and baseline, the runs behind it (a runs-page link) and
+their failure patterns (from `explain`); when the rule stops firing the alert resolves, once. Each
+transition is sent to the monitor's webhook. With several replicas on one database, each monitor
+is judged by one of them per period (`Store.claim_job`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
+
+from .. import config
+from ..storage.actor import MANAGE_MONITORS, Actor
+from ..storage.store import Store
+from ..vocabulary import now_utc
+from .deliver import deliver
+from .judge import Judgement, failing_filter, judge
+from .rules import Rule, RuleError, parse_rule
+
+log = logging.getLogger(__name__)
+EVERY_S = 300.0  # how often the server judges each monitor
+PATTERNS = 3  # failure patterns named in an alert
+
+
+def add(
+    store: Store,
+    name: str,
+    rule: dict,
+    *,
+    webhook_url: str | None = None,
+    webhook_secret_env: str | None = None,
+    actor: Actor | None = None,
+) -> dict:
+    """A new monitor (editors), its rule checked first."""
+    actor = store.authorize(actor, MANAGE_MONITORS, f"monitor {name!r}"[:200])
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise RuleError("name: give the monitor a name (at most 200 characters)")
+    parsed = parse_rule(rule)
+    if webhook_url is not None and not webhook_url.startswith(("http://", "https://")):
+        raise RuleError(f"webhook: expected an http(s) address, got {webhook_url[:100]!r}")
+    if store.get_monitor(name) is not None:
+        raise RuleError(f"name: a monitor named {name!r} exists")
+    monitor_id = store.create_monitor(
+        name, parsed.to_dict(), webhook_url=webhook_url, webhook_secret_env=webhook_secret_env, actor=actor
+    )
+    return store.get_monitor(monitor_id) or {}
+
+
+def runs_link(rule: Rule, judgement: Judgement) -> str:
+    """The runs page filtered to the runs behind the figure."""
+    flt = failing_filter(rule, judgement)
+    params = {k: v for k, v in rule.filters.items()}
+    params |= {"since": judgement.current.since, "until": judgement.current.until}
+    for key in ("status", "error_class", "has"):
+        if getattr(flt, key):
+            params[key] = getattr(flt, key)
+    return f"{config.public_url()}/runs?{urlencode(params)}"
+
+
+def patterns(store: Store, rule: Rule, judgement: Judgement) -> list[str]:
+    from ..understand.explain import failure_patterns
+
+    found, _ = failure_patterns(store, failing_filter(rule, judgement), limit=200)
+    return [p.sentence for p in found[:PATTERNS]]
+
+
+def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_to: Callable = deliver) -> dict:
+    """Judge one monitor now; open or resolve its alert; send what changed. Returns what it found."""
+    now = now or now_utc()
+    rule = parse_rule(monitor["rule"])
+    judgement = judge(store, rule, now)
+    result = judgement.to_dict() | {"rule": rule.sentence(), "checked_at": now.isoformat()}
+    store.record_check(monitor["id"], result, now)
+    muted = monitor.get("muted_until") is not None and monitor["muted_until"] > now
+    current = store.open_alert(monitor["id"])
+    event = None
+    if judgement.verdict == "firing" and current is None:
+        figure = result | {"runs_link": runs_link(rule, judgement), "patterns": patterns(store, rule, judgement)}
+        alert_id = store.add_alert(monitor["id"], figure, now)
+        event, alert = "opened", {"id": alert_id, **figure}
+    elif judgement.verdict == "ok" and current is not None and store.resolve_alert(current["id"], now):
+        event, alert = "resolved", {"id": current["id"], **current["figure"], "resolved_by": result}
+    if event and monitor.get("webhook_url") and not muted:
+        body = {
+            "event": event,
+            "monitor": monitor["name"],
+            "alert": alert["id"],
+            "at": now.isoformat(),
+            "rule": alert["rule"],
+            "sentence": (result if event == "resolved" else alert)["sentence"],
+            "current": alert["current"],
+            "baseline": alert["baseline"],
+            "runs_link": alert.get("runs_link"),
+            "patterns": alert.get("patterns", []),
+        }
+        body["text"] = f"[{event}] {monitor['name']}: {body['sentence']}" + (
+            f" Runs: {body['runs_link']}" if event == "opened" else ""
+        )
+        store.note_delivery(alert["id"], event, deliver_to(monitor["webhook_url"], body, monitor.get("webhook_secret_env")))
+    return result | {"event": event, "muted": muted}
+
+
+def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_S) -> list[str]:
+    """Judge every monitor this process wins the period of (one replica per monitor and period)."""
+    now = now or now_utc()
+    checked = []
+    for monitor in store.list_monitors():
+        if store.claim_job(f"monitor {monitor['id']}"[:50], timedelta(seconds=every_s), now=now):
+            try:
+                check(store, monitor, now)
+                checked.append(monitor["name"])
+            except Exception:  # one broken monitor must not stop the others
+                log.exception("monitor %s could not be checked", monitor["name"])
+    return checked
+
+
+async def run_periodically(store_factory: Callable[[], Store], every_s: float = EVERY_S) -> None:
+    """In the app's server: judge the monitors every `every_s` seconds, off the event loop's thread."""
+    while True:
+        try:
+            await asyncio.to_thread(check_due, store_factory(), None, every_s)
+        except Exception:
+            log.exception("monitors pass failed")
+        await asyncio.sleep(every_s)
