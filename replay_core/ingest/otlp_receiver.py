@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import threading
 import weakref
+from dataclasses import replace
 from functools import partial
 
 from ..events import StepEvent
-from ..storage.store import Store
+from ..storage.columns import EVENT_ID_AT, PLACE_AT, SEQ_AT
+from ..storage.store import Store, StepRow
 from .formats import otel
 from .formats import otel_attributes as oa
 from .pipeline import IngestReport, collector_paused, ingest
@@ -54,8 +56,9 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
     spans = otel.spans_from_otlp(data, content_type)
     source = otel.otlp_reader(content_type).name
     with lock_of(store):
+        placed, open_rows = store.otlp_state(list(dict.fromkeys(s.trace_id for s in spans)))
+        spans, set_up = _without_set_up(spans, placed)
         trace_ids = list(dict.fromkeys(s.trace_id for s in spans))
-        placed, open_rows = store.otlp_state(trace_ids)
         settles = _settling(spans)
         ledger = otel.Ledger()
         for row in open_rows:
@@ -76,18 +79,75 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
         items = otel.events_from_spans(
             spans, ledger, partial(step_row_of, redactor=redactor)
         )  # OtlpError before anything is stored
-        events = [e for e in items if not isinstance(e, otel.Replace)]
-        replaced: list[tuple[str, StepEvent]] = [
-            (r.old_event_id, redactor.event(r.step)) for r in items if isinstance(r, otel.Replace)
+        replaced = [
+            (r.old_event_id, redactor.event(r.step), ledger.places.get((r.step.session_id, r.step.identity())))
+            for r in items
+            if isinstance(r, otel.Replace)
         ]
         for from_sid, to_sid in moves:
             store.move_session_steps(from_sid, to_sid)
+        events, unplaced = _numbered(store, [e for e in items if not isinstance(e, otel.Replace)], ledger.places)
         report = ingest(store, events, redactor=redactor, source=source)
         opened = [_row(p) for p in ledger.opened]
         consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
-        store.otlp_commit(now_placed, consumed, opened, replaced)
+        store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced)
     report.steps += len(replaced)
+    report.set_up = set_up
     return report
+
+
+def _without_set_up(spans: list[otel.Span], placed: dict) -> tuple[list[otel.Span], list[str]]:
+    """The batch's spans but those of set-up traces, and those traces' ids.
+
+    A set-up trace is a framework building an agent, not running one (AutoGen opens one per agent
+    it creates): its root is a GenAI `create_agent` operation, and it holds no model call and no
+    tool. It is judged whole in the batch holding its root, which ends last: the conventions name
+    that operation for building alone, so no run's model or tool spans are still to come under it.
+    A trace an earlier batch placed is a run already, whatever its root."""
+    roots = {s.trace_id: s for s in spans if s.parent_id is None}
+    candidates = {
+        tid for tid, root in roots.items() if tid not in placed and root.attributes.get("gen_ai.operation.name") == "create_agent"
+    }
+    if not candidates:
+        return spans, []
+    for span in spans:
+        if span.trace_id in candidates and oa.span_class(oa.Attrs(span.attributes)) in (oa.MODEL, oa.TOOL):
+            candidates.discard(span.trace_id)
+    return [s for s in spans if s.trace_id not in candidates], sorted(candidates)
+
+
+def _numbered(
+    store: Store, events: list, places: dict[tuple[str, str], str]
+) -> tuple[list, list[tuple[str, str, str]]]:
+    """The batch's events with each new step's seq: its place among its run's stored steps, which
+    `Store.otlp_room` makes; and the places of the steps not stored as rows (made as StepEvents),
+    which the writer leaves empty and `otlp_commit` fills."""
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for ev in events:
+        if isinstance(ev, StepRow):
+            key = (ev.session_id, ev.row[EVENT_ID_AT])
+        elif isinstance(ev, StepEvent):
+            key = (ev.session_id, ev.identity())
+        else:
+            continue
+        wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
+    if not wanted:
+        return events, []
+    seqs = store.otlp_room(wanted)
+    out, unplaced = [], []
+    for ev in events:
+        if isinstance(ev, StepRow):
+            key = (ev.session_id, ev.row[EVENT_ID_AT])
+            row = ev.row
+            row = (*row[:SEQ_AT], seqs.get(key), *row[SEQ_AT + 1 : PLACE_AT], places.get(key), *row[PLACE_AT + 1 :])
+            ev = replace(ev, row=row)
+        elif isinstance(ev, StepEvent):
+            key = (ev.session_id, ev.identity())
+            ev = ev.model_copy(update={"seq": seqs.get(key)})
+            if key in places:
+                unplaced.append((*key, places[key]))
+        out.append(ev)
+    return out, unplaced
 
 
 def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:
