@@ -25,7 +25,7 @@ from dataclasses import replace
 from functools import partial
 
 from ..events import StepEvent
-from ..storage.columns import EVENT_ID_AT, PLACE_AT, SEQ_AT
+from ..storage.columns import EVENT_ID_AT, PLACE_AT, SEQ_AT, STEP_COLUMNS
 from ..storage.store import Store, StepRow
 from .formats import otel
 from .formats import otel_attributes as oa
@@ -33,6 +33,7 @@ from .pipeline import IngestReport, collector_paused, ingest
 from .redact import Redactor, default_redactor
 from .step_rows import step_row_of
 
+AGENT_AT, PARENT_AT = STEP_COLUMNS.index("agent_id"), STEP_COLUMNS.index("parent_id")
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 
@@ -86,11 +87,14 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
         ]
         for from_sid, to_sid in moves:
             store.move_session_steps(from_sid, to_sid)
-        events, unplaced = _numbered(store, [e for e in items if not isinstance(e, otel.Replace)], ledger.places)
+        events = [e for e in items if not isinstance(e, otel.Replace)]
+        events, replaced, agents = _inherited(store, events, replaced)
+        events, unplaced, before = _numbered(store, events, ledger.places)
         report = ingest(store, events, redactor=redactor, source=source)
         opened = [_row(p) for p in ledger.opened]
         consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
-        store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced)
+        late = {sid: (seq, agents.get(sid, {})) for sid, seq in before if agents.get(sid)}
+        store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced, agents=late)
     report.steps += len(replaced)
     report.set_up = set_up
     return report
@@ -116,38 +120,82 @@ def _without_set_up(spans: list[otel.Span], placed: dict) -> tuple[list[otel.Spa
     return [s for s in spans if s.trace_id not in candidates], sorted(candidates)
 
 
+def _key(ev) -> tuple[str, str] | None:
+    """A step's (session id, event id); None for an event that is no step."""
+    if isinstance(ev, StepRow):
+        return ev.session_id, ev.row[EVENT_ID_AT]
+    if isinstance(ev, StepEvent):
+        return ev.session_id, ev.identity()
+    return None
+
+
+def _inherited(store: Store, events: list, replaced: list) -> tuple[list, list, dict[str, dict[str, str]]]:
+    """The batch's steps with the agent they inherit from a stored ancestor (a step whose parent came in an
+    earlier batch had none to inherit while its spans were read), and per run {event_id: agent} of the
+    batch's steps with an agent, which stored steps below them inherit (`Store.otlp_commit`)."""
+    steps: dict[str, dict[str, tuple[str | None, str | None]]] = {}  # sid → event_id → (agent, parent)
+    for ev in [*events, *(step for _, step, _ in replaced)]:
+        key = _key(ev)
+        if key is not None:
+            agent, parent = (ev.row[AGENT_AT], ev.row[PARENT_AT]) if isinstance(ev, StepRow) else (ev.agent_id, ev.parent_id)
+            steps.setdefault(key[0], {})[key[1]] = (agent, parent)
+    given: dict[tuple[str, str], str] = {}
+    agents: dict[str, dict[str, str]] = {}
+    for sid, mine in steps.items():
+        outside = {p for a, p in mine.values() if a is None and p is not None and p not in mine}
+        found: dict[str | None, str | None] = store.step_agents(sid, sorted(outside)) if outside else {}
+        for eid in mine:
+            path, node = [], eid
+            while node not in found and node in mine and mine[node][0] is None:
+                path.append(node)
+                found[node] = None  # a cycle (bad input) stops here
+                node = mine[node][1]
+            agent = found.get(node) if node not in mine or mine[node][0] is None else mine[node][0]
+            for item in path:
+                found[item] = agent
+                if agent is not None:
+                    given[(sid, item)] = agent
+        agents[sid] = {eid: a for eid, (a, _) in mine.items() if a is not None} | {e: a for (s, e), a in given.items() if s == sid}
+    if not given:
+        return events, replaced, agents
+    out = []
+    for ev in events:
+        agent = given.get(_key(ev))  # type: ignore[arg-type]
+        if agent is not None:
+            ev = replace(ev, row=(*ev.row[:AGENT_AT], agent, *ev.row[AGENT_AT + 1 :])) if isinstance(ev, StepRow) else ev.model_copy(update={"agent_id": agent})
+        out.append(ev)
+    again = [(old, step.model_copy(update={"agent_id": given.get(_key(step), step.agent_id)}), where) for old, step, where in replaced]
+    return out, again, agents
+
+
 def _numbered(
     store: Store, events: list, places: dict[tuple[str, str], str]
-) -> tuple[list, list[tuple[str, str, str]]]:
+) -> tuple[list, list[tuple[str, str, str]], list[tuple[str, int]]]:
     """The batch's events with each new step's seq: its place among its run's stored steps, which
-    `Store.otlp_room` makes; and the places of the steps not stored as rows (made as StepEvents),
-    which the writer leaves empty and `otlp_commit` fills."""
+    `Store.otlp_room` makes; the places of the steps not stored as rows (made as StepEvents), which
+    the writer leaves empty and `otlp_commit` fills; and per run the lowest seq the batch landed
+    before stored steps at."""
     wanted: dict[str, list[tuple[str, str]]] = {}
     for ev in events:
-        if isinstance(ev, StepRow):
-            key = (ev.session_id, ev.row[EVENT_ID_AT])
-        elif isinstance(ev, StepEvent):
-            key = (ev.session_id, ev.identity())
-        else:
-            continue
-        wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
+        key = _key(ev)
+        if key is not None:
+            wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
     if not wanted:
-        return events, []
-    seqs = store.otlp_room(wanted)
+        return events, [], []
+    seqs, before = store.otlp_room(wanted)
     out, unplaced = [], []
     for ev in events:
+        key = _key(ev)
         if isinstance(ev, StepRow):
-            key = (ev.session_id, ev.row[EVENT_ID_AT])
             row = ev.row
             row = (*row[:SEQ_AT], seqs.get(key), *row[SEQ_AT + 1 : PLACE_AT], places.get(key), *row[PLACE_AT + 1 :])
             ev = replace(ev, row=row)
         elif isinstance(ev, StepEvent):
-            key = (ev.session_id, ev.identity())
             ev = ev.model_copy(update={"seq": seqs.get(key)})
             if key in places:
                 unplaced.append((*key, places[key]))
         out.append(ev)
-    return out, unplaced
+    return out, unplaced, list(before.items())
 
 
 def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:

@@ -86,7 +86,7 @@ class IngestState(StoreBase):
                 for table in (step_contexts, steps):
                     conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
             kept = sorted((r for r in rows if r.event_id not in held), key=lambda r: r.place or "")
-            seqs = _room(conn, to_sid, [r.place or "" for r in kept]) if kept else []
+            seqs = _room(conn, to_sid, [r.place or "" for r in kept])[0] if kept else []
             moving = [{"rid": r.id, "new_seq": seq} for r, seq in zip(kept, seqs, strict=True)]
             if moving:
                 conn.execute(
@@ -102,12 +102,14 @@ class IngestState(StoreBase):
             daily.refresh(conn, [from_sid, to_sid], bulk_insert)
         return len(moving)
 
-    def otlp_room(self, wanted: dict[str, list[tuple[str, str]]]) -> dict[tuple[str, str], int]:
+    def otlp_room(self, wanted: dict[str, list[tuple[str, str]]]) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
         """Seqs for a batch's new steps ({session_id: [(place, event_id)]}), their runs' stored steps
-        after them moved up to make room, in one transaction: {(session_id, event_id): seq}. A step its
-        run already holds (a batch delivered again) gets none: the writer counts it a duplicate. Until
-        the steps are written their seqs are gaps, never a step out of its place."""
+        after them moved up to make room, in one transaction: {(session_id, event_id): seq}, and per run
+        the lowest seq of a new step that landed before stored ones (its descendants may be among them).
+        A step its run already holds (a batch delivered again) gets none: the writer counts it a
+        duplicate. Until the steps are written their seqs are gaps, never a step out of its place."""
         out: dict[tuple[str, str], int] = {}
+        before: dict[str, int] = {}
         with self._write_lock, self._write_transaction() as conn:
             existing_sessions(conn, list(wanted), lock=True)
             for sid, items in wanted.items():
@@ -116,8 +118,20 @@ class IngestState(StoreBase):
                     held.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
                 new = sorted(dict((e, p) for p, e in items if e not in held).items(), key=lambda item: item[1])
                 if new:
-                    seqs = _room(conn, sid, [p for _, p in new])
+                    seqs, first = _room(conn, sid, [p for _, p in new])
                     out.update(((sid, e), seq) for (e, _), seq in zip(new, seqs, strict=True))
+                    if first is not None:
+                        before[sid] = first
+        return out, before
+
+    def step_agents(self, session_id: str, event_ids: Sequence[str]) -> dict[str, str | None]:
+        """The agent of each of a run's stored steps named (those it holds)."""
+        out: dict[str, str | None] = {}
+        s = steps.c
+        with self.engine.connect() as conn:
+            for part in chunks(list(event_ids)):
+                query = select(s.event_id, s.agent_id).where(s.session_id == session_id, s.event_id.in_(part))
+                out.update((eid, agent) for eid, agent in conn.execute(query))
         return out
 
     def otlp_commit(
@@ -128,11 +142,14 @@ class IngestState(StoreBase):
         replaced: Sequence[tuple[str, StepEvent, str | None]],
         idle: timedelta | None = None,
         places: Sequence[tuple[str, str, str]] = (),
+        agents: dict[str, tuple[int, dict[str, str]]] | None = None,
     ) -> None:
         """What one OTLP batch changed, in one transaction: where its traces live, the calls it answered
         (`consumed`: (trace_id, side, event_id)) or left open, stored steps a tool span took the place
         of (`replaced`: (old event id, the redacted step, its place), moved to that place), and the places
-        of steps the writer stored without one (`places`: (session_id, event_id, place)). Open calls of
+        of steps the writer stored without one (`places`: (session_id, event_id, place)), and the agents
+        stored steps inherit from an ancestor that came after them (`agents`: {session_id: (the lowest seq
+        the batch landed before stored steps at, {event_id: agent} of its steps)}). Open calls of
         traces that received nothing for longer than `idle` (AGENT_REPLAY_IDLE_MINUTES) are dropped:
         such a trace is over, and the table stays as small as the traces in flight."""
         now = now_utc()
@@ -180,8 +197,10 @@ class IngestState(StoreBase):
                     continue
                 conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
                 _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
-                seq = _room(conn, step.session_id, [where or ""])[0]
+                seq = _room(conn, step.session_id, [where or ""])[0][0]
                 conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
+            for sid, (from_seq, known) in (agents or {}).items():
+                _inherit(conn, sid, from_seq, known)
             rollups.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
             daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
 
@@ -199,7 +218,7 @@ class IngestState(StoreBase):
                 conn.execute(insert(watch_offsets).values(path=path, **values))
 
 
-def _room(conn: Connection, sid: str, places: list[str]) -> list[int]:
+def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int | None]:
     """Seqs for steps of `places` (sorted) among a run's stored steps, kept in place order and numbered
     1..n: the stored steps after each are moved up, by one range update per distinct spot (highest
     first, so no row moves twice); steps without a place (another source's) count as first. Reads
@@ -208,7 +227,7 @@ def _room(conn: Connection, sid: str, places: list[str]) -> list[int]:
     last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
     if last is None or (last.place or "") < places[0]:
         base = last.seq if last is not None else 0
-        return list(range(base + 1, base + 1 + len(places)))
+        return list(range(base + 1, base + 1 + len(places))), None
     lo = _first_after(conn, sid, places[0], last.seq)
     hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
     between = conn.execute(
@@ -231,7 +250,7 @@ def _room(conn: Connection, sid: str, places: list[str]) -> list[int]:
         if stop is not None:
             where_.append(s.seq < stop)
         conn.execute(update(steps).where(*where_).values(seq=s.seq + by))
-    return [b + i for i, b in enumerate(bounds)]
+    return [b + i for i, b in enumerate(bounds)], bounds[0]
 
 
 def _first_after(conn: Connection, sid: str, where: str, last_seq: int) -> int:
@@ -253,3 +272,27 @@ def _first_after(conn: Connection, sid: str, where: str, last_seq: int) -> int:
 def _close(conn: Connection, sid: str, seq: int) -> None:
     """Move a run's steps after `seq` down one: the gap a step leaving that seq left is closed."""
     conn.execute(update(steps).where(steps.c.session_id == sid, steps.c.seq > seq).values(seq=steps.c.seq - 1))
+
+
+def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -> None:
+    """Give a run's steps after `from_seq` that have no agent the agent of their nearest ancestor among
+    `known` (a batch's steps with an agent), as one request's spans would have: a step stored before the
+    agent span above it arrived had no agent to inherit. Reads only the agentless steps after `from_seq`."""
+    s = steps.c
+    rows = conn.execute(select(s.id, s.event_id, s.parent_id).where(s.session_id == sid, s.seq > from_seq, s.agent_id.is_(None)))
+    up = {r.event_id: (r.id, r.parent_id) for r in rows}
+    found: dict[str, str | None] = dict(known)
+    changes = []
+    for eid, (rid, _) in up.items():
+        path, node = [], eid
+        while node not in found and node in up:  # up through agentless steps to a known agent (or none)
+            path.append(node)
+            found[node] = None  # a cycle (bad input) stops here
+            node = up[node][1]
+        agent = found.get(node)
+        for item in path:
+            found[item] = agent
+        if found[eid] is not None:
+            changes.append({"rid": rid, "agent": found[eid]})
+    if changes:
+        conn.execute(update(steps).where(s.id == bindparam("rid")).values(agent_id=bindparam("agent")), changes)

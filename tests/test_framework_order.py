@@ -1,0 +1,111 @@
+"""Every captured framework run, its requests posted as they arrived, reversed or shuffled, is stored as
+the same steps in the same order as when all its spans come in one request: each step after its parent,
+exactly one run per capture, and AutoGen's agent-building trace no run but named in the receiver's account.
+In-process (`otlp_receiver.receive`, as the routes call it) on SQLite; a few on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import pytest
+from framework_captures import FRAMEWORKS, ORDERS, captures, manifest, post, requests
+
+from replay_core.ingest import otlp_receiver
+from replay_core.storage.store import Store
+
+TRACES = ("/v1/traces", "/api/public/otel/v1/traces")
+SEEDS = (0, 1, 2)
+
+
+def one_request(capture: str) -> bytes:
+    """All the capture's trace requests as one OTLP/JSON body (their `NNN.json` twins, resource spans joined)."""
+    joined: list = []
+    for batch in manifest(capture)["batches"]:
+        if batch["path"] in TRACES:
+            name = batch["file"].split(".", 1)[0] + ".json"
+            joined += json.loads((FRAMEWORKS / capture / name).read_text())["resourceSpans"]
+    return json.dumps({"resourceSpans": joined}).encode()
+
+
+def picture(store: Store) -> dict[str, list[tuple]]:
+    """Each run's steps in seq order: identity, kind, name, parent link, agent; seqs 1..n."""
+    out = {}
+    for row in store.list_sessions(limit=50):
+        steps = store.load_steps(row["id"])
+        assert [s.seq for s in steps] == list(range(1, len(steps) + 1)), row["id"]
+        out[row["id"]] = [
+            (s.event_id, s.type, (s.metadata or {}).get("otel", {}).get("name"), s.tool_name, s.parent_id, s.agent_id)
+            for s in steps
+        ]
+    return out
+
+
+def parents_first(steps: list[tuple]) -> None:
+    at = {s[0]: n for n, s in enumerate(steps)}
+    late = [s[0] for n, s in enumerate(steps) if s[4] in at and at[s[4]] > n]
+    assert not late, f"steps before their parent: {late}"
+
+
+def whole(store: Store, capture: str) -> dict[str, list[tuple]]:
+    """What the capture's spans make when they come in one request; the store is left empty."""
+    otlp_receiver.receive(store, one_request(capture), "application/json")
+    return taken(store)
+
+
+def taken(store: Store) -> dict[str, list[tuple]]:
+    """The store's runs (`picture`), then deleted with their traces, for the next posting."""
+    out = picture(store)
+    store.delete_sessions(list(out))
+    return out
+
+
+def set_up_traces(capture: str) -> int:
+    """How many agent-building traces the capture holds (AutoGen's `create_agent`, alone in its trace)."""
+    traces: dict[str, list[str]] = {}
+    for batch in manifest(capture)["batches"]:
+        if batch["path"] in TRACES:
+            name = batch["file"].split(".", 1)[0] + ".json"
+            for rs in json.loads((FRAMEWORKS / capture / name).read_text())["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for span in ss["spans"]:
+                        traces.setdefault(span["traceId"], []).append(span["name"])
+    return sum(names == [n for n in names if n.startswith("create_agent")] for names in traces.values())
+
+
+@pytest.mark.parametrize("capture", captures())
+def test_any_arrival_order_stores_the_steps_of_one_request(sqlite_store, capture):
+    expected = whole(sqlite_store, capture)
+    assert len(expected) == 1, f"{capture}: {len(expected)} runs from one request"
+    (steps,) = expected.values()
+    parents_first(steps)
+    several = len(requests(capture)) > 1  # one request comes in one order
+    for order, seed in [("captured", 0), *([("reversed", 0), *(("shuffled", s) for s in SEEDS)] if several else [])]:
+        done = post(sqlite_store, capture, order, seed)
+        assert taken(sqlite_store) == expected, f"{capture} {order} {seed}"
+        assert sum(len(r.set_up) for r in done.reports) == set_up_traces(capture)
+
+
+def test_autogen_builds_its_agent_in_a_trace_that_is_no_run(sqlite_store):
+    assert set_up_traces("autogen-own-ok") == 1
+    done = post(sqlite_store, "autogen-own-ok")
+    (create,) = [t for r in done.reports for t in r.set_up]
+    assert [r.to_dict().get("set_up") for r in done.reports] == [[create], None]
+    assert len(sqlite_store.list_sessions()) == 1 and create not in {r["id"] for r in sqlite_store.list_sessions()}
+    assert sqlite_store.otlp_state([create]) == ({}, [])
+
+
+@pytest.mark.parametrize("capture", ["pydantic-ai-v5-slow", "openai-agents-openinference-slow"])
+@pytest.mark.parametrize("order", ORDERS)
+def test_batches_in_any_order_on_both_databases(store, capture, order):
+    expected = whole(store, capture)
+    post(store, capture, order, seed=1)
+    assert picture(store) == expected
+
+
+@pytest.mark.parametrize("capture", ["pydantic-ai-v5-slow", "openai-agents-openinference-slow"])
+def test_the_issues_runs_start_at_their_root(sqlite_store, capture):
+    """Pydantic AI was stored `think, tool_call, invoke_agent`; OpenAI Agents' root at step 7 of 13 and
+    steps 1–5 with no agent: posted as captured, the root is step 1 and every step has its agent."""
+    post(sqlite_store, capture)
+    (run,) = picture(sqlite_store).values()
+    assert run[0][4] is None and all(s[4] is not None for s in run[1:]), run
+    assert all(s[5] == "travel_assistant" for s in run if s[1] != "span"), run
