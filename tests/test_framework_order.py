@@ -6,8 +6,11 @@ In-process (`otlp_receiver.receive`, as the routes call it) on SQLite; a few on 
 from __future__ import annotations
 
 import json
+
 import pytest
 from framework_captures import FRAMEWORKS, ORDERS, captures, manifest, post, requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay_core.ingest import otlp_receiver
 from replay_core.storage.store import Store
@@ -109,3 +112,95 @@ def test_the_issues_runs_start_at_their_root(sqlite_store, capture):
     (run,) = picture(sqlite_store).values()
     assert run[0][4] is None and all(s[4] is not None for s in run[1:]), run
     assert all(s[5] == "travel_assistant" for s in run if s[1] != "span"), run
+
+
+# ---------------------------------------------------------------- any split, any order: a property
+
+T0 = 1_764_000_000_000_000_000
+
+
+def _attrs(**values) -> list[dict]:
+    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
+
+
+def _tree(shape: list[tuple[int, int, int]]) -> list[dict]:
+    """Spans of one trace from (parent pick, kind, start gap): each span starts after its parent and the
+    spans before it, and ends after its children; kinds are agents (named), model calls emitting a tool
+    call, the tools answering them, and bare spans."""
+    trace = "7" * 32
+    parents: list[int | None] = [None]
+    starts = [T0]
+    kinds = [0]
+    for n, (pick, kind, gap) in enumerate(shape, start=1):
+        parents.append(pick % n)
+        starts.append(starts[-1] + 1000 * (gap + 1))
+        kinds.append(kind)
+    ends = [s + 500 for s in starts]
+    for i in range(len(starts) - 1, 0, -1):  # children first: a parent ends after each of them
+        p = parents[i]
+        assert p is not None
+        ends[p] = max(ends[p], ends[i] + 100 * (i % 3))
+    spans = []
+    for i, (parent, start, end, kind) in enumerate(zip(parents, starts, ends, kinds, strict=True)):
+        if i == 0:
+            attrs = _attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "root-agent"})
+        elif kind == 1:
+            attrs = _attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"agent-{i}"})
+        elif kind == 2:
+            calls = [
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "tool_call", "id": f"call-{i}", "name": "search", "arguments": {"q": str(i)}}],
+                }
+            ]
+            attrs = _attrs(
+                **{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.output.messages": json.dumps(calls)}
+            )
+        elif kind == 3:
+            attrs = _attrs(
+                **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"call-{i - 1}"}
+            )
+        else:
+            attrs = []
+        span = {
+            "traceId": trace,
+            "spanId": f"{i + 1:016x}",
+            "name": f"span {i}",
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(end),
+            "attributes": attrs,
+        }
+        if parent is not None:
+            span["parentSpanId"] = f"{parent + 1:016x}"
+        spans.append(span)
+    return spans
+
+
+def _body(spans: list[dict]) -> bytes:
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": spans}]}]}).encode()
+
+
+_STORE: list[Store] = []
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 4), st.integers(0, 2)), min_size=0, max_size=14),
+    st.data(),
+)
+@settings(max_examples=30, deadline=None)
+def test_any_split_in_any_order_stores_what_one_batch_stores(shape, data):
+    if not _STORE:
+        _STORE.append(Store("sqlite://"))
+    store = _STORE[0]
+    spans = _tree(shape)
+    otlp_receiver.receive(store, _body(spans), "application/json")
+    expected = taken(store)
+    batch_of = data.draw(st.lists(st.integers(0, 4), min_size=len(spans), max_size=len(spans)), label="batch of each span")
+    batches = [[s for s, b in zip(spans, batch_of, strict=True) if b == n] for n in range(5)]
+    order = data.draw(st.permutations(range(5)), label="order of the batches")
+    for n in order:
+        if batches[n]:
+            otlp_receiver.receive(store, _body(batches[n]), "application/json")
+    got = taken(store)
+    assert got == expected
+    parents_first(next(iter(got.values())))

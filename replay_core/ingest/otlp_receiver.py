@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import replace
 from functools import partial
 
 from ..events import StepEvent
 from ..storage.columns import EVENT_ID_AT, PLACE_AT, SEQ_AT, STEP_COLUMNS
-from ..storage.store import Store, StepRow
+from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
 from .pipeline import IngestReport, collector_paused, ingest
@@ -120,13 +119,11 @@ def _without_set_up(spans: list[otel.Span], placed: dict) -> tuple[list[otel.Spa
     return [s for s in spans if s.trace_id not in candidates], sorted(candidates)
 
 
-def _key(ev) -> tuple[str, str] | None:
-    """A step's (session id, event id); None for an event that is no step."""
+def _key(ev: StepRow | StepEvent) -> tuple[str, str]:
+    """A step's (session id, event id)."""
     if isinstance(ev, StepRow):
         return ev.session_id, ev.row[EVENT_ID_AT]
-    if isinstance(ev, StepEvent):
-        return ev.session_id, ev.identity()
-    return None
+    return ev.session_id, ev.identity()
 
 
 def _inherited(store: Store, events: list, replaced: list) -> tuple[list, list, dict[str, dict[str, str]]]:
@@ -135,36 +132,40 @@ def _inherited(store: Store, events: list, replaced: list) -> tuple[list, list, 
     batch's steps with an agent, which stored steps below them inherit (`Store.otlp_commit`)."""
     steps: dict[str, dict[str, tuple[str | None, str | None]]] = {}  # sid → event_id → (agent, parent)
     for ev in [*events, *(step for _, step, _ in replaced)]:
-        key = _key(ev)
-        if key is not None:
-            agent, parent = (ev.row[AGENT_AT], ev.row[PARENT_AT]) if isinstance(ev, StepRow) else (ev.agent_id, ev.parent_id)
-            steps.setdefault(key[0], {})[key[1]] = (agent, parent)
+        if isinstance(ev, (StepRow, StepEvent)):
+            sid, eid = _key(ev)
+            link = (ev.row[AGENT_AT], ev.row[PARENT_AT]) if isinstance(ev, StepRow) else (ev.agent_id, ev.parent_id)
+            steps.setdefault(sid, {})[eid] = link
     given: dict[tuple[str, str], str] = {}
     agents: dict[str, dict[str, str]] = {}
     for sid, mine in steps.items():
         outside = {p for a, p in mine.values() if a is None and p is not None and p not in mine}
-        found: dict[str | None, str | None] = store.step_agents(sid, sorted(outside)) if outside else {}
+        found: dict[str | None, str | None] = {}
+        if outside:
+            found.update(store.step_agents(sid, sorted(outside)))
+        known = agents[sid] = {eid: a for eid, (a, _) in mine.items() if a is not None}
         for eid in mine:
-            path, node = [], eid
+            path, node = [], eid  # type: list[str], str | None
             while node not in found and node in mine and mine[node][0] is None:
                 path.append(node)
                 found[node] = None  # a cycle (bad input) stops here
                 node = mine[node][1]
-            agent = found.get(node) if node not in mine or mine[node][0] is None else mine[node][0]
+            agent = (known.get(node) if node is not None else None) or found.get(node)
             for item in path:
                 found[item] = agent
                 if agent is not None:
-                    given[(sid, item)] = agent
-        agents[sid] = {eid: a for eid, (a, _) in mine.items() if a is not None} | {e: a for (s, e), a in given.items() if s == sid}
+                    given[(sid, item)] = known[item] = agent
     if not given:
         return events, replaced, agents
     out = []
     for ev in events:
-        agent = given.get(_key(ev))  # type: ignore[arg-type]
-        if agent is not None:
-            ev = replace(ev, row=(*ev.row[:AGENT_AT], agent, *ev.row[AGENT_AT + 1 :])) if isinstance(ev, StepRow) else ev.model_copy(update={"agent_id": agent})
+        agent = given.get(_key(ev)) if isinstance(ev, (StepRow, StepEvent)) else None
+        if agent is not None and isinstance(ev, StepRow):
+            ev = StepRow(ev.session_id, (*ev.row[:AGENT_AT], agent, *ev.row[AGENT_AT + 1 :]), ev.context, ev.redacted)
+        elif agent is not None:
+            ev = ev.model_copy(update={"agent_id": agent})
         out.append(ev)
-    again = [(old, step.model_copy(update={"agent_id": given.get(_key(step), step.agent_id)}), where) for old, step, where in replaced]
+    again = [(old, step.model_copy(update={"agent_id": given.get(_key(step), step.agent_id)}), at) for old, step, at in replaced]
     return out, again, agents
 
 
@@ -177,20 +178,21 @@ def _numbered(
     before stored steps at."""
     wanted: dict[str, list[tuple[str, str]]] = {}
     for ev in events:
-        key = _key(ev)
-        if key is not None:
+        if isinstance(ev, (StepRow, StepEvent)):
+            key = _key(ev)
             wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
     if not wanted:
         return events, [], []
     seqs, before = store.otlp_room(wanted)
     out, unplaced = [], []
     for ev in events:
-        key = _key(ev)
         if isinstance(ev, StepRow):
+            key = _key(ev)
             row = ev.row
             row = (*row[:SEQ_AT], seqs.get(key), *row[SEQ_AT + 1 : PLACE_AT], places.get(key), *row[PLACE_AT + 1 :])
-            ev = replace(ev, row=row)
+            ev = StepRow(ev.session_id, row, ev.context, ev.redacted)
         elif isinstance(ev, StepEvent):
+            key = _key(ev)
             ev = ev.model_copy(update={"seq": seqs.get(key)})
             if key in places:
                 unplaced.append((*key, places[key]))

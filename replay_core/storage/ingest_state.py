@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from .. import config
@@ -111,11 +111,17 @@ class IngestState(StoreBase):
         out: dict[tuple[str, str], int] = {}
         before: dict[str, int] = {}
         with self._write_lock, self._write_transaction() as conn:
-            existing_sessions(conn, list(wanted), lock=True)
+            known = existing_sessions(conn, list(wanted), lock=True)
             for sid, items in wanted.items():
+                if sid not in known:  # a new run: its steps in place order, nothing to look up
+                    ordered = sorted(dict((e, p) for p, e in items).items(), key=lambda item: item[1])
+                    out.update(((sid, e), n) for n, (e, _) in enumerate(ordered, 1))
+                    continue
                 held: set[str] = set()
                 for part in chunks([e for _, e in items]):
-                    held.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
+                    held.update(
+                        conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part)))
+                    )
                 new = sorted(dict((e, p) for p, e in items if e not in held).items(), key=lambda item: item[1])
                 if new:
                     seqs, first = _room(conn, sid, [p for _, p in new])
@@ -199,8 +205,10 @@ class IngestState(StoreBase):
                 _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
                 seq = _room(conn, step.session_id, [where or ""])[0][0]
                 conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
-            for sid, (from_seq, known) in (agents or {}).items():
-                _inherit(conn, sid, from_seq, known)
+                if step.agent_id is not None:  # steps of the tool's span may have come before it
+                    _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
+            for sid, (from_seq, agent_of) in (agents or {}).items():
+                _inherit(conn, sid, from_seq, agent_of)
             rollups.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
             daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
 
@@ -230,9 +238,7 @@ def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int
         return list(range(base + 1, base + 1 + len(places))), None
     lo = _first_after(conn, sid, places[0], last.seq)
     hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
-    between = conn.execute(
-        select(s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)
-    ).all()
+    between = conn.execute(select(s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
     bounds: list[int] = []  # per new step: the first stored seq whose place is after it
     j = 0
     for where in places:

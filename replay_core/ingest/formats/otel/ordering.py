@@ -3,8 +3,9 @@
 Steps are ordered by time, not by the order spans arrive in (exporters send a span when it
 ends, children before their parents): a span's step at its start, a tool's result and a
 model's emitted calls at its end. Ties in time go by start, the longer span first (a parent
-before the children it encloses), then by span id. A span whose parent was never exported
-hangs under its trace's root, so every step has a parent.
+before the children it encloses), then by span id. In a file, a span whose parent was never
+exported hangs under its trace's root, so every step has a parent; over OTLP/HTTP it keeps its
+parent's id, as that parent may still come in a later batch.
 
 Each step's `place` is that order written as text: it depends on its own span alone, never on
 which other spans came in the same request, so steps stored from several batches sort exactly
@@ -20,9 +21,10 @@ LAST = 2**63  # the time of a span or part that has none: after every real one
 
 
 class SpanTrees:
-    """Parent links (`Span.up`), roots and depths of a set of spans, orphans attached to their trace's root."""
+    """Parent links (`Span.up`), roots and depths of a set of spans; orphans attached to their trace's root
+    unless `adopt` is off (spans of one batch: their parent may be in another)."""
 
-    def __init__(self, spans: list[Span]):
+    def __init__(self, spans: list[Span], adopt: bool = True):
         self.by_id = {(s.trace_id, s.span_id): s for s in spans}
         self.roots: dict[str, Span] = {}
         for s in spans:  # per trace the root that starts first (the first met on a tie)
@@ -35,7 +37,7 @@ class SpanTrees:
             found = None
             if s.parent_id:
                 found = by_id.get((s.trace_id, s.parent_id))
-                if found is None:
+                if found is None and adopt:
                     root = roots.get(s.trace_id)
                     found = root if root is not s else None
             s.up = found

@@ -65,7 +65,7 @@ def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[
     for span in spans:
         unique.setdefault((span.trace_id, span.span_id), span)
     all_spans = list(unique.values())
-    trees = SpanTrees(all_spans)
+    trees = SpanTrees(all_spans, adopt=ledger is None)
     by_trace: dict[str, list[Span]] = {}
     for span in all_spans:
         by_trace.setdefault(span.trace_id, []).append(span)
