@@ -204,3 +204,30 @@ def test_any_split_in_any_order_stores_what_one_batch_stores(shape, data):
     got = taken(store)
     assert got == expected
     parents_first(next(iter(got.values())))
+
+
+def test_a_late_root_moves_seqs_and_keeps_every_step_under_its_event_id(sqlite_store):
+    """What a link given out before the root's batch can hold on to: the step's event id reaches the same
+    step, with its context, after the root took seq 1; its seq moved (docs/formats-otel.md)."""
+    capture = "pydantic-ai-v5-slow"
+    *early, last = requests(capture)
+    for request in early:
+        otlp_receiver.receive(sqlite_store, request.body, request.content_type)
+    (sid,) = [r["id"] for r in sqlite_store.list_sessions()]
+    before = {s.event_id: s for s in sqlite_store.load_steps(sid)}
+    contexts = sqlite_store.step_contexts(sid)
+    otlp_receiver.receive(sqlite_store, last.body, last.content_type)
+    (run,) = sqlite_store.list_sessions()
+    after = {s.event_id: s for s in sqlite_store.load_steps(run["id"])}
+    assert before.keys() < after.keys()
+    for eid, step in before.items():
+        moved = after[eid]
+        assert (moved.type, moved.content, moved.tool_name, moved.tool_args) == (
+            step.type,
+            step.content,
+            step.tool_name,
+            step.tool_args,
+        )
+        assert moved.seq > step.seq  # the root and the agent span came before it
+        assert sqlite_store.step_context(run["id"], eid) == contexts.get(eid)
+    assert after[min(after, key=lambda e: after[e].seq)].parent_id is None
