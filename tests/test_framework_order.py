@@ -104,6 +104,20 @@ def test_batches_in_any_order_on_both_databases(store, capture, order):
     assert picture(store) == expected
 
 
+def test_served_over_http_last_batch_first(sqlite_store):
+    """The routes' way: a capture's protobuf requests posted to the served app last first."""
+    import httpx
+    from test_recorder import TOKEN, Served, api
+
+    capture = "openai-agents-openinference-slow"
+    expected = whole(sqlite_store, capture)
+    with Served(api(sqlite_store)) as base, httpx.Client(base_url=base, timeout=60) as http:
+        for request in requests(capture)[::-1]:
+            headers = {"Content-Type": request.content_type, "Authorization": f"Bearer {TOKEN}"}
+            assert http.post(request.path, content=request.body, headers=headers).status_code == 200
+    assert picture(sqlite_store) == expected
+
+
 @pytest.mark.parametrize("capture", ["pydantic-ai-v5-slow", "openai-agents-openinference-slow"])
 def test_the_issues_runs_start_at_their_root(sqlite_store, capture):
     """Pydantic AI was stored `think, tool_call, invoke_agent`; OpenAI Agents' root at step 7 of 13 and
