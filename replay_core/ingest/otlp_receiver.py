@@ -87,12 +87,12 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
         for from_sid, to_sid in moves:
             store.move_session_steps(from_sid, to_sid)
         events = [e for e in items if not isinstance(e, otel.Replace)]
-        events, replaced, agents = _inherited(store, events, replaced)
         events, unplaced, before = _numbered(store, events, ledger.places)
+        events, replaced, agents = _inherited(store, events, replaced, before)
         report = ingest(store, events, redactor=redactor, source=source)
         opened = [_row(p) for p in ledger.opened]
         consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
-        late = {sid: (seq, agents.get(sid, {})) for sid, seq in before if agents.get(sid)}
+        late = {sid: (before[sid], agents[sid]) for sid in before if agents.get(sid)}
         store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced, agents=late)
     report.steps += len(replaced)
     report.set_up = set_up
@@ -126,10 +126,14 @@ def _key(ev: StepRow | StepEvent) -> tuple[str, str]:
     return ev.session_id, ev.identity()
 
 
-def _inherited(store: Store, events: list, replaced: list) -> tuple[list, list, dict[str, dict[str, str]]]:
+def _inherited(
+    store: Store, events: list, replaced: list, before: dict[str, int]
+) -> tuple[list, list, dict[str, dict[str, str]]]:
     """The batch's steps with the agent they inherit from a stored ancestor (a step whose parent came in an
-    earlier batch had none to inherit while its spans were read), and per run {event_id: agent} of the
-    batch's steps with an agent, which stored steps below them inherit (`Store.otlp_commit`)."""
+    earlier batch had none to inherit while its spans were read), and, for the runs where the batch landed
+    before stored steps (`before`), {event_id: agent} of its steps with an agent, which stored steps below
+    them inherit (`Store.otlp_commit`). A run none of whose agentless steps has its parent outside the
+    batch, and which the batch only appended to, has nothing to inherit either way: no walk."""
     steps: dict[str, dict[str, tuple[str | None, str | None]]] = {}  # sid → event_id → (agent, parent)
     for ev in [*events, *(step for _, step, _ in replaced)]:
         if isinstance(ev, (StepRow, StepEvent)):
@@ -140,10 +144,15 @@ def _inherited(store: Store, events: list, replaced: list) -> tuple[list, list, 
     agents: dict[str, dict[str, str]] = {}
     for sid, mine in steps.items():
         outside = {p for a, p in mine.values() if a is None and p is not None and p not in mine}
+        if not outside and sid not in before:
+            continue
+        known = {eid: a for eid, (a, _) in mine.items() if a is not None}
+        if sid in before:
+            agents[sid] = known  # with what the walk below finds
+        if not outside:  # the mapping gave every agentless step what its batch holds
+            continue
         found: dict[str | None, str | None] = {}
-        if outside:
-            found.update(store.step_agents(sid, sorted(outside)))
-        known = agents[sid] = {eid: a for eid, (a, _) in mine.items() if a is not None}
+        found.update(store.step_agents(sid, sorted(outside)))
         for eid in mine:
             path, node = [], eid  # type: list[str], str | None
             while node not in found and node in mine and mine[node][0] is None:
@@ -171,7 +180,7 @@ def _inherited(store: Store, events: list, replaced: list) -> tuple[list, list, 
 
 def _numbered(
     store: Store, events: list, places: dict[tuple[str, str], str]
-) -> tuple[list, list[tuple[str, str, str]], list[tuple[str, int]]]:
+) -> tuple[list, list[tuple[str, str, str]], dict[str, int]]:
     """The batch's events with each new step's seq: its place among its run's stored steps, which
     `Store.otlp_room` makes; the places of the steps not stored as rows (made as StepEvents), which
     the writer leaves empty and `otlp_commit` fills; and per run the lowest seq the batch landed
@@ -182,7 +191,7 @@ def _numbered(
             key = _key(ev)
             wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
     if not wanted:
-        return events, [], []
+        return events, [], {}
     seqs, before = store.otlp_room(wanted)
     out, unplaced = [], []
     for ev in events:
@@ -197,7 +206,7 @@ def _numbered(
             if key in places:
                 unplaced.append((*key, places[key]))
         out.append(ev)
-    return out, unplaced, list(before.items())
+    return out, unplaced, before
 
 
 def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:
