@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import threading
 import weakref
-from functools import partial
 
 from ..events import StepEvent
-from ..storage.columns import EVENT_ID_AT, PLACE_AT, SEQ_AT, STEP_COLUMNS
+from ..storage.columns import EVENT_ID_AT, SEQ_AT, STEP_COLUMNS
 from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
@@ -76,9 +75,12 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
                 if where is not None and where[0] != sid:
                     moves.append((where[0], sid))
             ledger.session_of[tid] = now_placed[tid][0]
-        items = otel.events_from_spans(
-            spans, ledger, partial(step_row_of, redactor=redactor)
-        )  # OtlpError before anything is stored
+        places = ledger.places  # filled as each step is made, before `rows` makes its row
+
+        def rows(fields: dict) -> StepRow | None:
+            return step_row_of(fields, redactor, places.get((fields["session_id"], fields["event_id"])))
+
+        items = otel.events_from_spans(spans, ledger, rows)  # OtlpError before anything is stored
         replaced = [
             (r.old_event_id, redactor.event(r.step), ledger.places.get((r.step.session_id, r.step.identity())))
             for r in items
@@ -181,30 +183,27 @@ def _inherited(
 def _numbered(
     store: Store, events: list, places: dict[tuple[str, str], str]
 ) -> tuple[list, list[tuple[str, str, str]], dict[str, int]]:
-    """The batch's events with each new step's seq: its place among its run's stored steps, which
-    `Store.otlp_room` makes; the places of the steps not stored as rows (made as StepEvents), which
-    the writer leaves empty and `otlp_commit` fills; and per run the lowest seq the batch landed
-    before stored steps at."""
+    """The batch's events with each new step's seq in a run that holds steps already: its place among
+    them, which `Store.otlp_room` makes (a new run's steps come in place order: the writer numbers them
+    as they come); the places of the steps not stored as rows (made as StepEvents), which the writer
+    leaves empty and `otlp_commit` fills; and per run the lowest seq the batch landed before stored
+    steps at."""
+    keyed = [(ev, _key(ev) if isinstance(ev, (StepRow, StepEvent)) else None) for ev in events]
     wanted: dict[str, list[tuple[str, str]]] = {}
-    for ev in events:
-        if isinstance(ev, (StepRow, StepEvent)):
-            key = _key(ev)
+    for _, key in keyed:
+        if key is not None:
             wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
-    if not wanted:
-        return events, [], {}
-    seqs, before = store.otlp_room(wanted)
+    seqs, before = store.otlp_room(wanted) if wanted else ({}, {})
     out, unplaced = [], []
-    for ev in events:
-        if isinstance(ev, StepRow):
-            key = _key(ev)
-            row = ev.row
-            row = (*row[:SEQ_AT], seqs.get(key), *row[SEQ_AT + 1 : PLACE_AT], places.get(key), *row[PLACE_AT + 1 :])
-            ev = StepRow(ev.session_id, row, ev.context, ev.redacted)
-        elif isinstance(ev, StepEvent):
-            key = _key(ev)
-            ev = ev.model_copy(update={"seq": seqs.get(key)})
-            if key in places:
-                unplaced.append((*key, places[key]))
+    for ev, key in keyed:
+        if key is not None:
+            seq = seqs.get(key)
+            if isinstance(ev, StepEvent):
+                ev = ev.model_copy(update={"seq": seq}) if seq is not None else ev
+                if key in places:
+                    unplaced.append((*key, places[key]))
+            elif seq is not None:
+                ev = StepRow(ev.session_id, (*ev.row[:SEQ_AT], seq, *ev.row[SEQ_AT + 1 :]), ev.context, ev.redacted)
         out.append(ev)
     return out, unplaced, before
 

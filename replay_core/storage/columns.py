@@ -55,7 +55,6 @@ SEQ_AT, EVENT_ID_AT, TIMESTAMP_AT = STEP_COLUMNS.index("seq"), STEP_COLUMNS.inde
 step_values = itemgetter(*STEP_COLUMNS)  # a step's fields (a dict) as a row of STEP_COLUMNS
 # a step row as `Store.write` inserts it; `place` only an OTLP step has (its run's order, ingest_state)
 ROW_COLUMNS = (*STEP_COLUMNS, "session_id", "call_key", "place")
-PLACE_AT = ROW_COLUMNS.index("place")
 rollup_values = itemgetter(*(ROW_COLUMNS.index(name) for name in rollups.FIELDS))  # a step row as rollups read it
 
 

@@ -103,8 +103,9 @@ class IngestState(StoreBase):
         return len(moving)
 
     def otlp_room(self, wanted: dict[str, list[tuple[str, str]]]) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
-        """Seqs for a batch's new steps ({session_id: [(place, event_id)]}), their runs' stored steps
-        after them moved up to make room, in one transaction: {(session_id, event_id): seq}, and per run
+        """Seqs for a batch's new steps ({session_id: [(place, event_id)]}) in runs that hold steps, their
+        stored steps after them moved up to make room, in one transaction: {(session_id, event_id): seq}
+        (none for a run not stored yet: its steps, in place order, are numbered as they come), and per run
         the lowest seq of a new step that landed before stored ones (its descendants may be among them).
         A step its run already holds (a batch delivered again) gets none: the writer counts it a
         duplicate. Until the steps are written their seqs are gaps, never a step out of its place."""
@@ -113,9 +114,7 @@ class IngestState(StoreBase):
         with self._write_lock, self._write_transaction() as conn:
             known = existing_sessions(conn, list(wanted), lock=True)
             for sid, items in wanted.items():
-                if sid not in known:  # a new run: its steps in place order, nothing to look up
-                    ordered = sorted(dict((e, p) for p, e in items).items(), key=lambda item: item[1])
-                    out.update(((sid, e), n) for n, (e, _) in enumerate(ordered, 1))
+                if sid not in known:  # a new run: the writer numbers its steps as they come, in place order
                     continue
                 held: set[str] = set()
                 for part in chunks([e for _, e in items]):

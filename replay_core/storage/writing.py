@@ -76,10 +76,10 @@ class StepRow:
     kind: ClassVar[Literal["row"]] = "row"
 
     @classmethod
-    def of(cls, values: dict[str, Any], redacted: int) -> StepRow:
-        """From a step's values (every StepEvent field) whose event_id is set."""
+    def of(cls, values: dict[str, Any], redacted: int, place: str | None = None) -> StepRow:
+        """From a step's values (every StepEvent field) whose event_id is set, and its place (OTLP steps)."""
         sid = values["session_id"]
-        return cls(sid, (*step_values(values), sid, call_key(values), None), values["context"], redacted)
+        return cls(sid, (*step_values(values), sid, call_key(values), place), values["context"], redacted)
 
 
 @dataclass
