@@ -221,7 +221,7 @@ def test_receiving_by_rows_stores_what_the_step_events_stored(store, monkeypatch
     cut = min(cut, len(specs))
     got = _receive_all(store, specs, new, cut)
     with monkeypatch.context() as patched:
-        patched.setattr(otlp_receiver, "step_row_of", lambda fields, redactor: None)  # every step a StepEvent
+        patched.setattr(otlp_receiver, "step_row_of", lambda fields, redactor, place: None)  # every step a StepEvent
         expected = _receive_all(store, specs, old, cut)
     assert orjson.dumps(got).decode().replace(new, old) == orjson.dumps(expected).decode()
     tables = _tables(store, new)
@@ -247,7 +247,7 @@ def test_the_chain_stores_the_same_rows_both_ways(sqlite_store, monkeypatch):
         ]
         return orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
 
-    for prefix, rows in (("c1c1c1c1", step_row_of), ("d2d2d2d2", lambda fields, redactor: None)):
+    for prefix, rows in (("c1c1c1c1", step_row_of), ("d2d2d2d2", lambda fields, redactor, place: None)):
         with monkeypatch.context() as patched:
             patched.setattr(otlp_receiver, "step_row_of", rows)
             for part in (range(2000), range(2000, 2500)):

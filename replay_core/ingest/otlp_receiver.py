@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import threading
 import weakref
-from functools import partial
 
 from ..events import StepEvent
-from ..storage.store import Store
+from ..storage.columns import EVENT_ID_AT, SEQ_AT, STEP_COLUMNS
+from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
 from .pipeline import IngestReport, collector_paused, ingest
 from .redact import Redactor, default_redactor
 from .step_rows import step_row_of
 
+AGENT_AT, PARENT_AT = STEP_COLUMNS.index("agent_id"), STEP_COLUMNS.index("parent_id")
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 
@@ -54,8 +55,9 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
     spans = otel.spans_from_otlp(data, content_type)
     source = otel.otlp_reader(content_type).name
     with lock_of(store):
+        placed, open_rows = store.otlp_state(list(dict.fromkeys(s.trace_id for s in spans)))
+        spans, set_up = _without_set_up(spans, placed)
         trace_ids = list(dict.fromkeys(s.trace_id for s in spans))
-        placed, open_rows = store.otlp_state(trace_ids)
         settles = _settling(spans)
         ledger = otel.Ledger()
         for row in open_rows:
@@ -73,21 +75,137 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
                 if where is not None and where[0] != sid:
                     moves.append((where[0], sid))
             ledger.session_of[tid] = now_placed[tid][0]
-        items = otel.events_from_spans(
-            spans, ledger, partial(step_row_of, redactor=redactor)
-        )  # OtlpError before anything is stored
-        events = [e for e in items if not isinstance(e, otel.Replace)]
-        replaced: list[tuple[str, StepEvent]] = [
-            (r.old_event_id, redactor.event(r.step)) for r in items if isinstance(r, otel.Replace)
+        places = ledger.places  # filled as each step is made, before `rows` makes its row
+
+        def rows(fields: dict) -> StepRow | None:
+            return step_row_of(fields, redactor, places.get((fields["session_id"], fields["event_id"])))
+
+        items = otel.events_from_spans(spans, ledger, rows)  # OtlpError before anything is stored
+        replaced = [
+            (r.old_event_id, redactor.event(r.step), ledger.places.get((r.step.session_id, r.step.identity())))
+            for r in items
+            if isinstance(r, otel.Replace)
         ]
         for from_sid, to_sid in moves:
             store.move_session_steps(from_sid, to_sid)
+        events = [e for e in items if not isinstance(e, otel.Replace)]
+        events, unplaced, before = _numbered(store, events, ledger.places)
+        events, replaced, agents = _inherited(store, events, replaced, before)
         report = ingest(store, events, redactor=redactor, source=source)
         opened = [_row(p) for p in ledger.opened]
         consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
-        store.otlp_commit(now_placed, consumed, opened, replaced)
+        late = {sid: (before[sid], agents[sid]) for sid in before if agents.get(sid)}
+        store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced, agents=late)
     report.steps += len(replaced)
+    report.set_up = set_up
     return report
+
+
+def _without_set_up(spans: list[otel.Span], placed: dict) -> tuple[list[otel.Span], list[str]]:
+    """The batch's spans but those of set-up traces, and those traces' ids.
+
+    A set-up trace is a framework building an agent, not running one (AutoGen opens one per agent
+    it creates): its root is a GenAI `create_agent` operation, and it holds no model call and no
+    tool. It is judged whole in the batch holding its root, which ends last: the conventions name
+    that operation for building alone, so no run's model or tool spans are still to come under it.
+    A trace an earlier batch placed is a run already, whatever its root."""
+    roots = {s.trace_id: s for s in spans if s.parent_id is None}
+    candidates = {
+        tid for tid, root in roots.items() if tid not in placed and root.attributes.get("gen_ai.operation.name") == "create_agent"
+    }
+    if not candidates:
+        return spans, []
+    for span in spans:
+        if span.trace_id in candidates and oa.span_class(oa.Attrs(span.attributes)) in (oa.MODEL, oa.TOOL):
+            candidates.discard(span.trace_id)
+    return [s for s in spans if s.trace_id not in candidates], sorted(candidates)
+
+
+def _key(ev: StepRow | StepEvent) -> tuple[str, str]:
+    """A step's (session id, event id)."""
+    if isinstance(ev, StepRow):
+        return ev.session_id, ev.row[EVENT_ID_AT]
+    return ev.session_id, ev.identity()
+
+
+def _inherited(
+    store: Store, events: list, replaced: list, before: dict[str, int]
+) -> tuple[list, list, dict[str, dict[str, str]]]:
+    """The batch's steps with the agent they inherit from a stored ancestor (a step whose parent came in an
+    earlier batch had none to inherit while its spans were read), and, for the runs where the batch landed
+    before stored steps (`before`), {event_id: agent} of its steps with an agent, which stored steps below
+    them inherit (`Store.otlp_commit`). A run none of whose agentless steps has its parent outside the
+    batch, and which the batch only appended to, has nothing to inherit either way: no walk."""
+    steps: dict[str, dict[str, tuple[str | None, str | None]]] = {}  # sid → event_id → (agent, parent)
+    for ev in [*events, *(step for _, step, _ in replaced)]:
+        if isinstance(ev, (StepRow, StepEvent)):
+            sid, eid = _key(ev)
+            link = (ev.row[AGENT_AT], ev.row[PARENT_AT]) if isinstance(ev, StepRow) else (ev.agent_id, ev.parent_id)
+            steps.setdefault(sid, {})[eid] = link
+    given: dict[tuple[str, str], str] = {}
+    agents: dict[str, dict[str, str]] = {}
+    for sid, mine in steps.items():
+        outside = {p for a, p in mine.values() if a is None and p is not None and p not in mine}
+        if not outside and sid not in before:
+            continue
+        known = {eid: a for eid, (a, _) in mine.items() if a is not None}
+        if sid in before:
+            agents[sid] = known  # with what the walk below finds
+        if not outside:  # the mapping gave every agentless step what its batch holds
+            continue
+        found: dict[str | None, str | None] = {}
+        found.update(store.step_agents(sid, sorted(outside)))
+        for eid in mine:
+            path, node = [], eid  # type: list[str], str | None
+            while node not in found and node in mine and mine[node][0] is None:
+                path.append(node)
+                found[node] = None  # a cycle (bad input) stops here
+                node = mine[node][1]
+            agent = (known.get(node) if node is not None else None) or found.get(node)
+            for item in path:
+                found[item] = agent
+                if agent is not None:
+                    given[(sid, item)] = known[item] = agent
+    if not given:
+        return events, replaced, agents
+    out = []
+    for ev in events:
+        agent = given.get(_key(ev)) if isinstance(ev, (StepRow, StepEvent)) else None
+        if agent is not None and isinstance(ev, StepRow):
+            ev = StepRow(ev.session_id, (*ev.row[:AGENT_AT], agent, *ev.row[AGENT_AT + 1 :]), ev.context, ev.redacted)
+        elif agent is not None:
+            ev = ev.model_copy(update={"agent_id": agent})
+        out.append(ev)
+    again = [(old, step.model_copy(update={"agent_id": given.get(_key(step), step.agent_id)}), at) for old, step, at in replaced]
+    return out, again, agents
+
+
+def _numbered(
+    store: Store, events: list, places: dict[tuple[str, str], str]
+) -> tuple[list, list[tuple[str, str, str]], dict[str, int]]:
+    """The batch's events with each new step's seq in a run that holds steps already: its place among
+    them, which `Store.otlp_room` makes (a new run's steps come in place order: the writer numbers them
+    as they come); the places of the steps not stored as rows (made as StepEvents), which the writer
+    leaves empty and `otlp_commit` fills; and per run the lowest seq the batch landed before stored
+    steps at."""
+    keyed = [(ev, _key(ev) if isinstance(ev, (StepRow, StepEvent)) else None) for ev in events]
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for _, key in keyed:
+        if key is not None:
+            wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
+    seqs, before = store.otlp_room(wanted) if wanted else ({}, {})
+    out, unplaced = [], []
+    for ev, key in keyed:
+        if key is not None:
+            seq = seqs.get(key)
+            if isinstance(ev, StepEvent):
+                ev = ev.model_copy(update={"seq": seq}) if seq is not None else ev
+                if key in places:
+                    unplaced.append((*key, places[key]))
+            elif seq is not None:
+                ev = StepRow(ev.session_id, (*ev.row[:SEQ_AT], seq, *ev.row[SEQ_AT + 1 :]), ev.context, ev.redacted)
+        out.append(ev)
+    return out, unplaced, before
 
 
 def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:

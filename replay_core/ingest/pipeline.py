@@ -41,6 +41,7 @@ class IngestReport:
     warnings: list[str] = field(default_factory=list)  # e.g. a forced reader that ignored most of a file
     conflicts: list[str] = field(default_factory=list)  # ended runs left as they were (no replace)
     media_refused: list[str] = field(default_factory=list)  # images not kept, each naming its step (the steps are kept)
+    set_up: list[str] = field(default_factory=list)  # OTLP traces of a framework building an agent: no run of their own
 
     def add(self, other: IngestReport) -> None:
         self.sessions += [s for s in other.sessions if s not in self.sessions]
@@ -49,6 +50,7 @@ class IngestReport:
         self.redacted += other.redacted
         self.errors += other.errors
         self.media_refused += other.media_refused
+        self.set_up += other.set_up
         self.files += other.files
         self.warnings += other.warnings
         self.conflicts += other.conflicts
@@ -58,6 +60,8 @@ class IngestReport:
         out["errors"] = [str(e) for e in self.errors]
         if not self.media_refused:  # said only when there is something to say
             del out["media_refused"]
+        if not self.set_up:
+            del out["set_up"]
         if not self.warnings:  # said only when there is something to say (the HTTP API's answer stays as it was)
             out.pop("warnings")
         return out

@@ -16,10 +16,11 @@ from .redact import Redactor
 CARRIERS = frozenset({"attachment", "attachments"})
 
 
-def step_row_of(fields: dict, redactor: Redactor) -> StepRow | None:
+def step_row_of(fields: dict, redactor: Redactor, place: str | None = None) -> StepRow | None:
     """A step's fields (a reader's dict, as `fast_step` takes it) validated and redacted straight into the
     row `ingest` would store for its StepEvent, without making one: None when `fast_step` would leave the
-    decision to the model, or the step carries images (set aside by `ingest`) or no event_id."""
+    decision to the model, or the step carries images (set aside by `ingest`) or no event_id. `place`: an
+    OTLP step's place in its run's order (storage.ingest_state)."""
     values = fast_step_values(fields)
     if values is None or values.get("event_id") is None:
         return None
@@ -28,4 +29,4 @@ def step_row_of(fields: dict, redactor: Redactor) -> StepRow | None:
         return None
     values = {**_STEP_DEFAULTS, **values}
     clean = redactor.step_values(values)
-    return StepRow.of(clean, clean["redacted"] - values["redacted"])
+    return StepRow.of(clean, clean["redacted"] - values["redacted"], place)

@@ -53,7 +53,8 @@ STEP_COLUMNS = (
 )
 SEQ_AT, EVENT_ID_AT, TIMESTAMP_AT = STEP_COLUMNS.index("seq"), STEP_COLUMNS.index("event_id"), STEP_COLUMNS.index("timestamp")
 step_values = itemgetter(*STEP_COLUMNS)  # a step's fields (a dict) as a row of STEP_COLUMNS
-ROW_COLUMNS = (*STEP_COLUMNS, "session_id", "call_key")  # a step row as `Store.write` inserts it
+# a step row as `Store.write` inserts it; `place` only an OTLP step has (its run's order, ingest_state)
+ROW_COLUMNS = (*STEP_COLUMNS, "session_id", "call_key", "place")
 rollup_values = itemgetter(*(ROW_COLUMNS.index(name) for name in rollups.FIELDS))  # a step row as rollups read it
 
 

@@ -1,15 +1,25 @@
 """What ingest keeps between one delivery and the next: OTLP traces that arrive over several
 batches (which run each trace went to, the tool calls still waiting for their answer, a
-provisional run's steps moved into the run its trace turned out to be), and how far `watch`
-has read each file."""
+provisional run's steps moved into the run its trace turned out to be, each step's place in its
+run's order), and how far `watch` has read each file.
+
+A run's steps stay in the order of their places (ingest.formats.otel.ordering.place), numbered
+1..n by seq, whatever order their batches come in: a batch's steps are put among the stored ones
+(`_room`), the stored steps after them moving up. So `seq` is a step's position, which a step that
+starts earlier can still change while its run's spans arrive; its `event_id` (from its span id)
+never changes, and is what names a step for good. The cost of a batch is the steps it lands among
+(binary searches on seq) plus one range update per place it lands at: a batch that lands after
+what is stored (most of an exporter's) moves nothing, a late root moves the run once."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy.engine import Connection
 
 from .. import config
 from ..vocabulary import now_utc
@@ -43,11 +53,11 @@ class IngestState(StoreBase):
         return placed, open_calls
 
     def move_session_steps(self, from_sid: str, to_sid: str) -> int:
-        """Move every step of one session (a provisional one) to the end of another and drop the first.
+        """Move every step of one session (a provisional one) into another, in place order, and drop the first.
 
-        Steps the target already holds (same event_id) are dropped; the rest keep their order and
-        are numbered after the target's last seq, with their contexts, attachments and notes. The
-        target is created from the source's row when it does not exist yet. Returns steps moved.
+        Steps the target already holds (same event_id) are dropped; the rest are put among the target's
+        by their places (`_room`), with their contexts, attachments and notes. The target is created
+        from the source's row when it does not exist yet. Returns steps moved.
         """
         with self._write_lock, self._write_transaction() as conn:  # like every write: another process's
             # steps cannot take the target's seqs between our read of max(seq) and our commit
@@ -63,7 +73,7 @@ class IngestState(StoreBase):
             if src["last_event_at"] and (target.last_event_at is None or target.last_event_at < src["last_event_at"]):
                 conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
             rows = conn.execute(
-                select(steps.c.id, steps.c.event_id)
+                select(steps.c.id, steps.c.event_id, steps.c.place)
                 .where(steps.c.session_id == from_sid)
                 .order_by(steps.c.seq, steps.c.timestamp, steps.c.id)
             ).all()
@@ -75,8 +85,9 @@ class IngestState(StoreBase):
             for part in chunks(sorted(held)):
                 for table in (step_contexts, steps):
                     conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
-            base = conn.scalar(select(func.max(steps.c.seq)).where(steps.c.session_id == to_sid)) or 0
-            moving = [{"rid": r.id, "new_seq": base + n} for n, r in enumerate((r for r in rows if r.event_id not in held), 1)]
+            kept = sorted((r for r in rows if r.event_id not in held), key=lambda r: r.place or "")
+            seqs = _room(conn, to_sid, [r.place or "" for r in kept])[0] if kept else []
+            moving = [{"rid": r.id, "new_seq": seq} for r, seq in zip(kept, seqs, strict=True)]
             if moving:
                 conn.execute(
                     update(steps).where(steps.c.id == bindparam("rid")).values(session_id=to_sid, seq=bindparam("new_seq")),
@@ -91,17 +102,59 @@ class IngestState(StoreBase):
             daily.refresh(conn, [from_sid, to_sid], bulk_insert)
         return len(moving)
 
+    def otlp_room(self, wanted: dict[str, list[tuple[str, str]]]) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+        """Seqs for a batch's new steps ({session_id: [(place, event_id)]}) in runs that hold steps, their
+        stored steps after them moved up to make room, in one transaction: {(session_id, event_id): seq}
+        (none for a run not stored yet: its steps, in place order, are numbered as they come), and per run
+        the lowest seq of a new step that landed before stored ones (its descendants may be among them).
+        A step its run already holds (a batch delivered again) gets none: the writer counts it a
+        duplicate. Until the steps are written their seqs are gaps, never a step out of its place."""
+        out: dict[tuple[str, str], int] = {}
+        before: dict[str, int] = {}
+        with self._write_lock, self._write_transaction() as conn:
+            known = existing_sessions(conn, list(wanted), lock=True)
+            for sid, items in wanted.items():
+                if sid not in known:  # a new run: the writer numbers its steps as they come, in place order
+                    continue
+                held: set[str] = set()
+                for part in chunks([e for _, e in items]):
+                    held.update(
+                        conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part)))
+                    )
+                new = sorted(dict((e, p) for p, e in items if e not in held).items(), key=lambda item: item[1])
+                if new:
+                    seqs, first = _room(conn, sid, [p for _, p in new])
+                    out.update(((sid, e), seq) for (e, _), seq in zip(new, seqs, strict=True))
+                    if first is not None:
+                        before[sid] = first
+        return out, before
+
+    def step_agents(self, session_id: str, event_ids: Sequence[str]) -> dict[str, str | None]:
+        """The agent of each of a run's stored steps named (those it holds)."""
+        out: dict[str, str | None] = {}
+        s = steps.c
+        with self.engine.connect() as conn:
+            for part in chunks(list(event_ids)):
+                query = select(s.event_id, s.agent_id).where(s.session_id == session_id, s.event_id.in_(part))
+                out.update((eid, agent) for eid, agent in conn.execute(query))
+        return out
+
     def otlp_commit(
         self,
         placed: dict[str, tuple[str, bool]],
         consumed: Sequence[tuple[str, str, str]],
         opened: Sequence[dict],
-        replaced: Sequence[tuple[str, StepEvent]],
+        replaced: Sequence[tuple[str, StepEvent, str | None]],
         idle: timedelta | None = None,
+        places: Sequence[tuple[str, str, str]] = (),
+        agents: dict[str, tuple[int, dict[str, str]]] | None = None,
     ) -> None:
         """What one OTLP batch changed, in one transaction: where its traces live, the calls it answered
-        (`consumed`: (trace_id, side, event_id)) or left open, and stored steps a tool span took the place
-        of (`replaced`: (old event id, the redacted step), keeping the old step's seq). Open calls of
+        (`consumed`: (trace_id, side, event_id)) or left open, stored steps a tool span took the place
+        of (`replaced`: (old event id, the redacted step, its place), moved to that place), and the places
+        of steps the writer stored without one (`places`: (session_id, event_id, place)), and the agents
+        stored steps inherit from an ancestor that came after them (`agents`: {session_id: (the lowest seq
+        the batch landed before stored steps at, {event_id: agent} of its steps)}). Open calls of
         traces that received nothing for longer than `idle` (AGENT_REPLAY_IDLE_MINUTES) are dropped:
         such a trace is over, and the table stays as small as the traces in flight."""
         now = now_utc()
@@ -127,19 +180,36 @@ class IngestState(StoreBase):
             cutoff = now - (idle if idle is not None else config.idle_timeout())
             stale = select(t.trace_id).where(t.updated_at < cutoff)
             conn.execute(delete(otlp_open_calls).where(o.trace_id.in_(stale)))
-            for old_event_id, step in replaced:
+            if places:
+                conn.execute(
+                    update(steps)
+                    .where(steps.c.session_id == bindparam("sid"), steps.c.event_id == bindparam("eid"))
+                    .values(place=bindparam("where")),
+                    [{"sid": sid, "eid": eid, "where": where} for sid, eid, where in places],
+                )
+            for old_event_id, step, where in replaced:
                 event_id = step.identity()
                 taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == step.session_id, steps.c.event_id == event_id))
                 if taken is not None:  # a re-delivered batch: the tool's step is stored already
                     continue
                 values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
-                values.update(event_id=event_id, call_key=call_key(values))
+                values.update(event_id=event_id, call_key=call_key(values), place=where)
                 del values["seq"]
-                conn.execute(
-                    update(steps).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id).values(**values)
-                )
-            rollups.refresh(conn, [step.session_id for _, step in replaced], bulk_insert)
-            daily.refresh(conn, [step.session_id for _, step in replaced], bulk_insert)
+                old = conn.execute(
+                    select(steps.c.id, steps.c.seq).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
+                ).first()
+                if old is None:
+                    continue
+                conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
+                _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
+                seq = _room(conn, step.session_id, [where or ""])[0][0]
+                conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
+                if step.agent_id is not None:  # steps of the tool's span may have come before it
+                    _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
+            for sid, (from_seq, agent_of) in (agents or {}).items():
+                _inherit(conn, sid, from_seq, agent_of)
+            rollups.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
+            daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
 
     def watch_offset(self, path: str) -> dict | None:
         """Where `watch` has read `path` up to: {path, inode, offset, format, updated_at}, or None."""
@@ -153,3 +223,81 @@ class IngestState(StoreBase):
             done = conn.execute(update(watch_offsets).where(watch_offsets.c.path == path).values(**values)).rowcount
             if not done:
                 conn.execute(insert(watch_offsets).values(path=path, **values))
+
+
+def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int | None]:
+    """Seqs for steps of `places` (sorted) among a run's stored steps, kept in place order and numbered
+    1..n: the stored steps after each are moved up, by one range update per distinct spot (highest
+    first, so no row moves twice); steps without a place (another source's) count as first. Reads
+    O(log n) steps per end of the batch and those stored between its first and last place."""
+    s = steps.c
+    last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
+    if last is None or (last.place or "") < places[0]:
+        base = last.seq if last is not None else 0
+        return list(range(base + 1, base + 1 + len(places))), None
+    lo = _first_after(conn, sid, places[0], last.seq)
+    hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
+    between = conn.execute(select(s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
+    bounds: list[int] = []  # per new step: the first stored seq whose place is after it
+    j = 0
+    for where in places:
+        while j < len(between) and (between[j].place or "") < where:
+            j += 1
+        bounds.append(between[j].seq if j < len(between) else hi)
+    spots = sorted(set(bounds))
+    counts = Counter(bounds)
+    shift, ranges = 0, []
+    for n, b in enumerate(spots):
+        shift += counts[b]
+        ranges.append((b, spots[n + 1] if n + 1 < len(spots) else None, shift))
+    for start, stop, by in reversed(ranges):
+        where_ = [s.session_id == sid, s.seq >= start]
+        if stop is not None:
+            where_.append(s.seq < stop)
+        conn.execute(update(steps).where(*where_).values(seq=s.seq + by))
+    return [b + i for i, b in enumerate(bounds)], bounds[0]
+
+
+def _first_after(conn: Connection, sid: str, where: str, last_seq: int) -> int:
+    """The first seq (of 1..last_seq + 1; the stored places are in seq order) from which every stored step's
+    place is after `where`: a binary search, one indexed read of a step a probe (gaps in seq are passed over)."""
+    s = steps.c
+    lo, hi = 1, last_seq + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        row = conn.execute(select(s.seq, s.place).where(s.session_id == sid, s.seq >= mid).order_by(s.seq).limit(1)).first()
+        assert row is not None  # the step at last_seq is there
+        if (row.place or "") > where:
+            hi = mid
+        else:
+            lo = row.seq + 1
+    return lo
+
+
+def _close(conn: Connection, sid: str, seq: int) -> None:
+    """Move a run's steps after `seq` down one: the gap a step leaving that seq left is closed."""
+    conn.execute(update(steps).where(steps.c.session_id == sid, steps.c.seq > seq).values(seq=steps.c.seq - 1))
+
+
+def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -> None:
+    """Give a run's steps after `from_seq` that have no agent the agent of their nearest ancestor among
+    `known` (a batch's steps with an agent), as one request's spans would have: a step stored before the
+    agent span above it arrived had no agent to inherit. Reads only the agentless steps after `from_seq`."""
+    s = steps.c
+    rows = conn.execute(select(s.id, s.event_id, s.parent_id).where(s.session_id == sid, s.seq > from_seq, s.agent_id.is_(None)))
+    up = {r.event_id: (r.id, r.parent_id) for r in rows}
+    found: dict[str, str | None] = dict(known)
+    changes = []
+    for eid, (rid, _) in up.items():
+        path, node = [], eid
+        while node not in found and node in up:  # up through agentless steps to a known agent (or none)
+            path.append(node)
+            found[node] = None  # a cycle (bad input) stops here
+            node = up[node][1]
+        agent = found.get(node)
+        for item in path:
+            found[item] = agent
+        if found[eid] is not None:
+            changes.append({"rid": rid, "agent": found[eid]})
+    if changes:
+        conn.execute(update(steps).where(s.id == bindparam("rid")).values(agent_id=bindparam("agent")), changes)

@@ -158,6 +158,9 @@ steps = Table(
     # run's next batch finds the calls it repeats (loops) through the index below, not by reading every
     # stored call's arguments back, which grew with the run at every batch.
     Column("call_key", String(32)),
+    # An OTLP step's place in its run's order (ingest.formats.otel.ordering.place; NULL for other sources): a
+    # late batch's steps are put among the stored ones by it, compared in Python, never by the database's collation.
+    Column("place", Text),
     UniqueConstraint("session_id", "event_id"),
     # A run's steps in order, and everything analytics sums per run (replay_core.analytics),
     # so its passes over a million steps read this index rather than rows full of content.

@@ -58,7 +58,7 @@ def step_row(step: StepEvent) -> tuple[tuple, Any]:
     """A step as `Store.write` stores it: its row (ROW_COLUMNS, the event_id its identity, seq None
     until placed; a tuple, the cheapest to send between processes) and its context."""
     values = step.__dict__
-    row = (*step_values(values), step.session_id, call_key(values))
+    row = (*step_values(values), step.session_id, call_key(values), None)
     if row[EVENT_ID_AT] is None:
         row = (*row[:EVENT_ID_AT], step.identity(), *row[EVENT_ID_AT + 1 :])
     return row, values["context"]
@@ -76,10 +76,10 @@ class StepRow:
     kind: ClassVar[Literal["row"]] = "row"
 
     @classmethod
-    def of(cls, values: dict[str, Any], redacted: int) -> StepRow:
-        """From a step's values (every StepEvent field) whose event_id is set."""
+    def of(cls, values: dict[str, Any], redacted: int, place: str | None = None) -> StepRow:
+        """From a step's values (every StepEvent field) whose event_id is set, and its place (OTLP steps)."""
         sid = values["session_id"]
-        return cls(sid, (*step_values(values), sid, call_key(values)), values["context"], redacted)
+        return cls(sid, (*step_values(values), sid, call_key(values), place), values["context"], redacted)
 
 
 @dataclass

@@ -58,13 +58,15 @@ class Ledger:
 
     `session_of` names the session a trace already lives in; `prior` lists each trace's open calls;
     the mapping fills `consumed` (prior calls this batch answered) and `opened` (calls and tool spans of
-    this batch left unanswered), which the receiver stores for the next batch.
+    this batch left unanswered), which the receiver stores for the next batch, and `places` (each step's
+    ordering.place by (session id, event id)), by which the receiver puts them among the stored steps.
     """
 
     session_of: dict[str, str] = field(default_factory=dict)
     prior: dict[str, list[PriorCall]] = field(default_factory=dict)
     consumed: list[PriorCall] = field(default_factory=list)
     opened: list[PriorCall] = field(default_factory=list)
+    places: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def answered_before(emitted: list[EmittedCall], tools: list[PriorCall], ledger: Ledger) -> None:

@@ -2,8 +2,15 @@
 
 Steps are ordered by time, not by the order spans arrive in (exporters send a span when it
 ends, children before their parents): a span's step at its start, a tool's result and a
-model's emitted calls at its end. Ties in time go parents first, then by start order. A span
-whose parent was never exported hangs under its trace's root, so every step has a parent.
+model's emitted calls at its end. Ties in time go by start, the longer span first (a parent
+before the children it encloses), then by span id. In a file, a span whose parent was never
+exported hangs under its trace's root, so every step has a parent; over OTLP/HTTP it keeps its
+parent's id, as that parent may still come in a later batch.
+
+Each step's `place` is that order written as text: it depends on its own span alone, never on
+which other spans came in the same request, so steps stored from several batches sort exactly
+as those of one request do, and a late batch's steps are put among the stored ones by it
+(storage.ingest_state).
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ LAST = 2**63  # the time of a span or part that has none: after every real one
 
 
 class SpanTrees:
-    """Parent links (`Span.up`), roots and depths of a set of spans, orphans attached to their trace's root."""
+    """Parent links (`Span.up`), roots and depths of a set of spans; orphans attached to their trace's root
+    unless `adopt` is off (spans of one batch: their parent may be in another)."""
 
-    def __init__(self, spans: list[Span]):
+    def __init__(self, spans: list[Span], adopt: bool = True):
         self.by_id = {(s.trace_id, s.span_id): s for s in spans}
         self.roots: dict[str, Span] = {}
         for s in spans:  # per trace the root that starts first (the first met on a tie)
@@ -29,7 +37,7 @@ class SpanTrees:
             found = None
             if s.parent_id:
                 found = by_id.get((s.trace_id, s.parent_id))
-                if found is None:
+                if found is None and adopt:
                     root = roots.get(s.trace_id)
                     found = root if root is not s else None
             s.up = found
@@ -55,11 +63,9 @@ class SpanTrees:
 
     def order(self, spans: list[Span]) -> None:
         """Sort one session's spans by start, parents before children on a tie (the sort is stable: other ties
-        keep their order), and give each its rank, which orders its parts among parts of the same instant."""
+        keep their order): an agent's name then reaches its descendants in one pass."""
         depth = self.depth
         spans.sort(key=lambda s: (s.start_ns if s.start_ns is not None else LAST, depth(s)))
-        for place, span in enumerate(spans):
-            span.rank = (span.depth, place)
 
 
 def start_key(span: Span) -> int:
@@ -67,13 +73,22 @@ def start_key(span: Span) -> int:
     return span.start_ns if span.start_ns is not None else LAST
 
 
-def step_order(part: Part) -> tuple:
-    """Where a part goes among its session's steps: by time; at one instant what ends (a result, an emitted call)
-    before what starts, unless its span took no time; then by its span's rank; a span's own step before its others."""
-    return (
-        part.t_ns if part.t_ns is not None else LAST,
-        0 if part.ends and (part.span.end_ns or 0) > (part.span.start_ns or 0) else 1,
-        *part.span.rank,
-        part.role != "step",
-        part.role,
-    )
+def _clamped(ns: int | None) -> int:
+    return LAST if ns is None else min(max(ns, 0), LAST)
+
+
+def place(part: Part) -> str:
+    """Where a part goes among its session's steps, as text that sorts (by code point) in step order: by time;
+    at one instant what ends (a result, an emitted call) before what starts, unless its span took no time;
+    then by its span's start, the longer span first, then its span id; a span's own step before its others.
+
+    Fixed-width numbers, and a space (below every character of an id or a role) after the variable parts,
+    so comparing the texts compares the fields one after another."""
+    span = part.span
+    start, end, t = span.start_ns, span.end_ns, part.t_ns
+    ends = 0 if part.ends and (end or 0) > (start or 0) else 1
+    start = start if start is not None and 0 <= start <= LAST else _clamped(start)  # inline: 3 calls a step cost a tenth
+    end = end if end is not None and 0 <= end <= LAST else _clamped(end)
+    t = t if t is not None and 0 <= t <= LAST else _clamped(t)
+    own = 0 if part.role == "step" else 1
+    return f"{t:019d}{ends}{start:019d}{LAST - end:019d}{span.span_id} {own}{part.role}"

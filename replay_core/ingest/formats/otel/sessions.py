@@ -21,7 +21,7 @@ from ....events import SessionEndEvent, SessionEvent, StepEvent, describe_valida
 from .. import otel_attributes as oa
 from ..reader import BadRecord, Event
 from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before
-from .ordering import SpanTrees, start_key, step_order
+from .ordering import SpanTrees, place, start_key
 from .spans import OVERRIDE, SESSION_OVERRIDE, Part, Span
 from .steps import emitted_call_part, failure, model_part, other_part, step_metadata, tool_parts
 from .values import ns_time
@@ -65,7 +65,7 @@ def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[
     for span in spans:
         unique.setdefault((span.trace_id, span.span_id), span)
     all_spans = list(unique.values())
-    trees = SpanTrees(all_spans)
+    trees = SpanTrees(all_spans, adopt=ledger is None)
     by_trace: dict[str, list[Span]] = {}
     for span in all_spans:
         by_trace.setdefault(span.trace_id, []).append(span)
@@ -263,7 +263,8 @@ def session_events(
                 part.fields.update(_override(span.attributes[key], key))
             except ValueError as exc:
                 out.append(BadRecord(span.where, str(exc)))
-    parts.sort(key=step_order)
+    places = {id(p): place(p) for p in parts}
+    parts.sort(key=lambda p: places[id(p)])
     parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
     steps: list = []  # StepEvents, and what `rows` made
     replaces: list[Replace] = []
@@ -282,6 +283,8 @@ def session_events(
         # it is a third of the map's time); the model only for what it cannot vouch for (it words the refusal)
         fields.setdefault("kind", "step")
         fields.setdefault("session_id", sid)
+        if draft.ledger is not None:
+            draft.ledger.places[(sid, fields["event_id"])] = places[id(part)]
         try:
             if part.replaces:
                 replaces.append(

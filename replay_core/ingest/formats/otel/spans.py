@@ -40,7 +40,6 @@ class Span:
     attrs: oa.Attrs | None = None
     kind: str | None = None  # oa.MODEL, oa.TOOL, oa.AGENT…
     agent: str | None = None  # its own agent name, else the nearest ancestor's
-    rank: tuple[int, int] = (0, 0)  # (depth, place in its session's start order): how ties in time are ordered
     anchor: Part | None = None  # its `step` part, which its children's steps name as their parent
     # set by ordering.SpanTrees: its parent span (an orphan's is its trace's root) and its depth (-1 not known yet); on the
     # span rather than in dicts keyed by id(span), and left out of == (a 50,000-deep chain would recurse)

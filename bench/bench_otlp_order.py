@@ -1,0 +1,245 @@
+"""OTLP runs arriving in batches, re-placed in span start order (ingest/otlp_receiver.py,
+storage/ingest_state.py): what a late batch costs.
+
+Every part receives OTLP/JSON bodies in this process through `otlp_receiver.receive` (what
+`POST /v1/traces` runs for a body under otlp_worker.WORKER_FROM) into a SQLite file, and prints
+its figure beside a same-run baseline:
+- `late_root`: a 50,000-step run (a root and 49,999 children) whose children come first in 100
+  batches of 500 and whose root comes last, as an exporter sends them; the root's batch re-places
+  the whole run. Printed: the root batch's seconds beside one 500-span append batch of the same run
+  (the price of landing before 50,000 stored steps, not after them), and the whole run's seconds
+  beside the same spans received in one request.
+- `late_batches`: a 50,000-step run of 500 agent turns of 100 spans, sent as the SDK sends them
+  (each turn's children, then the turn span, which starts before them, then the root last): every
+  batch lands among stored steps. Printed: spans/s beside the same spans in one request.
+- `reversed`: the same run's 500 batches sent last first, each landing before everything stored
+  (the worst order: each moves every stored step once, so the run costs O(n²/batch) row moves, in
+  range updates). Printed: spans/s beside the same spans in one request.
+- `batched`: 200 traces × 100 spans (a root, 33 × chat + tool + plan, `session.id` on the root
+  only, 20 sessions), each trace sent in 4 batches children first and its root last, traces
+  interleaved: spans/s beside orjson.loads of the same bodies; the goal is 30 × Phoenix's measured
+  161 spans/s.
+Each part prints os.getloadavg() (the machine is shared: judge ratios, not seconds).
+Run one part with `python bench/bench_otlp_order.py late_root` (or late_batches, reversed, batched).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import report  # noqa: E402
+
+from replay_core.ingest.otlp_receiver import receive  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
+
+T0 = 1_764_000_000_000_000_000
+N = 50_000
+TURN = 100
+JSON = "application/json"
+
+
+def body(spans: list[dict]) -> bytes:
+    return orjson.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": spans}]}]})
+
+
+def span(trace: str, n: int, parent: int | None, start: int, end: int, **attrs: str) -> dict:
+    out = {
+        "traceId": trace,
+        "spanId": f"{n:016x}",
+        "name": f"span {n}",
+        "startTimeUnixNano": str(T0 + start * 1000),
+        "endTimeUnixNano": str(T0 + end * 1000),
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+    }
+    if parent is not None:
+        out["parentSpanId"] = f"{parent:016x}"
+    return out
+
+
+def _store(tmp: str, name: str) -> Store:
+    return Store(f"sqlite:///{tmp}/{name}.db")
+
+
+def _received(store: Store, bodies: list[bytes]) -> float:
+    start = time.perf_counter()
+    for b in bodies:
+        receive(store, b, JSON)
+    return time.perf_counter() - start
+
+
+def late_root() -> None:
+    trace = "a" * 32
+    root = span(trace, 1, None, 0, 10 * N, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench"})
+    children = [span(trace, n, 1, n * 10, n * 10 + 5) for n in range(2, N + 1)]
+    batches = [body(children[i : i + 500]) for i in range(0, len(children), 500)]
+    with tempfile.TemporaryDirectory() as tmp:
+        one = _store(tmp, "one")
+        one_s = _received(one, [body([*children, root])])
+        store = _store(tmp, "late")
+        start = time.perf_counter()
+        for b in batches[:-1]:
+            receive(store, b, JSON)
+        last_append_s = _received(store, batches[-1:])
+        root_s = _received(store, [body([root])])
+        total_s = time.perf_counter() - start
+        steps = store.load_steps(trace)
+        assert len(steps) == N and steps[0].event_id == f"{1:016x}" and steps[0].seq == 1
+        assert [s.seq for s in steps] == list(range(1, N + 1))
+        assert all(s.agent_id == "bench" for s in steps)
+        one.close()
+        store.close()
+    report(f"otlp_late_root_{N // 1000}k_steps_root_batch", root_s, "s", "-", last_append_s, higher_is_better=False)
+    report(f"otlp_late_root_{N // 1000}k_steps_whole_run", total_s, "s", "-", one_s, higher_is_better=False)
+    _load()
+
+
+def turns(trace: str = "b" * 32) -> tuple[list[bytes], list[dict]]:
+    """The SDK's batches of a run of N // TURN agent turns, each TURN spans (the turn and its children), and its root."""
+    root = span(trace, 1, None, 0, 10 * N + 10, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench"})
+    batches, every = [], []
+    n = 2
+    for t in range(N // TURN):
+        turn_id, first = n, n
+        children = [span(trace, first + k, turn_id, (first + k) * 10, (first + k) * 10 + 5) for k in range(1, TURN)]
+        turn = span(
+            trace,
+            turn_id,
+            1,
+            first * 10,
+            (first + TURN) * 10,
+            **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"turn-{t}"},
+        )
+        batches.append([*children, turn])  # the turn ends after its children: sent with them, after them
+        n += TURN
+    batches[-1].append(root)
+    for b in batches:
+        every += b
+    return [body(b) for b in batches], every
+
+
+def late_batches() -> None:
+    bodies, every = turns()
+    with tempfile.TemporaryDirectory() as tmp:
+        one = _store(tmp, "one")
+        one_s = _received(one, [body(every)])
+        store = _store(tmp, "turns")
+        turns_s = _received(store, bodies)
+        got = store.load_steps("b" * 32)
+        want = one.load_steps("b" * 32)
+        assert [(s.seq, s.event_id, s.agent_id) for s in got] == [(s.seq, s.event_id, s.agent_id) for s in want]
+        one.close()
+        store.close()
+    spans = len(every)
+    report(f"otlp_turns_{spans // 1000}k_spans_{len(bodies)}_batches", spans / turns_s, "spans/s", "-", spans / one_s)
+    _load()
+
+
+def reversed_batches() -> None:
+    bodies, every = turns("e" * 32)
+    with tempfile.TemporaryDirectory() as tmp:
+        one = _store(tmp, "one")
+        one_s = _received(one, [body(every)])
+        store = _store(tmp, "reversed")
+        rev_s = _received(store, bodies[::-1])
+        got = store.load_steps("e" * 32)
+        want = one.load_steps("e" * 32)
+        assert [(s.seq, s.event_id, s.agent_id) for s in got] == [(s.seq, s.event_id, s.agent_id) for s in want]
+        one.close()
+        store.close()
+    spans = len(every)
+    report(f"otlp_reversed_{spans // 1000}k_spans_{len(bodies)}_batches", spans / rev_s, "spans/s", "-", spans / one_s)
+    _load()
+
+
+TRACES, SESSIONS, ROUNDS = 200, 20, 33  # 1 root + 33 × (chat, execute_tool, plan) = 100 spans a trace
+
+
+def _trace_spans(t: int) -> list[dict]:
+    trace = f"{t + 1:032x}"
+    out = []
+    n = 2
+    for i in range(ROUNDS):
+        calls = [
+            {
+                "role": "assistant",
+                "parts": [{"type": "tool_call", "id": f"call-{i}", "name": "search", "arguments": {"q": str(i)}}],
+            }
+        ]
+        base = i * 40 + 1
+        out.append(
+            span(
+                trace,
+                n,
+                1,
+                base,
+                base + 10,
+                **{
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-4o",
+                    "gen_ai.output.messages": json.dumps(calls),
+                },
+            )
+        )
+        out.append(
+            span(
+                trace,
+                n + 1,
+                1,
+                base + 12,
+                base + 20,
+                **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"call-{i}"},
+            )
+        )
+        out.append(span(trace, n + 2, 1, base + 22, base + 30))
+        n += 3
+    root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker", "session.id": f"conv-{t % SESSIONS}"}
+    out.append(span(trace, 1, None, 0, ROUNDS * 40 + 5, **root))
+    return out
+
+
+def batched() -> None:
+    per_trace = [_trace_spans(t) for t in range(TRACES)]
+    bodies = []
+    for quarter in range(4):  # children first, each trace's root in its last batch; traces interleaved 10 a body
+        for group in range(0, TRACES, 10):
+            chunk = []
+            for spans in per_trace[group : group + 10]:
+                chunk += spans[quarter * 25 : (quarter + 1) * 25]
+            bodies.append(body(chunk))
+    start = time.perf_counter()
+    for b in bodies:
+        orjson.loads(b)
+    parse_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        store = _store(tmp, "batched")
+        took = _received(store, bodies)
+        assert len(store.list_sessions(limit=100)) == SESSIONS
+        assert sum(len(store.load_steps(f"conv-{s}")) for s in range(SESSIONS)) == TRACES * (1 + ROUNDS * 4)
+        store.close()
+    spans = TRACES * 100
+    report(f"otlp_batched_{TRACES}x100_spans_{len(bodies)}_requests", spans / took, "spans/s", ">= 4830", spans / parse_s)
+    _load()
+
+
+def _load() -> None:
+    print(json.dumps({"loadavg": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}), flush=True)
+
+
+if __name__ == "__main__":
+    part = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if part in ("all", "late_root"):
+        late_root()
+    if part in ("all", "late_batches"):
+        late_batches()
+    if part in ("all", "reversed"):
+        reversed_batches()
+    if part in ("all", "batched"):
+        batched()
