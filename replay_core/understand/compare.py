@@ -379,9 +379,16 @@ def totals_of(session: dict, steps: Sequence[StepEvent]) -> dict[str, Any]:
     }
 
 
+def unspoken(step: StepEvent) -> bool:
+    """A thought without text: the trace of a model call that only asked for tools. One recording
+    keeps it and another (or a replay) does not; on its own it is nothing one run did that the
+    other did not, so it never makes a divergence (paired with a thought that has text, it does)."""
+    return step.type == "think" and step.status in (None, "ok") and not (step.content or "").strip()
+
+
 def _first_divergence(rows: list[Row], a: dict, b: dict, compare_outcome: bool) -> Divergence | None:
     for index, row in enumerate(rows):
-        if row.same:
+        if row.same or (not row.paired and unspoken(row.step)):
             continue
         if row.a is not None and row.b is not None:
             kind = row.kind or "different text"  # a pair that is not the same differs in some field
@@ -415,7 +422,7 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
     """The first step only one run has: a missing or extra step, or a call of another tool."""
     row = rows[index]
     gap_end = next((k for k in range(index, len(rows)) if rows[k].paired), len(rows))
-    counterpart = next((rows[k].b for k in range(index, gap_end) if rows[k].a is None), None)
+    counterpart = next((b for k in range(index, gap_end) if rows[k].a is None and not unspoken(b := rows[k].step)), None)
     if row.a is not None:
         a = row.a
         b = counterpart or next((r.b for r in rows[gap_end:] if r.b is not None), None)
@@ -426,7 +433,7 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
         summary = f"{_where(a.seq, b.seq if b else None)}: A {describe(a)}; B has no such step{instead}."
         return Divergence(a.seq, b.seq if b else None, "missing step", summary, index)
     b = row.step  # B's: this row has no A
-    a_next = next((r.a for r in rows[index:] if r.a is not None), None)
+    a_next = next((r.a for r in rows[index:] if r.a is not None and not (r.b is None and unspoken(r.a))), None)
     a_seq = a_next.seq if a_next else None
     summary = f"{_where(a_seq, b.seq)}: B {describe(b)}, a step A does not have."
     return Divergence(a_seq, b.seq, "extra step", summary, index)
