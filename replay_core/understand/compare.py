@@ -37,6 +37,9 @@ OPTIONAL = {
 }
 # Metadata keys replay adds to say where a step came from; never part of what a step did.
 REPLAY_MARKERS = frozenset({"recorded", "source_seq", "live", "provider_retries", "latency_ms"})
+# Metadata keys that say how the source recorded a step: its span's identity (ids, names, times) and
+# whether its cost was estimated. A replay's own steps cannot have them, and they are not behaviour.
+RECORD_MARKERS = frozenset({"otel", "cost_estimated"})
 KINDS = (
     "different tool",
     "different arguments",
@@ -103,15 +106,16 @@ def _compared_names(include: Iterable[str]) -> tuple[str, ...]:
     return (*COMPARED, *(name for group in include for name in OPTIONAL[group]))
 
 
-def _without_replay_markers(metadata: dict | None) -> dict | None:
-    kept = {k: v for k, v in (metadata or {}).items() if k not in REPLAY_MARKERS}
+def _without_markers(metadata: dict | None) -> dict | None:
+    kept = {k: v for k, v in (metadata or {}).items() if k not in REPLAY_MARKERS and k not in RECORD_MARKERS}
     return kept or None
 
 
 # How a compared field's value is normalised; one rule set for a step's key and for its diffed dict.
 NORMALISED = {
     "tool_args": parse_arguments,
-    "metadata": _without_replay_markers,
+    "metadata": _without_markers,
+    "content": lambda text: text or None,  # no text, written "" or left out
     "retry": lambda retry: retry or 0,
     "timestamp": lambda stamp: None if stamp is None else stamp.isoformat(),
 }
@@ -439,6 +443,13 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
     return Divergence(a_seq, b.seq, "extra step", summary, index)
 
 
+def _has_live(steps: Sequence[StepEvent]) -> bool:
+    """Whether a live model wrote some of these steps (a live replay). Its steps carry no more metadata
+    than where they came from, never what the source recorded around its own (span attributes, a
+    framework's fields), so metadata is left out of such a comparison: it would tell only the records apart."""
+    return any(isinstance(s.metadata, dict) and s.metadata.get("live") for s in steps)
+
+
 def compare_steps(
     steps_a: Sequence[StepEvent],
     steps_b: Sequence[StepEvent],
@@ -454,6 +465,8 @@ def compare_steps(
     if unknown:
         raise ValueError(f"include: unknown field group {unknown[0]!r}; known: {', '.join(OPTIONAL)}")
     names = _compared_names(include)
+    if _has_live(steps_a) or _has_live(steps_b):
+        names = tuple(n for n in names if n != "metadata")
     keys_a, keys_b = step_keys(steps_a, names), step_keys(steps_b, names)
     order = align(keys_a, keys_b, [signature(s) for s in steps_a], [signature(s) for s in steps_b])
     rows = [
