@@ -426,7 +426,8 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
     """The first step only one run has: a missing or extra step, or a call of another tool."""
     row = rows[index]
     gap_end = next((k for k in range(index, len(rows)) if rows[k].paired), len(rows))
-    counterpart = next((b for k in range(index, gap_end) if rows[k].a is None and not unspoken(b := rows[k].step)), None)
+    only_b = (rows[k].step for k in range(index, gap_end) if rows[k].a is None)
+    counterpart = next((s for s in only_b if not unspoken(s)), None)
     if row.a is not None:
         a = row.a
         b = counterpart or next((r.b for r in rows[gap_end:] if r.b is not None), None)
