@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from framework_captures import captures, manifest, post
+from framework_captures import ORDERS, captures, manifest, post
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,9 +51,11 @@ def the_run(store) -> dict:
     return max(store.list_sessions(limit=50), key=lambda s: s["steps"])
 
 
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("name", captures())
-def test_every_framework_run_ends_as_the_framework_says(sqlite_store, name):
-    done = post(sqlite_store, name)
+def test_every_framework_run_ends_as_the_framework_says(sqlite_store, name, order):
+    """Whatever order the batches arrive in (a slow run's spans come in several)."""
+    done = post(sqlite_store, name, order, seed=7)
     expected, run = manifest(name)["outcome"], the_run(sqlite_store)
     if expected["status"] == "raised":  # Pydantic AI and LangGraph end the run with the tool's error
         error_class, message = expected["error"].split(": ", 1)
@@ -166,3 +168,35 @@ def test_an_estimated_cost_says_so_in_the_cli_and_the_api(sqlite_store):
         with TestClient(create_app(sqlite_store, access=Access(api_tokens=("t",)))) as client:
             run = client.get(f"/api/v1/sessions/{sid}", headers={"Authorization": "Bearer t"}).json()
         assert run["session"]["cost_estimated"] is estimated and run["session"]["cost_usd"] == pytest.approx(0.0001206)
+
+
+def test_a_cost_the_span_gives_is_kept_and_an_unknown_model_stays_unpriced(sqlite_store):
+    """Only a missing cost is estimated, and only from a list price: an unpriced model's cost stays
+    unknown (None), never a guess or a zero."""
+    from replay_core.ingest.formats import otlp_export
+    from replay_core.ingest.pipeline import import_bytes
+
+    def span(n: int, attrs: dict) -> dict:
+        return {
+            "traceId": f"{n:032x}",
+            "spanId": f"{n:016x}",
+            "name": "chat",
+            "startTimeUnixNano": str(1767225600_000000000 + n),
+            "endTimeUnixNano": str(1767225601_000000000 + n),
+            "attributes": otlp_export.key_values({"gen_ai.operation.name": "chat", **attrs}),
+        }
+
+    usage = {"gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 100}
+    spans = [
+        span(1, {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.cost": 0.5, **usage}),
+        span(2, {"gen_ai.request.model": "my-own-fine-tune", **usage}),
+        span(3, {"gen_ai.request.model": "gpt-4o-mini", **usage}),
+    ]
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]}
+    import_bytes(sqlite_store, json.dumps(body).encode(), "spans.json")
+    found = {}
+    for n in (1, 2, 3):
+        (step,) = sqlite_store.load_steps(f"{n:032x}")
+        found[n] = (step.cost_usd, pricing.is_estimated(step.metadata))
+    price_in, price_out = pricing.list_price("gpt-4o-mini")
+    assert found == {1: (0.5, False), 2: (None, False), 3: (pytest.approx(1000 * price_in + 100 * price_out), True)}
