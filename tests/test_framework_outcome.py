@@ -200,3 +200,25 @@ def test_a_cost_the_span_gives_is_kept_and_an_unknown_model_stays_unpriced(sqlit
         found[n] = (step.cost_usd, pricing.is_estimated(step.metadata))
     price_in, price_out = pricing.list_price("gpt-4o-mini")
     assert found == {1: (0.5, False), 2: (None, False), 3: (pytest.approx(1000 * price_in + 100 * price_out), True)}
+
+
+def test_pricing_at_ingest_never_imports_litellm(tmp_path):
+    """Importing litellm takes seconds: an ingest reads its bundled price map as JSON instead."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).parent
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from framework_captures import post\n"
+        "from replay_core.storage.store import Store\n"
+        "store = Store('sqlite:///' + sys.argv[2])\n"
+        "post(store, 'openai-agents-openinference-ok')\n"
+        "(run,) = store.list_sessions()\n"
+        "assert run['cost_usd'] and 'litellm' not in sys.modules, (run['cost_usd'], 'litellm' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tests), str(tmp_path / "x.db")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
