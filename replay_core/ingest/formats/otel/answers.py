@@ -4,10 +4,12 @@ the cost of each model call (given by the span, else estimated from list prices)
 The answer is what the root span records (Pydantic AI's `final_result`, Langfuse's observation
 output, `output.value`, GenAI output messages), read as text: the last assistant message of a
 graph state (LangGraph's `{"messages": [...]}`), the `raw` text of a CrewAI output, never the
-dump. A root that records none leaves the last model call's text of the batch, when that call
-asked for no tool. A run whose root ended without error and with an answer succeeded, even when
-a tool or an inner agent step failed on the way (those steps keep their error); a root that
-failed, or an inner failure with no answer, makes the run failed with that error.
+dump. When the root records none, the answer is the text of the batch's last model call, if that
+call asked for no tool (OpenAI Agents, OpenLLMetry, Logfire, openai-v2 keep it there only).
+
+A run whose root ended without error and with an answer succeeded, even when a tool or an inner
+agent step failed on the way (those steps keep their error); a root that failed, or an inner
+failure with no answer, makes the run failed with that error.
 """
 
 from __future__ import annotations
@@ -114,8 +116,9 @@ def _attrs(span: Span) -> oa.Attrs:
 
 
 def price(parts: list[Part]) -> None:
-    """Fill in each model step's cost the common reading left empty: from the span's own cost
-    attribute, else estimated from list prices (marked `cost_estimated` in its metadata)."""
+    """Fill in the cost of each step with a model that the common reading left empty: from the
+    span's own cost attribute, else estimated from list prices (marked `cost_estimated` in its
+    metadata); a model without a list price keeps its cost unknown."""
     for part in parts:
         fields = part.fields
         if part.role != "step" or fields.get("cost_usd") is not None or not fields.get("model"):
