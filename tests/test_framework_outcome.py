@@ -15,7 +15,7 @@ from framework_captures import ORDERS, captures, manifest, post
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay_core import pricing
+from replay_core.ingest import pricing
 from replay_core.ingest.formats.otel.answers import readable
 from replay_core.understand.timeline import open_timeline
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import streamlit as st
 
-from replay_core.pricing import is_estimated
+from replay_core.ingest.pricing import is_estimated
 from replay_core.understand.file_writes import classify, file_write
 from replay_core.understand.snapshot import Snapshot
 from replay_core.understand.structure import Structure, node_label

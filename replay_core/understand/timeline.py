@@ -17,7 +17,7 @@ from typing import Any, overload
 
 from ..events import StepEvent
 from ..ingest.pipeline import collector_paused
-from ..pricing import any_estimated
+from ..ingest.pricing import any_estimated
 from ..storage.store import STEP_COLUMNS, Store, step_events, step_fields_set
 from .cycles import Cycle, cycle_of_steps, cycles_of
 

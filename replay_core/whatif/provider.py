@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..pricing import list_price
+from ..ingest.pricing import list_price
 from .replay_config import ReplayConfig
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....pricing import ESTIMATED, estimate
+from ...pricing import ESTIMATED, estimate
 from .. import otel_attributes as oa
 from .spans import Part, Span
 from .steps import failure
