@@ -143,7 +143,7 @@ def test_an_estimate_is_the_list_price_of_the_tokens(tokens_in, tokens_out):
 # ---------------------------------------------------------------------------- where an estimated cost is shown
 
 
-def test_an_estimated_cost_says_so_in_the_cli_and_the_api(sqlite_store):
+def test_an_estimated_cost_says_so_in_the_cli_and_the_api(store):
     import orjson
     from starlette.testclient import TestClient
     from typer.testing import CliRunner
@@ -154,18 +154,18 @@ def test_an_estimated_cost_says_so_in_the_cli_and_the_api(sqlite_store):
 
     runs = {}
     for name in ("openai-agents-openinference-ok", "pydantic-ai-v5-ok"):  # priced here; the span's own cost
-        before = set(sqlite_store.session_ids())
-        post(sqlite_store, name)
-        (runs[name],) = set(sqlite_store.session_ids()) - before
+        before = set(store.session_ids())
+        post(store, name)
+        (runs[name],) = set(store.session_ids()) - before
     for name, estimated in (("openai-agents-openinference-ok", True), ("pydantic-ai-v5-ok", False)):
         sid = runs[name]
-        shown = CliRunner().invoke(app, ["show", sid, "--db", sqlite_store.url])
+        shown = CliRunner().invoke(app, ["show", sid, "--db", store.url])
         assert shown.exit_code == 0, shown.output
         assert ("cost 0.0001 (estimated from list prices)" in shown.stdout) is estimated, shown.stdout
-        body = orjson.loads(CliRunner().invoke(app, ["show", sid, "--json", "--db", sqlite_store.url]).stdout)
+        body = orjson.loads(CliRunner().invoke(app, ["show", sid, "--json", "--db", store.url]).stdout)
         assert body["session"]["cost_estimated"] is estimated
         assert [s["metadata"].get("cost_estimated", False) for s in body["steps"] if s["type"] == "think"] == [estimated] * 3
-        with TestClient(create_app(sqlite_store, access=Access(api_tokens=("t",)))) as client:
+        with TestClient(create_app(store, access=Access(api_tokens=("t",)))) as client:
             run = client.get(f"/api/v1/sessions/{sid}", headers={"Authorization": "Bearer t"}).json()
         assert run["session"]["cost_estimated"] is estimated and run["session"]["cost_usd"] == pytest.approx(0.0001206)
 
