@@ -307,3 +307,67 @@ def test_cli_compare_human_and_errors(sqlite_store):
     assert res.exit_code == 0 and "no divergence: same steps, same outcome" in res.stdout
     res = CliRunner().invoke(app, ["compare", A, "nope", "--db", sqlite_store.url])
     assert res.exit_code == 1 and type(res.exception).__name__ == "CliError" and str(res.exception) == "no such session: nope"
+
+
+# ---------------------------------------------------------------------------- what one recording keeps and another cannot
+
+
+def _empty_thought(step: StepEvent) -> StepEvent:
+    return StepEvent(session_id=step.session_id, seq=step.seq, type="think", content="", model="m", tokens_in=5)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SMALL_RUNS), st.integers(min_value=0, max_value=10_000), st.booleans(), st.sampled_from(["", None, " \n"]))
+def test_a_thought_without_text_on_one_side_only_is_no_divergence(sid, pick, on_a, text):
+    """A model call that only asked for tools leaves a textless thought in one recording and none in
+    another (a replay): wherever it sits, on either side, the runs did the same."""
+    steps = RUNS[sid]
+    k = pick % (len(steps) + 1)
+    anchor = steps[min(k, len(steps) - 1)]
+    more = renumber([*steps[:k], _empty_thought(anchor).model_copy(update={"content": text}), *steps[k:]])
+    a, b = (more, steps) if on_a else (steps, more)
+    assert compare_steps(a, b, {"id": "a"}, {"id": "b"}).first_divergence is None
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SMALL_RUNS), st.integers(min_value=0, max_value=10_000))
+def test_a_real_divergence_next_to_a_textless_thought_is_still_found(sid, pick):
+    """The textless thought is passed over, the step after it is not: a call dropped behind it is missing."""
+    steps = RUNS[sid]
+    calls = [i for i, s in enumerate(steps) if s.type == "tool_call"]
+    assume(calls)
+    k = calls[pick % len(calls)]
+    recorded = renumber([*steps[:k], _empty_thought(steps[k]), *steps[k:]])
+    replayed = renumber([*steps[:k], *steps[k + 1 :]])
+    div = compare_steps(recorded, replayed, {"id": "a"}, {"id": "b"}).first_divergence
+    assert div is not None and div.a_seq == k + 2 and div.kind in ("missing step", "different tool"), div
+
+
+def test_a_textless_thought_against_a_thought_with_text_is_a_divergence():
+    steps = RUNS[A]
+    k = next(i for i, s in enumerate(steps) if s.type == "tool_call")
+    a = renumber([*steps[:k], _empty_thought(steps[k]), *steps[k:]])
+    b = renumber([*steps[:k], _empty_thought(steps[k]).model_copy(update={"content": "Let me search."}), *steps[k:]])
+    div = compare_steps(a, b, {"id": "a"}, {"id": "b"}).first_divergence
+    assert (div.a_seq, div.kind) == (k + 1, "different text")
+    assert div.summary == f"Step {k + 1}: A thought “”; B thought “Let me search.”."
+
+
+def test_span_identity_is_not_behaviour_but_other_metadata_is():
+    steps = RUNS[A]
+    traced = [s.model_copy(update={"metadata": {**(s.metadata or {}), "otel": {"span_id": f"{s.seq:016x}"}}}) for s in steps]
+    assert compare_steps(steps, traced, {"id": "a"}, {"id": "b"}).first_divergence is None
+    approved = [s.model_copy(update={"metadata": {**(s.metadata or {}), "approval": True}}) if s.seq == 3 else s for s in steps]
+    div = compare_steps(steps, approved, {"id": "a"}, {"id": "b"}).first_divergence
+    assert (div.a_seq, div.kind) == (3, "different text") and "metadata" in div.summary
+
+
+def test_a_live_replay_is_compared_without_the_sources_metadata():
+    """A live model's steps say only where they came from; the source's span attributes are not
+    something it could reproduce. Between two recordings the same metadata difference counts."""
+    steps = [s.model_copy(update={"metadata": {"attributes": {"input.mime_type": "text/plain"}}}) for s in RUNS[A]]
+    live = [s.model_copy(update={"metadata": {"live": True}}) for s in RUNS[A]]
+    assert compare_steps(steps, live, {"id": "a"}, {"id": "b"}).first_divergence is None
+    recorded = [s.model_copy(update={"metadata": {"recorded": True}}) for s in RUNS[A]]
+    div = compare_steps(steps, recorded, {"id": "a"}, {"id": "b"}).first_divergence
+    assert div is not None and div.a_seq == 1 and "metadata" in div.summary

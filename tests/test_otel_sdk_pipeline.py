@@ -259,7 +259,7 @@ def _check_conversation(store, spans) -> None:
         "gpt-4o",
         "staging",
         "succeeded",
-        None,
+        "A-17 has shipped; A-18 does not exist.",  # the root records no answer: the last model call's reply is it
     ]
     steps = store.load_steps("conv-42")
     assert steps[0].metadata["attributes"] == {"app.ticket": "T-9"}

@@ -516,3 +516,17 @@ def test_replay_from_here_and_compare_with_the_turning_point_run(demo_store):
     assert links["Replay from here"].query_string == "session=demo-09-flight-bos-sfo-b&step=6"
     compare = links["Compare with demo-08-flight-bos-sfo-a"]
     assert compare.page == "compare" and compare.query_string == "a=demo-09-flight-bos-sfo-b&b=demo-08-flight-bos-sfo-a"
+
+
+def test_a_cost_priced_from_list_prices_says_estimated(empty_store):
+    from framework_captures import post
+
+    post(empty_store, "openai-agents-openinference-ok")
+    (run,) = empty_store.list_sessions()
+    think = next(s for s in empty_store.load_steps(run["id"]) if s.type == "think")
+    at = page(TIMELINE, params={"session": run["id"], "step": str(think.seq)})
+    assert not at.exception
+    cost = next(card for card in metric_cards(at, "run_metrics") if card["label"] == "Cost")
+    assert cost["value"] == "$0.0001 (estimated)"
+    assert "$0.0000246 estimated from list prices" in shown_step(at)["facts"]
+    assert think.cost_usd == pytest.approx(2.46e-05)  # shown as $0.0000246, not as a zero

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import re
 import threading
 import time as _time
@@ -221,6 +222,8 @@ def short(text: str | None, limit: int = 90) -> str:
 def fmt_cost(value: float | None, unknown: str = "—") -> str:
     if value is None:
         return unknown
+    if 0 < value < 0.0001:  # one small model call: three significant digits, not a zero
+        return f"${value:.{2 - math.floor(math.log10(value))}f}".rstrip("0")
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import streamlit as st
 
+from replay_core.ingest.pricing import is_estimated
 from replay_core.understand.file_writes import classify, file_write
 from replay_core.understand.snapshot import Snapshot
 from replay_core.understand.structure import Structure, node_label
@@ -140,7 +141,7 @@ def step_view(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -
     if step.tokens_in or step.tokens_out:
         facts.append(f"{step.tokens_in or 0:,} tokens in / {step.tokens_out or 0:,} out")
     if step.cost_usd is not None:
-        facts.append(fmt_cost(step.cost_usd))
+        facts.append(fmt_cost(step.cost_usd) + (" estimated from list prices" if is_estimated(step.metadata) else ""))
     if step.retry:
         facts.append(f"retry {step.retry}")
     facts += [str(value) for value in (step.agent_id, step.model) if value]

@@ -260,7 +260,13 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
                 f"{s['tokens_in'] + s['tokens_out']:,}",
                 help="the source's run totals: its steps carry none" if s.get("totals_source") == "source" else None,
             ),
-            card("Cost", fmt_cost(s["cost_usd"]) if s.get("cost_usd") is not None else "—"),
+            card(
+                "Cost",
+                (fmt_cost(s["cost_usd"]) + (" (estimated)" if s.get("cost_estimated") else ""))
+                if s.get("cost_usd") is not None
+                else "—",
+                help="priced from litellm's list prices: the source gave no cost" if s.get("cost_estimated") else None,
+            ),
             card("Duration", fmt_duration(s.get("duration_s"))),
         ],
         key="run_metrics",

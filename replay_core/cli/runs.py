@@ -309,7 +309,7 @@ def show_cmd(
     if json:
         body = {
             "session": session_summary_row(tl.session, len(tl.cycles))
-            | {"outcome": tl.session.get("outcome"), "error_class": tl.session.get("error_class")},
+            | {k: tl.session.get(k) for k in ("outcome", "error_class", "cost_estimated")},
             "summary": tl.summary(),
             "steps": [s.to_json_dict() | {"cycle": c} for s, c in zip(tl.steps, tl.cycle_index, strict=True)],
             "cycles": [c.to_dict() for c in tl.cycles],
@@ -327,7 +327,8 @@ def show_cmd(
     source = {"source": " (the source's run totals)", "steps+source": " (steps, and the source's run totals)"}.get(
         s.get("totals_source") or "", ""
     )
-    out.print(f"tokens {s['tokens_in']:,} in / {s['tokens_out']:,} out  cost {fmt(s.get('cost_usd'))}{source}")
+    estimated = " (estimated from list prices)" if s.get("cost_estimated") and s.get("cost_usd") is not None else ""
+    out.print(f"tokens {s['tokens_in']:,} in / {s['tokens_out']:,} out  cost {fmt(s.get('cost_usd'))}{estimated}{source}")
     out.print(tl.summary())
     table = Table("seq", "cycle", "type", "status", "tool", "content")
     gap_after = {g.first_missing - 1: g for g in tl.gaps}

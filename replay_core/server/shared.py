@@ -33,6 +33,7 @@ SESSION_FIELDS = (
     "tokens_in",
     "tokens_out",
     "cost_usd",
+    "cost_estimated",
     "replay_of",
 )
 

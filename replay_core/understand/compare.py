@@ -37,6 +37,9 @@ OPTIONAL = {
 }
 # Metadata keys replay adds to say where a step came from; never part of what a step did.
 REPLAY_MARKERS = frozenset({"recorded", "source_seq", "live", "provider_retries", "latency_ms"})
+# Metadata keys that say how the source recorded a step: its span's identity (ids, names, times) and
+# whether its cost was estimated. A replay's own steps cannot have them, and they are not behaviour.
+RECORD_MARKERS = frozenset({"otel", "cost_estimated"})
 KINDS = (
     "different tool",
     "different arguments",
@@ -103,15 +106,16 @@ def _compared_names(include: Iterable[str]) -> tuple[str, ...]:
     return (*COMPARED, *(name for group in include for name in OPTIONAL[group]))
 
 
-def _without_replay_markers(metadata: dict | None) -> dict | None:
-    kept = {k: v for k, v in (metadata or {}).items() if k not in REPLAY_MARKERS}
+def _without_markers(metadata: dict | None) -> dict | None:
+    kept = {k: v for k, v in (metadata or {}).items() if k not in REPLAY_MARKERS and k not in RECORD_MARKERS}
     return kept or None
 
 
 # How a compared field's value is normalised; one rule set for a step's key and for its diffed dict.
 NORMALISED = {
     "tool_args": parse_arguments,
-    "metadata": _without_replay_markers,
+    "metadata": _without_markers,
+    "content": lambda text: text or None,  # no text, written "" or left out
     "retry": lambda retry: retry or 0,
     "timestamp": lambda stamp: None if stamp is None else stamp.isoformat(),
 }
@@ -379,9 +383,16 @@ def totals_of(session: dict, steps: Sequence[StepEvent]) -> dict[str, Any]:
     }
 
 
+def unspoken(step: StepEvent) -> bool:
+    """A thought without text: the trace of a model call that only asked for tools. One recording
+    keeps it and another (or a replay) does not; on its own it is nothing one run did that the
+    other did not, so it never makes a divergence (paired with a thought that has text, it does)."""
+    return step.type == "think" and step.status in (None, "ok") and not (step.content or "").strip()
+
+
 def _first_divergence(rows: list[Row], a: dict, b: dict, compare_outcome: bool) -> Divergence | None:
     for index, row in enumerate(rows):
-        if row.same:
+        if row.same or (not row.paired and unspoken(row.step)):
             continue
         if row.a is not None and row.b is not None:
             kind = row.kind or "different text"  # a pair that is not the same differs in some field
@@ -415,7 +426,8 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
     """The first step only one run has: a missing or extra step, or a call of another tool."""
     row = rows[index]
     gap_end = next((k for k in range(index, len(rows)) if rows[k].paired), len(rows))
-    counterpart = next((rows[k].b for k in range(index, gap_end) if rows[k].a is None), None)
+    only_b = (rows[k].step for k in range(index, gap_end) if rows[k].a is None)
+    counterpart = next((s for s in only_b if not unspoken(s)), None)
     if row.a is not None:
         a = row.a
         b = counterpart or next((r.b for r in rows[gap_end:] if r.b is not None), None)
@@ -426,10 +438,17 @@ def _gap_divergence(rows: list[Row], index: int) -> Divergence:
         summary = f"{_where(a.seq, b.seq if b else None)}: A {describe(a)}; B has no such step{instead}."
         return Divergence(a.seq, b.seq if b else None, "missing step", summary, index)
     b = row.step  # B's: this row has no A
-    a_next = next((r.a for r in rows[index:] if r.a is not None), None)
+    a_next = next((r.a for r in rows[index:] if r.a is not None and not (r.b is None and unspoken(r.a))), None)
     a_seq = a_next.seq if a_next else None
     summary = f"{_where(a_seq, b.seq)}: B {describe(b)}, a step A does not have."
     return Divergence(a_seq, b.seq, "extra step", summary, index)
+
+
+def _has_live(steps: Sequence[StepEvent]) -> bool:
+    """Whether a live model wrote some of these steps (a live replay). Its steps carry no more metadata
+    than where they came from, never what the source recorded around its own (span attributes, a
+    framework's fields), so metadata is left out of such a comparison: it would tell only the records apart."""
+    return any(isinstance(s.metadata, dict) and s.metadata.get("live") for s in steps)
 
 
 def compare_steps(
@@ -447,6 +466,8 @@ def compare_steps(
     if unknown:
         raise ValueError(f"include: unknown field group {unknown[0]!r}; known: {', '.join(OPTIONAL)}")
     names = _compared_names(include)
+    if _has_live(steps_a) or _has_live(steps_b):
+        names = tuple(n for n in names if n != "metadata")
     keys_a, keys_b = step_keys(steps_a, names), step_keys(steps_b, names)
     order = align(keys_a, keys_b, [signature(s) for s in steps_a], [signature(s) for s in steps_b])
     rows = [

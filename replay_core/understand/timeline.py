@@ -17,6 +17,7 @@ from typing import Any, overload
 
 from ..events import StepEvent
 from ..ingest.pipeline import collector_paused
+from ..ingest.pricing import any_estimated
 from ..storage.store import STEP_COLUMNS, Store, step_events, step_fields_set
 from .cycles import Cycle, cycle_of_steps, cycles_of
 
@@ -247,7 +248,8 @@ def _timeline(session: dict, steps: Sequence[StepEvent], columns: Columns, conte
     seqs = list(columns["seq"])
     membership = cycle_of_steps(columns["type"])
     return Timeline(
-        session=session,
+        # a step priced from list prices makes the run's cost an estimate too (pricing.ESTIMATED)
+        session=session | {"cost_estimated": any_estimated(columns["metadata"])},
         steps=steps,
         columns=columns,
         cycles=cycles_of(seqs, columns["type"], membership),

@@ -12,17 +12,15 @@ are switched off so the count is ours). A cost litellm cannot work out is None
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ..ingest.pricing import list_price
 from .replay_config import ReplayConfig
 
 
@@ -198,23 +196,8 @@ def _answer(litellm, response, retries: int, latency_ms: float) -> ModelAnswer:
 # ---------------------------------------------------------------------------- prices
 
 
-@cache
-def _price_table() -> dict[str, dict]:
-    """litellm's bundled price list, read as JSON (importing litellm takes seconds)."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or spec.origin is None:
-        return {}
-    path = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
-    return orjson.loads(path.read_bytes()) if path.exists() else {}
-
-
 def prices(model: str, config: ReplayConfig | None = None) -> tuple[float, float] | None:
     """USD per input and output token, or None when unknown."""
     if config is not None and config.input_cost_per_token is not None and config.output_cost_per_token is not None:
         return config.input_cost_per_token, config.output_cost_per_token
-    table = _price_table()
-    for name in (model, model.split("/", 1)[-1]):
-        entry = table.get(name)
-        if entry and entry.get("input_cost_per_token") is not None and entry.get("output_cost_per_token") is not None:
-            return float(entry["input_cost_per_token"]), float(entry["output_cost_per_token"])
-    return None
+    return list_price(model)

@@ -20,10 +20,11 @@ from pydantic import ValidationError
 from ....events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, fast_step
 from .. import otel_attributes as oa
 from ..reader import BadRecord, Event
+from . import answers
 from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before
 from .ordering import SpanTrees, place, start_key
 from .spans import OVERRIDE, SESSION_OVERRIDE, Part, Span
-from .steps import emitted_call_part, failure, model_part, other_part, step_metadata, tool_parts
+from .steps import emitted_call_part, model_part, other_part, step_metadata, tool_parts
 from .values import ns_time
 
 StepRows = Callable[[dict[str, Any]], Any]  # a step's fields → what to store for it, or None (its StepEvent then)
@@ -165,6 +166,7 @@ def _read_session(draft: SessionDraft) -> None:
             meta = step_metadata(part.span, _attrs(part.span))
             images = part.fields.pop("attachments", None)
             part.fields["metadata"] = meta | {"attachments": images} if images else meta
+    answers.price(draft.parts)
 
 
 def _attrs(span: Span) -> oa.Attrs:
@@ -202,26 +204,11 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
         fields["environment"] = resource.get("deployment.environment.name") or resource.get("deployment.environment")
         totals = {} if model_usage or first.kind == oa.MODEL else _run_totals(a)
         fields["metadata"] = _session_metadata(draft, first) | totals
-        failed = [s for s in draft.spans if s.status == "error" and (s.parent_id is None or s.kind == oa.AGENT)]
-        if failed:
-            error_class, message = failure(failed[0], _attrs(failed[0]))
-            fields.update(status="failed", error_class=error_class, outcome=message)
-        elif all(r.end_ns is not None for r in roots):
-            fields["status"] = "succeeded"
-        if fields.get("status"):
+        end = answers.ending(roots, draft.spans, draft.parts, first.document)
+        if end:
             draft.final = True
-            fields["ended_at"] = ns_time(max(r.end_ns or 0 for r in roots) or None)
-            answer = oa.root_output(_attrs(roots[-1])) or _document_outcome(first.document)
-            fields["outcome"] = fields.get("outcome") or answer
+            fields.update(end, ended_at=ns_time(max(r.end_ns or 0 for r in roots) or None))
     draft.fields = fields
-
-
-def _document_outcome(document: dict | None) -> str | None:
-    """A dump's `final_output` (any-agent); Python's "None" written as text means no answer."""
-    value = (document or {}).get("final_output")
-    if value in (None, "", "None", "null") or value == {} or value == []:
-        return None
-    return oa.text(value)
 
 
 def _session_metadata(draft: SessionDraft, first: Span) -> dict[str, Any]:
