@@ -286,7 +286,8 @@ def openai_messages(message: dict) -> list[dict]:
         elif kind == TOOL_CALL_PART:
             calls.append(_openai_call(part.get("id"), part.get("name"), part.get("arguments")))
         elif kind == TOOL_RESPONSE_PART:
-            responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": text(part.get("response"))})
+            answer = part.get("response", part.get("result"))  # Pydantic AI writes `result`
+            responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": text(answer)})
         else:
             others.append(part)
     out: list[dict] = []
@@ -445,13 +446,13 @@ def tool_call_id(attrs: Attrs) -> str | None:
 
 
 def tool_args(attrs: Attrs) -> Any:
-    raw = attrs.get("gen_ai.tool.call.arguments", "gen_ai.tool.args", "input.value", "traceloop.entity.input")
+    raw = attrs.get("gen_ai.tool.call.arguments", "gen_ai.tool.args", "tool_arguments", "input.value", "traceloop.entity.input")
     return tool_arguments(raw)
 
 
 def tool_result(attrs: Attrs) -> str | None:
     """The tool's answer as text; an exporter's JSON-encoded string is decoded once."""
-    value = attrs.get("gen_ai.tool.call.result")
+    value = attrs.get("gen_ai.tool.call.result", "tool_response")  # `tool_response`: Pydantic AI's oldest format
     if value is not None:
         return text(value)
     _, value, was_json = exporter_output(attrs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import otel_attributes as oa
+from . import conventions
 from .calls import EmittedCall, OpenCalls
 from .spans import OVERRIDE, Part, Span
 from .values import ns_time
@@ -44,7 +45,7 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     fields["model"] = oa.model_name(a)
     fields["tokens_in"], fields["tokens_out"] = oa.tokens(a)
     fields["cost_usd"] = oa.cost(a)
-    fields["context"] = oa.input_messages(a)
+    fields["context"] = conventions.wire_messages(oa.input_messages(a))
     images = oa.take_images(fields["context"], "input")
     output = oa.json_value(a.peek("gen_ai.output.messages"))
     images += oa.take_images(output, "output") if isinstance(output, list) else []
@@ -64,11 +65,14 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
 def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part], EmittedCall | None]:
     """A tool execution's tool_call and tool_result steps, and the emitted call it answers (its id and arguments
     fill in what the tool span lacks)."""
-    name, call_id, args = oa.tool_name(a, span.name), oa.tool_call_id(a), oa.tool_args(a)
-    match = emitted.answer(span, name, call_id, args)
+    name, call_id = oa.tool_name(a, span.name), oa.tool_call_id(a)
+    args = conventions.unwrap_arguments(oa.tool_args(a))
+    match = emitted.answer(span, name, call_id, None if conventions.positional(args) else args)
     if match is not None:
         call_id = call_id or match.call["id"]
-        args = args if args is not None else match.call["arguments"]
+        asked = match.call["arguments"]
+        if args is None or (conventions.positional(args) and asked is not None):
+            args = asked  # what the model asked for, where the tool span's input does not name the parameters
     call = {
         "type": "tool_call",
         "timestamp": ns_time(span.start_ns),
@@ -85,7 +89,7 @@ def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part],
         "duration_ms": _duration(span),
         "tool_name": name,
         "tool_call_id": call_id,
-        "content": oa.tool_result(a),
+        "content": conventions.message_text(oa.tool_result(a)),
     }
     if span.status == "error":
         error_class, message = failure(span, a)
@@ -139,3 +143,37 @@ def step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
         if leftover:
             out["attributes"] = leftover
     return out
+
+
+def results_from_inputs(parts: list[Part]) -> None:
+    """Tool results whose span carries none, read from a model call's input: the tool message that answers
+    the same call id (OpenLLMetry's and Logfire's tool spans record no output; the next model call holds it).
+    The step says where its content came from (`metadata.content_from`)."""
+    answers: dict[str, tuple[str, str]] = {}
+    for part in parts:
+        context = part.fields.get("context") if part.fields.get("type") in ("think", "error") else None
+        for message in context if isinstance(context, list) else ():
+            call_id, content = message.get("tool_call_id"), message.get("content")
+            if message.get("role") == "tool" and isinstance(call_id, str) and isinstance(content, str):
+                answers.setdefault(call_id, (content, part.span.span_id))
+    if not answers:
+        return
+    for part in parts:
+        fields = part.fields
+        found = answers.get(fields.get("tool_call_id") or "") if fields.get("type") == "tool_result" else None
+        if found is not None and fields.get("content") is None:
+            fields["content"] = found[0]
+            fields["metadata"] = {"content_from": {"model_input": found[1]}}
+
+
+def not_recorded(fields: dict[str, Any]) -> list[str]:
+    """The fields of a step that its spans did not carry (left empty, never guessed): a tool call's arguments,
+    a tool's result, a model call's input messages."""
+    kind = fields.get("type")
+    if kind == "tool_call":
+        return ["tool_args"] if fields.get("tool_args") is None else []
+    if kind == "tool_result":
+        return ["content"] if fields.get("content") is None else []
+    if kind == "think":
+        return ["context"] if fields.get("context") is None else []
+    return []
