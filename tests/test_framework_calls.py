@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from framework_captures import FRAMEWORKS, captures, manifest, post
+from framework_captures import FRAMEWORKS, ORDERS, captures, manifest, post
 
 from replay_core.understand.snapshot import state_at
 from replay_core.understand.timeline import open_timeline
@@ -32,25 +32,33 @@ LANGFUSE = pytest.mark.xfail(strict=True, reason="the Langfuse SDK's `langfuse.*
 
 
 LATER_BATCH = pytest.mark.xfail(
-    strict=True, reason="the tool span's batch is stored before the batch whose model input holds its result"
+    strict=True,
+    reason="a later batch restores a stored tool result with its text by a Replace of the step by itself (same event "
+    "id), which storage.ingest_state.otlp_commit skips as a re-delivery (`taken`); the reader emits it",
 )
+LATER_RESULTS = {"autogen-openllmetry-slow", "logfire-openai-slow"}  # tool spans without output, read from the next batch
 
 
-def _params(later: bool = False) -> list:
+def _params() -> list:
+    return [pytest.param(name, marks=LANGFUSE) if name.startswith("langfuse-") else name for name in captures()]
+
+
+def _ordered_params() -> list:
     out = []
     for name in captures():
-        if name.startswith("langfuse-"):
-            out.append(pytest.param(name, marks=LANGFUSE))
-        elif later and name in ("autogen-openllmetry-slow", "logfire-openai-slow"):
-            out.append(pytest.param(name, marks=LATER_BATCH))
-        else:
-            out.append(name)
+        for order in ORDERS:
+            if name.startswith("langfuse-"):
+                out.append(pytest.param(name, order, marks=LANGFUSE))
+            elif name in LATER_RESULTS and order != "reversed":  # reversed: the model's input arrives first
+                out.append(pytest.param(name, order, marks=LATER_BATCH))
+            else:
+                out.append((name, order))
     return out
 
 
-def _run(store, name: str):
+def _run(store, name: str, order: str = "captured"):
     """The run a capture became (its set-up traces aside), its steps and what posting left unsent."""
-    posted = post(store, name)
+    posted = post(store, name, order, seed=7)
     sessions = [sid for sid in store.session_ids() if any(s.type != "span" for s in store.load_steps(sid))]
     assert len(sessions) == 1, sessions
     return sessions[0], store.load_steps(sessions[0]), posted
@@ -83,13 +91,13 @@ def test_tool_calls_carry_the_arguments_the_model_asked_for(sqlite_store, name):
         assert all(c.tool_args is None and c.metadata["not_recorded"] == ["tool_args"] for c in calls)
 
 
-@pytest.mark.parametrize("name", _params(later=True))
-def test_each_tool_result_is_its_text(sqlite_store, name):
-    sid, steps, posted = _run(sqlite_store, name)
+@pytest.mark.parametrize(("name", "order"), _ordered_params())
+def test_each_tool_result_is_its_text(sqlite_store, name, order):
+    sid, steps, posted = _run(sqlite_store, name, order)
     m = manifest(name)
     skip = ANSWER_TOOLS.get(m["framework"], set())
     results = [s for s in steps if s.type == "tool_result" and s.tool_name not in skip]
-    assert [r.tool_name for r in results] == [t["tool"] for t in m["outcome"]["tool_calls"]]
+    assert sorted(r.tool_name for r in results) == sorted(t["tool"] for t in m["outcome"]["tool_calls"])  # any order
     recorded = _content_in_spans(name, posted) and _kind(name) != ("autogen", "own")
     received = _tool_messages(sqlite_store, sid, steps)
     for result in results:

@@ -2,9 +2,10 @@
 
 A model span lists the calls it emitted; a tool span answers one of them (same call id, else the
 same name and arguments, else the same name), and the two become one tool_call step. A call no
-tool span answers is a step of its own. For OTLP arriving in batches a `Ledger` carries what
-earlier batches of the same traces left open, so a later batch can still answer them
-(ingest/otlp_receiver.py keeps it in the Store).
+tool span answers is a step of its own. A tool span that records no result (OpenLLMetry's, a
+Logfire span around a tool) gets it from a model call's input: the tool message answering its
+call id. For OTLP arriving in batches a `Ledger` carries what earlier batches of the same traces
+left open, so a later batch can still answer them (ingest/otlp_receiver.py keeps it in the Store).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....events import StepEvent
-from .spans import Span
+from .spans import Part, Span
+from .values import ns_time
+
+ANSWER, RESULT = "answer", "result"  # ledger sides: a tool message a model received; a stored result without its text
 
 
 @dataclass
@@ -32,7 +36,9 @@ class EmittedCall:
 @dataclass
 class PriorCall:
     """What an earlier batch of a trace left unanswered: a call a model emitted (`side` "call", stored as
-    its `call.N` step) or a tool execution no call matched (`side` "tool", stored as its tool_call step)."""
+    its `call.N` step), a tool execution no call matched (`side` "tool", stored as its tool_call step),
+    a tool result stored without its text (`side` "result", `arguments` its step's fields) or the text a
+    model received for a call no tool span of its batch ran (`side` "answer", `arguments` the text)."""
 
     trace_id: str
     side: str
@@ -119,3 +125,87 @@ class OpenCalls:
             found.matched = True
             self.open.remove(found)
         return found
+
+
+def _answers(parts: list[Part], newest: bool) -> dict[str, tuple[str, Part]]:
+    """Tool messages in model calls' inputs, by call id: (text, the model call's part). `newest`: only the
+    messages after a model call's last assistant turn (what it is the first to receive)."""
+    found: dict[str, tuple[str, Part]] = {}
+    for part in parts:
+        context = part.fields.get("context") if part.fields.get("type") in ("think", "error") else None
+        if not isinstance(context, list):
+            continue
+        tail = len(context)
+        while newest and tail and context[tail - 1].get("role") == "tool":
+            tail -= 1
+        for message in context[tail if newest else 0 :]:
+            call_id, content = message.get("tool_call_id"), message.get("content")
+            if message.get("role") == "tool" and isinstance(call_id, str) and isinstance(content, str):
+                found.setdefault(call_id, (content, part))
+    return found
+
+
+def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
+    """Fill tool results whose span records none from the tool message a model call received for the same call
+    id (`metadata.content_from` names that model step), in this batch or, with a `ledger`, across batches:
+    a result stored earlier without its text is replaced by one with it (returned, for the caller to add),
+    and a text received before its tool span arrived waits in the ledger for it."""
+    answers = _answers(parts, newest=False)
+    traces = dict.fromkeys(p.span.trace_id for p in parts)
+    prior = [p for t in traces for p in ledger.prior.get(t, ())] if ledger else []
+    earlier = {p.call_id: p for p in prior if p.side == ANSWER and p.call_id}
+    used: set[str] = set()
+    for part in parts:
+        fields = part.fields
+        call_id = fields.get("tool_call_id")
+        if fields.get("type") != "tool_result" or fields.get("content") is not None or not call_id:
+            continue
+        if call_id in answers:
+            fields["content"], model = answers[call_id][0], answers[call_id][1].span.span_id
+        elif call_id in earlier:
+            fields["content"], model = earlier[call_id].arguments, earlier[call_id].event_id
+            assert ledger is not None  # prior calls come only from a ledger
+            ledger.consumed.append(earlier.pop(call_id))
+        else:
+            if ledger is not None:
+                ledger.opened.append(_waiting(part))
+            continue
+        used.add(call_id)
+        fields["metadata"] = {"content_from": {"model_input": model}}
+    if ledger is None:
+        return []
+    replacements = []
+    for waiting in (p for p in prior if p.side == RESULT and p.call_id in answers):
+        text, model = answers[waiting.call_id or ""]
+        replacements.append(_replacement(waiting, text, model))
+        ledger.consumed.append(waiting)
+        used.add(waiting.call_id or "")
+    for call_id, (text, model) in _answers(parts, newest=True).items():
+        if call_id not in used and call_id not in earlier:
+            ledger.opened.append(PriorCall(model.span.trace_id, ANSWER, model.span.span_id, None, call_id, text, model.t_ns))
+    return replacements
+
+
+def _waiting(part: Part) -> PriorCall:
+    """A tool result stored without its text, with what its step holds, so a later batch can restore it whole."""
+    span, fields = part.span, part.fields
+    parent = span.up
+    kept = {k: fields.get(k) for k in ("duration_ms", "tool_name", "agent_id")}
+    kept["parent_id"] = parent.span_id if parent is not None else span.parent_id
+    name, call_id = fields.get("tool_name"), fields["tool_call_id"]
+    return PriorCall(span.trace_id, RESULT, f"{span.span_id}.result", name, call_id, kept, part.t_ns)
+
+
+def _replacement(waiting: PriorCall, text: str, model: Part) -> Part:
+    """The stored result `waiting` stands for, now with the text the `model` call received (kept at its seq)."""
+    kept = waiting.arguments if isinstance(waiting.arguments, dict) else {}
+    fields = {
+        "type": "tool_result",
+        "event_id": waiting.event_id,
+        "timestamp": ns_time(waiting.t_ns),
+        "tool_call_id": waiting.call_id,
+        "content": text,
+        "metadata": {"content_from": {"model_input": model.span.span_id}},
+        **kept,
+    }
+    return Part(model.span, "result", fields, waiting.t_ns, True, replaces=waiting.event_id)

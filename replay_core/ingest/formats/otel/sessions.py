@@ -21,7 +21,7 @@ from ....events import SessionEndEvent, SessionEvent, StepEvent, describe_valida
 from .. import otel_attributes as oa
 from ..reader import BadRecord, Event
 from . import conventions
-from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before
+from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before, results_from_inputs
 from .ordering import SpanTrees, start_key, step_order
 from .spans import OVERRIDE, SESSION_OVERRIDE, Part, Span
 from .steps import (
@@ -30,7 +30,6 @@ from .steps import (
     model_part,
     not_recorded,
     other_part,
-    results_from_inputs,
     step_metadata,
     tool_parts,
 )
@@ -152,7 +151,7 @@ def _read_session(draft: SessionDraft) -> None:
                     span.start_ns,
                 )
             )
-    results_from_inputs(draft.parts)
+    draft.parts += results_from_inputs(draft.parts, ledger)
     for part in draft.parts:
         part.fields.setdefault("agent_id", part.span.agent)
     model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)

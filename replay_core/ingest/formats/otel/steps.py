@@ -145,27 +145,6 @@ def step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
     return out
 
 
-def results_from_inputs(parts: list[Part]) -> None:
-    """Tool results whose span carries none, read from a model call's input: the tool message that answers
-    the same call id (OpenLLMetry's and Logfire's tool spans record no output; the next model call holds it).
-    The step says where its content came from (`metadata.content_from`)."""
-    answers: dict[str, tuple[str, str]] = {}
-    for part in parts:
-        context = part.fields.get("context") if part.fields.get("type") in ("think", "error") else None
-        for message in context if isinstance(context, list) else ():
-            call_id, content = message.get("tool_call_id"), message.get("content")
-            if message.get("role") == "tool" and isinstance(call_id, str) and isinstance(content, str):
-                answers.setdefault(call_id, (content, part.span.span_id))
-    if not answers:
-        return
-    for part in parts:
-        fields = part.fields
-        found = answers.get(fields.get("tool_call_id") or "") if fields.get("type") == "tool_result" else None
-        if found is not None and fields.get("content") is None:
-            fields["content"] = found[0]
-            fields["metadata"] = {"content_from": {"model_input": found[1]}}
-
-
 def not_recorded(fields: dict[str, Any]) -> list[str]:
     """The fields of a step that its spans did not carry (left empty, never guessed): a tool call's arguments,
     a tool's result, a model call's input messages."""
