@@ -161,9 +161,9 @@ def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
         if fields.get("type") != "tool_result" or fields.get("content") is not None or not call_id:
             continue
         if call_id in answers:
-            fields["content"], model = answers[call_id][0], answers[call_id][1].span.span_id
+            fields["content"], model_step = answers[call_id][0], answers[call_id][1].span.span_id
         elif call_id in earlier:
-            fields["content"], model = earlier[call_id].arguments, earlier[call_id].event_id
+            fields["content"], model_step = earlier[call_id].arguments, earlier[call_id].event_id
             assert ledger is not None  # prior calls come only from a ledger
             ledger.consumed.append(earlier.pop(call_id))
         else:
@@ -171,7 +171,7 @@ def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
                 ledger.opened.append(_waiting(part))
             continue
         used.add(call_id)
-        fields["metadata"] = {"content_from": {"model_input": model}}
+        fields["metadata"] = {"content_from": {"model_input": model_step}}
     if ledger is None:
         return []
     replacements = []
