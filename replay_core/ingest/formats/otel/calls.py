@@ -18,7 +18,7 @@ from ....events import StepEvent
 from .spans import Part, Span
 from .values import ns_time
 
-ANSWER, RESULT = "answer", "result"  # ledger sides: a tool message a model received; a stored result without its text
+RESULT = "result"  # the ledger side of a tool result stored without its text
 
 
 @dataclass
@@ -36,9 +36,8 @@ class EmittedCall:
 @dataclass
 class PriorCall:
     """What an earlier batch of a trace left unanswered: a call a model emitted (`side` "call", stored as
-    its `call.N` step), a tool execution no call matched (`side` "tool", stored as its tool_call step),
-    a tool result stored without its text (`side` "result", `arguments` its step's fields) or the text a
-    model received for a call no tool span of its batch ran (`side` "answer", `arguments` the text)."""
+    its `call.N` step), a tool execution no call matched (`side` "tool", stored as its tool_call step)
+    or a tool result stored without its text (`side` "result", `arguments` what else its step holds)."""
 
     trace_id: str
     side: str
@@ -127,18 +126,12 @@ class OpenCalls:
         return found
 
 
-def _answers(parts: list[Part], newest: bool) -> dict[str, tuple[str, Part]]:
-    """Tool messages in model calls' inputs, by call id: (text, the model call's part). `newest`: only the
-    messages after a model call's last assistant turn (what it is the first to receive)."""
+def _answers(parts: list[Part]) -> dict[str, tuple[str, Part]]:
+    """Tool messages in model calls' inputs, by call id: (text, the model call's part)."""
     found: dict[str, tuple[str, Part]] = {}
     for part in parts:
         context = part.fields.get("context") if part.fields.get("type") in ("think", "error") else None
-        if not isinstance(context, list):
-            continue
-        tail = len(context)
-        while newest and tail and context[tail - 1].get("role") == "tool":
-            tail -= 1
-        for message in context[tail if newest else 0 :]:
+        for message in context if isinstance(context, list) else ():
             call_id, content = message.get("tool_call_id"), message.get("content")
             if message.get("role") == "tool" and isinstance(call_id, str) and isinstance(content, str):
                 found.setdefault(call_id, (content, part))
@@ -147,42 +140,36 @@ def _answers(parts: list[Part], newest: bool) -> dict[str, tuple[str, Part]]:
 
 def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
     """Fill tool results whose span records none from the tool message a model call received for the same call
-    id (`metadata.content_from` names that model step), in this batch or, with a `ledger`, across batches:
-    a result stored earlier without its text is replaced by one with it (returned, for the caller to add),
-    and a text received before its tool span arrived waits in the ledger for it."""
-    answers = _answers(parts, newest=False)
+    id (`metadata.content_from` names that model step), in this batch or, with a `ledger`, in a later one: a
+    result stored without its text is then replaced by one with it (returned, for the caller to add).
+
+    A result waits in the ledger only where this batch's model calls record their input (else no later one will
+    either: openai-v2's default conventions, AutoGen's own spans), so the ledger holds at most the results of
+    the last batch's tools."""
     traces = dict.fromkeys(p.span.trace_id for p in parts)
-    prior = [p for t in traces for p in ledger.prior.get(t, ())] if ledger else []
-    earlier = {p.call_id: p for p in prior if p.side == ANSWER and p.call_id}
-    used: set[str] = set()
-    for part in parts:
-        fields = part.fields
-        call_id = fields.get("tool_call_id")
-        if fields.get("type") != "tool_result" or fields.get("content") is not None or not call_id:
-            continue
-        if call_id in answers:
-            fields["content"], model_step = answers[call_id][0], answers[call_id][1].span.span_id
-        elif call_id in earlier:
-            fields["content"], model_step = earlier[call_id].arguments, earlier[call_id].event_id
-            assert ledger is not None  # prior calls come only from a ledger
-            ledger.consumed.append(earlier.pop(call_id))
-        else:
-            if ledger is not None:
-                ledger.opened.append(_waiting(part))
-            continue
-        used.add(call_id)
-        fields["metadata"] = {"content_from": {"model_input": model_step}}
-    if ledger is None:
+    waiting = [p for t in traces for p in ledger.prior.get(t, ()) if p.side == RESULT] if ledger else []
+    bare = [
+        p
+        for p in parts
+        if p.fields.get("type") == "tool_result" and p.fields.get("content") is None and p.fields.get("tool_call_id")
+    ]
+    if not bare and not waiting:
         return []
+    answers = _answers(parts)
+    for part in bare:
+        found = answers.get(part.fields["tool_call_id"])
+        if found is not None:
+            part.fields["content"] = found[0]
+            part.fields["metadata"] = {"content_from": {"model_input": found[1].span.span_id}}
+        elif ledger is not None and any(isinstance(p.fields.get("context"), list) for p in parts):
+            ledger.opened.append(_waiting(part))
     replacements = []
-    for waiting in (p for p in prior if p.side == RESULT and p.call_id in answers):
-        text, model = answers[waiting.call_id or ""]
-        replacements.append(_replacement(waiting, text, model))
-        ledger.consumed.append(waiting)
-        used.add(waiting.call_id or "")
-    for call_id, (text, model) in _answers(parts, newest=True).items():
-        if call_id not in used and call_id not in earlier:
-            ledger.opened.append(PriorCall(model.span.trace_id, ANSWER, model.span.span_id, None, call_id, text, model.t_ns))
+    for stored in waiting:
+        found = answers.get(stored.call_id or "")
+        if found is not None:
+            replacements.append(_replacement(stored, *found))
+            assert ledger is not None  # prior results come only from a ledger
+            ledger.consumed.append(stored)
     return replacements
 
 
