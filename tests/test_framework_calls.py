@@ -209,3 +209,27 @@ def test_calls_read_the_same_on_both_databases(store, name):
 
 def test_every_capture_is_checked():
     assert len(captures()) == 51 and FRAMEWORKS.is_dir()
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in captures() if n.startswith(("logfire-openai-", "openai-agents-")) and not n.endswith("-slow")]
+)
+def test_agent_model_and_tool_spans_read_as_such(sqlite_store, name):
+    """Logfire's spans named by template (`execute_tool {tool_name}`) and OpenAI Agents' nested workflow spans:
+    model and tool steps under the agent's step, which names them."""
+    _, steps, _ = _run(sqlite_store, name)
+    by_id = {s.event_id: s for s in steps}
+
+    def chain(step):
+        while step.parent_id in by_id:
+            step = by_id[step.parent_id]
+            yield step
+
+    agent_steps = [s for s in steps if s.content in ("invoke_agent travel_assistant", "travel_assistant")]
+    assert len(agent_steps) == 1 and agent_steps[0].type == "span" and agent_steps[0].agent_id == "travel_assistant"
+    assert not any("{" in (s.content or "") for s in steps if s.type == "span")  # no template left unfilled
+    work = [s for s in steps if s.type in ("think", "tool_call", "tool_result")]
+    assert {s.type for s in work} == {"think", "tool_call", "tool_result"}
+    for step in work:
+        assert step.agent_id == "travel_assistant"
+        assert any(a in agent_steps for a in chain(step)), step.seq

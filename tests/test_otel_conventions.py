@@ -1,0 +1,87 @@
+"""The framework-specific readings of span values (replay_core/ingest/formats/otel/conventions.py): each turns
+its framework's shape into the common one and leaves every other value as it was."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay_core.ingest.formats import otel_attributes as oa
+from replay_core.ingest.formats.otel import conventions as cv
+
+ROLES = ["system", "user", "assistant", "tool-call", "tool-response"]
+texts = st.text(max_size=20)
+messages = st.lists(st.fixed_dictionaries({"role": st.sampled_from(ROLES), "content": texts}), max_size=8)
+
+
+@given(messages)
+def test_smolagents_messages_are_sent_merged_under_chat_roles(msgs):
+    out = cv.wire_messages([dict(m) for m in msgs])
+    if not any(m["role"] in cv.SMOLAGENTS_ROLES for m in msgs):
+        assert out == msgs
+        return
+    assert all(m["role"] in ("system", "user", "assistant") for m in out)
+    assert all(a["role"] != b["role"] for a, b in zip(out, out[1:], strict=False))  # merged as smolagents does
+    assert "\n".join(m["content"] for m in out) == "\n".join(m["content"] for m in msgs)  # no text lost or added
+
+
+def test_a_message_with_tool_calls_is_never_merged():
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    msgs = [{"role": "tool-call", "content": "Calling tools"}, {"role": "assistant", "content": None, "tool_calls": calls}]
+    assert cv.wire_messages(msgs) == [{"role": "assistant", "content": "Calling tools"}, msgs[1]]
+
+
+def test_smolagents_wrapper_is_unwrapped_and_nothing_else():
+    assert cv.unwrap_arguments({"args": [], "sanitize_inputs_outputs": True, "kwargs": {"city": "Paris"}}) == {"city": "Paris"}
+    kept = [
+        {"args": ["Paris"], "kwargs": {}},  # positional arguments: the keyword ones alone would lose them
+        {"kwargs": {"a": 1}, "city": "Paris"},  # a tool's own parameter named kwargs
+        {"kwargs": "x"},
+        "Paris",
+        None,
+    ]
+    for value in kept:
+        assert cv.unwrap_arguments(value) == value
+
+
+def test_langchain_messages_give_their_content_other_json_is_kept():
+    tool_message = {"type": "tool", "data": {"type": "tool", "content": "Sunny", "tool_call_id": "c1", "status": "success"}}
+    assert cv.message_text(json.dumps(tool_message)) == "Sunny"
+    path = ["langchain", "schema", "messages", "ToolMessage"]
+    constructor = {"lc": 1, "type": "constructor", "id": path, "kwargs": {"content": "x"}}
+    assert cv.message_text(json.dumps(constructor)) == "x"
+    for value in (
+        json.dumps({"type": "report", "data": {"content": "a tool's own result"}}),  # not a LangChain message type
+        json.dumps({"type": "tool", "data": {"content": "x"}}),  # data without its own type: not message_to_dict
+        json.dumps({"lc": 1, "type": "constructor", "id": ["x", "Runnable"], "kwargs": {"content": "x"}}),
+        "{not json",
+        "Sunny",
+        None,
+    ):
+        assert cv.message_text(value) == value
+
+
+def test_logfire_names_only_when_the_name_is_the_template():
+    template = {"logfire.msg_template": "execute_tool {tool_name}", "logfire.msg": "execute_tool get_time"}
+    assert cv.filled_name("execute_tool {tool_name}", template) == "execute_tool get_time"
+    assert cv.filled_name("my span", template) == "my span"
+    assert cv.filled_name("execute_tool {tool_name}", {"logfire.msg": "x"}) == "execute_tool {tool_name}"
+
+
+def test_genai_span_names_say_the_kind_only_with_a_target():
+    assert cv.kind_from_name("execute_tool get_time") == oa.TOOL
+    assert cv.kind_from_name("invoke_agent planner") == oa.AGENT
+    assert cv.agent_from_name("invoke_agent planner") == "planner"
+    for name in ("execute_tool", "execute_tool ", "chat gpt-4o", "GET /v1/items", ""):
+        assert cv.kind_from_name(name) is None
+    assert cv.agent_from_name("execute_tool get_time") is None
+
+
+def test_a_tool_response_part_reads_result_or_response():
+    for key in ("response", "result"):
+        msg = {"role": "user", "parts": [{"type": "tool_call_response", "id": "c1", key: "Sunny"}]}
+        assert oa.openai_messages(msg) == [{"role": "tool", "tool_call_id": "c1", "content": "Sunny"}]
+    silent = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1"}]}
+    assert oa.openai_messages(silent) == [{"role": "tool", "tool_call_id": "c1", "content": None}]  # absent, not ""
