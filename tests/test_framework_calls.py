@@ -19,6 +19,7 @@ from framework_captures import FRAMEWORKS, ORDERS, captures, manifest, post, req
 from replay_core.ingest.formats import otel
 from replay_core.understand.snapshot import state_at
 from replay_core.understand.timeline import open_timeline
+from replay_core.whatif.recording import Recording
 
 _SERVERS = Path(__file__).parents[1] / "scripts" / "capture_frameworks" / "servers.py"
 _spec = importlib.util.spec_from_file_location("capture_servers", _SERVERS)
@@ -177,6 +178,7 @@ def test_the_context_at_each_model_step_is_what_that_call_received(sqlite_store,
         assert _text(messages[-1].get("content"))[:120] == call["last_message_start"]
         assert len(servers._tool_results(messages)) == call["tool_results_seen"]
         assert all(isinstance(m.get("content"), str) for m in messages if m["role"] == "tool")
+        assert Recording(timeline, sqlite_store, step.seq, step.seq).messages([]) == messages  # what a replay sends
 
 
 @pytest.mark.parametrize("name", captures())
