@@ -235,3 +235,24 @@ def test_agent_model_and_tool_spans_read_as_such(sqlite_store, name):
     for step in work:
         assert step.agent_id == "travel_assistant"
         assert any(a in agent_steps for a in chain(step)), step.seq
+
+
+@pytest.mark.parametrize(
+    ("name", "raw_input", "raw_output"),
+    [
+        ("langgraph-openinference-ok", "Paris", '"type": "tool"'),
+        ("smolagents-openinference-ok", '"sanitize_inputs_outputs": true', None),
+    ],
+)
+def test_what_the_tool_span_recorded_is_kept_beside_what_was_read(sqlite_store, name, raw_input, raw_output):
+    """Arguments taken from the model's call, or a result taken out of a serialised message: the span's own
+    input and output stay in the step's metadata."""
+    _, steps, _ = _run(sqlite_store, name)
+    call = next(s for s in steps if s.type == "tool_call" and s.tool_name == "get_weather")
+    assert call.tool_args == {"city": "Paris"}
+    kept = call.metadata["attributes"]
+    assert raw_input in kept["input.value"]
+    if raw_output:
+        assert raw_output in kept["output.value"]
+    else:
+        assert "output.value" not in kept  # a plain result, read as it is

@@ -445,9 +445,11 @@ def tool_call_id(attrs: Attrs) -> str | None:
     return None if value is None else str(value)
 
 
+TOOL_ARGS = ("gen_ai.tool.call.arguments", "gen_ai.tool.args", "tool_arguments", "input.value", "traceloop.entity.input")
+
+
 def tool_args(attrs: Attrs) -> Any:
-    raw = attrs.get("gen_ai.tool.call.arguments", "gen_ai.tool.args", "tool_arguments", "input.value", "traceloop.entity.input")
-    return tool_arguments(raw)
+    return tool_arguments(attrs.get(*TOOL_ARGS))
 
 
 def tool_result(attrs: Attrs) -> str | None:

@@ -65,14 +65,20 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
 def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part], EmittedCall | None]:
     """A tool execution's tool_call and tool_result steps, and the emitted call it answers (its id and arguments
     fill in what the tool span lacks)."""
-    name, call_id = oa.tool_name(a, span.name), oa.tool_call_id(a)
-    args = conventions.unwrap_arguments(oa.tool_args(a))
+    name, call_id, raw = oa.tool_name(a, span.name), oa.tool_call_id(a), oa.tool_args(a)
+    args = conventions.unwrap_arguments(raw)
     match = emitted.answer(span, name, call_id, None if conventions.positional(args) else args)
     if match is not None:
         call_id = call_id or match.call["id"]
         asked = match.call["arguments"]
         if args is None or (conventions.positional(args) and asked is not None):
             args = asked  # what the model asked for, where the tool span's input does not name the parameters
+    if args is not raw:
+        a.used.difference_update(oa.TOOL_ARGS)  # the span's own input, kept in the step's metadata
+    output = oa.tool_result(a)
+    content = conventions.message_text(output)
+    if content is not output:
+        a.used.discard("output.value")  # the whole serialised message, kept in the step's metadata
     call = {
         "type": "tool_call",
         "timestamp": ns_time(span.start_ns),
@@ -89,7 +95,7 @@ def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part],
         "duration_ms": _duration(span),
         "tool_name": name,
         "tool_call_id": call_id,
-        "content": conventions.message_text(oa.tool_result(a)),
+        "content": content,
     }
     if span.status == "error":
         error_class, message = failure(span, a)
