@@ -156,19 +156,21 @@ def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
     if not bare and not waiting:
         return []
     answers = _answers(parts)
+    inputs_recorded = any(isinstance(p.fields.get("context"), list) for p in parts)
     for part in bare:
         found = answers.get(part.fields["tool_call_id"])
         if found is not None:
             part.fields["content"] = found[0]
             part.fields["metadata"] = {"content_from": {"model_input": found[1].span.span_id}}
-        elif ledger is not None and any(isinstance(p.fields.get("context"), list) for p in parts):
+        elif ledger is not None and inputs_recorded:
             ledger.opened.append(_waiting(part))
+    if ledger is None:
+        return []
     replacements = []
     for stored in waiting:
         found = answers.get(stored.call_id or "")
         if found is not None:
             replacements.append(_replacement(stored, *found))
-            assert ledger is not None  # prior results come only from a ledger
             ledger.consumed.append(stored)
     return replacements
 
