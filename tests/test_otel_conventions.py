@@ -1,5 +1,6 @@
 """The framework-specific readings of span values (replay_core/ingest/formats/otel/conventions.py): each turns
-its framework's shape into the common one and leaves every other value as it was."""
+its framework's shape into the common one and leaves every other value as it was; and a tool result read from
+the model input that received it (calls.results_from_inputs), never from anywhere else."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay_core.ingest.formats import otel_attributes as oa
+from replay_core.ingest.formats.otel import Part, Span
 from replay_core.ingest.formats.otel import conventions as cv
+from replay_core.ingest.formats.otel.calls import results_from_inputs
 
 ROLES = ["system", "user", "assistant", "tool-call", "tool-response"]
 texts = st.text(max_size=20)
@@ -85,3 +88,39 @@ def test_a_tool_response_part_reads_result_or_response():
         assert oa.openai_messages(msg) == [{"role": "tool", "tool_call_id": "c1", "content": "Sunny"}]
     silent = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1"}]}
     assert oa.openai_messages(silent) == [{"role": "tool", "tool_call_id": "c1", "content": None}]  # absent, not ""
+
+
+ids = st.sampled_from(["c1", "c2", "c3", "c4"])
+
+
+def _span(n: int) -> Span:
+    return Span("t" * 32, f"{n:016x}", None, "s", n, n + 1, "ok", None, {})
+
+
+@given(
+    st.lists(st.lists(st.tuples(ids, texts), max_size=4), max_size=3),
+    st.lists(st.tuples(ids, st.one_of(st.none(), texts)), max_size=5),
+)
+def test_a_result_takes_only_the_text_a_model_received_for_its_call(inputs, results):
+    """Results without text get the tool message answering their call id in a model call's input (the first
+    met), and say which model step it came from; any other result is left as it was: nothing invented."""
+    parts = []
+    for n, messages in enumerate(inputs):
+        context = [{"role": "user", "content": "go"}] + [{"role": "tool", "tool_call_id": i, "content": t} for i, t in messages]
+        parts.append(Part(_span(n), "step", {"type": "think", "context": context}, n, False))
+    first: dict[str, tuple[str, str]] = {}
+    for part in parts:
+        for m in part.fields["context"][1:]:
+            first.setdefault(m["tool_call_id"], (m["content"], part.span.span_id))
+    before = []
+    for n, (call_id, content) in enumerate(results, start=10):
+        fields = {"type": "tool_result", "tool_call_id": call_id, "content": content}
+        parts.append(Part(_span(n), "result", fields, n, True))
+        before.append((call_id, content))
+    assert results_from_inputs(parts, None) == []  # no ledger: nothing to replace
+    for (call_id, content), part in zip(before, parts[len(inputs) :], strict=True):
+        if content is not None or call_id not in first:
+            assert part.fields["content"] == content and "metadata" not in part.fields
+        else:
+            assert part.fields["content"] == first[call_id][0]
+            assert part.fields["metadata"] == {"content_from": {"model_input": first[call_id][1]}}
