@@ -28,12 +28,11 @@ _spec.loader.exec_module(servers)  # stdlib only: how the scripted model counted
 
 RESULTS = {"get_weather": "Sunny, 21 °C in Paris", "get_time": "14:05 (CET) in Paris"}
 ERROR_TEXT = "time service unavailable for Paris"
-ANSWER_TOOLS = {"smolagents": {"final_answer"}}  # a framework's own tool for giving its answer: not one the script's tools
+ANSWER_TOOLS = {"smolagents": {"final_answer"}}  # a framework's own tool for its answer, not one of the script's
 NO_MODEL_SPANS = {("autogen", "own"), ("crewai", "wrappers")}  # the framework's own spans, without the model calls
 NO_CONTENT = {("openai-v2", "default"), ("openai-v2", "events")}  # spans without message content (events: in /v1/logs)
+NO_TOOL_IO = {("autogen", "own")}  # tool spans with neither arguments nor results
 LANGFUSE = pytest.mark.xfail(strict=True, reason="the Langfuse SDK's `langfuse.*` attributes are read by the fw-sdks module")
-
-
 LATER_BATCH = pytest.mark.xfail(
     strict=True,
     reason="a later batch restores a stored tool result with its text by a Replace of the step by itself (same event "
@@ -82,6 +81,10 @@ def _content_in_spans(name: str, posted) -> bool:
     return kind not in NO_CONTENT or (kind == ("openai-v2", "events") and not posted.unsent)
 
 
+def _tool_io_in_spans(name: str, posted) -> bool:
+    return _content_in_spans(name, posted) and _kind(name) not in NO_TOOL_IO
+
+
 def _text(content) -> str:
     return servers._text(content)
 
@@ -93,7 +96,7 @@ def test_tool_calls_carry_the_arguments_the_model_asked_for(sqlite_store, name):
     calls = [s for s in steps if s.type == "tool_call" and s.tool_name not in skip]
     expected = manifest(name)["outcome"]["tool_calls"]
     assert [c.tool_name for c in calls] == [t["tool"] for t in expected]
-    if _content_in_spans(name, posted) and _kind(name) != ("autogen", "own"):
+    if _tool_io_in_spans(name, posted):
         assert [c.tool_args for c in calls] == [t["args"] for t in expected]
     else:  # not in the spans: left empty and said so
         assert all(c.tool_args is None and c.metadata["not_recorded"] == ["tool_args"] for c in calls)
@@ -129,7 +132,7 @@ def test_each_tool_result_is_its_text(sqlite_store, name, order):
     skip = ANSWER_TOOLS.get(m["framework"], set())
     results = [s for s in steps if s.type == "tool_result" and s.tool_name not in skip]
     assert sorted(r.tool_name for r in results) == sorted(t["tool"] for t in m["outcome"]["tool_calls"])  # any order
-    recorded = _content_in_spans(name, posted) and _kind(name) != ("autogen", "own")
+    recorded = _tool_io_in_spans(name, posted)
     received = _tool_messages(sqlite_store, sid, steps)
     for result in results:
         failed = m["variant"] == "tool-error" and result.tool_name == "get_time"
