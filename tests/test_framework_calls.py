@@ -201,7 +201,13 @@ def test_nothing_absent_is_shown_as_empty(sqlite_store, name):
 
 @pytest.mark.parametrize(
     "name",
-    ["smolagents-openinference-tool-error", "langgraph-openinference-ok", "autogen-openllmetry-ok", "pydantic-ai-v5-ok"],
+    [
+        "smolagents-openinference-tool-error",
+        "langgraph-openinference-ok",
+        "autogen-openllmetry-ok",
+        "pydantic-ai-v5-ok",
+        "logfire-openai-slow",  # results waiting across batches in otlp_open_calls
+    ],
 )
 def test_calls_read_the_same_on_both_databases(store, name):
     sid, steps, _ = _run(store, name)
