@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 
+from framework_captures import FRAMEWORKS, manifest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from replay_core.ingest.formats import otel
 from replay_core.ingest.formats import otel_attributes as oa
-from replay_core.ingest.formats.otel import Part, Span
+from replay_core.ingest.formats.otel import Part, Span, genai_events
 from replay_core.ingest.formats.otel import conventions as cv
 from replay_core.ingest.formats.otel.calls import results_from_inputs
+from replay_core.ingest.formats.otel.otlp_json import key_values
 
 ROLES = ["system", "user", "assistant", "tool-call", "tool-response"]
 texts = st.text(max_size=20)
@@ -124,3 +127,56 @@ def test_a_result_takes_only_the_text_a_model_received_for_its_call(inputs, resu
         else:
             assert part.fields["content"] == first[call_id][0]
             assert part.fields["metadata"] == {"content_from": {"model_input": first[call_id][1]}}
+
+
+# A chat span as lilypad's OpenAI instrumentation writes it, its messages as GenAI span events: the inline snapshot
+# of its test_tool_message_with_tool_call_id (Mirascope/lilypad, sdks/python/tests/lilypad/_internal/otel/openai/
+# test_instrument.py at e6c4d4112d278f964dea902ed90478fccbc27f35, recorded against the OpenAI API).
+LILYPAD_EVENTS = [
+    ("gen_ai.user.message", {"gen_ai.system": "openai", "content": "What's 2+2?"}),
+    (
+        "gen_ai.assistant.message",
+        {
+            "gen_ai.system": "openai",
+            "tool_calls": '[{"function":{"name":"calculate","arguments":"{\\"expression\\": \\"2+2\\"}"},'
+            '"id":"call_test123","type":"function"}]',
+        },
+    ),
+    ("gen_ai.tool.message", {"gen_ai.system": "openai", "content": "4", "id": "call_test123"}),
+    (
+        "gen_ai.choice",
+        {"gen_ai.system": "openai", "message": '{"role":"assistant","content":"2 + 2 equals 4."}', "index": 0},
+    ),
+]
+
+
+def test_span_events_give_a_model_step_its_messages():
+    span = _span(1)
+    span.name = "chat gpt-4o-mini"
+    span.attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
+    span.events = [{"name": n, "time_ns": 1, "attributes": a} for n, a in LILYPAD_EVENTS]
+    (think,) = [e for e in otel.events_from_spans([span]) if getattr(e, "type", None) == "think"]
+    call = {"id": "call_test123", "type": "function", "function": {"name": "calculate", "arguments": '{"expression": "2+2"}'}}
+    assert think.context == [
+        {"role": "user", "content": "What's 2+2?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_test123", "content": "4"},
+    ]
+    assert think.content == "2 + 2 equals 4."
+    assert "not_recorded" not in think.metadata
+
+
+def test_inference_log_records_give_each_call_what_it_received():
+    """openai-v2's `gen_ai.client.inference.operation.details` records on /v1/logs, read per span as they came."""
+    name = "openai-v2-events-ok"
+    (batch,) = [b for b in manifest(name)["batches"] if b["path"] == "/v1/logs"]
+    doc = json.loads((FRAMEWORKS / name / batch["file"].replace(".pb.gz", ".json")).read_text())  # its OTLP/JSON twin
+    records = [r for rl in doc["resourceLogs"] for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+    assert len(records) == len(manifest(name)["run"]["model_calls"])
+    for record, call in zip(records, manifest(name)["run"]["model_calls"], strict=True):
+        messages, answer, calls = genai_events.event_messages([(record["eventName"], key_values(record["attributes"]))])
+        assert [m["role"] for m in messages] == call["roles_in"]
+        assert (answer, [c["name"] for c in calls]) in (
+            (None, [call["answered"]]),
+            (manifest(name)["outcome"]["final_output"], []),
+        )

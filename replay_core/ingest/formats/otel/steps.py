@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import otel_attributes as oa
-from . import conventions
+from . import conventions, genai_events
 from .calls import EmittedCall, OpenCalls
 from .spans import OVERRIDE, Part, Span
 from .values import ns_time
@@ -46,6 +46,10 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     fields["tokens_in"], fields["tokens_out"] = oa.tokens(a)
     fields["cost_usd"] = oa.cost(a)
     fields["context"] = conventions.wire_messages(oa.input_messages(a))
+    events = [(e["name"], e.get("attributes") or {}) for e in span.events if genai_events.is_genai(e.get("name") or "")]
+    said = genai_events.event_messages(events) if events else (None, None, [])
+    if fields["context"] is None:
+        fields["context"] = said[0]
     images = oa.take_images(fields["context"], "input")
     output = oa.json_value(a.peek("gen_ai.output.messages"))
     images += oa.take_images(output, "output") if isinstance(output, list) else []
@@ -54,6 +58,8 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
         if isinstance(output, list):
             a.values["gen_ai.output.messages"] = output  # without the bytes, if the messages are kept as attributes
     answer, calls = oa.model_output(a)
+    if answer is None and not calls:
+        answer, calls = said[1], said[2]
     fields["content"] = answer
     if span.status == "error":
         error_class, message = failure(span, a)
