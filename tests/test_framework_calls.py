@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from framework_captures import FRAMEWORKS, ORDERS, captures, manifest, post, requests
+from framework_captures import FRAMEWORKS, ORDERS, Posted, captures, manifest, post, requests
 
 from replay_core.ingest.formats import otel
+from replay_core.storage.store import Store
 from replay_core.understand.snapshot import state_at
 from replay_core.understand.timeline import open_timeline
 from replay_core.whatif.recording import Recording
@@ -63,12 +66,50 @@ def _ordered_params() -> list:
     return out
 
 
-def _run(store, name: str, order: str = "captured"):
-    """The run a capture became (its set-up traces aside), its steps and what posting left unsent."""
+@dataclass(frozen=True)
+class Read:
+    """What posting one capture in one order stored, read once and shared by the tests (which only read it)."""
+
+    steps: list  # the run's steps (set-up traces aside)
+    posted: Posted
+    every_step: list  # every session's steps
+    shown: dict  # per model step's seq: its Snapshot at that step
+    replayed: dict  # per model step's seq: the messages a replay from there sends first
+
+
+def _read(store, name: str, order: str = "captured") -> Read:
     posted = post(store, name, order, seed=7)
-    sessions = [sid for sid in store.session_ids() if any(s.type != "span" for s in store.load_steps(sid))]
-    assert len(sessions) == 1, sessions
-    return sessions[0], store.load_steps(sessions[0]), posted
+    by_session = {sid: store.load_steps(sid) for sid in store.session_ids()}
+    runs = [sid for sid, steps in by_session.items() if any(s.type != "span" for s in steps)]
+    assert len(runs) <= 1, runs
+    steps = by_session[runs[0]] if runs else []
+    shown, replayed = {}, {}
+    if runs:
+        timeline = open_timeline(store, runs[0])
+        for step in (s for s in steps if s.type == "think"):
+            shown[step.seq] = state_at(timeline, step.seq, store)
+            replayed[step.seq] = Recording(timeline, store, step.seq, step.seq).messages([])
+    every = [s for steps_of in by_session.values() for s in steps_of]
+    return Read(steps, posted, every, shown, replayed)
+
+
+@pytest.fixture(scope="module")
+def read(tmp_path_factory, sqlite_template):
+    """`read(name, order)`: the capture posted to a SQLite store of its own, once per module."""
+    done: dict[tuple[str, str], Read] = {}
+
+    def get(name: str, order: str = "captured") -> Read:
+        if (name, order) not in done:
+            path = tmp_path_factory.mktemp("capture") / "replay.db"
+            shutil.copyfile(sqlite_template, path)
+            store = Store(f"sqlite:///{path}")
+            try:
+                done[(name, order)] = _read(store, name, order)
+            finally:
+                store.close()
+        return done[(name, order)]
+
+    return get
 
 
 def _kind(name: str) -> tuple[str, str]:
@@ -90,8 +131,9 @@ def _text(content) -> str:
 
 
 @pytest.mark.parametrize("name", _params())
-def test_tool_calls_carry_the_arguments_the_model_asked_for(sqlite_store, name):
-    _, steps, posted = _run(sqlite_store, name)
+def test_tool_calls_carry_the_arguments_the_model_asked_for(read, name):
+    run = read(name)
+    steps, posted = run.steps, run.posted
     skip = ANSWER_TOOLS.get(manifest(name)["framework"], set())
     calls = [s for s in steps if s.type == "tool_call" and s.tool_name not in skip]
     expected = manifest(name)["outcome"]["tool_calls"]
@@ -126,14 +168,15 @@ def test_a_later_batch_restores_a_result_its_model_input_holds(name):
 
 
 @pytest.mark.parametrize(("name", "order"), _ordered_params())
-def test_each_tool_result_is_its_text(sqlite_store, name, order):
-    sid, steps, posted = _run(sqlite_store, name, order)
+def test_each_tool_result_is_its_text(read, name, order):
+    run = read(name, order)
+    steps, posted = run.steps, run.posted
     m = manifest(name)
     skip = ANSWER_TOOLS.get(m["framework"], set())
     results = [s for s in steps if s.type == "tool_result" and s.tool_name not in skip]
     assert sorted(r.tool_name for r in results) == sorted(t["tool"] for t in m["outcome"]["tool_calls"])  # any order
     recorded = _tool_io_in_spans(name, posted)
-    received = _tool_messages(sqlite_store, sid, steps)
+    received = {m["tool_call_id"]: m["content"] for shown in run.shown.values() for m in shown.context if m["role"] == "tool"}
     for result in results:
         failed = m["variant"] == "tool-error" and result.tool_name == "get_time"
         if failed:  # the error the tool raised, or the text the framework handed the model in its place
@@ -147,31 +190,18 @@ def test_each_tool_result_is_its_text(sqlite_store, name, order):
         assert result.content == m["outcome"]["final_output"]
 
 
-def _tool_messages(store, sid: str, steps) -> dict[str, str]:
-    """Tool messages the run's model calls received, by call id."""
-    timeline = open_timeline(store, sid)
-    out: dict[str, str] = {}
-    for step in steps:
-        if step.type == "think":
-            for message in state_at(timeline, step.seq, store).context:
-                if message.get("role") == "tool":
-                    out[message["tool_call_id"]] = message["content"]
-    return out
-
-
 @pytest.mark.parametrize("name", _params())
-def test_the_context_at_each_model_step_is_what_that_call_received(sqlite_store, name):
-    sid, steps, posted = _run(sqlite_store, name)
+def test_the_context_at_each_model_step_is_what_that_call_received(read, name):
+    run = read(name)
     calls = manifest(name)["run"]["model_calls"]
-    thinks = [s for s in steps if s.type == "think"]
+    thinks = [s for s in run.steps if s.type == "think"]
     if _kind(name) in NO_MODEL_SPANS:
         assert thinks == []  # no model call is claimed where the spans hold none
         return
     assert len(thinks) == len(calls)
-    timeline = open_timeline(sqlite_store, sid)
     for step, call in zip(thinks, calls, strict=True):
-        shown = state_at(timeline, step.seq, sqlite_store)
-        if not _content_in_spans(name, posted):
+        shown = run.shown[step.seq]
+        if not _content_in_spans(name, run.posted):
             assert step.context is None and step.metadata["not_recorded"] == ["context"]
             assert shown.context_source == "rebuilt"  # said to be rebuilt from the steps, not recorded
             continue
@@ -181,14 +211,13 @@ def test_the_context_at_each_model_step_is_what_that_call_received(sqlite_store,
         assert _text(messages[-1].get("content"))[:120] == call["last_message_start"]
         assert len(servers._tool_results(messages)) == call["tool_results_seen"]
         assert all(isinstance(m.get("content"), str) for m in messages if m["role"] == "tool")
-        assert Recording(timeline, sqlite_store, step.seq, step.seq).messages([]) == messages  # what a replay sends
+        assert run.replayed[step.seq] == messages  # what a replay from there sends
 
 
 @pytest.mark.parametrize("name", captures())
-def test_nothing_absent_is_shown_as_empty(sqlite_store, name):
+def test_nothing_absent_is_shown_as_empty(read, name):
     """A step whose spans lacked a field has it empty and listed in `not_recorded`; none says "null" or "None"."""
-    post(sqlite_store, name)
-    for step in (s for sid in sqlite_store.session_ids() for s in sqlite_store.load_steps(sid)):
+    for step in read(name).every_step:
         assert step.content not in ("null", "None", "")
         missing = (step.metadata or {}).get("not_recorded", [])
         for field in missing:
@@ -210,11 +239,10 @@ def test_nothing_absent_is_shown_as_empty(sqlite_store, name):
     ],
 )
 def test_calls_read_the_same_on_both_databases(store, name):
-    sid, steps, _ = _run(store, name)
-    calls = [(s.tool_name, s.tool_args) for s in steps if s.type == "tool_call" and s.tool_name != "final_answer"]
+    run = _read(store, name)
+    calls = [(s.tool_name, s.tool_args) for s in run.steps if s.type == "tool_call" and s.tool_name != "final_answer"]
     assert calls == [(t["tool"], t["args"]) for t in manifest(name)["outcome"]["tool_calls"]]
-    timeline = open_timeline(store, sid)
-    roles = [[m["role"] for m in state_at(timeline, s.seq, store).context] for s in steps if s.type == "think"]
+    roles = [[m["role"] for m in shown.context] for shown in run.shown.values()]
     assert roles == [c["roles_in"] for c in manifest(name)["run"]["model_calls"]]
 
 
@@ -225,10 +253,10 @@ def test_every_capture_is_checked():
 @pytest.mark.parametrize(
     "name", [n for n in captures() if n.startswith(("logfire-openai-", "openai-agents-")) and not n.endswith("-slow")]
 )
-def test_agent_model_and_tool_spans_read_as_such(sqlite_store, name):
+def test_agent_model_and_tool_spans_read_as_such(read, name):
     """Logfire's spans named by template (`execute_tool {tool_name}`) and OpenAI Agents' nested workflow spans:
     model and tool steps under the agent's step, which names them."""
-    _, steps, _ = _run(sqlite_store, name)
+    steps = read(name).steps
     by_id = {s.event_id: s for s in steps}
 
     def chain(step):
@@ -253,10 +281,10 @@ def test_agent_model_and_tool_spans_read_as_such(sqlite_store, name):
         ("smolagents-openinference-ok", '"sanitize_inputs_outputs": true', None),
     ],
 )
-def test_what_the_tool_span_recorded_is_kept_beside_what_was_read(sqlite_store, name, raw_input, raw_output):
+def test_what_the_tool_span_recorded_is_kept_beside_what_was_read(read, name, raw_input, raw_output):
     """Arguments taken from the model's call, or a result taken out of a serialised message: the span's own
     input and output stay in the step's metadata."""
-    _, steps, _ = _run(sqlite_store, name)
+    steps = read(name).steps
     call = next(s for s in steps if s.type == "tool_call" and s.tool_name == "get_weather")
     assert call.tool_args == {"city": "Paris"}
     kept = call.metadata["attributes"]
