@@ -284,9 +284,10 @@ def openai_messages(message: dict) -> list[dict]:
         if kind == "text":
             texts.append(part.get("content") or "")
         elif kind == TOOL_CALL_PART:
-            calls.append(_openai_call(part.get("id"), part.get("name"), part.get("arguments")))
+            calls.append(openai_call(part.get("id"), part.get("name"), part.get("arguments")))
         elif kind == TOOL_RESPONSE_PART:
-            responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": text(part.get("response"))})
+            answer = part.get("response", part.get("result"))  # Pydantic AI writes `result`
+            responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": text(answer)})
         else:
             others.append(part)
     out: list[dict] = []
@@ -318,7 +319,8 @@ def genai_message(message: dict) -> dict:
     return {"role": role, "parts": parts} | extra
 
 
-def _openai_call(call_id: Any, name: Any, arguments: Any) -> dict:
+def openai_call(call_id: Any, name: Any, arguments: Any) -> dict:
+    """An OpenAI chat tool call; arguments written as text are kept as written."""
     args = arguments if isinstance(arguments, str) or arguments is None else text(arguments)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
 
@@ -328,7 +330,7 @@ def _flat_genai_message(item: dict) -> list[dict]:
     msg: dict[str, Any] = {"role": item.get("role"), "content": item.get("content")}
     calls = split_indexed(item, "tool_calls")
     if calls:
-        msg["tool_calls"] = [_openai_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
+        msg["tool_calls"] = [openai_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
     if item.get("tool_call_id") is not None:
         msg["tool_call_id"] = item["tool_call_id"]
     return [msg]
@@ -346,7 +348,7 @@ def _flat_openinference_message(item: dict) -> list[dict]:
     calls = split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
     if calls:
         msg["tool_calls"] = [
-            _openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
+            openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
             for c in calls
         ]
     for key in ("tool_call_id", "name"):
@@ -364,11 +366,11 @@ def model_output(attrs: Attrs) -> tuple[str | None, list[dict]]:
     decoded = json_value(raw) if isinstance(raw, str) else raw
     if isinstance(decoded, list):
         attrs.use("gen_ai.output.messages")
-        return _from_messages([m for item in decoded if isinstance(item, dict) for m in openai_messages(item)])
+        return answer_and_calls([m for item in decoded if isinstance(item, dict) for m in openai_messages(item)])
     for prefix, read in (("gen_ai.completion", _flat_genai_message), ("llm.output_messages", _flat_openinference_message)):
         items = attrs.indexed(prefix)
         if items:
-            return _from_messages([m for item in items for m in read(item)])
+            return answer_and_calls([m for item in items for m in read(item)])
     key, value, was_json = exporter_output(attrs)
     if value is None:
         value = attrs.get("gen_ai.completion", "output.value")
@@ -394,7 +396,7 @@ def output_value(value: Any, maybe_json: bool) -> tuple[str | None, list[dict]]:
         return None, []
     decoded = json_value(value) if maybe_json and isinstance(value, str) else value
     if isinstance(decoded, list) and decoded and all(isinstance(c, dict) and _call_name(c) for c in decoded):
-        return None, [_call(c) for c in decoded]
+        return None, [emitted_call(c) for c in decoded]
     if isinstance(decoded, dict):
         found = _from_generation(decoded)
         if found is not None:
@@ -409,12 +411,13 @@ def _from_generation(value: dict) -> tuple[str | None, list[dict]] | None:
     content = message.get("content", value.get("text"))
     if not calls and not isinstance(content, str):
         return None
-    return (content or None) if isinstance(content, str) else None, [_call(c) for c in calls or [] if isinstance(c, dict)]
+    return (content or None) if isinstance(content, str) else None, [emitted_call(c) for c in calls or [] if isinstance(c, dict)]
 
 
-def _from_messages(messages: list[dict]) -> tuple[str | None, list[dict]]:
+def answer_and_calls(messages: list[dict]) -> tuple[str | None, list[dict]]:
+    """The text and tool calls of a model's output messages (OpenAI chat shape)."""
     texts = [m["content"] for m in messages if isinstance(m.get("content"), str)]
-    calls = [_call(c) for m in messages for c in m.get("tool_calls") or []]
+    calls = [emitted_call(c) for m in messages for c in m.get("tool_calls") or []]
     return ("\n".join(texts) if texts else None), calls
 
 
@@ -423,7 +426,9 @@ def _call_name(call: dict) -> Any:
     return call.get("name") or call.get("tool.name") or fn.get("name")
 
 
-def _call(call: dict) -> dict:
+def emitted_call(call: dict) -> dict:
+    """A tool call in any of the shapes written ({name, arguments}, OpenAI's {function: …}, OpenInference's) as
+    {id, name, arguments decoded}."""
     fn = as_object(call.get("function"))
     args = next((call[k] for k in ("arguments", "tool.args", "args", "input") if k in call), fn.get("arguments"))
     return {"id": call.get("id") or call.get("tool_call_id"), "name": _call_name(call), "arguments": tool_arguments(args)}
@@ -444,14 +449,16 @@ def tool_call_id(attrs: Attrs) -> str | None:
     return None if value is None else str(value)
 
 
+TOOL_ARGS = ("gen_ai.tool.call.arguments", "gen_ai.tool.args", "tool_arguments", "input.value", "traceloop.entity.input")
+
+
 def tool_args(attrs: Attrs) -> Any:
-    raw = attrs.get("gen_ai.tool.call.arguments", "gen_ai.tool.args", "input.value", "traceloop.entity.input")
-    return tool_arguments(raw)
+    return tool_arguments(attrs.get(*TOOL_ARGS))
 
 
 def tool_result(attrs: Attrs) -> str | None:
     """The tool's answer as text; an exporter's JSON-encoded string is decoded once."""
-    value = attrs.get("gen_ai.tool.call.result")
+    value = attrs.get("gen_ai.tool.call.result", "tool_response")  # `tool_response`: Pydantic AI's oldest format
     if value is not None:
         return text(value)
     _, value, was_json = exporter_output(attrs)

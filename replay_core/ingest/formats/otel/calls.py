@@ -2,9 +2,10 @@
 
 A model span lists the calls it emitted; a tool span answers one of them (same call id, else the
 same name and arguments, else the same name), and the two become one tool_call step. A call no
-tool span answers is a step of its own. For OTLP arriving in batches a `Ledger` carries what
-earlier batches of the same traces left open, so a later batch can still answer them
-(ingest/otlp_receiver.py keeps it in the Store).
+tool span answers is a step of its own. A tool span that records no result (OpenLLMetry's, a
+Logfire span around a tool) gets it from a model call's input: the tool message answering its
+call id. For OTLP arriving in batches a `Ledger` carries what earlier batches of the same traces
+left open, so a later batch can still answer them (ingest/otlp_receiver.py keeps it in the Store).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....events import StepEvent
-from .spans import Span
+from .spans import Part, Span
+from .values import ns_time
+
+RESULT = "result"  # the ledger side of a tool result stored without its text
 
 
 @dataclass
@@ -32,7 +36,8 @@ class EmittedCall:
 @dataclass
 class PriorCall:
     """What an earlier batch of a trace left unanswered: a call a model emitted (`side` "call", stored as
-    its `call.N` step) or a tool execution no call matched (`side` "tool", stored as its tool_call step)."""
+    its `call.N` step), a tool execution no call matched (`side` "tool", stored as its tool_call step)
+    or a tool result stored without its text (`side` "result", `arguments` what else its step holds)."""
 
     trace_id: str
     side: str
@@ -121,3 +126,77 @@ class OpenCalls:
             found.matched = True
             self.open.remove(found)
         return found
+
+
+def _answers(parts: list[Part]) -> dict[str, tuple[str, Part]]:
+    """Tool messages in model calls' inputs, by call id: (text, the model call's part)."""
+    found: dict[str, tuple[str, Part]] = {}
+    for part in parts:
+        context = part.fields.get("context") if part.fields.get("type") in ("think", "error") else None
+        for message in context if isinstance(context, list) else ():
+            call_id, content = message.get("tool_call_id"), message.get("content")
+            if message.get("role") == "tool" and isinstance(call_id, str) and isinstance(content, str):
+                found.setdefault(call_id, (content, part))
+    return found
+
+
+def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
+    """Fill tool results whose span records none from the tool message a model call received for the same call
+    id (`metadata.content_from` names that model step), in this batch or, with a `ledger`, in a later one: a
+    result stored without its text is then replaced by one with it (returned, for the caller to add).
+
+    A result waits in the ledger only where this batch's model calls record their input (else no later one will
+    either: openai-v2's default conventions, AutoGen's own spans), so the ledger holds at most the results of
+    the last batch's tools."""
+    traces = dict.fromkeys(p.span.trace_id for p in parts)
+    waiting = [p for t in traces for p in ledger.prior.get(t, ()) if p.side == RESULT] if ledger else []
+    bare = [
+        p
+        for p in parts
+        if p.fields.get("type") == "tool_result" and p.fields.get("content") is None and p.fields.get("tool_call_id")
+    ]
+    if not bare and not waiting:
+        return []
+    answers = _answers(parts)
+    inputs_recorded = any(isinstance(p.fields.get("context"), list) for p in parts)
+    for part in bare:
+        found = answers.get(part.fields["tool_call_id"])
+        if found is not None:
+            part.fields["content"] = found[0]
+            part.fields["metadata"] = {"content_from": {"model_input": found[1].span.span_id}}
+        elif ledger is not None and inputs_recorded:
+            ledger.opened.append(_waiting(part))
+    if ledger is None:
+        return []
+    replacements = []
+    for stored in waiting:
+        found = answers.get(stored.call_id or "")
+        if found is not None:
+            replacements.append(_replacement(stored, *found))
+            ledger.consumed.append(stored)
+    return replacements
+
+
+def _waiting(part: Part) -> PriorCall:
+    """A tool result stored without its text, with what its step holds, so a later batch can restore it whole."""
+    span, fields = part.span, part.fields
+    parent = span.up
+    kept = {k: fields.get(k) for k in ("duration_ms", "tool_name", "agent_id")}
+    kept["parent_id"] = parent.span_id if parent is not None else span.parent_id
+    name, call_id = fields.get("tool_name"), fields["tool_call_id"]
+    return PriorCall(span.trace_id, RESULT, f"{span.span_id}.result", name, call_id, kept, part.t_ns)
+
+
+def _replacement(waiting: PriorCall, text: str, model: Part) -> Part:
+    """The stored result `waiting` stands for, now with the text the `model` call received (kept at its seq)."""
+    kept = waiting.arguments if isinstance(waiting.arguments, dict) else {}
+    fields = {
+        "type": "tool_result",
+        "event_id": waiting.event_id,
+        "timestamp": ns_time(waiting.t_ns),
+        "tool_call_id": waiting.call_id,
+        "content": text,
+        "metadata": {"content_from": {"model_input": model.span.span_id}},
+        **kept,
+    }
+    return Part(model.span, "result", fields, waiting.t_ns, True, replaces=waiting.event_id)

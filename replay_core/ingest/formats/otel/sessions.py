@@ -20,11 +20,11 @@ from pydantic import ValidationError
 from ....events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, fast_step
 from .. import otel_attributes as oa
 from ..reader import BadRecord, Event
-from . import answers
-from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before
+from . import answers, conventions
+from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before, results_from_inputs
 from .ordering import SpanTrees, place, start_key
 from .spans import OVERRIDE, SESSION_OVERRIDE, Part, Span
-from .steps import emitted_call_part, model_part, other_part, step_metadata, tool_parts
+from .steps import emitted_call_part, model_part, not_recorded, other_part, step_metadata, tool_parts
 from .values import ns_time
 
 StepRows = Callable[[dict[str, Any]], Any]  # a step's fields → what to store for it, or None (its StepEvent then)
@@ -92,10 +92,13 @@ def _read_session(draft: SessionDraft) -> None:
         values = span.attributes
         a = span.attrs = oa.Attrs(values)
         if values:
+            span.name = conventions.filled_name(span.name, values)
             kind = oa.span_class(a)
+            if kind == oa.OTHER:
+                kind = conventions.kind_from_name(span.name) or kind
             if oa.conversation_id(values) == sid:
                 a.use("gen_ai.conversation.id", "session.id")
-            own = oa.agent_name(a)
+            own = oa.agent_name(a) or (conventions.agent_from_name(span.name) if kind == oa.AGENT else None)
         else:  # a bare span (most of a big structural trace): no attribute to read
             kind, own = oa.OTHER, None
         span.kind = kind
@@ -140,6 +143,7 @@ def _read_session(draft: SessionDraft) -> None:
                     span.start_ns,
                 )
             )
+    draft.parts += results_from_inputs(draft.parts, ledger)
     for part in draft.parts:
         part.fields.setdefault("agent_id", part.span.agent)
     model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
@@ -162,10 +166,13 @@ def _read_session(draft: SessionDraft) -> None:
             draft.parts.append(emitted_call_part(model, c))
     _session_fields(draft, model_usage)
     for part in draft.parts:
+        missing = not_recorded(part.fields)  # an `agent_replay.*` override, applied later, has the last word
         if part.role == "step":
             meta = step_metadata(part.span, _attrs(part.span))
             images = part.fields.pop("attachments", None)
             part.fields["metadata"] = meta | {"attachments": images} if images else meta
+        if missing:
+            part.fields.setdefault("metadata", {})["not_recorded"] = missing
     answers.price(draft.parts)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import otel_attributes as oa
+from . import conventions, genai_events
 from .calls import EmittedCall, OpenCalls
 from .spans import OVERRIDE, Part, Span
 from .values import ns_time
@@ -44,7 +45,11 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     fields["model"] = oa.model_name(a)
     fields["tokens_in"], fields["tokens_out"] = oa.tokens(a)
     fields["cost_usd"] = oa.cost(a)
-    fields["context"] = oa.input_messages(a)
+    fields["context"] = conventions.wire_messages(oa.input_messages(a))
+    events = [(e["name"], e.get("attributes") or {}) for e in span.events if genai_events.is_genai(e.get("name") or "")]
+    said = genai_events.event_messages(events) if events else (None, None, [])
+    if fields["context"] is None:
+        fields["context"] = said[0]
     images = oa.take_images(fields["context"], "input")
     output = oa.json_value(a.peek("gen_ai.output.messages"))
     images += oa.take_images(output, "output") if isinstance(output, list) else []
@@ -53,6 +58,8 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
         if isinstance(output, list):
             a.values["gen_ai.output.messages"] = output  # without the bytes, if the messages are kept as attributes
     answer, calls = oa.model_output(a)
+    if answer is None and not calls:
+        answer, calls = said[1], said[2]
     fields["content"] = answer
     if span.status == "error":
         error_class, message = failure(span, a)
@@ -64,11 +71,20 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
 def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part], EmittedCall | None]:
     """A tool execution's tool_call and tool_result steps, and the emitted call it answers (its id and arguments
     fill in what the tool span lacks)."""
-    name, call_id, args = oa.tool_name(a, span.name), oa.tool_call_id(a), oa.tool_args(a)
-    match = emitted.answer(span, name, call_id, args)
+    name, call_id, raw = oa.tool_name(a, span.name), oa.tool_call_id(a), oa.tool_args(a)
+    args = conventions.unwrap_arguments(raw)
+    match = emitted.answer(span, name, call_id, None if conventions.positional(args) else args)
     if match is not None:
         call_id = call_id or match.call["id"]
-        args = args if args is not None else match.call["arguments"]
+        asked = match.call["arguments"]
+        if args is None or (conventions.positional(args) and asked is not None):
+            args = asked  # what the model asked for, where the tool span's input does not name the parameters
+    if args is not raw:
+        a.used.difference_update(oa.TOOL_ARGS)  # the span's own input, kept in the step's metadata
+    output = oa.tool_result(a)
+    content = conventions.message_text(output)
+    if content is not output:
+        a.used.discard("output.value")  # the whole serialised message, kept in the step's metadata
     call = {
         "type": "tool_call",
         "timestamp": ns_time(span.start_ns),
@@ -85,7 +101,7 @@ def tool_parts(span: Span, a: oa.Attrs, emitted: OpenCalls) -> tuple[list[Part],
         "duration_ms": _duration(span),
         "tool_name": name,
         "tool_call_id": call_id,
-        "content": oa.tool_result(a),
+        "content": content,
     }
     if span.status == "error":
         error_class, message = failure(span, a)
@@ -139,3 +155,16 @@ def step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
         if leftover:
             out["attributes"] = leftover
     return out
+
+
+def not_recorded(fields: dict[str, Any]) -> list[str]:
+    """The fields of a step that its spans did not carry (left empty, never guessed): a tool call's arguments,
+    a tool's result, a model call's input messages."""
+    kind = fields.get("type")
+    if kind == "tool_call":
+        return ["tool_args"] if fields.get("tool_args") is None else []
+    if kind == "tool_result":
+        return ["content"] if fields.get("content") is None else []
+    if kind == "think":
+        return ["context"] if fields.get("context") is None else []
+    return []
