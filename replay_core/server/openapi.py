@@ -199,6 +199,19 @@ _OTLP_JSON = {
     "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
 }
 _OBJECT = {"type": "object", "additionalProperties": True}
+_OTLP_ANSWER = {"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}}
+
+
+def _otlp_body(json_schema: dict) -> dict:
+    """An OTLP/HTTP export request: protobuf or its JSON encoding."""
+    return {
+        "required": True,
+        "content": {
+            "application/x-protobuf": {"schema": {"type": "string", "contentEncoding": "binary"}},
+            "application/json": {"schema": json_schema},
+        },
+    }
+
 
 OPERATIONS: dict[tuple[str, str], Op] = {
     ("GET", "/healthz"): Op("Is the app up, and can it write?", "Health", tag="service"),
@@ -282,14 +295,16 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("POST", "/v1/traces"): Op(
         "OTLP/HTTP traces from any OpenTelemetry exporter: a trace is one run whatever batches it comes in.",
         None,
-        body={
-            "required": True,
-            "content": {
-                "application/x-protobuf": {"schema": {"type": "string", "contentEncoding": "binary"}},
-                "application/json": {"schema": _OTLP_JSON},
-            },
-        },
-        media={"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}},
+        body=_otlp_body(_OTLP_JSON),
+        media=_OTLP_ANSWER,
+        tag="otlp",
+    ),
+    ("POST", "/api/public/otel/v1/traces"): Op(
+        "The Langfuse SDK's traces (LANGFUSE_HOST set to this app): OTLP/HTTP, gzipped or not, read as /v1/traces "
+        "reads them; its key pair as Basic auth (the secret key is an API token).",
+        None,
+        body=_otlp_body(_OTLP_JSON),
+        media=_OTLP_ANSWER,
         tag="otlp",
     ),
     ("POST", "/api/v1/datasets"): Op(

@@ -1,4 +1,5 @@
-"""Writes: open a run, add steps, end it, attach a screenshot, and OTLP/HTTP traces (`/v1/traces`).
+"""Writes: open a run, add steps, end it, attach a screenshot, and OTLP/HTTP traces (`/v1/traces`, and the
+Langfuse SDK's own path for them, `/api/public/otel/v1/traces`, where it sends its key pair as Basic auth).
 
 Bodies are native contract objects; every write needs a bearer token, is validated whole before
 anything is stored (one bad item refuses the batch, naming `steps[3].type`), then redacted and
@@ -28,6 +29,7 @@ from ..validation import parse_event, parse_events, step_items
 
 SOURCE = "http"
 OTLP_MEDIA = ("application/x-protobuf", "application/protobuf", "application/json")
+LANGFUSE_TRACES = "/api/public/otel/v1/traces"  # where the Langfuse SDK exports to, under LANGFUSE_HOST
 
 
 class IngestRoutes:
@@ -56,6 +58,7 @@ class IngestRoutes:
             Route(f"{API_PREFIX}/sessions/{sid}/steps", writes(self.add_steps), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions/{sid}/end", writes(self.end_session), methods=["POST"]),
             Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
+            Route(LANGFUSE_TRACES, writes(self.otlp_traces), methods=["POST"]),
         ]
 
     async def _ingest(self, events: list, request: Request) -> Response:
@@ -113,7 +116,7 @@ class IngestRoutes:
         return await self._ingest([event], request)
 
     async def otlp_traces(self, request: Request) -> Response:
-        """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter."""
+        """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter; the Langfuse SDK's too."""
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";", 1)[0].strip().lower()
         if media not in OTLP_MEDIA:
