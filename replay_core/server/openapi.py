@@ -321,6 +321,14 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         media=_OTLP_ANSWER,
         tag="otlp",
     ),
+    ("POST", "/v1/logs"): Op(
+        "OTLP/HTTP logs: GenAI events (a model call's messages sent as log records, events mode) joined to the spans "
+        "they name, whichever arrives first; other records counted and ignored.",
+        None,
+        body=_otlp_body({"type": "object", "description": "ExportLogsServiceRequest, OTLP/JSON encoding"}),
+        media=_OTLP_ANSWER,
+        tag="otlp",
+    ),
     ("GET", "/info"): Op(
         "For the LangSmith SDK (LANGSMITH_ENDPOINT set to this app): how to send runs (multipart, uncompressed).",
         None,

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...ingest import otlp_worker
+from ...ingest.otlp_logs import receive_logs
 from ...ingest.pipeline import IngestReport, ingest
 from ...storage.actor import INGEST
 from ...storage.worker import WRITE_LANES, JoinedWrites, JoiningStore, OffloadedWrites
@@ -59,6 +60,7 @@ class IngestRoutes:
             Route(f"{API_PREFIX}/sessions/{sid}/end", writes(self.end_session), methods=["POST"]),
             Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
             Route(LANGFUSE_TRACES, writes(self.otlp_traces), methods=["POST"]),
+            Route("/v1/logs", writes(self.otlp_logs), methods=["POST"]),
         ]
 
     async def _ingest(self, events: list, request: Request) -> Response:
@@ -129,4 +131,20 @@ class IngestRoutes:
         # An empty ExportTraceServiceResponse: full success, in the encoding of the request.
         if media == "application/json":
             return Response(b"{}", media_type="application/json")
+        return Response(b"", media_type="application/x-protobuf")
+
+    async def otlp_logs(self, request: Request) -> Response:
+        """POST /v1/logs: OTLP/HTTP logs; GenAI events (message content in events mode) joined to their spans."""
+        content_type = request.headers.get("content-type", "")
+        media = content_type.split(";", 1)[0].strip().lower()
+        if media not in OTLP_MEDIA:
+            raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
+        data = await body_bytes(request, self.api.max_body)
+        try:
+            account = await run_in_threadpool(receive_logs, self.api.store(), data, content_type)
+        except ValueError as exc:
+            raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
+        # An ExportLogsServiceResponse: full success, in the encoding of the request (JSON also says what was used).
+        if media == "application/json":
+            return json_response(account)
         return Response(b"", media_type="application/x-protobuf")
