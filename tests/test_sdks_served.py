@@ -16,12 +16,16 @@ AGENT = REPO / "scripts" / "capture_sdks" / "sdk_agents.py"
 ANSWER = "In Paris it is sunny and 21 °C, and the local time is 14:05."
 
 
-def _run_agent(sdk: str, model: OpenAIServer, **env: str) -> str:
-    model.script(
+def _run_agent(sdk: str, model: OpenAIServer, delay_s: float = 0.0, **env: str) -> str:
+    """The agent's run; each model call held `delay_s`, to spread the run over several of the SDK's batches."""
+    replies = [
         model.tool_calls(("get_weather", {"city": "Paris"}), usage=(120, 11)),
         model.tool_calls(("get_time", {"city": "Paris"}), usage=(220, 12)),
         model.text(ANSWER, usage=(320, 13)),
-    )
+    ]
+    for reply in replies:
+        reply.delay_s = delay_s
+    model.script(*replies)
     done = subprocess.run(
         [sys.executable, str(AGENT), sdk],
         env={**os.environ, "OPENAI_BASE_URL": model.base_url, **env},
@@ -46,7 +50,7 @@ def test_langfuse_sdk_with_langfuse_host_here(store):
             LANGFUSE_HOST=base,
             LANGFUSE_PUBLIC_KEY="pk-lf-agent-replay",
             LANGFUSE_SECRET_KEY=TOKEN,  # the secret key is an API token of the app
-            MODEL_DELAY="0.6",
+            delay_s=0.6,
             OTEL_BSP_SCHEDULE_DELAY="300",  # the Langfuse exporter's batch delay: the run comes in several batches
         )
     assert answer == ANSWER
@@ -74,7 +78,7 @@ def test_langsmith_sdk_with_langsmith_endpoint_here(store):
             LANGSMITH_ENDPOINT=base,
             LANGSMITH_API_KEY=TOKEN,
             LANGSMITH_TRACING="true",
-            MODEL_DELAY="0.6",  # the root's start and end go in different requests
+            delay_s=0.6,  # the root's start and end go in different requests
         )
     assert answer == ANSWER
     run, steps = _the_run(store)

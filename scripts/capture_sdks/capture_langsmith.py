@@ -5,7 +5,7 @@ its run batches, byte for byte, into tests/fixtures/langsmith/<endpoint>-<varian
 by --python, default this one, which needs the `langsmith` and `openai` pinned in requirements-dev.txt).
 The collector answers /info as the SDK's server would: `batch` says `use_multipart_endpoint: false` (the
 SDK then posts JSON `{"post": [...], "patch": [...]}` to /runs/batch), `multipart` says true (it posts
-multipart/form-data to /runs/multipart). Each model call is held MODEL_DELAY seconds, so the root run's
+multipart/form-data to /runs/multipart). The scripted model holds each call `--delay` seconds, so the root run's
 start (its `post` half) is sent before its end (its `patch` half). The model is the scripted one of
 scripts/capture_frameworks/servers.py; the API key is a placeholder and is not kept.
 """
@@ -68,13 +68,12 @@ def serve_collector(multipart: bool) -> tuple[ThreadingHTTPServer, list[dict]]:
 
 
 def capture(python: str, endpoint: str, variant: str, delay: float) -> Path:
-    model = serve_model(ScriptedModel())
+    model = serve_model(ScriptedModel(delay_seconds=delay))
     collector, kept = serve_collector(endpoint == "multipart")
     env = dict(
         os.environ,
         OPENAI_BASE_URL=f"http://127.0.0.1:{model.server_port}/v1",
-        VARIANT=variant,
-        MODEL_DELAY=str(delay),
+        CAPTURE_VARIANT=variant,
         LANGSMITH_ENDPOINT=f"http://127.0.0.1:{collector.server_port}",
         LANGSMITH_API_KEY="capture-placeholder",
         LANGSMITH_TRACING="true",

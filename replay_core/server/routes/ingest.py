@@ -117,13 +117,17 @@ class IngestRoutes:
         await self.api.session_or_404(sid)
         return await self._ingest([event], request)
 
-    async def otlp_traces(self, request: Request) -> Response:
-        """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter; the Langfuse SDK's too."""
+    async def _otlp_body(self, request: Request) -> tuple[str, str, bytes]:
+        """(content type, its media type, the body unpacked) of an OTLP/HTTP request; 415 for another encoding."""
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";", 1)[0].strip().lower()
         if media not in OTLP_MEDIA:
             raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
-        data = await body_bytes(request, self.api.max_body)
+        return content_type, media, await body_bytes(request, self.api.max_body)
+
+    async def otlp_traces(self, request: Request) -> Response:
+        """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter; the Langfuse SDK's too."""
+        content_type, media, data = await self._otlp_body(request)
         try:  # reading, mapping and storing off the event loop (a big body in the worker process): /healthz keeps answering
             await run_in_threadpool(otlp_worker.receive, self.api.store(), data, content_type)
         except ValueError as exc:
@@ -135,11 +139,7 @@ class IngestRoutes:
 
     async def otlp_logs(self, request: Request) -> Response:
         """POST /v1/logs: OTLP/HTTP logs; GenAI events (message content in events mode) joined to their spans."""
-        content_type = request.headers.get("content-type", "")
-        media = content_type.split(";", 1)[0].strip().lower()
-        if media not in OTLP_MEDIA:
-            raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
-        data = await body_bytes(request, self.api.max_body)
+        content_type, media, data = await self._otlp_body(request)
         try:
             account = await run_in_threadpool(receive_logs, self.api.store(), data, content_type)
         except ValueError as exc:
