@@ -94,6 +94,26 @@ def test_a_traced_run_is_stored_whole_once_its_root_ends(client, store, capture,
         assert (failed.status, failed.content, run["outcome"]) == ("ok", "14:05 (CET) in Paris", ANSWER_OK)
 
 
+def test_zstd_multipart_as_the_sdk_sends_it_with_zstandard_installed(client, store):
+    import zstandard
+
+    assert client.get("/info").json()["instance_flags"]["zstd_compression_enabled"] is True
+    for path, content_type, body in _requests("multipart-ok"):
+        packed = zstandard.ZstdCompressor().compress(body)
+        res = client.post(
+            path, content=packed, headers={"x-api-key": TOKEN, "content-type": content_type, "content-encoding": "zstd"}
+        )
+        assert res.status_code == 200, res.text
+    [run] = store.list_sessions()
+    assert (run["status"], run["steps"], run["tokens_in"]) == ("succeeded", 8, 660)
+    res = client.post(
+        "/runs/multipart",
+        content=b"not zstd",
+        headers={"x-api-key": TOKEN, "content-type": "multipart/form-data; boundary=x", "content-encoding": "zstd"},
+    )
+    assert res.status_code == 400 and "zstd" in res.json()["detail"]
+
+
 def test_a_patch_without_its_post_is_named_not_dropped(client, store, monkeypatch):
     last = _requests("batch-ok")[-1]  # the ends (patches) of the root and of the last model call; their posts went before
     first = _post(client, *last)

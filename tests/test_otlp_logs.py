@@ -57,6 +57,13 @@ def test_message_content_reaches_the_steps_in_any_order(sqlite_store, capture, o
     assert [r for r in rows if r["side"] == "log"] == []  # nothing left waiting once every span came
 
 
+def test_events_after_their_spans_fill_the_stored_steps_on_both_databases(store):
+    post(store, "openai-v2-events-ok", "reversed")  # the spans first, then the events
+    _, steps, thinks = _model_steps(store)
+    assert [len(c or []) for _, c in thinks] == [2, 4, 6]
+    assert [s.tool_args for s in steps if s.type == "tool_call"] == [{"city": "Paris"}] * 2
+
+
 def test_events_of_a_span_that_never_comes_wait_then_expire_with_its_trace(sqlite_store, monkeypatch):
     [logs] = [r for r in requests("openai-v2-events-ok") if r.path == "/v1/logs"]
     account = otlp_logs.receive_logs(sqlite_store, logs.body, logs.content_type)

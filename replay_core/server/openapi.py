@@ -330,7 +330,7 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         tag="otlp",
     ),
     ("GET", "/info"): Op(
-        "For the LangSmith SDK (LANGSMITH_ENDPOINT set to this app): how to send runs (multipart, uncompressed).",
+        "For the LangSmith SDK (LANGSMITH_ENDPOINT set to this app): how to send runs (multipart, zstd allowed).",
         None,
         media=_json(_OBJECT),
         tag="langsmith",

@@ -1,18 +1,20 @@
 """The LangSmith SDK pointed here (`LANGSMITH_ENDPOINT=<app>`, `LANGSMITH_API_KEY=<token>`, `LANGSMITH_TRACING=true`).
 
-The SDK first asks `GET /info` how to send (answered: multipart, no compression), then posts runs in
-batches to `/runs/multipart` (or, told so, JSON `{"post": [...], "patch": [...]}` to `/runs/batch`; without
-batching, `POST /runs` and `PATCH /runs/{id}`). A run's start (`post`) and end (`patch`) often travel in
-different requests, and a trace's root ends last; so the runs of a trace are held here, merged by id,
-until its root has ended, then stored at once as the `langchain` reader reads a run tree (one session
-per trace). A trace idle for AGENT_REPLAY_IDLE_MINUTES, or the oldest when more than MAX_HELD_RUNS runs
-wait, is stored as it stands (its run left open). A patch whose post never came is named in the answer
-(`patches_without_post`) and the log, not dropped silently. Held runs live in this process's memory: a
-restart loses the traces still open.
+The SDK first asks `GET /info` how to send (answered: multipart, zstd allowed), then posts runs in
+batches to `/runs/multipart` (zstd-compressed when zstandard is installed beside it), or, told so, JSON
+`{"post": [...], "patch": [...]}` to `/runs/batch`; without batching, `POST /runs` and `PATCH /runs/{id}`.
+A run's start (`post`) and end (`patch`) often travel in different requests, and a trace's root ends
+last; so the runs of a trace are held here, merged by id, until its root has ended, then stored at once
+as the `langchain` reader reads a run tree (one session per trace). A trace idle for
+AGENT_REPLAY_IDLE_MINUTES, or the oldest when more than MAX_HELD_RUNS runs wait, is stored as it stands
+(its run left open). A patch whose post never came is named in the answer (`patches_without_post`) and
+the log, not dropped silently. Held runs live in this process's memory: a restart loses the traces
+still open.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
@@ -51,7 +53,7 @@ INFO = {
         "scale_up_qsize_trigger": 1000,
         "scale_down_nempty_trigger": 4,
     },
-    "instance_flags": {},
+    "instance_flags": {"zstd_compression_enabled": True},
 }
 
 
@@ -227,16 +229,42 @@ class LangSmithRoutes:
         return await self._receive(body.get("post", []), body.get("patch", []))
 
     async def multipart(self, request: Request) -> Response:
-        """POST /runs/multipart: one part per run half and per large field of it."""
+        """POST /runs/multipart: one part per run half and per large field of it; zstd-compressed (as the SDK
+        sends when /info offers it and zstandard is installed beside it) or not."""
         encoding = request.headers.get("content-encoding", "identity").lower()
-        if encoding != "identity":
-            raise ApiError(415, f"content-encoding {encoding!r}: send runs uncompressed (GET /info offers no compression)")
+        if encoding == "zstd":
+            request = await self._unpacked(request)
+        elif encoding != "identity":
+            raise ApiError(415, f"content-encoding {encoding!r}: send runs as zstd or uncompressed")
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.api.max_body:
-            raise ApiError(413, f"body larger than {self.api.max_body / 1024 / 1024:g} MB (AGENT_REPLAY_MAX_BODY_MB)")
+            raise _too_big(self.api.max_body)
         async with request.form(max_files=1000, max_fields=100_000, max_part_size=self.api.max_body) as form:
             posts, patches, ignored = multipart_halves(form.multi_items())
         return await self._receive(posts, patches, ignored)
+
+    async def _unpacked(self, request: Request) -> Request:
+        """The request with its zstd body unpacked (refused past the body limit, packed or not)."""
+        limit = self.api.max_body
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_big(limit)
+            chunks.append(chunk)
+        data = await run_in_threadpool(_unzstd, b"".join(chunks), limit)
+        headers = [(k, v) for k, v in request.scope["headers"] if k not in (b"content-encoding", b"content-length")]
+        scope = dict(request.scope, headers=[*headers, (b"content-length", str(len(data)).encode())])
+        sent = False
+
+        async def receive() -> dict:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": data, "more_body": False}
+
+        return Request(scope, receive)
 
     async def create_run(self, request: Request) -> Response:
         """POST /runs: one run's start (the SDK without batching)."""
@@ -251,6 +279,23 @@ class LangSmithRoutes:
         if not isinstance(body, dict):
             raise ApiError(422, "body: expected a run object")
         return await self._receive([], [body | {"id": request.path_params["run_id"]}])
+
+
+def _too_big(limit: int) -> ApiError:
+    return ApiError(413, f"body larger than {limit / 1024 / 1024:g} MB (AGENT_REPLAY_MAX_BODY_MB)")
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    import zstandard
+
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+            out = reader.read(limit + 1)
+    except zstandard.ZstdError as exc:
+        raise ApiError(400, f"body: not valid zstd ({exc})") from None
+    if len(out) > limit:
+        raise _too_big(limit)
+    return out
 
 
 def _api_key_as_bearer(endpoint):
