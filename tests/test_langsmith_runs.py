@@ -11,11 +11,15 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from replay_core.ingest.pipeline import ImportRejected, import_file
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
+from replay_core.server.routes.langsmith import HeldTraces
+from replay_core.storage.store import Store
 
 CAPTURES = FIXTURES / "langsmith"
 TOKEN = "ls-token-0000"
@@ -167,3 +171,27 @@ def test_the_fixture_holds_no_key():
     for path in Path(CAPTURES).rglob("*"):
         if path.is_file():
             assert b"ls-token" not in path.read_bytes() and b"capture-placeholder" not in path.read_bytes()
+
+
+def _stored(store) -> list[tuple]:
+    [run] = store.list_sessions()
+    steps = store.load_steps(run["id"])
+    return [(run["status"], run["tokens_in"], run["tokens_out"], run["outcome"])] + [
+        (s.event_id, s.type, s.tool_args, s.content, s.tokens_in, s.status) for s in steps
+    ]
+
+
+@settings(max_examples=15, deadline=None)
+@given(order=st.permutations(range(5)), halves=st.sampled_from(["batch-ok", "batch-tool-error"]))
+def test_any_order_of_the_sdks_requests_stores_the_same_run(tmp_path_factory, order, halves):
+    """The halves of a trace merged by id give one run whatever order its requests arrive in."""
+    bodies = [json.loads(body) for _, _, body in _requests(halves)]
+    runs = []
+    for sequence in (range(len(bodies)), order):
+        store = Store(f"sqlite:///{tmp_path_factory.mktemp('held') / 'r.db'}")
+        held = HeldTraces(store)
+        answers = [held.receive(bodies[i].get("post", []), bodies[i].get("patch", [])) for i in sequence]
+        assert sum(len(a["sessions"]) for a in answers) == 1 and answers[-1]["held_runs"] == 0
+        runs.append(_stored(store))
+        store.close()
+    assert runs[0] == runs[1]

@@ -11,12 +11,15 @@ import json
 import orjson
 import pytest
 from framework_captures import FRAMEWORKS, ORDERS, post, requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from replay_core.ingest import otlp_logs
 from replay_core.ingest.formats.otel.logs import span_contents
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
+from replay_core.storage.store import Store
 
 CAPTURES = ("openai-v2-events-ok", "openai-v2-events-tool-error", "openai-v2-events-slow")
 SYSTEM = "You are a concise travel assistant. Use the tools, then answer in one sentence."
@@ -137,3 +140,26 @@ def test_the_route_takes_logs_and_refuses_what_it_cannot_read(sqlite_store):
         res = client.post("/v1/logs", content=b"{}", headers=auth | {"content-type": "application/json"})
         assert res.status_code == 400 and "resourceLogs" in res.json()["detail"]
         assert client.post("/v1/logs", content=b"{}", headers={"content-type": "application/json"}).status_code == 401
+
+
+def _contents(store) -> dict:
+    """Each step's content, context and arguments by event id (where steps land is the OTLP ordering's concern)."""
+    [run] = store.list_sessions()
+    contexts = store.step_contexts(run["id"])
+    return {s.event_id: (s.type, s.content, s.tool_args, contexts.get(s.event_id)) for s in store.load_steps(run["id"])}
+
+
+@settings(max_examples=12, deadline=None)
+@given(order=st.permutations(range(len(requests("openai-v2-events-slow")))))
+def test_any_arrival_order_of_spans_and_events_gives_the_same_steps(tmp_path_factory, order):
+    from framework_captures import RECEIVERS
+
+    sent = requests("openai-v2-events-slow")
+    seen = []
+    for sequence in (range(len(sent)), order):
+        store = Store(f"sqlite:///{tmp_path_factory.mktemp('logs') / 'r.db'}")
+        for i in sequence:
+            RECEIVERS[sent[i].path](store, sent[i])
+        seen.append(_contents(store))
+        store.close()
+    assert seen[0] == seen[1]

@@ -4,8 +4,9 @@ The SDK first asks `GET /info` how to send (answered: multipart, zstd allowed), 
 batches to `/runs/multipart` (zstd-compressed when zstandard is installed beside it), or, told so, JSON
 `{"post": [...], "patch": [...]}` to `/runs/batch`; without batching, `POST /runs` and `PATCH /runs/{id}`.
 A run's start (`post`) and end (`patch`) often travel in different requests, and a trace's root ends
-last; so the runs of a trace are held here, merged by id, until its root has ended, then stored at once
-as the `langchain` reader reads a run tree (one session per trace). A trace idle for
+last; so the runs of a trace are held here, merged by id, until its root and every run held have ended
+(no end waiting for its start), then stored at once as the `langchain` reader reads a run tree (one
+session per trace); a run of a stored trace that comes later still waits for the trace to be idle. A trace idle for
 AGENT_REPLAY_IDLE_MINUTES, or the oldest when more than MAX_HELD_RUNS runs wait, is stored as it stands
 (its run left open). A patch whose post never came is named in the answer (`patches_without_post`) and
 the log, not dropped silently. Held runs live in this process's memory: a restart loses the traces
@@ -87,7 +88,7 @@ class HeldTraces:
                     touched.add(tid)
             for tid in touched:
                 self.touched[tid] = now
-            done = [t for t in touched if _ended(self.runs.get(t, {}), t)]
+            done = [t for t in touched if self._complete(t)]
             done += self._overdue(now, exclude=set(done))
             for tid in done:
                 late += self._store(tid, report, now)
@@ -98,6 +99,12 @@ class HeldTraces:
             "patches_without_post": late,
             "refused": refused,
         }
+
+    def _complete(self, tid: str) -> bool:
+        """Whether a trace can be stored: its root (the run whose id is the trace's) has ended, and so has every
+        run held, and no end waits for its start (requests of one trace may arrive out of order)."""
+        runs = self.runs.get(tid, {})
+        return _ended(runs.get(tid)) and not self.patches.get(tid) and all(_ended(r) for r in runs.values())
 
     def _holds(self, tid: str, rid: str) -> bool:
         return rid in self.runs.get(tid, {})
@@ -148,10 +155,8 @@ def _trace_of(run: Any) -> str | None:
     return str(run.get("trace_id") or run["id"])
 
 
-def _ended(runs: dict[str, dict], tid: str) -> bool:
-    """Whether the trace's root (the run whose id is the trace's) has ended."""
-    root = runs.get(tid)
-    return root is not None and bool(root.get("end_time") or root.get("error"))
+def _ended(run: dict | None) -> bool:
+    return run is not None and bool(run.get("end_time") or run.get("error"))
 
 
 def multipart_halves(fields: Iterable[tuple[str, Any]]) -> tuple[list[dict], list[dict], int]:
