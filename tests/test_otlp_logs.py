@@ -139,6 +139,9 @@ def test_the_route_takes_logs_and_refuses_what_it_cannot_read(sqlite_store):
         assert res.status_code == 400 and "ExportLogsServiceRequest" in res.json()["detail"]
         res = client.post("/v1/logs", content=b"{}", headers=auth | {"content-type": "application/json"})
         assert res.status_code == 400 and "resourceLogs" in res.json()["detail"]
+        plain = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "a plain log line"}}]}]}]}
+        res = client.post("/v1/logs", json=plain, headers=auth)
+        assert res.json() == {"partialSuccess": {"rejectedLogRecords": "1", "errorMessage": "not read: 1 no span id"}}
         assert client.post("/v1/logs", content=b"{}", headers={"content-type": "application/json"}).status_code == 401
 
 

@@ -144,7 +144,20 @@ class IngestRoutes:
             account = await run_in_threadpool(receive_logs, self.api.store(), data, content_type)
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
-        # An ExportLogsServiceResponse: full success, in the encoding of the request (JSON also says what was used).
-        if media == "application/json":
-            return json_response(account)
-        return Response(b"", media_type="application/x-protobuf")
+        return _logs_response(account, media)
+
+
+def _logs_response(account: dict, media: str) -> Response:
+    """An ExportLogsServiceResponse in the encoding of the request: records not read (not GenAI events naming a
+    span) are told as OTLP's partial success, rejected, with the reason by kind."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+    answer = ExportLogsServiceResponse()
+    ignored = account["ignored"]
+    if ignored:
+        answer.partial_success.rejected_log_records = sum(ignored.values())
+        answer.partial_success.error_message = "not read: " + ", ".join(f"{n} {kind}" for kind, n in sorted(ignored.items()))
+    if media == "application/json":
+        return Response(MessageToJson(answer, indent=None).encode(), media_type="application/json")
+    return Response(answer.SerializeToString(), media_type="application/x-protobuf")

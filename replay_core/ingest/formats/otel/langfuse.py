@@ -171,7 +171,8 @@ def _level(span: Span, values: dict[str, Any]) -> None:
 
 
 def _session(span: Span, values: dict[str, Any]) -> None:
-    """Trace-wide fields as the run's: its name, tags, release (the agent's version) and environment.
+    """Trace-wide fields as the run's: its name, tags, release (else `langfuse.version`: the agent's version) and
+    environment; `user.id` and metadata stay attributes (kept in the step's metadata).
 
     They travel as the session override our own export writes on the resource, without changing the
     resource the span shares with others; one the resource already holds wins."""
@@ -185,7 +186,7 @@ def _session(span: Span, values: dict[str, Any]) -> None:
     if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
         values.pop("langfuse.trace.tags")
         found["tags"] = tags
-    release = values.pop("langfuse.release", None)
+    release = values.pop("langfuse.release", None) or values.get("langfuse.version")  # the app's release, else its version
     if release:
         found["agent_version"] = str(release)
     environment = values.pop("langfuse.environment", None)
