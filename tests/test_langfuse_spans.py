@@ -158,3 +158,18 @@ def test_positional_tool_arguments_are_kept_as_recorded():
     )
     assert span.attributes["gen_ai.tool.call.arguments"] == '{"args":["Paris"],"kwargs":{}}'
     assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+
+
+def test_the_key_pair_is_basic_auth_whose_secret_key_is_an_api_token():
+    import base64
+
+    from replay_core.server.auth import Access
+
+    access = Access.load(env={"AGENT_REPLAY_API_TOKENS": "viewer:v-0000,e-0000"}, secrets={})
+    basic = lambda pair: "Basic " + base64.b64encode(pair.encode()).decode()  # noqa: E731
+    assert access.token_actor(basic("pk-lf-anything:e-0000")).role == "editor"
+    assert access.token_actor(basic("pk-lf-anything:v-0000")).role == "viewer"
+    assert access.token_actor(basic("e-0000:wrong")) is None  # the public key is not the secret
+    assert access.token_actor(basic("no-colon-e-0000")) is None
+    assert access.token_actor("Basic not base64!") is None
+    assert access.token_actor("Bearer e-0000").role == "editor"
