@@ -152,7 +152,7 @@ def _contents(store) -> dict:
     return {s.event_id: (s.type, s.content, s.tool_args, contexts.get(s.event_id)) for s in store.load_steps(run["id"])}
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(order=st.permutations(range(len(requests("openai-v2-events-slow")))))
 def test_any_arrival_order_of_spans_and_events_gives_the_same_steps(tmp_path_factory, order):
     from framework_captures import RECEIVERS
