@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from replay_core.ingest import otlp_receiver
+from replay_core.ingest import otlp_logs, otlp_receiver
 
 FRAMEWORKS = Path(__file__).parent / "fixtures" / "frameworks"
 ORDERS = ("captured", "reversed", "shuffled")
@@ -91,9 +91,14 @@ def _traces(store, request: Request):
     return otlp_receiver.receive(store, body, request.content_type)
 
 
+def _logs(store, request: Request):
+    return otlp_logs.receive_logs(store, request.body, request.content_type)
+
+
 RECEIVERS: dict[str, Callable[[Any, Request], Any]] = {
     "/v1/traces": _traces,
     "/api/public/otel/v1/traces": _traces,
+    "/v1/logs": _logs,
 }
 
 

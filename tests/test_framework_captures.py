@@ -36,4 +36,4 @@ def test_posting_accounts_for_every_request(sqlite_store, order):
     done = post(sqlite_store, name, order, seed=3)
     sent = len(requests(name))
     assert len(done.reports) + len(done.unsent) == sent
-    assert {r.path for r in done.unsent} <= {"/v1/logs"}
+    assert done.unsent == []  # every path the frameworks used has its receiver

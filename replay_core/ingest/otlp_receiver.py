@@ -27,6 +27,7 @@ from ..storage.columns import EVENT_ID_AT, SEQ_AT, STEP_COLUMNS
 from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
+from .formats.otel.logs import take_held
 from .pipeline import IngestReport, collector_paused, ingest
 from .redact import Redactor, default_redactor
 from .step_rows import step_row_of
@@ -62,6 +63,7 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
         ledger = otel.Ledger()
         for row in open_rows:
             ledger.prior.setdefault(row["trace_id"], []).append(otel.PriorCall(**row))
+        take_held(spans, open_rows, ledger)  # GenAI log events that came before their spans
         now_placed: dict[str, tuple[str, bool]] = {}
         moves: list[tuple[str, str]] = []
         for tid in trace_ids:

@@ -20,6 +20,7 @@ from .responses import json_response
 from .routes.docs import DocRoutes
 from .routes.experiments import ExperimentRoutes
 from .routes.ingest import IngestRoutes
+from .routes.langsmith import LangSmithRoutes
 from .routes.mcp import mcp_route
 from .routes.runs import RunRoutes
 from .routes.team import TeamRoutes
@@ -32,6 +33,7 @@ class HttpApi:
         self.context = ApiContext(store, access=access, max_body=max_body)
         self._resources = (
             IngestRoutes(self.context),
+            LangSmithRoutes(self.context),
             RunRoutes(self.context),
             ExperimentRoutes(self.context),
             TeamRoutes(self.context),

@@ -18,6 +18,7 @@ waiting are refused without looking at the password (logged as `throttled`, not 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import os
@@ -97,6 +98,15 @@ def _role_tokens(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(tokens), tuple(roles)
 
 
+def _basic_secret(credentials: str) -> str:
+    """The password half of HTTP Basic credentials ("" when they do not decode)."""
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    return decoded.partition(":")[2]
+
+
 def token_name(token: str) -> str:
     """How the audit log names a token: a hash prefix, never the token."""
     return "api token " + hashlib.sha256(token.encode()).hexdigest()[:10]
@@ -136,12 +146,16 @@ class Access:
         return bool(self.viewer_password or self.reviewer_password or self.editor_password)
 
     def _offered_token(self, authorization: str | None) -> str | None:
+        """The token of `Bearer <token>`, or of `Basic base64(<public key>:<token>)`: the Langfuse SDK sends its
+        key pair so, and its secret key is then an API token here (the public key, not a secret, is not checked)."""
         if not authorization or not self.api_tokens:
             return None
         scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        if scheme.lower() == "basic":
+            token = _basic_secret(token)
+        elif scheme.lower() != "bearer":
             return None
-        return token.strip()
+        return token.strip() or None
 
     def token_actor(self, authorization: str | None, origin: str = "api") -> Actor | None:
         """Who an `Authorization: Bearer <token>` header speaks for (with the token's role), or None."""

@@ -199,6 +199,33 @@ _OTLP_JSON = {
     "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
 }
 _OBJECT = {"type": "object", "additionalProperties": True}
+_LANGSMITH_BATCH = {
+    "type": "object",
+    "properties": {"post": {"type": "array", "items": _OBJECT}, "patch": {"type": "array", "items": _OBJECT}},
+}
+_LANGSMITH_ANSWER = {
+    "type": "object",
+    "description": "what was stored (as IngestAnswer), the runs still held for their trace's end, and the ids of "
+    "patches whose post never came",
+    "properties": {
+        "held_runs": {"type": "integer"},
+        "patches_without_post": {"type": "array", "items": {"type": "string"}},
+    },
+    "additionalProperties": True,
+}
+_OTLP_ANSWER = {"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}}
+
+
+def _otlp_body(json_schema: dict) -> dict:
+    """An OTLP/HTTP export request: protobuf or its JSON encoding."""
+    return {
+        "required": True,
+        "content": {
+            "application/x-protobuf": {"schema": {"type": "string", "contentEncoding": "binary"}},
+            "application/json": {"schema": json_schema},
+        },
+    }
+
 
 OPERATIONS: dict[tuple[str, str], Op] = {
     ("GET", "/healthz"): Op("Is the app up, and can it write?", "Health", tag="service"),
@@ -282,14 +309,8 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("POST", "/v1/traces"): Op(
         "OTLP/HTTP traces from any OpenTelemetry exporter: a trace is one run whatever batches it comes in.",
         None,
-        body={
-            "required": True,
-            "content": {
-                "application/x-protobuf": {"schema": {"type": "string", "contentEncoding": "binary"}},
-                "application/json": {"schema": _OTLP_JSON},
-            },
-        },
-        media={"application/json": {"schema": _OBJECT}, "application/x-protobuf": {"schema": {"type": "string"}}},
+        body=_otlp_body(_OTLP_JSON),
+        media=_OTLP_ANSWER,
         tag="otlp",
     ),
     ("POST", "/mcp"): Op(
@@ -299,6 +320,57 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         body={"required": True, "content": {"application/json": {"schema": _OBJECT}}},
         media=_json(_OBJECT),
         tag="mcp",
+    ),
+    ("POST", "/api/public/otel/v1/traces"): Op(
+        "The Langfuse SDK's traces (LANGFUSE_HOST set to this app): OTLP/HTTP, gzipped or not, read as /v1/traces "
+        "reads them; its key pair as Basic auth (the secret key is an API token).",
+        None,
+        body=_otlp_body(_OTLP_JSON),
+        media=_OTLP_ANSWER,
+        tag="otlp",
+    ),
+    ("POST", "/v1/logs"): Op(
+        "OTLP/HTTP logs: GenAI events (a model call's messages sent as log records, events mode) joined to the spans "
+        "they name, whichever arrives first; other records counted and ignored.",
+        None,
+        body=_otlp_body({"type": "object", "description": "ExportLogsServiceRequest, OTLP/JSON encoding"}),
+        media=_OTLP_ANSWER,
+        tag="otlp",
+    ),
+    ("GET", "/info"): Op(
+        "For the LangSmith SDK (LANGSMITH_ENDPOINT set to this app): how to send runs (multipart, zstd allowed).",
+        None,
+        media=_json(_OBJECT),
+        tag="langsmith",
+    ),
+    ("POST", "/runs/multipart"): Op(
+        "The LangSmith SDK's runs: `post.<id>` / `patch.<id>` parts (and their `.inputs`, `.outputs`, `.extra`… parts); "
+        "a trace's runs are merged by id and stored once its root has ended. The key as `x-api-key` or a bearer token.",
+        None,
+        body={"required": True, "content": {"multipart/form-data": {"schema": _OBJECT}}},
+        media=_json(_LANGSMITH_ANSWER),
+        tag="langsmith",
+    ),
+    ("POST", "/runs/batch"): Op(
+        "The LangSmith SDK's runs as JSON: `{post: [runs], patch: [runs]}`, held and stored as /runs/multipart.",
+        None,
+        body={"required": True, "content": _json(_LANGSMITH_BATCH)},
+        media=_json(_LANGSMITH_ANSWER),
+        tag="langsmith",
+    ),
+    ("POST", "/runs"): Op(
+        "One LangSmith run's start (the SDK without batching).",
+        None,
+        body={"required": True, "content": _json(_OBJECT)},
+        media=_json(_LANGSMITH_ANSWER),
+        tag="langsmith",
+    ),
+    ("PATCH", "/runs/{run_id}"): Op(
+        "One LangSmith run's end (the SDK without batching).",
+        None,
+        body={"required": True, "content": _json(_OBJECT)},
+        media=_json(_LANGSMITH_ANSWER),
+        tag="langsmith",
     ),
     ("POST", "/api/v1/datasets"): Op(
         "Make a dataset from runs (by id, or by a filter).",
@@ -467,6 +539,7 @@ OPERATIONS: dict[tuple[str, str], Op] = {
 }
 
 _PATH_PARAMS = {
+    "run_id": ({"type": "string", "minLength": 1}, "the LangSmith run's id"),
     "session_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the run's id (URL-encoded; it may hold `/`)"),
     "event_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the step's event id"),
     "attachment_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the attachment's id"),

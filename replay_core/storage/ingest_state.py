@@ -224,6 +224,37 @@ class IngestState(StoreBase):
             if not done:
                 conn.execute(insert(watch_offsets).values(path=path, **values))
 
+    def otlp_fill_steps(self, fills: Sequence[dict]) -> int:
+        """What OTLP log events brought for model calls stored without it (their span came first): each fill
+        `{session_id, event_id, content, context, call_args: {tool_call id: arguments}}` sets only what is
+        missing (a step's empty content, a context never recorded, a tool call's absent arguments), in one
+        transaction; what a step already holds is kept. Returns the steps changed."""
+        s, c = steps.c, step_contexts.c
+        changed = 0
+        with self._write_lock, self._write_transaction() as conn:
+            for fill in fills:
+                sid, eid = fill["session_id"], fill["event_id"]
+                row = conn.execute(select(s.id, s.content).where(s.session_id == sid, s.event_id == eid)).first()
+                if row is None:
+                    continue
+                if fill.get("content") and not row.content:
+                    changed += conn.execute(update(steps).where(s.id == row.id).values(content=fill["content"])).rowcount
+                has_context = conn.scalar(select(func.count()).where(c.session_id == sid, c.event_id == eid))
+                if fill.get("context") and not has_context:
+                    conn.execute(insert(step_contexts).values(session_id=sid, event_id=eid, context=fill["context"]))
+                    changed += 1
+                for call_id, args in (fill.get("call_args") or {}).items():
+                    calls = conn.execute(
+                        select(s.id, s.tool_name).where(
+                            s.session_id == sid, s.type == "tool_call", s.tool_call_id == call_id, s.tool_args.is_(None)
+                        )
+                    ).all()
+                    for call in calls:
+                        key = call_key({"type": "tool_call", "tool_name": call.tool_name, "tool_args": args})
+                        conn.execute(update(steps).where(s.id == call.id).values(tool_args=args, call_key=key))
+                        changed += 1
+            rollups.refresh(conn, list({f["session_id"] for f in fills}), bulk_insert)  # repeated calls are told by call_key
+        return changed
 
 def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int | None]:
     """Seqs for steps of `places` (sorted) among a run's stored steps, kept in place order and numbered

@@ -1,4 +1,6 @@
-"""LangChain / LangSmith run trees: nested `child_runs`, or flat runs with `parent_run_id`.
+"""LangChain / LangSmith run trees: nested `child_runs`, flat runs with `parent_run_id`, or the LangSmith SDK's
+payloads (`{"post": [...], "patch": [...]}`: a run's start and its end sent apart, merged here by run id;
+a `patch` whose `post` is missing is refused by name, never dropped).
 
 One trace (a root run and its descendants) is one session. Runs are walked in
 execution order (`dotted_order`, else start time): `llm`/`chat_model` runs → think
@@ -89,12 +91,23 @@ def _generation(outputs: Any) -> tuple[str, list[dict], dict]:
     )
     message = _message_dict(first.get("message")) if isinstance(first, dict) else {}
     text = (first.get("text") if isinstance(first, dict) else None) or text_of(message.get("content")) or ""
-    calls = list(message.get("tool_calls") or [])
+    calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict) and "function" not in c]  # LangChain's own
+    if not first and isinstance(outputs.get("choices"), list):  # an OpenAI completion (the SDK's wrap_openai)
+        choice = outputs["choices"][0] if outputs["choices"] else {}
+        message = as_object(choice.get("message")) if isinstance(choice, dict) else {}
+        text = text_of(message.get("content")) or ""
     if not calls:
-        for call in (message.get("additional_kwargs") or {}).get("tool_calls") or []:
-            fn = call.get("function") or {}
-            calls.append({"name": fn.get("name"), "args": parse_arguments(fn.get("arguments")), "id": call.get("id")})
-    usage = (outputs.get("llm_output") or {}).get("token_usage") or message.get("usage_metadata") or {}
+        for call in message.get("tool_calls") or (message.get("additional_kwargs") or {}).get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                calls.append({"name": fn.get("name"), "args": parse_arguments(fn.get("arguments")), "id": call.get("id")})
+    usage = (
+        (outputs.get("llm_output") or {}).get("token_usage")
+        or message.get("usage_metadata")
+        or outputs.get("usage_metadata")
+        or outputs.get("usage")
+        or {}
+    )
     return text, calls, usage
 
 
@@ -152,6 +165,7 @@ class _Trace:
         text, calls, usage = _generation(node.get("outputs"))
         params = extra.get("invocation_params") or {}
         meta = (extra.get("metadata") or {}) if isinstance(extra.get("metadata"), dict) else {}
+        usage = usage or as_object(meta.get("usage_metadata"))
         model = params.get("model") or params.get("model_name") or meta.get("ls_model_name")
         inputs = node.get("inputs") or {}
         context = inputs.get("messages") or inputs.get("prompts")
@@ -234,6 +248,71 @@ def _roots(runs: list[dict]) -> tuple[list[dict], dict[str, list[dict]]]:
     return roots, children
 
 
+def _is_payload(doc: dict) -> bool:
+    """A LangSmith SDK batch (`/runs/batch` body): `post` and/or `patch` lists of runs, nothing else of a run."""
+    halves = [doc.get(k) for k in ("post", "patch") if k in doc]
+    return bool(halves) and all(isinstance(h, list) for h in halves) and "run_type" not in doc
+
+
+def merge_halves(posts: Any, patches: Any, where: str) -> tuple[list[dict], list[BadRecord]]:
+    """Whole runs from a LangSmith payload's halves: each `patch` (end time, outputs, error…) laid over the `post`
+    of the same run id, a field the patch leaves null kept from the post. A patch whose post is not here is a
+    BadRecord naming it (its run cannot be placed without its start)."""
+    runs: dict[str, dict] = {}
+    for run in posts if isinstance(posts, list) else []:
+        if isinstance(run, dict):
+            rid = str(run.get("id"))
+            runs[rid] = {**runs.get(rid, {}), **run}
+    orphans = []
+    for j, patch in enumerate(patches if isinstance(patches, list) else []):
+        pid = str(patch.get("id")) if isinstance(patch, dict) else None
+        if pid is None or pid not in runs:
+            name = f" ({patch.get('name')})" if isinstance(patch, dict) and patch.get("name") else ""
+            orphans.append(BadRecord(f"{where} patch[{j}]", f"a patch of run {pid}{name} whose post is not here"))
+            continue
+        runs[pid].update({k: v for k, v in patch.items() if v is not None})
+    return list(runs.values()), orphans
+
+
+def run_events(runs: list[dict], filename: str) -> Iterator[Event | BadRecord]:
+    """Contract events of runs, one session per trace. Runs whose parent is not among them (a payload holding
+    part of a trace) join their trace's session under no parent; only the trace's own root ends the session."""
+    roots, children = _roots(runs)
+    traces: dict[str, list[dict]] = {}
+    for i, top in enumerate(roots):
+        traces.setdefault(str(top.get("trace_id") or top.get("id") or f"{filename}-{i}"), []).append(top)
+    for i, (sid, tops) in enumerate(traces.items()):
+        where = f"{filename}:[{i}]" if len(traces) > 1 else filename
+        root = next((r for r in tops if str(r.get("id")) == sid or not r.get("parent_run_id")), None)
+        head = root or tops[0]
+        meta = compact(
+            {"tags": None, "project": head.get("session_name"), "reference_example_id": head.get("reference_example_id")}
+        )
+        run = Run(
+            sid,
+            where,
+            name=root.get("name") if root else None,
+            started_at=parse_time(head.get("start_time")),
+            agent_id=root.get("name") if root else None,
+            tags=[str(t) for t in head.get("tags") or []] or None,
+            metadata=meta,
+        )
+        trace = _Trace(run, children)
+        for j, top in enumerate(tops):
+            trace.walk(top, None, where if len(tops) == 1 else f"{where}[{j}]")
+        model = next((s.model for s in run.steps if s.model), None)
+        if model:
+            run.session["model"] = model
+        if root is not None:
+            ended, error = parse_time(root.get("end_time")), root.get("error")
+            if error:
+                error_class, message = _error(error)
+                run.finish("failed", outcome=message[:2000], error_class=error_class, ended_at=ended)
+            elif root.get("end_time") or root.get("outputs") is not None:
+                run.finish("succeeded", outcome=_plain(root.get("outputs")), ended_at=ended)
+        yield from run.events()
+
+
 class LangChainFormat:
     name = "langchain"
     label = "LangChain / LangSmith run tree"
@@ -262,39 +341,16 @@ class LangChainFormat:
                     yield BadRecord(f"{filename}:{item[0]}", "expected a run object")
         else:
             doc = load_json(data, filename)
-            doc = doc.get("runs", doc) if isinstance(doc, dict) and isinstance(doc.get("runs"), list) else doc
-            runs = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else [doc] if isinstance(doc, dict) else []
+            if isinstance(doc, dict) and _is_payload(doc):
+                runs, orphans = merge_halves(doc.get("post"), doc.get("patch"), filename)
+                yield from orphans
+            else:
+                doc = doc.get("runs", doc) if isinstance(doc, dict) and isinstance(doc.get("runs"), list) else doc
+                runs = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else [doc] if doc else []
         if not runs or not all("run_type" in r or "child_runs" in r for r in runs):
             yield BadRecord(filename, "expected LangChain runs (objects with run_type)")
             return
-        roots, children = _roots(runs)
-        for i, root in enumerate(roots):
-            where = f"{filename}:[{i}]" if len(roots) > 1 else filename
-            sid = str(root.get("trace_id") or root.get("id") or f"{filename}-{i}")
-            error = root.get("error")
-            meta = compact(
-                {"tags": None, "project": root.get("session_name"), "reference_example_id": root.get("reference_example_id")}
-            )
-            run = Run(
-                sid,
-                where,
-                name=root.get("name"),
-                started_at=parse_time(root.get("start_time")),
-                agent_id=root.get("name"),
-                tags=[str(t) for t in root.get("tags") or []] or None,
-                metadata=meta,
-            )
-            _Trace(run, children).walk(root, None, where)
-            model = next((s.model for s in run.steps if s.model), None)
-            if model:
-                run.session["model"] = model
-            ended = parse_time(root.get("end_time"))
-            if error:
-                error_class, message = _error(error)
-                run.finish("failed", outcome=message[:2000], error_class=error_class, ended_at=ended)
-            elif root.get("end_time") or root.get("outputs") is not None:
-                run.finish("succeeded", outcome=_plain(root.get("outputs")), ended_at=ended)
-            yield from run.events()
+        yield from run_events(runs, filename)
 
 
 FORMAT = LangChainFormat()

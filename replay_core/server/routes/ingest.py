@@ -1,4 +1,5 @@
-"""Writes: open a run, add steps, end it, attach a screenshot, and OTLP/HTTP traces (`/v1/traces`).
+"""Writes: open a run, add steps, end it, attach a screenshot, and OTLP/HTTP traces (`/v1/traces`, and the
+Langfuse SDK's own path for them, `/api/public/otel/v1/traces`, where it sends its key pair as Basic auth).
 
 Bodies are native contract objects; every write needs a bearer token, is validated whole before
 anything is stored (one bad item refuses the batch, naming `steps[3].type`), then redacted and
@@ -17,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...ingest import otlp_worker
+from ...ingest.otlp_logs import receive_logs
 from ...ingest.pipeline import IngestReport, ingest
 from ...storage.actor import INGEST
 from ...storage.worker import WRITE_LANES, JoinedWrites, JoiningStore, OffloadedWrites
@@ -28,6 +30,7 @@ from ..validation import parse_event, parse_events, step_items
 
 SOURCE = "http"
 OTLP_MEDIA = ("application/x-protobuf", "application/protobuf", "application/json")
+LANGFUSE_TRACES = "/api/public/otel/v1/traces"  # where the Langfuse SDK exports to, under LANGFUSE_HOST
 
 
 class IngestRoutes:
@@ -56,6 +59,8 @@ class IngestRoutes:
             Route(f"{API_PREFIX}/sessions/{sid}/steps", writes(self.add_steps), methods=["POST"]),
             Route(f"{API_PREFIX}/sessions/{sid}/end", writes(self.end_session), methods=["POST"]),
             Route("/v1/traces", writes(self.otlp_traces), methods=["POST"]),
+            Route(LANGFUSE_TRACES, writes(self.otlp_traces), methods=["POST"]),
+            Route("/v1/logs", writes(self.otlp_logs), methods=["POST"]),
         ]
 
     async def _ingest(self, events: list, request: Request) -> Response:
@@ -112,13 +117,17 @@ class IngestRoutes:
         await self.api.session_or_404(sid)
         return await self._ingest([event], request)
 
-    async def otlp_traces(self, request: Request) -> Response:
-        """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter."""
+    async def _otlp_body(self, request: Request) -> tuple[str, str, bytes]:
+        """(content type, its media type, the body unpacked) of an OTLP/HTTP request; 415 for another encoding."""
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";", 1)[0].strip().lower()
         if media not in OTLP_MEDIA:
             raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
-        data = await body_bytes(request, self.api.max_body)
+        return content_type, media, await body_bytes(request, self.api.max_body)
+
+    async def otlp_traces(self, request: Request) -> Response:
+        """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter; the Langfuse SDK's too."""
+        content_type, media, data = await self._otlp_body(request)
         try:  # reading, mapping and storing off the event loop (a big body in the worker process): /healthz keeps answering
             await run_in_threadpool(otlp_worker.receive, self.api.store(), data, content_type)
         except ValueError as exc:
@@ -127,3 +136,28 @@ class IngestRoutes:
         if media == "application/json":
             return Response(b"{}", media_type="application/json")
         return Response(b"", media_type="application/x-protobuf")
+
+    async def otlp_logs(self, request: Request) -> Response:
+        """POST /v1/logs: OTLP/HTTP logs; GenAI events (message content in events mode) joined to their spans."""
+        content_type, media, data = await self._otlp_body(request)
+        try:
+            account = await run_in_threadpool(receive_logs, self.api.store(), data, content_type)
+        except ValueError as exc:
+            raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
+        return _logs_response(account, media)
+
+
+def _logs_response(account: dict, media: str) -> Response:
+    """An ExportLogsServiceResponse in the encoding of the request: records not read (not GenAI events naming a
+    span) are told as OTLP's partial success, rejected, with the reason by kind."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+    answer = ExportLogsServiceResponse()
+    ignored = account["ignored"]
+    if ignored:
+        answer.partial_success.rejected_log_records = sum(ignored.values())
+        answer.partial_success.error_message = "not read: " + ", ".join(f"{n} {kind}" for kind, n in sorted(ignored.items()))
+    if media == "application/json":
+        return Response(MessageToJson(answer, indent=None).encode(), media_type="application/json")
+    return Response(answer.SerializeToString(), media_type="application/x-protobuf")

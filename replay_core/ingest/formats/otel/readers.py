@@ -14,6 +14,7 @@ from typing import Any, overload
 from ..jsondoc import DocumentError, has_key, is_json_lines, json_lines, load_json, starts_json
 from ..reader import BadRecord, Event, Records
 from .calls import Ledger, Replace
+from .langfuse import normalise
 from .otlp_json import otlp_spans
 from .otlp_proto import proto_damage, proto_spans, varint
 from .sdk_dump import sdk_spans
@@ -41,9 +42,14 @@ class _SpanFormat(ABC):
     def spans(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
         """The file's spans in file order (BadRecord for a span that cannot be read)."""
 
+    def decoded(self, data: bytes, filename: str) -> Iterator[Span | BadRecord]:
+        """`spans`, each said in the GenAI conventions where an SDK wrote its own names (Langfuse's)."""
+        for item in self.spans(data, filename):
+            yield item if isinstance(item, BadRecord) else normalise(item)
+
     def read(self, data: bytes, filename: str) -> Iterator[Event | BadRecord | Records]:
         """A span is this format's record: counted first, so the import's account is in spans."""
-        spans = list(self.spans(data, filename))
+        spans = list(self.decoded(data, filename))
         yield Records(sum(1 for s in spans if not isinstance(s, BadRecord)), "spans")
         yield from spans_to_events(iter(spans))
 
@@ -143,7 +149,7 @@ def spans_from_otlp(data: bytes, content_type: str) -> list[Span]:
     spans: list[Span] = []
     bad: list[BadRecord] = []
     try:
-        for item in otlp_reader(content_type).spans(data, "request"):
+        for item in otlp_reader(content_type).decoded(data, "request"):
             if isinstance(item, BadRecord):
                 bad.append(item)
             else:
