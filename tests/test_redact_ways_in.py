@@ -238,3 +238,59 @@ def test_replay_output_and_review_notes(store):
     for s in SECRETS:
         annotate(store, sid, "bad", "the agent leaked " + s.text, author=s.text[:200] if len(s.text) <= 200 else None)
     assert_no_leak(store)
+
+
+def _otlp_span(trace: str, span: str, name: str, attributes: dict, parent: str | None = None) -> dict:
+    return {
+        "traceId": trace,
+        "spanId": span,
+        **({"parentSpanId": parent} if parent else {}),
+        "name": name,
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()],
+    }
+
+
+def _otlp_body(spans: list[dict]) -> bytes:
+    return orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+
+
+def test_open_otlp_tool_calls_keep_no_secret(store, api):
+    """Tool calls a model emitted that no tool span has answered yet wait for a later batch in
+    `otlp_open_calls`: their arguments are kept redacted like the step shown for them, and the
+    batch that answers them still joins each call to its tool span."""
+    trace = "ab" * 16
+    calls = [
+        {"type": "tool_call", "id": f"call-{i}", "name": "deploy", "arguments": {"password": s.text, "note": content(s.text)}}
+        for i, s in enumerate(SECRETS)
+    ]
+    model = _otlp_span(
+        trace,
+        "0000000000000001",
+        "chat gpt-4o",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": calls}]).decode(),
+        },
+    )
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    assert api.post("/v1/traces", content=_otlp_body([model]), headers=auth).status_code == 200
+    with store.engine.connect() as conn:
+        assert len(conn.execute(select(metadata.tables["otlp_open_calls"])).all()) == len(SECRETS)
+    assert_no_leak(store)
+    tools = [
+        _otlp_span(
+            trace,
+            f"{i + 2:016x}",
+            "execute_tool deploy",
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "deploy", "gen_ai.tool.call.id": f"call-{i}"},
+        )
+        for i in range(len(SECRETS))
+    ]
+    assert api.post("/v1/traces", content=_otlp_body(tools), headers=auth).status_code == 200
+    steps = store.load_steps(trace)
+    assert sum(s.type == "tool_call" for s in steps) == len(SECRETS)  # each call joined to its tool span, none doubled
+    assert sum(s.type == "tool_result" for s in steps) == len(SECRETS)
+    assert_no_leak(store)
