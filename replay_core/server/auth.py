@@ -4,9 +4,12 @@ Settings come from the environment first, then from the Streamlit secrets file
 (`.streamlit/secrets.toml`, read here without Streamlit so the HTTP API can use it
 too). Secrets are compared in constant time and never logged or put in messages.
 
-Tokens carry a role like the UI's users: `AGENT_REPLAY_API_TOKENS="viewer:tok1,reviewer:tok2,tok3"`;
-a token without a `role:` prefix is an editor's (what every token was before roles), so
-old configurations keep working. A token is named in the audit log by a short hash.
+Tokens carry a role like the UI's users, and may name who holds them:
+`AGENT_REPLAY_API_TOKENS="viewer:tok1,reviewer:alice:tok2,tok3"`; a token without a `role:`
+prefix is an editor's, so old configurations keep working. A token is one identity: its
+holder's name (`reviewer:alice:…`), else a short hash of it ("api token 3f2a…"). That
+identity is who reviews, holds items and appears in the audit log; a name typed in a body
+never changes it (server/routes/team.py).
 
 Password sign-in is throttled per client address: after FREE_FAILURES failures in a row
 each new try waits twice as long as the last (up to MAX_DELAY_S), and LOCKOUT_FAILURES in a
@@ -83,18 +86,23 @@ def _token_list(value: Any) -> tuple[str, ...]:
     return tuple(t.strip() for t in map(str, items) if t.strip())
 
 
-def _role_tokens(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """("viewer:abc", "def") -> tokens ("abc", "def"), roles ("viewer", "editor")."""
-    tokens, roles = [], []
+def _role_tokens(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """("viewer:abc", "reviewer:alice:xyz", "def") -> tokens ("abc", "xyz", "def"), roles ("viewer",
+    "reviewer", "editor"), holders' names ("", "alice", "")."""
+    tokens, roles, names = [], [], []
     for entry in entries:
         head, sep, rest = entry.partition(":")
         if sep and head.strip().lower() in ROLES and rest.strip():
-            tokens.append(rest.strip())
+            name, named, token = rest.partition(":")
+            named = named and name.strip() and token.strip()
+            tokens.append(token.strip() if named else rest.strip())
             roles.append(head.strip().lower())
+            names.append(name.strip() if named else "")
         else:
             tokens.append(entry)
             roles.append(EDITOR)
-    return tuple(tokens), tuple(roles)
+            names.append("")
+    return tuple(tokens), tuple(roles), tuple(names)
 
 
 def token_name(token: str) -> str:
@@ -111,6 +119,7 @@ class Access:
     editor_password: str | None = field(default=None, repr=False)
     editor_emails: tuple[str, ...] = ()
     token_roles: tuple[str, ...] = ()  # the role of api_tokens[i]; editor where missing
+    token_names: tuple[str, ...] = ()  # who holds api_tokens[i] ("reviewer:alice:…"); its hash where empty
     reviewer_password: str | None = field(default=None, repr=False)
     reviewer_emails: tuple[str, ...] = ()
 
@@ -119,10 +128,11 @@ class Access:
         """From the environment, then `secrets` (default: the secrets files)."""
         env = os.environ if env is None else env
         secrets = read_secrets_files() if secrets is None else secrets
-        tokens, roles = _role_tokens(_token_list(_setting(TOKENS_KEY, env, secrets)))
+        tokens, roles, names = _role_tokens(_token_list(_setting(TOKENS_KEY, env, secrets)))
         return cls(
             api_tokens=tokens,
             token_roles=roles,
+            token_names=names,
             viewer_password=_setting(VIEWER_KEY, env, secrets) or None,
             reviewer_password=_setting(REVIEWER_KEY, env, secrets) or None,
             editor_password=_setting(EDITOR_KEY, env, secrets) or None,
@@ -155,7 +165,8 @@ class Access:
             return None
         i = hits.index(True)
         role = self.token_roles[i] if i < len(self.token_roles) else EDITOR
-        return Actor(token_name(self.api_tokens[i]), role, origin)
+        name = self.token_names[i] if i < len(self.token_names) else ""
+        return Actor(name or token_name(self.api_tokens[i]), role, origin)
 
     def role_for(self, password: str) -> str | None:
         """The role a typed password opens (the highest if two passwords are the same), or None.

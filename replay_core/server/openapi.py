@@ -380,14 +380,14 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         "A queue's results as CSV.", None, media={"text/csv": {"schema": {"type": "string"}}}, tag="team"
     ),
     ("POST", "/api/v1/queues/{queue_id}/next"): Op(
-        "The next item held for a reviewer (null: nothing left for them).",
+        "The next item held for the token's holder (null: nothing left); a `reviewer` naming anyone else is refused (403).",
         None,
         media=_json(_OBJECT),
         tag="team",
         body={"required": True, "content": _json({"type": "object", "properties": {"reviewer": {"type": "string"}}})},
     ),
     ("POST", "/api/v1/queues/{queue_id}/items/{item_id}/{verb}"): Op(
-        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`).",
+        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`), as the token's holder.",
         None,
         media=_json(_OBJECT),
         tag="team",

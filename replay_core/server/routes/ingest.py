@@ -20,6 +20,7 @@ from ...ingest import otlp_worker
 from ...ingest.pipeline import IngestReport, ingest
 from ...storage.actor import INGEST
 from ...storage.worker import WRITE_LANES, JoinedWrites, JoiningStore, OffloadedWrites
+from ...team.audit import ATTACH
 from ..bodies import body_bytes, json_body, multipart_image
 from ..context import API_PREFIX, ApiContext
 from ..params import flag, session_id
@@ -67,6 +68,7 @@ class IngestRoutes:
             )
         )
         self.api.degraded = None
+        await self.api.audit(request, INGEST, ",".join(report.sessions), sessions=len(report.sessions), steps=report.steps)
         body = report.to_dict()
         body.pop("files", None)
         body.pop("conflicts", None)  # refused above (409), so always empty here
@@ -102,6 +104,7 @@ class IngestRoutes:
         report: IngestReport = await run_in_threadpool(ingest, self.api.store(), [event], source=SOURCE)
         if report.media_refused:
             raise ApiError(422, report.media_refused[0], [{"loc": "body.data", "msg": r} for r in report.media_refused])
+        await self.api.audit(request, ATTACH, f"{sid} {event_id}", media_type=event.media_type)
         return json_response({"session_id": sid, "event_id": event_id, "stored": True})
 
     async def end_session(self, request: Request) -> Response:
@@ -120,9 +123,10 @@ class IngestRoutes:
             raise ApiError(415, f"Content-Type {content_type!r}: expected application/x-protobuf or application/json")
         data = await body_bytes(request, self.api.max_body)
         try:  # reading, mapping and storing off the event loop (a big body in the worker process): /healthz keeps answering
-            await run_in_threadpool(otlp_worker.receive, self.api.store(), data, content_type)
+            report = await run_in_threadpool(otlp_worker.receive, self.api.store(), data, content_type)
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
+        await self.api.audit(request, INGEST, ",".join(report.sessions), sessions=len(report.sessions), steps=report.steps)
         # An empty ExportTraceServiceResponse: full success, in the encoding of the request.
         if media == "application/json":
             return Response(b"{}", media_type="application/json")
