@@ -11,12 +11,11 @@ holder's name (`reviewer:alice:â€¦`), else a short hash of it ("api token 3f2aâ€
 identity is who reviews, holds items and appears in the audit log; a name typed in a body
 never changes it (server/routes/team.py).
 
-Password sign-in is throttled per client address: after FREE_FAILURES failures in a row
-each new try waits twice as long as the last (up to MAX_DELAY_S), and LOCKOUT_FAILURES in a
-row lock the client out for LOCKOUT. The state is the audit log itself (failed and good
-sign-ins, in the database): every app replica sees the same counts, a restart does not
-wipe them, and the lines an editor reads are the very ones that decide. Tries made while
-waiting are refused without looking at the password (logged as `throttled`, not counted).
+Password sign-in is throttled per client address (team/throttle.py): after FREE_FAILURES
+failures in a row each new try waits twice as long as the last, and LOCKOUT_FAILURES in a row
+lock the client out for LOCKOUT. Tries made while waiting are refused without looking at the
+password (logged as `throttled`, not counted). The address is the real peer unless that is a
+trusted proxy (AGENT_REPLAY_TRUSTED_PROXIES, server/origins.py).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,9 @@ from .. import config
 from ..events import now_utc
 from ..storage.actor import EDITOR, REVIEWER, ROLES, VIEWER, Actor
 from ..storage.store import Store
+from ..team import throttle
 from ..team.audit import SIGN_IN, record
+from ..team.throttle import LOCKOUT
 
 TOKENS_KEY = "AGENT_REPLAY_API_TOKENS"
 VIEWER_KEY = "AGENT_REPLAY_PASSWORD"
@@ -43,13 +44,11 @@ EDITOR_KEY = "AGENT_REPLAY_EDITOR_PASSWORD"
 REVIEWER_KEY = "AGENT_REPLAY_REVIEWER_PASSWORD"
 EDITORS_KEY = "AGENT_REPLAY_EDITORS"  # e-mail addresses that edit when signed in with OIDC
 REVIEWERS_KEY = "AGENT_REPLAY_REVIEWERS"  # ... and those that review
-__all__ = ["EDITOR", "REVIEWER", "VIEWER", "Access", "SignIn", "sign_in", "sign_in_wait"]
+__all__ = ["EDITOR", "LOCKOUT", "REVIEWER", "VIEWER", "Access", "SignIn", "sign_in", "sign_in_wait"]
 
 FREE_FAILURES = 3
-MAX_DELAY_S = 60.0
 LOCKOUT_FAILURES = 10
-LOCKOUT = timedelta(minutes=15)
-WINDOW = timedelta(hours=1)  # failures older than this are forgotten
+SIGN_IN_THROTTLE = throttle.Throttle(SIGN_IN, FREE_FAILURES, LOCKOUT_FAILURES)
 
 
 def secrets_files() -> list[Path]:
@@ -202,29 +201,9 @@ class SignIn:
     locked: bool = False
 
 
-def _failures(store: Store, origin: str, now: datetime) -> tuple[int, datetime | None]:
-    """Failed sign-ins from `origin` in a row (since its last good one, within WINDOW), and the last one's time."""
-    rows = store.audit_entries(
-        actions=[SIGN_IN], origin=origin, since=now - WINDOW, outcomes=("ok", "failed"), limit=LOCKOUT_FAILURES + 1
-    )
-    n = 0
-    for row in rows:
-        if row["outcome"] != "failed":
-            break
-        n += 1
-    return n, (rows[0]["at"] if n else None)
-
-
 def sign_in_wait(store: Store, origin: str, now: datetime | None = None) -> tuple[float, bool]:
     """Seconds `origin` must still wait before its next password try, and whether it is locked out."""
-    now = now or now_utc()
-    n, last = _failures(store, origin, now)
-    if last is None or n < FREE_FAILURES:
-        return 0.0, False
-    if n >= LOCKOUT_FAILURES:
-        return max(0.0, (last + LOCKOUT - now).total_seconds()), True
-    delay = min(MAX_DELAY_S, 2.0 ** (n - FREE_FAILURES + 1))
-    return max(0.0, (last + timedelta(seconds=delay) - now).total_seconds()), False
+    return throttle.wait(store, SIGN_IN_THROTTLE, origin, now)
 
 
 def sign_in(store: Store, access: Access, password: str, origin: str, *, now: datetime | None = None) -> SignIn:

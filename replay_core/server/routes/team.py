@@ -224,6 +224,8 @@ class TeamRoutes:
             body = await run_in_threadpool(
                 lambda: shared_object(store, shares.open_link(store, request.path_params["token"], origin=origin))
             )
+        except shares.ShareThrottled as exc:
+            raise ApiError(429, str(exc), headers={**private, "Retry-After": str(max(1, round(exc.wait_s)))}) from None
         except shares.ShareNotFound:
             raise ApiError(404, "no such link", headers=private) from None
         except shares.ShareGone as exc:
