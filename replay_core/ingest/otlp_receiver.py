@@ -109,14 +109,15 @@ def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:
 
 
 def _row(call: otel.PriorCall, redactor: Redactor) -> dict:
-    """An open call as kept for the next batch: its arguments redacted like the step shown for it (a later
-    batch without call ids then matches a call whose arguments held a secret by its name alone)."""
+    """An open call as kept for the next batch: its name, id and arguments redacted like the step shown for
+    it (a later batch then matches a call whose arguments held a secret by its id or name, and one whose
+    id or name held a secret not at all: its tool span becomes a step of its own)."""
     return {
         "trace_id": call.trace_id,
         "side": call.side,
         "event_id": call.event_id,
-        "name": call.name,
-        "call_id": call.call_id,
+        "name": redactor.scrub(call.name)[0],
+        "call_id": redactor.scrub(call.call_id)[0],
         "arguments": redactor.scrub(call.arguments)[0],
         "t_ns": call.t_ns,
     }

@@ -115,7 +115,7 @@ def ingest(
             redacted += ev.redacted - before
         clean.append(ev)
     written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
-    _store_attachments(store, attachments, refused)
+    _store_attachments(store, attachments, refused, redactor)
     if replacer is not None:
         store.record_audit(
             replacer,
@@ -190,11 +190,13 @@ def _attachment_of(item) -> dict:
     return found
 
 
-def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refused: list[str]) -> None:
-    """Images through the media store (once per hash and step); other bytes once per (step, name)."""
+def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refused: list[str], redactor: Redactor) -> None:
+    """Images through the media store (once per hash and step); other bytes once per (step, name). An
+    attachment's name and target are trace text like the step's: redacted."""
     known: dict[str, set] = {}
     runs: dict[str, bool] = {}
     for sid, event_id, found in pending:
+        found = {**found, "name": redactor.scrub(found.get("name"))[0], "target": redactor.scrub(found.get("target"))[0]}
         if not runs.setdefault(sid, store.get_session(sid) is not None):
             refused.append(f"session {sid}, step {event_id}: no such run (send the run's session or steps first)")
             continue
