@@ -81,8 +81,10 @@ def ingest(
     replace: bool = False,
     refuse_conflicts: bool = False,
     actor: Actor | None = None,
+    audit: Actor | None = None,
 ) -> IngestReport:
-    """Redact and store already-validated events in one transaction.
+    """Redact and store already-validated events in one transaction (with `audit`: an `ingest` line of
+    the audit log in that actor's name, in the same transaction: the HTTP API, per request).
 
     `source` names where new sessions came from when their own events do not say. An
     ended run's end, status, name and outcome change only with `replace`; otherwise a
@@ -114,7 +116,8 @@ def ingest(
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
-    written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
+    audited = {"audit": audit} if audit is not None else {}  # only the HTTP routes ask: stand-ins for the Store take none
+    written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts, **audited)
     _store_attachments(store, attachments, refused, redactor)
     if replacer is not None:
         store.record_audit(

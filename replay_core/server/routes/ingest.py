@@ -61,14 +61,11 @@ class IngestRoutes:
 
     async def _ingest(self, events: list, request: Request) -> Response:
         replace = flag(request.query_params, "replace")
-        store = JoiningStore(self.api.store(), self._joined)
+        store, actor = JoiningStore(self.api.store(), self._joined), request.state.actor
         report: IngestReport = await run_in_threadpool(
-            lambda: ingest(
-                store, events, source=SOURCE, replace=replace, refuse_conflicts=True, actor=getattr(request.state, "actor", None)
-            )
+            lambda: ingest(store, events, source=SOURCE, replace=replace, refuse_conflicts=True, actor=actor, audit=actor)
         )
         self.api.degraded = None
-        await self.api.audit(request, INGEST, ",".join(report.sessions), sessions=len(report.sessions), steps=report.steps)
         body = report.to_dict()
         body.pop("files", None)
         body.pop("conflicts", None)  # refused above (409), so always empty here
