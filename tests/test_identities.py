@@ -14,6 +14,7 @@ import pytest
 from cli_helpers import run_main
 from PIL import Image
 from starlette.testclient import TestClient
+from test_access import bearer
 from test_queues import add_runs
 
 from replay_core.server.api import create_app
@@ -102,10 +103,6 @@ def api(store):
     access = Access.load(env={"AGENT_REPLAY_API_TOKENS": TOKENS}, secrets={})
     with TestClient(create_app(store, access=access)) as c:
         yield c
-
-
-def bearer(token: str) -> dict:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def test_a_reviewer_token_is_one_reviewer(api, store):
