@@ -154,13 +154,14 @@ def revoke(store: Store, share_id: int, *, actor: Actor | None = None) -> bool:
 def open_link(store: Store, token: str | None, *, origin: str = "link", count: bool = True) -> dict:
     """The link behind `token` if it still opens: {id, kind, target, expires_at, …}. Raises ShareNotFound
     (ShareThrottled: too many wrong tokens from `origin` lately) or ShareGone. With `count`, the opening
-    (or its refusal) goes in the audit log; a wrong token always does, and counts against `origin`."""
+    (or its refusal) goes in the audit log; a wrong token's line counts against `origin`."""
     wait, _ = throttle.wait(store, WRONG_TOKENS, origin)
     if wait > 0:
         raise ShareThrottled(wait)
     link = store.get_share(token_hash=hash_token(token)) if token and len(token) <= 200 else None
     if link is None:
-        store.record_audit(Actor("share link", "none", origin), "share", outcome="unknown", detail={"op": "open"})
+        if count:
+            store.record_audit(Actor("share link", "none", origin), "share", outcome="unknown", detail={"op": "open"})
         raise ShareNotFound("no such link")
     link.pop("token_hash", None)
     reason = state(link)
