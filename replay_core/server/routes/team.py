@@ -239,5 +239,6 @@ def _reviewer(request: Request, body: dict) -> str:
     who = request.state.actor.who
     claimed = body.get("reviewer")
     if claimed not in (None, "") and str(claimed).strip().casefold() != who.casefold():
-        raise ApiError(403, f"reviewer: this token speaks for {who!r}, not for {str(claimed)[:200]!r}")
+        why = f"reviewer: this token speaks for {who!r}, not for {str(claimed)[:200]!r}"
+        raise ApiError(422, why, [{"loc": "reviewer", "msg": why}])
     return who
