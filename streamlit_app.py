@@ -110,6 +110,21 @@ else:  # imported by `streamlit run` / uvicorn: the server
 
     from starlette.middleware import Middleware
 
+    from replay_core.server.origins import TrustedProxies, distrust_uvicorn_proxy_headers, trusted_proxies
     from ui.early_open import EarlyOpen
 
-    app = st.App(HERE / "streamlit_app.py", routes=api.routes(), lifespan=lifespan, middleware=[Middleware(EarlyOpen)])
+    distrust_uvicorn_proxy_headers()  # forwarded headers count only from AGENT_REPLAY_TRUSTED_PROXIES (server/origins.py)
+    try:
+        proxies = trusted_proxies()
+    except ValueError as exc:
+        import os
+        import sys
+
+        print(f"agent-replay: {exc}", file=sys.stderr, flush=True)
+        os._exit(2)
+    app = st.App(
+        HERE / "streamlit_app.py",
+        routes=api.routes(),
+        lifespan=lifespan,
+        middleware=[Middleware(TrustedProxies, proxies=proxies), Middleware(EarlyOpen)],
+    )

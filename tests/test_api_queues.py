@@ -20,7 +20,7 @@ TOKENS = {"editor": "tok-editor-0123456789", "reviewer": "tok-reviewer-012345678
 
 @pytest.fixture
 def client(store):
-    access = Access(api_tokens=tuple(TOKENS.values()), token_roles=tuple(TOKENS))
+    access = Access(api_tokens=tuple(TOKENS.values()), token_roles=tuple(TOKENS), token_names=("", "Sam", ""))
     with TestClient(create_app(store, access=access)) as c:
         yield c
 

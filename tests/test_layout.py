@@ -26,7 +26,7 @@ ALLOWED = {
     "understand": {"storage", "ingest", "media"},
     "whatif": {"storage", "ingest", "understand", "media"},
     "sdk": {"storage", "ingest", "media"},
-    "team": {"storage"},
+    "team": {"storage", "ingest"},  # review notes are redacted like the runs they quote
     "mcp": {"storage", "understand", "whatif", "team"},
     "monitors": {"storage", "understand", "whatif", "team"},
     "server": {"storage", "ingest", "understand", "whatif", "team", "media", "mcp"},

@@ -9,6 +9,7 @@ litellm logger, a replay's model output, review notes; and the export of what wa
 
 from __future__ import annotations
 
+import base64
 import io
 import subprocess
 import time
@@ -28,7 +29,7 @@ from replay_core.ingest.formats import native, otlp_export
 from replay_core.ingest.pipeline import import_bytes
 from replay_core.sdk.recorder import Recorder
 from replay_core.server.api import create_app
-from replay_core.server.auth import Access
+from replay_core.server.auth import Access, token_name
 from replay_core.storage.tables import metadata
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
@@ -237,4 +238,92 @@ def test_replay_output_and_review_notes(store):
     assert store.load_steps(result.session)
     for s in SECRETS:
         annotate(store, sid, "bad", "the agent leaked " + s.text, author=s.text[:200] if len(s.text) <= 200 else None)
+    assert_no_leak(store)
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (4, 4), "blue").save(out, "PNG")
+    return out.getvalue()
+
+
+def _otlp_span(trace: str, span: str, name: str, attributes: dict, parent: str | None = None) -> dict:
+    return {
+        "traceId": trace,
+        "spanId": span,
+        **({"parentSpanId": parent} if parent else {}),
+        "name": name,
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()],
+    }
+
+
+def _otlp_body(spans: list[dict]) -> bytes:
+    return orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+
+
+def test_open_otlp_tool_calls_keep_no_secret(store, api):
+    """Tool calls a model emitted that no tool span has answered yet wait for a later batch in
+    `otlp_open_calls`: their arguments are kept redacted like the step shown for them, and the
+    batch that answers them still joins each call to its tool span."""
+    trace = "ab" * 16
+    calls = [
+        {"type": "tool_call", "id": f"call-{i}", "name": "deploy", "arguments": {"password": s.text, "note": content(s.text)}}
+        for i, s in enumerate(SECRETS)
+    ]
+    model = _otlp_span(
+        trace,
+        "0000000000000001",
+        "chat gpt-4o",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": calls}]).decode(),
+        },
+    )
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    assert api.post("/v1/traces", content=_otlp_body([model]), headers=auth).status_code == 200
+    with store.engine.connect() as conn:
+        assert len(conn.execute(select(metadata.tables["otlp_open_calls"])).all()) == len(SECRETS)
+    assert_no_leak(store)
+    tools = [
+        _otlp_span(
+            trace,
+            f"{i + 2:016x}",
+            "execute_tool deploy",
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "deploy", "gen_ai.tool.call.id": f"call-{i}"},
+        )
+        for i in range(len(SECRETS))
+    ]
+    assert api.post("/v1/traces", content=_otlp_body(tools), headers=auth).status_code == 200
+    steps = store.load_steps(trace)
+    assert sum(s.type == "tool_call" for s in steps) == len(SECRETS)  # each call joined to its tool span, none doubled
+    assert sum(s.type == "tool_result" for s in steps) == len(SECRETS)
+    assert_no_leak(store)
+
+
+def test_attachment_metadata_and_queue_reviews_over_http(store, api):
+    """An attachment's name and target, and a reviewer's note and "should have done", hold what
+    people paste from runs: redacted like the runs."""
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    steps = [{"event_id": f"s{i}", "seq": i + 1, "type": "think", "content": "look"} for i in range(len(SECRETS))]
+    assert api.post("/api/v1/sessions", json={"session_id": "attached", "name": "a"}, headers=auth).status_code == 200
+    assert api.post("/api/v1/sessions/attached/steps", json={"steps": steps}, headers=auth).status_code == 200
+    png = base64.b64encode(_png()).decode()
+    for i, s in enumerate(SECRETS):
+        body = {"media_type": "image/png", "data": png, "name": s.text[:300], "target": {"x": 1, "y": 1, "note": s.text}}
+        r = api.post(f"/api/v1/sessions/attached/steps/s{i}/attachments", json=body, headers=auth)
+        assert r.status_code == 200, r.text
+    assert len(store.list_attachments("attached")) == len(SECRETS)
+    rubric = {"verdicts": ["ok", "leak"], "note": True, "should_have": True}
+    made = api.post("/api/v1/queues", json={"name": "q", "runs": ["attached"], "rubric": rubric}, headers=auth)
+    qid = made.json()["id"]
+    me = {"reviewer": token_name(TOKEN)}  # the token's own identity (an unnamed token: its hash)
+    item = api.post(f"/api/v1/queues/{qid}/next", json=me, headers=auth).json()["item"]
+    pasted = "\n".join(content(s.text) for s in SECRETS)
+    review = {**me, "verdict": "leak", "note": pasted, "should_have": pasted}
+    assert api.post(f"/api/v1/queues/{qid}/items/{item['id']}/review", json=review, headers=auth).status_code == 200
     assert_no_leak(store)

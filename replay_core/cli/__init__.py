@@ -37,7 +37,9 @@ def _plain_stats(args: list[str]) -> bool:
     option: a sixth of the command's time, against a 0.4 s budget. False, having run
     nothing, for anything else or anything unusual (help, an unknown or malformed option), which
     Typer then handles as for every command."""
-    if args[:1] != ["stats"] or any(a in ("--help", "-h") or a.startswith("--help=") for a in args):
+    from .stats_fast_path import known_cli_role
+
+    if args[:1] != ["stats"] or any(a in ("--help", "-h") or a.startswith("--help=") for a in args) or not known_cli_role():
         return False
     from typer.main import get_group
 

@@ -31,12 +31,16 @@ def demo_cmd(
 def load_demo_runs(store: "Store", *, force: bool) -> bool:
     """Load the demo runs (into an empty database unless `force`), saying how many; False where the database had runs."""
     from ..demo import load_demo
+    from ..storage.actor import IMPORT
 
+    actor = store.authorize(cli_actor(), IMPORT, "demo")
     try:
         report = load_demo(store, only_if_empty=not force)
     except FileNotFoundError as exc:  # an install without the demo runs
         fail(str(exc))
     if report is not None:
+        detail = {"sessions": len(report.sessions), "steps": report.steps, "force": force}
+        store.record_audit(actor, IMPORT, target="demo", detail=detail)
         out.print(f"loaded {len(report.sessions)} demo sessions, {report.steps} steps")
     return report is not None
 
@@ -107,7 +111,7 @@ def retention_cmd(
     """Delete old runs with everything attached to them."""
     if days <= 0:
         fail("--days must be more than 0")
-    n = open_store(db).delete_older_than(days, keep_annotated=keep_annotated)
+    n = open_store(db).delete_older_than(days, keep_annotated=keep_annotated, actor=cli_actor())
     out.print(f"deleted {n} sessions older than {days:g} days")
 
 

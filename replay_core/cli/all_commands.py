@@ -5,10 +5,12 @@ from typing import Annotated
 import typer
 
 from . import admin, experiments, mcp, media, monitors, runs, serve, team, understand, whatif
+from .options import guard_commands
 
 app = typer.Typer(help="Record, import, inspect, replay and compare AI agent runs.", no_args_is_help=True, add_completion=False)
 for group in (serve, runs, understand, whatif, experiments, media, admin, team, monitors, mcp):
     app.add_typer(group.commands)
+guard_commands(app)
 
 
 def _print_version(asked: bool) -> None:

@@ -1,11 +1,14 @@
 """What the command groups share: the options they take alike, the consoles they print to, and the
 way they report bad input (one line on stderr, exit code 1) and open the database."""
 
-from typing import TYPE_CHECKING, Annotated, NoReturn
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from ..storage.actor import local
+from ..storage import actor as roles
+from ..storage.actor import Actor, PermissionDenied, local
 from .output import make_console
 
 if TYPE_CHECKING:
@@ -56,12 +59,85 @@ def open_store(db: str | None) -> "Store":
         raise CliError(f"cannot open database: {str(exc).splitlines()[0]}") from None
 
 
-def cli_actor():
+def cli_actor() -> Actor:
     """Who the CLI acts as: the local user, an editor unless AGENT_REPLAY_CLI_ROLE says otherwise."""
     try:
         return local("cli")
     except ValueError as exc:
         raise CliError(str(exc)) from None
+
+
+# Every command and the action the CLI's role must allow for it to run at all; a command missing
+# here stops `guard_commands` (tests/test_cli_roles.py), so none runs unchecked.
+COMMAND_ACTIONS: dict[str, str] = {
+    "serve": roles.READ,
+    "import": roles.IMPORT,
+    "watch": roles.IMPORT,
+    "export": roles.READ,
+    "sessions": roles.READ,
+    "show": roles.READ,
+    "stats": roles.READ,
+    "explain": roles.READ,
+    "compare": roles.READ,
+    "video": roles.READ,
+    "replay": roles.REPLAY,
+    "dataset create": roles.INGEST,
+    "dataset add": roles.INGEST,
+    "dataset import": roles.INGEST,
+    "dataset list": roles.READ,
+    "dataset show": roles.READ,
+    "dataset export": roles.READ,
+    "experiment run": roles.REPLAY,
+    "experiment resume": roles.REPLAY,
+    "experiment stop": roles.REPLAY,
+    "experiment show": roles.READ,
+    "experiment list": roles.READ,
+    "experiment compare": roles.READ,
+    "demo": roles.IMPORT,
+    "db upgrade": roles.MAINTAIN,
+    "db rebuild-rollups": roles.MAINTAIN,
+    "deliver-spool": roles.INGEST,
+    "retention": roles.DELETE,
+    "audit": roles.READ_AUDIT,
+    "queue create": roles.MANAGE_QUEUES,
+    "queue delete": roles.MANAGE_QUEUES,
+    "queue list": roles.READ,
+    "queue show": roles.READ,
+    "queue export": roles.READ,
+    "share": roles.SHARE,
+}
+
+
+def guard_commands(app: typer.Typer, prefix: str = "") -> None:
+    """Make every command of `app` (and of its groups) first check the CLI's role against
+    COMMAND_ACTIONS: an unknown AGENT_REPLAY_CLI_ROLE or a role short of the action stops it before
+    it opens anything but the audit log, where the refusal is written (the database the command names)."""
+    for info in app.registered_commands:
+        assert info.callback is not None
+        name = prefix + (info.name or info.callback.__name__)
+        if name not in COMMAND_ACTIONS:
+            raise KeyError(f"the command {name!r} has no action in COMMAND_ACTIONS")
+        info.callback = _checked(info.callback, name, COMMAND_ACTIONS[name])
+    for group in app.registered_groups:
+        assert group.typer_instance is not None
+        guard_commands(group.typer_instance, prefix + (f"{group.name} " if group.name else ""))
+
+
+def _checked(command: Callable[..., Any], name: str, action: str) -> Callable[..., Any]:
+    if getattr(command, "cli_action", None):  # guarded already (the app built twice in one process)
+        return command
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        actor = cli_actor()
+        if not actor.may(action):
+            if "db" in kwargs:
+                open_store(kwargs["db"]).authorize(actor, action, f"cli: {name}")  # logs the refusal and raises
+            raise PermissionDenied(actor, action)
+        return command(*args, **kwargs)
+
+    vars(run)["cli_action"] = action
+    return run
 
 
 def progress_bar(enabled: bool):

@@ -4,6 +4,7 @@ of the command's budget of 0.4 s."""
 
 from typing import Any
 
+from ..storage.actor import cli_role
 from .output import show_stats
 
 STATS_VALUES = ("--since", "--until", "--by", "--db")  # `stats`' options that take a value; --json is its flag
@@ -31,12 +32,21 @@ def stats_args(args: list[str]) -> dict | None:
     return given
 
 
+def known_cli_role() -> bool:
+    """Whether AGENT_REPLAY_CLI_ROLE names a role (else the command's own way reports it)."""
+    try:
+        cli_role()
+    except ValueError:
+        return False
+    return True
+
+
 def fast_stats(args: list[str]) -> bool:
     """`stats` without a time filter on a SQLite file, read by storage.plain (sqlite3, no SQLAlchemy)
     and printed by the same code as the command; False, having printed nothing, wherever the
     command itself must answer (another command, help, an error, PostgreSQL, an old schema, a run to expire…)."""
     given = stats_args(args[1:]) if args[:1] == ["stats"] else None
-    if given is None or given.get("since") or given.get("until"):
+    if given is None or given.get("since") or given.get("until") or not known_cli_role():
         return False
     from ..storage.plain import open_reader
     from ..understand.headline import DIMENSIONS, headline

@@ -180,6 +180,7 @@ def dataset_create(
     json: JsonOption = False,
 ) -> None:
     """Make a dataset from run ids, a filter or a review queue."""
+    from ..team.audit import dataset_written
     from ..whatif import dataset as ds
 
     store = open_store(db)
@@ -191,6 +192,7 @@ def dataset_create(
             made = ds.create(store, name, cases, match=match, description=description, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
+    dataset_written(store, cli_actor(), made, "create")
     _print_dataset(made, json)
 
 
@@ -227,6 +229,7 @@ def dataset_add(
     json: JsonOption = False,
 ) -> None:
     """Add runs to a dataset (its next version); runs it holds already are skipped."""
+    from ..team.audit import dataset_written
     from ..whatif import dataset as ds
 
     store = open_store(db)
@@ -235,6 +238,7 @@ def dataset_add(
         made = ds.add(store, name, cases, made_from=made_from)
     except ds.DatasetError as exc:
         fail(str(exc))
+    dataset_written(store, cli_actor(), made, "add")
     if json:
         print_json({k: made[k] for k in ("id", "name", "version", "cases", "added")})
         return
@@ -309,14 +313,17 @@ def dataset_import(
     json: JsonOption = False,
 ) -> None:
     """Read a dataset written by `dataset export`; the runs must be in the database."""
+    from ..team.audit import dataset_written
     from ..whatif import dataset as ds
 
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}")
+    store = open_store(db)
     try:
-        made = ds.import_lines(open_store(db), lines, where=str(path), name=name)
+        made = ds.import_lines(store, lines, where=str(path), name=name)
     except ds.DatasetError as exc:
         fail(str(exc))
+    dataset_written(store, cli_actor(), made, "import")
     _print_dataset(made, json)

@@ -94,7 +94,7 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
         events, unplaced, before = _numbered(store, events, ledger.places)
         events, replaced, agents = _inherited(store, events, replaced, before)
         report = ingest(store, events, redactor=redactor, source=source)
-        opened = [_row(p) for p in ledger.opened]
+        opened = [_row(p, redactor) for p in ledger.opened]
         consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
         late = {sid: (before[sid], agents[sid]) for sid in before if agents.get(sid)}
         store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced, agents=late)
@@ -228,13 +228,16 @@ def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:
     return out
 
 
-def _row(call: otel.PriorCall) -> dict:
+def _row(call: otel.PriorCall, redactor: Redactor) -> dict:
+    """An open call as kept for the next batch: its name, id and arguments redacted like the step shown for
+    it (a later batch then matches a call whose arguments held a secret by its id or name, and one whose
+    id or name held a secret not at all: its tool span becomes a step of its own)."""
     return {
         "trace_id": call.trace_id,
         "side": call.side,
         "event_id": call.event_id,
-        "name": call.name,
-        "call_id": call.call_id,
-        "arguments": call.arguments,
+        "name": redactor.scrub(call.name)[0],
+        "call_id": redactor.scrub(call.call_id)[0],
+        "arguments": redactor.scrub(call.arguments)[0],
         "t_ns": call.t_ns,
     }

@@ -85,8 +85,10 @@ def ingest(
     replace: bool = False,
     refuse_conflicts: bool = False,
     actor: Actor | None = None,
+    audit: Actor | None = None,
 ) -> IngestReport:
-    """Redact and store already-validated events in one transaction.
+    """Redact and store already-validated events in one transaction (with `audit`: an `ingest` line of
+    the audit log in that actor's name, in the same transaction: the HTTP API, per request).
 
     `source` names where new sessions came from when their own events do not say. An
     ended run's end, status, name and outcome change only with `replace`; otherwise a
@@ -118,8 +120,9 @@ def ingest(
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
-    written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts)
-    _store_attachments(store, attachments, refused)
+    audited = {"audit": audit} if audit is not None else {}  # only the HTTP routes ask: stand-ins for the Store take none
+    written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts, **audited)
+    _store_attachments(store, attachments, refused, redactor)
     if replacer is not None:
         store.record_audit(
             replacer,
@@ -194,11 +197,13 @@ def _attachment_of(item) -> dict:
     return found
 
 
-def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refused: list[str]) -> None:
-    """Images through the media store (once per hash and step); other bytes once per (step, name)."""
+def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refused: list[str], redactor: Redactor) -> None:
+    """Images through the media store (once per hash and step); other bytes once per (step, name). An
+    attachment's name and target are trace text like the step's: redacted."""
     known: dict[str, set] = {}
     runs: dict[str, bool] = {}
     for sid, event_id, found in pending:
+        found = {**found, "name": redactor.scrub(found.get("name"))[0], "target": redactor.scrub(found.get("target"))[0]}
         if not runs.setdefault(sid, store.get_session(sid) is not None):
             refused.append(f"session {sid}, step {event_id}: no such run (send the run's session or steps first)")
             continue

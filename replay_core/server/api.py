@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -16,6 +17,7 @@ from starlette.routing import Route
 from ..storage.store import Store
 from .auth import Access
 from .context import ApiContext
+from .origins import TrustedProxies
 from .responses import json_response
 from .routes.docs import DocRoutes
 from .routes.experiments import ExperimentRoutes
@@ -52,13 +54,14 @@ def routes(store: Store | None = None, *, access: Access | None = None, max_body
 
 def create_app(store: Store | None = None, *, access: Access | None = None, max_body: int | None = None) -> Starlette:
     """The API alone as an ASGI app (tests, or serving it without the UI); its own 404s and
-    405s are JSON too."""
+    405s are JSON too; the client's address read as server/origins.py says."""
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
         return json_response({"detail": exc.detail}, exc.status_code, exc.headers)
 
     return Starlette(
         routes=routes(store, access=access, max_body=max_body),
+        middleware=[Middleware(TrustedProxies)],
         # Starlette types every handler as taking any Exception, though it calls each with the class it is keyed by
         exception_handlers={HTTPException: http_error},  # type: ignore[dict-item]
     )

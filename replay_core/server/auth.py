@@ -4,16 +4,18 @@ Settings come from the environment first, then from the Streamlit secrets file
 (`.streamlit/secrets.toml`, read here without Streamlit so the HTTP API can use it
 too). Secrets are compared in constant time and never logged or put in messages.
 
-Tokens carry a role like the UI's users: `AGENT_REPLAY_API_TOKENS="viewer:tok1,reviewer:tok2,tok3"`;
-a token without a `role:` prefix is an editor's (what every token was before roles), so
-old configurations keep working. A token is named in the audit log by a short hash.
+Tokens carry a role like the UI's users, and may name who holds them:
+`AGENT_REPLAY_API_TOKENS="viewer:tok1,reviewer:alice:tok2,tok3"`; a token without a `role:`
+prefix is an editor's, so old configurations keep working. A token is one identity: its
+holder's name (`reviewer:alice:…`), else a short hash of it ("api token 3f2a…"). That
+identity is who reviews, holds items and appears in the audit log; a name typed in a body
+never changes it (server/routes/team.py).
 
-Password sign-in is throttled per client address: after FREE_FAILURES failures in a row
-each new try waits twice as long as the last (up to MAX_DELAY_S), and LOCKOUT_FAILURES in a
-row lock the client out for LOCKOUT. The state is the audit log itself (failed and good
-sign-ins, in the database): every app replica sees the same counts, a restart does not
-wipe them, and the lines an editor reads are the very ones that decide. Tries made while
-waiting are refused without looking at the password (logged as `throttled`, not counted).
+Password sign-in is throttled per client address (team/throttle.py): after FREE_FAILURES
+failures in a row each new try waits twice as long as the last, and LOCKOUT_FAILURES in a row
+lock the client out for LOCKOUT. Tries made while waiting are refused without looking at the
+password (logged as `throttled`, not counted). The address is the real peer unless that is a
+trusted proxy (AGENT_REPLAY_TRUSTED_PROXIES, server/origins.py).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,9 @@ from .. import config
 from ..events import now_utc
 from ..storage.actor import EDITOR, REVIEWER, ROLES, VIEWER, Actor
 from ..storage.store import Store
+from ..team import throttle
 from ..team.audit import SIGN_IN, record
+from ..team.throttle import LOCKOUT
 
 TOKENS_KEY = "AGENT_REPLAY_API_TOKENS"
 VIEWER_KEY = "AGENT_REPLAY_PASSWORD"
@@ -41,13 +45,11 @@ EDITOR_KEY = "AGENT_REPLAY_EDITOR_PASSWORD"
 REVIEWER_KEY = "AGENT_REPLAY_REVIEWER_PASSWORD"
 EDITORS_KEY = "AGENT_REPLAY_EDITORS"  # e-mail addresses that edit when signed in with OIDC
 REVIEWERS_KEY = "AGENT_REPLAY_REVIEWERS"  # ... and those that review
-__all__ = ["EDITOR", "REVIEWER", "VIEWER", "Access", "SignIn", "sign_in", "sign_in_wait"]
+__all__ = ["EDITOR", "LOCKOUT", "REVIEWER", "VIEWER", "Access", "SignIn", "sign_in", "sign_in_wait"]
 
 FREE_FAILURES = 3
-MAX_DELAY_S = 60.0
 LOCKOUT_FAILURES = 10
-LOCKOUT = timedelta(minutes=15)
-WINDOW = timedelta(hours=1)  # failures older than this are forgotten
+SIGN_IN_THROTTLE = throttle.Throttle(SIGN_IN, FREE_FAILURES, LOCKOUT_FAILURES)
 
 
 def secrets_files() -> list[Path]:
@@ -84,18 +86,23 @@ def _token_list(value: Any) -> tuple[str, ...]:
     return tuple(t.strip() for t in map(str, items) if t.strip())
 
 
-def _role_tokens(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """("viewer:abc", "def") -> tokens ("abc", "def"), roles ("viewer", "editor")."""
-    tokens, roles = [], []
+def _role_tokens(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """("viewer:abc", "reviewer:alice:xyz", "def") -> tokens ("abc", "xyz", "def"), roles ("viewer",
+    "reviewer", "editor"), holders' names ("", "alice", "")."""
+    tokens, roles, names = [], [], []
     for entry in entries:
         head, sep, rest = entry.partition(":")
         if sep and head.strip().lower() in ROLES and rest.strip():
-            tokens.append(rest.strip())
+            name, named, token = rest.partition(":")
+            named = named and name.strip() and token.strip()
+            tokens.append(token.strip() if named else rest.strip())
             roles.append(head.strip().lower())
+            names.append(name.strip() if named else "")
         else:
             tokens.append(entry)
             roles.append(EDITOR)
-    return tuple(tokens), tuple(roles)
+            names.append("")
+    return tuple(tokens), tuple(roles), tuple(names)
 
 
 def _basic_secret(credentials: str) -> str:
@@ -121,6 +128,7 @@ class Access:
     editor_password: str | None = field(default=None, repr=False)
     editor_emails: tuple[str, ...] = ()
     token_roles: tuple[str, ...] = ()  # the role of api_tokens[i]; editor where missing
+    token_names: tuple[str, ...] = ()  # who holds api_tokens[i] ("reviewer:alice:…"); its hash where empty
     reviewer_password: str | None = field(default=None, repr=False)
     reviewer_emails: tuple[str, ...] = ()
 
@@ -129,10 +137,11 @@ class Access:
         """From the environment, then `secrets` (default: the secrets files)."""
         env = os.environ if env is None else env
         secrets = read_secrets_files() if secrets is None else secrets
-        tokens, roles = _role_tokens(_token_list(_setting(TOKENS_KEY, env, secrets)))
+        tokens, roles, names = _role_tokens(_token_list(_setting(TOKENS_KEY, env, secrets)))
         return cls(
             api_tokens=tokens,
             token_roles=roles,
+            token_names=names,
             viewer_password=_setting(VIEWER_KEY, env, secrets) or None,
             reviewer_password=_setting(REVIEWER_KEY, env, secrets) or None,
             editor_password=_setting(EDITOR_KEY, env, secrets) or None,
@@ -169,7 +178,8 @@ class Access:
             return None
         i = hits.index(True)
         role = self.token_roles[i] if i < len(self.token_roles) else EDITOR
-        return Actor(token_name(self.api_tokens[i]), role, origin)
+        name = self.token_names[i] if i < len(self.token_names) else ""
+        return Actor(name or token_name(self.api_tokens[i]), role, origin)
 
     def role_for(self, password: str) -> str | None:
         """The role a typed password opens (the highest if two passwords are the same), or None.
@@ -205,29 +215,9 @@ class SignIn:
     locked: bool = False
 
 
-def _failures(store: Store, origin: str, now: datetime) -> tuple[int, datetime | None]:
-    """Failed sign-ins from `origin` in a row (since its last good one, within WINDOW), and the last one's time."""
-    rows = store.audit_entries(
-        actions=[SIGN_IN], origin=origin, since=now - WINDOW, outcomes=("ok", "failed"), limit=LOCKOUT_FAILURES + 1
-    )
-    n = 0
-    for row in rows:
-        if row["outcome"] != "failed":
-            break
-        n += 1
-    return n, (rows[0]["at"] if n else None)
-
-
 def sign_in_wait(store: Store, origin: str, now: datetime | None = None) -> tuple[float, bool]:
     """Seconds `origin` must still wait before its next password try, and whether it is locked out."""
-    now = now or now_utc()
-    n, last = _failures(store, origin, now)
-    if last is None or n < FREE_FAILURES:
-        return 0.0, False
-    if n >= LOCKOUT_FAILURES:
-        return max(0.0, (last + LOCKOUT - now).total_seconds()), True
-    delay = min(MAX_DELAY_S, 2.0 ** (n - FREE_FAILURES + 1))
-    return max(0.0, (last + timedelta(seconds=delay) - now).total_seconds()), False
+    return throttle.wait(store, SIGN_IN_THROTTLE, origin, now)
 
 
 def sign_in(store: Store, access: Access, password: str, origin: str, *, now: datetime | None = None) -> SignIn:

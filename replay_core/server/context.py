@@ -38,6 +38,12 @@ class ApiContext:
                 self._store = Store()
             return self._store
 
+    async def audit(self, request: Request, action: str, target: str | None = None, **detail: object) -> None:
+        """One audit line for what a request changed, in the name of its token: a summary (counts,
+        ids), never the body."""
+        actor = request.state.actor
+        await run_in_threadpool(self.store().record_audit, actor, action, target=target[:2000] if target else None, detail=detail)
+
     async def session_or_404(self, session_id: str) -> dict:
         row = await run_in_threadpool(self.store().get_session, session_id)
         if row is None:

@@ -460,14 +460,14 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         "A queue's results as CSV.", None, media={"text/csv": {"schema": {"type": "string"}}}, tag="team"
     ),
     ("POST", "/api/v1/queues/{queue_id}/next"): Op(
-        "The next item held for a reviewer (null: nothing left for them).",
+        "The next item held for the token's holder (null: nothing left); a `reviewer` naming anyone else is refused (422).",
         None,
         media=_json(_OBJECT),
         tag="team",
         body={"required": True, "content": _json({"type": "object", "properties": {"reviewer": {"type": "string"}}})},
     ),
     ("POST", "/api/v1/queues/{queue_id}/items/{item_id}/{verb}"): Op(
-        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`).",
+        "Review an item (`review`: verdict, criteria, note, should_have) or skip it (`skip`), as the token's holder.",
         None,
         media=_json(_OBJECT),
         tag="team",
@@ -511,7 +511,8 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("GET", "/api/v1/shares"): Op("List share links (without their tokens).", None, media=_json(_OBJECT), tag="team"),
     ("DELETE", "/api/v1/shares/{share_id}"): Op("Revoke a share link.", None, media=_json(_OBJECT), tag="team"),
     ("GET", "/api/v1/share/{token}"): Op(
-        "The one object a share link was made for (no bearer token: the link's token is the key; 410 once expired or revoked).",
+        "The one object a share link was made for (no bearer token: the link's token is the key; 410 once expired or "
+        "revoked; 429 after too many wrong tokens from one address).",
         None,
         media=_json(_OBJECT),
         tag="team",
@@ -562,6 +563,7 @@ _ERRORS = {
     "409": "a different end for a run that already ended (without replace)",
     "413": "body over the size limit",
     "415": "a content type or encoding the route does not take",
+    "429": "too many wrong share-link tokens from this address lately (see Retry-After)",
     "422": "a field or parameter is out of the contract (each named in `errors`)",
     "503": "the database cannot take writes now (see Retry-After)",
 }

@@ -30,12 +30,12 @@ ROLES = (VIEWER, REVIEWER, EDITOR)
 # actions
 READ, ANNOTATE, WORK_QUEUE = "read", "annotate", "work_queue"
 IMPORT, INGEST, REPLAY, DELETE, REPLACE = "import", "ingest", "replay", "delete", "replace"
-READ_AUDIT, MANAGE_QUEUES, SHARE = "read_audit", "manage_queues", "share"
+READ_AUDIT, MANAGE_QUEUES, SHARE, MAINTAIN = "read_audit", "manage_queues", "share", "maintain"
 MANAGE_MONITORS = "manage_monitors"
 
 _VIEWER_MAY = frozenset({READ, ANNOTATE})
 _REVIEWER_MAY = _VIEWER_MAY | {WORK_QUEUE}
-_EDITOR_MAY = _REVIEWER_MAY | {IMPORT, INGEST, REPLAY, DELETE, REPLACE, READ_AUDIT, MANAGE_QUEUES, SHARE, MANAGE_MONITORS}
+_EDITOR_MAY = _REVIEWER_MAY | {IMPORT, INGEST, REPLAY, DELETE, REPLACE, READ_AUDIT, MANAGE_QUEUES, SHARE, MAINTAIN, MANAGE_MONITORS}
 MAY: dict[str, frozenset[str]] = {VIEWER: _VIEWER_MAY, REVIEWER: _REVIEWER_MAY, EDITOR: _EDITOR_MAY}
 
 # How an action reads in a refusal: "viewers may not import runs".
@@ -52,6 +52,7 @@ _VERBS = {
     MANAGE_QUEUES: "make review queues",
     MANAGE_MONITORS: "add, mute or acknowledge monitors",
     SHARE: "make share links",
+    MAINTAIN: "upgrade the database or rebuild its rollups",
 }
 CLI_ROLE_KEY = "AGENT_REPLAY_CLI_ROLE"
 
@@ -92,13 +93,19 @@ def _local_user() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
+def cli_role() -> str:
+    """The role AGENT_REPLAY_CLI_ROLE names (editor when unset); ValueError naming the roles for any other word."""
+    given = os.environ.get(CLI_ROLE_KEY)
+    role = (given or EDITOR).strip().lower()
+    if role not in ROLES:
+        raise ValueError(f"{CLI_ROLE_KEY}: expected one of {', '.join(ROLES)}, got {given!r}")
+    return role
+
+
 def local(origin: str = "local") -> Actor:
     """The person at this machine (library callers, the CLI): an editor unless
     AGENT_REPLAY_CLI_ROLE names another role."""
-    role = (os.environ.get(CLI_ROLE_KEY) or EDITOR).strip().lower()
-    if role not in ROLES:
-        raise ValueError(f"{CLI_ROLE_KEY}: expected one of {', '.join(ROLES)}, got {role!r}")
-    return Actor(_local_user(), role, origin)
+    return Actor(_local_user(), cli_role(), origin)
 
 
 def require(actor: Actor | None, action: str) -> Actor:

@@ -152,12 +152,14 @@ class Sessions(Audited):
             daily.refresh(conn, left, bulk_insert)  # once, last: its lock is the transaction's last (daily._one_at_a_time)
         return n
 
-    def delete_older_than(self, days: float, *, keep_annotated: bool = False, now: datetime | None = None) -> int:
-        """Retention: drop runs that started more than `days` ago."""
+    def delete_older_than(
+        self, days: float, *, keep_annotated: bool = False, now: datetime | None = None, actor: Actor = RETENTION
+    ) -> int:
+        """Retention: drop runs that started more than `days` ago (as `actor`: the policy, or who asked)."""
         cutoff = (now or now_utc()) - timedelta(days=days)
         query = select(sessions.c.id).where(sessions.c.started_at < cutoff)
         if keep_annotated:
             query = query.where(~exists().where(annotations_table.c.session_id == sessions.c.id))
         with self.engine.connect() as conn:
             ids = list(conn.scalars(query))
-        return self.delete_sessions(ids, actor=RETENTION)
+        return self.delete_sessions(ids, actor=actor)

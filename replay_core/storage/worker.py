@@ -36,6 +36,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
+from .actor import Actor
 from .store import Store, WriteBatch, WriteResult
 
 _ENV_PREFIX = "AGENT_REPLAY_"
@@ -352,11 +353,19 @@ class JoiningStore(_StandsInForStore):
         self._store, self._joined = store, joined
 
     def write(
-        self, events, *, default_source: str | None = None, replace: bool = False, refuse_conflicts: bool = False
+        self,
+        events,
+        *,
+        default_source: str | None = None,
+        replace: bool = False,
+        refuse_conflicts: bool = False,
+        audit: Actor | None = None,
     ) -> WriteResult:
         if replace or {"default_source": default_source, "refuse_conflicts": refuse_conflicts} != self._joined.options:
-            return self._store.write(events, default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts)
-        batch = WriteBatch()
+            return self._store.write(
+                events, default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts, audit=audit
+            )
+        batch = WriteBatch(audit=audit)
         for ev in events:
             batch.add(ev)
         return self._joined.write(batch) if batch.order else WriteResult()

@@ -22,6 +22,8 @@ from sqlalchemy.engine import Connection
 from .. import config
 from ..vocabulary import SessionStatus, now_utc
 from . import daily, rollups
+from .actor import INGEST, Actor
+from .audit import audit_line
 from .bulk import bind_processors, bound_row, bulk_insert, chunks, dialect_module, insert_new
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, SESSION_FIELDS, TIMESTAMP_AT, call_key, rollup_values, step_values
 from .engine import StoreBase
@@ -97,6 +99,8 @@ class WriteBatch:
     bound: bool = False
     rolled: dict[str, Any] = field(default_factory=dict)
     times: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    # who sent it: its `ingest` audit line (runs, steps stored) is written in its own transaction
+    audit: Actor | None = None
 
     def add(self, ev: SessionEvent | StepEvent | StepRow | SessionEndEvent) -> None:
         sid = ev.session_id
@@ -181,8 +185,10 @@ class Writing(StoreBase):
         default_source: str | None = None,
         replace: bool = False,
         refuse_conflicts: bool = False,
+        audit: Actor | None = None,
     ) -> WriteResult:
-        """Store validated, redacted events in one transaction.
+        """Store validated, redacted events in one transaction (with `audit`, an `ingest` line of the
+        audit log in the name of that actor, summing up the write).
 
         Idempotent: a step whose event_id the session already holds is skipped and
         counted as a duplicate. Steps without seq are placed after the last one.
@@ -196,7 +202,7 @@ class Writing(StoreBase):
         value is left out and named in `conflicts`, or with `refuse_conflicts` refuses the
         batch (WriteRefused, 409). A `replay_of` naming no stored run is refused (422).
         """
-        batch = WriteBatch()
+        batch = WriteBatch(audit=audit)
         for ev in events:
             batch.add(ev)
         if not batch.order:
@@ -229,6 +235,10 @@ class Writing(StoreBase):
                     self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts)
                     if counts is not None:
                         counts.append((result.steps - before[0], result.duplicates - before[1]))
+                    if batch.audit is not None:
+                        stored, dupes = result.steps - before[0], result.duplicates - before[1]
+                        detail = {"sessions": len(batch.order), "steps": stored, "duplicates": dupes}
+                        audit_line(conn, batch.audit, INGEST, target=",".join(batch.order)[:2000], detail=detail)
                     index_new()  # while the reader makes the next batch
                     if self.dialect == "postgresql" and len(listed) >= analyzed:
                         conn.exec_driver_sql(f"ANALYZE {', '.join(t.name for t in RUN_TABLES)}")

@@ -15,8 +15,8 @@ from ..storage.actor import READ_AUDIT, Actor, PermissionDenied
 from ..storage.store import Store
 
 # what the log records (the `action` column); refusals are `outcome="denied"` of the action tried
-SIGN_IN = "sign_in"
-ACTIONS = ("import", "ingest", "replay", "delete", "replace", SIGN_IN, "share", "manage_queues")
+SIGN_IN, DATASET, ATTACH, REVIEW = "sign_in", "dataset", "attach", "review"
+ACTIONS = ("import", "ingest", "replay", "delete", "replace", SIGN_IN, "share", "manage_queues", DATASET, ATTACH, REVIEW)
 COLUMNS = ("at", "who", "role", "origin", "action", "outcome", "target", "detail")
 
 
@@ -32,6 +32,12 @@ def record(
 ) -> int:
     """Add a line; returns its id."""
     return store.record_audit(actor, action, outcome=outcome, target=target, detail=detail, at=at)
+
+
+def dataset_written(store: Store, actor: Actor, made: dict, op: str) -> None:
+    """Note a dataset made or grown (`op`: create, add, import): its name, version and case count."""
+    detail = {"op": op, "version": made.get("version"), "cases": made.get("cases")}
+    store.record_audit(actor, DATASET, target=f"dataset {made.get('name')}", detail=detail)
 
 
 def denied(store: Store, exc: PermissionDenied, target: str | None = None) -> None:

@@ -22,8 +22,10 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from ..ingest.redact import default_redactor
 from ..storage.actor import MANAGE_QUEUES, WORK_QUEUE, Actor
 from ..storage.store import SessionFilter, Store
+from .audit import REVIEW
 
 DEFAULT_VERDICTS = ("Good", "Bad", "Needs attention")
 MAX_VERDICTS = 9  # one digit key each
@@ -230,12 +232,12 @@ def _reviewer(reviewer: str | None) -> str:
         raise QueueError("reviewer: say who is reviewing (a name)") from None
 
 
-def _workable(store: Store, queue_id: int, reviewer: str | None, actor: Actor | None) -> tuple[dict, str]:
-    store.authorize(actor, WORK_QUEUE, f"queue {queue_id}")
+def _workable(store: Store, queue_id: int, reviewer: str | None, actor: Actor | None) -> tuple[dict, str, Actor]:
+    actor = store.authorize(actor, WORK_QUEUE, f"queue {queue_id}")
     queue, reviewer = get(store, queue_id), _reviewer(reviewer)
     if not may_work(queue, reviewer):
         raise QueueError(f"this queue is assigned to {', '.join(queue['assignees'])}; {reviewer} is not one of them")
-    return queue, reviewer
+    return queue, reviewer, actor
 
 
 def next_item(
@@ -250,7 +252,7 @@ def next_item(
 ) -> dict | None:
     """Hold and return the next item for `reviewer` ({id, position, session_id, held_until}), None when
     nothing is left for them. `item_id` re-takes the item they have open (after a page reload)."""
-    _, reviewer = _workable(store, queue_id, reviewer, actor)
+    _, reviewer, _ = _workable(store, queue_id, reviewer, actor)
     return store.claim_queue_item(queue_id, reviewer, hold, now=now, item_id=item_id)
 
 
@@ -266,8 +268,9 @@ def save_review(
     should_have: str | None = None,
     actor: Actor | None = None,
 ) -> None:
-    """Record `reviewer`'s verdict on one item (replacing their earlier one); the hold is let go."""
-    queue, reviewer = _workable(store, queue_id, reviewer, actor)
+    """Record `reviewer`'s verdict on one item (replacing their earlier one); the hold is let go. The note and
+    what it should have done are redacted like review notes on runs (they quote runs); the save is in the audit log."""
+    queue, reviewer, actor = _workable(store, queue_id, reviewer, actor)
     rubric = queue["rubric"]
     if verdict not in rubric["verdicts"]:
         raise QueueError(f"verdict: expected one of {', '.join(rubric['verdicts'])}, got {verdict!r}")
@@ -278,23 +281,27 @@ def save_review(
             raise QueueError(f"criteria.{key}: not a criterion of this queue")
         if value not in (PASS, FAIL):
             raise QueueError(f"criteria.{key}: expected pass or fail, got {value!r}")
-    note = _text(note, "note", TEXT_MAX, required=False) if rubric["note"] else ""
-    should_have = _text(should_have, "should_have", TEXT_MAX, required=False) if rubric["should_have"] else ""
+    scrub = default_redactor().scrub
+    note = scrub(_text(note, "note", TEXT_MAX, required=False))[0] if rubric["note"] else ""
+    should_have = scrub(_text(should_have, "should_have", TEXT_MAX, required=False))[0] if rubric["should_have"] else ""
     try:
         store.save_queue_review(
             queue_id, item_id, reviewer, verdict=verdict, criteria=criteria, note=note, should_have=should_have
         )
     except KeyError:
         raise QueueError(f"queue {queue_id} has no item {item_id}") from None
+    detail = {"reviewer": reviewer, "verdict": verdict}
+    store.record_audit(actor, REVIEW, target=f"queue {queue_id} item {item_id}", detail=detail)
 
 
 def skip(store: Store, queue_id: int, item_id: int, reviewer: str | None, *, actor: Actor | None = None) -> None:
     """Pass an item by: it comes back to this reviewer only after every other item."""
-    _, reviewer = _workable(store, queue_id, reviewer, actor)
+    _, reviewer, actor = _workable(store, queue_id, reviewer, actor)
     try:
         store.save_queue_review(queue_id, item_id, reviewer, verdict=None)
     except KeyError:
         raise QueueError(f"queue {queue_id} has no item {item_id}") from None
+    store.record_audit(actor, REVIEW, target=f"queue {queue_id} item {item_id}", detail={"reviewer": reviewer, "skipped": True})
 
 
 def release(store: Store, item_id: int, reviewer: str) -> None:

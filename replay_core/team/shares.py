@@ -19,6 +19,7 @@ from .. import config
 from ..events import now_utc
 from ..storage.actor import SHARE, VIEWER, Actor
 from ..storage.store import Store
+from . import throttle
 
 RUN, COMPARE, QUEUE = "run", "compare", "queue"
 KINDS = (RUN, COMPARE, QUEUE)
@@ -35,6 +36,19 @@ class ShareError(ValueError):
 
 class ShareNotFound(LookupError):
     """No link has this token (HTTP 404)."""
+
+
+class ShareThrottled(ShareNotFound):
+    """Too many wrong tokens from this address lately: refused without looking (HTTP 429 after `wait_s`)."""
+
+    def __init__(self, wait_s: float):
+        self.wait_s = wait_s
+        super().__init__(f"too many wrong links from this address; try again in {wait_s:.0f} s")
+
+
+# Wrong tokens from one address in a row (audit lines `share`, outcome `unknown`) slow it down
+# like wrong passwords: a person mistypes a link now and then, a guesser tries thousands.
+WRONG_TOKENS = throttle.Throttle("share", free=5, lockout=20, failed="unknown")
 
 
 class ShareGone(Exception):
@@ -139,9 +153,15 @@ def revoke(store: Store, share_id: int, *, actor: Actor | None = None) -> bool:
 
 def open_link(store: Store, token: str | None, *, origin: str = "link", count: bool = True) -> dict:
     """The link behind `token` if it still opens: {id, kind, target, expires_at, …}. Raises ShareNotFound
-    or ShareGone. With `count`, the opening (or its refusal) goes in the audit log."""
+    (ShareThrottled: too many wrong tokens from `origin` lately) or ShareGone. With `count`, the opening
+    (or its refusal) goes in the audit log; a wrong token's line counts against `origin`."""
+    wait, _ = throttle.wait(store, WRONG_TOKENS, origin)
+    if wait > 0:
+        raise ShareThrottled(wait)
     link = store.get_share(token_hash=hash_token(token)) if token and len(token) <= 200 else None
     if link is None:
+        if count:
+            store.record_audit(Actor("share link", "none", origin), "share", outcome="unknown", detail={"op": "open"})
         raise ShareNotFound("no such link")
     link.pop("token_hash", None)
     reason = state(link)

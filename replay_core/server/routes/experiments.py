@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...storage.actor import INGEST, READ, REPLAY
+from ...team.audit import DATASET
 from ..bodies import object_body
 from ..context import API_PREFIX, ApiContext
 from ..responses import ApiError, json_response
@@ -65,7 +66,10 @@ class ExperimentRoutes:
             return {k: made[k] for k in ("id", "name", "version", "cases")}
 
         try:
-            return json_response(await run_in_threadpool(make), 201)
+            made = await run_in_threadpool(make)
+            target = f"dataset {made['name']}"
+            await self.api.audit(request, DATASET, target, op="create", version=made["version"], cases=made["cases"])
+            return json_response(made, 201)
         except ds.DatasetError as exc:
             raise ApiError(422, str(exc), [{"loc": str(exc).split(":", 1)[0], "msg": str(exc)}]) from None
 
@@ -122,7 +126,10 @@ class ExperimentRoutes:
             }
 
         try:
-            return json_response(await run_in_threadpool(start), 202)
+            started = await run_in_threadpool(start)
+            target = f"experiment {started['experiment']}"
+            await self.api.audit(request, REPLAY, target, op="launch", dataset=str(body.get("dataset"))[:200])
+            return json_response(started, 202)
         except (ex.ExperimentError, ConfigError, TypeError, ValueError) as exc:
             raise ApiError(422, str(exc), [{"loc": str(exc).split(":", 1)[0], "msg": str(exc)}]) from None
 

@@ -22,6 +22,7 @@ from ...ingest.otlp_logs import receive_logs
 from ...ingest.pipeline import IngestReport, ingest
 from ...storage.actor import INGEST
 from ...storage.worker import WRITE_LANES, JoinedWrites, JoiningStore, OffloadedWrites
+from ...team.audit import ATTACH
 from ..bodies import body_bytes, json_body, multipart_image
 from ..context import API_PREFIX, ApiContext
 from ..params import flag, session_id
@@ -65,11 +66,9 @@ class IngestRoutes:
 
     async def _ingest(self, events: list, request: Request) -> Response:
         replace = flag(request.query_params, "replace")
-        store = JoiningStore(self.api.store(), self._joined)
+        store, actor = JoiningStore(self.api.store(), self._joined), request.state.actor
         report: IngestReport = await run_in_threadpool(
-            lambda: ingest(
-                store, events, source=SOURCE, replace=replace, refuse_conflicts=True, actor=getattr(request.state, "actor", None)
-            )
+            lambda: ingest(store, events, source=SOURCE, replace=replace, refuse_conflicts=True, actor=actor, audit=actor)
         )
         self.api.degraded = None
         body = report.to_dict()
@@ -107,6 +106,7 @@ class IngestRoutes:
         report: IngestReport = await run_in_threadpool(ingest, self.api.store(), [event], source=SOURCE)
         if report.media_refused:
             raise ApiError(422, report.media_refused[0], [{"loc": "body.data", "msg": r} for r in report.media_refused])
+        await self.api.audit(request, ATTACH, f"{sid} {event_id}", media_type=event.media_type)
         return json_response({"session_id": sid, "event_id": event_id, "stored": True})
 
     async def end_session(self, request: Request) -> Response:
@@ -129,9 +129,10 @@ class IngestRoutes:
         """POST /v1/traces: OTLP/HTTP (protobuf or JSON) from any OpenTelemetry exporter; the Langfuse SDK's too."""
         content_type, media, data = await self._otlp_body(request)
         try:  # reading, mapping and storing off the event loop (a big body in the worker process): /healthz keeps answering
-            await run_in_threadpool(otlp_worker.receive, self.api.store(), data, content_type)
+            report = await run_in_threadpool(otlp_worker.receive, self.api.store(), data, content_type)
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
+        await self.api.audit(request, INGEST, ",".join(report.sessions), sessions=len(report.sessions), steps=report.steps)
         # An empty ExportTraceServiceResponse: full success, in the encoding of the request.
         if media == "application/json":
             return Response(b"{}", media_type="application/json")

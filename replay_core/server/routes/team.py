@@ -140,7 +140,7 @@ class TeamRoutes:
         body = await object_body(request, self.api.max_body)
         qid = request.path_params["queue_id"]
         return await self._team_call(
-            lambda: {"item": queues.next_item(self.api.store(), qid, body.get("reviewer"), actor=request.state.actor)}
+            lambda: {"item": queues.next_item(self.api.store(), qid, _reviewer(request, body), actor=request.state.actor)}
         )
 
     async def work_queue_item(self, request: Request) -> Response:
@@ -155,7 +155,7 @@ class TeamRoutes:
 
         def act() -> dict:
             if verb == "skip":
-                queues.skip(self.api.store(), qid, item, body.get("reviewer"), actor=request.state.actor)
+                queues.skip(self.api.store(), qid, item, _reviewer(request, body), actor=request.state.actor)
             else:
                 criteria = body.get("criteria")
                 if criteria is not None and not isinstance(criteria, dict):
@@ -164,7 +164,7 @@ class TeamRoutes:
                     self.api.store(),
                     qid,
                     item,
-                    body.get("reviewer"),
+                    _reviewer(request, body),
                     body.get("verdict"),
                     criteria=criteria,
                     note=body.get("note"),
@@ -224,8 +224,21 @@ class TeamRoutes:
             body = await run_in_threadpool(
                 lambda: shared_object(store, shares.open_link(store, request.path_params["token"], origin=origin))
             )
+        except shares.ShareThrottled as exc:
+            raise ApiError(429, str(exc), headers={**private, "Retry-After": str(max(1, round(exc.wait_s)))}) from None
         except shares.ShareNotFound:
             raise ApiError(404, "no such link", headers=private) from None
         except shares.ShareGone as exc:
             return json_response({"detail": str(exc), "reason": exc.reason}, 410, private)
         return json_response(body, headers=private)
+
+
+def _reviewer(request: Request, body: dict) -> str:
+    """Who works the queue: the token's holder (named tokens: reviewer:NAME:TOKEN), never a name typed
+    in the body; a body naming someone else is refused."""
+    who = request.state.actor.who
+    claimed = body.get("reviewer")
+    if claimed not in (None, "") and str(claimed).strip().casefold() != who.casefold():
+        why = f"reviewer: this token speaks for {who!r}, not for {str(claimed)[:200]!r}"
+        raise ApiError(422, why, [{"loc": "reviewer", "msg": why}])
+    return who
