@@ -272,6 +272,7 @@ watch_offsets = Table(
     Column("offset", BigInteger, nullable=False),
     Column("format", String(100)),
     Column("updated_at", UTCDateTime, nullable=False),
+    Column("fingerprint", String(64)),  # watch.fingerprint of what was read: a copy-truncated file differs
 )
 
 # Experiments (whatif/experiment.py): datasets of cases, and every case × variant replayed.
