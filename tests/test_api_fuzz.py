@@ -10,6 +10,7 @@ fuzzed `api_base` or model must not send a request anywhere (the machine's netwo
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections import Counter
@@ -116,3 +117,51 @@ def test_an_id_past_what_a_table_holds_is_a_404(served, path):
     method = "DELETE" if path.startswith("/api/v1/shares") else "POST" if path.endswith("review") else "GET"
     r = httpx.request(method, url, json={"reviewer": "r", "verdict": "good"}, headers=AUTH)
     assert r.status_code == 404 and r.json()["errors"][0]["msg"] == "at most 2147483647", r.text
+
+
+HOSTILE = [
+    ("/api/v1/shares", {"session": 5}, "session"),
+    ("/api/v1/shares", {"session": "r", "other": [[]]}, "other"),
+    ("/api/v1/shares", {"queue": "1"}, "queue"),
+    ("/api/v1/experiments", {"dataset": "d", "models": [[[]]]}, "models.0"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "scorers": [None]}, "scorers.0"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "budget_usd": 0}, "budget_usd"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "budget_usd": -1}, "budget_usd"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "budget_tokens": 0}, "budget_tokens"),
+    ("/api/v1/datasets", {"name": 31337}, "name"),
+    ("/api/v1/datasets", {"name": "d", "runs": [5]}, "runs.0"),
+    ("/api/v1/queues", {"name": "q", "runs": "r"}, "runs"),
+    ("/api/v1/queues/1/next", {"reviewer": ["alice"]}, "reviewer"),
+    ("/api/v1/queues/1/items/1/review", {"reviewer": "a", "verdict": {"x": 1}}, "verdict"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), HOSTILE, ids=[f"{p.rsplit('/', 1)[-1]}-{f}" for p, _, f in HOSTILE])
+def test_a_body_of_the_wrong_types_is_a_422_naming_the_field(served, path, body, field):
+    r = httpx.post(served + path, json=body, headers=AUTH)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == field, r.text
+
+
+def test_a_dataset_named_by_digits_is_stored_and_found_by_its_name(served):
+    """A name of digits once made a 500 "not stored" after the dataset was stored (digits were read as an id)."""
+    run = httpx.get(f"{served}/api/v1/sessions", headers=AUTH).json()["sessions"][0]["id"]
+    made = httpx.post(f"{served}/api/v1/datasets", json={"name": "31337", "runs": [run]}, headers=AUTH)
+    assert made.status_code == 201 and made.json()["name"] == "31337", made.text
+    assert httpx.get(f"{served}/api/v1/datasets/31337", headers=AUTH).json()["name"] == "31337"
+    listed = httpx.get(f"{served}/api/v1/datasets", headers=AUTH).json()["datasets"]
+    assert [d["name"] for d in listed].count("31337") == 1
+
+
+@pytest.mark.parametrize("value", [b"\xb2", b"\xff\xfe", b"1e3", b"-1", b"99999999999999999999999"])
+def test_a_last_event_id_that_is_no_whole_number_is_a_422(served, value):
+    """`'²'.isdigit()` is true and `int('²')` fails: read as a header (raw bytes) and as the query parameter."""
+    run = httpx.get(f"{served}/api/v1/sessions", headers=AUTH).json()["sessions"][0]["id"]
+    host, port = served.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"GET /api/v1/sessions/%s/stream HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nLast-Event-ID: %s\r\n"
+            b"Connection: close\r\n\r\n" % (run.encode(), AUTH["Authorization"].encode(), value)
+        )
+        assert sock.recv(4096).split(b"\r\n", 1)[0] == b"HTTP/1.1 422 Unprocessable Entity"
+    r = httpx.get(f"{served}/api/v1/sessions/{run}/stream", params={"last_event_id": value.decode("latin-1")}, headers=AUTH)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == "Last-Event-ID", r.text

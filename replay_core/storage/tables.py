@@ -339,6 +339,7 @@ experiment_runs = Table(
     Column("attempts", Integer, nullable=False, default=1),
     Column("started_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime),
+    Column("lease_until", UTCDateTime),  # a running claim is its runner's until then (renewed while it runs)
     UniqueConstraint("experiment_id", "case_session", "variant"),
 )
 
