@@ -8,8 +8,8 @@ Memory: a 150 KB PNG may decode to 160 MB of pixels. The size is read from the h
 anything is decoded (AGENT_REPLAY_MAX_IMAGE_PIXELS, default 40,000,000, refuses larger), and every
 decode in the process (uploads, imports, video frames) first takes what it will hold from one
 shared budget, AGENT_REPLAY_DECODE_BUDGET_MB (default 256): eight bombs at once decode one or two
-at a time, not all together. The thumbnail is reduced before it is converted, so no second
-full-size copy is made.
+at a time, not all together. The thumbnail is sampled down before anything else is made of the
+image, so no second full-size copy is.
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ class DecodeBudget:
                 self.used -= nbytes
                 self._turn.notify_all()
 
+
+# Pillow holds an image in blocks (16 MB by default). glibc serves a freed block's size from its heap
+# afterwards (its mmap threshold rises to the largest block freed, up to 32 MB), and a thread's heap keeps
+# what it freed: eight decodes on eight threads left ~800 MB resident after the budget was given back.
+# In one block per image, any image over 32 MB is mapped and unmapped whole: what a decode frees leaves.
+Image.core.set_block_size(1 << 30)
 
 _BUDGET: DecodeBudget | None = None
 _BUDGET_LOCK = threading.Lock()
@@ -118,8 +124,11 @@ def check(data: bytes, declared: str | None = None, *, max_bytes: int = MAX_BYTE
             if width * height > cap:
                 raise MediaError(f"image of {width}×{height} pixels is over the {cap:,}-pixel cap")
             with decoding(img):
-                img.load()  # decodes every byte: a truncated file fails here, not later in a view
-                small = thumbnail(img)
+                try:
+                    img.load()  # decodes every byte: a truncated file fails here, not later in a view
+                    small = thumbnail(img)
+                finally:
+                    img.close()  # its pixels freed before the budget is given back
     except MediaError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
@@ -145,17 +154,14 @@ def as_bytes(source) -> tuple[bytes, str | None]:
     raise TypeError(f"a screenshot is bytes, a path or a PIL image, not {type(source).__name__}")
 
 
-_REDUCIBLE = frozenset({"L", "LA", "RGB", "RGBA", "RGBX", "CMYK", "I", "F"})  # modes Image.reduce takes
-
-
 def thumbnail(img: Image.Image, width: int = THUMB_WIDTH) -> bytes:
-    """A decoded image as a small JPEG (the filmstrip's): made smaller first (averaged where the mode
-    allows, else nearest pixels), so the conversion to RGB is of the small image, not a full-size copy."""
-    factor = img.width // (width * 2)
+    """A decoded image as a small JPEG (the filmstrip's). A big one is first sampled down to four times the
+    thumbnail's width (nearest pixels: averaging, or converting first, makes a second full-size copy, and
+    Pillow's alpha handling one more), then scaled with antialiasing from there."""
+    factor = img.width // (width * 4)
     small = img
     if factor > 1:
-        shrunk = (max(1, img.width // factor), max(1, img.height // factor))
-        small = img.reduce(factor) if img.mode in _REDUCIBLE else img.resize(shrunk, Image.Resampling.NEAREST)
+        small = img.resize((max(1, img.width // factor), max(1, img.height // factor)), Image.Resampling.NEAREST)
     small = small.convert("RGB")
     small.thumbnail((width, width * 4))
     buf = io.BytesIO()
