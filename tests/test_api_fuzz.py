@@ -180,3 +180,24 @@ def test_a_last_event_id_that_is_no_whole_number_is_a_422(served, value):
         assert sock.recv(4096).split(b"\r\n", 1)[0] == b"HTTP/1.1 422 Unprocessable Entity"
     r = httpx.get(f"{served}/api/v1/sessions/{run}/stream", params={"last_event_id": value.decode("latin-1")}, headers=AUTH)
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == "Last-Event-ID", r.text
+
+
+def test_the_body_models_name_the_fields_the_document_gives(sqlite_store):
+    """A field the handler reads and the document omits (or the other way round) would go unfuzzed."""
+    from starlette.testclient import TestClient
+
+    from replay_core.server import body_models as m
+
+    with TestClient(create_app(sqlite_store, access=Access(api_tokens=(TOKEN,)))) as client:
+        doc = client.get("/api/v1/openapi.json").json()["paths"]
+    bodies = {
+        ("/api/v1/datasets", m.DatasetBody),
+        ("/api/v1/experiments", m.ExperimentBody),
+        ("/api/v1/queues", m.QueueBody),
+        ("/api/v1/queues/{queue_id}/next", m.ReviewerBody),
+        ("/api/v1/queues/{queue_id}/items/{item_id}/{verb}", m.ReviewBody),
+        ("/api/v1/shares", m.ShareBody),
+    }
+    for path, model in bodies:
+        documented = doc[path]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+        assert set(documented) == {f.alias or name for name, f in model.model_fields.items()}, path

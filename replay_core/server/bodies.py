@@ -15,6 +15,7 @@ from starlette.requests import Request
 
 from ..events import error_message
 from .responses import ApiError
+from .validation import validation_failed
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -85,8 +86,7 @@ async def typed_body(request: Request, limit: int, model: type[Model]) -> dict:
             {"loc": ".".join(str(p) for p in err["loc"]) or "body", "msg": error_message(err)}
             for err in exc.errors(include_url=False)
         ]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ApiError(422, f"{errors[0]['loc']}: {errors[0]['msg']}{more}", errors[:50]) from None
+        raise validation_failed(errors) from None
     return checked.model_dump(by_alias=True, exclude_unset=True)
 
 
