@@ -1,6 +1,8 @@
 """Schemathesis against the served app's own OpenAPI document: every operation, with an editor
 token, fixed seeds, on SQLite and PostgreSQL. Checks: no 5xx, every answer's status, content type
-and body conform to the document (so every error is the JSON error shape, naming a field).
+and body conform to the document (so every error is the JSON error shape, naming a field); the live
+stream, which never ends, is checked by its answer's head. Then the hostile bodies found by hand
+(wrong JSON types in every field the team and experiment routes read, a Last-Event-ID of '²').
 
 `make test` runs FUZZ_EXAMPLES (default 15) examples per operation and seed, seeds FUZZ_SEEDS
 (default "0"); `make fuzz` runs more of both. Experiments are started but never launched: a
@@ -10,6 +12,7 @@ fuzzed `api_base` or model must not send a request anywhere (the machine's netwo
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections import Counter
@@ -63,8 +66,6 @@ def test_every_operation_holds_to_the_document(served):
     schema = schemathesis.openapi.from_dict(doc)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) == sum(len(methods) for methods in doc["paths"].values())
-    # The live stream never ends while its run exists (a fuzzed id can name one the fuzz made): tests/test_stream.py has it.
-    operations = [op for op in operations if not op.path.endswith("/stream")]
     examples = 0
     statuses: Counter[int] = Counter()
 
@@ -73,10 +74,25 @@ def test_every_operation_holds_to_the_document(served):
             nonlocal examples
             case = data.draw(operation.as_strategy())
             examples += 1
+            if operation.path.endswith("/stream"):
+                statuses[open_stream(case)] += 1
+                return
             response = case.call_and_validate(base_url=served, headers=AUTH, checks=CHECKS, timeout=60)
             statuses[response.status_code] += 1
 
         return check
+
+    def open_stream(case) -> int:
+        """The live stream never ends while its run exists: its answer's head is checked, then it is closed."""
+        sent = case.as_transport_kwargs(base_url=served, headers=AUTH)
+        with httpx.stream(sent["method"], sent["url"], params=sent.get("params"), headers=sent["headers"], timeout=60) as r:
+            kind = r.headers.get("content-type", "")
+            if r.status_code == 200:
+                assert kind.startswith("text/event-stream")
+            else:
+                r.read()
+                assert r.status_code < 500 and kind.startswith("application/json") and "detail" in r.json(), r.text
+            return r.status_code
 
     for operation in operations:
         check = fuzzer(operation)
@@ -116,3 +132,72 @@ def test_an_id_past_what_a_table_holds_is_a_404(served, path):
     method = "DELETE" if path.startswith("/api/v1/shares") else "POST" if path.endswith("review") else "GET"
     r = httpx.request(method, url, json={"reviewer": "r", "verdict": "good"}, headers=AUTH)
     assert r.status_code == 404 and r.json()["errors"][0]["msg"] == "at most 2147483647", r.text
+
+
+HOSTILE = [
+    ("/api/v1/shares", {"session": 5}, "session"),
+    ("/api/v1/shares", {"session": "r", "other": [[]]}, "other"),
+    ("/api/v1/shares", {"queue": "1"}, "queue"),
+    ("/api/v1/experiments", {"dataset": "d", "models": [[[]]]}, "models.0"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "scorers": [None]}, "scorers.0"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "budget_usd": 0}, "budget_usd"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "budget_usd": -1}, "budget_usd"),
+    ("/api/v1/experiments", {"dataset": "d", "models": ["m"], "budget_tokens": 0}, "budget_tokens"),
+    ("/api/v1/datasets", {"name": 31337}, "name"),
+    ("/api/v1/datasets", {"name": "d", "runs": [5]}, "runs.0"),
+    ("/api/v1/queues", {"name": "q", "runs": "r"}, "runs"),
+    ("/api/v1/queues/1/next", {"reviewer": ["alice"]}, "reviewer"),
+    ("/api/v1/queues/1/items/1/review", {"reviewer": "a", "verdict": {"x": 1}}, "verdict"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), HOSTILE, ids=[f"{p.rsplit('/', 1)[-1]}-{f}" for p, _, f in HOSTILE])
+def test_a_body_of_the_wrong_types_is_a_422_naming_the_field(served, path, body, field):
+    r = httpx.post(served + path, json=body, headers=AUTH)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == field, r.text
+
+
+def test_a_dataset_named_by_digits_is_stored_and_found_by_its_name(served):
+    """A name of digits once made a 500 "not stored" after the dataset was stored (digits were read as an id)."""
+    run = httpx.get(f"{served}/api/v1/sessions", headers=AUTH).json()["sessions"][0]["id"]
+    made = httpx.post(f"{served}/api/v1/datasets", json={"name": "31337", "runs": [run]}, headers=AUTH)
+    assert made.status_code == 201 and made.json()["name"] == "31337", made.text
+    assert httpx.get(f"{served}/api/v1/datasets/31337", headers=AUTH).json()["name"] == "31337"
+    listed = httpx.get(f"{served}/api/v1/datasets", headers=AUTH).json()["datasets"]
+    assert [d["name"] for d in listed].count("31337") == 1
+
+
+@pytest.mark.parametrize("value", [b"\xb2", b"\xff\xfe", b"1e3", b"-1", b"99999999999999999999999"])
+def test_a_last_event_id_that_is_no_whole_number_is_a_422(served, value):
+    """`'²'.isdigit()` is true and `int('²')` fails: read as a header (raw bytes) and as the query parameter."""
+    run = httpx.get(f"{served}/api/v1/sessions", headers=AUTH).json()["sessions"][0]["id"]
+    host, port = served.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"GET /api/v1/sessions/%s/stream HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nLast-Event-ID: %s\r\n"
+            b"Connection: close\r\n\r\n" % (run.encode(), AUTH["Authorization"].encode(), value)
+        )
+        assert sock.recv(4096).split(b"\r\n", 1)[0] == b"HTTP/1.1 422 Unprocessable Entity"
+    r = httpx.get(f"{served}/api/v1/sessions/{run}/stream", params={"last_event_id": value.decode("latin-1")}, headers=AUTH)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == "Last-Event-ID", r.text
+
+
+def test_the_body_models_name_the_fields_the_document_gives(sqlite_store):
+    """A field the handler reads and the document omits (or the other way round) would go unfuzzed."""
+    from starlette.testclient import TestClient
+
+    from replay_core.server import body_models as m
+
+    with TestClient(create_app(sqlite_store, access=Access(api_tokens=(TOKEN,)))) as client:
+        doc = client.get("/api/v1/openapi.json").json()["paths"]
+    bodies = {
+        ("/api/v1/datasets", m.DatasetBody),
+        ("/api/v1/experiments", m.ExperimentBody),
+        ("/api/v1/queues", m.QueueBody),
+        ("/api/v1/queues/{queue_id}/next", m.ReviewerBody),
+        ("/api/v1/queues/{queue_id}/items/{item_id}/{verb}", m.ReviewBody),
+        ("/api/v1/shares", m.ShareBody),
+    }
+    for path, model in bodies:
+        documented = doc[path]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+        assert set(documented) == {f.alias or name for name, f in model.model_fields.items()}, path

@@ -207,8 +207,8 @@ def test_a_replay_left_running_by_a_dead_process_is_run_again(sqlite_store, serv
     refunds(store, 2)
     server.route("fake-a", Agent(server))
     eid, _ = ex.start(store, "refunds", [variant(server, "fake-a")])
-    assert store.claim_experiment_run(eid, "refund-1", 0)  # as a process that died mid-replay left it
-    ex.run(store, eid)
+    assert store.claim_experiment_run(eid, "refund-1", 0, lease_s=0.5) == "claimed"  # as a process that died mid-replay
+    ex.run(store, eid)  # waits for the claim to lapse, then takes it
     runs = {r["case_session"]: r for r in store.experiment_runs(eid)}
     assert (runs["refund-0"]["attempts"], runs["refund-1"]["attempts"]) == (1, 2)
     assert all(r["state"] == "done" for r in runs.values()) and server.count() == 4

@@ -410,7 +410,7 @@ def _stored_experiment(store, name: str, cells: dict[str, bool | None], n: list[
         {"names": ["m"], "variants": [{"model": "m"}], "start": "first-model-turn", "scorers": ["outcome"]},
     )
     for case, passed in cells.items():
-        store.claim_experiment_run(eid, case, 0)
+        store.claim_experiment_run(eid, case, 0, lease_s=30)
         store.finish_experiment_run(
             eid,
             case,

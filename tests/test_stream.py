@@ -7,6 +7,7 @@ Last-Event-ID resumes after the last one seen, without a gap or a double.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
@@ -145,3 +146,43 @@ def test_the_feed_is_in_storing_order_and_resumes_after_a_seq(store):
     assert [s.seq for _, s in store.step_feed("held", limit=2, newest=True)] == [4, 2]
     assert store.feed_head("held") == feed[-1][0]
     assert [s.seq for _, s in store.step_feed("held", 0, limit=2)] == [1, 3]
+
+
+def test_a_client_that_stops_reading_is_dropped_past_its_buffer_and_resumes_from_the_database(store):
+    """The poller offers each new page to every client; one that sends nothing on holds at most its buffer,
+    is then dropped (its buffer freed, its stream ended), and a reconnect after its last event misses nothing."""
+    from replay_core.server.stream import StepHub
+
+    store.write([StepEvent(session_id="busy", seq=1, type="think", content="first")])
+
+    async def scenario() -> tuple[list[int], int, list[int]]:
+        hub = StepHub(lambda: store, poll_s=0.01, buffer_bytes=20_000)
+        stalled = hub.events("busy", 0, heartbeat_s=0.05)
+        assert await anext(stalled) == b"retry: 2000\n\n"
+        first = await anext(stalled)  # the backlog's one step; then it reads no more
+        sent = [int(first.split(b"\n", 1)[0].removeprefix(b"id: "))]
+        peak = 0
+        for page in range(10):  # 10 pages of 40 steps of ~1 KB: 400 KB, twenty times its buffer
+            await asyncio.to_thread(
+                store.write,
+                [StepEvent(session_id="busy", seq=2 + page * 40 + i, type="think", content="x" * 1000) for i in range(40)],
+            )
+            await asyncio.sleep(0.05)
+            peak = max(peak, hub.buffered())
+        async for chunk in stalled:  # it reads again: what was kept, then the end
+            if chunk.startswith(b"id: "):
+                sent.append(int(chunk.split(b"\n", 1)[0].removeprefix(b"id: ")))
+        assert hub.buffered() == 0 and not hub._watches  # dropped and freed, its poller stopped
+        resumed = hub.events("busy", store.feed_cursor("busy", sent[-1]), heartbeat_s=0.05)
+        await anext(resumed)
+        rest = []
+        while len(sent) + len(rest) < 401:
+            chunk = await anext(resumed)
+            if chunk.startswith(b"id: "):
+                rest.append(int(chunk.split(b"\n", 1)[0].removeprefix(b"id: ")))
+        await resumed.aclose()
+        return sent, peak, rest
+
+    sent, peak, rest = asyncio.run(scenario())
+    assert peak <= 20_000 + 45_000  # its buffer, and at most the one page that passed it
+    assert sent + rest == list(range(1, 402))  # nothing lost, nothing twice

@@ -151,3 +151,32 @@ def test_watch_restarted_in_the_middle_imports_every_line_once(tmp_path):
     assert [s.event_id for s in steps] == [f"e{n}" for n in range(1, 41)]  # each once, in order
     assert store.get_session("tail")["status"] == "running"  # the file never said it ended
     store.close()
+
+
+@pytest.mark.parametrize("grown", [False, True], ids=["caught-short", "outgrew-old-offset"])
+def test_copy_truncate_rotation_reads_the_new_content_from_its_start(store, tmp_path, grown):
+    """logrotate's copytruncate keeps the inode: a watch that polls only after the new content outgrew the old
+    offset sees no shrink, and must still notice the file is another one (its stored fingerprint differs)."""
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line(kind="session", session_id="old") + b"".join(step("old", n) for n in range(1, 41)))
+    watcher = Watcher(store, [log])
+    assert watcher.poll().steps == 40
+    (tmp_path / "agent.jsonl.1").write_bytes(log.read_bytes())  # the copy ...
+    with log.open("r+b") as fp:
+        fp.truncate(0)  # ... and the truncate: same inode
+    if not grown:
+        assert watcher.poll().steps == 0  # seen empty
+    new = [
+        line(kind="step", session_id="new", event_id=f"e{n}", seq=n, type="think", content=f"after rotation {n}")
+        for n in range(1, 301)
+    ]
+    log.write_bytes(line(kind="session", session_id="new") + b"".join(new[:150]))
+    assert log.stat().st_size > 40 * len(step("old", 1))  # past the old offset
+    first = watcher.poll()
+    assert first.problems == [] and first.steps == 150
+    with log.open("ab") as fp:
+        fp.write(b"".join(new[150:]))
+    assert watcher.poll().steps == 150
+    assert watcher.poll().steps == 0  # nothing doubled
+    assert [s.event_id for s in store.load_steps("new")] == [f"e{n}" for n in range(1, 301)]
+    assert store.get_session("old")["steps"] == 40

@@ -13,10 +13,11 @@ event id: only the new ones are stored); a part read alone split runs, lost tool
 `started_at`. A format that names runs by a hash of the whole file (`unwatchable` says why) would
 make a new run each time the file grew: it is refused with that reason, never followed.
 How far each file was read is kept in the database (`Store.save_watch_offset`), so a restarted
-watch carries on where it stopped. A file
-that got a new inode, or is shorter than what was read, was replaced: it is read again from the
-start. Runs imported this way stay `running` until the source says they ended (`live`); the
-Store's idle expiry marks a run whose file stops growing `incomplete`.
+watch carries on where it stopped. A file that got a new inode, is shorter than what was read, or
+whose start or bytes just before the offset no longer hash to the stored `fingerprint` was replaced
+(logrotate's copytruncate keeps the inode, and the new content may outgrow the old offset before
+the next poll): it is read again from the start. Runs imported this way stay `running` until the
+source says they ended (`live`); the Store's idle expiry marks a run whose file stops growing `incomplete`.
 
 A file that is one JSON or YAML document cannot be read in parts: it is imported whole, as a
 finished file, once it has stopped changing between two polls, and again (replacing the run's
@@ -25,6 +26,7 @@ end) each time it is rewritten and still again.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -99,9 +101,11 @@ class Watcher:
         key = str(path.resolve())
         saved = self.store.watch_offset(key)
         offset, fmt = (saved["offset"], saved["format"]) if saved else (0, None)
-        if saved and (saved["inode"] != stat.st_ino or stat.st_size < offset):  # replaced: read it again
-            offset, fmt = 0, None
+        if saved and (saved["inode"] != stat.st_ino or stat.st_size < offset or not _same_start(path, saved)):
+            offset, fmt = 0, None  # replaced: read it again
         if stat.st_size == offset:
+            if saved and saved["offset"] != offset:  # replaced by an empty file: its lines will come from 0
+                self.store.save_watch_offset(key, inode=stat.st_ino, offset=0, format=None, fingerprint=fingerprint(path, 0))
             return
         with path.open("rb") as fp:
             if offset and not _jsonl_so_far(fp.read(SNIFF_BYTES)):  # a document written again (Gemini CLI rewrites
@@ -133,7 +137,9 @@ class Watcher:
         else:
             chunk = data[:end]
         report = import_bytes(self.store, chunk, str(path), fmt=fmt, skip_bad=self.skip_bad, live=True)
-        self.store.save_watch_offset(key, inode=stat.st_ino, offset=offset + end, format=fmt)
+        self.store.save_watch_offset(
+            key, inode=stat.st_ino, offset=offset + end, format=fmt, fingerprint=fingerprint(path, offset + end)
+        )
         result.files += 1
         result.steps += report.steps
         result.sessions.update(report.sessions)
@@ -146,7 +152,13 @@ class Watcher:
             self._pending[key] = seen
             return
         report = import_bytes(self.store, data, str(path), fmt=self.fmt, skip_bad=self.skip_bad, replace=again)
-        self.store.save_watch_offset(key, inode=stat.st_ino, offset=stat.st_size, format=report.files[0]["format"])
+        self.store.save_watch_offset(
+            key,
+            inode=stat.st_ino,
+            offset=stat.st_size,
+            format=report.files[0]["format"],
+            fingerprint=fingerprint(path, stat.st_size),
+        )
         result.files += 1
         result.steps += report.steps
         result.sessions.update(report.sessions)
@@ -161,6 +173,25 @@ class Watcher:
             n += 1
             if polls is None or n < polls:
                 time.sleep(interval)
+
+
+FINGERPRINT_BYTES = 1024
+
+
+def fingerprint(path: Path, offset: int) -> str:
+    """A hash of the file's first and last `FINGERPRINT_BYTES` before `offset`: what was read, in two
+    small reads whatever the file's size. Another file (rotated, rewritten) differs in one or the other."""
+    head = min(offset, FINGERPRINT_BYTES)
+    with path.open("rb") as fp:
+        first = fp.read(head)
+        fp.seek(max(head, offset - FINGERPRINT_BYTES))
+        last = fp.read(offset - max(head, offset - FINGERPRINT_BYTES))
+    return hashlib.sha256(b"%d:" % offset + first + last).hexdigest()
+
+
+def _same_start(path: Path, saved: dict) -> bool:
+    """Whether what was read up to the saved offset is still there (True for offsets saved with no fingerprint)."""
+    return saved.get("fingerprint") is None or fingerprint(path, saved["offset"]) == saved["fingerprint"]
 
 
 def _jsonl_so_far(data: bytes) -> bool:

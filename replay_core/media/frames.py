@@ -14,6 +14,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..events import StepEvent
 from ..storage.store import Store
+from .images import decoding
 
 SIZE = (1280, 800)
 CAPTION_H = 64
@@ -128,7 +129,7 @@ def _fitted(store: Store, attachment_id: int, sha256: str | None, box: tuple[int
     data = store.attachment_data(attachment_id)
     if data is None:  # deleted since the run's shots were listed
         raise LookupError(f"attachment {attachment_id} is no longer stored")
-    with Image.open(io.BytesIO(data)) as src:
+    with Image.open(io.BytesIO(data)) as src, decoding(src, rgb_copy=src.mode != "RGB"):
         rgb = src if src.mode == "RGB" else src.convert("RGB")
         scale = min(box[0] / rgb.width, box[1] / rgb.height)
         # bilinear: a third of bicubic's time, and a screenshot scaled by less than 2× looks the same

@@ -3,25 +3,91 @@
 A screenshot from a trace is untrusted: the declared media type may be wrong, the bytes may be
 truncated, or the image may be a decompression bomb. Each is refused with a reason, so the
 step itself can still be kept and the refusal shown beside it.
+
+Memory: a 150 KB PNG may decode to 160 MB of pixels. The size is read from the header before
+anything is decoded (AGENT_REPLAY_MAX_IMAGE_PIXELS, default 40,000,000, refuses larger), and every
+decode in the process (uploads, imports, video frames) first takes what it will hold from one
+shared budget, AGENT_REPLAY_DECODE_BUDGET_MB (default 256): eight bombs at once decode one or two
+at a time, not all together. The thumbnail is sampled down before anything else is made of the
+image, so no second full-size copy is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
 MAX_BYTES = 10 * 1024 * 1024  # a full-page PNG of a busy page is 1-3 MB
-MAX_PIXELS = 40_000_000  # 8K × 5K; beyond this Pillow's own bomb check would warn
 THUMB_WIDTH = 240
+_PIXEL_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16B": 2, "I;16L": 2}  # Pillow holds 4 bytes a pixel in the rest
+WAIT_S = 120.0  # how long a decode waits for the budget before the image is refused
 KINDS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 
 
 class MediaError(ValueError):
     """An image that cannot be kept, with the reason in words."""
+
+
+def max_pixels() -> int:
+    """The most pixels an image may have: AGENT_REPLAY_MAX_IMAGE_PIXELS (default 40,000,000: 8K × 5K)."""
+    return int(os.environ.get("AGENT_REPLAY_MAX_IMAGE_PIXELS", "40000000"))
+
+
+class DecodeBudget:
+    """Bytes of decoded pixels the process holds at once, shared by every decode; a decode waits its turn."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+        self._turn = threading.Condition()
+
+    @contextmanager
+    def hold(self, nbytes: int, what: str) -> Iterator[None]:
+        if nbytes > self.limit:
+            raise MediaError(f"{what} would decode to {nbytes:,} bytes, over the {self.limit:,}-byte decode budget")
+        with self._turn:
+            if not self._turn.wait_for(lambda: self.used + nbytes <= self.limit, WAIT_S):
+                raise MediaError(f"{what}: the server is decoding other images; not kept, send it again")
+            self.used += nbytes
+        try:
+            yield
+        finally:
+            with self._turn:
+                self.used -= nbytes
+                self._turn.notify_all()
+
+
+# Pillow holds an image in blocks (16 MB by default). glibc serves a freed block's size from its heap
+# afterwards (its mmap threshold rises to the largest block freed, up to 32 MB), and a thread's heap keeps
+# what it freed: eight decodes on eight threads left ~800 MB resident after the budget was given back.
+# In one block per image, any image over 32 MB is mapped and unmapped whole: what a decode frees leaves.
+Image.core.set_block_size(1 << 30)
+
+_BUDGET: DecodeBudget | None = None
+_BUDGET_LOCK = threading.Lock()
+
+
+def decode_budget() -> DecodeBudget:
+    """The process's budget: AGENT_REPLAY_DECODE_BUDGET_MB megabytes (default 256), read on first use."""
+    global _BUDGET
+    with _BUDGET_LOCK:
+        if _BUDGET is None:
+            _BUDGET = DecodeBudget(int(float(os.environ.get("AGENT_REPLAY_DECODE_BUDGET_MB", "256")) * 1024 * 1024))
+        return _BUDGET
+
+
+def decoding(img: Image.Image, *, rgb_copy: bool = False):
+    """Hold the budget for decoding an opened (not yet decoded) image, and for a full-size RGB copy of it."""
+    width, height = img.size
+    per_pixel = _PIXEL_BYTES.get(img.mode, 4) + (4 if rgb_copy else 0)
+    return decode_budget().hold(width * height * per_pixel, f"image of {width}×{height} pixels")
 
 
 @dataclass(frozen=True)
@@ -52,12 +118,17 @@ def check(data: bytes, declared: str | None = None, *, max_bytes: int = MAX_BYTE
     if len(data) > max_bytes:
         raise MediaError(f"image of {len(data):,} bytes is over the {max_bytes:,}-byte cap")
     try:
-        with Image.open(io.BytesIO(data)) as img:
+        with Image.open(io.BytesIO(data)) as img:  # reads the header only
             kind, (width, height) = img.format, img.size
-            if width * height > MAX_PIXELS:
-                raise MediaError(f"image of {width}×{height} pixels is over the {MAX_PIXELS:,}-pixel cap")
-            img.load()  # decodes every byte: a truncated file fails here, not later in a view
-            small = thumbnail(img)
+            cap = max_pixels()
+            if width * height > cap:
+                raise MediaError(f"image of {width}×{height} pixels is over the {cap:,}-pixel cap")
+            with decoding(img):
+                try:
+                    img.load()  # decodes every byte: a truncated file fails here, not later in a view
+                    small = thumbnail(img)
+                finally:
+                    img.close()  # its pixels freed before the budget is given back
     except MediaError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
@@ -84,8 +155,14 @@ def as_bytes(source) -> tuple[bytes, str | None]:
 
 
 def thumbnail(img: Image.Image, width: int = THUMB_WIDTH) -> bytes:
-    """A decoded image as a small JPEG (the filmstrip's)."""
-    small = img.convert("RGB")
+    """A decoded image as a small JPEG (the filmstrip's). A big one is first sampled down to four times the
+    thumbnail's width (nearest pixels: averaging, or converting first, makes a second full-size copy, and
+    Pillow's alpha handling one more), then scaled with antialiasing from there."""
+    factor = img.width // (width * 4)
+    small = img
+    if factor > 1:
+        small = img.resize((max(1, img.width // factor), max(1, img.height // factor)), Image.Resampling.NEAREST)
+    small = small.convert("RGB")
     small.thumbnail((width, width * 4))
     buf = io.BytesIO()
     small.save(buf, format="JPEG", quality=70)

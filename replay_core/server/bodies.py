@@ -6,13 +6,18 @@ from __future__ import annotations
 import base64
 import os
 import zlib
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from ..events import error_message
 from .responses import ApiError
+from .validation import validation_failed
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 def max_body_bytes() -> int:
@@ -68,6 +73,21 @@ async def object_body(request: Request, limit: int) -> dict:
     if not isinstance(body, dict):
         raise ApiError(422, "body: expected a JSON object", [{"loc": "body", "msg": "expected a JSON object"}])
     return body
+
+
+async def typed_body(request: Request, limit: int, model: type[Model]) -> dict:
+    """A JSON object validated into `model`: every field at fault is named (422), nothing is coerced from
+    another JSON type. Returns the fields the body gave, by their JSON names, as the model made them."""
+    body = await object_body(request, limit)
+    try:
+        checked = model.model_validate(body)
+    except ValidationError as exc:
+        errors = [
+            {"loc": ".".join(str(p) for p in err["loc"]) or "body", "msg": error_message(err)}
+            for err in exc.errors(include_url=False)
+        ]
+        raise validation_failed(errors) from None
+    return checked.model_dump(by_alias=True, exclude_unset=True)
 
 
 async def multipart_image(request: Request, limit: int) -> dict:

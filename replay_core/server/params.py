@@ -28,6 +28,18 @@ def int_param(params: Mapping[str, str], name: str, default: int | None, low: in
     return value
 
 
+def last_event_id(request: Request, high: int) -> int | None:
+    """The step a stream resumes after: the `Last-Event-ID` header or `?last_event_id=`, ASCII digits up to
+    `high` (Python's int() also reads other scripts' digits, such as '²', and would fail on them)."""
+    raw = (request.headers.get("last-event-id") or request.query_params.get("last_event_id") or "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 20 and int(raw) <= high):
+        msg = f"expected a step's seq (a whole number), got {raw[:50]!r}"
+        raise ApiError(422, f"Last-Event-ID: {msg}", [{"loc": "Last-Event-ID", "msg": "expected a whole number"}])
+    return int(raw)
+
+
 def flag(params: Mapping[str, str], name: str) -> bool:
     raw = (params.get(name) or "").strip().lower()
     if raw in ("", "0", "false", "no"):

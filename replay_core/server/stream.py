@@ -8,6 +8,11 @@ Each event's `id` is the step's seq; a client that reconnects with `Last-Event-I
 `Store.step_feed`). A new client first reads its backlog itself, after joining the poller,
 and drops what it already sent, so nothing stored between the two is lost. Every database
 read runs in a worker thread; the event loop only sleeps and moves bytes.
+
+Each step is encoded once for all its watchers. A client that reads slower than its run grows
+(or stops reading) holds at most AGENT_REPLAY_STREAM_CLIENT_BUFFER_MB (default 4) of events not
+yet sent: past that it is dropped, its buffer freed, and its stream ends; the browser's
+EventSource reconnects with Last-Event-ID and reads what it missed from the database.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 
 import orjson
@@ -28,48 +34,99 @@ HEARTBEAT_S = float(os.environ.get("AGENT_REPLAY_STREAM_HEARTBEAT_S", "15"))  # 
 PAGE = 500  # steps per read
 
 
+def client_buffer_bytes() -> int:
+    """What one client may have waiting to be sent before it is dropped: AGENT_REPLAY_STREAM_CLIENT_BUFFER_MB (default 4)."""
+    return int(float(os.environ.get("AGENT_REPLAY_STREAM_CLIENT_BUFFER_MB", "4")) * 1024 * 1024)
+
+
 def sse_step(step: StepEvent) -> bytes:
     return b"id: %d\nevent: step\ndata: %s\n\n" % (step.stored_seq, orjson.dumps(step.to_json_dict()))
 
 
+Batch = list[tuple[int, bytes]]  # (cursor, encoded event) in storing order
+
+
+class _Client:
+    """One watcher's events not yet sent, bounded by `limit` bytes; `dropped` once it fell that far behind."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.batches: deque[tuple[Batch, int]] = deque()
+        self.buffered = 0
+        self.dropped = False
+        self.ready = asyncio.Event()
+
+    def offer(self, batch: Batch, size: int) -> bool:
+        """Queue a batch; False (and the buffer freed) when it would pass the limit. A batch alone may pass it."""
+        if self.batches and self.buffered + size > self.limit:
+            self.batches.clear()
+            self.buffered = 0
+            self.dropped = True
+            self.ready.set()
+            return False
+        self.batches.append((batch, size))
+        self.buffered += size
+        self.ready.set()
+        return True
+
+    async def next(self, timeout: float) -> Batch | None:
+        """The next batch, [] when `timeout` passed with none, None once dropped."""
+        if not self.batches and not self.dropped:
+            self.ready.clear()
+            try:
+                await asyncio.wait_for(self.ready.wait(), timeout)
+            except TimeoutError:
+                return []
+        if self.dropped:
+            return None
+        batch, size = self.batches.popleft()
+        self.buffered -= size
+        return batch
+
+
 class _Watch:
-    """One run's poller and the queues of the clients watching it."""
+    """One run's poller and the clients watching it."""
 
     def __init__(self, head: int):
         self.head = head
-        self.queues: set[asyncio.Queue] = set()
+        self.clients: set[_Client] = set()
         self.task: asyncio.Task | None = None
 
 
 class StepHub:
     """The pollers of this process, one per watched run, stopped when its last client leaves."""
 
-    def __init__(self, store: Callable[[], Store], poll_s: float = POLL_S):
+    def __init__(self, store: Callable[[], Store], poll_s: float = POLL_S, buffer_bytes: int | None = None):
         self.store, self.poll_s = store, poll_s
+        self.buffer_bytes = client_buffer_bytes() if buffer_bytes is None else buffer_bytes
         self._watches: dict[str, _Watch] = {}
         self._lock = asyncio.Lock()
 
-    async def join(self, session_id: str) -> asyncio.Queue:
-        """A queue receiving every step stored from now on (lists of (cursor, step))."""
+    async def join(self, session_id: str) -> _Client:
+        """A client receiving every step stored from now on, until it leaves or falls too far behind."""
         async with self._lock:
             watch = self._watches.get(session_id)
             if watch is None:
                 watch = _Watch(await asyncio.to_thread(self.store().feed_head, session_id))
                 self._watches[session_id] = watch
                 watch.task = asyncio.create_task(self._poll(session_id, watch))
-            queue: asyncio.Queue = asyncio.Queue()
-            watch.queues.add(queue)
-            return queue
+            client = _Client(self.buffer_bytes)
+            watch.clients.add(client)
+            return client
 
-    def leave(self, session_id: str, queue: asyncio.Queue) -> None:
+    def leave(self, session_id: str, client: _Client) -> None:
         watch = self._watches.get(session_id)
         if watch is None:
             return
-        watch.queues.discard(queue)
-        if not watch.queues:
+        watch.clients.discard(client)
+        if not watch.clients and self._watches.get(session_id) is watch:
             del self._watches[session_id]
             if watch.task is not None:
                 watch.task.cancel()
+
+    def buffered(self) -> int:
+        """Bytes waiting to be sent to this process's stream clients, all runs together."""
+        return sum(c.buffered for w in self._watches.values() for c in w.clients)
 
     async def _poll(self, session_id: str, watch: _Watch) -> None:
         store = self.store()
@@ -81,14 +138,18 @@ class StepHub:
                 batch = []
             if batch:
                 watch.head = batch[-1][0]
-                for queue in watch.queues:
-                    queue.put_nowait(batch)
+                encoded = [(cursor, sse_step(step)) for cursor, step in batch]
+                size = sum(len(b) for _, b in encoded)
+                for client in list(watch.clients):
+                    if not client.offer(encoded, size):
+                        log.warning("stream: a client of run %r fell %d bytes behind and was dropped", session_id, size)
+                        watch.clients.discard(client)
             if len(batch) < PAGE:
                 await asyncio.sleep(self.poll_s)
 
     async def events(self, session_id: str, after: int, heartbeat_s: float = HEARTBEAT_S) -> AsyncIterator[bytes]:
         """The stream's bytes: the backlog after cursor `after`, then each new step, heartbeats between."""
-        queue = await self.join(session_id)
+        client = await self.join(session_id)
         try:
             yield b"retry: 2000\n\n"
             store, sent = self.store(), after
@@ -99,15 +160,12 @@ class StepHub:
                     sent = cursor
                 if len(batch) < PAGE:
                     break
-            while True:
-                try:
-                    batch = await asyncio.wait_for(queue.get(), heartbeat_s)
-                except TimeoutError:
+            while (live := await client.next(heartbeat_s)) is not None:  # None: dropped, the client reconnects
+                if not live:
                     yield b": heartbeat\n\n"
-                    continue
-                for cursor, step in batch:
+                for cursor, event in live:
                     if cursor > sent:
-                        yield sse_step(step)
+                        yield event
                         sent = cursor
         finally:
-            self.leave(session_id, queue)
+            self.leave(session_id, client)

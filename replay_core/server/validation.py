@@ -29,7 +29,7 @@ def parse_events(items: list[Any], name: str, implied: Mapping[str, str]) -> lis
     redactor = default_redactor()
     events = [_event(obj, f"{name}[{i}]", implied, errors, redactor) for i, obj in enumerate(items)]
     if errors:
-        raise _validation_failed(errors)
+        raise validation_failed(errors)
     return events
 
 
@@ -37,7 +37,7 @@ def parse_event(obj: Any, implied: Mapping[str, str]):
     errors: list[dict] = []
     event = _event(obj, "", implied, errors)
     if errors:
-        raise _validation_failed(errors)
+        raise validation_failed(errors)
     return event
 
 
@@ -50,7 +50,7 @@ def step_items(body: Any) -> list[Any]:
     return body if isinstance(body, list) else [body]
 
 
-def _validation_failed(errors: list[dict]) -> ApiError:
+def validation_failed(errors: list[dict]) -> ApiError:
     shown = errors[:MAX_LISTED_ERRORS]
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return ApiError(422, f"{errors[0]['loc']}: {errors[0]['msg']}{more}", shown)

@@ -4,13 +4,14 @@ replayed under several variants): their rows, and the claim that runs each case 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..vocabulary import now_utc
-from .bulk import inserted_id
+from .bulk import dialect_module, inserted_id
 from .engine import StoreBase
 from .tables import dataset_cases, datasets, experiment_runs, experiments
 
@@ -45,7 +46,7 @@ class Datasets(StoreBase):
             )
             dataset_id = inserted_id(inserted)
             self._insert_cases(conn, dataset_id, 1, cases, now)
-        return self._written_dataset(name)
+        return self._written_dataset(dataset_id)
 
     def _insert_cases(self, conn: Connection, dataset_id: int, version: int, cases, now) -> int:
         have = set(conn.scalars(select(dataset_cases.c.session_id).where(dataset_cases.c.dataset_id == dataset_id)))
@@ -75,22 +76,26 @@ class Datasets(StoreBase):
                     .where(datasets.c.id == row.id)
                     .values(version=version, updated_at=now, made_from=[*(row.made_from or []), made_from])
                 )
-        out = self._written_dataset(name)
+        out = self._written_dataset(row.id)
         out["added"] = added
         return out
 
-    def _written_dataset(self, name: str) -> dict:
-        """The dataset a write just made or changed (datasets are never deleted: KeyError only to be sure)."""
-        out = self.get_dataset(name)
-        if out is None:
-            raise KeyError(name)
+    def _written_dataset(self, dataset_id: int) -> dict:
+        """The dataset a write just made or changed, by its id (its name may be all digits)."""
+        out = self.get_dataset(dataset_id)
+        assert out is not None, "datasets are never deleted"
         return out
 
     def get_dataset(self, name_or_id: str | int) -> dict | None:
-        """A dataset with its case count at its current version, by name (or numeric id)."""
-        key = datasets.c.id == int(name_or_id) if str(name_or_id).isdigit() else datasets.c.name == str(name_or_id)
+        """A dataset with its case count at its current version, by name, or by id (an int, or digits that
+        name no dataset)."""
         with self.engine.connect() as conn:
-            row = conn.execute(select(datasets).where(key)).first()
+            row = None
+            if not isinstance(name_or_id, int):
+                row = conn.execute(select(datasets).where(datasets.c.name == str(name_or_id))).first()
+            text = str(name_or_id)
+            if row is None and text.isascii() and text.isdigit() and int(text) <= 2_147_483_647:
+                row = conn.execute(select(datasets).where(datasets.c.id == int(text))).first()
             if row is None:
                 return None
             out = dict(row._mapping)
@@ -182,39 +187,70 @@ class Datasets(StoreBase):
         with self._write_lock, self.engine.begin() as conn:
             conn.execute(update(experiments).where(experiments.c.id == experiment_id).values(settings=settings))
 
-    def claim_experiment_run(self, experiment_id: str, case_session: str, variant: int) -> bool:
-        """Take one case × variant to run: False when it is done already (it is never paid for twice).
+    def claim_experiment_run(self, experiment_id: str, case_session: str, variant: int, *, lease_s: float) -> str:
+        """Take one case × variant to run, for `lease_s` seconds (renew_experiment_runs keeps it while it runs):
+        `claimed`; `done` when it is done already; `held` while another runner's lease on it runs.
 
-        A row left `running` by a process that died is taken again (its `attempts` counts up).
+        The insert and the take-over are conditional writes, so two processes never both get `claimed` on
+        SQLite or PostgreSQL. A row left `running` whose lease lapsed (its runner died) is taken again,
+        its `attempts` counting up.
         """
         key = (
             experiment_runs.c.experiment_id == experiment_id,
             experiment_runs.c.case_session == case_session,
             experiment_runs.c.variant == variant,
         )
+        now = now_utc()
+        until = now + timedelta(seconds=lease_s)
         with self._write_lock, self.engine.begin() as conn:
-            row = conn.execute(select(experiment_runs.c.state, experiment_runs.c.attempts).where(*key)).first()
-            if row is None:
-                conn.execute(
-                    insert(experiment_runs).values(
-                        experiment_id=experiment_id,
-                        case_session=case_session,
-                        variant=variant,
-                        state="running",
-                        attempts=1,
-                        started_at=now_utc(),
-                    )
+            fresh = (
+                dialect_module(self.dialect)
+                .insert(experiment_runs)
+                .values(
+                    experiment_id=experiment_id,
+                    case_session=case_session,
+                    variant=variant,
+                    state="running",
+                    attempts=1,
+                    started_at=now,
+                    lease_until=until,
                 )
-                return True
+                .on_conflict_do_nothing(index_elements=["experiment_id", "case_session", "variant"])
+                .returning(experiment_runs.c.id)  # a row back when it was inserted (rowcount is not told alike)
+            )
+            if conn.execute(fresh).first() is not None:
+                return "claimed"
+            row = conn.execute(
+                select(experiment_runs.c.state, experiment_runs.c.attempts, experiment_runs.c.lease_until).where(*key)
+            ).one()
             if row.state == "done":
-                return False
-            return (
-                conn.execute(
-                    update(experiment_runs)
-                    .where(*key, experiment_runs.c.attempts == row.attempts)
-                    .values(attempts=row.attempts + 1, started_at=now_utc())
-                ).rowcount
-                == 1
+                return "done"
+            if row.lease_until is not None and row.lease_until > now:
+                return "held"
+            taken = conn.execute(
+                update(experiment_runs)
+                .where(*key, experiment_runs.c.state == "running", experiment_runs.c.attempts == row.attempts)
+                .values(attempts=row.attempts + 1, started_at=now, lease_until=until)
+            ).rowcount
+            return "claimed" if taken == 1 else "held"
+
+    def renew_experiment_runs(self, experiment_id: str, claimed: Sequence[tuple[str, int]], *, lease_s: float) -> None:
+        """Extend the leases of the runs this runner has in flight ((case_session, variant) pairs)."""
+        if not claimed:
+            return
+        until = now_utc() + timedelta(seconds=lease_s)
+        r = experiment_runs.c
+        with self._write_lock, self.engine.begin() as conn:
+            conn.execute(
+                update(experiment_runs)
+                .where(
+                    r.experiment_id == experiment_id,
+                    r.state == "running",
+                    r.case_session == bindparam("sid"),
+                    r.variant == bindparam("v"),
+                )
+                .values(lease_until=until),
+                [{"sid": sid, "v": v} for sid, v in claimed],
             )
 
     def finish_experiment_run(self, experiment_id: str, case_session: str, variant: int, **values: Any) -> None:
@@ -227,7 +263,7 @@ class Datasets(StoreBase):
                     experiment_runs.c.case_session == case_session,
                     experiment_runs.c.variant == variant,
                 )
-                .values(state="done", finished_at=now_utc(), **values)
+                .values(state="done", finished_at=now_utc(), lease_until=None, **values)
             )
 
     def experiment_runs(self, experiment_id: str) -> list[dict]:

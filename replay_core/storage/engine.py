@@ -3,6 +3,13 @@
 `make_engine` sets up JSON through orjson and SQLite for concurrent use (WAL, foreign keys, a
 busy timeout, BEGIN IMMEDIATE for writes); `StoreBase` is the engine, the lock that serialises
 this process's writes, and the write transaction that every writing section opens.
+
+The first transaction a thread begins once it holds the write lock (`with self._write_lock,
+self.engine.begin()`) is a write: on SQLite it begins IMMEDIATE. A deferred one that reads first
+and writes after another process committed cannot wait for that writer (SQLite answers "database
+is locked" at once, its busy timeout unused); an immediate one queues behind it for up to the
+busy timeout. PostgreSQL's pool tests a connection
+before handing it out, so the first request after the server restarted gets a live one.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ def make_engine(url: str) -> Engine:
     kwargs: dict[str, Any] = {"json_serializer": json_dumps, "json_deserializer": orjson.loads}
     if url.startswith("sqlite"):
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True  # a connection the server dropped (a restart) is replaced, not handed out
     engine = create_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -34,7 +43,8 @@ def make_engine(url: str) -> Engine:
 def _sqlite_begin(conn: Connection) -> None:
     """SQLAlchemy's documented pysqlite recipe: the driver's own transaction handling is off
     (isolation_level None, in `_sqlite_pragmas`) and BEGIN is ours to say, IMMEDIATE for writes."""
-    immediate = conn.get_execution_options().get("sqlite_immediate")
+    immediate = conn.get_execution_options().get("sqlite_immediate") or getattr(_writing, "first", False)
+    _writing.first = False  # only the lock's first transaction: a read nested in it must not wait on its own write
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
@@ -68,11 +78,31 @@ class _Transaction:
             self.conn.close()
 
 
+_writing = threading.local()  # `first`: this thread took a Store's write lock and has begun nothing since
+
+
+class WriteLock:
+    """The lock that serialises a Store's writes in this process; the first transaction a thread begins
+    under it begins IMMEDIATE on SQLite (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> WriteLock:
+        self._lock.acquire()
+        _writing.first = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _writing.first = False
+        self._lock.release()
+
+
 class StoreBase:
     """The engine and write lock each section of the Store reads and writes through (`Store` sets them)."""
 
     engine: Engine
-    _write_lock: threading.Lock
+    _write_lock: WriteLock
 
     @property
     def dialect(self) -> str:

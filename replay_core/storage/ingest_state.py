@@ -212,13 +212,15 @@ class IngestState(StoreBase):
             daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
 
     def watch_offset(self, path: str) -> dict | None:
-        """Where `watch` has read `path` up to: {path, inode, offset, format, updated_at}, or None."""
+        """Where `watch` has read `path` up to: {path, inode, offset, format, updated_at, fingerprint}, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(select(watch_offsets).where(watch_offsets.c.path == path)).first()
             return dict(row._mapping) if row else None
 
-    def save_watch_offset(self, path: str, *, inode: int | None, offset: int, format: str | None) -> None:
-        values = {"inode": inode, "offset": offset, "format": format, "updated_at": now_utc()}
+    def save_watch_offset(
+        self, path: str, *, inode: int | None, offset: int, format: str | None, fingerprint: str | None = None
+    ) -> None:
+        values = {"inode": inode, "offset": offset, "format": format, "fingerprint": fingerprint, "updated_at": now_utc()}
         with self._write_lock, self.engine.begin() as conn:
             done = conn.execute(update(watch_offsets).where(watch_offsets.c.path == path).values(**values)).rowcount
             if not done:

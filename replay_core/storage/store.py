@@ -16,8 +16,6 @@ importable from here.
 
 from __future__ import annotations
 
-import threading
-
 from sqlalchemy import Engine
 
 from .. import config
@@ -25,7 +23,7 @@ from .analytics_reads import AnalyticsReads
 from .attachments import REVIEW_LABELS, Attachments
 from .columns import STEP_COLUMNS
 from .datasets import Datasets
-from .engine import make_engine
+from .engine import WriteLock, make_engine
 from .feed import Feed
 from .filters import HAS_FLAGS, SessionFilter
 from .ingest_state import IngestState
@@ -49,7 +47,7 @@ class Store(
         self.url = config.database_url(url)
         self.engine = engine or make_engine(self.url)
         self.engine_given = engine is not None  # its connection settings live only in this process
-        self._write_lock = threading.Lock()
+        self._write_lock = WriteLock()
         self._unplanned = 0 if self.dialect == "postgresql" else None  # steps written before statistics were seen
         if migrate:
             self.upgrade()

@@ -275,6 +275,7 @@ watch_offsets = Table(
     Column("offset", BigInteger, nullable=False),
     Column("format", String(100)),
     Column("updated_at", UTCDateTime, nullable=False),
+    Column("fingerprint", String(64)),  # watch.fingerprint of what was read: a copy-truncated file differs
 )
 
 # Experiments (whatif/experiment.py): datasets of cases, and every case × variant replayed.
@@ -341,6 +342,7 @@ experiment_runs = Table(
     Column("attempts", Integer, nullable=False, default=1),
     Column("started_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime),
+    Column("lease_until", UTCDateTime),  # a running claim is its runner's until then (renewed while it runs)
     UniqueConstraint("experiment_id", "case_session", "variant"),
 )
 

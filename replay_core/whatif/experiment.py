@@ -16,8 +16,11 @@ refused rather than trusted.
 
 Resumable: a case × variant is claimed in the database before it starts and marked done
 with its scores when it ends, so a restarted experiment runs only what is not done and
-never pays for a finished replay twice. The one exception, stated: a replay in flight
-when the process died is run again (its row is still `running`; `attempts` counts it).
+never pays for a finished replay twice. A claim is a lease (`claim_lease_s`), renewed while
+the replay runs: a second process running the same experiment (`run` and `resume` at once)
+skips what the first holds and waits for it to end, so no case is paid for twice. The one
+exception, stated: a replay in flight when its process died is run again once its lease
+lapsed (`attempts` counts it).
 
 Stoppable from anywhere: `request_stop` marks the experiment `stopping` in the database and
 the process running it (this one, another replica, a CLI) reads that before each case it
@@ -27,6 +30,8 @@ launches; the runs in flight finish and `resume` runs the rest.
 from __future__ import annotations
 
 import importlib
+import math
+import os
 import threading
 import time
 import uuid
@@ -164,8 +169,7 @@ def plan(
         raise ExperimentError("name at least one model (--model)")
     if concurrency < 1:
         raise ExperimentError("--concurrency: at least 1")
-    if (budget_usd is not None and budget_usd <= 0) or (budget_tokens is not None and budget_tokens <= 0):
-        raise ExperimentError("budget: must be positive")
+    check_budget_values(budget_usd, budget_tokens)
     names = list(scorers or DEFAULT_SCORERS)
     for name in names:
         try:
@@ -212,6 +216,14 @@ def plan(
     )
     check_budget(out, spent_usd=0.0, spent_tokens=0)
     return out
+
+
+def check_budget_values(budget_usd: float | None, budget_tokens: int | None) -> None:
+    """A budget is a finite amount above zero: NaN, infinity, zero or less would mean no budget at all."""
+    if budget_usd is not None and not (isinstance(budget_usd, int | float) and math.isfinite(budget_usd) and budget_usd > 0):
+        raise ExperimentError(f"--budget-usd: expected a finite amount above 0, got {budget_usd!r}")
+    if budget_tokens is not None and not (isinstance(budget_tokens, int) and budget_tokens > 0):
+        raise ExperimentError(f"--budget-tokens: expected a whole number above 0, got {budget_tokens!r}")
 
 
 def check_budget(p: Plan, *, spent_usd: float, spent_tokens: int, share: float = 1.0) -> None:
@@ -269,6 +281,12 @@ def plan_of(store: Store, experiment_id: str, *, budget_usd: float | None = None
 
 
 # ---------------------------------------------------------------------------- running
+
+
+def claim_lease_s() -> float:
+    """How long a claimed case × variant stays its runner's without a renewal: AGENT_REPLAY_EXPERIMENT_LEASE_S
+    (default 30 s; renewed every third of it). A runner that died holds its cases this long at most."""
+    return float(os.environ.get("AGENT_REPLAY_EXPERIMENT_LEASE_S", "30"))
 
 
 @dataclass
@@ -353,8 +371,13 @@ class _Runner:
         self._report(spend, "started")
         stopped_by: str | None = None
         in_flight: dict[Future, tuple[str, int, float, int]] = {}
+        held: deque[tuple[str, int]] = deque()  # claimed by another runner: done by it, or taken once its lease lapses
+        lease = claim_lease_s()
         with ThreadPoolExecutor(max_workers=self.plan.concurrency, thread_name_prefix="experiment") as pool:
-            while todo or in_flight:
+            while todo or in_flight or (held and stopped_by is None):
+                if not todo and not in_flight:  # only others' claims left: look again in a while
+                    self.stop.wait(min(1.0, lease / 3))
+                    todo, held = held, deque()
                 while todo and len(in_flight) < self.plan.concurrency and stopped_by is None:
                     if self.stop.is_set() or self.store.experiment_status(self.id) == "stopping":
                         stopped_by = "stopped"
@@ -367,16 +390,24 @@ class _Runner:
                         stopped_by = "budget"
                         break
                     todo.popleft()
-                    if not self.store.claim_experiment_run(self.id, sid, v):
+                    claim = self.store.claim_experiment_run(self.id, sid, v, lease_s=lease)
+                    if claim == "held":
+                        held.append((sid, v))
+                        continue
+                    if claim == "done":  # done meanwhile, by another process
                         self._release(sid)
-                        continue  # done meanwhile (another process resumed it)
+                        self.done[v] += 1
+                        continue
                     with spend.lock:
                         spend.reserved_usd += self.unit_usd[v]
                         spend.reserved_tokens += self.unit_tokens[v]
                     in_flight[pool.submit(self._run_one, sid, v, allowance)] = (sid, v, self.unit_usd[v], self.unit_tokens[v])
                 if not in_flight:
+                    if held and stopped_by is None:
+                        continue
                     break
-                finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                finished, _ = wait(list(in_flight), timeout=lease / 3, return_when=FIRST_COMPLETED)
+                self.store.renew_experiment_runs(self.id, [(sid, v) for sid, v, _, _ in in_flight.values()], lease_s=lease)
                 for fut in finished:
                     sid, v, held_usd, held_tokens = in_flight.pop(fut)
                     cost, tokens = fut.result()  # _run_one never raises: it stores its own failure
@@ -387,7 +418,7 @@ class _Runner:
                         spend.tokens += tokens
                     self.done[v] += 1
                     self._report(spend, f"{sid} × {variant_name(self.plan.configs[v])}")
-        left = len(todo)
+        left = len(todo) + len(held)
         if stopped_by == "budget":
             budget = (
                 f"${spend.usd:.4f} of ${self.plan.budget_usd:.4f}"
@@ -530,6 +561,7 @@ def run(
     `tools`: live tool functions by name (the SDK's @tool functions or any callables); an
     experiment planned with them must be given them again to resume.
     """
+    check_budget_values(budget_usd, budget_tokens)
     p = plan_of(store, experiment_id, budget_usd=budget_usd, budget_tokens=budget_tokens)
     _check_tools(p, tools)
     runs = store.experiment_runs(experiment_id)

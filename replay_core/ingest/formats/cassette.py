@@ -8,7 +8,7 @@ into plain request/response bodies for the chat importers.
 
 from __future__ import annotations
 
-import gzip
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import yaml
 
+from ..unpack import UnpackedTooLarge, Unpacker
 from .jsondoc import DocumentError
 from .reader import BadRecord
 
@@ -41,7 +42,7 @@ def is_cassette(head: bytes, path_fragment: bytes) -> bool:
     return head.lstrip().startswith(b"interactions:") and path_fragment in head
 
 
-def _body(raw: Any) -> Any:
+def _body(raw: Any, unpacker: Unpacker) -> Any:
     if isinstance(raw, dict):
         raw = raw.get("string")
     if raw is None:
@@ -49,7 +50,7 @@ def _body(raw: Any) -> Any:
     if isinstance(raw, str):
         raw = raw.encode()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        raw = unpacker.gunzip(raw)  # under the file's unpack cap: a small cassette may hold a gzip bomb
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -72,15 +73,15 @@ def read_cassette(data: bytes, filename: str) -> list[Interaction]:
         raise DocumentError(BadRecord(f"{filename}:{line}", f"invalid YAML ({exc.problem}); is the file truncated?")) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise DocumentError(BadRecord(filename, "interactions: expected a list of recorded requests"))
-    out = []
+    out, unpacker = [], Unpacker()
     for i, item in enumerate(doc["interactions"]):
         where = f"{filename}:interactions[{i}]"
         if not isinstance(item, dict) or not isinstance(item.get("request"), dict):
             raise DocumentError(BadRecord(where, "expected {request, response}"))
         request, response = item["request"], item.get("response") or {}
         try:
-            req_body, resp_body = _body(request.get("body")), _body(response.get("body"))
-        except (OSError, EOFError) as exc:
+            req_body, resp_body = _body(request.get("body"), unpacker), _body(response.get("body"), unpacker)
+        except (OSError, EOFError, zlib.error, UnpackedTooLarge) as exc:
             raise DocumentError(BadRecord(where, f"response body: cannot gunzip ({exc})")) from None
         date = _header(response.get("headers"), "date")
         try:

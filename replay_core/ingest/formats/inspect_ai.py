@@ -41,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from ..unpack import Unpacker
 from .jsondoc import as_array, as_object, has_key, load_json, parse_arguments, starts_json
 from .reader import BadRecord, DocumentError, Event, Ignored, Records
 from .runs import Run, compact, parse_time, stable_id
@@ -72,10 +73,11 @@ ZIP_ZSTANDARD = 93  # the ZIP compression method inspect_ai ≥ 0.3.2xx writes `
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 
 
-def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
+def _zstd_member(data: bytes, info: zipfile.ZipInfo, unpacker: Unpacker) -> bytes:
     """A zstd-compressed member: Python before 3.14 reads the archive but not the method. The raw bytes
-    are found after the member's local header, decompressed across frames (inspect splits big members),
-    never past the size the archive declares (a zip bomb stops there), and checked against the CRC."""
+    are found after the member's local header, decompressed across frames (inspect splits big members)
+    a chunk at a time under the file's cap (`unpacker`: the size the archive declares is not trusted),
+    and checked against the size and CRC the archive declares."""
     import zstandard  # only for such logs
 
     head = data[info.header_offset : info.header_offset + _LOCAL_HEADER.size]
@@ -88,7 +90,7 @@ def _zstd_member(data: bytes, info: zipfile.ZipInfo) -> bytes:
         raise EOFError("the member is cut short")
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed), read_across_frames=True)
-        raw = reader.read(info.file_size + 1)
+        raw = unpacker.read(reader)
     except zstandard.ZstdError as exc:
         raise ValueError(f"broken zstd data: {exc}") from None
     if len(raw) != info.file_size or zlib.crc32(raw) != info.CRC:
@@ -405,10 +407,16 @@ class InspectAIFormat:
                 BadRecord(filename, f"not a readable ZIP archive ({exc}); is the .eval file truncated?")
             ) from None
 
+        unpacker = Unpacker()  # every member counts against the one cap of this file
+
         def member(name: str) -> Any:
             try:
                 info = archive.getinfo(name)
-                raw = _zstd_member(data, info) if info.compress_type == ZIP_ZSTANDARD else archive.read(name)
+                if info.compress_type == ZIP_ZSTANDARD:
+                    raw = _zstd_member(data, info, unpacker)
+                else:
+                    with archive.open(info) as stream:  # checks the CRC at its end
+                        raw = unpacker.read(stream)
             # zipfile raises NotImplementedError for a compression method it lacks (bzip2, lzma builds, …)
             except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError) as exc:
                 raise DocumentError(BadRecord(f"{filename}!{name}", f"cannot read this ZIP member ({exc})")) from None

@@ -11,7 +11,8 @@ from starlette.routing import Route
 
 from ...storage.actor import INGEST, READ, REPLAY
 from ...team.audit import DATASET
-from ..bodies import object_body
+from ..bodies import typed_body
+from ..body_models import DatasetBody, ExperimentBody
 from ..context import API_PREFIX, ApiContext
 from ..responses import ApiError, json_response
 
@@ -37,7 +38,7 @@ class ExperimentRoutes:
         """POST /api/v1/datasets {name, runs | filter {status, workflow, since, search}, expected?, match?, description?}."""
         from ...whatif import dataset as ds
 
-        body = await object_body(request, self.api.max_body)
+        body = await typed_body(request, self.api.max_body, DatasetBody)
         store = self.api.store()
 
         def make() -> dict:
@@ -97,7 +98,7 @@ class ExperimentRoutes:
         from ...whatif import experiment as ex
         from ...whatif.replay_config import ConfigError, ReplayConfig
 
-        body = await object_body(request, self.api.max_body)
+        body = await typed_body(request, self.api.max_body, ExperimentBody)
         store = self.api.store()
 
         def start() -> dict:

@@ -17,7 +17,7 @@ from ...storage.filter_params import session_filter
 from ...understand.snapshot import state_at
 from ...understand.timeline import open_timeline
 from ..context import API_PREFIX, ApiContext
-from ..params import int_param, session_id
+from ..params import int_param, last_event_id, session_id
 from ..responses import ApiError, json_response
 from ..stream import StepHub
 
@@ -85,15 +85,9 @@ class RunRoutes:
         """GET /api/v1/sessions/{id}/stream: Server-Sent Events, one per step as it is stored (id: its seq),
         resumed after `Last-Event-ID` (header, or `?last_event_id=`); heartbeats keep proxies from closing it."""
         sid = session_id(request)
-        raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id") or ""
-        if raw.strip() and not (raw.strip().isdigit() and int(raw) <= INT_MAX):
-            raise ApiError(
-                422,
-                f"Last-Event-ID: expected a step's seq (a whole number), got {raw[:50]!r}",
-                [{"loc": "Last-Event-ID", "msg": "expected a whole number"}],
-            )
+        resume = last_event_id(request, INT_MAX)
         await self.api.session_or_404(sid)
-        after = await run_in_threadpool(self.api.store().feed_cursor, sid, int(raw) if raw.strip() else None)
+        after = await run_in_threadpool(self.api.store().feed_cursor, sid, resume)
         with self._hub_lock:
             if self._hub is None:
                 self._hub = StepHub(self.api.store)

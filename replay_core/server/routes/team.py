@@ -14,7 +14,8 @@ from starlette.routing import Route
 
 from ...storage.actor import MANAGE_QUEUES, READ, SHARE, WORK_QUEUE
 from ...storage.filter_params import session_filter
-from ..bodies import object_body
+from ..bodies import typed_body
+from ..body_models import QueueBody, ReviewBody, ReviewerBody, ShareBody
 from ..context import API_PREFIX, ApiContext
 from ..responses import ApiError, json_response
 
@@ -65,7 +66,7 @@ class TeamRoutes:
         → {id, items}."""
         from ...team import queues
 
-        body = await object_body(request, self.api.max_body)
+        body = await typed_body(request, self.api.max_body, QueueBody)
         actor = request.state.actor
 
         def make() -> dict:
@@ -137,7 +138,7 @@ class TeamRoutes:
         """POST /api/v1/queues/{id}/next {reviewer} → {item} held for them (null: nothing left for them)."""
         from ...team import queues
 
-        body = await object_body(request, self.api.max_body)
+        body = await typed_body(request, self.api.max_body, ReviewerBody)
         qid = request.path_params["queue_id"]
         return await self._team_call(
             lambda: {"item": queues.next_item(self.api.store(), qid, _reviewer(request, body), actor=request.state.actor)}
@@ -148,7 +149,7 @@ class TeamRoutes:
         or …/skip {reviewer}."""
         from ...team import queues
 
-        body = await object_body(request, self.api.max_body)
+        body = await typed_body(request, self.api.max_body, ReviewBody)
         qid, item, verb = request.path_params["queue_id"], request.path_params["item_id"], request.path_params["verb"]
         if verb not in ("review", "skip"):
             raise ApiError(404, f"no action {verb!r} on a queue item (review, skip)")
@@ -180,7 +181,7 @@ class TeamRoutes:
         the token only here."""
         from ...team import shares
 
-        body = await object_body(request, self.api.max_body)
+        body = await typed_body(request, self.api.max_body, ShareBody)
 
         def make() -> dict:
             kind = shares.QUEUE if body.get("queue") is not None else shares.COMPARE if body.get("other") else shares.RUN
