@@ -9,6 +9,7 @@ into plain request/response bodies for the chat importers.
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -70,6 +71,12 @@ def read_cassette(data: bytes, filename: str) -> list[Interaction]:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise DocumentError(BadRecord(f"{filename}:{line}", f"invalid YAML ({exc.problem}); is the file truncated?")) from None
+    except yaml.reader.ReaderError as exc:  # a byte YAML does not allow (invalid UTF-8, a control character)
+        line = data.decode("utf-8", "replace")[: exc.position].count("\n") + 1
+        where = BadRecord(f"{filename}:{line}", f"invalid YAML ({exc.reason}, at character {exc.position})")
+        raise DocumentError(where) from None
+    except yaml.YAMLError as exc:
+        raise DocumentError(BadRecord(filename, f"invalid YAML ({str(exc).splitlines()[0][:200]})")) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise DocumentError(BadRecord(filename, "interactions: expected a list of recorded requests"))
     out = []
@@ -80,7 +87,7 @@ def read_cassette(data: bytes, filename: str) -> list[Interaction]:
         request, response = item["request"], item.get("response") or {}
         try:
             req_body, resp_body = _body(request.get("body")), _body(response.get("body"))
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise DocumentError(BadRecord(where, f"response body: cannot gunzip ({exc})")) from None
         date = _header(response.get("headers"), "date")
         try:

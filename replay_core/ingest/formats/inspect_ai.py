@@ -409,8 +409,9 @@ class InspectAIFormat:
             try:
                 info = archive.getinfo(name)
                 raw = _zstd_member(data, info) if info.compress_type == ZIP_ZSTANDARD else archive.read(name)
-            # zipfile raises NotImplementedError for a compression method it lacks (bzip2, lzma builds, …)
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError) as exc:
+            # zipfile raises NotImplementedError for a compression method it lacks (bzip2, lzma builds, …),
+            # zlib.error for a corrupt deflate stream
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError, zlib.error) as exc:
                 raise DocumentError(BadRecord(f"{filename}!{name}", f"cannot read this ZIP member ({exc})")) from None
             return load_json(raw, f"{filename}!{name}")
 
