@@ -37,6 +37,8 @@ PER_READER = {
     "openhands": FIXTURES / "openhands/basic_interactions.json",
     "inspect_ai": FIXTURES / "inspect_ai/log_read_sample.json",
     "browser_use": FIXTURES / "browser_use/Pentest_agent_agent_history.json",
+    "atif": FIXTURES / "atif/terminus_2_hello-world-timeout.trajectory.json",
+    "langfuse": FIXTURES / "langfuse/ui_export_agent_run.json",
     "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
 EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds

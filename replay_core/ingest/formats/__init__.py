@@ -28,12 +28,14 @@ def registry() -> dict[str, Format]:
     """Known formats, in detection order (most specific first)."""
     from . import (
         anthropic,
+        atif,
         browser_use,
         claude_code,
         codex_cli,
         gemini_cli,
         inspect_ai,
         langchain,
+        langfuse,
         native,
         notte,
         openai_chat,
@@ -48,6 +50,8 @@ def registry() -> dict[str, Format]:
     formats += [claude_code.FORMAT, codex_cli.FORMAT, gemini_cli.FORMAT]  # coding agents' own session logs
     # agent formats, most specific first; a generic "list of chat messages" last
     formats += [
+        atif.FORMAT,
+        langfuse.FORMAT,
         openhands.FORMAT,
         inspect_ai.FORMAT,
         swe_agent.SWE_AGENT,
