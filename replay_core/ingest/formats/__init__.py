@@ -36,6 +36,7 @@ def registry() -> dict[str, Format]:
         inspect_ai,
         langchain,
         langfuse,
+        letta,
         native,
         notte,
         openai_chat,
@@ -52,6 +53,7 @@ def registry() -> dict[str, Format]:
     formats += [
         atif.FORMAT,
         langfuse.FORMAT,
+        letta.FORMAT,
         openhands.FORMAT,
         inspect_ai.FORMAT,
         swe_agent.SWE_AGENT,

@@ -23,7 +23,7 @@ import orjson
 from .cassette import Interaction, is_cassette, read_cassette
 from .jsondoc import is_json_lines, json_lines, load_json, parse_arguments
 from .reader import BadRecord, Event, Ignored, Records, kind_of
-from .runs import Run, compact, stable_id
+from .runs import Run, compact, parse_time, stable_id
 
 TEXT_PARTS = ("text", "input_text", "output_text")
 
@@ -239,6 +239,31 @@ class Conversation:
 
 
 _OPENAI_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "reasoning_content"})
+TIME_KEYS = ("created_at", "timestamp")
+
+
+def promoted(msg: dict) -> tuple[dict, dict[str, Any], dict[str, Any]]:
+    """A message's own model and time, lifted out of it to be its steps' fields rather than metadata:
+    (the message without them, fields of every step it makes, fields of its first step)."""
+    model = msg.get("model") if isinstance(msg.get("model"), str) and msg.get("model") else None
+    when = next((t for key in TIME_KEYS if (t := parse_time(msg.get(key))) is not None), None)
+    if model is None and when is None:
+        return msg, {}, {}
+    rest = {k: v for k, v in msg.items() if not (k == "model" and model) and not (k in TIME_KEYS and when)}
+    return rest, ({"timestamp": when} if when else {}), ({"model": model} if model else {})
+
+
+def map_promoted(dialect: Dialect, conv: Conversation, msg: Any, key: str) -> None:
+    """One message of a list, its model and time promoted; the run takes the first model and the span of times."""
+    rest, common, first = promoted(msg) if isinstance(msg, dict) else (msg, {}, {})
+    dialect.map(conv, rest, key, common, first)
+    session = conv.run.session
+    if first:
+        session.setdefault("model", first["model"])
+    if common:
+        when = common["timestamp"]
+        session["started_at"] = min(session.get("started_at") or when, when)
+        session["ended_at"] = max(session.get("ended_at") or when, when)
 
 
 # ---------------------------------------------------------------------- request/response logs
@@ -323,7 +348,7 @@ def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[
             runs.append(conv.run)
         run = conv.run
         for i in range(len(transcript), len(history)):
-            dialect.map(conv, history[i], f"m{i}")
+            map_promoted(dialect, conv, history[i], f"m{i}")
         transcript = sigs
         params = {k: v for k, v in ex.request.items() if k not in _REQUEST_SKIP}
         first = {
@@ -433,7 +458,7 @@ def read_chat(
             run = Run(new_id(0), filename)
             conv = Conversation(run)
             for i, msg in enumerate(rec):
-                dialect.map(conv, msg, f"m{i}")
+                map_promoted(dialect, conv, msg, f"m{i}")
             yield from run.events()
         else:
             reply = dialect.reply(rec.body, rec.status) if rec.body is not None else None
