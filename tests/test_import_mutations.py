@@ -40,6 +40,7 @@ PER_READER = {
     "atif": FIXTURES / "atif/terminus_2_hello-world-timeout.trajectory.json",
     "langfuse": FIXTURES / "langfuse/ui_export_agent_run.json",
     "letta": FIXTURES / "letta/memgpt_agent_with_convo.af",
+    "phoenix": FIXTURES / "phoenix/rest_spans.json",
     "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
 EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds

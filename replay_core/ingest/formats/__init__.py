@@ -42,12 +42,13 @@ def registry() -> dict[str, Format]:
         openai_chat,
         openhands,
         otel,
+        phoenix,
         smolagents,
         swe_agent,
     )
 
     formats: list[Format] = [native.FORMAT]
-    formats += [otel.OTLP_JSON, otel.OTLP_PROTO, otel.OTEL_SPANS]
+    formats += [otel.OTLP_JSON, otel.OTLP_PROTO, phoenix.FORMAT, otel.OTEL_SPANS]  # Phoenix's rows before generic span dumps
     formats += [claude_code.FORMAT, codex_cli.FORMAT, gemini_cli.FORMAT]  # coding agents' own session logs
     # agent formats, most specific first; a generic "list of chat messages" last
     formats += [
