@@ -41,6 +41,8 @@ PER_READER = {
     "langfuse": FIXTURES / "langfuse/ui_export_agent_run.json",
     "letta": FIXTURES / "letta/memgpt_agent_with_convo.af",
     "phoenix": FIXTURES / "phoenix/rest_spans.json",
+    "pydantic_ai": FIXTURES / "pydantic_ai/messages_retry.json",
+    "openai_agents": FIXTURES / "openai_agents/run_state_pending_approval.json",
     "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
 EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds
