@@ -27,6 +27,7 @@ __all__ = [
 def registry() -> dict[str, Format]:
     """Known formats, in detection order (most specific first)."""
     from . import (
+        aider,
         anthropic,
         atif,
         browser_use,
@@ -59,6 +60,7 @@ def registry() -> dict[str, Format]:
         letta.FORMAT,
         pydantic_ai.FORMAT,
         openai_agents.FORMAT,
+        aider.FORMAT,
         openhands.FORMAT,
         inspect_ai.FORMAT,
         swe_agent.SWE_AGENT,
