@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from conftest import FIXTURES
+from reader_checks import claims_no_other_fixture
 
 from replay_core.ingest.formats import aider
 from replay_core.ingest.pipeline import import_bytes, import_file
@@ -54,7 +55,5 @@ def test_two_sessions_in_one_file_are_two_runs(sqlite_store):
 
 
 def test_claims_nothing_else():
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and path.parent.name != "aider":
-            assert not aider.FORMAT.sniff(path.read_bytes()[:65536], path.name), path
+    claims_no_other_fixture(aider.FORMAT, "aider")
     assert not aider.FORMAT.sniff(b"# My notes\n\n#### a heading\n\n> a quote\n", "notes.md")

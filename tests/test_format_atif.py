@@ -9,6 +9,7 @@ from collections import Counter
 import orjson
 import pytest
 from conftest import FIXTURES
+from reader_checks import claims_no_other_fixture
 
 from replay_core.ingest.formats import atif, candidates
 from replay_core.ingest.pipeline import import_bytes, import_file, read_events
@@ -117,8 +118,6 @@ def test_an_unknown_step_source_is_accounted_as_not_understood(sqlite_store):
 
 def test_claims_nothing_else(tmp_path):
     """No other fixture is taken for ATIF, and JSON that only looks alike (steps without the schema) is not."""
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and path.parent.name != "atif":
-            assert not atif.FORMAT.sniff(path.read_bytes()[:65536], path.name), path
+    claims_no_other_fixture(atif.FORMAT, "atif")
     lookalike = orjson.dumps({"session_id": "x", "agent": {"name": "a"}, "steps": [{"source": "user", "message": "hi"}]})
     assert atif.FORMAT not in candidates(lookalike, "x.json")

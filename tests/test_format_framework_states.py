@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 from conftest import FIXTURES
+from reader_checks import claims_no_other_fixture, reimport_changes_nothing
 
 from replay_core.ingest.formats import openai_agents, pydantic_ai
 from replay_core.ingest.pipeline import import_file
@@ -58,15 +59,9 @@ def test_a_run_state_paused_for_approval_is_running_with_the_call_blocked(sqlite
 
 @pytest.mark.parametrize("path", [PAI_OK, PAI_RETRY, STATE], ids=lambda p: p.name)
 def test_reimport_changes_nothing(sqlite_store, path):
-    first = import_file(sqlite_store, path)
-    before = {sid: (sqlite_store.get_session(sid), sqlite_store.load_steps(sid)) for sid in first.sessions}
-    again = import_file(sqlite_store, path)
-    assert again.steps == 0 and again.duplicates == first.steps
-    assert {sid: (sqlite_store.get_session(sid), sqlite_store.load_steps(sid)) for sid in again.sessions} == before
+    reimport_changes_nothing(sqlite_store, path)
 
 
 @pytest.mark.parametrize("fmt, own", [(pydantic_ai.FORMAT, "pydantic_ai"), (openai_agents.FORMAT, "openai_agents")])
 def test_claims_nothing_else(fmt, own):
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and path.parent.name != own:
-            assert not fmt.sniff(path.read_bytes()[:65536], path.name), path
+    claims_no_other_fixture(fmt, own)

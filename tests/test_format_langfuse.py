@@ -10,6 +10,7 @@ from collections import Counter
 import orjson
 import pytest
 from conftest import FIXTURES
+from reader_checks import claims_no_other_fixture, reimport_changes_nothing
 
 from replay_core.ingest.formats import candidates, langfuse
 from replay_core.ingest.pipeline import import_bytes, import_file
@@ -85,11 +86,7 @@ def test_the_api_answer_wrapped_in_data_and_a_list_of_exports_read_alike(sqlite_
 
 @pytest.mark.parametrize("path", [UI, API], ids=lambda p: p.name)
 def test_reimport_changes_nothing(sqlite_store, path):
-    first = import_file(sqlite_store, path)
-    before = {sid: (sqlite_store.get_session(sid), sqlite_store.load_steps(sid)) for sid in first.sessions}
-    again = import_file(sqlite_store, path)
-    assert again.steps == 0 and again.duplicates == first.steps
-    assert {sid: (sqlite_store.get_session(sid), sqlite_store.load_steps(sid)) for sid in again.sessions} == before
+    reimport_changes_nothing(sqlite_store, path)
 
 
 def test_null_replay_reproduces_a_trace(sqlite_store):
@@ -108,8 +105,6 @@ def test_an_unknown_observation_type_is_accounted_as_not_understood(sqlite_store
 
 def test_claims_nothing_else():
     """No other fixture is taken for Langfuse; an object with `observations` alone (no Langfuse keys) is not."""
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and path.parent.name != "langfuse":
-            assert not langfuse.FORMAT.sniff(path.read_bytes()[:65536], path.name), path
+    claims_no_other_fixture(langfuse.FORMAT, "langfuse")
     lookalike = orjson.dumps({"id": "t", "observations": [{"note": "seen a bird"}]})
     assert langfuse.FORMAT not in candidates(lookalike, "birds.json")

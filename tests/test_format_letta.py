@@ -7,6 +7,7 @@ from collections import Counter
 
 import orjson
 from conftest import FIXTURES
+from reader_checks import claims_no_other_fixture
 
 from replay_core.ingest.formats import candidates, letta
 from replay_core.ingest.pipeline import import_file, read_events
@@ -69,8 +70,6 @@ def test_the_generic_chat_reader_promotes_each_messages_model_and_time(sqlite_st
 
 
 def test_claims_nothing_else():
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and path.parent.name != "letta":
-            assert not letta.FORMAT.sniff(path.read_bytes()[:65536], path.name), path
+    claims_no_other_fixture(letta.FORMAT, "letta")
     plain = orjson.dumps({"messages": [{"role": "user", "content": "hi"}], "model": "m"})
     assert letta.FORMAT not in candidates(plain, "chat.json")

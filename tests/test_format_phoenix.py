@@ -9,6 +9,7 @@ from collections import Counter
 import orjson
 import pytest
 from conftest import FIXTURES
+from reader_checks import claims_no_other_fixture
 
 from replay_core.ingest.formats import candidates, otel, phoenix
 from replay_core.ingest.pipeline import import_bytes, import_file
@@ -71,9 +72,7 @@ def test_a_row_without_ids_is_a_bad_record_naming_it(sqlite_store):
 
 
 def test_claims_nothing_else_and_wins_over_the_generic_span_dump():
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and path.parent.name != "phoenix":
-            assert not phoenix.FORMAT.sniff(path.read_bytes()[:65536], path.name), path
+    claims_no_other_fixture(phoenix.FORMAT, "phoenix")
     rest = EXPORTS[2].read_bytes()
     assert [f.name for f in candidates(rest, "spans.json")][:2] == ["phoenix", "otel-spans"]
     sdk_dump = (FIXTURES / "otel/TINYAGENT_trace.json").read_bytes()

@@ -29,6 +29,7 @@ _TOKENS = re.compile(
 )
 _APPLIED = re.compile(r"^Applied edit to (.+)$")
 _COMMIT = re.compile(r"^Commit ([0-9a-f]{6,40}) (.*)$")
+_RESULTS = ((_APPLIED, "edit", "file"), (_COMMIT, "git_commit", "commit"))  # aider's lines that are a tool's result
 
 
 def _count(number: str, k: str) -> int:
@@ -67,24 +68,11 @@ class _Session:
                 self.run.session.setdefault("agent_version", m.group(1)[:100])
             if (m := _TOKENS.match(text)) and self.answers:
                 self._usage(m)
-            if m := _APPLIED.match(text):
-                self.run.step(
-                    self.key(),
-                    "tool_result",
-                    where=f"{self.where}:{line}",
-                    tool_name="edit",
-                    content=text,
-                    metadata={"file": m.group(1)},
-                )
-            elif m := _COMMIT.match(text):
-                self.run.step(
-                    self.key(),
-                    "tool_result",
-                    where=f"{self.where}:{line}",
-                    tool_name="git_commit",
-                    content=text,
-                    metadata={"commit": m.group(1)},
-                )
+            done = next(((tool, key, m) for pattern, tool, key in _RESULTS if (m := pattern.match(text))), None)
+            if done is not None:
+                tool, key, m = done
+                where = f"{self.where}:{line}"
+                self.run.step(self.key(), "tool_result", where=where, tool_name=tool, content=text, metadata={key: m.group(1)})
             else:
                 rest.append(text)
         if rest:
