@@ -24,7 +24,10 @@ FIX = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 REPEAT = 2000
 READERS_GOAL = {
     name: ">= 20000 steps/s read"
-    for name in ("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai", "atif", "langfuse", "letta", "phoenix")
+    for name in (
+        *("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai"),
+        *("atif", "langfuse", "letta", "phoenix", "pydantic_ai", "openai_agents", "aider"),
+    )
 }
 
 
@@ -229,6 +232,42 @@ def phoenix() -> bytes:
     return orjson.dumps({"data": out, "next_cursor": None})
 
 
+def pydantic_ai() -> bytes:
+    """The real history's tool round trips repeated, tool call ids renamed per copy."""
+    msgs = orjson.loads((FIX / "pydantic_ai/messages_ok.json").read_bytes())
+    head, body, tail = msgs[:1], msgs[1:-1], msgs[-1:]
+    out = list(head)
+    for i in range(REPEAT * 5 // 2):
+        for msg in body:
+            msg = orjson.loads(orjson.dumps(msg))
+            for part in msg["parts"]:
+                if part.get("tool_call_id"):
+                    part["tool_call_id"] += f"-{i}"
+            out.append(msg)
+    return orjson.dumps(out + tail)
+
+
+def openai_agents() -> bytes:
+    """The real paused run state's generated items and model responses repeated, call ids renamed per copy."""
+    doc = orjson.loads((FIX / "openai_agents/run_state_pending_approval.json").read_bytes())
+    items, responses = doc["generated_items"], doc["model_responses"]
+    doc["generated_items"], doc["model_responses"] = [], []
+    for i in range(REPEAT * 5 // 2):
+        for item in items[:3]:
+            item = orjson.loads(orjson.dumps(item))
+            item["raw_item"]["call_id"] += f"-{i}"
+            doc["generated_items"].append(item)
+        doc["model_responses"] += responses
+    return orjson.dumps(doc)
+
+
+def aider() -> bytes:
+    """The real history's conversation repeated under one session header."""
+    text = (FIX / "aider/simple-calculator.aider.chat.history.md").read_bytes()
+    header, _, body = text.partition(b"\n\n")
+    return header + b"\n\n" + body * (REPEAT // 16)
+
+
 def main() -> None:
     makers = {
         "swe_agent": swe_agent,
@@ -247,6 +286,9 @@ def main() -> None:
         "langfuse": langfuse,
         "letta": letta,
         "phoenix": phoenix,
+        "pydantic_ai": pydantic_ai,
+        "openai_agents": openai_agents,
+        "aider": aider,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:
@@ -254,7 +296,9 @@ def main() -> None:
             if only and name not in only:
                 continue
             data = make()
-            if data.lstrip().startswith(b"{") and b"\n{" in data:
+            if name == "aider":  # markdown, not JSON: the baseline is splitting its decoded lines
+                _, parse = timed(lambda data=data: data.decode().split("\n"))
+            elif data.lstrip().startswith(b"{") and b"\n{" in data:
                 _, parse = timed(lambda data=data: [orjson.loads(x) for x in data.split(b"\n") if x])
             else:
                 _, parse = timed(orjson.loads, data)
