@@ -239,18 +239,42 @@ class Conversation:
 
 
 _OPENAI_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "reasoning_content"})
-TIME_KEYS = ("created_at", "timestamp")
+TIME_KEYS = ("created_at", "timestamp", "ts")  # `ts`: Cline / Roo Code's epoch milliseconds
+
+
+def _model_of(msg: dict) -> str | None:
+    """`model`, or Cline's `modelInfo.modelId`."""
+    for value in (
+        msg.get("model"),
+        (msg.get("modelInfo") or {}).get("modelId") if isinstance(msg.get("modelInfo"), dict) else None,
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _tokens_of(msg: dict) -> dict[str, Any]:
+    """Cline's `metrics.tokens` {prompt, completion}, as the message's first step's tokens."""
+    tokens = (msg.get("metrics") or {}).get("tokens") if isinstance(msg.get("metrics"), dict) else None
+    if not isinstance(tokens, dict):
+        return {}
+    counts = {"tokens_in": tokens.get("prompt"), "tokens_out": tokens.get("completion")}
+    return {k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
 
 
 def promoted(msg: dict) -> tuple[dict, dict[str, Any], dict[str, Any]]:
-    """A message's own model and time, lifted out of it to be its steps' fields rather than metadata:
-    (the message without them, fields of every step it makes, fields of its first step)."""
-    model = msg.get("model") if isinstance(msg.get("model"), str) and msg.get("model") else None
+    """A message's own model, time (and, as Cline writes them, tokens), lifted out of it to be its steps'
+    fields rather than metadata: (the message without them, fields of every step it makes — time and
+    model —, fields of its first step — tokens)."""
+    model, tokens = _model_of(msg), _tokens_of(msg)
     when = next((t for key in TIME_KEYS if (t := parse_time(msg.get(key))) is not None), None)
-    if model is None and when is None:
+    if model is None and when is None and not tokens:
         return msg, {}, {}
-    rest = {k: v for k, v in msg.items() if not (k == "model" and model) and not (k in TIME_KEYS and when)}
-    return rest, ({"timestamp": when} if when else {}), ({"model": model} if model else {})
+    taken = (
+        ({"model", "modelInfo"} if model else set()) | (set(TIME_KEYS) if when else set()) | ({"metrics"} if tokens else set())
+    )
+    rest = {k: v for k, v in msg.items() if k not in taken}
+    return rest, ({"timestamp": when} if when else {}) | ({"model": model} if model else {}), tokens
 
 
 def map_promoted(dialect: Dialect, conv: Conversation, msg: Any, key: str) -> None:
@@ -258,9 +282,9 @@ def map_promoted(dialect: Dialect, conv: Conversation, msg: Any, key: str) -> No
     rest, common, first = promoted(msg) if isinstance(msg, dict) else (msg, {}, {})
     dialect.map(conv, rest, key, common, first)
     session = conv.run.session
-    if first:
-        session.setdefault("model", first["model"])
-    if common:
+    if "model" in common:
+        session.setdefault("model", common["model"])
+    if "timestamp" in common:
         when = common["timestamp"]
         session["started_at"] = min(session.get("started_at") or when, when)
         session["ended_at"] = max(session.get("ended_at") or when, when)
