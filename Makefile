@@ -56,6 +56,7 @@ test-fast: install-dev
 fuzz: install-dev
 	bash scripts/test-services.sh
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-150} FUZZ_READER_EXAMPLES=$${FUZZ_READER_EXAMPLES:-200} FUZZ_SEEDS=$${FUZZ_SEEDS:-1,2,3} \
+		FUZZ_BYTE_EXAMPLES=$${FUZZ_BYTE_EXAMPLES:-700} \
 		$(PYTEST) -q -s tests/test_api_fuzz.py tests/test_import_mutations.py
 	HYPOTHESIS_PROFILE=thorough $(PYTEST) $(XDIST) -q -m hypothesis
 

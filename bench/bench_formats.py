@@ -22,7 +22,13 @@ from replay_core.storage.store import Store  # noqa: E402
 
 FIX = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 REPEAT = 2000
-READERS_GOAL = {name: ">= 20000 steps/s read" for name in ("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai")}
+READERS_GOAL = {
+    name: ">= 20000 steps/s read"
+    for name in (
+        *("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai"),
+        *("atif", "langfuse", "letta", "phoenix", "pydantic_ai", "openai_agents", "aider"),
+    )
+}
 
 
 def swe_agent() -> bytes:
@@ -171,6 +177,97 @@ def gemini_cli() -> bytes:
     return orjson.dumps(doc)
 
 
+def atif() -> bytes:
+    """harbor's real Terminus-2 trajectory: its agent turns repeated with fresh step and call ids."""
+    doc = orjson.loads((FIX / "atif/terminus_2_hello-world-timeout.trajectory.json").read_bytes())
+    first, turns = doc["steps"][:1], doc["steps"][1:]
+    doc["steps"] = list(first)
+    for i in range(REPEAT * 7 // len(turns)):
+        for turn in turns:
+            turn = orjson.loads(orjson.dumps(turn))
+            turn["step_id"] = len(doc["steps"]) + 1
+            for call in turn["tool_calls"]:
+                call["tool_call_id"] += f"-{i}"
+            doc["steps"].append(turn)
+    return orjson.dumps(doc)
+
+
+def langfuse() -> bytes:
+    """The UI export's observations repeated under the agent span, ids renamed per copy."""
+    doc = orjson.loads((FIX / "langfuse/ui_export_agent_run.json").read_bytes())
+    root, body = doc["observations"][0], doc["observations"][1:]
+    doc["observations"] = [root]
+    for i in range(REPEAT * 5 // 4):
+        for obs in body:
+            doc["observations"].append({**obs, "id": f"{obs['id']}-{i}"})
+    return orjson.dumps(doc)
+
+
+def letta() -> bytes:
+    """The real first-schema agent file's conversation repeated, tool call ids renamed per copy."""
+    doc = orjson.loads((FIX / "letta/memgpt_agent_with_convo.af").read_bytes())
+    base, doc["messages"] = doc["messages"], []
+    for i in range(REPEAT // 12):
+        for msg in base:
+            msg = orjson.loads(orjson.dumps(msg))
+            for call in msg.get("tool_calls") or []:
+                call["id"] += f"-{i}"
+            if msg.get("tool_call_id"):
+                msg["tool_call_id"] += f"-{i}"
+            doc["messages"].append(msg)
+    return orjson.dumps(doc)
+
+
+def phoenix() -> bytes:
+    """Phoenix's real REST answer repeated as new traces: trace and span ids renumbered per copy."""
+    rows = orjson.loads((FIX / "phoenix/rest_spans.json").read_bytes())["data"]
+    out = []
+    for i in range(REPEAT * 5 // 8):
+        tag = f"{i:08x}"
+        for row in rows:
+            row = orjson.loads(orjson.dumps(row))
+            row["context"] = {k: tag + v[8:] for k, v in row["context"].items()}
+            row["parent_id"] = tag + row["parent_id"][8:] if row["parent_id"] else None
+            out.append(row)
+    return orjson.dumps({"data": out, "next_cursor": None})
+
+
+def pydantic_ai() -> bytes:
+    """The real history's tool round trips repeated, tool call ids renamed per copy."""
+    msgs = orjson.loads((FIX / "pydantic_ai/messages_ok.json").read_bytes())
+    head, body, tail = msgs[:1], msgs[1:-1], msgs[-1:]
+    out = list(head)
+    for i in range(REPEAT * 5 // 2):
+        for msg in body:
+            msg = orjson.loads(orjson.dumps(msg))
+            for part in msg["parts"]:
+                if part.get("tool_call_id"):
+                    part["tool_call_id"] += f"-{i}"
+            out.append(msg)
+    return orjson.dumps(out + tail)
+
+
+def openai_agents() -> bytes:
+    """The real paused run state's generated items and model responses repeated, call ids renamed per copy."""
+    doc = orjson.loads((FIX / "openai_agents/run_state_pending_approval.json").read_bytes())
+    items, responses = doc["generated_items"], doc["model_responses"]
+    doc["generated_items"], doc["model_responses"] = [], []
+    for i in range(REPEAT * 5 // 2):
+        for item in items[:3]:
+            item = orjson.loads(orjson.dumps(item))
+            item["raw_item"]["call_id"] += f"-{i}"
+            doc["generated_items"].append(item)
+        doc["model_responses"] += responses
+    return orjson.dumps(doc)
+
+
+def aider() -> bytes:
+    """The real history's conversation repeated under one session header."""
+    text = (FIX / "aider/simple-calculator.aider.chat.history.md").read_bytes()
+    header, _, body = text.partition(b"\n\n")
+    return header + b"\n\n" + body * (REPEAT // 16)
+
+
 def main() -> None:
     makers = {
         "swe_agent": swe_agent,
@@ -185,6 +282,13 @@ def main() -> None:
         "claude_code": claude_code,
         "codex_cli": codex_cli,
         "gemini_cli": gemini_cli,
+        "atif": atif,
+        "langfuse": langfuse,
+        "letta": letta,
+        "phoenix": phoenix,
+        "pydantic_ai": pydantic_ai,
+        "openai_agents": openai_agents,
+        "aider": aider,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:
@@ -192,7 +296,9 @@ def main() -> None:
             if only and name not in only:
                 continue
             data = make()
-            if data.lstrip().startswith(b"{") and b"\n{" in data:
+            if name == "aider":  # markdown, not JSON: the baseline is splitting its decoded lines
+                _, parse = timed(lambda data=data: data.decode().split("\n"))
+            elif data.lstrip().startswith(b"{") and b"\n{" in data:
                 _, parse = timed(lambda data=data: [orjson.loads(x) for x in data.split(b"\n") if x])
             else:
                 _, parse = timed(orjson.loads, data)

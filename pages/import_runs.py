@@ -21,7 +21,7 @@ if not actor.may(IMPORT):
 formats = registry()
 st.write(
     "Upload trace files; the format of each is recognised from its content. "
-    "Known formats: " + ", ".join(f.label for f in formats.values()) + "."
+    "Known formats: " + ", ".join(md(f.label) for f in formats.values()) + "."  # labels hold ~ and *, not markup
 )
 files = st.file_uploader("Trace files", accept_multiple_files=True, key="uploads")
 left, right = st.columns(2)

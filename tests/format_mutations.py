@@ -46,3 +46,18 @@ def check_clean(data: bytes, filename: str, fmt: str) -> None:
         assert isinstance(record, BadRecord)
         assert record.where.startswith(filename), record
         assert "\n" not in str(record), record
+
+
+@st.composite
+def byte_mutated(draw, data: bytes) -> bytes:
+    """The file's bytes with one byte-level damage: a byte flipped, a run deleted or inserted, the end
+    cut off. Works on any file (YAML, ZIP archives, gzip members, protobuf), not only decoded JSON."""
+    kind = draw(st.sampled_from(["flip", "delete", "insert", "truncate"]))
+    at = draw(st.integers(0, max(0, len(data) - 1)))
+    if kind == "flip" and data:
+        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1 :]
+    if kind == "delete":
+        return data[:at] + data[at + draw(st.integers(1, 64)) :]
+    if kind == "insert":
+        return data[:at] + draw(st.binary(min_size=1, max_size=16)) + data[at:]
+    return data[:at]

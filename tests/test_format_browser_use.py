@@ -131,3 +131,30 @@ def test_mutated_files_give_a_clean_refusal_or_an_accounted_import(sqlite_store,
 
 def test_format_label_names_the_library():
     assert "browser-use" in FORMAT.label
+
+
+def test_the_oldest_layout_with_single_action_and_result_objects(store):
+    """Late-2024 histories hold one `action` and one `result` object per item, and a state with `items`,
+    `selector_map` and `screenshot`: made from the real QA history (the same steps, reshaped so)."""
+    doc = orjson.loads(QA.read_bytes())
+    for item in doc["history"]:
+        item["model_output"]["action"] = item["model_output"]["action"][0]
+        item["result"] = item["result"][0]
+        state = item["state"]
+        item["state"] = {
+            "url": state["url"],
+            "title": state["title"],
+            "tabs": state["tabs"],
+            "items": [{"index": 1, "tag_name": "input", "text": ""}],
+            "selector_map": {"1": {"tag_name": "input", "xpath": "html/body/form/input[1]"}},
+            "screenshot": None,
+        }
+    assert detect(orjson.dumps(doc), "history.json").name == "browser_use"
+    report = import_bytes(store, orjson.dumps(doc), "history.json")
+    (acc,) = report.files
+    assert acc["used"] == acc["records"] and not acc["ignored"]
+    sid = report.sessions[0]
+    calls = [s for s in store.load_steps(sid) if s.type == "tool_call"]
+    assert [c.tool_name for c in calls] == ["input_text"] * 4 + ["done"]
+    assert store.get_session(sid)["status"] == "failed"  # done with success false, as the real file says
+    assert not any("selector_map" in str(s.metadata) for s in store.load_steps(sid))

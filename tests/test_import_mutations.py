@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import FIXTURES
+from format_mutations import byte_mutated
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,13 @@ PER_READER = {
     "openhands": FIXTURES / "openhands/basic_interactions.json",
     "inspect_ai": FIXTURES / "inspect_ai/log_read_sample.json",
     "browser_use": FIXTURES / "browser_use/Pentest_agent_agent_history.json",
+    "atif": FIXTURES / "atif/terminus_2_hello-world-timeout.trajectory.json",
+    "langfuse": FIXTURES / "langfuse/ui_export_agent_run.json",
+    "letta": FIXTURES / "letta/memgpt_agent_with_convo.af",
+    "phoenix": FIXTURES / "phoenix/rest_spans.json",
+    "pydantic_ai": FIXTURES / "pydantic_ai/messages_retry.json",
+    "openai_agents": FIXTURES / "openai_agents/run_state_pending_approval.json",
+    "aider": FIXTURES / "aider/simple-calculator.aider.chat.history.md",
     "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
 EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds
@@ -177,4 +185,44 @@ def test_a_type_confused_line_is_named_by_its_line(tmp_path):
         import_bytes(store, b"\n".join(lines), "log.jsonl", skip_bad=True)
     assert "openai_chat: 0 of 3 lines used, 1 bad, 0 steps" in str(skipped.value)
     assert store.session_ids() == []
+    store.close()
+
+
+FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix != ".md")
+BYTE_EXAMPLES = int(os.environ.get("FUZZ_BYTE_EXAMPLES", "40"))  # `make fuzz`: 700 for each of 3 seeds
+
+
+@pytest.mark.parametrize("fuzz_seed", SEEDS)
+def test_byte_damage_to_any_fixture_never_gives_a_traceback_or_half_a_file(fuzz_seed, tmp_path):
+    """Bytes flipped, deleted, inserted or cut off in any fixture, read with auto-detection as an
+    import does: the file imports accounted, or is refused with one line naming it; nothing half-stored."""
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    originals = {path: path.read_bytes() for path in FIXTURE_FILES}
+
+    @seed(fuzz_seed)
+    @settings(
+        max_examples=BYTE_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(data=st.data(), skip_bad=st.booleans())
+    def check(data, skip_bad: bool) -> None:
+        path = data.draw(st.sampled_from(FIXTURE_FILES), label="fixture")
+        damaged = data.draw(byte_mutated(originals[path]), label="damaged")
+        name = f"damaged{''.join(path.suffixes)}"
+        before = _state(store)
+        try:
+            report = import_bytes(store, damaged, name, skip_bad=skip_bad)
+        except (ImportRejected, FileRefused) as exc:
+            message = str(exc)
+            assert message.startswith(name) and "\n" not in message and "Traceback" not in message, message
+            assert _state(store) == before  # nothing half-stored
+            return
+        (acc,) = report.files
+        assert acc["steps"] > 0 or not report.sessions
+        assert acc["used"] + sum(acc["ignored"].values()) + acc["bad"] == acc["records"] or acc["used"] == 0
+        assert len(report.errors) == acc["bad"] and (skip_bad or not report.errors)
+
+    check()
     store.close()

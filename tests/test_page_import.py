@@ -6,6 +6,7 @@ import orjson
 from apptest_helpers import REPO, demo_store, empty_store, page  # noqa: F401  (fixtures)
 
 from replay_core.ingest.formats import registry
+from ui.common import md
 
 IMPORT = "pages/import_runs.py"
 DEMO_FILE = REPO / "data" / "demo" / "01-refund-defective-backpack.jsonl"
@@ -108,5 +109,8 @@ def test_every_known_format_is_offered_and_the_page_starts_empty(empty_store):
     at = page(IMPORT)
     assert not at.exception
     assert at.selectbox[0].options == ["Recognise it", *(f.label for f in registry().values())]
+    (said,) = [m.value for m in at.markdown if m.value.startswith("Upload trace files")]
+    assert ", ".join(md(f.label) for f in registry().values()) in said  # every reader's label, from the registry
+    assert r"\~/\.claude/projects/\*/\*\.jsonl" in said  # shown as written, not struck through or in italics
     assert at.info[0].value == "No file chosen yet. Drop files above, or click to browse."
     assert at.button[0].disabled

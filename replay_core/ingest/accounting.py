@@ -119,9 +119,10 @@ def account(
     except RecursionError:  # a pathologically nested document
         acc.bad.append(BadRecord(filename, "nested too deeply to read"))
         _stopped(acc)
-    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
-        # a value of a type the reader did not expect (a list where an object belongs…): the file is
-        # refused by where it breaks, as a bad record, never as a traceback
+    except Exception as exc:
+        # a value of a type the reader did not expect (a list where an object belongs…), or damaged bytes a
+        # decoder below the reader gives up on (zlib, YAML, protobuf): the file is refused by where it breaks,
+        # as a bad record, never as a traceback
         acc.bad.append(
             BadRecord(
                 _locate(reader, data, filename),

@@ -314,9 +314,10 @@ def import_bytes(
         if acc.bad and not skip_bad:
             store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"bad_records": len(acc.bad)})
             raise ImportRejected(acc.bad)
-        if acc.records and acc.steps == 0 and not live:
-            store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"reason": NO_STEPS})
-            raise FileRefused(filename, NO_STEPS, [acc], describe(data))
+        if (acc.records or acc.bad) and acc.steps == 0 and not live:  # --skip-bad with nothing left: refused too
+            why = f"nothing is left once its bad records are skipped (the first: {acc.bad[0]})" if acc.bad else NO_STEPS
+            store.record_audit(actor, IMPORT, outcome="refused", target=filename, detail={"reason": why})
+            raise FileRefused(filename, why, [acc], describe(data))
         ends_runs = getattr(get_format(acc.format), "ends_runs", True)
         if live and ends_runs:  # a file still being written: the Store places the steps; a reader's "ended, outcome
             # not recorded" (said at a finished file's end) is not true of it: the run stays running

@@ -27,27 +27,40 @@ __all__ = [
 def registry() -> dict[str, Format]:
     """Known formats, in detection order (most specific first)."""
     from . import (
+        aider,
         anthropic,
+        atif,
         browser_use,
         claude_code,
         codex_cli,
         gemini_cli,
         inspect_ai,
         langchain,
+        langfuse,
+        letta,
         native,
         notte,
+        openai_agents,
         openai_chat,
         openhands,
         otel,
+        phoenix,
+        pydantic_ai,
         smolagents,
         swe_agent,
     )
 
     formats: list[Format] = [native.FORMAT]
-    formats += [otel.OTLP_JSON, otel.OTLP_PROTO, otel.OTEL_SPANS]
+    formats += [otel.OTLP_JSON, otel.OTLP_PROTO, phoenix.FORMAT, otel.OTEL_SPANS]  # Phoenix's rows before generic span dumps
     formats += [claude_code.FORMAT, codex_cli.FORMAT, gemini_cli.FORMAT]  # coding agents' own session logs
     # agent formats, most specific first; a generic "list of chat messages" last
     formats += [
+        atif.FORMAT,
+        langfuse.FORMAT,
+        letta.FORMAT,
+        pydantic_ai.FORMAT,
+        openai_agents.FORMAT,
+        aider.FORMAT,
         openhands.FORMAT,
         inspect_ai.FORMAT,
         swe_agent.SWE_AGENT,

@@ -10,7 +10,9 @@ error; `extracted_content` → content); `done` → the run's end, succeeded or 
 `success`. A base64 `state.screenshot` (older releases) becomes an attachment of the step's first
 action, with the interacted element's or the click's position as target when recorded; a
 `screenshot_path` only names a file on the agent's machine, so it is kept as a reference. A
-history without `done` ended without saying how: status unknown.
+history without `done` ended without saying how: status unknown. The oldest histories (late 2024)
+hold one `action` and one `result` object per item instead of lists, and a `state` with `items`,
+`selector_map` and `screenshot` (the page's elements are not kept, the screenshot is).
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def _action(item: Any) -> tuple[str | None, Any]:
         name, params = next(iter(item.items()))
         return str(name), params
     return None, item
+
+
+def _listed(value: Any) -> list:
+    """A list of actions or results; the oldest histories (late 2024) hold one object, not a list."""
+    return [value] if isinstance(value, dict) else as_array(value)
 
 
 def _target(state: dict, result: dict) -> dict | None:
@@ -120,8 +127,8 @@ class BrowserUseFormat:
                 metadata={"state": goal_state, "evaluation_previous_goal": brain.get("evaluation_previous_goal")},
             )
             goal_state = None  # said once, on the step's first event
-        actions = as_array(out.get("action"))
-        results = as_array(item.get("result"))
+        actions = _listed(out.get("action"))
+        results = _listed(item.get("result"))
         shot = state.get("screenshot") if isinstance(state.get("screenshot"), str) else None
         elements = as_array(state.get("interacted_element"))
         done = None

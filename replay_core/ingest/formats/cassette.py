@@ -71,6 +71,12 @@ def read_cassette(data: bytes, filename: str) -> list[Interaction]:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
         raise DocumentError(BadRecord(f"{filename}:{line}", f"invalid YAML ({exc.problem}); is the file truncated?")) from None
+    except yaml.reader.ReaderError as exc:  # a byte YAML does not allow (invalid UTF-8, a control character)
+        line = data.decode("utf-8", "replace")[: exc.position].count("\n") + 1
+        record = BadRecord(f"{filename}:{line}", f"invalid YAML ({exc.reason}, at character {exc.position})")
+        raise DocumentError(record) from None
+    except yaml.YAMLError as exc:
+        raise DocumentError(BadRecord(filename, f"invalid YAML ({str(exc).splitlines()[0][:200]})")) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise DocumentError(BadRecord(filename, "interactions: expected a list of recorded requests"))
     out, unpacker = [], Unpacker()

@@ -23,7 +23,7 @@ import orjson
 from .cassette import Interaction, is_cassette, read_cassette
 from .jsondoc import is_json_lines, json_lines, load_json, parse_arguments
 from .reader import BadRecord, Event, Ignored, Records, kind_of
-from .runs import Run, compact, stable_id
+from .runs import Run, compact, parse_time, stable_id
 
 TEXT_PARTS = ("text", "input_text", "output_text")
 
@@ -239,6 +239,55 @@ class Conversation:
 
 
 _OPENAI_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "reasoning_content"})
+TIME_KEYS = ("created_at", "timestamp", "ts")  # `ts`: Cline / Roo Code's epoch milliseconds
+
+
+def _model_of(msg: dict) -> str | None:
+    """`model`, or Cline's `modelInfo.modelId`."""
+    for value in (
+        msg.get("model"),
+        (msg.get("modelInfo") or {}).get("modelId") if isinstance(msg.get("modelInfo"), dict) else None,
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _tokens_of(msg: dict) -> dict[str, Any]:
+    """Cline's `metrics.tokens` {prompt, completion}, as the message's first step's tokens."""
+    tokens = (msg.get("metrics") or {}).get("tokens") if isinstance(msg.get("metrics"), dict) else None
+    if not isinstance(tokens, dict):
+        return {}
+    counts = {"tokens_in": tokens.get("prompt"), "tokens_out": tokens.get("completion")}
+    return {k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+
+def promoted(msg: dict) -> tuple[dict, dict[str, Any], dict[str, Any]]:
+    """A message's own model, time (and, as Cline writes them, tokens), lifted out of it to be its steps'
+    fields rather than metadata: (the message without them, fields of every step it makes — time and
+    model —, fields of its first step — tokens)."""
+    model, tokens = _model_of(msg), _tokens_of(msg)
+    when = next((t for key in TIME_KEYS if (t := parse_time(msg.get(key))) is not None), None)
+    if model is None and when is None and not tokens:
+        return msg, {}, {}
+    taken = (
+        ({"model", "modelInfo"} if model else set()) | (set(TIME_KEYS) if when else set()) | ({"metrics"} if tokens else set())
+    )
+    rest = {k: v for k, v in msg.items() if k not in taken}
+    return rest, ({"timestamp": when} if when else {}) | ({"model": model} if model else {}), tokens
+
+
+def map_promoted(dialect: Dialect, conv: Conversation, msg: Any, key: str) -> None:
+    """One message of a list, its model and time promoted; the run takes the first model and the span of times."""
+    rest, common, first = promoted(msg) if isinstance(msg, dict) else (msg, {}, {})
+    dialect.map(conv, rest, key, common, first)
+    session = conv.run.session
+    if "model" in common:
+        session.setdefault("model", common["model"])
+    if "timestamp" in common:
+        when = common["timestamp"]
+        session["started_at"] = min(session.get("started_at") or when, when)
+        session["ended_at"] = max(session.get("ended_at") or when, when)
 
 
 # ---------------------------------------------------------------------- request/response logs
@@ -323,7 +372,7 @@ def exchange_runs(dialect: Dialect, exchanges: list[Exchange], new_id: Callable[
             runs.append(conv.run)
         run = conv.run
         for i in range(len(transcript), len(history)):
-            dialect.map(conv, history[i], f"m{i}")
+            map_promoted(dialect, conv, history[i], f"m{i}")
         transcript = sigs
         params = {k: v for k, v in ex.request.items() if k not in _REQUEST_SKIP}
         first = {
@@ -433,7 +482,7 @@ def read_chat(
             run = Run(new_id(0), filename)
             conv = Conversation(run)
             for i, msg in enumerate(rec):
-                dialect.map(conv, msg, f"m{i}")
+                map_promoted(dialect, conv, msg, f"m{i}")
             yield from run.events()
         else:
             reply = dialect.reply(rec.body, rec.status) if rec.body is not None else None

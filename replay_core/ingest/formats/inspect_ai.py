@@ -417,8 +417,9 @@ class InspectAIFormat:
                 else:
                     with archive.open(info) as stream:  # checks the CRC at its end
                         raw = unpacker.read(stream)
-            # zipfile raises NotImplementedError for a compression method it lacks (bzip2, lzma builds, …)
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError) as exc:
+            # zipfile raises NotImplementedError for a compression method it lacks (bzip2, lzma builds, …),
+            # zlib.error for a corrupt deflate stream
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError, zlib.error) as exc:
                 raise DocumentError(BadRecord(f"{filename}!{name}", f"cannot read this ZIP member ({exc})")) from None
             return load_json(raw, f"{filename}!{name}")
 

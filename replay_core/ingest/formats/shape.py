@@ -100,7 +100,7 @@ def shape_of(data: bytes) -> Shape:
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 names = zf.namelist()
-        except zipfile.BadZipFile:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError):
             return Shape("binary", 1, "archive", f"a damaged ZIP archive of {len(data)} bytes")
         tops = list(dict.fromkeys(n.split("/", 1)[0] + ("/" if "/" in n else "") for n in names))
         return Shape("zip", len(names), "archive members", f"ZIP archive holding {_names(tops)}")
