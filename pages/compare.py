@@ -18,6 +18,6 @@ a_id, b_id = cv.pick_runs(store)
 if a_id is None or b_id is None:
     st.stop()
 result = cv.comparison(store, a_id, b_id)
-cv.totals(result, a_id, b_id)
+cv.totals(store, result, a_id, b_id)
 window = cv.side_by_side(result)
 cv.one_pair(result, window, a_id, b_id)

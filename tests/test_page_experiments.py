@@ -139,3 +139,27 @@ def test_a_dataset_from_picked_runs_and_two_experiments_compared(empty_store, lo
     assert (
         empty_store.get_session(dict(parse_qs(urlparse("?" + link.proto.query_string).query))["b"][0])["replay_of"] == "refund-2"
     )
+
+
+def test_a_model_without_its_key_cannot_launch_and_a_provider_error_is_not_a_fail(empty_store, local_server):
+    make_cases(empty_store, 2)
+    ds.create(empty_store, "refunds", [ds.Case("refund-0"), ds.Case("refund-1")])
+    at = page(PAGE)
+    at.text_input(key="ex_api_base").input("")
+    at.text_input(key="ex_models_typed").input("openai/gpt-4o-mini").run()
+    [said] = [e.value for e in at.error]
+    assert md("openai/gpt-4o-mini cannot run") in said and md("export OPENAI_API_KEY=") in said
+    assert at.button(key="ex_launch").disabled
+    # a provider that answers nothing: the cases are not scored, and the matrix never says fail
+    local_server.route("fake-c", lambda payload: local_server.error(500, "upstream broke"))
+    eid, _ = ex.start(empty_store, "refunds", [ReplayConfig(model="openai/fake-c", api_base=local_server.base_url, retries=0)])
+    ex.run(empty_store, eid)
+    at = page(PAGE, params={"experiment": eid})
+    assert not at.exception
+    variants = frame(at, "pass rate")
+    assert variants[["cases scored", "pass rate", "not scored (provider error)"]].values.tolist() == [[0, "—", 2]]
+    assert any("2 of 2 cases not scored" in w.value and "had a server error" in w.value for w in at.warning)
+    cells = frame(at, "case")["openai/fake-c"].tolist()
+    assert all("verdict=not-scored" in c for c in cells)
+    [picker] = [b for b in at.selectbox if b.label == "Experiment"]
+    assert picker.options and not any("running" in o or "done" in o for o in picker.options)  # no status to go stale

@@ -17,6 +17,7 @@ from replay_core import config
 from replay_core.storage.actor import Actor
 from replay_core.storage.filter_params import session_filter
 from replay_core.storage.store import SessionFilter, Store
+from replay_core.understand.replay_outcome import replay_outcome
 from replay_core.understand.structure import Structure, build_structure
 from replay_core.understand.timeline import Timeline, open_timeline
 
@@ -177,6 +178,13 @@ def load_timeline(store: Store, session_id: str) -> Timeline | None:
 def step_label(kind: str) -> str:
     icon, label = STEP_LABELS.get(kind, ("•", kind))
     return f"{icon} {label}"
+
+
+def ended_label(store: Store, row: dict) -> str:
+    """How a run ended: its status, or for a replay what the replay did (its session status would read
+    a model's "Stopping here" as ✅ succeeded)."""
+    told = replay_outcome(store, row)
+    return status_label(row.get("status")) if told is None else told.status
 
 
 def status_label(status: str | None) -> str:

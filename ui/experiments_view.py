@@ -217,7 +217,10 @@ def pick_experiment(store: Store) -> tuple[dict[str, str], str | None]:
     if not runs:
         st.caption("No experiment yet.")
         return {}, None
-    labels = {r["id"]: f"{r['id']} · {r['dataset']} · {', '.join(r['settings']['names'])} · {r['status']}" for r in runs}
+    # no status here: the picker is drawn once, the results below are redrawn while the experiment runs
+    labels = {
+        r["id"]: f"{r['dataset']} · {', '.join(r['settings']['names'])} · {fmt_when(r['created_at'])} · {r['id']}" for r in runs
+    }
     return labels, url_choice("Experiment", "experiment", list(labels), format_func=labels.get, placeholder="Pick an experiment…")
 
 
@@ -230,6 +233,15 @@ def results(store: Store, experiment_id: str) -> None:
     _stop_or_resume(store, experiment_id, summary["status"])
     st.dataframe(pd.DataFrame([_variant_row(v) for v in summary["variants"]]), hide_index=True, key="variants")
     for v in summary["variants"]:
+        if v["not_scored"]:
+            st.warning(
+                md(
+                    f"{v['name']}: {v['not_scored']} of {v['not_scored'] + v['cases'] + v['refused'] + v['pending']} cases "
+                    "not scored: the provider gave no answer, which says nothing about the model (kept out of the pass rate). "
+                    + "; ".join(dict.fromkeys(r["reason"] for r in v["not_scored_reasons"]))
+                ),
+                icon=":material/cloud_off:",
+            )
         if v["refusals"]:
             st.caption(md(f"{v['name']}: refused " + "; ".join(f"{r['case']} ({r['reason']})" for r in v["refusals"][:5])))
     _changed_cases(summary)
@@ -283,7 +295,7 @@ def _stop_or_resume(store: Store, experiment_id: str, status: str) -> None:
 def _variant_row(v: dict) -> dict:
     return {
         "variant": v["name"],
-        "cases": v["cases"],
+        "cases scored": v["cases"],
         "passed": v["passed"],
         "pass rate": "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}",
         "95% interval": f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
@@ -292,6 +304,7 @@ def _variant_row(v: dict) -> dict:
         "p50 ms": v["p50_ms"],
         "p95 ms": v["p95_ms"],
         "departed at step": ", ".join(f"{k}: {n}" for k, n in v["departed_at"].items()) or "—",
+        "not scored (provider error)": v["not_scored"],
         "refused": v["refused"],
         "tool answers live / recorded": f"{v['tool_results']['live']} / {v['tool_results']['recorded']}",
     }
@@ -324,14 +337,15 @@ def _matrix(summary: dict) -> None:
     for row in summary["matrix"]:
         item = {"case": row["case"]}
         for name, c in zip(names, row["cells"], strict=True):
-            verdict = "pending" if c is None or c["passed"] is None else ("pass" if c["passed"] else "fail")
-            item[name] = _compare_link(row["case"], c and c["session"], verdict)
+            verdict = "pending" if c is None else c["verdict"]
+            verdict = "not-scored" if verdict.startswith("not scored") else verdict  # the reason is in the warning above
+            item[name] = _compare_link(row["case"], c and c["session"], verdict) or verdict
         rows.append(item)
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
         key="matrix",
-        column_config={n: st.column_config.LinkColumn(n, display_text=r"verdict=(\w+)") for n in names},
+        column_config={n: st.column_config.LinkColumn(n, display_text=r"verdict=([\w-]+)") for n in names},
     )
 
 

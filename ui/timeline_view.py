@@ -30,6 +30,7 @@ from .common import (
     PAGE_WHATIF,
     REVIEW_LABELS,
     current_actor,
+    ended_label,
     fmt_cost,
     fmt_duration,
     fmt_when,
@@ -245,8 +246,11 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     sentence = tl.summary()
     if s.get("outcome"):
         sentence += f" Outcome: {s['outcome']}"
-    box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
-    box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
+    if s.get("replay_of"):  # a replay's session status is no verdict on it: no green or red
+        st.info(md(sentence), icon="🔁")
+    else:
+        box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
+        box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
     totals = tl.totals.at(len(tl.steps) - 1) if tl.steps else None
     card = components.card
     components.metrics(
@@ -333,7 +337,7 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
     did = story_of(store, tl)
     if did:
         lines.append("**Did:** " + " ".join(md(sentence) for sentence in did))
-    lines.append(f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
+    lines.append(f"**Ended:** {md(ended_label(store, s))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
     if explanation is not None:
         lines.append(f"**Why:** {md(explanation.cause_line())}")
     st.markdown("  \n".join(lines))
