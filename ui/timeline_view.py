@@ -19,7 +19,7 @@ from replay_core.ingest.annotate import annotate
 from replay_core.storage.search import SearchQuery, snippet
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.cycle_groups import story
-from replay_core.understand.explain import EXPLAINED, Explanation, explain
+from replay_core.understand.explain import EXPLAINED, Explanation, explain, plain_words
 from replay_core.understand.structure import Structure
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
@@ -230,6 +230,15 @@ def phone_layout() -> None:
     st.html(PHONE_CSS)
 
 
+def _errors_card(tl: Timeline, errors: int) -> tuple[str, str]:
+    """The Errors card, split as the "Did" sentences count them: failed tool calls there read "(failed)", the
+    run's own errors "N error(s) recorded"."""
+    in_tools = sum(1 for i in tl.error_positions() if tl.steps[i].tool_name)
+    if 0 < in_tools < errors:
+        return f"Errors ({in_tools} in tool calls, {errors - in_tools} of the run)", f"{errors:,}"
+    return "Errors", f"{errors:,}"
+
+
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     s = tl.session
     st.title(md(s.get("name") or s["id"]), anchor=False)  # a run's name is data: shown as text, never as markup
@@ -243,9 +252,9 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
         ("Started", fmt_when(s.get("started_at")) if s.get("started_at") else "time not recorded"),
     ]
     st.caption(" · ".join(f"{k}: {md(v)}" for k, v in dims if v) + f" · id: {md(s['id'])}")
-    sentence = tl.summary()
+    sentence = plain_words(tl.summary())  # an error's JSON body told in words, not shown raw
     if s.get("outcome"):
-        sentence += f" Outcome: {s['outcome']}"
+        sentence += f" Outcome: {plain_words(s['outcome'])}"
     if s.get("replay_of"):  # a replay's session status is no verdict on it: no green or red
         st.info(md(sentence), icon="🔁")
     else:
@@ -257,7 +266,7 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
         [
             card("Steps", f"{len(tl.steps):,}"),
             card("Cycles", f"{len(tl.cycles):,}"),
-            card("Errors", f"{totals['errors']:,}" if totals else "0"),
+            card(*_errors_card(tl, totals["errors"] if totals else 0)),
             # the run's totals as the Store defines them (steps' sums, else the source's run totals)
             card(
                 "Tokens",
@@ -357,7 +366,8 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
         for link in explanation.chain:
             st.markdown(f"**Step {link.seq}** — {md(link.summary)}")
         tp = explanation.turning_point
-        if tp is not None:
+        told = any(link.kind == "turning_point" for link in explanation.chain)  # the chain tells it already
+        if tp is not None and not told:
             st.markdown(
                 f"**Turning point** (step {tp.seq} here, step {tp.compared_seq} of {md(tp.compared_with)}): {md(tp.summary)}"
             )
