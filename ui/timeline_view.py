@@ -336,7 +336,7 @@ def story_of(store: Store, tl: Timeline) -> list[str]:
     return _story(tl, store.url, tl.id, _stamp(tl.session))
 
 
-def plain_header(store: Store, tl: Timeline, explanation) -> None:
+def plain_header(store: Store, tl: Timeline, explanation, *, narrate: bool = True) -> None:
     """For readers who are not engineers: what it was asked, what it did (a sentence per group of cycles),
     how it ended, and why (the cause line)."""
     first = tl.first_input()
@@ -375,7 +375,8 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
             st.markdown(f"**Contradiction** at step {c.seq} (vs step {c.earlier_seq}): {md(c.summary)}")
         for note in explanation.notes[:1]:
             st.caption(md(note))
-    narrative_view(explanation)
+    if narrate:  # a shared page offers no model call: it would spend the team's money for a stranger
+        narrative_view(explanation)
 
 
 def narrative_view(explanation: Explanation) -> None:
