@@ -22,6 +22,7 @@ from .common import PAGE_COMPARE, current_actor, fmt_cost, fmt_when, md, url_cho
 
 ANY = "(any)"
 PREVIEW = 200  # runs of a dataset's filter listed before it is made
+MADE = "ds_made"  # what the last "Make the dataset" made, said after the page is drawn again
 
 
 def datasets(store: Store) -> list[dict]:
@@ -80,10 +81,12 @@ def make_dataset(store: Store, sets: list[dict], editor: bool) -> list[dict]:
                     made_from=None if picked else {"filter": chosen},
                 )
                 grown = f" version {made['version']} ({made['added']} added)" if "added" in made else ""
-                st.success(md(f"Dataset {made['name']}{grown}: {made['cases']} cases."))
-                sets = store.list_datasets()
+                st.session_state[MADE] = f"Dataset {made['name']}{grown}: {made['cases']} cases."
+                st.rerun()  # the list of datasets above is drawn again with the new one
             except ds.DatasetError as exc:
                 st.error(md(str(exc)))
+        if MADE in st.session_state:
+            st.success(md(st.session_state.pop(MADE)))
     return sets
 
 
@@ -303,7 +306,8 @@ def _variant_row(v: dict) -> dict:
         "tokens": v["tokens_in"] + v["tokens_out"],
         "p50 ms": v["p50_ms"],
         "p95 ms": v["p95_ms"],
-        "departed at step": ", ".join(f"{k}: {n}" for k, n in v["departed_at"].items()) or "—",
+        "left the original at": "; ".join(f"step {k} ({n} case{'s' if n != 1 else ''})" for k, n in v["departed_at"].items())
+        or "—",
         "not scored (provider error)": v["not_scored"],
         "refused": v["refused"],
         "tool answers live / recorded": f"{v['tool_results']['live']} / {v['tool_results']['recorded']}",
@@ -352,12 +356,19 @@ def _matrix(summary: dict) -> None:
 def compare_two(store: Store, labels: dict[str, str], experiment_id: str) -> None:
     """This experiment (B) against another one (A) on the cases both ran."""
     st.subheader("Compare two experiments")
-    others = [i for i in labels if i != experiment_id]
+    this = store.get_experiment(experiment_id)
+    others = [  # only those that ran the same dataset: another shares no case to compare
+        r["id"] for r in store.list_experiments() if r["id"] != experiment_id and r["dataset_id"] == this["dataset_id"]
+    ]
     if not others:
-        st.caption("Run another experiment on the same cases to compare the two.")
+        st.caption(md(f"Run another experiment on the dataset {this['dataset']} to compare the two."))
         return
     left, right = st.columns(2)
-    against = left.selectbox("Compare with (A)", others, format_func=labels.get, key="cmp_a")
+    against = left.selectbox(
+        "Compare with (A)", others, format_func=labels.get, key="cmp_a", index=None, placeholder="Pick an experiment…"
+    )
+    if against is None:
+        return
     by_position = right.checkbox(
         "Pair variants by position", key="cmp_position", help="Default: variants of the same name are paired."
     )
