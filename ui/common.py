@@ -258,6 +258,35 @@ def note_line(note: dict, where: str = "", *, markdown: bool = True) -> str:
     return f"{REVIEW_LABELS.get(note['label'], note['label'])}{place} — {who}{text} · {fmt_when(note['created_at'])}"
 
 
+def queue_verdicts(store: Store, session_ids: Iterable[str]) -> dict[str, list[dict]]:
+    """The verdicts review queues gave these runs, each {"verdict", "reviewer", "note", "queue", "created_at"},
+    oldest first: what a reviewer said in a queue is shown wherever the run's review is (Runs, Review)."""
+    from replay_core.team import queues
+
+    wanted = set(session_ids)
+    out: dict[str, list[dict]] = {}
+    for q in queues.list_queues(store) if wanted else []:
+        if not q.get("reviews"):
+            continue
+        runs = {it["id"]: it["session_id"] for it in store.queue_items(q["id"]) if it["session_id"] in wanted}
+        for r in store.queue_reviews(q["id"]):
+            sid = runs.get(r["item_id"])
+            if sid is not None and r["verdict"] is not None:
+                out.setdefault(sid, []).append(
+                    {k: r[k] for k in ("verdict", "reviewer", "note", "created_at")} | {"queue": q["name"]}
+                )
+    for given in out.values():
+        given.sort(key=lambda v: v["created_at"])
+    return out
+
+
+def queue_verdict_line(v: dict, *, markdown: bool = True) -> str:
+    """'“Bad” in queue failed runs — Ana: ignored the tests · 2026-05-01 09:00 UTC'."""
+    escape = md if markdown else str
+    note = f": {escape(v['note'])}" if v.get("note") else ""
+    return f"“{escape(v['verdict'])}” in queue {escape(v['queue'])} — {escape(v['reviewer'])}{note} · {fmt_when(v['created_at'])}"
+
+
 def filter_from_params(params) -> SessionFilter:
     """A SessionFilter from URL query parameters (see FILTER_PARAMS); bad values are ignored."""
     return session_filter(params, strict=False)

@@ -23,6 +23,7 @@ from .common import (
     fmt_cost,
     fmt_duration,
     md,
+    queue_verdicts,
     short,
     status_label,
 )
@@ -202,9 +203,12 @@ def runs_summary(store: Store, flt: SessionFilter, total: int) -> str:
     return f"**{total} {noun}**: " + " · ".join(parts)
 
 
-def _review_of(store: Store, session_id: str) -> str:
+def _review_of(store: Store, session_id: str, in_queues: list[dict]) -> str:
+    """The run's latest quick verdict, then what review queues said of it."""
     notes = [a for a in store.annotations(session_id) if a["event_id"] is None]
-    return REVIEW_LABELS.get(notes[-1]["label"], "—") if notes else "—"
+    parts = [REVIEW_LABELS.get(notes[-1]["label"], notes[-1]["label"])] if notes else []
+    parts += [f"“{v['verdict']}” ({v['queue']})" for v in in_queues[-2:]]
+    return " · ".join(parts) or "—"
 
 
 def _dash(value) -> str:
@@ -230,6 +234,7 @@ def matched_steps(store: Store, flt: SessionFilter, ids: list[str]) -> dict[str,
 def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
     rows = store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
     snippets = matched_steps(store, flt, [r["id"] for r in rows]) if flt.text else {}
+    in_queues = queue_verdicts(store, [r["id"] for r in rows])
     return [
         {
             "id": r["id"],
@@ -241,7 +246,7 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
             "Steps": r["steps"],
             "Tokens": r["tokens_in"] + r["tokens_out"],  # the Store's run totals (steps, else the source's)
             "Cost": fmt_cost(r["cost_usd"]),
-            "Review": _review_of(store, r["id"]),
+            "Review": _review_of(store, r["id"], in_queues.get(r["id"], [])),
             "Duration": fmt_duration(r["duration_s"]),
             "Id": r["id"],  # two runs with one name, started the same minute, still differ here
             "Model": _dash(r["model"]),
