@@ -104,8 +104,12 @@ def headline(data: analytics.RunData, previous: analytics.RunData | None) -> Non
     """The headline numbers, with the change against the period just before."""
     now = analytics.headline(data)
     changes = {}
-    if previous is not None:
-        changes = dict(analytics.change(now, analytics.headline(previous)).select("metric", "change").iter_rows())
+    before = analytics.headline(previous) if previous is not None else None
+    if before is not None and not (before["runs"][0] if before.height else 0):
+        st.caption("No runs in the period of the same length just before: no changes to show.")
+        before = previous = None  # against nothing, every number would read as a rise of itself
+    if before is not None:
+        changes = dict(analytics.change(now, before).select("metric", "change").iter_rows())
     cards = []
     for metric, label, fmt, rise_is_bad in CARDS:
         value, change = now[metric][0], changes.get(metric)
