@@ -177,8 +177,11 @@ def test_fanout_table(empty_store):
     assert not at.exception
     assert "What-if fan-outs" in [s.value for s in at.subheader]
     table = at.dataframe[0].value
-    assert list(table["session_id"]) == ["src", "rep"] and list(table["model"]) == ["gpt-4o", "gpt-4o-mini"]
-    assert list(table["tokens_in"]) == [10, 7]
+    assert list(table["run"]) == ["the original", "replay"] and list(table["model"]) == ["gpt-4o", "gpt-4o-mini"]
+    assert list(table["tokens"]) == ["10", "7"]
+    # in words, not raw columns: the original's status, what the replay did, a link to compare the two
+    assert table["what happened"].tolist()[0] == "✅ succeeded" and "replay_outcome" not in table.columns
+    assert table["compare"].tolist()[1] == "/compare?a=src&b=rep" and table["compare"].isna().tolist()[0]
 
 
 # ---------------------------------------------------------------------------- in a browser
