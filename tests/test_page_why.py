@@ -61,3 +61,24 @@ def test_an_error_object_is_told_by_its_message_and_code(message, code):
 
     told = plain_words(f"failed: {json.dumps({'error': code, 'message': message})}.")
     assert told == f"failed: {message} ({code})."
+
+
+def _hue(colour: str) -> float:
+    import colorsys
+
+    r, g, b = (int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return colorsys.rgb_to_hls(r, g, b)[0] * 360
+
+
+def test_the_selected_step_an_error_and_the_cause_are_told_apart_by_colour():
+    from pathlib import Path
+
+    from ui.timeline_view import STRIP_KINDS
+
+    here, error, cause = (STRIP_KINDS[k][1] for k in ("you are here", "error", "cause"))
+    for a, b in ((here, error), (here, cause), (error, cause)):
+        apart = abs(_hue(a) - _hue(b))
+        assert min(apart, 360 - apart) >= 60, (a, b)
+    css = (Path(__file__).parent.parent / "ui" / "assets" / "components.css").read_text()
+    current = next(line for line in css.splitlines() if line.startswith("button.step.current"))
+    assert here in current  # the selected step in the list wears the strip's "you are here" colour, not red

@@ -133,10 +133,10 @@ def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structu
 
 STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
     "error": ("what went wrong", "#d62728"),
-    "cause": ("what went wrong", "#8c1d18"),
+    "cause": ("what went wrong", "#6a3d9a"),  # apart from the error's red and the cursor's blue at a glance
     "turning point": ("what went wrong", "#2ca02c"),
     "note": ("found", "#ff9f1c"),
-    "search hit": ("found", "#9467bd"),
+    "search hit": ("found", "#e377c2"),
     "retry": ("shape", "#8c564b"),
     "group": ("shape", "#17becf"),
     "cycle start": ("shape", "#c7c7c7"),
