@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
+from replay_core.storage.store import SessionFilter
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif.reach import launch_problems, not_scored_reason
@@ -89,3 +90,24 @@ def test_rows_stored_before_the_rule_are_read_as_not_scored():
     old = {"outcome": "provider_error", "error_class": "auth", "passed": 0, "scores": [{"name": "outcome", "passed": False}]}
     assert not_scored_reason(old) == "not scored (provider error: the model refused the credentials)"
     assert not_scored_reason({"outcome": "final_answer", "error_class": None, "passed": 0, "scores": []}) is None
+
+
+def test_cli_replay_refuses_a_model_without_its_key_and_says_what_a_replay_did(sqlite_store, no_keys):
+    from openai_server import OpenAIServer
+    from typer.testing import CliRunner
+
+    from replay_core.cli import app
+    from replay_core.demo import load_demo
+
+    load_demo(sqlite_store, only_if_empty=False)
+    coding = "demo-02-coding-format-price-failed"
+    res = CliRunner().invoke(app, ["replay", coding, "--model", "openai/gpt-4o-mini", "--db", sqlite_store.url])
+    assert res.exit_code == 1 and "export OPENAI_API_KEY=" in str(res.exception)
+    assert sqlite_store.count_sessions(SessionFilter(replay_of=coding)) == 0  # nothing ran
+    with OpenAIServer() as server:
+        server.script(server.text("Stopping here."))
+        args = ["replay", coding, "--from", "8", "--model", "openai/m", "--api-base", server.base_url, "--db", sqlite_store.url]
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "answered, diverged from the original at step 8" in res.stdout and "scorer" in res.stdout
+    assert "succeeded" not in res.stdout
