@@ -296,20 +296,21 @@ def _stop_or_resume(store: Store, experiment_id: str, status: str) -> None:
 
 
 def _variant_row(v: dict) -> dict:
+    """The verdicts first (what was scored, what passed, what could not be scored), then what it cost."""
     return {
         "variant": v["name"],
         "cases scored": v["cases"],
         "passed": v["passed"],
         "pass rate": "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}",
         "95% interval": f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
+        "not scored (provider error)": v["not_scored"],
+        "refused": v["refused"],
         "cost": fmt_cost(v["cost_usd"], "unknown"),
         "tokens": v["tokens_in"] + v["tokens_out"],
         "p50 ms": v["p50_ms"],
         "p95 ms": v["p95_ms"],
         "left the original at": "; ".join(f"step {k} ({n} case{'s' if n != 1 else ''})" for k, n in v["departed_at"].items())
         or "—",
-        "not scored (provider error)": v["not_scored"],
-        "refused": v["refused"],
         "tool answers live / recorded": f"{v['tool_results']['live']} / {v['tool_results']['recorded']}",
     }
 
