@@ -340,7 +340,9 @@ def _url_bound(make, key: str, current, to_param, on_change=None, **kwargs):
     widget, and a widget set back to its empty value removes the parameter, so it stays cleared."""
     widget = f"_url_{key}"
     if widget in st.session_state and st.session_state[widget] != current:
-        del st.session_state[widget]  # the link changed under the widget: follow the link
+        # the link changed under the widget: follow it, through the Session State API so that the browser's
+        # widget is told too (dropping the state left it showing its old choice, the page the new one)
+        st.session_state[widget] = current
 
     def sync() -> None:
         raw = to_param(st.session_state[widget])
@@ -359,7 +361,8 @@ def url_choice(label: str, key: str, options: list, *, format_func=str, on_chang
     (`bind="query-params"` would put the formatted label in the URL)."""
     wanted = st.query_params.get(key)
     current = wanted if wanted in options else None
-    index = None if current is None else options.index(current)
+    # the choice comes from the widget's state once it has one (a default beside it would be a conflict)
+    index = None if current is None or f"_url_{key}" in st.session_state else options.index(current)
     return _url_bound(
         st.selectbox,
         key,
