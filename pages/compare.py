@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from replay_core.team import shares
 from ui import compare_view as cv
-from ui.common import get_store
+from ui.common import current_actor, get_store
+from ui.share_view import share_button
 
 st.title("Compare runs")
 st.caption("Two runs aligned step by step: original and replay, success and failure, or two models on the same task.")
@@ -18,6 +20,7 @@ a_id, b_id = cv.pick_runs(store)
 if a_id is None or b_id is None:
     st.stop()
 result = cv.comparison(store, a_id, b_id)
-cv.totals(result, a_id, b_id)
+cv.totals(store, result, a_id, b_id)
+share_button(store, current_actor(), shares.COMPARE, session=a_id, other=b_id, key=f"share_{a_id}_{b_id}")
 window = cv.side_by_side(result)
 cv.one_pair(result, window, a_id, b_id)

@@ -20,6 +20,6 @@ if store.count_sessions() == 0:
 with st.expander("Mark a run", expanded=False, icon="📝"):
     mark_run_form(store, reviewer_name())
 
-state = pick_state()
+state = pick_state(store)
 reviewed_runs(store, state)
 audit_section(store, current_actor())

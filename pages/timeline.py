@@ -9,11 +9,13 @@ from __future__ import annotations
 import streamlit as st
 
 from replay_core.storage.actor import DELETE
+from replay_core.team import shares
 from replay_core.understand.snapshot import state_at
 from ui import player_view
 from ui import step_view as sv
 from ui import timeline_view as tv
 from ui.common import PAGE_RUNS, current_actor, get_store, load_run, reviewer_name
+from ui.share_view import share_button
 
 store = get_store()
 session_id = tv.session_picker(store)
@@ -32,6 +34,7 @@ if not tl.steps:
     st.stop()
 explanation = tv.explanation_for(store, tl)
 tv.plain_header(store, tl, explanation)
+share_button(store, current_actor(), shares.RUN, session=session_id, key=f"share_{session_id}")
 
 noted = set(step_notes)
 tv.phone_layout()

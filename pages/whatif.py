@@ -39,5 +39,5 @@ configs = wv.replay_configs(choice, blocked, prompt, budget)
 wv.estimate(rec, configs)
 if wv.launch_button(editor, configs, blocked):
     wv.run_replays(store, session_id, rec, configs, actor)
-wv.results(session_id)
+wv.results(store, session_id)
 wv.earlier_replays(store, session_id)

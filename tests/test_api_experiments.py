@@ -102,7 +102,7 @@ def test_two_experiments_compared_over_http(sqlite_store, client, server):
     from replay_core.whatif import experiment as ex
     from replay_core.whatif.replay_config import ReplayConfig
 
-    make_cases(sqlite_store, 4, workflow="billing", status="failed")
+    make_cases(sqlite_store, 4, workflow="billing")  # succeeded: their answers count as right
     made = client.post(
         "/api/v1/datasets", json={"name": "billing", "filter": {"workflow": "billing", "agent": "support-bot"}}, headers=AUTH
     )

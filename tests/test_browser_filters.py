@@ -176,4 +176,4 @@ def test_the_runs_list_at_phone_width_keeps_status_name_outcome_and_start(browse
     open_runs(wide, base, "status=failed")
     wide.wait_for_function(hidden, arg=".st-key-runs_narrow", timeout=15_000)
     wide.wait_for_selector(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]", state="attached", timeout=30_000)
-    assert "Review" in wide.locator(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()
+    assert "Cost" in wide.locator(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()

@@ -127,6 +127,7 @@ def test_the_go_to_box_and_the_jump_keys(browser, app):
     pg.wait_for_url("**step=5**", timeout=30_000)
     pg.get_by_text("Step 5 was never received; showing step 10, the next one that was.").wait_for()
     settled(pg)
+    assert pg.locator(".st-key-strip .goto input").input_value() == ""  # no old number beside the new cursor
     expect(pg.locator(".st-key-step_detail h3").first).to_have_text("💭 Thought · step 10")
     search = pg.locator(".st-key-run_search input")
     search.fill("thought")

@@ -63,7 +63,8 @@ def test_pass_counts_intervals_regressions_and_improvements(store, server):
     assert [(r["case"], r["variant"]) for r in out["improvements"]] == [("refund-9", "openai/fake-c")]
     reg = out["regressions"][0]
     assert reg["reason"] == (
-        "final answer “Refund refused for order A-0.” differs from the original's final answer “Refund approved for order A-0.”"
+        "final answer “Refund refused for order A-0.” differs from it: “Refund approved for order A-0.” "
+        "(compared with the original's final answer)"
     )
     base = store.get_session(reg["baseline"])
     assert (base["replay_of"], base["source"], f"experiment:{eid}" in base["tags"]) == ("refund-0", "experiment", True)
@@ -77,8 +78,8 @@ def test_pass_counts_intervals_regressions_and_improvements(store, server):
     # replays stay out of ordinary lists
     assert store.count_sessions() == 10 and store.count_sessions(SessionFilter(experiments=True)) == 40
     rows = to_csv(out).splitlines()
-    assert rows[0].startswith("case,variant,state,passed,replay_session") and len(rows) == 31
-    assert rows[1].startswith("refund-0,openai/fake-a,done,True,")
+    assert rows[0].startswith("case,variant,state,verdict,passed,replay_session") and len(rows) == 31
+    assert rows[1].startswith("refund-0,openai/fake-a,done,pass,True,")
 
 
 def test_expected_texts_with_a_contains_rule_and_the_other_scorers(sqlite_store, server):
@@ -104,7 +105,9 @@ def test_expected_texts_with_a_contains_rule_and_the_other_scorers(sqlite_store,
     assert [v["outcome"] for v in verdicts] == [True, False, True, False]
     assert all(v["final_tool"] and v["tool_sequence"] and v["cost_ceiling"] and v["latency_ceiling"] for v in verdicts)
     assert [v["no_divergence"] for v in verdicts] == [True, False, True, True]
-    assert cells[3]["scores"][0]["reason"] == "final answer “Refund approved for order A-3.” does not contain “refused”"
+    assert cells[3]["scores"][0]["reason"] == (
+        "final answer “Refund approved for order A-3.” does not contain “refused” (compared with the expected outcome)"
+    )
     assert [c["passed"] for c in cells] == [True, False, True, False]
 
 
@@ -275,8 +278,12 @@ def test_one_provider_failing_while_the_other_completes(sqlite_store, server):
     assert ex.run(store, eid) == "done"
     out = summarise(store, eid)
     a, b = out["variants"]
-    assert (a["cases"], a["passed"]) == (6, 6) and (b["cases"], b["passed"]) == (6, 0)
-    assert b["outcomes"] == {"provider_error": 6}
+    assert (a["cases"], a["passed"]) == (6, 6)
+    # no answer from the provider says nothing about the model: not scored, kept out of the pass rate
+    assert (b["cases"], b["passed"], b["pass_rate"], b["not_scored"]) == (0, 0, None, 6)
+    reasons = {r["case"]: r["reason"] for r in b["not_scored_reasons"]}
+    assert reasons["refund-0"] == "not scored (provider error: openai is refusing requests for now (too many requests))"
+    assert reasons["refund-2"] == "not scored (provider error: openai did not answer in time)"
     classes = {r["case_session"]: r["error_class"] for r in store.experiment_runs(eid) if r["variant"] == 1}
     assert classes == {
         "refund-0": "rate_limit",
@@ -286,7 +293,12 @@ def test_one_provider_failing_while_the_other_completes(sqlite_store, server):
         "refund-2": "timeout",
         "refund-5": "timeout",
     }
-    assert len(out["regressions"]) == 6
+    assert out["regressions"] == []
+    assert {c["cells"][1]["verdict"] for c in out["matrix"]} == {
+        "not scored (provider error: openai is refusing requests for now (too many requests))",
+        "not scored (provider error: openai had a server error)",
+        "not scored (provider error: openai did not answer in time)",
+    }
     assert per_case(server, "fake-b")[0] == 2  # one retry on the rate limit, no more
 
 

@@ -108,3 +108,24 @@ def test_a_comparison_is_made_once_per_version_of_both_runs(empty_store, monkeyp
     assert not at.exception and len(made) == 2
     at.run()
     assert len(made) == 2
+
+
+def test_a_replay_that_answered_reads_answered_not_succeeded_beside_the_failed_original(demo_store):
+    from openai_server import OpenAIServer
+
+    coding = "demo-02-coding-format-price-failed"
+    with OpenAIServer() as server:
+        server.script(server.text("Stopping here."))
+        result = replay(demo_store, coding, 8, None, ReplayConfig(model="openai/m", api_base=server.base_url, backoff_s=0.01))
+    assert demo_store.get_session(result.session)["status"] == "succeeded"  # the stored status alone would say ✅
+    at = page(PAGE, params={"a": coding, "b": result.session})
+    assert not at.exception
+    totals = at.dataframe[0].value
+    outcome = dict(zip(totals[""], totals["B"], strict=True))["outcome"]
+    assert "succeeded" not in outcome and "✅" not in outcome
+    assert outcome.startswith("💬 answered, diverged from the original at step 8") and "scorer" in outcome
+    assert dict(zip(totals[""], totals["A"], strict=True))["outcome"].startswith("❌ failed")
+    timeline = page("pages/timeline.py", params={"session": result.session})
+    assert not timeline.exception
+    ended = next(m.value for m in timeline.markdown if "**Ended:**" in m.value)
+    assert "succeeded" not in ended and md("answered, diverged") in ended

@@ -56,6 +56,7 @@ def test_make_a_dataset_launch_and_read_the_results(empty_store, local_server):
     at.selectbox(key="ds_status").select("succeeded")
     at.button(key="ds_make").click().run()
     assert md("Dataset refunds: 4 cases.") in texts(at)
+    assert "No dataset yet." not in texts(at) and frame(at, "dataset")["dataset"].tolist() == ["refunds"]  # the list above too
     assert [c["session"] for c in ds.show(empty_store, "refunds")["cases"]] == [f"refund-{i}" for i in range(4)]
     at.multiselect(key="ex_models").select("openai/fake-a").select("openai/fake-b").run()
     estimate = frame(at, "tokens in (≈)")
@@ -69,6 +70,7 @@ def test_make_a_dataset_launch_and_read_the_results(empty_store, local_server):
     variants = frame(at, "pass rate")
     assert variants["passed"].tolist() == [4, 3] and variants["pass rate"].tolist() == ["100%", "75%"]
     assert variants["95% interval"].tolist() == ["51%–100%", "30%–95%"]
+    assert variants["left the original at"].tolist() == ["—", "step 5 (1 case)"]
     matrix = frame(at, "case")
     link = urlparse(matrix["openai/fake-b"].tolist()[2])
     query = {k: v[0] for k, v in parse_qs(link.query).items()}
@@ -102,6 +104,7 @@ def test_viewers_read_results_but_cannot_launch(empty_store, local_server, monke
 def test_a_dataset_from_picked_runs_and_two_experiments_compared(empty_store, local_server):
     make_cases(empty_store, 3)
     make_cases(empty_store, 2, first=5, workflow="billing")
+    ds.create(empty_store, "refunds-elsewhere", [ds.Case("refund-0")])
     at = page(PAGE)
     at.selectbox(key="ds_workflow").select("billing").run()
     assert md("2 runs match.") in texts(at) and frame(at, "workflow")["run"].tolist() == ["refund-6", "refund-5"]
@@ -120,8 +123,11 @@ def test_a_dataset_from_picked_runs_and_two_experiments_compared(empty_store, lo
         eid, _ = ex.start(empty_store, "picked", [ReplayConfig(model=model, api_base=local_server.base_url)])
         ex.run(empty_store, eid)
         ids.append(eid)
+    other, _ = ex.start(empty_store, "refunds-elsewhere", [ReplayConfig(model="recorded")])  # another dataset: not offered
     at = page(PAGE, params={"experiment": ids[1]})
     assert not at.exception
+    assert at.selectbox(key="cmp_a").options == [next(o for o in at.selectbox(key="cmp_a").options if ids[0] in o)]
+    assert not [o for o in at.selectbox(key="cmp_a").options if other in o] and at.selectbox(key="cmp_a").value is None
     at.selectbox(key="cmp_a").select(ids[0]).run()
     assert md("Not comparable, variants only in a: openai/fake-a") in texts(at)
     at.checkbox(key="cmp_position").check().run()
@@ -139,3 +145,27 @@ def test_a_dataset_from_picked_runs_and_two_experiments_compared(empty_store, lo
     assert (
         empty_store.get_session(dict(parse_qs(urlparse("?" + link.proto.query_string).query))["b"][0])["replay_of"] == "refund-2"
     )
+
+
+def test_a_model_without_its_key_cannot_launch_and_a_provider_error_is_not_a_fail(empty_store, local_server):
+    make_cases(empty_store, 2)
+    ds.create(empty_store, "refunds", [ds.Case("refund-0"), ds.Case("refund-1")])
+    at = page(PAGE)
+    at.text_input(key="ex_api_base").input("")
+    at.text_input(key="ex_models_typed").input("openai/gpt-4o-mini").run()
+    [said] = [e.value for e in at.error]
+    assert md("openai/gpt-4o-mini cannot run") in said and md("export OPENAI_API_KEY=") in said
+    assert at.button(key="ex_launch").disabled
+    # a provider that answers nothing: the cases are not scored, and the matrix never says fail
+    local_server.route("fake-c", lambda payload: local_server.error(500, "upstream broke"))
+    eid, _ = ex.start(empty_store, "refunds", [ReplayConfig(model="openai/fake-c", api_base=local_server.base_url, retries=0)])
+    ex.run(empty_store, eid)
+    at = page(PAGE, params={"experiment": eid})
+    assert not at.exception
+    variants = frame(at, "pass rate")
+    assert variants[["cases scored", "pass rate", "not scored (provider error)"]].values.tolist() == [[0, "—", 2]]
+    assert any("2 of 2 cases not scored" in w.value and "had a server error" in w.value for w in at.warning)
+    cells = frame(at, "case")["openai/fake-c"].tolist()
+    assert all("verdict=not-scored" in c for c in cells)
+    [picker] = [b for b in at.selectbox if b.label == "Experiment"]
+    assert picker.options and not any("running" in o or "done" in o for o in picker.options)  # no status to go stale

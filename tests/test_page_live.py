@@ -112,3 +112,17 @@ def test_empty_database(empty_store):
     at = page(LIVE)
     assert not at.exception
     assert at.info[0].value.startswith("No run is sending steps right now.")
+
+
+def test_a_run_that_ends_is_said_to_have_finished_not_dropped(demo_store):
+    from replay_core.events import SessionEndEvent
+
+    at = page(LIVE)
+    assert at.subheader[0].value == md("Investigate checkout-api 5xx spike")
+    ingest(demo_store, [SessionEndEvent(session_id=ONCALL, status="succeeded", outcome="rolled back", ended_at=now_utc())])
+    at.run()
+    assert not at.exception
+    assert [s.value for s in at.success] == [md("Investigate checkout-api 5xx spike finished: ✅ succeeded after 11 steps")]
+    [link] = [p for p in at.get("page_link") if p.proto.label == "Open the run that just finished"]
+    assert link.proto.query_string == f"session={ONCALL}"
+    assert at.info[0].value.startswith("No run is sending steps right now.")

@@ -9,10 +9,31 @@ from replay_core.storage.store import SessionFilter
 REVIEW = "pages/review.py"
 
 
-def test_the_queue_starts_empty(demo_store):
+def test_review_opens_on_the_runs_that_need_a_verdict(demo_store):
     at = page(REVIEW)
     assert not at.exception
-    assert at.info[0].value == "No run is marked “🚩 Needs attention” right now."
+    assert at.markdown[0].value == "**18 runs** · Not reviewed yet"  # none flagged: the runs nobody judged yet
+    demo_store.annotate(FAILED_CODING, "needs_attention", "check the owner", author="Sam")
+    at = page(REVIEW)
+    assert at.markdown[0].value == "**1 run** · 🚩 Needs attention"  # flagged ones first when there are some
+    at = page(REVIEW, params={"review": "good"})
+    assert at.info[0].value == "No run is marked “👍 Good” right now."
+
+
+def test_a_queue_verdict_shows_on_review_and_in_the_runs_review_column(demo_store):
+    from replay_core.storage.actor import Actor
+    from replay_core.team import queues
+
+    qid = queues.create(demo_store, "failed runs", ids=[FAILED_CODING], actor=Actor("Eve", "editor", "test"))["id"]
+    reviewer = Actor("Ana", "reviewer", "test")
+    item = queues.next_item(demo_store, qid, "Ana", actor=reviewer)
+    verdict = queues.get(demo_store, qid)["rubric"]["verdicts"][-1]
+    queues.save_review(demo_store, qid, item["id"], "Ana", verdict, note="ignored the tests", actor=reviewer)
+    at = page(REVIEW)
+    lines = [m.value for m in at.markdown]
+    assert any(v.startswith(f"“{verdict}” in queue failed runs — Ana: ignored the tests") for v in lines), lines
+    runs = page("pages/runs.py").dataframe[0].value
+    assert runs[runs["id"] == FAILED_CODING]["Review"].tolist() == [f"“{verdict}” (failed runs)"]
 
 
 def test_marking_a_run_puts_it_in_the_queue_with_its_note(demo_store):

@@ -223,7 +223,8 @@ def test_chips_show_every_active_filter_and_remove_it(demo_store):
 
 def test_runs_list_says_why_and_never_none(demo_store):
     table = page(RUNS).dataframe[0].value
-    assert list(table.columns[:6]) == ["id", "Status", "Run", "Outcome", "Started", "Review"]
+    # what tells runs apart and what they cost first: on screen at 1440 px without scrolling sideways
+    assert list(table.columns[:9]) == ["id", "Status", "Run", "Outcome", "Started", "Steps", "Tokens", "Cost", "Review"]
     row = table[table["id"] == FAILED_CODING].iloc[0]
     assert row["Outcome"].startswith("TestFailure") and row["Id"] == FAILED_CODING
     for column in table.columns:

@@ -49,7 +49,8 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
     assert shown_step(at)["error"] == "This step failed: TestFailure."
     assert "TypeError: format_price() got an unexpected keyword argument 'rounding'" in shown_step(at)["content"]["box"]
     numbers = metric_cards(at, "run_metrics")
-    assert [card["label"] for card in numbers] == ["Steps", "Cycles", "Errors", "Tokens", "Cost", "Duration"]
+    labels = ["Steps", "Cycles", "Errors (2 in tool calls, 1 of the run)", "Tokens", "Cost", "Duration"]
+    assert [card["label"] for card in numbers] == labels
     assert [card["value"] for card in numbers[:3]] == ["25", "8", "3"]
     # The window: the cursor's row is marked, grouped under cycle headings.
     rows = row_buttons(at)

@@ -57,7 +57,7 @@ def test_without_a_provider_the_page_says_how_to_set_one_up_and_offers_recorded(
     at.button(key="launch").click().run()
     [result] = at.session_state["whatif_results"]["results"]
     assert (result["model"], result["status"], result["first_divergence"]) == ("recorded", "failed", None)
-    assert at.dataframe[-1].value["first divergence"].tolist() == ["none: same steps as the original"]
+    assert at.dataframe[-1].value["the original did"].tolist() == ["same steps as the replay"]
 
 
 def test_launch_against_the_local_server_then_open_the_comparison(demo_store, local_server):
@@ -79,8 +79,10 @@ def test_launch_against_the_local_server_then_open_the_comparison(demo_store, lo
     assert (null_run["status"], null_run["first_divergence"]) == ("failed", None)
     table = at.dataframe[-1].value
     assert table["model"].tolist() == ["openai/fake-model", "recorded"]
-    assert table["first divergence"].tolist()[0] == live_run["first_divergence"]["summary"]
-    assert table["first divergence"].tolist()[0].startswith("Step 8: A thought “format_price is tiny")
+    # where it left the original: what the original did there, and what the NEW model did (not the original again)
+    assert table["the original did"].tolist()[0].startswith("step 8: thought “format_price is tiny")
+    assert table["this model did"].tolist()[0] == "step 8: thought “Read the tests first.”"
+    assert table["what happened"].tolist()[0] == "diverged at step 8"
     assert table["cost"].tolist() == ["unknown", "$0.0000"]
     assert ("timeline", "Timeline of the openai/fake\\-model replay", {"session": live_run["session"]}) in links(at)
     assert (
@@ -183,7 +185,7 @@ def test_a_provider_error_reads_in_plain_words_with_the_raw_message_behind_an_ex
     at.button(key="launch").click().run()
     assert not at.exception
     table = at.dataframe[-1].value
-    assert table["outcome"].tolist() == ["could not start: openai had a server error"]
+    assert table["what happened"].tolist() == ["could not start: openai had a server error"]
     said = next(e for e in at.expander if e.label.startswith("What the provider said"))
     assert "upstream exploded" in said.code[0].value
     assert "InternalServerError" not in table.to_string()
@@ -192,4 +194,4 @@ def test_a_provider_error_reads_in_plain_words_with_the_raw_message_behind_an_ex
 def test_a_null_replay_of_a_failed_run_reads_reproduced(demo_store, no_provider):
     at = page(PAGE, params={"session": FAILED_CODING})
     at.button(key="launch").click().run()
-    assert at.dataframe[-1].value["outcome"].tolist() == ["reproduced"]  # not the original's "failed"
+    assert at.dataframe[-1].value["what happened"].tolist() == ["reproduced"]  # not the original's "failed"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, time, timedelta
 from typing import NoReturn
+from urllib.parse import quote
 
 import altair as alt
 import polars as pl
@@ -14,9 +15,10 @@ import streamlit as st
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand import analytics
 from replay_core.understand.explain import failure_patterns
+from replay_core.understand.replay_outcome import replay_outcome
 
 from . import components
-from .common import PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_cost, fmt_duration, get_store, md
+from .common import PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_cost, fmt_duration, get_store, md, run_label, status_label
 
 STATUS_COLORS = alt.Scale(
     domain=["succeeded", "failed", "incomplete", "unknown", "running"],
@@ -104,8 +106,12 @@ def headline(data: analytics.RunData, previous: analytics.RunData | None) -> Non
     """The headline numbers, with the change against the period just before."""
     now = analytics.headline(data)
     changes = {}
-    if previous is not None:
-        changes = dict(analytics.change(now, analytics.headline(previous)).select("metric", "change").iter_rows())
+    before = analytics.headline(previous) if previous is not None else None
+    if before is not None and not (before["runs"][0] if before.height else 0):
+        st.caption("No runs in the period of the same length just before: no changes to show.")
+        before = previous = None  # against nothing, every number would read as a rise of itself
+    if before is not None:
+        changes = dict(analytics.change(now, before).select("metric", "change").iter_rows())
     cards = []
     for metric, label, fmt, rise_is_bad in CARDS:
         value, change = now[metric][0], changes.get(metric)
@@ -434,7 +440,31 @@ def fanout_section(store: Store) -> None:
         "Each replay against the run it replays. Replays and experiments' runs are not counted above "
         "unless *Include replays and experiments* is on."
     )
-    source = st.selectbox("Replays of", sources, key="fanout_source")
+    names = {r["id"]: run_label(r) for r in store.list_sessions(SessionFilter(ids=tuple(sources)), limit=len(sources))}
+    source = st.selectbox("Replays of", sources, key="fanout_source", format_func=lambda sid: names.get(sid, sid))
     table = analytics.fanout(store, source)
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(
+        [_fanout_row(store, source, r) for r in table.iter_rows(named=True)],
+        hide_index=True,
+        width="stretch",
+        key="fanout_table",
+        column_config={"compare": st.column_config.LinkColumn("compare", display_text="open")},
+    )
     csv_button("fanout", table)
+
+
+def _fanout_row(store: Store, source: str, r: dict) -> dict:
+    """One run of a fan-out in words: what it did (a replay: against the original), where it left it, what it cost."""
+    replayed = r["role"] == "replay"
+    row = store.get_session(r["session_id"]) if replayed else None
+    told = replay_outcome(store, row) if row is not None else None
+    return {
+        "run": "the original" if not replayed else "replay",
+        "model": r["model"] or "—",
+        "what happened": told.text if told is not None else status_label(r["status"]),
+        "left the original at": "—" if r["divergence_seq"] is None else f"step {r['divergence_seq']}",
+        "tokens": f"{(r['tokens_in'] or 0) + (r['tokens_out'] or 0):,}",
+        "cost": fmt_cost(r["cost_usd"]),
+        "time": fmt_duration(r["duration_ms"] / 1000) if r["duration_ms"] is not None else "—",
+        "compare": f"/compare?a={quote(source)}&b={quote(r['session_id'])}" if replayed else None,
+    }

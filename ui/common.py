@@ -18,6 +18,7 @@ from replay_core import config
 from replay_core.storage.actor import Actor
 from replay_core.storage.filter_params import session_filter
 from replay_core.storage.store import SessionFilter, Store
+from replay_core.understand.replay_outcome import replay_outcome
 from replay_core.understand.structure import Structure, build_structure
 from replay_core.understand.timeline import Timeline, open_timeline
 
@@ -180,6 +181,13 @@ def step_label(kind: str) -> str:
     return f"{icon} {label}"
 
 
+def ended_label(store: Store, row: dict) -> str:
+    """How a run ended: its status, or for a replay what the replay did (its session status would read
+    a model's "Stopping here" as ✅ succeeded)."""
+    told = replay_outcome(store, row)
+    return status_label(row.get("status")) if told is None else told.status
+
+
 def status_label(status: str | None) -> str:
     return STATUS_LABELS.get(status or "running", status or "unknown")
 
@@ -253,6 +261,35 @@ def note_line(note: dict, where: str = "", *, markdown: bool = True) -> str:
     return f"{REVIEW_LABELS.get(note['label'], note['label'])}{place} — {who}{text} · {fmt_when(note['created_at'])}"
 
 
+def queue_verdicts(store: Store, session_ids: Iterable[str]) -> dict[str, list[dict]]:
+    """The verdicts review queues gave these runs, each {"verdict", "reviewer", "note", "queue", "created_at"},
+    oldest first: what a reviewer said in a queue is shown wherever the run's review is (Runs, Review)."""
+    from replay_core.team import queues
+
+    wanted = set(session_ids)
+    out: dict[str, list[dict]] = {}
+    for q in queues.list_queues(store) if wanted else []:
+        if not q.get("reviews"):
+            continue
+        runs = {it["id"]: it["session_id"] for it in store.queue_items(q["id"]) if it["session_id"] in wanted}
+        for r in store.queue_reviews(q["id"]):
+            sid = runs.get(r["item_id"])
+            if sid is not None and r["verdict"] is not None:
+                out.setdefault(sid, []).append(
+                    {k: r[k] for k in ("verdict", "reviewer", "note", "created_at")} | {"queue": q["name"]}
+                )
+    for given in out.values():
+        given.sort(key=lambda v: v["created_at"])
+    return out
+
+
+def queue_verdict_line(v: dict, *, markdown: bool = True) -> str:
+    """'“Bad” in queue failed runs — Ana: ignored the tests · 2026-05-01 09:00 UTC'."""
+    escape = md if markdown else str
+    note = f": {escape(v['note'])}" if v.get("note") else ""
+    return f"“{escape(v['verdict'])}” in queue {escape(v['queue'])} — {escape(v['reviewer'])}{note} · {fmt_when(v['created_at'])}"
+
+
 def filter_from_params(params) -> SessionFilter:
     """A SessionFilter from URL query parameters (see FILTER_PARAMS); bad values are ignored."""
     return session_filter(params, strict=False)
@@ -306,7 +343,9 @@ def _url_bound(make, key: str, current, to_param, on_change=None, **kwargs):
     widget, and a widget set back to its empty value removes the parameter, so it stays cleared."""
     widget = f"_url_{key}"
     if widget in st.session_state and st.session_state[widget] != current:
-        del st.session_state[widget]  # the link changed under the widget: follow the link
+        # the link changed under the widget: follow it, through the Session State API so that the browser's
+        # widget is told too (dropping the state left it showing its old choice, the page the new one)
+        st.session_state[widget] = current
 
     def sync() -> None:
         raw = to_param(st.session_state[widget])
@@ -325,7 +364,8 @@ def url_choice(label: str, key: str, options: list, *, format_func=str, on_chang
     (`bind="query-params"` would put the formatted label in the URL)."""
     wanted = st.query_params.get(key)
     current = wanted if wanted in options else None
-    index = None if current is None else options.index(current)
+    # the choice comes from the widget's state once it has one (a default beside it would be a conflict)
+    index = None if current is None or f"_url_{key}" in st.session_state else options.index(current)
     return _url_bound(
         st.selectbox,
         key,

@@ -12,6 +12,7 @@ from replay_core.understand.compare import OPTIONAL, Row, describe
 
 from .common import (
     PAGE_TIMELINE,
+    ended_label,
     fmt_cost,
     fmt_duration,
     load_comparison,
@@ -76,11 +77,13 @@ def comparison(store: Store, a_id: str, b_id: str):
     return result
 
 
-def _outcome(totals: dict) -> str:
-    return status_label(totals["status"]) + (f" ({totals['error_class']})" if totals["error_class"] else "")
+def _outcome(store: Store, session_id: str, totals: dict) -> str:
+    row = store.get_session(session_id)
+    ended = ended_label(store, row) if row is not None else status_label(totals["status"])
+    return ended + (f" ({totals['error_class']})" if totals["error_class"] else "")
 
 
-def totals(result, a_id: str, b_id: str) -> None:
+def totals(store: Store, result, a_id: str, b_id: str) -> None:
     """Both runs' totals in one table, and a link to each one's timeline."""
     a, b = result.totals["a"], result.totals["b"]
     lines = [
@@ -90,7 +93,7 @@ def totals(result, a_id: str, b_id: str) -> None:
         ("tokens out", a["tokens_out"], b["tokens_out"]),
         ("cost", fmt_cost(a["cost_usd"]), fmt_cost(b["cost_usd"])),
         ("duration", fmt_duration(a["duration_s"]), fmt_duration(b["duration_s"])),
-        ("outcome", _outcome(a), _outcome(b)),
+        ("outcome", _outcome(store, a_id, a), _outcome(store, b_id, b)),
     ]
     st.dataframe([{"": name, "A": str(va), "B": str(vb)} for name, va, vb in lines], hide_index=True)
     links = st.columns(2)

@@ -22,6 +22,7 @@ from .common import PAGE_COMPARE, current_actor, fmt_cost, fmt_when, md, url_cho
 
 ANY = "(any)"
 PREVIEW = 200  # runs of a dataset's filter listed before it is made
+MADE = "ds_made"  # what the last "Make the dataset" made, said after the page is drawn again
 
 
 def datasets(store: Store) -> list[dict]:
@@ -80,10 +81,12 @@ def make_dataset(store: Store, sets: list[dict], editor: bool) -> list[dict]:
                     made_from=None if picked else {"filter": chosen},
                 )
                 grown = f" version {made['version']} ({made['added']} added)" if "added" in made else ""
-                st.success(md(f"Dataset {made['name']}{grown}: {made['cases']} cases."))
-                sets = store.list_datasets()
+                st.session_state[MADE] = f"Dataset {made['name']}{grown}: {made['cases']} cases."
+                st.rerun()  # the list of datasets above is drawn again with the new one
             except ds.DatasetError as exc:
                 st.error(md(str(exc)))
+        if MADE in st.session_state:
+            st.success(md(st.session_state.pop(MADE)))
     return sets
 
 
@@ -217,7 +220,10 @@ def pick_experiment(store: Store) -> tuple[dict[str, str], str | None]:
     if not runs:
         st.caption("No experiment yet.")
         return {}, None
-    labels = {r["id"]: f"{r['id']} · {r['dataset']} · {', '.join(r['settings']['names'])} · {r['status']}" for r in runs}
+    # no status here: the picker is drawn once, the results below are redrawn while the experiment runs
+    labels = {
+        r["id"]: f"{r['dataset']} · {', '.join(r['settings']['names'])} · {fmt_when(r['created_at'])} · {r['id']}" for r in runs
+    }
     return labels, url_choice("Experiment", "experiment", list(labels), format_func=labels.get, placeholder="Pick an experiment…")
 
 
@@ -230,6 +236,15 @@ def results(store: Store, experiment_id: str) -> None:
     _stop_or_resume(store, experiment_id, summary["status"])
     st.dataframe(pd.DataFrame([_variant_row(v) for v in summary["variants"]]), hide_index=True, key="variants")
     for v in summary["variants"]:
+        if v["not_scored"]:
+            st.warning(
+                md(
+                    f"{v['name']}: {v['not_scored']} of {v['not_scored'] + v['cases'] + v['refused'] + v['pending']} cases "
+                    "not scored: the provider gave no answer, which says nothing about the model (kept out of the pass rate). "
+                    + "; ".join(dict.fromkeys(r["reason"] for r in v["not_scored_reasons"]))
+                ),
+                icon=":material/cloud_off:",
+            )
         if v["refusals"]:
             st.caption(md(f"{v['name']}: refused " + "; ".join(f"{r['case']} ({r['reason']})" for r in v["refusals"][:5])))
     _changed_cases(summary)
@@ -281,18 +296,21 @@ def _stop_or_resume(store: Store, experiment_id: str, status: str) -> None:
 
 
 def _variant_row(v: dict) -> dict:
+    """The verdicts first (what was scored, what passed, what could not be scored), then what it cost."""
     return {
         "variant": v["name"],
-        "cases": v["cases"],
+        "cases scored": v["cases"],
         "passed": v["passed"],
         "pass rate": "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}",
         "95% interval": f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
+        "not scored (provider error)": v["not_scored"],
+        "refused": v["refused"],
         "cost": fmt_cost(v["cost_usd"], "unknown"),
         "tokens": v["tokens_in"] + v["tokens_out"],
         "p50 ms": v["p50_ms"],
         "p95 ms": v["p95_ms"],
-        "departed at step": ", ".join(f"{k}: {n}" for k, n in v["departed_at"].items()) or "—",
-        "refused": v["refused"],
+        "left the original at": "; ".join(f"step {k} ({n} case{'s' if n != 1 else ''})" for k, n in v["departed_at"].items())
+        or "—",
         "tool answers live / recorded": f"{v['tool_results']['live']} / {v['tool_results']['recorded']}",
     }
 
@@ -324,26 +342,34 @@ def _matrix(summary: dict) -> None:
     for row in summary["matrix"]:
         item = {"case": row["case"]}
         for name, c in zip(names, row["cells"], strict=True):
-            verdict = "pending" if c is None or c["passed"] is None else ("pass" if c["passed"] else "fail")
-            item[name] = _compare_link(row["case"], c and c["session"], verdict)
+            verdict = "pending" if c is None else c["verdict"]
+            verdict = "not-scored" if verdict.startswith("not scored") else verdict  # the reason is in the warning above
+            item[name] = _compare_link(row["case"], c and c["session"], verdict) or verdict
         rows.append(item)
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
         key="matrix",
-        column_config={n: st.column_config.LinkColumn(n, display_text=r"verdict=(\w+)") for n in names},
+        column_config={n: st.column_config.LinkColumn(n, display_text=r"verdict=([\w-]+)") for n in names},
     )
 
 
 def compare_two(store: Store, labels: dict[str, str], experiment_id: str) -> None:
     """This experiment (B) against another one (A) on the cases both ran."""
     st.subheader("Compare two experiments")
-    others = [i for i in labels if i != experiment_id]
+    this = store.get_experiment(experiment_id)
+    others = [  # only those that ran the same dataset: another shares no case to compare
+        r["id"] for r in store.list_experiments() if r["id"] != experiment_id and r["dataset_id"] == this["dataset_id"]
+    ]
     if not others:
-        st.caption("Run another experiment on the same cases to compare the two.")
+        st.caption(md(f"Run another experiment on the dataset {this['dataset']} to compare the two."))
         return
     left, right = st.columns(2)
-    against = left.selectbox("Compare with (A)", others, format_func=labels.get, key="cmp_a")
+    against = left.selectbox(
+        "Compare with (A)", others, format_func=labels.get, key="cmp_a", index=None, placeholder="Pick an experiment…"
+    )
+    if against is None:
+        return
     by_position = right.checkbox(
         "Pair variants by position", key="cmp_position", help="Default: variants of the same name are paired."
     )

@@ -9,7 +9,7 @@ import streamlit as st
 from replay_core.events import now_utc
 from replay_core.storage.store import SessionFilter, Store
 
-from .common import PAGE_TIMELINE, expire_idle, fmt_cost, get_store, md, short, step_label, url_choice
+from .common import PAGE_TIMELINE, expire_idle, fmt_cost, get_store, md, short, status_label, step_label, url_choice
 
 REFRESH_S = 2
 TAIL = 15
@@ -32,6 +32,17 @@ def render_live(store: Store) -> None:
     running = store.list_sessions(
         SessionFilter(status="running", include_replays=True), limit=MAX_RUNNING
     )  # a replay under way too
+    finished = just_finished(store, [r["id"] for r in running])
+    for row in finished:
+        box = st.error if row["status"] == "failed" else st.success if row["status"] == "succeeded" else st.info
+        box(
+            md(f"{row['name'] or row['id']} finished: {status_label(row['status'])} after {row['steps']:,} steps"),
+            icon=":material/flag:",
+        )
+    if finished:
+        st.page_link(
+            PAGE_TIMELINE, label="Open the run that just finished", icon="🎞️", query_params={"session": finished[0]["id"]}
+        )
     if not running:
         st.info(
             "No run is sending steps right now. Runs recorded with the Python recorder or posted to the HTTP API "
@@ -59,6 +70,23 @@ def render_live(store: Store) -> None:
             ],
             hide_index=True,
         )
+
+
+SEEN, FINISHED, KEEP_FINISHED = "live_seen", "live_finished", 5
+
+
+def just_finished(store: Store, running: list[str]) -> list[dict]:
+    """The runs this page saw running that have ended since (newest first, the last five): a run that ends
+    is said to have finished, not silently dropped from the list."""
+    seen = st.session_state.get(SEEN, set())
+    finished = st.session_state.setdefault(FINISHED, [])
+    for sid in sorted(seen - set(running)):
+        if sid not in finished:
+            finished.insert(0, sid)
+    del finished[KEEP_FINISHED:]
+    st.session_state[SEEN] = set(running)
+    rows = [store.get_session(sid) for sid in finished]
+    return [r for r in rows if r is not None and r["status"] != "running"]
 
 
 def tail(store: Store, row: dict) -> None:

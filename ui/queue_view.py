@@ -9,6 +9,8 @@ reviewer's name lives in `st.session_state["reviewer"]` and survives saves and p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from replay_core.events import SessionStatus
@@ -257,13 +259,17 @@ def new_queue_form(store: Store, actor: Actor) -> None:
 # ------------------------------------------------------------------ working a queue
 
 
-def run_at_a_glance(store: Store, tl: Timeline, structure: Structure, *, why: bool = True) -> None:
-    """The run as the timeline page opens it (header, the plain-words summary), then the steps
-    around a cursor kept in `st.session_state["step"]` and the selected step: reading only.
-    `why=False` leaves out the explanation, whose turning point names another run (share links)."""
+def run_at_a_glance(store: Store, tl: Timeline, structure: Structure, *, shared: bool = False) -> None:
+    """The run as the timeline page opens it (header, the plain-words summary and the Why), then the steps
+    around a cursor kept in `st.session_state["step"]` and the selected step: reading only. `shared`: for a
+    share link, the Why without the turning point (it names another run) and no model call offered."""
     tv.run_header(tl, [])
-    explanation = explain(store, tl.id) if why and (tl.session.get("status") or "unknown") in EXPLAINED else None
-    tv.plain_header(store, tl, explanation)
+    explanation = explain(store, tl.id) if (tl.session.get("status") or "unknown") in EXPLAINED else None
+    if shared and explanation is not None:
+        explanation = replace(
+            explanation, turning_point=None, chain=[link for link in explanation.chain if link.kind != "turning_point"]
+        )
+    tv.plain_header(store, tl, explanation, narrate=not shared)
     if not tl.steps:
         st.info("This run has no steps.")
         return

@@ -18,6 +18,8 @@ from .common import (
     load_timeline,
     md,
     note_line,
+    queue_verdict_line,
+    queue_verdicts,
     run_label,
     status_label,
     url_choice,
@@ -28,15 +30,21 @@ AUDIT_ROWS = 200
 DEFAULT_STATE = "needs_attention"
 
 
-def pick_state() -> str:
+def opening_state(store: Store) -> str:
+    """What Review opens on: runs flagged for attention if there are any, else the runs nobody has judged yet."""
+    return DEFAULT_STATE if store.count_sessions(SessionFilter(review=DEFAULT_STATE)) else "unreviewed"
+
+
+def pick_state(store: Store) -> str:
+    opening = opening_state(store)
     chosen = url_choice(
         "Show runs marked",
         "review",
         list(REVIEW_CHOICES),
         format_func=REVIEW_CHOICES.get,
-        placeholder=REVIEW_CHOICES[DEFAULT_STATE],
+        placeholder=REVIEW_CHOICES[opening],
     )
-    return chosen or DEFAULT_STATE
+    return chosen or opening
 
 
 MARK_KEYS = ("mark_sid", "mark_label", "mark_text")  # cleared after a save; the name ("mark_author") is kept
@@ -79,9 +87,13 @@ def reviewed_runs(store: Store, state: str) -> None:
         )
         return
     st.markdown(f"**{total} run{'s' if total != 1 else ''}** · {REVIEW_CHOICES[state]}")
+    if state == "unreviewed":
+        st.caption("Runs with no verdict yet (verdicts given in review queues are listed under each run).")
     pages = -(-total // PAGE_SIZE)
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
-    for row in store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE):
+    rows = store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    in_queues = queue_verdicts(store, [r["id"] for r in rows])
+    for row in rows:
         notes = store.annotations(row["id"])
         with st.container(border=True):
             st.markdown(
@@ -98,6 +110,8 @@ def reviewed_runs(store: Store, state: str) -> None:
             for note in notes:
                 seq = seq_of.get(note["event_id"])
                 st.markdown(note_line(note, f"on step {seq}" if seq is not None else ""))
+            for given in in_queues.get(row["id"], []):
+                st.markdown(queue_verdict_line(given))
             st.page_link(PAGE_TIMELINE, label="Open the timeline", icon="🎞️", query_params={"session": row["id"]})
 
 

@@ -23,11 +23,13 @@ from .common import (
     fmt_cost,
     fmt_duration,
     md,
+    queue_verdicts,
     short,
     status_label,
 )
 
 PAGE_SIZE = 25
+OUTCOME_CHARS = 110  # what three wrapped lines of the Outcome column hold
 DIMENSIONS = (
     ("model", "Model"),
     ("agent_id", "Agent"),
@@ -201,9 +203,12 @@ def runs_summary(store: Store, flt: SessionFilter, total: int) -> str:
     return f"**{total} {noun}**: " + " · ".join(parts)
 
 
-def _review_of(store: Store, session_id: str) -> str:
+def _review_of(store: Store, session_id: str, in_queues: list[dict]) -> str:
+    """The run's latest quick verdict, then what review queues said of it."""
     notes = [a for a in store.annotations(session_id) if a["event_id"] is None]
-    return REVIEW_LABELS.get(notes[-1]["label"], "—") if notes else "—"
+    parts = [REVIEW_LABELS.get(notes[-1]["label"], notes[-1]["label"])] if notes else []
+    parts += [f"“{v['verdict']}” ({v['queue']})" for v in in_queues[-2:]]
+    return " · ".join(parts) or "—"
 
 
 def _dash(value) -> str:
@@ -215,7 +220,7 @@ def outcome_of(store: Store, row: dict) -> str:
     against its original (reproduced, diverged at step 8, could not start: …)."""
     if row.get("replay_of"):
         return replay_outcome(store, row).text
-    parts = [p for p in (row.get("error_class"), short(row.get("outcome"), 80)) if p]
+    parts = [p for p in (row.get("error_class"), short(row.get("outcome"), OUTCOME_CHARS)) if p]
     return ": ".join(dict.fromkeys(parts)) or "—"
 
 
@@ -229,6 +234,7 @@ def matched_steps(store: Store, flt: SessionFilter, ids: list[str]) -> dict[str,
 def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
     rows = store.list_sessions(flt, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
     snippets = matched_steps(store, flt, [r["id"] for r in rows]) if flt.text else {}
+    in_queues = queue_verdicts(store, [r["id"] for r in rows])
     return [
         {
             "id": r["id"],
@@ -237,12 +243,12 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
             "Outcome": outcome_of(store, r),
             "Started": r["started_at"],
             **({"Matched step": snippets.get(r["id"], "—")} if snippets else {}),
-            "Review": _review_of(store, r["id"]),
-            "Id": r["id"],  # two runs with one name, started the same minute, still differ here
-            "Duration": fmt_duration(r["duration_s"]),
             "Steps": r["steps"],
             "Tokens": r["tokens_in"] + r["tokens_out"],  # the Store's run totals (steps, else the source's)
             "Cost": fmt_cost(r["cost_usd"]),
+            "Review": _review_of(store, r["id"], in_queues.get(r["id"], [])),
+            "Duration": fmt_duration(r["duration_s"]),
+            "Id": r["id"],  # two runs with one name, started the same minute, still differ here
             "Model": _dash(r["model"]),
             "Agent": _dash(r["agent_id"]),
             "Workflow": _dash(r["workflow"]),
@@ -254,6 +260,18 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
     ]
 
 
+# Widths that put the cost on screen at 1440 px (sidebar open) without scrolling the table sideways;
+# the columns after it are there by scrolling.
+WIDE_COLUMNS = {
+    "Status": st.column_config.TextColumn(width=110),
+    "Run": st.column_config.TextColumn(width=230),
+    "Outcome": st.column_config.TextColumn(width=270),
+    "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=122),
+    "Steps": st.column_config.NumberColumn(format="%d", width=55),
+    "Tokens": st.column_config.NumberColumn(format="localized", width=70),
+    "Cost": st.column_config.TextColumn(width=70),
+    "Id": st.column_config.TextColumn(width=130),
+}
 NARROW = ("Status", "Run", "Outcome", "Started")  # what a phone shows: the columns that tell runs apart and why they ended
 # Two drawings of one page of runs: the full table, and on a phone (CSS below) the four columns above
 # in widths that fit 390 px. A dataframe is drawn on a canvas, so its columns cannot reflow by themselves.
@@ -263,12 +281,27 @@ RESPONSIVE_CSS = """<style>
 </style>"""
 
 
+ROW_PX = 66  # over 4rem: the grid wraps a long name or outcome onto a second and third line instead of cutting it
+HEADER_PX = 38
+
+
 def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> str | None:
+    """The rows, every one of the page shown (no scroll box inside the page); a click on any cell of a row
+    (its name, say) or on its checkbox opens it."""
     event = st.dataframe(
-        rows, hide_index=True, key=key, on_select="rerun", selection_mode="single-row", column_order=columns, column_config=config
+        rows,
+        hide_index=True,
+        key=key,
+        on_select="rerun",
+        selection_mode=["single-row", "single-cell"],
+        column_order=columns,
+        column_config=config,
+        row_height=ROW_PX,
+        height=HEADER_PX + ROW_PX * max(1, len(rows)) + 2,
     )
-    selected = event.selection.rows if event else []
-    return rows[selected[0]]["id"] if selected and selected[0] < len(rows) else None
+    selection = event.selection if event else None
+    picked = [*(selection.rows if selection else []), *(cell[0] for cell in (selection.cells if selection else []))]
+    return rows[picked[0]]["id"] if picked and picked[0] < len(rows) else None
 
 
 def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
@@ -276,21 +309,14 @@ def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
     pages = max(1, -(-total // PAGE_SIZE))
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     rows = _rows(store, flt, page)
-    st.caption("Select a row to open its timeline.")
+    st.caption("Click a run to open its timeline.")
     st.html(RESPONSIVE_CSS)
     with st.container(key="runs_wide"):
         chosen = _table(
             rows,
             "runs_table",
             [k for k in rows[0] if k != "id"] if rows else None,
-            {
-                "Status": st.column_config.TextColumn(width="small"),
-                "Run": st.column_config.TextColumn(width="medium"),
-                "Outcome": st.column_config.TextColumn(width="medium"),
-                "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=130),
-                "Id": st.column_config.TextColumn(width=130),
-                "Steps": st.column_config.NumberColumn(format="%d"),
-            },
+            WIDE_COLUMNS,
         )
     with st.container(key="runs_narrow"):
         chosen = (

@@ -8,6 +8,7 @@ token is read, so a link to one run never shows another. Text is shown as stored
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 import streamlit as st
@@ -17,7 +18,7 @@ from replay_core.storage.actor import SHARE, Actor, PermissionDenied
 from replay_core.storage.store import Store
 from replay_core.team import shares
 
-from .common import client_origin, fmt_when, load_run, md, run_label, status_label
+from .common import REVIEW_LABELS, client_origin, fmt_when, load_run, md, run_label, status_label
 
 EXPIRY = {"1 day": "1d", "7 days": "7d", "30 days": "30d"}
 KIND_WORDS = {shares.RUN: "run", shares.COMPARE: "comparison", shares.QUEUE: "queue results"}
@@ -142,7 +143,32 @@ def _run(store: Store, session_id: str) -> None:
 
     run = load_run(store, session_id)
     if run is not None:
-        run_at_a_glance(store, *run, why=False)  # the explanation's turning point names another run
+        run_at_a_glance(store, *run, shared=True)
+        _verdicts(store, session_id)
+
+
+def _verdicts(store: Store, session_id: str) -> None:
+    """What reviewers said of the run as a whole: each verdict with its note and who gave it."""
+    said = [a for a in store.annotations(session_id) if a["event_id"] is None]
+    if not said:
+        st.caption("No reviewer has given a verdict on this run yet.")
+        return
+    st.subheader("What reviewers said", anchor=False)
+    for a in said:
+        note = f": {md(a['text'])}" if a.get("text") else ""
+        who = f" — {md(a['author'])}" if a.get("author") else ""
+        st.markdown(f"**{REVIEW_LABELS.get(a['label'], md(a['label']))}**{note}{who} · {fmt_when(a['created_at'])}")
+
+
+def _did(step: dict | None) -> str:
+    """One step of a shared comparison in words: its kind, tool and content (cut at 200 characters)."""
+    if step is None:
+        return ""
+    args = step.get("tool_args")
+    body = step.get("content") or (json.dumps(args, ensure_ascii=False) if args is not None else "")
+    head = f"{step['type']}" + (f" · {step['tool_name']}" if step.get("tool_name") else "")
+    body = " ".join(str(body).split())
+    return f"{head}: {body[:199] + '…' if len(body) > 200 else body}" if body else head
 
 
 def _comparison(obj: dict) -> None:
@@ -155,18 +181,22 @@ def _comparison(obj: dict) -> None:
         st.warning(md(f"First difference: {first['summary']}"), icon="🔀")
     else:
         st.success("The two runs took the same steps.")
+    steps = [{s["seq"]: s for s in run["steps"]} for run in obj["runs"]]
     st.dataframe(
         [
             {
                 "A step": r["a_seq"],
-                "B step": r["b_seq"],
-                "type": r["type"],
-                "tool": r["tool_name"] or "",
+                "A did": _did(steps[0].get(r["a_seq"])),
                 "same": "yes" if r["same"] else (r["kind"] or "differs"),
+                "B did": _did(steps[1].get(r["b_seq"])),
+                "B step": r["b_seq"],
             }
             for r in obj["comparison"]["aligned"]
         ],
         hide_index=True,
+        key="shared_pairs",
+        column_config={"A did": st.column_config.TextColumn(width="large"), "B did": st.column_config.TextColumn(width="large")},
+        row_height=66,
     )
     only = obj["comparison"]
     if only["only_a"] or only["only_b"]:

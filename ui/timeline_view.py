@@ -19,7 +19,7 @@ from replay_core.ingest.annotate import annotate
 from replay_core.storage.search import SearchQuery, snippet
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.cycle_groups import story
-from replay_core.understand.explain import EXPLAINED, Explanation, explain
+from replay_core.understand.explain import EXPLAINED, Explanation, explain, plain_words
 from replay_core.understand.structure import Structure
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
@@ -30,6 +30,7 @@ from .common import (
     PAGE_WHATIF,
     REVIEW_LABELS,
     current_actor,
+    ended_label,
     fmt_cost,
     fmt_duration,
     fmt_when,
@@ -132,10 +133,10 @@ def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structu
 
 STRIP_KINDS = {  # what a tick means: (lane, colour), in legend order
     "error": ("what went wrong", "#d62728"),
-    "cause": ("what went wrong", "#8c1d18"),
+    "cause": ("what went wrong", "#6a3d9a"),  # apart from the error's red and the cursor's blue at a glance
     "turning point": ("what went wrong", "#2ca02c"),
     "note": ("found", "#ff9f1c"),
-    "search hit": ("found", "#9467bd"),
+    "search hit": ("found", "#e377c2"),
     "retry": ("shape", "#8c564b"),
     "group": ("shape", "#17becf"),
     "cycle start": ("shape", "#c7c7c7"),
@@ -229,6 +230,15 @@ def phone_layout() -> None:
     st.html(PHONE_CSS)
 
 
+def _errors_card(tl: Timeline, errors: int) -> tuple[str, str]:
+    """The Errors card, split as the "Did" sentences count them: failed tool calls there read "(failed)", the
+    run's own errors "N error(s) recorded"."""
+    in_tools = sum(1 for i in tl.error_positions() if tl.steps[i].tool_name)
+    if 0 < in_tools < errors:
+        return f"Errors ({in_tools} in tool calls, {errors - in_tools} of the run)", f"{errors:,}"
+    return "Errors", f"{errors:,}"
+
+
 def run_header(tl: Timeline, run_notes: list[dict]) -> None:
     s = tl.session
     st.title(md(s.get("name") or s["id"]), anchor=False)  # a run's name is data: shown as text, never as markup
@@ -242,18 +252,21 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
         ("Started", fmt_when(s.get("started_at")) if s.get("started_at") else "time not recorded"),
     ]
     st.caption(" · ".join(f"{k}: {md(v)}" for k, v in dims if v) + f" · id: {md(s['id'])}")
-    sentence = tl.summary()
+    sentence = plain_words(tl.summary())  # an error's JSON body told in words, not shown raw
     if s.get("outcome"):
-        sentence += f" Outcome: {s['outcome']}"
-    box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
-    box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
+        sentence += f" Outcome: {plain_words(s['outcome'])}"
+    if s.get("replay_of"):  # a replay's session status is no verdict on it: no green or red
+        st.info(md(sentence), icon="🔁")
+    else:
+        box = {"failed": st.error, "succeeded": st.success, "incomplete": st.warning}.get(s.get("status"), st.info)
+        box(md(sentence), icon=status_label(s.get("status")).split(" ")[0])
     totals = tl.totals.at(len(tl.steps) - 1) if tl.steps else None
     card = components.card
     components.metrics(
         [
             card("Steps", f"{len(tl.steps):,}"),
             card("Cycles", f"{len(tl.cycles):,}"),
-            card("Errors", f"{totals['errors']:,}" if totals else "0"),
+            card(*_errors_card(tl, totals["errors"] if totals else 0)),
             # the run's totals as the Store defines them (steps' sums, else the source's run totals)
             card(
                 "Tokens",
@@ -329,7 +342,7 @@ def story_of(store: Store, tl: Timeline) -> list[str]:
     return _story(tl, store.url, tl.id, _stamp(tl.session))
 
 
-def plain_header(store: Store, tl: Timeline, explanation) -> None:
+def plain_header(store: Store, tl: Timeline, explanation, *, narrate: bool = True) -> None:
     """For readers who are not engineers: what it was asked, what it did (a sentence per group of cycles),
     how it ended, and why (the cause line)."""
     first = tl.first_input()
@@ -339,7 +352,7 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
     did = story_of(store, tl)
     if did:
         lines.append("**Did:** " + " ".join(md(sentence) for sentence in did))
-    lines.append(f"**Ended:** {md(status_label(s.get('status')))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
+    lines.append(f"**Ended:** {md(ended_label(store, s))}" + (f" — {md(s['outcome'])}" if s.get("outcome") else ""))
     if explanation is not None:
         lines.append(f"**Why:** {md(explanation.cause_line())}")
     st.markdown("  \n".join(lines))
@@ -359,7 +372,8 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
         for link in explanation.chain:
             st.markdown(f"**Step {link.seq}** — {md(link.summary)}")
         tp = explanation.turning_point
-        if tp is not None:
+        told = any(link.kind == "turning_point" for link in explanation.chain)  # the chain tells it already
+        if tp is not None and not told:
             st.markdown(
                 f"**Turning point** (step {tp.seq} here, step {tp.compared_seq} of {md(tp.compared_with)}): {md(tp.summary)}"
             )
@@ -367,7 +381,8 @@ def plain_header(store: Store, tl: Timeline, explanation) -> None:
             st.markdown(f"**Contradiction** at step {c.seq} (vs step {c.earlier_seq}): {md(c.summary)}")
         for note in explanation.notes[:1]:
             st.caption(md(note))
-    narrative_view(explanation)
+    if narrate:  # a shared page offers no model call: it would spend the team's money for a stranger
+        narrative_view(explanation)
 
 
 def narrative_view(explanation: Explanation) -> None:

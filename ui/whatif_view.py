@@ -13,6 +13,7 @@ import streamlit as st
 
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
+from replay_core.understand.compare import describe as describe_step
 from replay_core.understand.replay_outcome import describe, replay_outcome
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif.models import RECORDED_OPTION, ModelOption, Readiness, offered_models, readiness
@@ -350,30 +351,49 @@ def _outcome_of(r: dict):
     )
 
 
-def results(session_id: str) -> None:
-    """The last launch's replays of this run: a table, then each one's timeline and comparison."""
+def _step_at(store: Store, session_id: str, seq: int | None) -> str:
+    """What the run did at step `seq`, in words ("called search(…)", "answered “Stopping here”")."""
+    if seq is None:
+        return "no step there"
+    found = store.load_steps(session_id, from_seq=seq, to_seq=seq)
+    return f"step {seq}: {describe_step(found[0])}" if found else f"step {seq}: not stored"
+
+
+def at_divergence(store: Store, source: str, r: dict) -> tuple[str, str]:
+    """What the original did and what the new model did where the replay left the original."""
+    div = r["first_divergence"]
+    if div is None:
+        return "same steps as the replay", "the original's steps"
+    if div.get("a_seq") is None and div.get("b_seq") is None:
+        return "the same steps, then another ending", "the same steps, then another ending"
+    return _step_at(store, source, div.get("a_seq")), _step_at(store, r["session"], div.get("b_seq"))
+
+
+def results(store: Store, session_id: str) -> None:
+    """The last launch's replays of this run: a table (what each model did where it left the original,
+    beside what the original did), then each one's timeline and comparison."""
     shown = st.session_state.get(RESULTS)
     if not (shown and shown["source"] == session_id and shown["results"]):
         return
     st.subheader("Results")
-    st.dataframe(
-        [
+    st.caption("What each replay did, not whether it was right: that is for a scorer (Experiments) or a reviewer.")
+    rows = []
+    for r in shown["results"]:
+        original, new = at_divergence(store, session_id, r)
+        rows.append(
             {
                 "model": r["model"],
-                "outcome": _outcome_of(r).text,
+                "what happened": _outcome_of(r).text,
+                "the original did": original,
+                "this model did": new,
                 "steps": r["steps"],
                 "tokens in": r["tokens_in"],
                 "tokens out": r["tokens_out"],
                 "cost": fmt_cost(r["cost_usd"], "unknown"),
                 "model time (s)": round(r["latency_ms"] / 1000, 2),
-                "first divergence": r["first_divergence"]["summary"]
-                if r["first_divergence"]
-                else "none: same steps as the original",
             }
-            for r in shown["results"]
-        ],
-        hide_index=True,
-    )
+        )
+    st.dataframe(rows, hide_index=True, key="whatif_results")
     for r in shown["results"]:
         told = _outcome_of(r)
         if told.kind in ("could_not_start", "stopped") and told.raw:

@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
-from rich.table import Table
 
-from .options import DbOption, JsonOption, cli_actor, err, fail, open_store, out, progress_bar
-from .output import fmt, print_json
+from .options import DbOption, JsonOption, WideOption, cli_actor, err, fail, open_store, out, progress_bar
+from .output import AmbiguousPrefix, fmt, print_json, readable_table, resolve_prefix, unique_prefixes
 
 if TYPE_CHECKING:
     from ..storage.store import Store
@@ -20,38 +19,31 @@ experiment_app = typer.Typer(help="Experiments: replay every case of a dataset w
 commands.add_typer(experiment_app, name="experiment")
 
 
-def _print_results(summary: dict) -> None:
+def _print_results(summary: dict, wide: bool = False) -> None:
     out.print(
         f"experiment {summary['experiment']} on {summary['dataset']}: {summary['status']}"
         + (f" ({summary['message']})" if summary["message"] else "")
     )
-    table = Table(
-        "variant",
-        "cases",
-        "passed",
-        "pass rate",
-        "95% interval (Wilson)",
-        "cost $",
-        "tokens in",
-        "tokens out",
-        "p50 ms",
-        "p95 ms",
-    )
+    extra = ["passed", "refused", "tokens in", "tokens out", "p50 ms", "p95 ms"] if wide else []
+    numbers = ("scored", "pass rate (95% Wilson)", "not scored", "cost $", *extra)
+    table = readable_table("variant", *numbers, fixed=numbers)
     for v in summary["variants"]:
-        rate = "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%}"
+        rate = "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%} ({v['ci'][0]:.0%}–{v['ci'][1]:.0%})"
+        tokens = [f"{v['tokens_in']:,}", f"{v['tokens_out']:,}"]
+        more = [str(v["passed"]), str(v["refused"]), *tokens, fmt(v["p50_ms"]), fmt(v["p95_ms"])]
         table.add_row(
             v["name"],
             str(v["cases"]),
-            str(v["passed"]),
             rate,
-            f"{v['ci'][0]:.0%}–{v['ci'][1]:.0%}",
+            str(v["not_scored"]),
             "unknown" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}",
-            str(v["tokens_in"]),
-            str(v["tokens_out"]),
-            fmt(v["p50_ms"]),
-            fmt(v["p95_ms"]),
+            *(more if wide else []),
         )
     out.print(table)
+    for v in summary["variants"]:
+        if v["not_scored"]:
+            reasons = "; ".join(dict.fromkeys(r["reason"] for r in v["not_scored_reasons"]))
+            out.print(f"{v['name']}: {v['not_scored']} cases {reasons} — kept out of the pass rate, not counted as fails")
     for v in summary["variants"]:
         if v["refused"]:
             out.print(
@@ -115,14 +107,25 @@ def _run_with_progress(store: "Store", experiment_id: str, json: bool, **options
         raise failure[0]
 
 
-def _show(store: "Store", experiment_id: str, json: bool) -> None:
+def _show(store: "Store", experiment_id: str, json: bool, wide: bool = False) -> None:
     from ..whatif.results import cli_shape, summarise
 
     summary = summarise(store, experiment_id)
     if json:
         print_json(cli_shape(summary))
     else:
-        _print_results(summary)
+        _print_results(summary, wide)
+
+
+EXPERIMENT_PREFIX = 10  # "exp-" and six hex digits at least
+
+
+def _experiment_id(store: "Store", given: str) -> str:
+    """The experiment `given` names: its id, or the start of one id only (as `experiment list` shows them)."""
+    try:
+        return resolve_prefix(given, [r["id"] for r in store.list_experiments()], "experiment")
+    except AmbiguousPrefix as exc:
+        fail(str(exc))
 
 
 @experiment_app.command("run")
@@ -201,6 +204,7 @@ def experiment_run(
     budget_tokens: Annotated[int | None, typer.Option("--budget-tokens", help="Token budget for the whole experiment.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Replay every case of a dataset with every model, score each replay, and tabulate (estimate and budget checked first)."""
     from ..whatif import experiment as ex
@@ -259,7 +263,7 @@ def experiment_run(
             )
         out.print(f"experiment {experiment_id}")
     _run_with_progress(store, experiment_id, json, tools=tools)
-    _show(store, experiment_id, json)
+    _show(store, experiment_id, json, wide)
 
 
 @experiment_app.command("resume")
@@ -274,19 +278,19 @@ def experiment_resume(
     ] = None,
     db: DbOption = None,
     json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Run what an interrupted or budget-stopped experiment did not run (finished replays are never paid for again)."""
     from ..whatif import experiment as ex
 
     store = open_store(db)
-    if store.get_experiment(experiment_id) is None:
-        fail(f"no experiment {experiment_id!r}")
+    experiment_id = _experiment_id(store, experiment_id)
     try:
         tools = ex.load_tools(tool or [])
     except ex.ExperimentError as exc:
         fail(str(exc))
     _run_with_progress(store, experiment_id, json, budget_usd=budget_usd, budget_tokens=budget_tokens, tools=tools)
-    _show(store, experiment_id, json)
+    _show(store, experiment_id, json, wide)
 
 
 @experiment_app.command("stop")
@@ -296,6 +300,7 @@ def experiment_stop(experiment_id: Annotated[str, typer.Argument()], db: DbOptio
     from ..whatif import experiment as ex
 
     store = open_store(db)
+    experiment_id = _experiment_id(store, experiment_id)
     try:
         status = ex.request_stop(store, experiment_id, actor=cli_actor())
     except ex.ExperimentError as exc:
@@ -315,16 +320,16 @@ def experiment_show(
     csv: Annotated[Path | None, typer.Option("--csv", help="Also write the cases × variants matrix as CSV here.")] = None,
     db: DbOption = None,
     json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """An experiment's results: per variant pass rate and interval, cost, latency; regressions first."""
     from ..whatif.results import summarise, to_csv
 
     store = open_store(db)
-    if store.get_experiment(experiment_id) is None:
-        fail(f"no experiment {experiment_id!r}")
+    experiment_id = _experiment_id(store, experiment_id)
     if csv is not None:
         csv.write_text(to_csv(summarise(store, experiment_id)))
-    _show(store, experiment_id, json)
+    _show(store, experiment_id, json, wide)
 
 
 @experiment_app.command(
@@ -341,8 +346,10 @@ def experiment_compare(
 ) -> None:
     from ..whatif.experiment_compare import CompareError, compare_experiments
 
+    store = open_store(db)
+    a, b = _experiment_id(store, a), _experiment_id(store, b)
     try:
-        found = compare_experiments(open_store(db), a, b, by_position=by_position)
+        found = compare_experiments(store, a, b, by_position=by_position)
     except CompareError as exc:
         fail(str(exc))
     if json:
@@ -358,38 +365,16 @@ def experiment_compare(
     for key, items in found["not_comparable"].items():
         if items:
             out.print(f"not comparable, {key.replace('_', ' ')}: {', '.join(items)}")
-    table = Table("variant", "scorer", "cases", "A pass", "A 95% (Wilson)", "B pass", "B 95% (Wilson)", "improved", "regressed")
-
-    def pct(r: dict) -> str:
-        return "—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
+    out.print("pass: rate (95% Wilson interval); better / worse: cases B improved / regressed")
+    numbers = ("A pass", "B pass", "better", "worse")
+    table = readable_table("variant", "scorer", *numbers, fixed=numbers)
 
     def band(r: dict) -> str:
-        return f"{r['ci'][0]:.0%}–{r['ci'][1]:.0%}"
+        return ("—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}") + f" ({r['ci'][0]:.0%}–{r['ci'][1]:.0%})"
 
     for v in found["variants"]:
-        table.add_row(
-            v["variant"],
-            "(all)",
-            str(v["cases"]),
-            pct(v["a"]),
-            band(v["a"]),
-            pct(v["b"]),
-            band(v["b"]),
-            str(len(v["improved"])),
-            str(len(v["regressed"])),
-        )
-        for sc in v["scorers"]:
-            table.add_row(
-                "",
-                sc["scorer"],
-                str(v["cases"]),
-                pct(sc["a"]),
-                band(sc["a"]),
-                pct(sc["b"]),
-                band(sc["b"]),
-                str(len(sc["improved"])),
-                str(len(sc["regressed"])),
-            )
+        for name, scorer, r in [(v["variant"], "(all)", v), *(("", sc["scorer"], sc) for sc in v["scorers"])]:
+            table.add_row(name, scorer, band(r["a"]), band(r["b"]), str(len(r["improved"])), str(len(r["regressed"])))
     out.print(table)
     for v in found["variants"]:
         for title, items in (("regressed", v["regressed"]), ("improved", v["improved"])):
@@ -400,8 +385,8 @@ def experiment_compare(
 
 
 @experiment_app.command("list")
-def experiment_list(db: DbOption = None, json: JsonOption = False) -> None:
-    """Experiments, newest first."""
+def experiment_list(db: DbOption = None, json: JsonOption = False, wide: WideOption = False) -> None:
+    """Experiments, newest first: ids shortened to a start every experiment command takes (--wide: whole)."""
     rows = open_store(db).list_experiments()
     items = [
         {
@@ -418,9 +403,17 @@ def experiment_list(db: DbOption = None, json: JsonOption = False) -> None:
     if json:
         print_json(items)
         return
-    table = Table("experiment", "dataset", "status", "variants", "runs done", "created")
+    short = {} if wide else unique_prefixes([r["experiment"] for r in items], EXPERIMENT_PREFIX)
+    columns = ("experiment", "dataset", "status", "variants", "done", "created", *(["message"] if wide else []))
+    table = readable_table(*columns, fixed=("status", "done", "created"))
     for r in items:
         table.add_row(
-            r["experiment"], r["dataset"], r["status"], ", ".join(r["variants"]), str(r["runs_done"]), fmt(r["created_at"])
+            short.get(r["experiment"], r["experiment"]),
+            r["dataset"],
+            r["status"],
+            ", ".join(r["variants"]),
+            str(r["runs_done"]),
+            fmt(r["created_at"]) if wide else r["created_at"].strftime("%b %d %H:%M"),
+            *([fmt(r["message"])] if wide else []),
         )
     out.print(table)

@@ -24,6 +24,7 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+WideOption = Annotated[bool, typer.Option("--wide", help="Every column (the default table fits an 80-column terminal).")]
 RunsOption = Annotated[
     list[str] | None, typer.Option("--runs", "--sessions", help="Run ids (repeat the option, or comma-separated).")
 ]

@@ -79,3 +79,54 @@ def show_stats(items: list[dict], by: str | None, json: bool, console=None) -> N
 
 def when(value: Any) -> str:
     return "time not recorded" if value is None else fmt(value)
+
+
+def readable_table(*columns: str, fixed: tuple[str, ...] = ()):
+    """A rich Table for people at any width: `fixed` columns (statuses, numbers, times) keep their width,
+    the others fold onto more lines. Nothing is cut to "open…": a value is read whole or not shown
+    (commands show fewer columns by default, the rest with --wide or --json)."""
+    from rich.table import Table
+
+    table = Table()
+    for name in columns:
+        if name in fixed:
+            table.add_column(name, no_wrap=True, min_width=len(name))
+        else:
+            table.add_column(name, overflow="fold")
+    return table
+
+
+def unique_prefixes(ids: list[str], shortest: int) -> dict[str, str]:
+    """Each id -> its shortest prefix (at least `shortest` characters) that no other id starts with."""
+    ordered = sorted(set(ids))
+    out = {}
+    for i, value in enumerate(ordered):
+        neighbours = [ordered[j] for j in (i - 1, i + 1) if 0 <= j < len(ordered)]  # in sorted order, only these can share more
+        common = max((_common(value, n) for n in neighbours), default=0)
+        out[value] = value[: max(shortest, common + 1)]
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class AmbiguousPrefix(ValueError):
+    """A prefix several ids start with (or none)."""
+
+
+def resolve_prefix(given: str, ids: list[str], what: str) -> str:
+    """The id `given` names: itself, or the one id it is a prefix of."""
+    if given in ids:
+        return given
+    found = [i for i in ids if i.startswith(given)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise AmbiguousPrefix(f"no {what} {given!r}")
+    raise AmbiguousPrefix(f"{given!r} starts {len(found)} {what} ids ({', '.join(sorted(found)[:5])}…): give more of it")

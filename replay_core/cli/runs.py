@@ -9,8 +9,8 @@ import orjson
 import typer
 from rich.table import Table
 
-from .options import DbOption, JsonOption, SearchOption, cli_actor, err, fail, open_store, out, progress_bar
-from .output import fmt, print_json, when
+from .options import DbOption, JsonOption, SearchOption, WideOption, cli_actor, err, fail, open_store, out, progress_bar
+from .output import AmbiguousPrefix, fmt, print_json, readable_table, resolve_prefix, unique_prefixes, when
 
 commands = typer.Typer()
 
@@ -232,6 +232,7 @@ def sessions_cmd(
     replays: Annotated[bool, typer.Option("--replays", help="Also list what-if replays and experiments' runs.")] = False,
     db: DbOption = None,
     json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """List sessions, newest first (original runs only, unless --replays; with --search, each with its first matching step)."""
     from ..events import SessionStatus
@@ -255,24 +256,56 @@ def sessions_cmd(
     if json:
         print_json(items)
         return
-    table = Table(
-        "id", "name", "status", "model", "agent", "started", "steps", "cycles", "tokens", "cost $", *(["match"] if search else [])
-    )
+    out.print(_sessions_table(store, items, wide=wide, search=bool(search)))
+
+
+SESSION_FIXED = ("run", "status", "started", "steps", "cycles", "tokens", "cost $")
+RUN_PREFIX = 8  # characters of a run id shown at least (more where another id starts the same)
+
+
+def all_run_ids(store) -> list[str]:
+    from ..storage.store import SessionFilter
+
+    return store.session_ids(SessionFilter(include_replays=True, experiments=True))
+
+
+def resolve_run(store, given: str) -> str:
+    """The run `given` names: its id, or a prefix of one id only (as `sessions` shows them)."""
+    if store.get_session(given) is not None:
+        return given
+    ids = [i for i in all_run_ids(store) if i.startswith(given)]
+    if not ids:
+        fail(f"no such session: {given}")
+    try:
+        return resolve_prefix(given, ids, "run")
+    except AmbiguousPrefix as exc:
+        fail(str(exc))
+
+
+def _sessions_table(store, items: list[dict], *, wide: bool, search: bool):
+    """The run (its id, shortened to a prefix `show` takes), its name, status, start, steps, cost; --wide shows
+    whole ids and adds model, agent, cycles and tokens."""
+    short = {} if wide else unique_prefixes(all_run_ids(store), RUN_PREFIX)
+    extra = ["model", "agent", "cycles", "tokens"] if wide else []
+    match = ["match"] if search else []
+    table = readable_table("run", "name", "status", "started", "steps", *extra, "cost $", *match, fixed=SESSION_FIXED)
     for r in items:
+        more = [fmt(r["model"]), fmt(r["agent_id"]), str(r["cycles"]), f"{r['tokens_in'] + r['tokens_out']:,}"] if wide else []
         table.add_row(
-            r["id"],
+            short.get(r["id"], r["id"]),
             fmt(r["name"]),
             r["status"],
-            fmt(r["model"]),
-            fmt(r["agent_id"]),
-            when(r["started_at"]),
-            str(r["steps"]),
-            str(r["cycles"]),
-            str(r["tokens_in"] + r["tokens_out"]),
-            fmt(r["cost_usd"]),
+            _minute(r["started_at"]),
+            f"{r['steps']:,}",
+            *more,
+            "—" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
             *([_match_cell(r["match"])] if search else []),
         )
-    out.print(table)
+    return table
+
+
+def _minute(value) -> str:
+    return "not recorded" if value is None else value.strftime("%b %d %H:%M")
 
 
 def _match_cell(match: dict | None):
@@ -286,7 +319,7 @@ def _match_cell(match: dict | None):
 
 @commands.command("show")
 def show_cmd(
-    session: Annotated[str, typer.Argument(help="Session id.")],
+    session: Annotated[str, typer.Argument(help="Session id, or the start of one that no other id starts with.")],
     step: Annotated[int | None, typer.Option("--step", help="Also show the state at this step (seq).")] = None,
     db: DbOption = None,
     json: JsonOption = False,
@@ -297,6 +330,7 @@ def show_cmd(
 
     store = open_store(db)
     store.expire_idle()
+    session = resolve_run(store, session)
     try:
         tl = open_timeline(store, session)
     except KeyError:

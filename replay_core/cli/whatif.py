@@ -76,6 +76,8 @@ def replay_cmd(
     json: JsonOption = False,
 ) -> None:
     """Re-run steps --from..--to of a session with other models (what-if), and compare each replay with it."""
+    from ..understand.replay_outcome import describe
+    from ..whatif.reach import launch_problems
     from ..whatif.replay import ReplayError, estimate, replay_many
     from ..whatif.replay_config import Budget, ConfigError, configs_for, parse_params
 
@@ -99,6 +101,9 @@ def replay_cmd(
             request_timeout_s=call_timeout,
             budget=Budget(max_steps=max_steps, max_cost_usd=max_cost, timeout_s=timeout),
         )
+        unreachable = launch_problems(configs)
+        if unreachable:
+            fail("; ".join(unreachable))
         estimates = estimate(store, session, from_step, to_step, configs)
         if not json:
             for e in estimates:
@@ -112,11 +117,10 @@ def replay_cmd(
     else:
         for r in results:
             cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+            told = describe(r.outcome, r.message, r.error_class, r.first_divergence, model=r.model, started=r.model_calls > 0)
             out.print(f"\n{r.model} → {r.session}")
-            out.print(
-                f"  {r.status} ({r.outcome}: {r.message}); "
-                f"{r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}"
-            )
+            out.print(f"  {told.status}")
+            out.print(f"  {r.message}; {r.steps} steps, {r.tokens_in:,} tokens in, {r.tokens_out:,} out, cost {cost}")
             out.print(f"  first divergence: {r.first_divergence['summary'] if r.first_divergence else 'none'}")
     if results and all(r.outcome in REPLAY_FAILED for r in results):
         err.print(f"no replay ran: {', '.join(f'{r.model}: {r.error_class or r.outcome}' for r in results)}")

@@ -16,7 +16,9 @@ the failure (the last errored or blocked step, else the last step); the first ea
 step that failed the same way (same tool or error class); the step that acted on a
 contradicted resource, and the two contradicting results; the turning point when the
 compared run did the same task; blocked steps; retries and the failure they retried;
-slow operations; for a budget, token or context error, the step that spent the most;
+slow operations; for a context overflow whose error gives its figures, the errored step with
+those figures (before anything else), else for a budget, token or context error the step that
+spent the most;
 for an argument-shaped error, the call whose arguments were refused; other errors, one
 per tool and error class. At most `MAX_CHAIN` steps are kept, the failure and its first
 occurrence always among them.
@@ -30,6 +32,7 @@ a step whose error class says it timed out counts as slow whatever the figures.
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -153,7 +156,7 @@ class Explanation:
         if not self.chain:
             return "No cause found in what was recorded."
         first, rest = self.chain[0], self.chain[1:]
-        text = f"Likely cause: step {first.seq} — {_cut(first.summary.rstrip('.'), 220)}"
+        text = f"Likely cause: step {first.seq} — {_cut_whole(first.summary.rstrip('.'), 220)}"
         if rest:
             text += "; then " + ", ".join(f"step {link.seq} ({_KIND_WORDS.get(link.kind, link.kind)})" for link in rest)
         return text + "."
@@ -220,8 +223,47 @@ def _resources(args: Any) -> list[str]:
 
 
 def _first_line(text: str | None, limit: int = 90) -> str:
-    line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
+    line = next((ln.strip() for ln in plain_words(text or "").splitlines() if ln.strip()), "")
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+MESSAGE_KEYS = ("message", "detail", "reason", "description", "msg", "error_description")
+CODE_KEYS = ("error", "code", "type", "status", "error_code")
+_DECODER = json.JSONDecoder()
+
+
+def _said(obj: Any) -> str | None:
+    """What an error object says, in words: its message, with its code after it ("… (INVALID_DATE)")."""
+    if not isinstance(obj, dict):
+        return None
+    inner = obj.get("error")
+    if isinstance(inner, dict):  # {"error": {"message": …, "code": …}}
+        return _said(inner)
+    message = next((str(obj[k]) for k in MESSAGE_KEYS if isinstance(obj.get(k), str | int | float) and obj.get(k) != ""), None)
+    code = next((str(obj[k]) for k in CODE_KEYS if isinstance(obj.get(k), str | int) and str(obj.get(k)) != message), None)
+    if message is None:
+        return code
+    return f"{message} ({code})" if code else message
+
+
+def plain_words(text: str) -> str:
+    """`text` with each JSON error object in it told in words: `{"error": "INVALID_DATE", "message": "depart_date
+    2025-12-17 is in the past"}` → `depart_date 2025-12-17 is in the past (INVALID_DATE)`. Objects that carry no
+    message or code are left as they are."""
+    if "{" not in text:
+        return text
+    out, i = [], 0
+    while (start := text.find("{", i)) != -1:
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            out.append(text[i : start + 1])
+            i = start + 1
+            continue
+        words = _said(obj)
+        out.append(text[i:start] + (words if words else text[start:end]))
+        i = end
+    return "".join(out) + text[i:]
 
 
 def _canonical(args: Any) -> str:
@@ -294,6 +336,18 @@ def find_contradictions(steps: list[StepEvent]) -> list[Contradiction]:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cut_whole(text: str, limit: int) -> str:
+    """`text` up to `limit` characters, cut only after a whole clause ("; ", ". ", " — "), never inside a value;
+    "…" says more was left out."""
+    if len(text) <= limit:
+        return text
+    ends = [text.rfind(mark, 0, limit) for mark in ("; ", ". ", " — ")]
+    end = max(ends)
+    if end <= 0:  # one long clause: cut at a space outside quotes
+        end = next((j for j in range(limit, 0, -1) if text[j] == " " and text.count("“", 0, j) == text.count("”", 0, j)), limit)
+    return text[:end].rstrip(" ;.—") + " …"
 
 
 # ---------------------------------------------------------------------------- turning point
@@ -401,6 +455,28 @@ def _slow(step: StepEvent, durations: dict[str, list[float]]) -> str | None:
     return None
 
 
+CONTEXT_FIGURES = re.compile(
+    r"(?:maximum context length|context (?:window|length|limit))\D{0,40}?([\d,]{3,})\s*tokens?"
+    r".{0,200}?(?:resulted in|requested|have|got|is)\D{0,20}?([\d,]{3,})\s*tokens?",
+    re.I | re.S,
+)
+
+
+def _overflow(step: StepEvent) -> str | None:
+    """For an error that gives the context limit and what was sent ("maximum context length is 128000 tokens
+    … resulted in 131772 tokens"), the sentence that blames it on those figures."""
+    found = CONTEXT_FIGURES.search(f"{step.error_class or ''} {step.content or ''}")
+    if found is None:
+        return None
+    limit, sent = (int(g.replace(",", "")) for g in found.groups())
+    if sent <= limit:
+        return None
+    return (
+        f"The prompt reached {sent:,} tokens, over the model's limit of {limit:,} "
+        f"(by {sent - limit:,}; the figures of the error at step {step.seq})"
+    )
+
+
 def _failure(steps: list[StepEvent]) -> int:
     errored = [i for i, s in enumerate(steps) if _errored(s)]
     return errored[-1] if errored else len(steps) - 1
@@ -440,6 +516,9 @@ def causal_chain(
 
     f = _failure(steps)
     fail = steps[f]
+    overflow = next(((s, found) for s in steps[: f + 1] if _errored(s) and (found := _overflow(s))), None)
+    if overflow is not None:  # the error's own figures say what went wrong: they come first
+        add(overflow[0], "budget", overflow[1])
     ended_badly = _errored(fail)
     if ended_badly:
         add(fail, "failure", f"The run ended here: {_what_failed(fail)}.")
@@ -504,7 +583,7 @@ def causal_chain(
         if why:
             add(s, "slow", f"Slow operation: {why}.")
     text = f"{fail.error_class or ''} {fail.content or ''} {session.get('error_class') or ''}"
-    if BUDGET_ERROR.search(text):
+    if BUDGET_ERROR.search(text) and overflow is None:  # without the error's figures, the biggest spender is a lead
         spent = [s for s in before if (s.tokens_in or 0) + (s.tokens_out or 0) > 0]
         total = sum((s.tokens_in or 0) + (s.tokens_out or 0) for s in spent)
         if spent and total:

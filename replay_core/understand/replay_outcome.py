@@ -1,11 +1,12 @@
-"""What a replay did, said against its original: "reproduced", "diverged at step 8",
-"could not start: no credentials for openai".
+"""What a replay did, said against its original: "reproduced", "answered, diverged from the
+original at step 8", "diverged at step 8", "could not start: no credentials for openai".
 
 A replay's session status alone misleads (a faithful replay of a failed run is "failed"), so
 the runs list and the what-if page show this sentence instead. The replay's own stored
 outcome (metadata `replay_outcome`, `replay_message`, its error class) says whether it ran;
-compare's first divergence says where it left the original. The raw message is kept beside
-the sentence for whoever wants the provider's own words.
+compare's first divergence says where it left the original. None of it says whether the replay
+was right: that is a scorer's judgement (whatif.scorers), shown as one. The raw message is kept
+beside the sentence for whoever wants the provider's own words.
 """
 
 from __future__ import annotations
@@ -28,14 +29,24 @@ PLAIN_ERRORS = {
 _NO_CREDENTIALS = ("missing credentials", "api key", "api_key", "no key", "not set")
 
 
+NOT_JUDGED = "not judged: whether it is right is a scorer's call"
+
+
 @dataclass
 class ReplayOutcome:
-    text: str  # the sentence shown
-    kind: str  # reproduced | diverged | could_not_start | stopped | running
+    text: str  # the sentence shown: what the replay did, never whether that was right
+    kind: str  # reproduced | answered | diverged | could_not_start | stopped | running
     raw: str | None = None  # the replay's stored message, word for word
 
     def to_dict(self) -> dict:
         return {"text": self.text, "kind": self.kind, "raw": self.raw}
+
+    @property
+    def status(self) -> str:
+        """The replay's status line: what happened, then that it is not a verdict (a reproduction is one
+        only of the steps)."""
+        icons = {"reproduced": "🔁", "answered": "💬", "diverged": "↪️", "could_not_start": "🔌", "stopped": "🔌"}
+        return f"{icons.get(self.kind, '⏳')} {self.text} ({NOT_JUDGED})"
 
 
 def provider_of(model: str | None) -> str:
@@ -75,6 +86,8 @@ def describe(
         return ReplayOutcome("reproduced", "reproduced", message)
     if divergence.get("a_seq") is None and divergence.get("b_seq") is None:
         return ReplayOutcome("same steps, different outcome", "diverged", message)
+    if outcome == "final_answer":
+        return ReplayOutcome(f"answered, diverged from the original{_where(divergence)}", "answered", message)
     text = f"diverged{_where(divergence)}"
     if outcome == "budget":
         text += ", then stopped at its budget"

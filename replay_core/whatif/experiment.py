@@ -47,10 +47,11 @@ from ..understand.timeline import open_timeline
 from . import dataset as datasets
 from . import start_point
 from .provider import load_litellm
+from .reach import launch_problems, provider_score
 from .recording import Recording
 from .replay import Estimate, LiveTools, ReplayError, ReplayResult, estimate_for, recording_in, replay
 from .replay_config import RECORDED, ConfigError, ReplayConfig
-from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers
+from .scorers import DEFAULT_SCORERS, ScoreInput, get_scorer, run_scorers, run_verdict
 from .start_point import REFUSED, StartPoint
 
 STATES = ("running", "stopping", "done", "stopped", "budget", "failed")
@@ -176,12 +177,9 @@ def plan(
             get_scorer(name)
         except ValueError as exc:
             raise ExperimentError(str(exc)) from None
-    for config in configs:
-        if config.model != RECORDED or config.fallback_model:
-            try:
-                config.api_key()
-            except ConfigError as exc:
-                raise ExperimentError(str(exc)) from None
+    unreachable = launch_problems(configs)
+    if unreachable:
+        raise ExperimentError("; ".join(unreachable))
     start_point = parse_start(start)
     if any(c.tool_mode == "live" for c in configs) and not tools:
         raise ExperimentError("a variant asks for live tools (tool_mode live) but no tool functions were given (tools=…, --tool)")
@@ -484,14 +482,15 @@ class _Runner:
                     recording=rec,
                 )
             except (ReplayError, ConfigError) as exc:
+                unscored = isinstance(exc, ConfigError)  # its settings reach no provider: nothing was judged
                 self.store.finish_experiment_run(
                     self.id,
                     sid,
                     v,
                     outcome="error",
                     error_class=type(exc).__name__,
-                    passed=0,
-                    scores=[{"name": "replay", "passed": False, "reason": str(exc)}],
+                    passed=None if unscored else 0,
+                    scores=[{"name": "replay", "passed": None if unscored else False, "reason": str(exc)}],
                 )
                 return 0.0, 0
             return self._score(sid, v, rec, result, started)
@@ -509,8 +508,13 @@ class _Runner:
             result,
             self.store.load_steps(result.session),
             rec.from_step,
+            original_verdict=run_verdict(self.store.annotations(sid)),
         )
-        scores = run_scorers(self.plan.scorers, inp, self.plan.scorer_options)
+        if result.outcome == "provider_error":  # no answer from the provider says nothing about the model
+            scores, stored, passed = [], [provider_score(result.error_class, result.message, result.model)], None
+        else:
+            scores = run_scorers(self.plan.scorers, inp, self.plan.scorer_options)
+            stored, passed = [s.to_dict() for s in scores], int(all(s.passed for s in scores))
         scoring_cost = sum(s.cost_usd or 0.0 for s in scores)
         scoring_ms = sum(float(s.details.get("latency_ms") or 0.0) for s in scores)
         div = result.first_divergence
@@ -522,8 +526,8 @@ class _Runner:
             replay_session=result.session,
             outcome=result.outcome,
             error_class=result.error_class,
-            passed=int(all(s.passed for s in scores)),
-            scores=[s.to_dict() for s in scores],
+            passed=passed,
+            scores=stored,
             cost_usd=result.cost_usd,
             tokens_in=result.tokens_in,
             tokens_out=result.tokens_out,

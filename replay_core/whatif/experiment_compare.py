@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..storage.store import Store
+from .reach import not_scored_reason
 from .results import wilson
 
 
@@ -39,8 +40,8 @@ def _rate(passed: int, n: int) -> dict:
 
 
 def _verdicts(run: dict | None) -> dict[str, bool] | None:
-    """Scorer -> passed for a scored run; None when it was not scored (pending, running, refused)."""
-    if run is None or run["state"] != "done" or run["passed"] is None:
+    """Scorer -> passed for a scored run; None when it was not scored (pending, running, refused, provider error)."""
+    if run is None or run["state"] != "done" or run["passed"] is None or not_scored_reason(run):
         return None
     return {s["name"]: bool(s.get("passed")) for s in run["scores"] or []}
 

@@ -7,7 +7,8 @@ latency p50/p95 (nearest-rank), and a histogram of the original's step where rep
 departed. Regressions come first: cases that passed on the baseline variant (the first)
 and fail on another; improvements are the reverse. Only cases scored on both sides count.
 Refused cases (the run has no step the start point names, or nothing to replay after it)
-are counted apart with their reasons, never as passes or fails. Each cell says which tool
+and cases not scored (their provider gave no answer: whatif.reach) are counted apart with
+their reasons, never as passes or fails. Each cell says which tool
 answers were given by live functions and which were served from the recording.
 """
 
@@ -19,6 +20,7 @@ import math
 from collections import Counter
 
 from ..storage.store import SessionFilter, Store
+from .reach import not_scored_reason
 from .start_point import REFUSED
 
 Z95 = 1.959963984540054
@@ -58,8 +60,9 @@ def summarise(store: Store, experiment_id: str) -> dict:
     variants = []
     for v, name in enumerate(names):
         finished = [cell[(c, v)] for c in cases if (c, v) in cell and cell[(c, v)]["state"] == "done"]
-        done = [r for r in finished if r["outcome"] != REFUSED]
         refused = [r for r in finished if r["outcome"] == REFUSED]
+        unscored = [r for r in finished if r["outcome"] != REFUSED and not_scored_reason(r)]
+        done = [r for r in finished if r["outcome"] != REFUSED and not not_scored_reason(r)]
         passed = sum(1 for r in done if r["passed"])
         costs = [r["cost_usd"] for r in done]
         variants.append(
@@ -85,6 +88,8 @@ def summarise(store: Store, experiment_id: str) -> dict:
                 "pending": len(cases) - len(finished),
                 "refused": len(refused),
                 "refusals": [{"case": r["case_session"], "reason": _failing_reason(r)} for r in refused],
+                "not_scored": len(unscored),
+                "not_scored_reasons": [{"case": r["case_session"], "reason": not_scored_reason(r)} for r in unscored],
                 "tool_results": {k: sum(len((r["tools"] or {}).get(k) or []) for r in done) for k in ("live", "recorded")},
             }
         )
@@ -92,7 +97,7 @@ def summarise(store: Store, experiment_id: str) -> dict:
     for v in range(1, len(names)):
         for c in cases:
             base, this = cell.get((c, 0)), cell.get((c, v))
-            if not base or not this or base["passed"] is None or this["passed"] is None:
+            if not base or not this or base["passed"] is None or this["passed"] is None or unjudged(base) or unjudged(this):
                 continue
             item = {
                 "case": c,
@@ -135,12 +140,31 @@ def _failing_reason(run: dict) -> str | None:
     return failing[0]["reason"] if failing else None
 
 
+def unjudged(run: dict) -> bool:
+    """Refused or not scored: a finished case × variant with no verdict."""
+    return run["outcome"] == REFUSED or not_scored_reason(run) is not None
+
+
+def verdict(run: dict | None) -> str:
+    """pass | fail | pending | refused | not scored (provider error: …)."""
+    if run is None or run["state"] != "done":
+        return "pending"
+    if run["outcome"] == REFUSED:
+        return "refused"
+    unscored = not_scored_reason(run)
+    if unscored:
+        return unscored
+    return "pass" if run["passed"] else "fail"
+
+
 def _cell(run: dict | None) -> dict | None:
     if run is None:
         return None
+    unscored = unjudged(run)
     return {
         "state": run["state"],
-        "passed": None if run["passed"] is None else bool(run["passed"]),
+        "verdict": verdict(run),
+        "passed": None if run["passed"] is None or unscored else bool(run["passed"]),
         "session": run["replay_session"],
         "outcome": run["outcome"],
         "cost_usd": run["cost_usd"],
@@ -170,6 +194,7 @@ def to_csv(summary: dict) -> str:
             "case",
             "variant",
             "state",
+            "verdict",
             "passed",
             "replay_session",
             "outcome",
@@ -190,6 +215,7 @@ def to_csv(summary: dict) -> str:
                     row["case"],
                     name,
                     c["state"],
+                    c["verdict"],
                     c["passed"],
                     c["session"],
                     c["outcome"],
@@ -215,6 +241,8 @@ def cli_shape(summary: dict) -> dict:
             "outcomes": v["outcomes"],
             "pending": v["pending"],
             "refused": v["refused"],
+            "not_scored": v["not_scored"],
+            "not_scored_reasons": v["not_scored_reasons"],
             "tool_results": v["tool_results"],
         }
         for v in summary["variants"]

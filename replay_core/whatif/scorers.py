@@ -57,6 +57,7 @@ class ScoreInput:
     replay_steps: list[StepEvent]
     from_seq: int
     options: dict[str, Any] = field(default_factory=dict)  # this scorer's options
+    original_verdict: str | None = None  # a reviewer's verdict on the original run: good | bad | needs_attention
 
 
 Scorer = Callable[[ScoreInput], Score]
@@ -124,14 +125,38 @@ def final_answer(steps: Sequence[StepEvent]) -> str | None:
     return None
 
 
+def run_verdict(annotations: Sequence[dict]) -> str | None:
+    """The latest reviewer verdict on a whole run (annotations on no step), or None."""
+    whole = [a for a in annotations if not a.get("event_id")]
+    return whole[-1]["label"] if whole else None
+
+
+NO_REFERENCE = (
+    "the original {why}, so its answer is not what counts as right; give the case an expected outcome, "
+    "or mark the original good on Review if its answer was right"
+)
+
+
 def expected_of(inp: ScoreInput) -> tuple[str | None, str]:
-    """What counts as right, and where that came from."""
+    """What counts as right, and where that came from (None: nothing does, and why).
+
+    A failed original's answer is not right unless a reviewer marked the run good; a run a reviewer
+    marked bad or for attention is not right whatever its status."""
     if inp.expected is not None:
         return inp.expected, "the expected outcome"
+    verdict = inp.original_verdict
+    if verdict in ("bad", "needs_attention"):
+        return None, NO_REFERENCE.format(why=f"was marked {verdict.replace('_', ' ')} by a reviewer")
+    if verdict != "good" and inp.original.get("status") != "succeeded":
+        return None, NO_REFERENCE.format(why=f"ended {inp.original.get('status') or 'without a recorded outcome'}")
+    vouched = " (a reviewer marked it good)" if verdict == "good" else ""
     answer = final_answer(inp.original_steps)
     if answer is not None:
-        return answer, "the original's final answer"
-    return inp.original.get("outcome"), "the original's outcome"
+        return answer, "the original's final answer" + vouched
+    outcome = inp.original.get("outcome")
+    if outcome is None:
+        return None, "the original has no final answer or outcome, and the case no expected text"
+    return outcome, "the original's outcome" + vouched
 
 
 def normalise(text: str) -> str:
@@ -159,15 +184,15 @@ def _call_text(step: StepEvent) -> str:
 def outcome(inp: ScoreInput) -> Score:
     want, where = expected_of(inp)
     got = final_answer(inp.replay_steps)
+    reference = {"reference": where}
     if want is None:
+        return Score("outcome", False, f"nothing to compare with: {where}", details=reference)
+    if got is None:
         return Score(
             "outcome",
             False,
-            "nothing to compare with: the original has no final answer or outcome, and the case no expected text",
-        )
-    if got is None:
-        return Score(
-            "outcome", False, f"the replay gave no final answer (it ended {inp.replay.outcome}: {_short(inp.replay.message)})"
+            f"the replay gave no final answer (it ended {inp.replay.outcome}: {_short(inp.replay.message)})",
+            details=reference,
         )
     rule = inp.match if inp.expected is not None else "equals"
     if rule == "regex":
@@ -178,8 +203,8 @@ def outcome(inp: ScoreInput) -> Score:
         how = f"{'contains' if ok else 'does not contain'} “{_short(want, 60)}”"
     else:
         ok = normalise(want) == normalise(got)
-        how = f"equals {where}" if ok else f"differs from {where} “{_short(want, 60)}”"
-    return Score("outcome", ok, f"final answer “{_short(got)}” {how}")
+        how = "equals it" if ok else f"differs from it: “{_short(want, 60)}”"
+    return Score("outcome", ok, f"final answer “{_short(got)}” {how} (compared with {where})", details=reference)
 
 
 @scorer("final_tool")

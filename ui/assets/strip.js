@@ -197,6 +197,7 @@ export default function ({ parentElement, data, setTriggerValue }) {
     const input = event.target.querySelector("input"),
       seq = Number(input.value);
     if (input.value !== "" && Number.isInteger(seq)) pick(seq); // the page takes one past the run to its nearer end
+    input.value = ""; // the box asks again: an old number beside a new cursor reads as where you are
   };
   document.removeEventListener("keydown", box.onKey); // one listener, whichever render set it
   box.onKey = (event) => {
