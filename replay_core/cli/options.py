@@ -106,6 +106,14 @@ COMMAND_ACTIONS: dict[str, str] = {
     "queue show": roles.READ,
     "queue export": roles.READ,
     "share": roles.SHARE,
+    "mcp": roles.READ,  # each tool checks the role its own action needs
+    "monitor add": roles.MANAGE_MONITORS,
+    "monitor check": roles.MANAGE_MONITORS,  # it opens and resolves alerts and sends them
+    "monitor mute": roles.MANAGE_MONITORS,
+    "monitor ack": roles.MANAGE_MONITORS,
+    "monitor list": roles.READ,
+    "monitor show": roles.READ,
+    "monitor history": roles.READ,
 }
 
 

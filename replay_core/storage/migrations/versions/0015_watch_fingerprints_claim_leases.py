@@ -8,16 +8,16 @@ experiment_runs.lease_until: a claimed case × variant belongs to its runner unt
 renews it while the replay runs); another process takes it only once the lease lapsed (its runner
 died), so run and resume at once never pay for one case twice.
 
-Revision ID: trust_b_fingerprint_lease
-Revises: 0013_call_keys
+Revision ID: 0015_watch_fingerprints_claim_leases
+Revises: 0014_step_places
 Create Date: 2026-12-06
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "trust_b_fingerprint_lease"
-down_revision = "0013_call_keys"
+revision = "0015_watch_fingerprints_claim_leases"
+down_revision = "0014_step_places"
 branch_labels = None
 depends_on = None
 

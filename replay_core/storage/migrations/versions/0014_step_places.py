@@ -5,7 +5,7 @@ are put among the stored ones by the place each step's span gives it (ingest.for
 .place), so steps.place holds it (NULL for steps from any other source, which are numbered as they
 come). Steps stored before this revision keep NULL: their runs' order stays as it was.
 
-Revision ID: fw_order_step_places
+Revision ID: 0014_step_places
 Revises: 0013_call_keys
 Create Date: 2026-12-06
 """
@@ -13,7 +13,7 @@ Create Date: 2026-12-06
 import sqlalchemy as sa
 from alembic import op
 
-revision = "fw_order_step_places"
+revision = "0014_step_places"
 down_revision = "0013_call_keys"
 branch_labels = None
 depends_on = None

@@ -1,7 +1,7 @@
 """monitors and monitor_alerts: rules judged on a schedule over the runs' rollups, and their alerts
 
-Revision ID: monitors_rules
-Revises: 0013_call_keys
+Revision ID: 0016_monitors
+Revises: 0015_watch_fingerprints_claim_leases
 Create Date: 2026-12-06
 """
 
@@ -10,8 +10,8 @@ from alembic import op
 
 from replay_core.storage.tables import JSONType, UTCDateTime
 
-revision = "monitors_rules"
-down_revision = "0013_call_keys"
+revision = "0016_monitors"
+down_revision = "0015_watch_fingerprints_claim_leases"
 branch_labels = None
 depends_on = None
 
