@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from .. import config
@@ -257,6 +257,7 @@ class IngestState(StoreBase):
                         changed += 1
             rollups.refresh(conn, list({f["session_id"] for f in fills}), bulk_insert)  # repeated calls are told by call_key
         return changed
+
 
 def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int | None]:
     """Seqs for steps of `places` (sorted) among a run's stored steps, kept in place order and numbered
