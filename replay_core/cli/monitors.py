@@ -4,6 +4,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from .options import DbOption, JsonOption, cli_actor, fail, open_store, out
@@ -197,3 +198,44 @@ def ack_cmd(alert: Annotated[int, typer.Argument(help="Alert id (monitor history
     if not store.ack_alert(alert, actor=actor):
         fail(f"no alert {alert}")
     out.print(f"alert {alert} acknowledged by {actor.who}")
+
+
+release_app = typer.Typer(help="Releases: one version (or model) against another, metric by metric.", no_args_is_help=True)
+commands.add_typer(release_app, name="release")
+
+
+@release_app.command("compare")
+def release_compare_cmd(
+    a: Annotated[str, typer.Argument(help="The earlier value, e.g. 1.5.0.")],
+    b: Annotated[str, typer.Argument(help="The later value, e.g. 1.6.0.")],
+    workflow: Annotated[str | None, typer.Option("--workflow", help="One workflow only.")] = None,
+    min_runs: Annotated[int, typer.Option("--min-runs", help="Fewer runs on a side: no evidence yet.")] = 20,
+    dimension: Annotated[str, typer.Option("--dimension", help="agent_version or model.")] = "agent_version",
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """B against A on every metric with an interval, overall and per workflow: better, worse or no evidence yet."""
+    from ..monitors.judge import formatter
+    from ..monitors.releases import compare
+    from ..monitors.rules import METRICS, RuleError
+
+    if min_runs < 1:
+        fail(f"--min-runs: at least 1, got {min_runs}")
+    store = open_store(db)
+    try:
+        result = compare(store, a, b, dimension=dimension, workflow=workflow, min_runs=min_runs)
+    except RuleError as exc:
+        fail(str(exc))
+    if json:
+        print_json(result.to_dict())
+        return
+    out.print(f"{dimension} {b} against {a}, 95 % intervals, at least {min_runs} runs a side")
+    for scope, metrics in result.scopes.items():
+        runs = f"{max(m.a.runs for m in metrics)} / {max(m.b.runs for m in metrics)} runs"
+        table = Table("metric", a, b, "verdict", title=f"{scope}: {runs}", title_justify="left", box=box.SIMPLE)
+        for m in metrics:
+            f = formatter(METRICS[m.metric][2])
+            table.add_row(
+                m.metric, *(f"{f(x.value)} {f(x.low)}–{f(x.high)}" if x.value is not None else "—" for x in (m.a, m.b)), m.verdict
+            )
+        out.print(table)
