@@ -16,11 +16,11 @@ from replay_core.monitors.releases import BETTER, NO_EVIDENCE, OVERALL, WORSE, v
 from replay_core.monitors.rules import INTERVAL_METRICS, RuleError
 
 
-def workload(store, *, new_fail: float = 0.40) -> None:
-    runs(store, 120, day=3, fail=0.10, version="1.5.0", seed=1)
-    runs(store, 120, day=3, fail=0.10, version="1.5.0", seed=2, workflow="search")
-    runs(store, 120, day=1, fail=new_fail, version="1.6.0", seed=3)
-    runs(store, 120, day=1, fail=0.10, version="1.6.0", seed=4, workflow="search")
+def workload(store, *, new_fail: float = 0.40, now=NOW) -> None:
+    runs(store, 120, day=3, fail=0.10, version="1.5.0", seed=1, now=now)
+    runs(store, 120, day=3, fail=0.10, version="1.5.0", seed=2, workflow="search", now=now)
+    runs(store, 120, day=1, fail=new_fail, version="1.6.0", seed=3, now=now)
+    runs(store, 120, day=1, fail=0.10, version="1.6.0", seed=4, workflow="search", now=now)
 
 
 def verdicts(comparison, scope: str) -> dict[str, str]:
@@ -101,7 +101,9 @@ def test_no_alert_when_nothing_is_worse(store):
 def test_the_cli_compares_two_versions_at_80_columns(sqlite_store, monkeypatch):
     from cli_helpers import run_main
 
-    workload(sqlite_store)
+    from replay_core.vocabulary import now_utc
+
+    workload(sqlite_store, now=now_utc())  # `monitor check` judges as of now
 
     def cli(*args: str):
         return run_main(monkeypatch, [*args, "--db", sqlite_store.url], {"COLUMNS": "80"})
@@ -115,3 +117,7 @@ def test_the_cli_compares_two_versions_at_80_columns(sqlite_store, monkeypatch):
     assert {m["verdict"] for ms in body["scopes"].values() for m in ms} == {NO_EVIDENCE}
     refused = cli("release", "compare", "1.5.0", "1.6.0", "--dimension", "colour")
     assert refused.returncode == 1 and "dimension: expected one of" in refused.stderr
+    checked = cli("monitor", "check")  # the schedule's pass by hand: the built-in release monitor joins in
+    assert "release agent_version: firing [alert opened] — 1.6.0 worse than 1.5.0 on success_rate" in checked.stdout
+    [listed] = json.loads(cli("monitor", "list", "--json").stdout)
+    assert listed["rule"].startswith("each new agent_version against the one before it") and listed["alert_open"]

@@ -72,9 +72,9 @@ def add_cmd(
 
 
 def _sentence(monitor: dict) -> str:
-    from ..monitors.rules import parse_rule
+    from ..monitors.rules import parse_monitor_rule
 
-    return parse_rule(monitor["rule"]).sentence()
+    return parse_monitor_rule(monitor["rule"]).sentence()
 
 
 @monitor_app.command("list")
@@ -133,9 +133,12 @@ def check_cmd(
 ) -> None:
     """Judge now (as the server does on its schedule), open or resolve alerts and send them."""
     from ..monitors import check
+    from ..monitors.releases import ensure_monitor
 
     store = open_store(db)
     cli_actor()
+    if not monitor:
+        ensure_monitor(store)  # as the schedule does
     chosen = [_monitor(store, monitor)] if monitor else store.list_monitors()
     results = [{"monitor": m["name"]} | check.check(store, m) for m in chosen]
     if json:
