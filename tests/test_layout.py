@@ -28,7 +28,7 @@ ALLOWED = {
     "sdk": {"storage", "ingest", "media"},
     "team": {"storage"},
     "monitors": {"storage", "understand", "whatif", "team"},
-    "server": {"storage", "ingest", "understand", "whatif", "team", "media"},
+    "server": {"storage", "ingest", "understand", "whatif", "team", "media", "monitors"},
 }
 TOP = {"cli", "demo", ""}  # the package face and the thin shells over everything
 

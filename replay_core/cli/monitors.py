@@ -48,7 +48,7 @@ def add_cmd(
 ) -> None:
     """Add a monitor; its rule is checked before it is stored."""
     from ..monitors import check
-    from ..monitors.rules import RuleError
+    from ..monitors.rules import RuleError, parse_rule
 
     filters = {"workflow": workflow, "agent_id": agent, "model": model, "agent_version": version, "environment": environment}
     rule = {
@@ -68,33 +68,16 @@ def add_cmd(
     if json:
         print_json(made)
         return
-    out.print(f"monitor {made['id']} {made['name']}: {_sentence(made)}")
-
-
-def _sentence(monitor: dict) -> str:
-    from ..monitors.rules import parse_monitor_rule
-
-    return parse_monitor_rule(monitor["rule"]).sentence()
+    out.print(f"monitor {made['id']} {made['name']}: {parse_rule(made['rule']).sentence()}")
 
 
 @monitor_app.command("list")
 def list_cmd(db: DbOption = None, json: JsonOption = False) -> None:
     """Every monitor, its last verdict and whether an alert is open."""
+    from ..monitors.check import summary
+
     store = open_store(db)
-    rows = []
-    for m in store.list_monitors():
-        last = m.get("last_result") or {}
-        rows.append(
-            {
-                "id": m["id"],
-                "name": m["name"],
-                "rule": _sentence(m),
-                "last_verdict": last.get("verdict"),
-                "checked_at": m.get("last_checked_at"),
-                "alert_open": store.open_alert(m["id"]) is not None,
-                "muted_until": m.get("muted_until"),
-            }
-        )
+    rows = [summary(store, m) for m in store.list_monitors()]
     if json:
         print_json(rows)
         return
@@ -107,9 +90,11 @@ def list_cmd(db: DbOption = None, json: JsonOption = False) -> None:
 @monitor_app.command("show")
 def show_cmd(monitor: Annotated[str, typer.Argument(help="Id or name.")], db: DbOption = None, json: JsonOption = False) -> None:
     """A monitor: its rule, its last judgement, its open alert."""
+    from ..monitors.check import details
+
     store = open_store(db)
     found = _monitor(store, monitor)
-    body = found | {"rule_sentence": _sentence(found), "open_alert": store.open_alert(found["id"])}
+    body = details(store, found)
     if json:
         print_json(body)
         return

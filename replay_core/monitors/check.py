@@ -52,6 +52,26 @@ def add(
     return store.get_monitor(monitor_id) or {}
 
 
+def summary(store: Store, monitor: dict) -> dict:
+    """A monitor in a list: its rule in a sentence, its last verdict, whether an alert is open."""
+    last = monitor.get("last_result") or {}
+    return {
+        "id": monitor["id"],
+        "name": monitor["name"],
+        "rule": parse_monitor_rule(monitor["rule"]).sentence(),
+        "last_verdict": last.get("verdict"),
+        "checked_at": monitor.get("last_checked_at"),
+        "alert_open": store.open_alert(monitor["id"]) is not None,
+        "muted_until": monitor.get("muted_until"),
+    }
+
+
+def details(store: Store, monitor: dict) -> dict:
+    """A monitor shown alone: every stored field, its rule in a sentence, its open alert."""
+    sentence = parse_monitor_rule(monitor["rule"]).sentence()
+    return monitor | {"rule_sentence": sentence, "open_alert": store.open_alert(monitor["id"])}
+
+
 def runs_link(rule: Rule, judgement: Judgement) -> str:
     """The runs page filtered to the runs behind the figure."""
     flt = failing_filter(rule, judgement)

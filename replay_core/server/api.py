@@ -20,6 +20,7 @@ from .responses import json_response
 from .routes.docs import DocRoutes
 from .routes.experiments import ExperimentRoutes
 from .routes.ingest import IngestRoutes
+from .routes.monitors import MonitorRoutes
 from .routes.runs import RunRoutes
 from .routes.team import TeamRoutes
 
@@ -34,6 +35,7 @@ class HttpApi:
             RunRoutes(self.context),
             ExperimentRoutes(self.context),
             TeamRoutes(self.context),
+            MonitorRoutes(self.context),
             DocRoutes(self.context, self.routes),
         )
 
