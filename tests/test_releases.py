@@ -8,10 +8,13 @@ import json
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from monitor_workload import NOW, runs
 
 from replay_core.monitors import check as monitors
 from replay_core.monitors import releases
+from replay_core.monitors.judge import Figure
 from replay_core.monitors.releases import BETTER, NO_EVIDENCE, OVERALL, WORSE, verdict
 from replay_core.monitors.rules import INTERVAL_METRICS, RuleError
 
@@ -63,13 +66,26 @@ def test_too_few_runs_are_no_evidence_yet(store):
 
 
 def test_verdict_directions():
-    from replay_core.monitors.judge import Figure
-
     low, high = Figure(0.1, 0.05, 0.15, 50, None, None), Figure(0.4, 0.3, 0.5, 50, None, None)
     assert verdict("failure_rate", low, high, 20)[0] == WORSE
     assert verdict("failure_rate", high, low, 20)[0] == BETTER
     assert verdict("success_rate", low, high, 20)[0] == BETTER
     assert verdict("success_rate", high, high, 20) == (NO_EVIDENCE, "the intervals overlap")
+
+
+def _figures():
+    bounds = st.lists(st.floats(0, 1), min_size=3, max_size=3).map(sorted)
+    return st.builds(lambda b, n: Figure(b[1], b[0], b[2], n, None, None), bounds, st.integers(0, 60))
+
+
+@given(metric=st.sampled_from(INTERVAL_METRICS), a=_figures(), b=_figures())
+def test_a_verdict_turns_over_when_the_sides_swap_and_needs_its_runs(metric, a, b):
+    forward, backward = verdict(metric, a, b, 20)[0], verdict(metric, b, a, 20)[0]
+    assert {forward, backward} in ({WORSE, BETTER}, {NO_EVIDENCE})
+    if min(a.runs, b.runs) < 20:
+        assert forward == NO_EVIDENCE
+    if forward != NO_EVIDENCE:  # only ever on intervals apart
+        assert b.low > a.high or b.high < a.low
 
 
 def test_a_new_worse_version_opens_exactly_one_alert(store):
@@ -88,6 +104,13 @@ def test_a_new_worse_version_opens_exactly_one_alert(store):
     assert any("charge_card" in p for p in figure["patterns"]), figure["patterns"]
     listed = {m["name"]: m for m in store.list_monitors()}
     assert listed["release agent_version"]["last_result"]["verdict"] == "firing"
+    # later runs of 1.5.0 fail as often on checkout: the evidence is gone, the alert resolves, once
+    runs(store, 360, day=2, fail=0.45, version="1.5.0", seed=7)
+    later = NOW + timedelta(minutes=20)
+    assert releases.check_releases(store, later)["event"] == "resolved"
+    assert releases.check_releases(store, later + timedelta(minutes=5))["event"] is None
+    [alert] = store.alerts()
+    assert alert["resolved_at"] is not None
 
 
 def test_no_alert_when_nothing_is_worse(store):
