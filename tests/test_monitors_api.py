@@ -6,25 +6,11 @@ from __future__ import annotations
 
 import pytest
 from monitor_workload import runs
-from starlette.testclient import TestClient
+from test_api_queues import as_, client  # noqa: F401  (a fixture: the API over the `store` fixture, tokens by role)
 
-from replay_core.server.api import create_app
-from replay_core.server.auth import Access
 from replay_core.vocabulary import now_utc
 
-TOKENS = {"editor": "tok-editor-0123456789", "viewer": "tok-viewer-0123456789"}
 RULE = {"metric": "failure_rate", "threshold": 0.2, "filters": {"workflow": "checkout"}}
-
-
-@pytest.fixture
-def client(store):
-    access = Access(api_tokens=tuple(TOKENS.values()), token_roles=tuple(TOKENS))
-    with TestClient(create_app(store, access=access)) as c:
-        yield c
-
-
-def as_(role: str) -> dict:
-    return {"Authorization": f"Bearer {TOKENS[role]}"}
 
 
 def test_a_monitor_added_checked_muted_and_its_alert_acknowledged(client, store):
