@@ -29,6 +29,7 @@ PAGES = [
     ("pages/whatif.py", "What-if", ":material/science:", "whatif", "Tools"),
     ("pages/experiments.py", "Experiments", ":material/labs:", "experiments", "Tools"),
     ("pages/analytics.py", "Analytics", ":material/monitoring:", "analytics", "Tools"),
+    ("pages/monitors.py", "Monitors", ":material/notifications:", "monitors", "Tools"),
     ("pages/import_runs.py", "Import", ":material/upload_file:", "import", "Tools"),
 ]
 

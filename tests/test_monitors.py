@@ -8,21 +8,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import random
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from monitor_workload import NOW, runs
 
-from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
-from replay_core.ingest.pipeline import ingest
 from replay_core.monitors import check as monitors
 from replay_core.monitors.rules import RuleError, parse_rule
 from replay_core.storage.actor import Actor, PermissionDenied
 from replay_core.storage.store import Store
 
-NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 FAILURE_RATE_CHANGE = {
     "metric": "failure_rate",
     "window_hours": 24,
@@ -30,49 +27,6 @@ FAILURE_RATE_CHANGE = {
     "min_runs": 30,
     "filters": {"workflow": "checkout"},
 }
-
-
-def runs(
-    store: Store,
-    n: int,
-    *,
-    day: int,
-    fail: float,
-    workflow: str = "checkout",
-    version: str = "1.5.0",
-    seed: int = 1,
-    now: datetime = NOW,
-) -> None:
-    """`n` runs of `workflow` started during the day `day` days before NOW, a share `fail` of them failing at
-    a `charge_card` call with a PaymentDeclined error (the pattern the alert must name)."""
-    rng = random.Random(seed)
-    events: list = []
-    for i in range(n):
-        sid = f"{workflow}-{version}-{day}-{seed}-{i}"
-        start = now - timedelta(days=day) + timedelta(minutes=10 + i * (1380 / max(n, 1)))
-        failed = rng.random() < fail
-        events.append(SessionEvent(session_id=sid, name=f"order {i}", workflow=workflow, agent_version=version, started_at=start))
-        events.append(StepEvent(session_id=sid, type="input", content=f"buy item {i}", timestamp=start))
-        events.append(
-            StepEvent(
-                session_id=sid,
-                type="tool_call",
-                tool_name="charge_card",
-                tool_args={"order": i},
-                timestamp=start + timedelta(seconds=1),
-                status="error" if failed else "ok",
-                error_class="PaymentDeclined" if failed else None,
-            )
-        )
-        events.append(
-            SessionEndEvent(
-                session_id=sid,
-                status="failed" if failed else "succeeded",
-                error_class="PaymentDeclined" if failed else None,
-                ended_at=start + timedelta(seconds=30),
-            )
-        )
-    ingest(store, events)
 
 
 def test_rules_are_checked_field_by_field():
@@ -210,7 +164,7 @@ def test_two_replicas_judge_each_monitor_once_per_period(store):
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results[0] + results[1]) == ["m0", "m1", "m2"]
+    assert sorted(results[0] + results[1]) == ["m0", "m1", "m2", "release agent_version"]
     assert len(store.alerts()) == 3
     assert monitors.check_due(store, NOW + timedelta(seconds=10)) == []  # same period: nobody again
     other.close()

@@ -16,6 +16,7 @@ from replay_core.storage.store import SessionFilter, Store
 from replay_core.team import queues
 
 from .common import PAGE_QUEUES, PAGE_RUNS, PAGE_TIMELINE, filter_params, fmt_when, md, reviewer_name, short
+from .monitors_view import alert_banner
 
 PRODUCT = "Agent Replay"
 PITCH = (
@@ -122,5 +123,6 @@ def start_section(store: Store, actor: Actor) -> None:
 def home(store: Store, actor: Actor) -> None:
     st.title(PRODUCT)
     st.markdown(PITCH)
+    alert_banner(store)
     attention_section(store, actor)
     start_section(store, actor)

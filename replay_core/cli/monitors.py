@@ -4,6 +4,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from .options import DbOption, JsonOption, cli_actor, fail, open_store, out
@@ -47,7 +48,7 @@ def add_cmd(
 ) -> None:
     """Add a monitor; its rule is checked before it is stored."""
     from ..monitors import check
-    from ..monitors.rules import RuleError
+    from ..monitors.rules import RuleError, parse_rule
 
     filters = {"workflow": workflow, "agent_id": agent, "model": model, "agent_version": version, "environment": environment}
     rule = {
@@ -67,33 +68,16 @@ def add_cmd(
     if json:
         print_json(made)
         return
-    out.print(f"monitor {made['id']} {made['name']}: {_sentence(made)}")
-
-
-def _sentence(monitor: dict) -> str:
-    from ..monitors.rules import parse_rule
-
-    return parse_rule(monitor["rule"]).sentence()
+    out.print(f"monitor {made['id']} {made['name']}: {parse_rule(made['rule']).sentence()}")
 
 
 @monitor_app.command("list")
 def list_cmd(db: DbOption = None, json: JsonOption = False) -> None:
     """Every monitor, its last verdict and whether an alert is open."""
+    from ..monitors.check import summary
+
     store = open_store(db)
-    rows = []
-    for m in store.list_monitors():
-        last = m.get("last_result") or {}
-        rows.append(
-            {
-                "id": m["id"],
-                "name": m["name"],
-                "rule": _sentence(m),
-                "last_verdict": last.get("verdict"),
-                "checked_at": m.get("last_checked_at"),
-                "alert_open": store.open_alert(m["id"]) is not None,
-                "muted_until": m.get("muted_until"),
-            }
-        )
+    rows = [summary(store, m) for m in store.list_monitors()]
     if json:
         print_json(rows)
         return
@@ -106,9 +90,11 @@ def list_cmd(db: DbOption = None, json: JsonOption = False) -> None:
 @monitor_app.command("show")
 def show_cmd(monitor: Annotated[str, typer.Argument(help="Id or name.")], db: DbOption = None, json: JsonOption = False) -> None:
     """A monitor: its rule, its last judgement, its open alert."""
+    from ..monitors.check import details
+
     store = open_store(db)
     found = _monitor(store, monitor)
-    body = found | {"rule_sentence": _sentence(found), "open_alert": store.open_alert(found["id"])}
+    body = details(store, found)
     if json:
         print_json(body)
         return
@@ -132,9 +118,12 @@ def check_cmd(
 ) -> None:
     """Judge now (as the server does on its schedule), open or resolve alerts and send them."""
     from ..monitors import check
+    from ..monitors.releases import ensure_monitor
 
     store = open_store(db)
     cli_actor()
+    if not monitor:
+        ensure_monitor(store)  # as the schedule does
     chosen = [_monitor(store, monitor)] if monitor else store.list_monitors()
     results = [{"monitor": m["name"]} | check.check(store, m) for m in chosen]
     if json:
@@ -197,3 +186,44 @@ def ack_cmd(alert: Annotated[int, typer.Argument(help="Alert id (monitor history
     if not store.ack_alert(alert, actor=actor):
         fail(f"no alert {alert}")
     out.print(f"alert {alert} acknowledged by {actor.who}")
+
+
+release_app = typer.Typer(help="Releases: one version (or model) against another, metric by metric.", no_args_is_help=True)
+commands.add_typer(release_app, name="release")
+
+
+@release_app.command("compare")
+def release_compare_cmd(
+    a: Annotated[str, typer.Argument(help="The earlier value, e.g. 1.5.0.")],
+    b: Annotated[str, typer.Argument(help="The later value, e.g. 1.6.0.")],
+    workflow: Annotated[str | None, typer.Option("--workflow", help="One workflow only.")] = None,
+    min_runs: Annotated[int, typer.Option("--min-runs", help="Fewer runs on a side: no evidence yet.")] = 20,
+    dimension: Annotated[str, typer.Option("--dimension", help="agent_version or model.")] = "agent_version",
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """B against A on every metric with an interval, overall and per workflow: better, worse or no evidence yet."""
+    from ..monitors.judge import formatter
+    from ..monitors.releases import compare
+    from ..monitors.rules import METRICS, RuleError
+
+    if min_runs < 1:
+        fail(f"--min-runs: at least 1, got {min_runs}")
+    store = open_store(db)
+    try:
+        result = compare(store, a, b, dimension=dimension, workflow=workflow, min_runs=min_runs)
+    except RuleError as exc:
+        fail(str(exc))
+    if json:
+        print_json(result.to_dict())
+        return
+    out.print(f"{dimension} {b} against {a}, 95 % intervals, at least {min_runs} runs a side")
+    for scope, metrics in result.scopes.items():
+        runs = f"{max(m.a.runs for m in metrics)} / {max(m.b.runs for m in metrics)} runs"
+        table = Table("metric", a, b, "verdict", title=f"{scope}: {runs}", title_justify="left", box=box.SIMPLE)
+        for m in metrics:
+            f = formatter(METRICS[m.metric][2])
+            table.add_row(
+                m.metric, *(f"{f(x.value)} {f(x.low)}–{f(x.high)}" if x.value is not None else "—" for x in (m.a, m.b)), m.verdict
+            )
+        out.print(table)

@@ -114,6 +114,7 @@ COMMAND_ACTIONS: dict[str, str] = {
     "monitor list": roles.READ,
     "monitor show": roles.READ,
     "monitor history": roles.READ,
+    "release compare": roles.READ,
 }
 
 

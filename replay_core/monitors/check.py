@@ -17,9 +17,10 @@ from .. import config
 from ..storage.actor import MANAGE_MONITORS, Actor
 from ..storage.store import Store
 from ..vocabulary import now_utc
-from .deliver import deliver
+from . import releases
+from .deliver import announce, deliver, is_muted
 from .judge import Judgement, failing_filter, judge
-from .rules import Rule, RuleError, parse_rule
+from .rules import ReleaseRule, Rule, RuleError, parse_monitor_rule, parse_rule
 
 log = logging.getLogger(__name__)
 EVERY_S = 300.0  # how often the server judges each monitor
@@ -51,10 +52,30 @@ def add(
     return store.get_monitor(monitor_id) or {}
 
 
+def summary(store: Store, monitor: dict) -> dict:
+    """A monitor in a list: its rule in a sentence, its last verdict, whether an alert is open."""
+    last = monitor.get("last_result") or {}
+    return {
+        "id": monitor["id"],
+        "name": monitor["name"],
+        "rule": parse_monitor_rule(monitor["rule"]).sentence(),
+        "last_verdict": last.get("verdict"),
+        "checked_at": monitor.get("last_checked_at"),
+        "alert_open": store.open_alert(monitor["id"]) is not None,
+        "muted_until": monitor.get("muted_until"),
+    }
+
+
+def details(store: Store, monitor: dict) -> dict:
+    """A monitor shown alone: every stored field, its rule in a sentence, its open alert."""
+    sentence = parse_monitor_rule(monitor["rule"]).sentence()
+    return monitor | {"rule_sentence": sentence, "open_alert": store.open_alert(monitor["id"])}
+
+
 def runs_link(rule: Rule, judgement: Judgement) -> str:
     """The runs page filtered to the runs behind the figure."""
     flt = failing_filter(rule, judgement)
-    params = {k: v for k, v in rule.filters.items()}
+    params: dict[str, str | None] = {k: v for k, v in rule.filters.items()}
     params |= {"since": judgement.current.since, "until": judgement.current.until}
     for key in ("status", "error_class", "has"):
         if getattr(flt, key):
@@ -72,11 +93,13 @@ def patterns(store: Store, rule: Rule, judgement: Judgement) -> list[str]:
 def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_to: Callable = deliver) -> dict:
     """Judge one monitor now; open or resolve its alert; send what changed. Returns what it found."""
     now = now or now_utc()
-    rule = parse_rule(monitor["rule"])
+    rule = parse_monitor_rule(monitor["rule"])
+    if isinstance(rule, ReleaseRule):
+        return releases.check_monitor(store, monitor, rule, now, deliver_to=deliver_to)
     judgement = judge(store, rule, now)
     result = judgement.to_dict() | {"rule": rule.sentence(), "checked_at": now.isoformat()}
     store.record_check(monitor["id"], result, now)
-    muted = monitor.get("muted_until") is not None and monitor["muted_until"] > now
+    muted = is_muted(monitor, now)
     current = store.open_alert(monitor["id"])
     event = None
     if judgement.verdict == "firing" and current is None:
@@ -85,23 +108,8 @@ def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_t
         event, alert = "opened", {"id": alert_id, **figure}
     elif judgement.verdict == "ok" and current is not None and store.resolve_alert(current["id"], now):
         event, alert = "resolved", {"id": current["id"], **current["figure"], "resolved_by": result}
-    if event and monitor.get("webhook_url") and not muted:
-        body = {
-            "event": event,
-            "monitor": monitor["name"],
-            "alert": alert["id"],
-            "at": now.isoformat(),
-            "rule": alert["rule"],
-            "sentence": (result if event == "resolved" else alert)["sentence"],
-            "current": alert["current"],
-            "baseline": alert["baseline"],
-            "runs_link": alert.get("runs_link"),
-            "patterns": alert.get("patterns", []),
-        }
-        body["text"] = f"[{event}] {monitor['name']}: {body['sentence']}" + (
-            f" Runs: {body['runs_link']}" if event == "opened" else ""
-        )
-        store.note_delivery(alert["id"], event, deliver_to(monitor["webhook_url"], body, monitor.get("webhook_secret_env")))
+    if event:
+        announce(store, monitor, event, alert, (result if event == "resolved" else alert)["sentence"], now, deliver_to)
     return result | {"event": event, "muted": muted}
 
 
@@ -109,6 +117,7 @@ def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_
     """Judge every monitor this process wins the period of (one replica per monitor and period)."""
     now = now or now_utc()
     checked = []
+    releases.ensure_monitor(store)
     for monitor in store.list_monitors():
         if store.claim_job(f"monitor {monitor['id']}"[:50], timedelta(seconds=every_s), now=now):
             try:

@@ -8,9 +8,15 @@ import hashlib
 import hmac
 import os
 import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 import httpx
 import orjson
+
+if TYPE_CHECKING:
+    from ..storage.store import Store
 
 SIGNATURE_HEADER = "X-Agent-Replay-Signature"
 TRIES = 4
@@ -51,3 +57,29 @@ def deliver(url: str, alert: dict, secret_env: str | None, *, tries: int = TRIES
         if attempt + 1 < tries:
             time.sleep(backoff_s * 2**attempt)
     return attempts
+
+
+def is_muted(monitor: dict, now: datetime) -> bool:
+    return monitor.get("muted_until") is not None and monitor["muted_until"] > now
+
+
+def announce(
+    store: Store, monitor: dict, event: str, alert: dict, sentence: str, now: datetime, deliver_to: Callable = deliver
+) -> None:
+    """Send an alert's opening or resolution to the monitor's webhook (unless muted); keep the answers."""
+    if not monitor.get("webhook_url") or is_muted(monitor, now):
+        return
+    body = {
+        "event": event,
+        "monitor": monitor["name"],
+        "alert": alert["id"],
+        "at": now.isoformat(),
+        "rule": alert["rule"],
+        "sentence": sentence,
+        "current": alert.get("current"),
+        "baseline": alert.get("baseline"),
+        "runs_link": alert.get("runs_link"),
+        "patterns": alert.get("patterns", []),
+    }
+    body["text"] = f"[{event}] {monitor['name']}: {sentence}" + (f" Runs: {body['runs_link']}" if event == "opened" else "")
+    store.note_delivery(alert["id"], event, deliver_to(monitor["webhook_url"], body, monitor.get("webhook_secret_env")))

@@ -20,6 +20,7 @@ from .rules import Rule
 
 Z95 = 1.96
 ENDED = ("succeeded", "failed", "incomplete")
+FROM_ROLLUPS = ("tool_failure_rate", "cost_per_run", "tokens_per_run")
 
 
 @dataclass
@@ -30,8 +31,8 @@ class Figure:
     low: float | None
     high: float | None
     runs: int
-    since: str
-    until: str
+    since: str | None
+    until: str | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,13 +70,44 @@ def window_filter(rule: Rule, since: datetime, until: datetime) -> SessionFilter
     )
 
 
-def measure(store: Store, rule: Rule, since: datetime, until: datetime) -> Figure:
-    """The rule's metric over the runs that started in [since, until)."""
-    flt = window_filter(rule, since, until)
+@dataclass
+class Sample:
+    """The runs a filter picks, read once (their rows and rollups), for any number of metrics."""
+
+    runs: list[dict]
+    rolled: list[dict]
+    since: str | None = None
+    until: str | None = None
+
+    def split(self, column: str) -> dict[str, Sample]:
+        """One sample per value of a run column (e.g. workflow); runs without a value are left out."""
+        keys = {r["session_id"]: r[column] for r in self.runs if r[column]}
+        parts: dict[str, Sample] = {}
+        for r in self.runs:
+            if r[column]:
+                parts.setdefault(r[column], Sample([], [], self.since, self.until)).runs.append(r)
+        for r in self.rolled:
+            if r["session_id"] in keys:
+                parts[keys[r["session_id"]]].rolled.append(r)
+        return parts
+
+
+def sample(store: Store, flt: SessionFilter, *, rollups: bool = True) -> Sample:
+    """The runs `flt` picks, with their rollups unless no metric asked needs them (no step is read)."""
     columns, rows = store.run_rows(flt)
-    runs = [dict(zip(columns, r, strict=True)) for r in rows]
-    stamp = {"since": since.isoformat(), "until": until.isoformat()}
-    metric = rule.metric
+    rcols, rrows = store.rollup_rows(flt, durations=False) if rollups else ([], [])
+    return Sample(
+        [dict(zip(columns, r, strict=True)) for r in rows],
+        [dict(zip(rcols, r, strict=True)) for r in rrows],
+        flt.since.isoformat() if flt.since else None,
+        flt.until.isoformat() if flt.until else None,
+    )
+
+
+def figure(s: Sample, metric: str) -> Figure:
+    """A metric of the sample with its 95 % interval (every metric but error_class_runs, which asks the store)."""
+    stamp = {"since": s.since, "until": s.until}
+    runs, rolled = s.runs, s.rolled
     if metric in ("success_rate", "failure_rate"):
         ended = [r for r in runs if r["status"] in ENDED]
         wanted = "succeeded" if metric == "success_rate" else "failed"
@@ -83,11 +115,6 @@ def measure(store: Store, rule: Rule, since: datetime, until: datetime) -> Figur
     if metric == "incomplete_runs":
         n = sum(1 for r in runs if r["status"] == "incomplete")
         return Figure(float(n), float(n), float(n), len(runs), **stamp)
-    if metric == "error_class_runs":
-        n = store.count_sessions(replace(flt, error_class=rule.error_class))
-        return Figure(float(n), float(n), float(n), len(runs), **stamp)
-    rcols, rrows = store.rollup_rows(flt, durations=False)
-    rolled = [dict(zip(rcols, r, strict=True)) for r in rrows]
     if metric == "tool_failure_rate":
         calling = [r for r in rolled if r["tool_calls"]]
         return _rate(sum(r["tool_failures"] for r in calling), sum(r["tool_calls"] for r in calling), len(calling), stamp)
@@ -96,21 +123,33 @@ def measure(store: Store, rule: Rule, since: datetime, until: datetime) -> Figur
         return _quantile(values, 0.5 if metric == "p50_duration_s" else 0.95, stamp)
     if metric == "cost_per_run":
         values = [r["cost_usd"] for r in rolled if r["cost_usd"] is not None and not r["cost_unknown_steps"]]
-    else:
+    elif metric == "tokens_per_run":
         values = [(r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in rolled]
+    else:
+        raise ValueError(f"{metric}: not measured from a sample")
     return _mean([float(v) for v in values], stamp)
+
+
+def measure(store: Store, metric: str, flt: SessionFilter, *, error_class: str | None = None) -> Figure:
+    """A metric over the runs `flt` picks (a window, a version, a workflow…)."""
+    s = sample(store, flt, rollups=metric in FROM_ROLLUPS)
+    if metric == "error_class_runs":
+        n = store.count_sessions(replace(flt, error_class=error_class))
+        return Figure(float(n), float(n), float(n), len(s.runs), s.since, s.until)
+    return figure(s, metric)
 
 
 def judge(store: Store, rule: Rule, now: datetime) -> Judgement:
     until = now
     since = now - timedelta(hours=rule.window_hours)
-    current = measure(store, rule, since, until)
-    baseline = measure(store, rule, since - (until - since), since) if rule.change else None
+    current = measure(store, rule.metric, window_filter(rule, since, until), error_class=rule.error_class)
+    before = window_filter(rule, since - (until - since), since)
+    baseline = measure(store, rule.metric, before, error_class=rule.error_class) if rule.change else None
     return Judgement(*_verdict(rule, current, baseline), current, baseline)
 
 
 def _verdict(rule: Rule, current: Figure, baseline: Figure | None) -> tuple[str, str]:
-    fmt = _fmt(rule)
+    fmt = formatter(rule.kind)
     if current.value is None or current.runs < rule.min_runs:
         return "no evidence", f"{current.runs} runs in the window, fewer than the {rule.min_runs} this rule needs"
     now_text = f"{fmt(current.value)} (95 % interval {fmt(current.low)}–{fmt(current.high)}, {current.runs} runs)"
@@ -132,8 +171,9 @@ def _verdict(rule: Rule, current: Figure, baseline: Figure | None) -> tuple[str,
     return "ok", f"{now_text} against {before} the window before: no change with evidence"
 
 
-def _fmt(rule: Rule):
-    if rule.kind == "rate":
+def formatter(kind: str):
+    """How a metric's figures read: rates as percentages, the rest with four significant digits."""
+    if kind == "rate":
         return lambda v: "?" if v is None else f"{v:.1%}"
     return lambda v: "?" if v is None else f"{v:,.4g}"
 
@@ -178,6 +218,7 @@ def _duration(run: dict) -> float | None:
 
 def failing_filter(rule: Rule, judgement: Judgement) -> SessionFilter:
     """The runs behind a firing rule, as a filter the runs page and `explain` read."""
+    assert judgement.current.since and judgement.current.until, "a judged window has both ends"
     since = datetime.fromisoformat(judgement.current.since)
     until = datetime.fromisoformat(judgement.current.until)
     base = window_filter(rule, since, until)

@@ -24,6 +24,8 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "cost_per_run": ("mean cost of a run, USD (runs with a known cost)", "higher", "spread"),
     "tokens_per_run": ("mean tokens of a run, in and out", "higher", "spread"),
 }
+INTERVAL_METRICS = tuple(m for m, (_, _, kind) in METRICS.items() if kind != "count")
+RELEASE_DIMENSIONS = ("agent_version", "model")
 FILTER_KEYS = ("workflow", "agent_id", "model", "agent_version", "environment", "source", "tag")
 MAX_WINDOW_HOURS = 24 * 90
 
@@ -63,6 +65,34 @@ class Rule:
         return f"{what} ({scope}, last {self.window_hours:g} h) {judged}, with evidence (at least {self.min_runs} runs)"
 
 
+@dataclass(frozen=True)
+class ReleaseRule:
+    """The rule of a built-in `release <dimension>` monitor: each new value of the dimension (a
+    version, a model) against the one seen before it, on every metric with an interval, overall and
+    per workflow; it fires when one of them is worse with evidence."""
+
+    release: str  # the dimension: one of RELEASE_DIMENSIONS
+    min_runs: int = 20
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def sentence(self) -> str:
+        return (
+            f"each new {self.release} against the one before it, on every metric with an interval, overall and per "
+            f"workflow: worse with evidence (at least {self.min_runs} runs a side)"
+        )
+
+
+def parse_monitor_rule(data: dict[str, Any]) -> Rule | ReleaseRule:
+    """A stored monitor's rule: a metric's rule, or a built-in release comparison."""
+    if isinstance(data, dict) and "release" in data:
+        if data["release"] not in RELEASE_DIMENSIONS or set(data) - {"release", "min_runs"}:
+            raise RuleError(f"release: expected one of {', '.join(RELEASE_DIMENSIONS)} and min_runs")
+        return ReleaseRule(data["release"], _min_runs(data.get("min_runs", 20)))
+    return parse_rule(data)
+
+
 def parse_rule(data: dict[str, Any]) -> Rule:
     """A Rule from its JSON shape (CLI options, HTTP body, stored row), checked field by field."""
     if not isinstance(data, dict):
@@ -87,9 +117,7 @@ def parse_rule(data: dict[str, Any]) -> Rule:
         raise RuleError(f"{metric}: a count is judged against a threshold, not as a change")
     if METRICS[metric][2] == "rate" and threshold is not None and not 0 <= threshold <= 1:
         raise RuleError(f"threshold: {metric} is a fraction between 0 and 1, got {threshold:g}")
-    min_runs = data.get("min_runs", 20)
-    if not isinstance(min_runs, int) or isinstance(min_runs, bool) or not 1 <= min_runs <= 100_000:
-        raise RuleError(f"min_runs: a whole number from 1 to 100,000, got {min_runs!r}")
+    min_runs = _min_runs(data.get("min_runs", 20))
     error_class = data.get("error_class")
     if (metric == "error_class_runs") != bool(error_class):
         raise RuleError("error_class: give it with error_class_runs, and only then")
@@ -97,6 +125,12 @@ def parse_rule(data: dict[str, Any]) -> Rule:
     if not isinstance(filters, dict) or any(k not in FILTER_KEYS or not isinstance(v, str) for k, v in filters.items()):
         raise RuleError(f"filters: an object of {', '.join(FILTER_KEYS)} → text")
     return Rule(metric, window, threshold, change, min_runs, error_class, dict(filters))
+
+
+def _min_runs(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 100_000:
+        raise RuleError(f"min_runs: a whole number from 1 to 100,000, got {value!r}")
+    return value
 
 
 def _number(value: Any, name: str) -> float:

@@ -24,6 +24,7 @@ from .routes.experiments import ExperimentRoutes
 from .routes.ingest import IngestRoutes
 from .routes.langsmith import LangSmithRoutes
 from .routes.mcp import mcp_route
+from .routes.monitors import MonitorRoutes
 from .routes.runs import RunRoutes
 from .routes.team import TeamRoutes
 
@@ -39,6 +40,7 @@ class HttpApi:
             RunRoutes(self.context),
             ExperimentRoutes(self.context),
             TeamRoutes(self.context),
+            MonitorRoutes(self.context),
             DocRoutes(self.context, self.routes),
         )
         self._mcp = mcp_route(self.context)

@@ -537,6 +537,88 @@ OPERATIONS: dict[tuple[str, str], Op] = {
             _q("by", {"type": "string", "enum": ["name", "position"], "default": "name"}, "pair variants by name or position"),
         ),
     ),
+    ("GET", "/api/v1/monitors"): Op(
+        "Every monitor: its rule in a sentence, its last verdict, whether an alert is open.",
+        None,
+        media=_json(_OBJECT),
+        tag="monitors",
+    ),
+    ("POST", "/api/v1/monitors"): Op(
+        "Add a monitor; its rule is checked field by field first (422 naming the field). See docs/monitors.md.",
+        None,
+        status=201,
+        media=_json(_OBJECT),
+        tag="monitors",
+        body={
+            "required": True,
+            "content": _json(
+                {
+                    "type": "object",
+                    "required": ["name", "rule"],
+                    "properties": {
+                        "name": {"type": "string", "maxLength": 200},
+                        "rule": {
+                            "type": "object",
+                            "properties": {
+                                "metric": {"type": "string"},
+                                "threshold": {"type": "number"},
+                                "change": {"type": "boolean"},
+                                "window_hours": {"type": "number"},
+                                "min_runs": {"type": "integer"},
+                                "error_class": {"type": "string"},
+                                "filters": {"type": "object", "additionalProperties": {"type": "string"}},
+                            },
+                        },
+                        "webhook_url": {"type": "string"},
+                        "webhook_secret_env": {"type": "string", "description": "the NAME of the variable holding the secret"},
+                    },
+                }
+            ),
+        },
+    ),
+    ("GET", "/api/v1/monitors/{monitor_id}"): Op(
+        "A monitor: its rule, its last judgement, its open alert.", None, media=_json(_OBJECT), tag="monitors"
+    ),
+    ("POST", "/api/v1/monitors/{monitor_id}/check"): Op(
+        "Judge a monitor now, as the schedule does: open or resolve its alert and send what changed.",
+        None,
+        media=_json(_OBJECT),
+        tag="monitors",
+    ),
+    ("POST", "/api/v1/monitors/{monitor_id}/mute"): Op(
+        "Mute a monitor for some hours (0 unmutes): still judged, nothing sent.",
+        None,
+        media=_json(_OBJECT),
+        tag="monitors",
+        body={"required": True, "content": _json({"type": "object", "properties": {"hours": {"type": "number"}}})},
+    ),
+    ("GET", "/api/v1/alerts"): Op(
+        "Alerts, newest first: opened, resolved, acknowledged by, what each said.",
+        None,
+        media=_json(_OBJECT),
+        tag="monitors",
+        query=(
+            _q("monitor", {"type": "integer", "minimum": 1}, "one monitor's alerts only"),
+            _q("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, "at most this many"),
+        ),
+    ),
+    ("POST", "/api/v1/alerts/{alert_id}/ack"): Op(
+        "Acknowledge an alert: someone is on it.", None, media=_json(_OBJECT), tag="monitors"
+    ),
+    ("GET", "/api/v1/releases/compare"): Op(
+        "One release against another on every metric with an interval, overall and per workflow: better, worse "
+        "(95 % intervals apart) or no evidence yet.",
+        None,
+        media=_json(_OBJECT),
+        tag="monitors",
+        query=(
+            _q("a", {"type": "string"}, "the earlier value (e.g. 1.5.0)", required=True),
+            _q("b", {"type": "string"}, "the later value (e.g. 1.6.0)", required=True),
+            _q("workflow", {"type": "string"}, "one workflow only"),
+            _q("min_runs", {"type": "integer", "minimum": 1, "default": 20}, "fewer runs on a side: no evidence yet"),
+            _q("dimension", {"type": "string", "enum": ["agent_version", "model"], "default": "agent_version"}, "what differs"),
+        ),
+    ),
 }
 
 _PATH_PARAMS = {
@@ -550,6 +632,8 @@ _PATH_PARAMS = {
     "b": ({"type": "string", "minLength": 1}, "the experiment compared with it"),
     "queue_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the queue's id"),
     "item_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the item's id in the queue"),
+    "monitor_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the monitor's id"),
+    "alert_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the alert's id"),
     "verb": ({"type": "string", "enum": ["review", "skip"]}, "what to do with the item"),
     "share_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the link's id"),
     "token": ({"type": "string", "minLength": 1}, "the share link's token"),

@@ -7,13 +7,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 
 from ..vocabulary import now_utc
 from .actor import Actor
 from .audit import Audited, audit_line
 from .bulk import inserted_id
-from .tables import monitor_alerts, monitors
+from .filters import SessionFilter, filter_clauses
+from .tables import monitor_alerts, monitors, sessions
 
 
 class Monitors(Audited):
@@ -64,6 +65,19 @@ class Monitors(Audited):
     def record_check(self, monitor_id: int, result: dict, at: datetime) -> None:
         with self._write_lock, self._write_transaction() as conn:
             conn.execute(update(monitors).where(monitors.c.id == monitor_id).values(last_checked_at=at, last_result=result))
+
+    def first_seen(self, dimension: str) -> list[tuple[str, datetime]]:
+        """Each value of a run column (agent_version, model) with the start of its first run, oldest
+        first; replays and experiments' runs left out, as everywhere a run is counted."""
+        column, started = sessions.c[dimension], func.min(sessions.c.started_at)
+        query = (
+            select(column, started)
+            .where(column.is_not(None), sessions.c.started_at.is_not(None), *filter_clauses(SessionFilter(), self.dialect))
+            .group_by(column)
+            .order_by(started, column)
+        )
+        with self.engine.connect() as conn:
+            return [(value, at) for value, at in conn.execute(query)]
 
     def open_alert(self, monitor_id: int) -> dict | None:
         """The monitor's alert that has not resolved, if any."""
