@@ -29,6 +29,7 @@ ALLOWED = {
     "team": {"storage", "ingest"},  # review notes are redacted like the runs they quote
     "mcp": {"storage", "understand", "whatif", "team"},
     "monitors": {"storage", "understand", "whatif", "team"},
+    "server": {"storage", "ingest", "understand", "whatif", "team", "media", "mcp", "monitors"},
 }
 TOP = {"cli", "demo", ""}  # the package face and the thin shells over everything
 
