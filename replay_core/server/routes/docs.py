@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import openapi
+from .. import openapi, openapi_page
 from ..context import API_PREFIX, ApiContext
 from ..responses import json_response
 
@@ -46,7 +46,7 @@ class DocRoutes:
 
     async def api_docs(self, request: Request) -> Response:
         return Response(
-            openapi.page(self.document()),
+            openapi_page.page(self.document()),
             media_type="text/html",
             headers={"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"},
         )
