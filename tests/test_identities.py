@@ -86,6 +86,7 @@ def test_every_cli_command_checks_the_role():
         "manage_queues",
         "share",
         "maintain",
+        "manage_monitors",
     }
 
 

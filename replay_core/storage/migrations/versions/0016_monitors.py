@@ -1,7 +1,7 @@
 """monitors and monitor_alerts: rules judged on a schedule over the runs' rollups, and their alerts
 
 Revision ID: 0016_monitors
-Revises: 0015_watch_fingerprints_claim_leases
+Revises: 0015_watch_leases
 Create Date: 2026-12-06
 """
 
@@ -11,7 +11,7 @@ from alembic import op
 from replay_core.storage.tables import JSONType, UTCDateTime
 
 revision = "0016_monitors"
-down_revision = "0015_watch_fingerprints_claim_leases"
+down_revision = "0015_watch_leases"
 branch_labels = None
 depends_on = None
 

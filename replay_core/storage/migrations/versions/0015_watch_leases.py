@@ -8,7 +8,7 @@ experiment_runs.lease_until: a claimed case × variant belongs to its runner unt
 renews it while the replay runs); another process takes it only once the lease lapsed (its runner
 died), so run and resume at once never pay for one case twice.
 
-Revision ID: 0015_watch_fingerprints_claim_leases
+Revision ID: 0015_watch_leases
 Revises: 0014_step_places
 Create Date: 2026-12-06
 """
@@ -16,7 +16,7 @@ Create Date: 2026-12-06
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_watch_fingerprints_claim_leases"
+revision = "0015_watch_leases"
 down_revision = "0014_step_places"
 branch_labels = None
 depends_on = None
