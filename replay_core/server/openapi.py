@@ -140,6 +140,7 @@ class Op:
     query: tuple[dict, ...] = ()
     media: dict = field(default_factory=dict)  # answer content other than JSON
     tag: str = "runs"
+    errors: dict | None = None  # the errors' content when not the JSON error shape (a protocol's own)
 
 
 def _q(name: str, schema: dict, description: str, required: bool = False) -> dict:
@@ -197,6 +198,11 @@ _OTLP_JSON = {
     "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
 }
 _OBJECT = {"type": "object", "additionalProperties": True}
+_JSONRPC_ERROR = {
+    "type": "object",
+    "required": ["jsonrpc", "error"],
+    "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "error": {"type": "object", "required": ["code", "message"]}},
+}
 _LANGSMITH_BATCH = {
     "type": "object",
     "properties": {"post": {"type": "array", "items": _OBJECT}, "patch": {"type": "array", "items": _OBJECT}},
@@ -318,6 +324,8 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         body={"required": True, "content": {"application/json": {"schema": _OBJECT}}},
         media=_json(_OBJECT),
         tag="mcp",
+        # past the token check, a malformed call is answered by the protocol: a JSON-RPC error object
+        errors={"application/json": {"schema": {"anyOf": [_ref("ErrorBody"), _JSONRPC_ERROR]}}},
     ),
     ("POST", "/api/public/otel/v1/traces"): Op(
         "The Langfuse SDK's traces (LANGFUSE_HOST set to this app): OTLP/HTTP, gzipped or not, read as /v1/traces "
@@ -703,8 +711,11 @@ def document(route_table: list[Route]) -> dict:
             "operationId": re.sub(r"\W+", "_", f"{method.lower()}{path}").strip("_"),
             "responses": {
                 str(op.status): answer,
-                **{code: {"description": why, "content": _json("ErrorBody")} for code, why in _ERRORS.items()},
-                "default": {"description": "any other answer: the same JSON error shape", "content": _json("ErrorBody")},
+                **{code: {"description": why, "content": op.errors or _json("ErrorBody")} for code, why in _ERRORS.items()},
+                "default": {
+                    "description": "any other answer: the same JSON error shape",
+                    "content": op.errors or _json("ErrorBody"),
+                },
             },
         }
         names = re.findall(r"\{(\w+)\}", path)
