@@ -43,9 +43,22 @@ def _planted(value, counter: list[int]):
     return value
 
 
+def _planted_lines(text: str, counter: list[int]) -> str:
+    """A markdown log (aider) with a corpus secret after every line of free text (not its `#`/`>` markers)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.startswith(("#", ">")):
+            lines[i] = _planted(line, counter)
+    return "\n".join(lines)
+
+
 def planted_file(fmt: str) -> bytes:
     data = PER_READER[fmt].read_bytes()
     counter = [0]
+    if data.lstrip()[:1] not in (b"{", b"["):
+        body = _planted_lines(data.decode(), counter).encode()
+        assert counter[0] > 0, f"{fmt}: no free text to plant secrets in"
+        return body
     try:  # the stdlib's json: it keeps 128-bit integer ids (otel-spans) exact
         body = json.dumps(_planted(json.loads(data), counter)).encode()
     except json.JSONDecodeError:
