@@ -24,6 +24,12 @@ def test_the_player_shows_plays_and_jumps(browser, demo_app):
     pg.wait_for_function("() => [...document.querySelectorAll('[data-testid=stImage] img')].every(i => i.complete)")
     widths = images.evaluate_all("els => els.map(e => e.naturalWidth)")
     assert len(widths) >= 2 and min(widths) > 0  # every screenshot and thumbnail really arrived
+    # the filmstrip is one row under the large screenshot, not a tall column of mostly white space
+    strip = pg.locator(".st-key-filmstrip").bounding_box()
+    shot = images.first.bounding_box()
+    assert strip["y"] >= shot["y"] + shot["height"] - 1 and strip["height"] <= 260, (strip, shot)
+    player = pg.locator(".st-key-player").bounding_box()
+    assert player["height"] <= 1100, player
     pg.screenshot(path=str(OUT / "player.png"), full_page=True)
     pg.locator(".st-key-film_4 button").click()
     pg.wait_for_url("**step=4**")

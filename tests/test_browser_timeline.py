@@ -203,3 +203,19 @@ def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_
     assert detail["y"] - (slider["y"] + slider["height"]) < 844  # within one phone screen of the slider
     pg.locator(".st-key-step_detail h3").first.scroll_into_view_if_needed()
     pg.screenshot(path=str(OUT / "timeline-phone-detail.png"))
+
+
+def test_a_long_context_is_folded_with_show_all(browser, app):
+    """What the agent saw, at the end of the failed coding run: long messages show their start and "Show all";
+    the page stays short enough to read (4,627 px tall with every message whole)."""
+    pg = opened(browser, app, FAILED_CODING, 25, "Error · step 25")
+    more = pg.locator(".st-key-transcript button.show-all")
+    more.first.wait_for(timeout=30_000)
+    height = pg.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    assert height < 4_000, height
+    part = pg.locator(".st-key-transcript .folded").first
+    folded_px = part.bounding_box()["height"]
+    more.first.click()
+    expect(more.first).to_have_text("Show less")
+    assert pg.locator(".st-key-transcript .folded").count() == more.count() - 1  # that one opened whole
+    assert folded_px < 200

@@ -71,7 +71,15 @@ def test_a_reviewer_works_a_queue_with_the_verdict_keys(demo_store, door):
     assert second["held_by"] == "Sam" and at.radio(key=f"qv_{second['id']}").value is None
     at.button(key="queue_skip").click().run()
     assert queues.results(demo_store, qid)["items"][2]["held_by"] == "Sam"
-    assert at.text_input(key="queue_reviewer").value == "Sam"  # the name stays
+    assert "Reviewing as **Sam**" in [c.value for c in at.caption]  # the name stays, shown, not in an open box
+    assert not [t for t in at.text_input if t.key == "queue_reviewer"]
+    # a new name lets go of the run the old one held, so it is not stuck for 15 minutes
+    held = queues.results(demo_store, qid)["items"][2]["id"]
+    at.button(key="reviewer_change").click().run()
+    at.text_input(key="queue_reviewer").set_value("Dana").run()
+    items = {it["id"]: it for it in queues.results(demo_store, qid)["items"]}
+    holders = {it["held_by"] for it in items.values()}
+    assert items[held]["held_by"] != "Sam" and "Sam" not in holders and "Dana" in holders
 
 
 def test_viewers_read_results_but_do_not_work_or_make_queues(demo_store, door):

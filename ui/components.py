@@ -57,6 +57,19 @@ _transcript = st.components.v2.component(
 )
 
 
+_let_go = st.components.v2.component(
+    "agent_replay.let_go",
+    html="<span hidden></span>",
+    js="export default function () { const e = document.activeElement; if (e && e.matches('input, textarea')) e.blur(); }",
+)
+
+
+def let_go_of_the_field(*, key: str) -> None:
+    """Take the focus out of the text field that has it: Streamlit keeps a focused field on the page after its
+    script stopped drawing it, and the next key would be typed into it instead of reaching a shortcut."""
+    _let_go(key=key)
+
+
 def step_rows(rows: list[dict], *, key: str, on_pick: Callable[[int], None]) -> None:
     """A list of rows: a step ({"seq", "text", "current"}, a button: clicking it calls `on_pick(seq)`) or a
     line between them ({"kind": "cycle" | "gap" | "more", "text"})."""

@@ -43,45 +43,49 @@ def player(store: Store, tl: Timeline, pos: int) -> bool:
         return False
     by_seq = {s.step.seq: s for s in run_shots}
     shot = by_seq.get(tl.steps[pos].seq)
-    with st.container(border=True):
+    with st.container(border=True, key="player"):
         st.subheader("What the agent saw on screen")
         controls(tl, pos)
-        big, strip = st.columns([3, 1])
-        with big:
-            if shot is None or shot.attachment is None:
-                st.info("No screenshot yet at this point of the run.")
-            else:
-                st.image(render(store, shot, bar=False), width="stretch")
-                if shot.acted_on:
-                    st.caption(f"Step {shot.step.seq} acted on the last screen before it; red: where.")
-                elif not shot.own:
-                    st.caption(f"No screenshot at step {shot.step.seq}: showing the last one before it, dimmed.")
-                elif shot.target:
-                    st.caption("Red: where the agent acted (click point or element).")
-        with strip:
-            filmstrip(store, run_shots, tl.steps[pos].seq)
+        if shot is None or shot.attachment is None:
+            st.info("No screenshot yet at this point of the run.")
+        else:
+            st.image(render(store, shot, bar=False), width=SHOT_PX)
+            if shot.acted_on:
+                st.caption(f"Step {shot.step.seq} acted on the last screen before it; red: where.")
+            elif not shot.own:
+                st.caption(f"No screenshot at step {shot.step.seq}: showing the last one before it, dimmed.")
+            elif shot.target:
+                st.caption("Red: where the agent acted (click point or element).")
+        filmstrip(store, run_shots, tl.steps[pos].seq)
         download(store, tl)
     return True
 
 
+SHOT_PX = 820  # the large screenshot: read at a glance, the filmstrip under it, the steps still near
+THUMB_PX = 120
+
+
 def filmstrip(store: Store, run_shots: list[Shot], seq: int) -> None:
+    """The nearby screenshots in one row under the large one (a column of them was mostly white space)."""
     own = [s for s in run_shots if s.own]
     here = next((i for i, s in enumerate(own) if s.step.seq >= seq), len(own) - 1)
     window = own[max(0, here - FILMSTRIP // 2) : max(0, here - FILMSTRIP // 2) + FILMSTRIP]
     thumbs = store.thumbnails([s.attachment["sha256"] for s in window if s.attachment.get("sha256")])
     st.caption(f"Screenshots {own.index(window[0]) + 1}–{own.index(window[-1]) + 1} of {len(own)}")
-    for s in window:
-        data = thumbs.get(s.attachment.get("sha256") or "")
-        if data is not None:
-            st.image(data, width="stretch")
-        st.button(
-            f"Step {s.step.seq}",
-            key=f"film_{s.step.seq}",
-            on_click=_go,
-            args=(s.step.seq,),
-            type="primary" if s.step.seq == seq else "secondary",
-            width="stretch",
-        )
+    with st.container(horizontal=True, gap="small", key="filmstrip"):
+        for s in window:
+            with st.container(width=THUMB_PX, gap=None):
+                data = thumbs.get(s.attachment.get("sha256") or "")
+                if data is not None:
+                    st.image(data, width=THUMB_PX)
+                st.button(
+                    f"Step {s.step.seq}",
+                    key=f"film_{s.step.seq}",
+                    on_click=_go,
+                    args=(s.step.seq,),
+                    type="primary" if s.step.seq == seq else "secondary",
+                    width="stretch",
+                )
 
 
 def controls(tl: Timeline, pos: int) -> None:

@@ -21,6 +21,7 @@ from replay_core.understand.explain import EXPLAINED, explain
 from replay_core.understand.structure import Structure
 from replay_core.understand.timeline import Timeline
 
+from . import components
 from . import step_view as sv
 from . import timeline_view as tv
 from .common import fmt_when, load_run, md, reviewer_name, run_label, short, status_label
@@ -37,17 +38,41 @@ def reviewer_box() -> str | None:
         st.caption(f"Reviewing as {md(signed)}")
         return signed
 
+    name = st.session_state.get("reviewer")
+    if name and not st.session_state.get(RENAMING):
+        # a name once given is shown, not left in an open box: the next key is a verdict's, not the name's ("Dana2")
+        if st.session_state.pop(JUST_NAMED, False):
+            components.let_go_of_the_field(key="reviewer_named")
+        with st.container(horizontal=True, gap="small"):
+            st.caption(f"Reviewing as **{md(name)}**")
+            st.button(
+                "Change name",
+                key="reviewer_change",
+                type="tertiary",
+                on_click=st.session_state.__setitem__,
+                args=(RENAMING, True),
+            )
+        return name
+
     def keep() -> None:
-        st.session_state["reviewer"] = (st.session_state["queue_reviewer"] or "").strip() or None
+        typed = (st.session_state["queue_reviewer"] or "").strip() or None
+        if name and typed != name:
+            st.session_state[RENAMED_FROM] = name  # the run held under the old name is let go (work_queue)
+        st.session_state["reviewer"] = typed
+        st.session_state[RENAMING] = False
+        st.session_state[JUST_NAMED] = True
 
     st.text_input(
         "Your name",
-        value=st.session_state.get("reviewer") or "",
+        value=name or "",
         key="queue_reviewer",
         on_change=keep,
         placeholder="So the results say who reviewed what",
     )
     return st.session_state.get("reviewer")
+
+
+RENAMING, RENAMED_FROM, JUST_NAMED = "reviewer_renaming", "reviewer_renamed_from", "reviewer_just_named"
 
 
 def _open(queue_id: int | None) -> None:
@@ -296,6 +321,9 @@ def work_queue(store: Store, actor: Actor, queue_id: int, reviewer: str | None) 
         st.info("Type your name above to start: the results say who reviewed what.")
         return
     held_key = f"queue_{queue_id}_item"
+    old_name = st.session_state.pop(RENAMED_FROM, None)
+    if old_name and st.session_state.get(held_key) is not None:  # a new name: the run the old one held goes back
+        queues.release(store, st.session_state.pop(held_key), old_name)
     try:
         item = queues.next_item(store, queue_id, reviewer, actor=actor, item_id=st.session_state.get(held_key))
         if item is None and st.session_state.get(held_key) is not None:
@@ -308,6 +336,16 @@ def work_queue(store: Store, actor: Actor, queue_id: int, reviewer: str | None) 
         st.success(
             "Nothing is left for you in this queue. Thank you!" if not q["done"] else "Every run in this queue is reviewed."
         )
+        held = [it for it in queues.results(store, queue_id)["items"] if it["held_by"] and not it["complete"]]
+        if held and not q["done"]:
+            st.caption(
+                md(
+                    f"{len(held)} run{'s are' if len(held) != 1 else ' is'} still open with "
+                    + ", ".join(sorted({it["held_by"] for it in held}))
+                    + f": each goes back to the queue {int(queues.HOLD.total_seconds() // 60)} minutes after it was "
+                    "opened, if no verdict is saved."
+                )
+            )
         with st.expander("Results", expanded=True):
             results_view(store, queue_id, actor)
         return
