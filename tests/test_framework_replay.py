@@ -19,29 +19,10 @@ from replay_core.whatif.replay import ReplayError, replay
 from replay_core.whatif.replay_config import ReplayConfig
 
 # Why a capture's runs cannot be replayed whole on today's reader (each fixed by another change).
-CAUSES = {
-    "langfuse": "the Langfuse SDK's generation spans (langfuse.observation.type generation, model name, usage, "
-    "input, output) are not read as model calls, so its run holds no model turn to replay",
-}
+CAUSES: dict[str, str] = {}
 
 
-_NULL_CONTENT = (
-    "the stored context keeps `content: null` on the assistant's tool-call messages (as the spans' messages "
-    "are read into OpenAI shape); litellm leaves a null content out of the request, so the provider receives "
-    "messages without that key: the context reader should leave it out as the request does"
-)
-CONTEXT_CAUSES = CAUSES | {
-    prefix: _NULL_CONTENT
-    for prefix in (
-        "autogen-openllmetry",
-        "crewai-events",
-        "langgraph",
-        "logfire",
-        "openai-agents",
-        "openai-v2-latest",
-        "pydantic-ai",
-    )
-}
+CONTEXT_CAUSES = CAUSES
 
 
 def _marked(names: list[str], causes: dict[str, str] = CAUSES) -> list:

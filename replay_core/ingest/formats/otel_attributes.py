@@ -292,9 +292,7 @@ def openai_messages(message: dict) -> list[dict]:
             others.append(part)
     out: list[dict] = []
     if texts or calls or others or not responses:
-        msg: dict[str, Any] = {"role": message.get("role"), "content": "".join(texts) if texts else None}
-        if calls:
-            msg["tool_calls"] = calls
+        msg = chat_message(message.get("role"), "".join(texts) if texts else None, calls)
         if others:
             msg["parts"] = others
         out.append(msg | extra)
@@ -319,6 +317,17 @@ def genai_message(message: dict) -> dict:
     return {"role": role, "parts": parts} | extra
 
 
+def chat_message(role: Any, content: Any, calls: list[dict] | None = None) -> dict[str, Any]:
+    """An OpenAI chat message; an assistant's tool calls with no text carry no `content` key, as the request
+    litellm sends for it has none (so the context stored is the one a replay sends)."""
+    msg: dict[str, Any] = {"role": role}
+    if content is not None or not calls:
+        msg["content"] = content
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
 def openai_call(call_id: Any, name: Any, arguments: Any) -> dict:
     """An OpenAI chat tool call; arguments written as text are kept as written."""
     args = arguments if isinstance(arguments, str) or arguments is None else text(arguments)
@@ -327,10 +336,10 @@ def openai_call(call_id: Any, name: Any, arguments: Any) -> dict:
 
 def _flat_genai_message(item: dict) -> list[dict]:
     """Deprecated `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` keys of one message."""
-    msg: dict[str, Any] = {"role": item.get("role"), "content": item.get("content")}
     calls = split_indexed(item, "tool_calls")
-    if calls:
-        msg["tool_calls"] = [openai_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
+    msg = chat_message(
+        item.get("role"), item.get("content"), [openai_call(c.get("id"), c.get("name"), c.get("arguments")) for c in calls]
+    )
     if item.get("tool_call_id") is not None:
         msg["tool_call_id"] = item["tool_call_id"]
     return [msg]
@@ -344,13 +353,15 @@ def _flat_openinference_message(item: dict) -> list[dict]:
     if content is None and contents:
         texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
         content = "".join(t for t in texts if isinstance(t, str))
-    msg: dict[str, Any] = {"role": get("role"), "content": content}
     calls = split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
-    if calls:
-        msg["tool_calls"] = [
+    msg = chat_message(
+        get("role"),
+        content,
+        [
             openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
             for c in calls
-        ]
+        ],
+    )
     for key in ("tool_call_id", "name"):
         if get(key) is not None:
             msg[key] = get(key)
