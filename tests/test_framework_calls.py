@@ -35,35 +35,11 @@ ANSWER_TOOLS = {"smolagents": {"final_answer"}}  # a framework's own tool for it
 NO_MODEL_SPANS = {("autogen", "own"), ("crewai", "wrappers")}  # the framework's own spans, without the model calls
 NO_CONTENT = {("openai-v2", "default"), ("openai-v2", "events")}  # spans without message content (events: in /v1/logs)
 NO_TOOL_IO = {("autogen", "own")}  # tool spans with neither arguments nor results
-LANGFUSE = pytest.mark.xfail(strict=True, reason="the Langfuse SDK's `langfuse.*` attributes are read by the fw-sdks module")
-LATER_BATCH = pytest.mark.xfail(
-    strict=True,
-    reason="a later batch restores a stored tool result with its text by a Replace of the step by itself (same event "
-    "id), which storage.ingest_state.otlp_commit skips as a re-delivery (`taken`); the reader emits it",
-)
-EARLIER_BATCH = pytest.mark.xfail(
-    strict=True,
-    reason="a tool span without output arriving after the model call that received its result: the reader does not "
-    "look back into stored steps (exporters send a tool span no later than the model call after it)",
-)
 LATER_RESULTS = {"autogen-openllmetry-slow", "logfire-openai-slow"}  # tool spans without output, read from the next batch
 
 
-def _params() -> list:
-    return [pytest.param(name, marks=LANGFUSE) if name.startswith("langfuse-") else name for name in captures()]
-
-
 def _ordered_params() -> list:
-    out = []
-    for name in captures():
-        for order in ORDERS:
-            if name.startswith("langfuse-"):
-                out.append(pytest.param(name, order, marks=LANGFUSE))
-            elif name in LATER_RESULTS:
-                out.append(pytest.param(name, order, marks=LATER_BATCH if order == "captured" else EARLIER_BATCH))
-            else:
-                out.append((name, order))
-    return out
+    return [(name, order) for name in captures() for order in ORDERS]
 
 
 @dataclass(frozen=True)
@@ -130,7 +106,7 @@ def _text(content) -> str:
     return servers._text(content)
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", captures())
 def test_tool_calls_carry_the_arguments_the_model_asked_for(read, name):
     run = read(name)
     steps, posted = run.steps, run.posted
@@ -190,7 +166,7 @@ def test_each_tool_result_is_its_text(read, name, order):
         assert result.content == m["outcome"]["final_output"]
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", captures())
 def test_the_context_at_each_model_step_is_what_that_call_received(read, name):
     run = read(name)
     calls = manifest(name)["run"]["model_calls"]

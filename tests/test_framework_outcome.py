@@ -2,8 +2,7 @@
 its error, its final answer as the text a person reads, and the cost of each model call, checked
 against what the capture's manifest says the run did (`outcome`, `run.model_calls`).
 
-What a capture's spans do not carry is asserted absent (the reader must not make it up); captures
-the reader does not yet read whole are xfail (strict) with the cause.
+What a capture's spans do not carry is asserted absent (the reader must not make it up).
 """
 
 from __future__ import annotations
@@ -29,21 +28,10 @@ NO_MODEL_CALLS = {
     "autogen-own": "autogen-core's own spans",
     "crewai-wrappers": "the instrumentor's default mode makes no LLM spans",
 }
-LANGFUSE = (
-    "the Langfuse SDK's spans are read through langfuse.observation.* (type generation / tool, model name, usage "
-    "and cost details), which the reader does not read yet"
-)
-LOGFIRE_TOOL = "Logfire's tool span is named by template (`execute_tool {tool_name}`; the tool's name is in logfire.msg)"
 
 
 def _cause(name: str, causes: dict[str, str]) -> str | None:
     return next((why for prefix, why in causes.items() if name.startswith(prefix)), None)
-
-
-def _marked(names: list[str], causes: dict[str, str]) -> list:
-    return [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_cause(n, causes))) if _cause(n, causes) else n for n in names
-    ]
 
 
 def the_run(store) -> dict:
@@ -77,7 +65,7 @@ def test_every_framework_run_ends_as_the_framework_says(sqlite_store, name, orde
 TOOL_ERRORS = [c for c in captures() if c.endswith("tool-error")]
 
 
-@pytest.mark.parametrize("name", _marked(TOOL_ERRORS, {"langfuse": LANGFUSE, "logfire-openai": LOGFIRE_TOOL}))
+@pytest.mark.parametrize("name", TOOL_ERRORS)
 def test_the_failed_tool_stays_an_error_step(sqlite_store, name):
     post(sqlite_store, name)
     steps = sqlite_store.load_steps(the_run(sqlite_store)["id"])
@@ -86,7 +74,7 @@ def test_the_failed_tool_stays_an_error_step(sqlite_store, name):
     assert failed[0].content  # the error, or what the framework told the model instead (OpenAI Agents)
 
 
-@pytest.mark.parametrize("name", _marked(captures(), {"langfuse": LANGFUSE}))
+@pytest.mark.parametrize("name", captures())
 def test_every_model_call_is_a_step_with_its_cost(sqlite_store, name):
     """From the span when it carries one (Pydantic AI's and Logfire's `operation.cost`), else priced
     from litellm's list prices and marked estimated; the run's cost is their sum, estimated if any is."""

@@ -190,7 +190,7 @@ class IngestState(StoreBase):
             for old_event_id, step, where in replaced:
                 event_id = step.identity()
                 taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == step.session_id, steps.c.event_id == event_id))
-                if taken is not None:  # a re-delivered batch: the tool's step is stored already
+                if taken is not None and event_id != old_event_id:  # a re-delivered batch: the tool's step is stored already
                     continue
                 values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
                 values.update(event_id=event_id, call_key=call_key(values), place=where)
