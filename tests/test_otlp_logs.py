@@ -62,9 +62,44 @@ def test_message_content_reaches_the_steps_in_any_order(sqlite_store, capture, o
 
 def test_events_after_their_spans_fill_the_stored_steps_on_both_databases(store):
     post(store, "openai-v2-events-ok", "reversed")  # the spans first, then the events
-    _, steps, thinks = _model_steps(store)
+    run, steps, thinks = _model_steps(store)
     assert [len(c or []) for _, c in thinks] == [2, 4, 6]
     assert [s.tool_args for s in steps if s.type == "tool_call"] == [{"city": "Paris"}] * 2
+    # the tool results' text, from the tool messages the next model call received; nothing left said missing
+    results = {s.tool_name: (s.content, s.metadata["content_from"]["model_input"]) for s in steps if s.type == "tool_result"}
+    assert results == {
+        "get_weather": ("Sunny, 21 °C in Paris", thinks[1][0].event_id),
+        "get_time": ("14:05 (CET) in Paris", thinks[2][0].event_id),
+    }
+    assert not any("not_recorded" in (s.metadata or {}) for s in steps)
+    assert run["outcome"] == thinks[-1][0].content  # the root recorded no answer; the last call's came after it
+
+
+def test_events_fill_only_what_is_missing_and_only_the_runs_last_answer(sqlite_store):
+    """A log event cannot overwrite what a step holds, nor make a model call that asked for a tool the run's answer."""
+    sent = requests("openai-v2-events-ok")
+    spans, logs = [r for r in sent if r.path != "/v1/logs"], [r for r in sent if r.path == "/v1/logs"]
+    from framework_captures import RECEIVERS
+
+    for request in spans:
+        RECEIVERS[request.path](sqlite_store, request)
+    [run] = sqlite_store.list_sessions()
+    sqlite_store.otlp_fill_steps(
+        [
+            {"session_id": run["id"], "event_id": s.event_id, "answer": "not the answer"}
+            for s in sqlite_store.load_steps(run["id"])
+            if s.type == "think"
+        ][:2]  # two model calls that asked for tools, a call after each
+    )
+    assert sqlite_store.get_session(run["id"])["outcome"] is None
+    for request in logs:
+        RECEIVERS[request.path](sqlite_store, request)
+    again = {s.event_id: s.content for s in sqlite_store.load_steps(run["id"])}
+    for request in logs:  # delivered twice: nothing changes
+        RECEIVERS[request.path](sqlite_store, request)
+    assert {s.event_id: s.content for s in sqlite_store.load_steps(run["id"])} == again
+    final = json.loads((FRAMEWORKS / "openai-v2-events-ok" / "manifest.json").read_text())["outcome"]["final_output"]
+    assert sqlite_store.get_session(run["id"])["outcome"] == final
 
 
 def test_events_of_a_span_that_never_comes_wait_then_expire_with_its_trace(sqlite_store, monkeypatch):
@@ -146,10 +181,16 @@ def test_the_route_takes_logs_and_refuses_what_it_cannot_read(sqlite_store):
 
 
 def _contents(store) -> dict:
-    """Each step's content, context and arguments by event id (where steps land is the OTLP ordering's concern)."""
+    """Each step's content, context, arguments and what it lacks by event id (where steps land is the OTLP ordering's
+    concern), and how the run ended."""
     [run] = store.list_sessions()
     contexts = store.step_contexts(run["id"])
-    return {s.event_id: (s.type, s.content, s.tool_args, contexts.get(s.event_id)) for s in store.load_steps(run["id"])}
+    steps = store.load_steps(run["id"])
+    read = {
+        s.event_id: (s.type, s.content, s.tool_args, contexts.get(s.event_id), (s.metadata or {}).get("not_recorded"))
+        for s in steps
+    }
+    return read | {"outcome": (run["status"], run["outcome"])}
 
 
 @settings(max_examples=8, deadline=None)

@@ -3,7 +3,8 @@
 An instrumentation in events mode sends a model call's messages as log records beside its spans, on their
 own schedule (the SDK's log batches go every second, span batches every five), so either may arrive first:
 - events whose span is already stored fill in what its steps lack: the model call's context and answer,
-  and the arguments of the tool calls it made (`Store.otlp_fill_steps`; what a step holds is kept);
+  the arguments of the tool calls it made, the text of the tool results it is the first to receive, and
+  the run's answer when its root recorded none (`Store.otlp_fill_steps`; what a step holds is kept);
 - events whose span has not come are held with the trace's open calls (`otlp_open_calls`, side `log`):
   the OTLP receiver lays them on the span when it arrives (`logs.take_held`), and they are dropped with the
   trace's other open calls once it has been idle for AGENT_REPLAY_IDLE_MINUTES.
@@ -18,6 +19,7 @@ from typing import Any
 from ..events import StepEvent
 from ..storage.store import Store
 from .formats import otel_attributes as oa
+from .formats.otel.calls import last_answers
 from .formats.otel.logs import HELD, log_records, merge_into, span_contents
 from .otlp_receiver import lock_of
 from .redact import Redactor, default_redactor
@@ -75,4 +77,6 @@ def _fill(session_id: str, span_id: str, attrs: dict[str, Any], redactor: Redact
         "content": step.content,
         "context": step.context,
         "call_args": call_args,
+        "results": last_answers(step.context),
+        "answer": None if calls else step.content,
     }

@@ -27,12 +27,14 @@ from ..storage.columns import EVENT_ID_AT, SEQ_AT, STEP_COLUMNS
 from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
+from .formats.otel.calls import last_answers
 from .formats.otel.logs import take_held
 from .pipeline import IngestReport, collector_paused, ingest
 from .redact import Redactor, default_redactor
 from .step_rows import step_row_of
 
 AGENT_AT, PARENT_AT = STEP_COLUMNS.index("agent_id"), STEP_COLUMNS.index("parent_id")
+TYPE_AT, CONTENT_AT, CALL_ID_AT = (STEP_COLUMNS.index(c) for c in ("type", "content", "tool_call_id"))
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 
@@ -63,7 +65,7 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
         ledger = otel.Ledger()
         for row in open_rows:
             ledger.prior.setdefault(row["trace_id"], []).append(otel.PriorCall(**row))
-        take_held(spans, open_rows, ledger)  # GenAI log events that came before their spans
+        laid = take_held(spans, open_rows, ledger)  # GenAI log events that came before their spans
         now_placed: dict[str, tuple[str, bool]] = {}
         moves: list[tuple[str, str]] = []
         for tid in trace_ids:
@@ -98,6 +100,7 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
         consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
         late = {sid: (before[sid], agents[sid]) for sid in before if agents.get(sid)}
         store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced, agents=late)
+        _results_across_batches(store, events, laid)
     report.steps += len(replaced)
     report.set_up = set_up
     return report
@@ -241,3 +244,29 @@ def _row(call: otel.PriorCall, redactor: Redactor) -> dict:
         "arguments": redactor.scrub(call.arguments)[0],
         "t_ns": call.t_ns,
     }
+
+
+def _results_across_batches(store: Store, events: list, laid: set[str]) -> None:
+    """Tool results stored without text whose text the batch before or after holds, where no ledger row waits for
+    it (the model calls' inputs came as log events): a model call of this batch given its held events fills the
+    stored results it is the first to receive, and a result of this batch without text takes it from the first
+    model call stored after it."""
+    received, bare = [], []
+    for ev in events:
+        if isinstance(ev, StepRow):
+            row = ev.row
+            kind, event_id, content, call_id = row[TYPE_AT], row[EVENT_ID_AT], row[CONTENT_AT], row[CALL_ID_AT]
+        elif isinstance(ev, StepEvent):
+            kind, event_id, content, call_id = ev.type, ev.identity(), ev.content, ev.tool_call_id
+        else:
+            continue
+        if kind == "think" and event_id in laid:
+            answers = last_answers(ev.context)
+            if answers:
+                received.append({"session_id": ev.session_id, "event_id": event_id, "results": answers})
+        elif kind == "tool_result" and content is None and call_id is not None:
+            bare.append((ev.session_id, event_id, call_id))
+    if received:
+        store.otlp_fill_steps(received)
+    if bare:
+        store.otlp_results_from_later(bare)

@@ -228,15 +228,19 @@ class IngestState(StoreBase):
 
     def otlp_fill_steps(self, fills: Sequence[dict]) -> int:
         """What OTLP log events brought for model calls stored without it (their span came first): each fill
-        `{session_id, event_id, content, context, call_args: {tool_call id: arguments}}` sets only what is
-        missing (a step's empty content, a context never recorded, a tool call's absent arguments), in one
-        transaction; what a step already holds is kept. Returns the steps changed."""
+        `{session_id, event_id, content, context, call_args: {tool_call id: arguments}, results: {tool_call id:
+        text}, answer}` sets only what is missing (a step's empty content, a context never recorded, a tool
+        call's absent arguments, the text of a tool result its span did not carry, read from the tool message
+        this model call received; the run's answer where it ended succeeded without one and this call, asking
+        no tool, came last), in one transaction, and takes what it set off the step's `not_recorded`; what a
+        step already holds is kept. Returns the steps changed."""
         s, c = steps.c, step_contexts.c
         changed = 0
         with self._write_lock, self._write_transaction() as conn:
             for fill in fills:
                 sid, eid = fill["session_id"], fill["event_id"]
-                row = conn.execute(select(s.id, s.content).where(s.session_id == sid, s.event_id == eid)).first()
+                found = select(s.id, s.seq, s.content, s.metadata).where(s.session_id == sid, s.event_id == eid)
+                row = conn.execute(found).first()
                 if row is None:
                     continue
                 if fill.get("content") and not row.content:
@@ -244,18 +248,54 @@ class IngestState(StoreBase):
                 has_context = conn.scalar(select(func.count()).where(c.session_id == sid, c.event_id == eid))
                 if fill.get("context") and not has_context:
                     conn.execute(insert(step_contexts).values(session_id=sid, event_id=eid, context=fill["context"]))
+                    _recorded(conn, row.id, row.metadata, "context")
                     changed += 1
                 for call_id, args in (fill.get("call_args") or {}).items():
                     calls = conn.execute(
-                        select(s.id, s.tool_name).where(
+                        select(s.id, s.tool_name, s.metadata).where(
                             s.session_id == sid, s.type == "tool_call", s.tool_call_id == call_id, s.tool_args.is_(None)
                         )
                     ).all()
                     for call in calls:
                         key = call_key({"type": "tool_call", "tool_name": call.tool_name, "tool_args": args})
                         conn.execute(update(steps).where(s.id == call.id).values(tool_args=args, call_key=key))
+                        _recorded(conn, call.id, call.metadata, "tool_args")
                         changed += 1
+                for call_id, text in (fill.get("results") or {}).items():
+                    changed += _fill_result(conn, sid, call_id, text, eid)
+                if fill.get("answer"):
+                    _answered(conn, sid, row.seq, fill["answer"])
             rollups.refresh(conn, list({f["session_id"] for f in fills}), bulk_insert)  # repeated calls are told by call_key
+        return changed
+
+    def otlp_results_from_later(self, bare: Sequence[tuple[str, str, str]]) -> int:
+        """Tool results a batch stored without text (`bare`: (session_id, event_id, tool_call id)) that the first
+        model call stored after each received: their text from that call's context (a tool span can arrive after
+        the model call that got its result). One indexed read per result. Returns the results filled."""
+        s, c = steps.c, step_contexts.c
+        changed = 0
+        with self._write_lock, self._write_transaction() as conn:
+            for sid, eid, call_id in bare:
+                seq = conn.scalar(select(s.seq).where(s.session_id == sid, s.event_id == eid, s.content.is_(None)))
+                if seq is None:
+                    continue
+                after = select(s.event_id).where(s.session_id == sid, s.seq > seq, s.type == "think").order_by(s.seq).limit(1)
+                model = conn.scalar(after)
+                if model is None:
+                    continue
+                context = conn.scalar(select(c.context).where(c.session_id == sid, c.event_id == model))
+                text = next(
+                    (
+                        m["content"]
+                        for m in context or []
+                        if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") == call_id
+                    ),
+                    None,
+                )
+                if isinstance(text, str):
+                    changed += _fill_result(conn, sid, call_id, text, model)
+            if changed:
+                rollups.refresh(conn, list({sid for sid, _, _ in bare}), bulk_insert)
         return changed
 
 
@@ -335,3 +375,41 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
             changes.append({"rid": rid, "agent": found[eid]})
     if changes:
         conn.execute(update(steps).where(s.id == bindparam("rid")).values(agent_id=bindparam("agent")), changes)
+
+
+def _recorded(conn: Connection, step_id: int, meta: dict | None, field: str) -> None:
+    """Take `field` off a step's `not_recorded`: what its spans lacked has come since."""
+    if field in ((meta or {}).get("not_recorded") or []):
+        conn.execute(update(steps).where(steps.c.id == step_id).values(metadata=_came(meta, field)))
+
+
+def _came(meta: dict | None, field: str) -> dict:
+    """A step's metadata with `field` off its `not_recorded` (the key gone with the last field)."""
+    rest = [f for f in (meta or {}).get("not_recorded") or [] if f != field]
+    kept = {k: v for k, v in (meta or {}).items() if k != "not_recorded"}
+    return kept | {"not_recorded": rest} if rest else kept
+
+
+def _fill_result(conn: Connection, sid: str, call_id: str, text: str, model_event_id: str) -> int:
+    """Give a run's tool results stored without text for `call_id` the text the model call `model_event_id`
+    received for it (`metadata.content_from` names that call, as when both came in one batch)."""
+    s = steps.c
+    bare = (s.session_id == sid, s.tool_call_id == call_id, s.type == "tool_result", s.content.is_(None))
+    rows = conn.execute(select(s.id, s.metadata).where(*bare)).all()
+    for row in rows:
+        meta = _came(row.metadata, "content") | {"content_from": {"model_input": model_event_id}}
+        conn.execute(update(steps).where(s.id == row.id).values(content=text, metadata=meta))
+    return len(rows)
+
+
+def _answered(conn: Connection, sid: str, seq: int, answer: str) -> None:
+    """The run's answer is the text of its last model call, which came after the run ended (its root span
+    recorded none): set where the run succeeded without an answer and no model or tool call came later."""
+    s = steps.c
+    later = conn.scalar(select(s.id).where(s.session_id == sid, s.seq > seq, s.type.in_(("think", "tool_call"))).limit(1))
+    if later is None:
+        conn.execute(
+            update(sessions)
+            .where(sessions.c.id == sid, sessions.c.status == "succeeded", sessions.c.outcome.is_(None))
+            .values(outcome=answer)
+        )

@@ -140,6 +140,19 @@ def _answers(parts: list[Part]) -> dict[str, tuple[str, Part]]:
     return found
 
 
+def last_answers(context: Any) -> dict[str, str]:
+    """The tool messages closing a model call's input (those answering the calls of the turn before it), by call
+    id: the results this call is the first to receive, so a stored result is looked for once, not at every call."""
+    found: dict[str, str] = {}
+    for message in reversed(context if isinstance(context, list) else []):
+        if not isinstance(message, dict) or message.get("role") != "tool":
+            break
+        call_id, content = message.get("tool_call_id"), message.get("content")
+        if isinstance(call_id, str) and isinstance(content, str):
+            found[call_id] = content
+    return found
+
+
 def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
     """Fill tool results whose span records none from the tool message a model call received for the same call
     id (`metadata.content_from` names that model step), in this batch or, with a `ledger`, in a later one: a

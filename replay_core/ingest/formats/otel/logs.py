@@ -187,13 +187,17 @@ def merge_into(attributes: dict[str, Any], held: dict[str, Any]) -> None:
         attributes.setdefault(key, value)
 
 
-def take_held(spans: list[Span], open_rows: list[dict], ledger: Ledger) -> None:
-    """Lay the events held for this batch's spans on them (a span's own attributes win), and mark them taken."""
+def take_held(spans: list[Span], open_rows: list[dict], ledger: Ledger) -> set[str]:
+    """Lay the events held for this batch's spans on them (a span's own attributes win), and mark them taken;
+    the span ids given events."""
     held = {(r["trace_id"], r["event_id"]): r for r in open_rows if r["side"] == HELD}
+    laid: set[str] = set()
     if not held:
-        return
+        return laid
     for span in spans:
         row = held.pop((span.trace_id, span.span_id), None)
         if row is not None:
             merge_into(span.attributes, row["arguments"] or {})
             ledger.consumed.append(PriorCall(**row))
+            laid.add(span.span_id)
+    return laid
