@@ -2,9 +2,6 @@
 (`replay --model recorded`) and a live replay through litellm against the local fake OpenAI
 server, scripted to give the recorded answers, both report no divergence; and at every model
 step, the context shown is what a replay from there sends (tests/test_context_equals_replay.py).
-
-Captures whose runs the reader does not yet read whole are marked xfail (strict) with the cause,
-so that the fix makes them pass loudly and the mark must go.
 """
 
 from __future__ import annotations
@@ -17,20 +14,6 @@ from test_context_equals_replay import check_every_model_step
 from replay_core.whatif.recording import split_turns
 from replay_core.whatif.replay import ReplayError, replay
 from replay_core.whatif.replay_config import ReplayConfig
-
-# Why a capture's runs cannot be replayed whole on today's reader (each fixed by another change).
-CAUSES: dict[str, str] = {}
-
-
-CONTEXT_CAUSES = CAUSES
-
-
-def _marked(names: list[str], causes: dict[str, str] = CAUSES) -> list:
-    out = []
-    for name in names:
-        cause = next((why for prefix, why in causes.items() if name.startswith(prefix)), None)
-        out.append(pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=cause)) if cause else name)
-    return out
 
 
 def model_runs(store, name: str) -> list[str]:
@@ -59,7 +42,7 @@ def server():
         yield srv
 
 
-@pytest.mark.parametrize("name", _marked(captures()))
+@pytest.mark.parametrize("name", captures())
 def test_a_null_replay_of_every_framework_run_does_not_diverge(sqlite_store, name):
     post(sqlite_store, name)
     runs = model_runs(sqlite_store, name)
@@ -69,7 +52,7 @@ def test_a_null_replay_of_every_framework_run_does_not_diverge(sqlite_store, nam
         assert result.steps == sqlite_store.get_session(sid)["steps"]
 
 
-@pytest.mark.parametrize("name", _marked(captures()))
+@pytest.mark.parametrize("name", captures())
 def test_a_live_replay_given_the_recorded_answers_does_not_diverge(sqlite_store, server, name):
     post(sqlite_store, name)
     runs = model_runs(sqlite_store, name)
@@ -82,7 +65,7 @@ def test_a_live_replay_given_the_recorded_answers_does_not_diverge(sqlite_store,
         assert result.outcome in ("completed", "final_answer"), (name, result.message)
 
 
-@pytest.mark.parametrize("name", _marked(captures(), CONTEXT_CAUSES))
+@pytest.mark.parametrize("name", captures())
 def test_the_context_at_every_model_step_is_what_a_replay_sends(sqlite_store, server, name):
     post(sqlite_store, name)
     runs = model_runs(sqlite_store, name)
