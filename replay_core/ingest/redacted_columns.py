@@ -71,6 +71,8 @@ DERIVED: dict[str, str] = {
     "experiment_runs.replay_session": "the replay's run id (sessions.id)",
     "share_links.target": "stored run ids or a queue id",
     "audit_log.target": "stored run ids, a file or dataset name, a queue or experiment id: never a body",
+    "monitors.last_result": "computed from the runs' redacted columns: figures, intervals, the rule's sentence",
+    "monitor_alerts.figure": "computed from the runs' redacted columns: figures, a runs-page link, explain's patterns",
 }
 
 NO_TRACE_TEXT: dict[str, str] = {
@@ -123,6 +125,14 @@ NO_TRACE_TEXT: dict[str, str] = {
     "share_links.revoked_by": "an actor's name (as audit_log.who)",
     "watch_offsets.path": "a local file path given to `watch`",
     "watch_offsets.format": "a reader's name",
+    "steps.place": "a sort key: times, a span's id (hex) and a part's role word (otel.ordering.place)",
+    "watch_offsets.fingerprint": "a hash of the file's first bytes and of those before the offset",
+    "monitors.name": "an editor typed it",
+    "monitors.rule": "an editor typed it: a metric, a window, thresholds, filters",
+    "monitors.webhook_url": "an editor typed it",
+    "monitors.webhook_secret_env": "the NAME of a variable, never the secret",
+    "monitor_alerts.acked_by": "an actor's name (as audit_log.who)",
+    "monitor_alerts.delivered": "what the webhook answered: HTTP statuses and transport errors",
 }
 
 UNREDACTED: dict[str, str] = {
