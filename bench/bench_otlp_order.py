@@ -163,9 +163,11 @@ TRACES, SESSIONS, ROUNDS = 200, 20, 33  # 1 root + 33 × (chat, execute_tool, pl
 
 
 def _trace_spans(t: int) -> list[dict]:
+    """One trace's 100 spans; span ids unique across traces (traces of one session share its event ids' space)."""
     trace = f"{t + 1:032x}"
     out = []
-    n = 2
+    base_id = t * 1000
+    n = base_id + 2
     for i in range(ROUNDS):
         calls = [
             {
@@ -178,7 +180,7 @@ def _trace_spans(t: int) -> list[dict]:
             span(
                 trace,
                 n,
-                1,
+                base_id + 1,
                 base,
                 base + 10,
                 **{
@@ -192,16 +194,16 @@ def _trace_spans(t: int) -> list[dict]:
             span(
                 trace,
                 n + 1,
-                1,
+                base_id + 1,
                 base + 12,
                 base + 20,
                 **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"call-{i}"},
             )
         )
-        out.append(span(trace, n + 2, 1, base + 22, base + 30))
+        out.append(span(trace, n + 2, base_id + 1, base + 22, base + 30))
         n += 3
     root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker", "session.id": f"conv-{t % SESSIONS}"}
-    out.append(span(trace, 1, None, 0, ROUNDS * 40 + 5, **root))
+    out.append(span(trace, base_id + 1, None, 0, ROUNDS * 40 + 5, **root))
     return out
 
 
