@@ -225,6 +225,9 @@ class IngestState(StoreBase):
                 conn.execute(insert(watch_offsets).values(path=path, **values))
 
 
+READ_WHOLE = 2000  # steps of a run up to which `_room` reads all their places rather than searching
+
+
 def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int | None]:
     """Seqs for steps of `places` (sorted) among a run's stored steps, kept in place order and numbered
     1..n: the stored steps after each are moved up, by one range update per distinct spot (highest
@@ -235,8 +238,11 @@ def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int
     if last is None or (last.place or "") < places[0]:
         base = last.seq if last is not None else 0
         return list(range(base + 1, base + 1 + len(places))), None
-    lo = _first_after(conn, sid, places[0], last.seq)
-    hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
+    if last.seq <= READ_WHOLE:  # one read of the run costs less than the searches' probes
+        lo, hi = 1, last.seq + 1
+    else:
+        lo = _first_after(conn, sid, places[0], last.seq)
+        hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
     between = conn.execute(select(s.id, s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
     bounds: list[int] = []  # per new step: the first stored seq whose place is after it
     j = 0
