@@ -125,37 +125,22 @@ def turns(trace: str = "b" * 32) -> tuple[list[bytes], list[dict]]:
     return [body(b) for b in batches], every
 
 
-def late_batches() -> None:
-    bodies, every = turns()
+def turn_batches(label: str, last_first: bool) -> None:
+    """The turns' batches as the SDK sends them, or last first; spans/s beside the same spans in one request."""
+    trace = "b" * 32
+    bodies, every = turns(trace)
     with tempfile.TemporaryDirectory() as tmp:
         one = _store(tmp, "one")
         one_s = _received(one, [body(every)])
-        store = _store(tmp, "turns")
-        turns_s = _received(store, bodies)
-        got = store.load_steps("b" * 32)
-        want = one.load_steps("b" * 32)
+        store = _store(tmp, label)
+        took = _received(store, bodies[::-1] if last_first else bodies)
+        got = store.load_steps(trace)
+        want = one.load_steps(trace)
         assert [(s.seq, s.event_id, s.agent_id) for s in got] == [(s.seq, s.event_id, s.agent_id) for s in want]
         one.close()
         store.close()
     spans = len(every)
-    report(f"otlp_turns_{spans // 1000}k_spans_{len(bodies)}_batches", spans / turns_s, "spans/s", "-", spans / one_s)
-    _load()
-
-
-def reversed_batches() -> None:
-    bodies, every = turns("e" * 32)
-    with tempfile.TemporaryDirectory() as tmp:
-        one = _store(tmp, "one")
-        one_s = _received(one, [body(every)])
-        store = _store(tmp, "reversed")
-        rev_s = _received(store, bodies[::-1])
-        got = store.load_steps("e" * 32)
-        want = one.load_steps("e" * 32)
-        assert [(s.seq, s.event_id, s.agent_id) for s in got] == [(s.seq, s.event_id, s.agent_id) for s in want]
-        one.close()
-        store.close()
-    spans = len(every)
-    report(f"otlp_reversed_{spans // 1000}k_spans_{len(bodies)}_batches", spans / rev_s, "spans/s", "-", spans / one_s)
+    report(f"otlp_{label}_{spans // 1000}k_spans_{len(bodies)}_batches", spans / took, "spans/s", "-", spans / one_s)
     _load()
 
 
@@ -241,8 +226,8 @@ if __name__ == "__main__":
     if part in ("all", "late_root"):
         late_root()
     if part in ("all", "late_batches"):
-        late_batches()
+        turn_batches("turns", last_first=False)
     if part in ("all", "reversed"):
-        reversed_batches()
+        turn_batches("reversed", last_first=True)
     if part in ("all", "batched"):
         batched()
