@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from replay_core.ingest import otlp_receiver
 from replay_core.ingest.pipeline import IngestReport
+from replay_core.storage import ingest_state
 from replay_core.storage.store import Store
 
 TRACES = ("/v1/traces", "/api/public/otel/v1/traces")
@@ -214,9 +215,14 @@ def test_any_split_in_any_order_stores_what_one_batch_stores(shape, data):
     batch_of = data.draw(st.lists(st.integers(0, 4), min_size=len(spans), max_size=len(spans)), label="batch of each span")
     batches = [[s for s, b in zip(spans, batch_of, strict=True) if b == n] for n in range(5)]
     order = data.draw(st.permutations(range(5)), label="order of the batches")
-    for n in order:
-        if batches[n]:
-            otlp_receiver.receive(store, _body(batches[n]), "application/json")
+    whole_read = ingest_state.READ_WHOLE
+    ingest_state.READ_WHOLE = data.draw(st.sampled_from([0, whole_read]), label="runs read whole up to")  # 0: searched
+    try:
+        for n in order:
+            if batches[n]:
+                otlp_receiver.receive(store, _body(batches[n]), "application/json")
+    finally:
+        ingest_state.READ_WHOLE = whole_read
     got = taken(store)
     assert got == expected
     parents_first(next(iter(got.values())))

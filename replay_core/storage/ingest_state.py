@@ -7,13 +7,13 @@ A run's steps stay in the order of their places (ingest.formats.otel.ordering.pl
 1..n by seq, whatever order their batches come in: a batch's steps are put among the stored ones
 (`_room`), the stored steps after them moving up. So `seq` is a step's position, which a step that
 starts earlier can still change while its run's spans arrive; its `event_id` (from its span id)
-never changes, and is what names a step for good. The cost of a batch is the steps it lands among
-(binary searches on seq) plus one range update per place it lands at: a batch that lands after
-what is stored (most of an exporter's) moves nothing, a late root moves the run once."""
+never changes, and is what names a step for good. The cost of a batch is two binary searches on seq,
+the stored steps it lands among (read, and moved one by one), and one range update of the steps
+after it: a batch that lands after what is stored (most of an exporter's) moves nothing, a late root
+moves the run once."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -299,6 +299,9 @@ class IngestState(StoreBase):
         return changed
 
 
+READ_WHOLE = 2000  # steps of a run up to which `_room` reads all their places rather than searching
+
+
 def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int | None]:
     """Seqs for steps of `places` (sorted) among a run's stored steps, kept in place order and numbered
     1..n: the stored steps after each are moved up, by one range update per distinct spot (highest
@@ -309,26 +312,27 @@ def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int
     if last is None or (last.place or "") < places[0]:
         base = last.seq if last is not None else 0
         return list(range(base + 1, base + 1 + len(places))), None
-    lo = _first_after(conn, sid, places[0], last.seq)
-    hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
-    between = conn.execute(select(s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
+    if last.seq <= READ_WHOLE:  # one read of the run costs less than the searches' probes
+        lo, hi = 1, last.seq + 1
+    else:
+        lo = _first_after(conn, sid, places[0], last.seq)
+        hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
+    between = conn.execute(select(s.id, s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
     bounds: list[int] = []  # per new step: the first stored seq whose place is after it
     j = 0
     for where in places:
         while j < len(between) and (between[j].place or "") < where:
             j += 1
         bounds.append(between[j].seq if j < len(between) else hi)
-    spots = sorted(set(bounds))
-    counts = Counter(bounds)
-    shift, ranges = 0, []
-    for n, b in enumerate(spots):
-        shift += counts[b]
-        ranges.append((b, spots[n + 1] if n + 1 < len(spots) else None, shift))
-    for start, stop, by in reversed(ranges):
-        where_ = [s.session_id == sid, s.seq >= start]
-        if stop is not None:
-            where_.append(s.seq < stop)
-        conn.execute(update(steps).where(*where_).values(seq=s.seq + by))
+    conn.execute(update(steps).where(s.session_id == sid, s.seq >= hi).values(seq=s.seq + len(places)))
+    moved, k = [], 0  # the steps between: each up by the new steps before it
+    for row in between:
+        while k < len(bounds) and bounds[k] <= row.seq:
+            k += 1
+        if k:
+            moved.append({"rid": row.id, "new_seq": row.seq + k})
+    if moved:
+        conn.execute(update(steps).where(s.id == bindparam("rid")).values(seq=bindparam("new_seq")), moved)
     return [b + i for i, b in enumerate(bounds)], bounds[0]
 
 
