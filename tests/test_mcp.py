@@ -203,6 +203,7 @@ def long_run(tmp_path_factory):
     return store
 
 
+@pytest.mark.load
 def test_every_answer_on_a_100000_step_run_is_bounded(long_run):
     srv = build(lambda: long_run)
     for tool, args in [
