@@ -38,6 +38,7 @@ REDACTED: dict[str, str] = {
     "annotations.text": "ingest.annotate.annotate",
     "annotations.author": "ingest.annotate.annotate",
     "queue_reviews.note": "team.queues.save_review",
+    "experiments.message": "whatif.experiment.run scrubs an error's text (the runner's other messages are its own words)",
     "queue_reviews.should_have": "team.queues.save_review",
 }
 
@@ -135,9 +136,4 @@ NO_TRACE_TEXT: dict[str, str] = {
     "monitor_alerts.delivered": "what the webhook answered: HTTP statuses and transport errors",
 }
 
-UNREDACTED: dict[str, str] = {
-    "experiments.message": (
-        "why an experiment stopped or failed, with a provider's error text (providers mask keys in it); written by "
-        "whatif.experiment through Store.set_experiment_status, which the storage layer cannot redact (it imports no ingest)"
-    ),
-}
+UNREDACTED: dict[str, str] = {}

@@ -585,7 +585,10 @@ def run(
     try:
         return _Runner(store, experiment_id, p, stop, on_progress, {k: tools[k] for k in p.tools} if tools else {}).run()
     except Exception as exc:  # a broken store or a bug: the experiment says so and can be resumed
-        store.set_experiment_status(experiment_id, "failed", f"{type(exc).__name__}: {str(exc)[:500]}")
+        from ..ingest.redact import default_redactor
+
+        said, _ = default_redactor().scrub(f"{type(exc).__name__}: {str(exc)[:500]}")  # it may quote a provider's answer
+        store.set_experiment_status(experiment_id, "failed", said)
         raise
 
 
