@@ -253,3 +253,27 @@ def test_a_late_root_moves_seqs_and_keeps_every_step_under_its_event_id(sqlite_s
         assert moved.seq > step.seq  # the root and the agent span came before it
         assert sqlite_store.step_context(run["id"], eid) == contexts.get(eid)
     assert after[min(after, key=lambda e: after[e].seq)].parent_id is None
+
+
+def test_the_http_answer_says_a_set_up_trace_was_kept_out_of_the_runs(sqlite_store):
+    """Over /v1/traces the exporter is told, in OTLP's own way (a partial success rejecting nothing), which
+    traces became no run; a batch with none gets the empty answer of full success."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+    from starlette.testclient import TestClient
+
+    from replay_core.server.api import create_app
+    from replay_core.server.auth import Access
+
+    said = []
+    with TestClient(create_app(sqlite_store, access=Access(api_tokens=("t0ken-for-tests",)))) as client:
+        for request in requests("autogen-own-ok"):
+            answer = client.post(
+                "/v1/traces",
+                content=request.body,
+                headers={"Authorization": "Bearer t0ken-for-tests", "Content-Type": request.content_type},
+            )
+            assert answer.status_code == 200, answer.text
+            said.append(ExportTraceServiceResponse.FromString(answer.content).partial_success)
+    warned = [p for p in said if p.error_message]
+    assert len(warned) == 1 and all(p.rejected_spans == 0 for p in said)
+    assert "1 set-up trace with no model call or tool" in warned[0].error_message

@@ -133,10 +133,7 @@ class IngestRoutes:
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
         await self.api.audit(request, INGEST, ",".join(report.sessions), sessions=len(report.sessions), steps=report.steps)
-        # An empty ExportTraceServiceResponse: full success, in the encoding of the request.
-        if media == "application/json":
-            return Response(b"{}", media_type="application/json")
-        return Response(b"", media_type="application/x-protobuf")
+        return _traces_response(report.set_up, media)
 
     async def otlp_logs(self, request: Request) -> Response:
         """POST /v1/logs: OTLP/HTTP logs; GenAI events (message content in events mode) joined to their spans."""
@@ -148,10 +145,33 @@ class IngestRoutes:
         return _logs_response(account, media)
 
 
+def _traces_response(set_up: list[str], media: str) -> Response:
+    """An ExportTraceServiceResponse in the encoding of the request: empty (full success), or, when the batch held
+    a framework's set-up traces (an agent being built: no model call, no tool), a partial success that rejects
+    nothing and says they were kept out of the runs (OTLP's way to warn)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    answer = ExportTraceServiceResponse()
+    if set_up:
+        answer.partial_success.error_message = (
+            f"{len(set_up)} set-up trace{'s' if len(set_up) != 1 else ''} with no model call or tool (an agent being "
+            f"built) kept out of the runs: {', '.join(set_up[:10])}" + (" …" if len(set_up) > 10 else "")
+        )
+    return _encoded(answer, media)
+
+
+def _encoded(answer, media: str) -> Response:
+    """An OTLP answer message in the encoding of the request."""
+    from google.protobuf.json_format import MessageToJson
+
+    if media == "application/json":
+        return Response(MessageToJson(answer, indent=None).encode(), media_type="application/json")
+    return Response(answer.SerializeToString(), media_type="application/x-protobuf")
+
+
 def _logs_response(account: dict, media: str) -> Response:
     """An ExportLogsServiceResponse in the encoding of the request: records not read (not GenAI events naming a
     span) are told as OTLP's partial success, rejected, with the reason by kind."""
-    from google.protobuf.json_format import MessageToJson
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 
     answer = ExportLogsServiceResponse()
@@ -159,6 +179,4 @@ def _logs_response(account: dict, media: str) -> Response:
     if ignored:
         answer.partial_success.rejected_log_records = sum(ignored.values())
         answer.partial_success.error_message = "not read: " + ", ".join(f"{n} {kind}" for kind, n in sorted(ignored.items()))
-    if media == "application/json":
-        return Response(MessageToJson(answer, indent=None).encode(), media_type="application/json")
-    return Response(answer.SerializeToString(), media_type="application/x-protobuf")
+    return _encoded(answer, media)
