@@ -186,3 +186,36 @@ def test_a_client_that_stops_reading_is_dropped_past_its_buffer_and_resumes_from
     sent, peak, rest = asyncio.run(scenario())
     assert peak <= 20_000 + 45_000  # its buffer, and at most the one page that passed it
     assert sent + rest == list(range(1, 402))  # nothing lost, nothing twice
+
+
+def test_a_client_whose_socket_takes_nothing_is_let_go_after_the_send_timeout(store):
+    """A reader that stopped reading leaves every write waiting on its full socket: after the send timeout
+    the response ends (the server closes the connection), its generator is closed and its poller stops."""
+    from replay_core.server.stream import EventStream, StepHub
+
+    store.write([StepEvent(session_id="stuck", seq=1, type="think", content="first")])
+
+    async def scenario() -> tuple[list[dict], float, int]:
+        hub = StepHub(lambda: store, poll_s=0.01)
+        sent: list[dict] = []
+        never = asyncio.Event()
+
+        async def send(message: dict) -> None:
+            if len(sent) >= 3:  # start, retry line, the first step: then the socket takes nothing more
+                await never.wait()
+            sent.append(message)
+
+        async def receive() -> dict:
+            await never.wait()
+            return {"type": "http.disconnect"}
+
+        response = EventStream(hub.events("stuck", 0, heartbeat_s=0.05), send_timeout=0.3)
+        started = time.monotonic()
+        scope = {"type": "http", "asgi": {"spec_version": "2.4"}}
+        await asyncio.wait_for(response(scope, receive, send), 10)
+        return sent, time.monotonic() - started, len(hub._watches)
+
+    sent, took, watches = asyncio.run(scenario())
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body", "http.response.body"]
+    assert not any(m.get("more_body") is False for m in sent)  # never told complete: uvicorn closes the connection
+    assert 0.3 <= took < 5 and watches == 0

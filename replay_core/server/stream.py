@@ -13,6 +13,11 @@ Each step is encoded once for all its watchers. A client that reads slower than 
 (or stops reading) holds at most AGENT_REPLAY_STREAM_CLIENT_BUFFER_MB (default 4) of events not
 yet sent: past that it is dropped, its buffer freed, and its stream ends; the browser's
 EventSource reconnects with Last-Event-ID and reads what it missed from the database.
+
+A client that stops reading also stops the server's writes to it, once the socket's buffers are
+full: one write waiting longer than AGENT_REPLAY_STREAM_SEND_TIMEOUT_S (default 30) closes the
+connection (`EventStream`), so a stalled reader never holds its stream, its poller or its
+socket for good.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 
 import orjson
+from starlette.responses import StreamingResponse
+from starlette.types import Message, Send
 
 from ..events import StepEvent
 from ..storage.store import Store
@@ -37,6 +44,32 @@ PAGE = 500  # steps per read
 def client_buffer_bytes() -> int:
     """What one client may have waiting to be sent before it is dropped: AGENT_REPLAY_STREAM_CLIENT_BUFFER_MB (default 4)."""
     return int(float(os.environ.get("AGENT_REPLAY_STREAM_CLIENT_BUFFER_MB", "4")) * 1024 * 1024)
+
+
+def send_timeout_s() -> float:
+    """How long one write to a stream's client may wait on its socket: AGENT_REPLAY_STREAM_SEND_TIMEOUT_S (default 30)."""
+    return float(os.environ.get("AGENT_REPLAY_STREAM_SEND_TIMEOUT_S", "30"))
+
+
+class EventStream(StreamingResponse):
+    """An SSE response whose every write has a deadline: a client that has read nothing for that long is
+    let go (its generator closed, so it leaves its run's poller) and the server closes the connection."""
+
+    def __init__(self, content, *, send_timeout: float | None = None, **kwargs):
+        super().__init__(content, media_type="text/event-stream", **kwargs)
+        self.send_timeout = send_timeout_s() if send_timeout is None else send_timeout
+
+    async def stream_response(self, send: Send) -> None:
+        async def timed(message: Message) -> None:
+            await asyncio.wait_for(send(message), self.send_timeout)
+
+        try:
+            await super().stream_response(timed)
+        except TimeoutError:
+            log.warning("stream: a client read nothing for %g s and was let go", self.send_timeout)
+            close = getattr(self.body_iterator, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def sse_step(step: StepEvent) -> bytes:

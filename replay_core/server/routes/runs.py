@@ -8,7 +8,7 @@ import threading
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from ...events import INT_MAX
@@ -19,7 +19,7 @@ from ...understand.timeline import open_timeline
 from ..context import API_PREFIX, ApiContext
 from ..params import int_param, last_event_id, session_id
 from ..responses import ApiError, json_response
-from ..stream import StepHub
+from ..stream import EventStream, StepHub
 
 MAX_LIMIT = 500
 
@@ -91,9 +91,8 @@ class RunRoutes:
         with self._hub_lock:
             if self._hub is None:
                 self._hub = StepHub(self.api.store)
-        return StreamingResponse(
+        return EventStream(
             self._hub.events(sid, after),
-            media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
