@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from ..storage.store import Store
 from .auth import Access
+from .body_budget import BodyBudget
 from .context import ApiContext
 from .origins import TrustedProxies
 from .responses import json_response
@@ -63,7 +64,7 @@ def create_app(store: Store | None = None, *, access: Access | None = None, max_
 
     return Starlette(
         routes=routes(store, access=access, max_body=max_body),
-        middleware=[Middleware(TrustedProxies)],
+        middleware=[Middleware(TrustedProxies), Middleware(BodyBudget)],
         # Starlette types every handler as taking any Exception, though it calls each with the class it is keyed by
         exception_handlers={HTTPException: http_error},  # type: ignore[dict-item]
     )
