@@ -123,3 +123,22 @@ def test_after_the_first_page_what_analytics_needs_is_imported_beside_the_app(de
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["1", "True"]
+
+
+def test_a_named_token_opens_the_door_as_its_holder(door, demo_store, monkeypatch):
+    """A named API token used as the password signs its holder in as themselves: the name comes from the
+    credential (queues, audit), not from a box."""
+    from replay_core.team import audit
+
+    monkeypatch.setenv("AGENT_REPLAY_API_TOKENS", "viewer:tok-unnamed-1,reviewer:alice:tok-alice-1")
+    at = door.run()
+    at.text_input[0].set_value("tok-unnamed-1")  # a token with no name is a machine's, not a person's
+    at.button(key="FormSubmitter:sign_in-Sign in").click().run()
+    assert at.error[0].value.startswith("That password is not right.") and "role" not in at.session_state
+    at.text_input[0].set_value("tok-alice-1")
+    at.button(key="FormSubmitter:sign_in-Sign in").click().run()
+    assert not at.exception
+    assert at.session_state["role"] == "reviewer" and at.session_state["signed_name"] == "alice"
+    assert at.session_state["who"] == "alice"
+    signed = [e for e in audit.entries(demo_store) if e["action"] == "sign_in" and e["outcome"] == "ok"]
+    assert signed[0]["who"] == "alice"

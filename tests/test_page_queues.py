@@ -87,8 +87,27 @@ def test_viewers_read_results_but_do_not_work_or_make_queues(demo_store, door):
     at = page(QUEUES, state={"role": "viewer"})
     assert at.button(key=f"work_{qid}").disabled
     assert not at.get("form")  # no "make a queue"
-    at = page(QUEUES, params={"queue": str(qid)}, state={"role": "reviewer", "reviewer": "Ben"})
+    at = page(QUEUES, params={"queue": str(qid)}, state={"role": "reviewer", "signed_name": "Ben"})
     assert "assigned to Ana; Ben is not one of them" in at.error[0].value
+
+
+def test_behind_a_shared_password_a_typed_name_cannot_take_an_assigned_queue(demo_store, door):
+    """Anyone holding the reviewers' password could type "Ana" and take Ana's runs: an assigned queue takes
+    only a person signed in as themselves (a named token or single sign-on); an open queue still takes a typed name."""
+    qid = _failed_queue(demo_store, assignees=["Ana"])["id"]
+    at = page(QUEUES, params={"queue": str(qid)}, state={"role": "reviewer", "reviewer": "Ana"})
+    assert not at.exception
+    assert "a name typed here proves nobody" in at.error[0].value
+    assert all(it["held_by"] is None for it in queues.results(demo_store, qid)["items"])
+    at = page(QUEUES, state={"role": "reviewer", "reviewer": "Ana"})
+    assert at.button(key=f"work_{qid}").disabled
+
+    at = page(QUEUES, params={"queue": str(qid)}, state={"role": "reviewer", "signed_name": "Ana"})
+    assert not at.exception, [e.value for e in at.error]
+    assert not [e for e in at.error if "proves nobody" in e.value]
+    assert "Reviewing as **Ana** (signed in)" in [c.value for c in at.caption]
+    assert not [t for t in at.text_input if t.key == "queue_reviewer"]  # no box to type another name in
+    assert queues.results(demo_store, qid)["items"][0]["held_by"] == "Ana"
 
 
 def test_a_share_page_shows_its_run_only(demo_store, door):

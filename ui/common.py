@@ -324,18 +324,27 @@ def client_origin() -> str:
 
 def current_actor() -> Actor:
     """Who is using this browser session, with their role: what the library's guarded functions check."""
-    who = st.session_state.get("who") or reviewer_name() or f"{current_role()} (no sign-in)"
+    who = verified_name() or st.session_state.get("who") or reviewer_name() or f"{current_role()} (no sign-in)"
     return Actor(who, current_role(), client_origin())
 
 
-def reviewer_name() -> str | None:
-    """Who is writing a note: the signed-in user, else the name typed on this browser session."""
+SIGNED_NAME = "signed_name"  # the person a named token signed in as (ui/login.py)
+
+
+def verified_name() -> str | None:
+    """The person this browser session signed in as (single sign-on, or a named token), None for a shared
+    password or no door: a name that comes from a credential, never from a box."""
     try:
         if st.user.is_logged_in:
             return st.user.get("name") or st.user.get("email")
     except (AttributeError, KeyError):
         pass
-    return st.session_state.get("reviewer") or None
+    return st.session_state.get(SIGNED_NAME) or None
+
+
+def reviewer_name() -> str | None:
+    """Who is writing a note: the signed-in person, else the name typed on this browser session."""
+    return verified_name() or st.session_state.get("reviewer") or None
 
 
 def _url_bound(make, key: str, current, to_param, on_change=None, **kwargs):

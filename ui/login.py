@@ -1,5 +1,8 @@
 """The door: a shared password (viewer / reviewer / editor) or OIDC sign-in, when one is configured.
 
+A named API token (`reviewer:alice:TOKEN`) also opens it, as that person: the name is then theirs
+on the queues and in the audit log, where a shared password leaves only a typed name.
+
 With nothing configured there is no door and everyone is an editor (the app refuses to
 serve such a door-less setup beyond this machine: see streamlit_app.py). The role lands in
 `st.session_state["role"]`, where `ui.common.current_role` reads it. Password tries go
@@ -16,7 +19,7 @@ from replay_core.server.auth import EDITOR, Access
 from replay_core.server.auth import sign_in as try_password
 from replay_core.storage.actor import Actor
 from replay_core.team.audit import SIGN_IN, record
-from ui.common import client_origin, get_store
+from ui.common import SIGNED_NAME, client_origin, get_store
 
 ROLE_NAMES = {"editor": "an editor", "reviewer": "a reviewer", "viewer": "a viewer"}
 
@@ -86,7 +89,8 @@ def _sign_in_form(access: Access, oidc: bool) -> None:
                 result = try_password(get_store(), access, password, client_origin())
                 if result.role:
                     st.session_state["role"] = result.role
-                    st.session_state["who"] = f"{result.role} password"
+                    st.session_state["who"] = result.who or f"{result.role} password"
+                    st.session_state[SIGNED_NAME] = result.who  # a named token: this person, not a shared password
                     st.rerun()
                 if result.wait_s > 0:
                     st.error(_wait_text(result.wait_s, result.locked))
@@ -108,6 +112,7 @@ def sign_out_button() -> None:
     if st.sidebar.button("Sign out", key="sign_out"):
         del st.session_state["role"]
         st.session_state.pop("who", None)
+        st.session_state.pop(SIGNED_NAME, None)
         if _signed_in_email():
             st.logout()
         st.rerun()

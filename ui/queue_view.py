@@ -24,7 +24,7 @@ from replay_core.understand.timeline import Timeline
 from . import components
 from . import step_view as sv
 from . import timeline_view as tv
-from .common import fmt_when, load_run, md, reviewer_name, run_label, short, status_label
+from .common import fmt_when, load_run, md, run_label, short, status_label, verified_name
 
 SINCE = {"any time": None, "the last 24 hours": "1d", "the last 7 days": "7d", "the last 30 days": "30d"}
 SAVE_KEY, SKIP_KEY = "N", "S"
@@ -32,10 +32,10 @@ PASS_FAIL = {queues.PASS: "✅ pass", queues.FAIL: "❌ fail"}
 
 
 def reviewer_box() -> str | None:
-    """'Your name', remembered for the browser session (the signed-in user's name when there is one)."""
-    signed = reviewer_name() if st.session_state.get("reviewer") is None else None
+    """'Your name', remembered for the browser session; no box for a person who signed in as themselves."""
+    signed = verified_name()
     if signed:
-        st.caption(f"Reviewing as {md(signed)}")
+        st.caption(f"Reviewing as **{md(signed)}** (signed in)")
         return signed
 
     name = st.session_state.get("reviewer")
@@ -73,6 +73,18 @@ def reviewer_box() -> str | None:
 
 
 RENAMING, RENAMED_FROM, JUST_NAMED = "reviewer_renaming", "reviewer_renamed_from", "reviewer_just_named"
+NAMED_ONLY = (
+    "This queue is assigned to named reviewers, and a name typed here proves nobody: sign in as yourself "
+    "(with your own token, `reviewer:NAME:TOKEN`, as the password, or single sign-on) to work it."
+)
+
+
+def _typed_name_refused(q: dict) -> bool:
+    """Behind a shared password anyone could type an assignee's name and take their runs: an assigned queue
+    takes only a signed-in person there. With no door at all, everyone is this machine's user."""
+    from .login import no_door
+
+    return bool(q.get("assignees")) and verified_name() is None and not no_door()
 
 
 def _open(queue_id: int | None) -> None:
@@ -110,7 +122,7 @@ def queue_list(store: Store, actor: Actor, reviewer: str | None) -> None:
             )
             st.progress(q["percent"] / 100, text=_progress_text(q))
             with st.container(horizontal=True, gap="small"):
-                allowed = actor.may(WORK_QUEUE) and queues.may_work(q, reviewer)
+                allowed = actor.may(WORK_QUEUE) and queues.may_work(q, reviewer) and not _typed_name_refused(q)
                 st.button(
                     "Review these runs" if not q["done"] else "All reviewed",
                     key=f"work_{q['id']}",
@@ -120,6 +132,8 @@ def queue_list(store: Store, actor: Actor, reviewer: str | None) -> None:
                     args=(q["id"],),
                     help=None
                     if allowed
+                    else NAMED_ONLY
+                    if _typed_name_refused(q)
                     else "This queue is assigned to other reviewers."
                     if actor.may(WORK_QUEUE)
                     else "Viewers read results; reviewers and editors work queues.",
@@ -319,6 +333,9 @@ def work_queue(store: Store, actor: Actor, queue_id: int, reviewer: str | None) 
     st.progress(q["percent"] / 100, text=_progress_text(q))
     if not reviewer:
         st.info("Type your name above to start: the results say who reviewed what.")
+        return
+    if _typed_name_refused(q):
+        st.error(NAMED_ONLY)
         return
     held_key = f"queue_{queue_id}_item"
     old_name = st.session_state.pop(RENAMED_FROM, None)

@@ -195,6 +195,16 @@ class Access:
         }
         return next((role for role, hit in hits.items() if hit), None)
 
+    def named_holder(self, password: str) -> tuple[str, str] | None:
+        """(role, name) when `password` is a named token (`reviewer:alice:TOKEN`): its holder signs in to the UI
+        as themselves, so what they do there is theirs, not a shared password's. Every token is compared."""
+        offered = password.encode()
+        hits = [bool(n) and hmac.compare_digest(offered, t.encode()) for t, n in zip(self.api_tokens, self.token_names)]
+        if not any(hits):
+            return None
+        i = hits.index(True)
+        return (self.token_roles[i] if i < len(self.token_roles) else EDITOR), self.token_names[i]
+
     def role_for_email(self, email: str | None) -> str:
         """The role of a user signed in through OIDC: editor or reviewer when listed, else viewer."""
         email = (email or "").lower()
@@ -213,6 +223,7 @@ class SignIn:
     role: str | None
     wait_s: float = 0.0
     locked: bool = False
+    who: str | None = None  # the holder's name when a named token opened the door; None for a shared password
 
 
 def sign_in_wait(store: Store, origin: str, now: datetime | None = None) -> tuple[float, bool]:
@@ -234,13 +245,15 @@ def sign_in(store: Store, access: Access, password: str, origin: str, *, now: da
             detail={"wait_s": round(wait, 1), "locked": locked},
         )
         return SignIn(None, wait, locked)
-    role = access.role_for(password)
-    record(
-        store, Actor(f"{role or 'unknown'} password", role or "none", origin), SIGN_IN, outcome="ok" if role else "failed", at=now
-    )
+    role, who = access.role_for(password), None
+    holder = access.named_holder(password)
+    if role is None and holder is not None:
+        role, who = holder
+    actor = Actor(who or f"{role or 'unknown'} password", role or "none", origin)
+    record(store, actor, SIGN_IN, outcome="ok" if role else "failed", at=now)
     if role is None:
         wait, locked = sign_in_wait(store, origin, now)
-    return SignIn(role, wait, locked)
+    return SignIn(role, wait, locked, who)
 
 
 # ---------------------------------------------------------------- serving beyond this machine
