@@ -199,7 +199,8 @@ class Access:
         """(role, name) when `password` is a named token (`reviewer:alice:TOKEN`): its holder signs in to the UI
         as themselves, so what they do there is theirs, not a shared password's. Every token is compared."""
         offered = password.encode()
-        hits = [bool(n) and hmac.compare_digest(offered, t.encode()) for t, n in zip(self.api_tokens, self.token_names)]
+        names = (*self.token_names, *[""] * (len(self.api_tokens) - len(self.token_names)))
+        hits = [hmac.compare_digest(offered, t.encode()) and bool(n) for t, n in zip(self.api_tokens, names, strict=True)]
         if not any(hits):
             return None
         i = hits.index(True)
