@@ -43,7 +43,9 @@ def serve_cmd(
         fail(str(exc))
     # -P: the working folder stays off sys.path (Streamlit puts the app's folder there, which holds ui/ and pages/)
     argv = [sys.executable, "-P", "-m", "streamlit", "run", str(script), *streamlit_flags(script.parent, host, port)]
-    env = {**os.environ, "AGENT_REPLAY_DB_URL": url}
+    # uvicorn would take X-Forwarded-For from any 127.0.0.1 peer; only AGENT_REPLAY_TRUSTED_PROXIES count here
+    # (server/origins.py). Set before uvicorn reads it, so the app's own guard has nothing to undo.
+    env = {**os.environ, "AGENT_REPLAY_DB_URL": url, "FORWARDED_ALLOW_IPS": ""}
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name == "posix":  # the server takes this process's place: signals (Ctrl-C, a container's stop) reach it
