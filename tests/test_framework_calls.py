@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from framework_captures import FRAMEWORKS, ORDERS, Posted, captures, manifest, post, requests
+from framework_captures import FRAMEWORKS, ORDERS, Posted, by_order, captures, manifest, post, requests
 
 from replay_core.ingest.formats import otel
 from replay_core.storage.store import Store
@@ -39,7 +39,7 @@ LATER_RESULTS = {"autogen-openllmetry-slow", "logfire-openai-slow"}  # tool span
 
 
 def _ordered_params() -> list:
-    return [(name, order) for name in captures() for order in ORDERS]
+    return [by_order(order, name, order) for name in captures() for order in ORDERS]
 
 
 @dataclass(frozen=True)

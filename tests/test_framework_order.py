@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from framework_captures import FRAMEWORKS, ORDERS, captures, manifest, post, requests
+from framework_captures import FRAMEWORKS, ORDERS, by_order, captures, manifest, post, requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,18 +76,26 @@ def set_up_traces(capture: str) -> int:
     return sum(names == [n for n in names if n.startswith("create_agent")] for names in traces.values())
 
 
-@pytest.mark.parametrize("capture", captures())
-def test_any_arrival_order_stores_the_steps_of_one_request(sqlite_store, capture):
+def _arrivals() -> list:
+    """Each capture in its captured order; one that came in several requests also reversed and shuffled."""
+    out = []
+    for capture in captures():
+        several = len(requests(capture)) > 1  # one request comes in one order
+        orders = [("captured", 0), *([("reversed", 0), *(("shuffled", s) for s in SEEDS)] if several else [])]
+        out += [by_order(order, capture, order, seed) for order, seed in orders]
+    return out
+
+
+@pytest.mark.parametrize(("capture", "order", "seed"), _arrivals())
+def test_any_arrival_order_stores_the_steps_of_one_request(sqlite_store, capture, order, seed):
     expected = whole(sqlite_store, capture)
     assert len(expected) == 1, f"{capture}: {len(expected)} runs from one request"
     (steps,) = expected.values()
     parents_first(steps)
-    several = len(requests(capture)) > 1  # one request comes in one order
-    for order, seed in [("captured", 0), *([("reversed", 0), *(("shuffled", s) for s in SEEDS)] if several else [])]:
-        done = post(sqlite_store, capture, order, seed)
-        assert taken(sqlite_store) == expected, f"{capture} {order} {seed}"
-        traces = [r for r in done.reports if isinstance(r, IngestReport)]  # a /v1/logs account names no trace
-        assert sum(len(r.set_up) for r in traces) == set_up_traces(capture)
+    done = post(sqlite_store, capture, order, seed)
+    assert taken(sqlite_store) == expected, f"{capture} {order} {seed}"
+    traces = [r for r in done.reports if isinstance(r, IngestReport)]  # a /v1/logs account names no trace
+    assert sum(len(r.set_up) for r in traces) == set_up_traces(capture)
 
 
 def test_autogen_builds_its_agent_in_a_trace_that_is_no_run(sqlite_store):
@@ -100,7 +108,7 @@ def test_autogen_builds_its_agent_in_a_trace_that_is_no_run(sqlite_store):
 
 
 @pytest.mark.parametrize("capture", ["pydantic-ai-v5-slow", "openai-agents-openinference-slow"])
-@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("order", [by_order(order, order) for order in ORDERS])
 def test_batches_in_any_order_on_both_databases(store, capture, order):
     expected = whole(store, capture)
     post(store, capture, order, seed=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from framework_captures import ORDERS, captures, manifest, post, requests
+from framework_captures import ORDERS, by_order, captures, manifest, post, requests
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -44,7 +44,7 @@ def _orders(name: str) -> tuple[str, ...]:
     return ORDERS if sum(r.path.endswith("/traces") for r in requests(name)) > 1 else ("captured",)
 
 
-@pytest.mark.parametrize(("name", "order"), [(name, order) for name in captures() for order in _orders(name)])
+@pytest.mark.parametrize(("name", "order"), [by_order(order, name, order) for name in captures() for order in _orders(name)])
 def test_every_framework_run_ends_as_the_framework_says(sqlite_store, name, order):
     """Whatever order the batches arrive in (a slow run's spans come in several)."""
     done = post(sqlite_store, name, order, seed=7)
