@@ -66,7 +66,9 @@ async def team_run(server: OpenAIServer, out: Path, fail_time: bool) -> None:
     server.script(
         call(server, "get_weather", (142, 17), "call_weather_1"),
         call(server, "get_time", (175, 16), "call_time_1"),
-        server.text("I could not get the time; it is sunny and 18°C in Paris." if fail_time else ANSWER, usage=(204, 19), model=MODEL),
+        server.text(
+            "I could not get the time; it is sunny and 18°C in Paris." if fail_time else ANSWER, usage=(204, 19), model=MODEL
+        ),
     )
     team = RoundRobinGroupChat(
         [agent(server, fail_time)],

@@ -56,7 +56,9 @@ def run(server: OpenAIServer, out: Path, fail_time: bool, log_ext: str) -> None:
             raise TimeoutError(f"time service unreachable for {city}")
         return "10:14"
 
-    answer = "I could not get the time; it is sunny and 18°C in Paris." if fail_time else "It is sunny and 18°C in Paris; it is 10:14."
+    answer = (
+        "I could not get the time; it is sunny and 18°C in Paris." if fail_time else "It is sunny and 18°C in Paris; it is 10:14."
+    )
     server.script(
         call(server, "get_weather", (142, 17), "call_weather_1"),
         call(server, "get_time", (175, 16), "call_time_1"),
