@@ -4,7 +4,8 @@ weather/time conversation of tests/fixtures/frameworks: one agent with two tools
 - the crew's output log (`Crew(output_log_file="….json")` and `"….txt"`): a line per task started/completed;
 - `crew_output.model_dump_json()`: the CrewOutput, each TaskOutput with the agent's `messages` (tool calls
   and results included), `tool_failures`, and the crew's `token_usage`;
-once with both tools succeeding and once with `get_time` raising.
+once with both tools succeeding, and once with `get_time` raising and a second task (its answer on two lines,
+as the text log writes it: unescaped).
 
 Run in a virtualenv of its own (pinned in crewai_requirements.txt; versions in tests/fixtures/crewai/README.md):
     python scripts/capture_files/crewai_files.py tests/fixtures/crewai
@@ -57,13 +58,17 @@ def run(server: OpenAIServer, out: Path, fail_time: bool, log_ext: str) -> None:
         return "10:14"
 
     answer = (
-        "I could not get the time; it is sunny and 18°C in Paris." if fail_time else "It is sunny and 18°C in Paris; it is 10:14."
+        "I could not get the time.\nIt is sunny and 18°C in Paris."
+        if fail_time
+        else "It is sunny and 18°C in Paris; it is 10:14."
     )
     server.script(
         call(server, "get_weather", (142, 17), "call_weather_1"),
         call(server, "get_time", (175, 16), "call_time_1"),
         server.text(answer, usage=(204, 19), model=MODEL),
     )
+    if fail_time:  # a second task, given the first one's answer
+        server.script(server.text("Sunny.", usage=(96, 3), model=MODEL))
     llm = LLM(model=f"openai/{MODEL}", base_url=server.base_url, api_key="not-a-key")
     agent = Agent(
         role="Weather agent",
@@ -74,11 +79,13 @@ def run(server: OpenAIServer, out: Path, fail_time: bool, log_ext: str) -> None:
         max_iter=4,
         verbose=False,
     )
-    task = Task(name="weather_and_time", description=QUESTION, expected_output="One sentence.", agent=agent)
+    tasks = [Task(name="weather_and_time", description=QUESTION, expected_output="One sentence.", agent=agent)]
+    if fail_time:
+        tasks.append(Task(name="one_word", description="Say the weather in one word.", expected_output="One word.", agent=agent))
     name = "tool_error" if fail_time else "ok"
     log = out / f"crew_log_{name}.{log_ext}"
     log.unlink(missing_ok=True)
-    crew = Crew(agents=[agent], tasks=[task], output_log_file=str(log), verbose=False)
+    crew = Crew(agents=[agent], tasks=tasks, output_log_file=str(log), verbose=False)
     result = crew.kickoff()
     (out / f"crew_output_{name}.json").write_text(result.model_dump_json(indent=2))
 
