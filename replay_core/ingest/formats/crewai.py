@@ -5,9 +5,9 @@ CrewOutput: `tasks_output[]`, each a TaskOutput with the agent's chat `messages`
 user → input, assistant → think/decision and tool_call, tool → tool_result) and `tool_failures` (a tool that
 raised: its result is an error step, the failure's `code` its error class, matched by tool name and
 arguments). A task without messages (older releases) is its description as input and its `raw` output as
-decision. The crew's `token_usage` counts the whole crew, no call of it: kept in the run's metadata, on no
-step. The file exists once `kickoff()` returned: the run succeeded, its `raw` the outcome. It has no times
-and no model name.
+decision. The crew's `token_usage` counts the whole crew, no call of it: the run's token totals (metadata
+`tokens_in`, `tokens_out`, `totals`), on no step. The file exists once `kickoff()` returned: the run
+succeeded, its `raw` the outcome. It has no times and no model name.
 
 Output log: a record per task `started` (its description → input) and `completed` (its output → decision),
 with the agent's role and a time. CrewAI writes that time in the machine's local time without a zone; it is
@@ -73,6 +73,13 @@ class _Task:
             if failure["tool_name"] == name and (args is None or failure.get("tool_args") in (None, args)):
                 return self.failures.pop(i)
         return None
+
+
+def _totals(usage: dict) -> dict[str, Any]:
+    """The crew's token totals as the run's (the store's rule for a source that counts no call)."""
+    counts = {k: usage.get(f) for k, f in (("tokens_in", "prompt_tokens"), ("tokens_out", "completion_tokens"))}
+    counts = {k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    return {**counts, "totals": "run totals from the crew's token_usage (the steps carry none)"} if counts else {}
 
 
 def _read_output(doc: dict, run: Run, filename: str) -> Iterator[Ignored]:
@@ -168,14 +175,14 @@ class CrewAIFormat:
         else:
             yield Records(len(doc), "log records")
             first = next((e for e in doc if isinstance(e, dict) and "status" in e), {})
-            info = {"file": "output_log", "times": "local time, no zone"}
+            usage, info = {}, {"file": "output_log", "times": "local time, no zone"}
         name = first.get("name") or first.get("task_name") or first.get("description") or first.get("task")
         run = Run(
             stable_id(filename, data),
             filename,
             name=name.strip().split("\n", 1)[0][:200] if isinstance(name, str) and name.strip() else None,
             agent_id=first.get("agent") if isinstance(first.get("agent"), str) else None,
-            metadata={"crewai": {k: v for k, v in info.items() if v is not None}},
+            metadata={"crewai": {k: v for k, v in info.items() if v is not None}, **_totals(usage)},
         )
         yield from _read_output(doc, run, filename) if output else _read_log(doc, run, filename, text)
         times = [s.timestamp for s in run.steps if s.timestamp]
