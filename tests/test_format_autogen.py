@@ -1,6 +1,6 @@
 """AutoGen AgentChat files written by autogen-agentchat 0.7.5 itself against the scripted local model
-(scripts/capture_files/autogen_files.py; tests/fixtures/autogen/README.md): TaskResults, team save_state()
-and a bare message list read right, a failed tool an error step, and what the reader must not claim."""
+(scripts/capture_files/autogen_files.py; tests/fixtures/autogen/README.md): TaskResults, team and agent
+save_state() and a bare message list read right, a failed tool an error step, and what the reader must not claim."""
 
 from __future__ import annotations
 
@@ -69,6 +69,22 @@ def test_a_team_state_reads_its_thread_and_names_the_agents_context_it_skips(sql
         assert session["status"] == "unknown"  # a saved state says nothing of how the run ended
         assert session["metadata"]["autogen"]["team_state"]["RoundRobinGroupChatManager"] == "RoundRobinManagerState"
         assert sum(s.tokens_in or 0 for s in steps) == 142 + 175 + 204
+
+
+def test_an_agents_own_state_is_read_from_its_model_context(sqlite_store):
+    acc, session, steps = _one(sqlite_store, AUTOGEN / "agent_state_tool_error.json")
+    assert (acc["records"], acc["used"], acc["unit"]) == (6, 6, "messages")
+    assert [(s.type, s.status) for s in steps] == [
+        ("input", "ok"),
+        ("tool_call", "ok"),
+        ("tool_result", "ok"),
+        ("tool_call", "ok"),
+        ("tool_result", "error"),
+        ("decision", "ok"),
+    ]
+    assert steps[4].tool_call_id == steps[3].tool_call_id == "call_time_1" and steps[3].agent_id == "weather_agent"
+    assert session["status"] == "unknown" and session["started_at"] is None  # a model context has no times
+    assert not any(s.tokens_in for s in steps)
 
 
 def test_a_message_list_ending_on_a_tool_summary(sqlite_store):

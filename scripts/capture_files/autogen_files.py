@@ -3,7 +3,8 @@
 
 - `TaskResult.model_dump(mode="json")` of a one-agent team whose two tools succeed, and of one whose
   `get_time` raises (a ToolCallExecutionEvent with `is_error: true`);
-- the team's `await team.save_state()` after each run, as an app saves it to resume later;
+- the team's `await team.save_state()` after each run, as an app saves it to resume later, and the agent's
+  own `await agent.save_state()` after the failing one;
 - the bare message list of an agent's own `run()` (no team), `[m.dump() for m in result.messages]`,
   with `reflect_on_tool_use=False` (the run ends on a ToolCallSummaryMessage).
 
@@ -70,8 +71,9 @@ async def team_run(server: OpenAIServer, out: Path, fail_time: bool) -> None:
             "I could not get the time; it is sunny and 18°C in Paris." if fail_time else ANSWER, usage=(204, 19), model=MODEL
         ),
     )
+    assistant = agent(server, fail_time)
     team = RoundRobinGroupChat(
-        [agent(server, fail_time)],
+        [assistant],
         termination_condition=TextMessageTermination("weather_agent") | MaxMessageTermination(12),
     )
     result = await team.run(task=QUESTION)
@@ -79,6 +81,9 @@ async def team_run(server: OpenAIServer, out: Path, fail_time: bool) -> None:
     (out / f"task_result_{name}.json").write_text(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     state = await team.save_state()
     (out / f"team_state_{name}.json").write_text(json.dumps(state, indent=2, ensure_ascii=False))
+    if fail_time:  # the agent's own state: its model context, no times or tokens
+        agent_state = await assistant.save_state()
+        (out / f"agent_state_{name}.json").write_text(json.dumps(agent_state, indent=2, ensure_ascii=False))
 
 
 async def agent_messages(server: OpenAIServer, out: Path) -> None:

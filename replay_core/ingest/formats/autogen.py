@@ -1,10 +1,11 @@
 """AutoGen AgentChat runs: a `TaskResult` dumped as JSON (`{"messages": [...], "stop_reason": ...}`), a bare
-list of its messages (`[m.dump() for m in result.messages]`), or a team's `await team.save_state()`
-(`{"type": "TeamState", "agent_states": {...}}`, whose group chat manager keeps the run's `message_thread`).
+list of its messages (`[m.dump() for m in result.messages]`), a team's `await team.save_state()`
+(`{"type": "TeamState", "agent_states": {...}}`, whose group chat manager keeps the run's `message_thread`),
+or an agent's own (`AssistantAgentState`: its model context, `llm_context.messages`).
 
 Each message has a `type`, its `source` (the agent, or `user`), `created_at` and, for a model's output,
 `models_usage` (`prompt_tokens`/`completion_tokens`, on the message's first step). By type: `TextMessage` and
-`MultiModalMessage` → input from `user` (or anyone whose message no model wrote), else decision;
+`MultiModalMessage` → input from `user` (or as the first message, the task), else decision;
 `ThoughtEvent` → think; `ToolCallRequestEvent` → a tool_call per call; `ToolCallExecutionEvent` → a
 tool_result per result (`is_error` → error); `ToolCallSummaryMessage`, `HandoffMessage`, `StopMessage` →
 decision (the agent's reply); `CodeGenerationEvent` → tool_call of `code_execution`, `CodeExecutionEvent`
@@ -13,7 +14,10 @@ input requests are accounted as ignored. AgentChat does not write the model's na
 
 A TaskResult exists only once the team stopped on its termination condition, so its run succeeded with the
 last reply as outcome (the `stop_reason` kept); a message list or a saved state says nothing of how the run
-ended. In a team state each agent's `llm_context` repeats the thread: ignored, named. One file is one run.
+ended. In a team state each agent's `llm_context` repeats the thread: ignored, named. An agent's own state is
+read from that context (`SystemMessage`/`UserMessage` → input, `AssistantMessage` → its `thought` as think,
+then decision or a tool_call per call, `FunctionExecutionResultMessage` → tool_results), which holds no
+times, tokens or ids. One file is one run.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ SKIPPED = (
     "MemoryQueryEvent",
     "UserInputRequestedEvent",
 )
-KNOWN = frozenset((*STEPS, *CODE, *SKIPPED, "StructuredMessage"))
+CONTEXT = ("SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage")
+KNOWN = frozenset((*STEPS, *CODE, *SKIPPED, *CONTEXT, "StructuredMessage"))
 _OWN_KEYS = frozenset({"id", "source", "models_usage", "metadata", "created_at", "content", "type"})
 
 
@@ -55,7 +60,7 @@ def _count(value: Any) -> int | None:
 
 
 def _is_message(item: Any) -> bool:
-    return isinstance(item, dict) and isinstance(item.get("type"), str) and "source" in item
+    return isinstance(item, dict) and isinstance(item.get("type"), str)
 
 
 class _Thread:
@@ -70,6 +75,9 @@ class _Thread:
             return Ignored(where, f"type={kind}"[:60], known=False)
         if kind in SKIPPED:
             return Ignored(where, f"type={kind}")
+        if kind in CONTEXT:
+            self.context(msg, f"m{i}", kind, where)
+            return None
         source = msg.get("source") if isinstance(msg.get("source"), str) else None
         usage = as_object(msg.get("models_usage"))
         key = str(msg.get("id") or f"m{i}")
@@ -126,6 +134,43 @@ class _Thread:
             self.code(msg, key, kind, meta, first, common)
         return None
 
+    def context(self, msg: dict, key: str, kind: str, where: str) -> None:
+        """A message of an agent's model context (its save_state()): no ids, times or tokens."""
+        source = msg.get("source") if isinstance(msg.get("source"), str) else None
+        common: dict[str, Any] = {"where": where, "agent_id": source if kind == "AssistantMessage" else None}
+        content = msg.get("content")
+        if kind in ("SystemMessage", "UserMessage"):
+            role = "system" if kind == "SystemMessage" else "user"
+            self.run.step(key, "input", content=_text(content), metadata={"role": role, "source": source}, **common)
+        elif kind == "FunctionExecutionResultMessage":
+            for j, result in enumerate(map(as_object, as_array(content))):
+                failed = result.get("is_error") is True
+                self.run.step(
+                    f"{key}.{j}",
+                    "tool_result",
+                    content=_text(result.get("content")),
+                    tool_name=result.get("name"),
+                    tool_call_id=result.get("call_id"),
+                    status="error" if failed else "ok",
+                    error_class="tool_error" if failed else None,
+                    **common,
+                )
+        else:
+            calls = [as_object(c) for c in content] if isinstance(content, list) else []
+            if isinstance(msg.get("thought"), str) and msg["thought"]:
+                self.run.step(f"{key}.thought", "think", content=msg["thought"], **common)
+            if not calls:
+                self.run.step(key, "decision", content=_text(content), **common)
+            for j, call in enumerate(calls):
+                self.run.step(
+                    f"{key}.{j}",
+                    "tool_call",
+                    tool_name=call.get("name"),
+                    tool_args=parse_arguments(call.get("arguments")),
+                    tool_call_id=call.get("id"),
+                    **common,
+                )
+
     def code(self, msg: dict, key: str, kind: str, meta: dict, first: dict, common: dict) -> None:
         """A CodeExecutorAgent's generated code (a call) and its execution (the call's result)."""
         if kind == "CodeGenerationEvent":
@@ -161,13 +206,21 @@ class _Thread:
 
 def _shape(doc: Any) -> tuple[str, list, dict] | None:
     """(what the file is, its messages, the rest of it), or None when it is no AgentChat file."""
-    if isinstance(doc, list) and doc and all(_is_message(m) for m in doc) and any(m["type"] in KNOWN for m in doc):
+    if (
+        isinstance(doc, list)
+        and doc
+        and all(_is_message(m) and "source" in m for m in doc)
+        and any(m["type"] in KNOWN for m in doc)
+    ):
         return "messages", doc, {}
     if not isinstance(doc, dict):
         return None
     messages = doc.get("messages")
     if isinstance(messages, list) and "stop_reason" in doc:
         return "task_result", messages, doc
+    context = as_object(doc.get("llm_context")).get("messages")
+    if isinstance(doc.get("type"), str) and doc["type"].endswith("AgentState") and isinstance(context, list):
+        return "agent_state", context, doc
     states = doc.get("agent_states")
     if doc.get("type") == "TeamState" and isinstance(states, dict):
         threads = [as_array(as_object(s).get("message_thread")) for s in states.values()]
@@ -183,7 +236,7 @@ class AutoGenFormat:
     def sniff(self, head: bytes, filename: str) -> bool:
         if not starts_json(head):
             return False
-        if has_key(head, "type", "TeamState"):
+        if has_key(head, "type", "TeamState") or has_key(head, "type", "AssistantAgentState"):
             return True
         return has_key(head, "source") and has_key(head, "models_usage")
 
@@ -214,7 +267,7 @@ class AutoGenFormat:
             ended_at=max(times, default=None),
         )
         thread = _Thread(run)
-        path = "messages" if what == "task_result" else "message_thread" if what == "team_state" else ""
+        path = {"task_result": "messages", "team_state": "message_thread", "agent_state": "llm_context.messages"}.get(what, "")
         for i, msg in enumerate(messages):
             where = f"{filename}:{path}[{i}]"
             ignored = thread.message(msg, i, where) if _is_message(msg) else Ignored(where, kind_of(msg), known=False)
