@@ -61,6 +61,22 @@ def test_a_tool_that_raised_is_an_error_step_named_by_its_failure(sqlite_store):
     assert session["status"] == "succeeded" and session["outcome"] == "Sunny."  # the crew went on to its last task
 
 
+def test_a_task_without_messages_is_its_description_and_answer(sqlite_store):
+    doc = orjson.loads(OUTPUT_FAILED.read_bytes())  # as releases before TaskOutput.messages wrote it
+    for task in doc["tasks_output"]:
+        del task["messages"], task["tool_failures"]
+    report = import_bytes(sqlite_store, orjson.dumps(doc), "older.json")
+    (acc,), (sid,) = report.files, report.sessions
+    assert (acc["format"], acc["records"], acc["used"]) == ("crewai", 2, 2)
+    steps = sqlite_store.load_steps(sid)
+    assert [(s.type, s.content) for s in steps] == [
+        ("input", "What is the weather and the time in Paris?"),
+        ("decision", "I could not get the time.\nIt is sunny and 18°C in Paris."),
+        ("input", "Say the weather in one word."),
+        ("decision", "Sunny."),
+    ]
+
+
 def test_the_json_output_log_is_each_tasks_start_and_answer_with_times(sqlite_store):
     acc, session, steps = _one(sqlite_store, LOG_JSON)
     assert (acc["records"], acc["used"], acc["unit"]) == (2, 2, "log records")
