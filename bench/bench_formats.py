@@ -27,6 +27,7 @@ READERS_GOAL = {
     for name in (
         *("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai"),
         *("atif", "langfuse", "letta", "phoenix", "pydantic_ai", "openai_agents", "aider"),
+        *("autogen", "crewai"),
     )
 }
 
@@ -268,6 +269,39 @@ def aider() -> bytes:
     return header + b"\n\n" + body * (REPEAT // 16)
 
 
+def autogen() -> bytes:
+    """The real TaskResult's tool round trips repeated, message and call ids renamed per copy."""
+    doc = orjson.loads((FIX / "autogen/task_result_ok.json").read_bytes())
+    head, body, tail = doc["messages"][:1], doc["messages"][1:-1], doc["messages"][-1:]
+    out = list(head)
+    for i in range(REPEAT * 5 // 2):
+        for msg in body:
+            msg = orjson.loads(orjson.dumps(msg))
+            msg["id"] += f"-{i}"
+            for item in msg["content"]:
+                item["id" if "id" in item else "call_id"] += f"-{i}"
+            out.append(msg)
+    return orjson.dumps({**doc, "messages": out + tail})
+
+
+def crewai() -> bytes:
+    """The real CrewOutput's task messages: its tool round trips repeated, call ids renamed per copy."""
+    doc = orjson.loads((FIX / "crewai/crew_output_ok.json").read_bytes())
+    task = doc["tasks_output"][0]
+    head, body, tail = task["messages"][:2], task["messages"][2:-1], task["messages"][-1:]
+    out = list(head)
+    for i in range(REPEAT * 5 // 2):
+        for msg in body:
+            msg = orjson.loads(orjson.dumps(msg))
+            for call in msg.get("tool_calls") or []:
+                call["id"] += f"-{i}"
+            if msg.get("tool_call_id"):
+                msg["tool_call_id"] += f"-{i}"
+            out.append(msg)
+    task["messages"] = out + tail
+    return orjson.dumps(doc)
+
+
 def main() -> None:
     makers = {
         "swe_agent": swe_agent,
@@ -289,6 +323,8 @@ def main() -> None:
         "pydantic_ai": pydantic_ai,
         "openai_agents": openai_agents,
         "aider": aider,
+        "autogen": autogen,
+        "crewai": crewai,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:
