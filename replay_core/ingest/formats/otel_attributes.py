@@ -32,11 +32,12 @@ TOOL_RESPONSE_PART = "tool_call_response"
 class Attrs:
     """A span's attributes plus the set of keys that a step field has used."""
 
-    __slots__ = ("values", "used")
+    __slots__ = ("values", "used", "_groups")
 
     def __init__(self, values: dict[str, Any]):
         self.values = values
         self.used: set[str] = set()
+        self._groups: dict[str, _Group] | None = None
 
     def peek(self, key: str) -> Any:
         return self.values.get(key)
@@ -59,23 +60,43 @@ class Attrs:
         if isinstance(direct, list):
             self.used.add(prefix)
             return [flatten(item) if isinstance(item, dict) else {"": item} for item in direct]
-        items: dict[int, dict[str, Any]] = {}
-        pattern, start = _index_pattern(prefix), prefix + "."
-        for key, value in self.values.items():
-            match = pattern.match(key) if key.startswith(start) else None
-            if match:
-                items.setdefault(int(match.group(1)), {})[match.group(2)] = value
-                self.used.add(key)
-        return [items[i] for i in sorted(items)]
+        if self._groups is None:  # one pass over the keys serves every prefix asked for (a model span asks four)
+            self._groups = _grouped(self.values)
+        group = self._groups.get(prefix)
+        if group is None:
+            return []
+        self.used.update(group.keys)
+        return [group.items[i] for i in sorted(group.items)]
 
 
-_PATTERNS: dict[str, re.Pattern[str]] = {}
+class _Group:
+    """The `prefix.N.rest` keys of one prefix: {N: {rest: value}} and the keys they came from."""
+
+    __slots__ = ("items", "keys")
+
+    def __init__(self) -> None:
+        self.items: dict[int, dict[str, Any]] = {}
+        self.keys: list[str] = []
 
 
-def _index_pattern(prefix: str) -> re.Pattern[str]:
-    if prefix not in _PATTERNS:
-        _PATTERNS[prefix] = re.compile(re.escape(prefix) + r"\.(\d+)\.(.+)$")
-    return _PATTERNS[prefix]
+_INDEXED_KEY = re.compile(r"(.+?)\.(\d+)\.(.+)$")  # split at the first numeric segment
+
+
+def _grouped(flat: dict[str, Any]) -> dict[str, _Group]:
+    """Every `prefix.N.rest` key of a flat map, by prefix (the part before its first numeric segment)."""
+    groups: dict[str, _Group] = {}
+    match = _INDEXED_KEY.match
+    for key, value in flat.items():
+        found = match(key) if isinstance(key, str) else None
+        if found is None:
+            continue
+        prefix, index, rest = found.groups()
+        group = groups.get(prefix)
+        if group is None:
+            group = groups[prefix] = _Group()
+        group.items.setdefault(int(index), {})[rest] = value
+        group.keys.append(key)
+    return groups
 
 
 def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -90,17 +111,13 @@ def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def split_indexed(flat: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """`{prefix.N.rest: v}` inside one flattened item → list of {rest: v}, in index order."""
-    items: dict[int, dict[str, Any]] = {}
-    pattern = _index_pattern(prefix)
-    for key, value in flat.items():
-        match = pattern.match(key)
-        if match:
-            items.setdefault(int(match.group(1)), {})[match.group(2)] = value
+def split_indexed(flat: dict[str, Any], prefix: str, groups: dict[str, _Group] | None = None) -> list[dict[str, Any]]:
+    """`{prefix.N.rest: v}` inside one flattened item → list of {rest: v}, in index order (`groups`: the
+    item's `_grouped`, when the caller splits it more than once)."""
     if isinstance(flat.get(prefix), list):
         return [flatten(v) if isinstance(v, dict) else {"": v} for v in flat[prefix]]
-    return [items[i] for i in sorted(items)]
+    group = (_grouped(flat) if groups is None else groups).get(prefix)
+    return [group.items[i] for i in sorted(group.items)] if group else []
 
 
 # ---------------------------------------------------------------------------- span kinds
@@ -345,26 +362,31 @@ def _flat_genai_message(item: dict) -> list[dict]:
     return [msg]
 
 
+_MESSAGE_FIELDS = (("content", "message.content"), ("role", "message.role"))
+_MESSAGE_EXTRAS = (("tool_call_id", "message.tool_call_id"), ("name", "message.name"))
+_PLAIN_MESSAGE = {key for pair in _MESSAGE_FIELDS + _MESSAGE_EXTRAS for key in pair}
+
+
 def _flat_openinference_message(item: dict) -> list[dict]:
-    """One `llm.input_messages.N.message.*` message (text, content items, tool calls)."""
-    get = lambda key: item.get(f"message.{key}", item.get(key))  # noqa: E731 - flattened or nested dumps
-    content = get("content")
-    contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
-    if content is None and contents:
-        texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
-        content = "".join(t for t in texts if isinstance(t, str))
-    calls = split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
-    msg = chat_message(
-        get("role"),
-        content,
-        [
+    """One `llm.input_messages.N.message.*` message (text, content items, tool calls); its keys flattened
+    (`message.role`) or nested (`role`)."""
+    content, role = (item[long] if long in item else item.get(key) for key, long in _MESSAGE_FIELDS)
+    calls: list[dict] = []
+    if not item.keys() <= _PLAIN_MESSAGE:  # content items or tool calls (most messages have neither)
+        groups = _grouped(item)
+        contents = split_indexed(item, "message.contents", groups) or split_indexed(item, "contents", groups)
+        if content is None and contents:
+            texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
+            content = "".join(t for t in texts if isinstance(t, str))
+        calls = [
             openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
-            for c in calls
-        ],
-    )
-    for key in ("tool_call_id", "name"):
-        if get(key) is not None:
-            msg[key] = get(key)
+            for c in split_indexed(item, "message.tool_calls", groups) or split_indexed(item, "tool_calls", groups)
+        ]
+    msg = chat_message(role, content, calls)
+    for key, long in _MESSAGE_EXTRAS:
+        value = item[long] if long in item else item.get(key)
+        if value is not None:
+            msg[key] = value
     return [msg]
 
 
