@@ -27,6 +27,7 @@ READERS_GOAL = {
     for name in (
         *("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai"),
         *("atif", "langfuse", "letta", "phoenix", "pydantic_ai", "openai_agents", "aider"),
+        "cline_ui",
     )
 }
 
@@ -268,6 +269,13 @@ def aider() -> bytes:
     return header + b"\n\n" + body * (REPEAT // 16)
 
 
+def cline_ui() -> bytes:
+    """The real task's 61 UI messages repeated (times moved on per copy)."""
+    msgs = orjson.loads((FIX / "cline/ui_messages.first61.json").read_bytes())
+    span = msgs[-1]["ts"] - msgs[0]["ts"] + 1
+    return orjson.dumps([{**m, "ts": m["ts"] + i * span} for i in range(REPEAT // 3) for m in msgs])
+
+
 def main() -> None:
     makers = {
         "swe_agent": swe_agent,
@@ -289,6 +297,7 @@ def main() -> None:
         "pydantic_ai": pydantic_ai,
         "openai_agents": openai_agents,
         "aider": aider,
+        "cline_ui": cline_ui,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:

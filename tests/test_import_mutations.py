@@ -44,6 +44,7 @@ PER_READER = {
     "pydantic_ai": FIXTURES / "pydantic_ai/messages_retry.json",
     "openai_agents": FIXTURES / "openai_agents/run_state_pending_approval.json",
     "aider": FIXTURES / "aider/simple-calculator.aider.chat.history.md",
+    "cline_ui": FIXTURES / "cline/ui_messages.first61.json",
     "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
 EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds
