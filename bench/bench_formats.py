@@ -28,6 +28,7 @@ READERS_GOAL = {
         *("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai"),
         *("atif", "langfuse", "letta", "phoenix", "pydantic_ai", "openai_agents", "aider"),
         "cline_ui",
+        "openai_input_list",
     )
 }
 
@@ -269,6 +270,15 @@ def aider() -> bytes:
     return header + b"\n\n" + body * (REPEAT // 16)
 
 
+def openai_input_list() -> bytes:
+    """The real input list's tool round trips repeated, call ids renamed per copy."""
+    items = orjson.loads((FIX / "openai_agents/result_input_list.json").read_bytes())
+    out = items[:1]
+    for i in range(REPEAT * 5 // 2):
+        out += [{**item, "call_id": f"{item['call_id']}-{i}"} for item in items[1:5]]
+    return orjson.dumps(out + items[-1:])
+
+
 def cline_ui() -> bytes:
     """The real task's 61 UI messages repeated (times moved on per copy)."""
     msgs = orjson.loads((FIX / "cline/ui_messages.first61.json").read_bytes())
@@ -298,6 +308,7 @@ def main() -> None:
         "openai_agents": openai_agents,
         "aider": aider,
         "cline_ui": cline_ui,
+        "openai_input_list": openai_input_list,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:

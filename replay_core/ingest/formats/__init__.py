@@ -61,6 +61,7 @@ def registry() -> dict[str, Format]:
         letta.FORMAT,
         pydantic_ai.FORMAT,
         openai_agents.FORMAT,
+        openai_agents.INPUT_LIST,
         aider.FORMAT,
         cline_ui.FORMAT,
         openhands.FORMAT,
