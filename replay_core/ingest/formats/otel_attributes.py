@@ -32,12 +32,11 @@ TOOL_RESPONSE_PART = "tool_call_response"
 class Attrs:
     """A span's attributes plus the set of keys that a step field has used."""
 
-    __slots__ = ("values", "used", "_groups")
+    __slots__ = ("values", "used")
 
     def __init__(self, values: dict[str, Any]):
         self.values = values
         self.used: set[str] = set()
-        self._groups: dict[str, _Group] | None = None
 
     def peek(self, key: str) -> Any:
         return self.values.get(key)
@@ -60,43 +59,34 @@ class Attrs:
         if isinstance(direct, list):
             self.used.add(prefix)
             return [flatten(item) if isinstance(item, dict) else {"": item} for item in direct]
-        if self._groups is None:  # one pass over the keys serves every prefix asked for (a model span asks four)
-            self._groups = _grouped(self.values)
-        group = self._groups.get(prefix)
-        if group is None:
-            return []
-        self.used.update(group.keys)
-        return [group.items[i] for i in sorted(group.items)]
+        items, keys = _indexed(self.values, prefix)
+        self.used.update(keys)
+        return items
 
 
-class _Group:
-    """The `prefix.N.rest` keys of one prefix: {N: {rest: value}} and the keys they came from."""
-
-    __slots__ = ("items", "keys")
-
-    def __init__(self) -> None:
-        self.items: dict[int, dict[str, Any]] = {}
-        self.keys: list[str] = []
+_INDEXED_REST = re.compile(r"(\d+)\.(.+)$")
 
 
-_INDEXED_KEY = re.compile(r"(.+?)\.(\d+)\.(.+)$")  # split at the first numeric segment
-
-
-def _grouped(flat: dict[str, Any]) -> dict[str, _Group]:
-    """Every `prefix.N.rest` key of a flat map, by prefix (the part before its first numeric segment)."""
-    groups: dict[str, _Group] = {}
-    match = _INDEXED_KEY.match
-    for key, value in flat.items():
-        found = match(key) if isinstance(key, str) else None
-        if found is None:
-            continue
-        prefix, index, rest = found.groups()
-        group = groups.get(prefix)
-        if group is None:
-            group = groups[prefix] = _Group()
-        group.items.setdefault(int(index), {})[rest] = value
-        group.keys.append(key)
-    return groups
+def _indexed(flat: dict[str, Any], prefix: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The `prefix.N.rest` keys of a flat map as [{rest: value}] in index order, and the keys they came from.
+    Keys are picked by prefix first (a plain scan, cheap where most keys do not match), then split."""
+    start = prefix + "."
+    keys = [k for k in flat if k.startswith(start)] if isinstance(prefix, str) else []
+    if not keys:
+        return [], []
+    items: dict[int, dict[str, Any]] = {}
+    used: list[str] = []
+    size = len(start)
+    for key in keys:
+        index, dot, rest = key[size:].partition(".")
+        if not (dot and rest and index.isdecimal()) or "\n" in rest:
+            match = _INDEXED_REST.match(key, size)  # the rare key plain splitting cannot judge
+            if match is None:
+                continue
+            index, rest = match.group(1), match.group(2)
+        items.setdefault(int(index), {})[rest] = flat[key]
+        used.append(key)
+    return [items[i] for i in sorted(items)], used
 
 
 def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -111,13 +101,11 @@ def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def split_indexed(flat: dict[str, Any], prefix: str, groups: dict[str, _Group] | None = None) -> list[dict[str, Any]]:
-    """`{prefix.N.rest: v}` inside one flattened item → list of {rest: v}, in index order (`groups`: the
-    item's `_grouped`, when the caller splits it more than once)."""
+def split_indexed(flat: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """`{prefix.N.rest: v}` inside one flattened item → list of {rest: v}, in index order."""
     if isinstance(flat.get(prefix), list):
         return [flatten(v) if isinstance(v, dict) else {"": v} for v in flat[prefix]]
-    group = (_grouped(flat) if groups is None else groups).get(prefix)
-    return [group.items[i] for i in sorted(group.items)] if group else []
+    return _indexed(flat, prefix)[0]
 
 
 # ---------------------------------------------------------------------------- span kinds
@@ -373,14 +361,13 @@ def _flat_openinference_message(item: dict) -> list[dict]:
     content, role = (item[long] if long in item else item.get(key) for key, long in _MESSAGE_FIELDS)
     calls: list[dict] = []
     if not item.keys() <= _PLAIN_MESSAGE:  # content items or tool calls (most messages have neither)
-        groups = _grouped(item)
-        contents = split_indexed(item, "message.contents", groups) or split_indexed(item, "contents", groups)
+        contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
         if content is None and contents:
             texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
             content = "".join(t for t in texts if isinstance(t, str))
         calls = [
             openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
-            for c in split_indexed(item, "message.tool_calls", groups) or split_indexed(item, "tool_calls", groups)
+            for c in split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
         ]
     msg = chat_message(role, content, calls)
     for key, long in _MESSAGE_EXTRAS:

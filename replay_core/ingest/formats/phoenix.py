@@ -37,10 +37,13 @@ def _value(value: Any) -> Any:
 def _flat_into(out: dict[str, Any], values: dict, prefix: str) -> None:
     """`values` (nested maps as some dumps write them) into `out` as dotted keys, each value as stored."""
     for key, value in values.items():
-        if isinstance(value, dict):
-            _flat_into(out, value, f"{prefix}{key}.")
+        name = f"{prefix}{key}" if prefix else key
+        if value.__class__ is str:  # most values: stored as they are
+            out[name] = value
+        elif isinstance(value, dict):
+            _flat_into(out, value, name + ".")
         else:
-            out[f"{prefix}{key}" if prefix else key] = _value(value)
+            out[name] = _value(value)
 
 
 def _attributes(row: dict) -> dict[str, Any]:
