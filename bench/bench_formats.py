@@ -28,6 +28,8 @@ READERS_GOAL = {
         *("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai"),
         *("atif", "langfuse", "letta", "phoenix", "pydantic_ai", "openai_agents", "aider"),
         *("autogen", "crewai"),
+        "cline_ui",
+        "openai_input_list",
     )
 }
 
@@ -300,6 +302,20 @@ def crewai() -> bytes:
             out.append(msg)
     task["messages"] = out + tail
     return orjson.dumps(doc)
+def openai_input_list() -> bytes:
+    """The real input list's tool round trips repeated, call ids renamed per copy."""
+    items = orjson.loads((FIX / "openai_agents/result_input_list.json").read_bytes())
+    out = items[:1]
+    for i in range(REPEAT * 5 // 2):
+        out += [{**item, "call_id": f"{item['call_id']}-{i}"} for item in items[1:5]]
+    return orjson.dumps(out + items[-1:])
+
+
+def cline_ui() -> bytes:
+    """The real task's 61 UI messages repeated (times moved on per copy)."""
+    msgs = orjson.loads((FIX / "cline/ui_messages.first61.json").read_bytes())
+    span = msgs[-1]["ts"] - msgs[0]["ts"] + 1
+    return orjson.dumps([{**m, "ts": m["ts"] + i * span} for i in range(REPEAT // 3) for m in msgs])
 
 
 def main() -> None:
@@ -325,6 +341,8 @@ def main() -> None:
         "aider": aider,
         "autogen": autogen,
         "crewai": crewai,
+        "cline_ui": cline_ui,
+        "openai_input_list": openai_input_list,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:

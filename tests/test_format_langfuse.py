@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from reader_checks import claims_no_other_fixture, reimport_changes_nothing
 
 from replay_core.ingest.formats import candidates, langfuse
-from replay_core.ingest.pipeline import import_bytes, import_file
+from replay_core.ingest.pipeline import ImportRejected, import_bytes, import_file
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
 
@@ -108,3 +108,24 @@ def test_claims_nothing_else():
     claims_no_other_fixture(langfuse.FORMAT, "langfuse")
     lookalike = orjson.dumps({"id": "t", "observations": [{"note": "seen a bird"}]})
     assert langfuse.FORMAT not in candidates(lookalike, "birds.json")
+
+
+def test_a_real_trace_list_is_refused_with_what_to_export_instead(sqlite_store):
+    """polae/chatkit-dev-00's `GET /api/public/traces` download (tests/fixtures/langfuse/README.md): 129 traces of
+    OpenAI Agents SDK runs whose observations are ids only — no steps in it, so refused, saying what to fetch."""
+    data = (LF / "api_traces_list.json").read_bytes()
+    assert [f.name for f in candidates(data, "traces.json")] == ["langfuse"]
+    with pytest.raises(ImportRejected) as refused:
+        import_bytes(sqlite_store, data, "traces.json")
+    (bad,) = refused.value.errors
+    assert "trace list (GET /api/public/traces): its 129 traces name their observations by id only" in str(bad)
+    assert sqlite_store.list_sessions() == []
+    paged = orjson.dumps({"data": orjson.loads(data)[:2], "meta": {"page": 1, "totalItems": 2}})
+    with pytest.raises(ImportRejected, match="its 2 traces"):
+        import_bytes(sqlite_store, paged, "page.json")
+
+
+def test_a_page_of_full_traces_reads_like_a_list_of_them(sqlite_store):
+    api = orjson.loads(API.read_bytes())
+    report = import_bytes(sqlite_store, orjson.dumps({"data": [api], "meta": {"page": 1}}), "page.json")
+    assert report.sessions == ["langfuse-2b19f7aa-3c9e-4102-b31f-fdc461a9991e"]

@@ -43,9 +43,11 @@ PER_READER = {
     "phoenix": FIXTURES / "phoenix/rest_spans.json",
     "pydantic_ai": FIXTURES / "pydantic_ai/messages_retry.json",
     "openai_agents": FIXTURES / "openai_agents/run_state_pending_approval.json",
+    "openai_input_list": FIXTURES / "openai_agents/result_input_list.json",
     "aider": FIXTURES / "aider/simple-calculator.aider.chat.history.md",
     "autogen": FIXTURES / "autogen/task_result_tool_error.json",
     "crewai": FIXTURES / "crewai/crew_output_tool_error.json",
+    "cline_ui": FIXTURES / "cline/ui_messages.first61.json",
     "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
 EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds

@@ -188,9 +188,27 @@ def _run(trace: dict, observations: list, where: str) -> Iterator[Event | BadRec
     yield from run.events()
 
 
+def _items(doc: Any) -> list:
+    """A document's traces: a list of them, one, or a page of the API's answer (`{data: [...], meta}`)."""
+    if isinstance(doc, dict) and isinstance(doc.get("data"), list):
+        return doc["data"]
+    return doc if isinstance(doc, list) else [doc]
+
+
+def _listing(doc: Any) -> int:
+    """How many traces a trace list (`GET /api/public/traces`) holds: observations named by id only, their
+    content not in the file; 0 when the document is not one."""
+    items = _items(doc)
+    listed = all(
+        isinstance(i, dict) and isinstance(i.get("observations"), list) and all(isinstance(o, str) for o in i["observations"])
+        for i in items
+    )
+    return len(items) if listed else 0
+
+
 def _traces(doc: Any) -> list[tuple[dict, list]] | None:
     """(trace, observations) pairs of a document, or None when it is not a Langfuse export."""
-    items = doc if isinstance(doc, list) else [doc]
+    items = _items(doc)
     out = []
     for item in items:
         item = as_object(item)
@@ -231,7 +249,14 @@ class LangfuseFormat:
             docs = [(filename, load_json(data, filename))]
         found = [(where, _traces(doc)) for where, doc in docs]
         if not any(traces for _, traces in found):
-            yield BadRecord(filename, "expected a Langfuse trace export: {trace, observations} or a trace with observations")
+            listed = sum(_listing(doc) for _, doc in docs)
+            reason = (
+                f"a Langfuse trace list (GET /api/public/traces): its {listed} traces name their observations by id only,"
+                " so it holds no steps; export each trace (GET /api/public/traces/{id}, or the UI's download) to import it"
+                if listed
+                else "expected a Langfuse trace export: {trace, observations} or a trace with observations"
+            )
+            yield BadRecord(filename, reason)
             return
         unread = sum(1 for _, traces in found if traces is None)
         yield Records(sum(1 + len(obs) for _, traces in found for _, obs in traces or []) + unread, "traces and observations")

@@ -59,23 +59,34 @@ class Attrs:
         if isinstance(direct, list):
             self.used.add(prefix)
             return [flatten(item) if isinstance(item, dict) else {"": item} for item in direct]
-        items: dict[int, dict[str, Any]] = {}
-        pattern, start = _index_pattern(prefix), prefix + "."
-        for key, value in self.values.items():
-            match = pattern.match(key) if key.startswith(start) else None
-            if match:
-                items.setdefault(int(match.group(1)), {})[match.group(2)] = value
-                self.used.add(key)
-        return [items[i] for i in sorted(items)]
+        items, keys = _indexed(self.values, prefix)
+        self.used.update(keys)
+        return items
 
 
-_PATTERNS: dict[str, re.Pattern[str]] = {}
+_INDEXED_REST = re.compile(r"(\d+)\.(.+)$")
 
 
-def _index_pattern(prefix: str) -> re.Pattern[str]:
-    if prefix not in _PATTERNS:
-        _PATTERNS[prefix] = re.compile(re.escape(prefix) + r"\.(\d+)\.(.+)$")
-    return _PATTERNS[prefix]
+def _indexed(flat: dict[str, Any], prefix: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The `prefix.N.rest` keys of a flat map as [{rest: value}] in index order, and the keys they came from.
+    Keys are picked by prefix first (a plain scan, cheap where most keys do not match), then split."""
+    start = prefix + "."
+    keys = [k for k in flat if k.startswith(start)] if isinstance(prefix, str) else []
+    if not keys:
+        return [], []
+    items: dict[int, dict[str, Any]] = {}
+    used: list[str] = []
+    size = len(start)
+    for key in keys:
+        index, dot, rest = key[size:].partition(".")
+        if not (dot and rest and index.isdecimal()) or "\n" in rest:
+            match = _INDEXED_REST.match(key, size)  # the rare key plain splitting cannot judge
+            if match is None:
+                continue
+            index, rest = match.group(1), match.group(2)
+        items.setdefault(int(index), {})[rest] = flat[key]
+        used.append(key)
+    return [items[i] for i in sorted(items)], used
 
 
 def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -92,15 +103,9 @@ def flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def split_indexed(flat: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     """`{prefix.N.rest: v}` inside one flattened item → list of {rest: v}, in index order."""
-    items: dict[int, dict[str, Any]] = {}
-    pattern = _index_pattern(prefix)
-    for key, value in flat.items():
-        match = pattern.match(key)
-        if match:
-            items.setdefault(int(match.group(1)), {})[match.group(2)] = value
     if isinstance(flat.get(prefix), list):
         return [flatten(v) if isinstance(v, dict) else {"": v} for v in flat[prefix]]
-    return [items[i] for i in sorted(items)]
+    return _indexed(flat, prefix)[0]
 
 
 # ---------------------------------------------------------------------------- span kinds
@@ -345,26 +350,30 @@ def _flat_genai_message(item: dict) -> list[dict]:
     return [msg]
 
 
+_MESSAGE_FIELDS = (("content", "message.content"), ("role", "message.role"))
+_MESSAGE_EXTRAS = (("tool_call_id", "message.tool_call_id"), ("name", "message.name"))
+_PLAIN_MESSAGE = {key for pair in _MESSAGE_FIELDS + _MESSAGE_EXTRAS for key in pair}
+
+
 def _flat_openinference_message(item: dict) -> list[dict]:
-    """One `llm.input_messages.N.message.*` message (text, content items, tool calls)."""
-    get = lambda key: item.get(f"message.{key}", item.get(key))  # noqa: E731 - flattened or nested dumps
-    content = get("content")
-    contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
-    if content is None and contents:
-        texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
-        content = "".join(t for t in texts if isinstance(t, str))
-    calls = split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
-    msg = chat_message(
-        get("role"),
-        content,
-        [
+    """One `llm.input_messages.N.message.*` message (text, content items, tool calls); its keys flattened
+    (`message.role`) or nested (`role`)."""
+    content, role = (item[long] if long in item else item.get(key) for key, long in _MESSAGE_FIELDS)
+    calls: list[dict] = []
+    if not item.keys() <= _PLAIN_MESSAGE:  # content items or tool calls (most messages have neither)
+        contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
+        if content is None and contents:
+            texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
+            content = "".join(t for t in texts if isinstance(t, str))
+        calls = [
             openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
-            for c in calls
-        ],
-    )
-    for key in ("tool_call_id", "name"):
-        if get(key) is not None:
-            msg[key] = get(key)
+            for c in split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
+        ]
+    msg = chat_message(role, content, calls)
+    for key, long in _MESSAGE_EXTRAS:
+        value = item[long] if long in item else item.get(key)
+        if value is not None:
+            msg[key] = value
     return [msg]
 
 

@@ -24,20 +24,38 @@ from .reader import BadRecord
 _COLUMN = "attributes."
 
 
-def _whole(value: Any) -> Any:
-    """A pandas float that stands for a count (204.0) as the integer it is."""
-    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
+def _value(value: Any) -> Any:
+    """An attribute value as stored: a pandas float that stands for a count (204.0) as the integer it is,
+    integers too big for a 64-bit JSON column as text."""
+    if value.__class__ is str:  # the common case, first
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return safe_ints(value)
+
+
+def _flat_into(out: dict[str, Any], values: dict, prefix: str) -> None:
+    """`values` (nested maps as some dumps write them) into `out` as dotted keys, each value as stored."""
+    for key, value in values.items():
+        name = f"{prefix}{key}" if prefix else key
+        if value.__class__ is str:  # most values: stored as they are
+            out[name] = value
+        elif isinstance(value, dict):
+            _flat_into(out, value, name + ".")
+        else:
+            out[name] = _value(value)
 
 
 def _attributes(row: dict) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
     if isinstance(row.get("attributes"), dict):  # the REST answer (flat dotted keys, or nested)
-        attrs = oa.flatten(row["attributes"])
+        _flat_into(attrs, row["attributes"], "")
     else:  # a dataframe row: one column per attribute; a column a span lacks is null
-        attrs = {k[len(_COLUMN) :]: v for k, v in row.items() if k.startswith(_COLUMN) and v is not None}
-    attrs = {k: _whole(v) for k, v in attrs.items()}
+        size = len(_COLUMN)
+        attrs = {k[size:]: _value(v) for k, v in row.items() if v is not None and k.startswith(_COLUMN)}
     if row.get("span_kind") and "openinference.span.kind" not in attrs:
         attrs["openinference.span.kind"] = str(row["span_kind"])
-    return safe_ints(attrs)
+    return attrs
 
 
 def phoenix_span(row: Any, where: str) -> Span:
