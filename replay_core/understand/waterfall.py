@@ -11,8 +11,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 LABEL_CHARS = 90  # of a step's text on its row
+_MS = timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)
@@ -145,10 +147,8 @@ def _clock(columns: Mapping[str, Sequence], order: list[int]) -> tuple[list[floa
     """Each row's start after the run's first timestamp and its duration, and the span of the run: from the first
     start to the last end. A duration with no timestamp has nowhere to be drawn: it is kept, the bar is not."""
     stamps, lengths = columns["timestamp"], columns["duration_ms"]
-    seconds = [None if t is None else t.timestamp() for t in stamps]
-    known = [s for s in seconds if s is not None]
-    first = min(known) if known else 0.0
-    starts = [None if (s := seconds[p]) is None else (s - first) * 1000.0 for p in order]
+    first = min((t for t in stamps if t is not None), default=None)
+    starts = [None if (t := stamps[p]) is None else (t - first) / _MS for p in order]
     durations = [None if (d := lengths[p]) is None else float(d) for p in order]
     total = max((s + (d or 0.0) for s, d in zip(starts, durations, strict=True) if s is not None), default=0.0)
     return starts, durations, total
