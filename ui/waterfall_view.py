@@ -13,7 +13,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from replay_core.understand.timeline import Timeline
-from replay_core.understand.waterfall import Waterfall, layout
+from replay_core.understand.waterfall import Row, Waterfall, layout
 
 from .common import STEP_LABELS
 from .components import ASSETS, CSS, EL
@@ -54,14 +54,22 @@ def took(ms: float | None) -> str:
     return f"{minutes} min {seconds:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+CLOCK_STEPS = (  # the clock's label spacings, in ms
+    [1, 2, 5, 10, 20, 50, 100, 200, 500]
+    + [s * 1000 for s in (1, 2, 5, 10, 15, 30)]
+    + [m * 60_000 for m in (1, 2, 5, 10, 15, 30)]
+    + [h * 3_600_000 for h in (1, 2, 3, 6, 12, 24)]
+)
+
+
 def axis(total_ms: float) -> list[list]:
-    """Where to label the clock: 1, 2 or 5 times a power of ten apart, at most 6 labels."""
+    """Where to label the clock: at most 4 labels (the lane is narrow), a round number of ms, s, min or h apart."""
     if total_ms <= 0:
         return []
-    raw = total_ms / 5
-    power = 10 ** len(str(int(raw))) / 10 if raw >= 1 else 1
-    every = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    return [[k * every, took(k * every)] for k in range(int(total_ms // every) + 1)]
+    raw = total_ms / 3
+    every = next((s for s in CLOCK_STEPS if s >= raw), -(-raw // 86_400_000) * 86_400_000)
+    unit, name = next((u, n) for u, n in ((3_600_000, "h"), (60_000, "min"), (1000, "s"), (1, "ms")) if every >= u or u == 1)
+    return [[k * every, f"{k * every / unit:g} {name}"] for k in range(int(total_ms // every) + 1)]
 
 
 def heat(w: Waterfall, r: int) -> str:
@@ -81,6 +89,10 @@ def row_title(w: Waterfall, r: int, label: str) -> str:
     return f"Step {w.columns['seq'][w.order[r]]} · {label} · {when} · {spent}"
 
 
+def icon_label(row: Row) -> str:
+    return f"{STEP_LABELS.get(row.kind, ('•', ''))[0]} {row.label}"
+
+
 def window_data(tl: Timeline, pos: int, first: int) -> dict:
     """What the component draws: rows `first`… of the layout (at most WINDOW), the cursor's row, the clock."""
     w = waterfall_of(tl)
@@ -89,7 +101,7 @@ def window_data(tl: Timeline, pos: int, first: int) -> dict:
     rows = []
     for row in w.rows(first, first + WINDOW):
         r = w.row_of[row.position]
-        label = f"{STEP_LABELS.get(row.kind, ('•', ''))[0]} {row.label}"
+        label = icon_label(row)
         length = row.duration_ms
         said = "time not recorded" if row.start_ms is None else "no duration" if length is None else took(length)
         rows.append(
@@ -121,9 +133,13 @@ def window_data(tl: Timeline, pos: int, first: int) -> dict:
         "axis": axis(w.total_ms),
         "cursor": w.row_of[pos],
         "slowest": [
-            [w.columns["seq"][w.order[r]], f"{took(w.duration_ms[r])} · step {w.columns['seq'][w.order[r]]} {w.row(r).label}"]
+            [
+                w.columns["seq"][w.order[r]],
+                f"{took(w.duration_ms[r])} · step {w.columns['seq'][w.order[r]]}",
+                row_title(w, r, icon_label(w.row(r))),
+            ]
             for r in slow
-        ],
+        ],  # fmt: skip
         "caption": " ".join(notes),
     }
 

@@ -72,9 +72,10 @@ export default function ({ parentElement, data, setTriggerValue }) {
   slowest.replaceChildren();
   if (data.slowest.length) {
     slowest.append(el("span", "lead", "Slowest first:"));
-    for (const [seq, text] of data.slowest) {
+    for (const [seq, text, title] of data.slowest) {
       const chip = el("button", "chip", text);
       chip.type = "button";
+      chip.title = title;
       chip.dataset.seq = String(seq);
       slowest.append(chip);
     }
