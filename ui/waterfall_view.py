@@ -24,13 +24,13 @@ HOT, WARM = 0.15, 0.05  # shares of the run's span that colour a bar
 KEY = "waterfall"
 WHERE = "_waterfall_at"  # (run, cursor row, first row sent): a scroll past the window moves it
 
-_waterfall = st.components.v2.component(
-    "agent_replay.waterfall",
-    html='<div class="waterfall"><div class="slowest"></div><div class="head"><span>Step</span><span>took</span>'
+HTML = (
+    '<div class="waterfall"><div class="slowest"></div><div class="head"><span>Step</span><span>took</span>'
     '<span class="axis"></span></div><div class="viewport" tabindex="-1"><div class="space"></div></div>'
-    '<div class="caption"></div></div>',
-    css=CSS,
-    js=EL + (ASSETS / "waterfall.js").read_text(),
+    '<div class="caption"></div></div>'
+)
+_waterfall = st.components.v2.component(
+    "agent_replay.waterfall", html=HTML, css=CSS, js=EL + (ASSETS / "waterfall.js").read_text()
 )
 
 

@@ -95,14 +95,17 @@ def step_text(columns: Mapping[str, Sequence], p: int) -> str:
 def layout(columns: Mapping[str, Sequence]) -> Waterfall:
     """The waterfall of a run's columns (Timeline.columns), in time linear in its steps."""
     n = len(columns["seq"])
-    named = {e: i for i, e in enumerate(columns["event_id"]) if e}
-    parent = [named.get(p, -1) if p else -1 for p in columns["parent_id"]]
-    children: list[list[int]] = [[] for _ in range(n)]
+    wanted = set(columns["parent_id"]) - {None, ""}
+    named = {e: i for i, e in enumerate(columns["event_id"]) if e in wanted} if wanted else {}
+    parent = [named.get(p, -1) for p in columns["parent_id"]] if named else [-1] * n
+    # children as linked lists of ints (newest first), not a list per step: 100,000 small lists cost
+    # the garbage collector more than the walk
+    head, after = [-1] * n, [-1] * n
     for i, p in enumerate(parent):
         if p == i:
             parent[i] = -1
         elif p >= 0:
-            children[p].append(i)
+            after[i], head[p] = head[p], i
     order: list[int] = []
     depth_of = [0] * n
     up = [-1] * n  # the parent as drawn: a link cut in a loop is no parent
@@ -114,14 +117,21 @@ def layout(columns: Mapping[str, Sequence]) -> Waterfall:
         while stack:
             p = stack.pop()
             order.append(p)
-            for c in reversed(children[p]):
+            c = head[p]
+            while c >= 0:  # pushed newest first: popped in run order
                 if not seen[c]:
                     seen[c] = True
                     up[c], depth_of[c] = p, depth_of[p] + 1
                     stack.append(c)
+                c = after[c]
 
     for i in range(n):
-        if parent[i] < 0:
+        if parent[i] >= 0:
+            continue
+        if head[i] < 0:  # a root holding nothing: most steps of a flat run
+            seen[i] = True
+            order.append(i)
+        else:
             walk(i)
     for i in range(n):  # left: steps on a loop of parent links, and those under one
         if not seen[i]:
@@ -138,7 +148,7 @@ def layout(columns: Mapping[str, Sequence]) -> Waterfall:
         duration_ms=durations,
         row_of=row_of,
         total_ms=total,
-        holds=[bool(children[p]) for p in order],
+        holds=[head[p] >= 0 for p in order],
         columns=columns,
     )
 
