@@ -45,8 +45,13 @@ function drawRows(box) {
     hi = Math.min(bottom + MARGIN, last);
   const rows = [];
   for (let i = lo; i < hi; i++) rows.push(rowButton(data, i));
-  box.querySelector(".space").replaceChildren(...rows);
   const short = (top < data.first && data.first > 0) || (bottom > last && last < data.total);
+  if (short) {
+    const wait = el("div", "fetching", "Fetching the rows here…");
+    wait.style.top = `${Math.max(top, top < data.first ? top : last) * ROW}px`;
+    rows.push(wait);
+  }
+  box.querySelector(".space").replaceChildren(...rows);
   if (short && box.asked !== top) {
     box.asked = top; // once per place: the page answers with the rows there
     box.ask("scrolled", top);
