@@ -14,12 +14,15 @@ from apptest_helpers import BIG, big_events, served_app
 from playwright.sync_api import expect
 from test_browser import OUT, settled
 
+from replay_core.events import StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
 
 pytestmark = pytest.mark.browser
 
 MULTI_AGENT = "demo-04-multi-agent-competitor-brief"
+HOSTILE = "hostile-waterfall"
+MARKUP = '<img src="x" onerror="alert(1)"> **bold**'
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +31,7 @@ def app(demo_db, tmp_path_factory):
     shutil.copy(demo_db, db)
     store = Store(f"sqlite:///{db}")
     ingest(store, big_events())
+    ingest(store, [StepEvent(session_id=HOSTILE, seq=1, type="think", content=MARKUP)])
     store.close()
     with served_app(f"sqlite:///{db}") as base:
         yield base
@@ -88,3 +92,11 @@ def test_a_long_run_draws_a_screenful_and_scrolls_to_its_end(browser, app):
     pg.locator(".waterfall button.wrow[data-seq='9990']").click()
     pg.wait_for_url("**step=9990**", timeout=30_000)
     expect(pg.locator(".st-key-step_detail h3").first).to_contain_text("step 9990")
+
+
+def test_a_step_s_text_is_shown_as_text(browser, app):
+    dialogs = []
+    pg = waterfall_at(browser, app, HOSTILE, 1, "· step 1")
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    expect(pg.locator(".waterfall button.wrow .name")).to_have_text(f"💭 {MARKUP}")
+    assert pg.locator(".waterfall img").count() == 0 and dialogs == []

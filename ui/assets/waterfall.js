@@ -43,9 +43,19 @@ function drawRows(box) {
   const last = data.first + data.rows.length;
   const lo = Math.max(top - MARGIN, data.first),
     hi = Math.min(bottom + MARGIN, last);
-  const rows = [];
-  for (let i = lo; i < hi; i++) rows.push(rowButton(data, i));
   const short = (top < data.first && data.first > 0) || (bottom > last && last < data.total);
+  const range = short ? `${lo}:${hi}:${top}` : `${lo}:${hi}`;
+  if (box.range === range) return; // a scroll within the rows drawn
+  box.range = range;
+  // the rows kept from the last draw are the same elements: a click that began on one still lands on it
+  const kept = box.drawn;
+  box.drawn = new Map();
+  const rows = [];
+  for (let i = lo; i < hi; i++) {
+    const row = kept.get(i) ?? rowButton(data, i);
+    box.drawn.set(i, row);
+    rows.push(row);
+  }
   if (short) {
     const wait = el("div", "fetching", "Fetching the rows here…");
     wait.style.top = `${Math.max(top, top < data.first ? top : last) * ROW}px`;
@@ -64,6 +74,8 @@ export default function ({ parentElement, data, setTriggerValue }) {
   box.waterfall = data;
   box.ask = setTriggerValue;
   box.asked = undefined;
+  box.range = undefined; // new rows from the page: every row drawn again
+  box.drawn = new Map();
   box.querySelector(".space").style.height = `${data.total * ROW}px`;
   viewport.style.height = `${Math.min(data.total, 18) * ROW + 2}px`;
   box.querySelector(".axis").replaceChildren(
