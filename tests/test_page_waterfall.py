@@ -3,6 +3,8 @@ a row's click moving the cursor, and a long run sent a window of rows that follo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from apptest_helpers import (  # noqa: F401  (fixtures)
     BIG,
     BIG_STEPS,
@@ -16,6 +18,8 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     trigger,
 )
 
+from replay_core.events import StepEvent
+from replay_core.ingest.pipeline import ingest
 from ui.waterfall_view import WINDOW, axis, took
 
 TIMELINE = "pages/timeline.py"
@@ -50,15 +54,26 @@ def test_the_waterfall_nests_times_and_ranks_the_steps(demo_store):
     assert component_data(at, "waterfall")["cursor"] == [r[0] for r in rows].index(20)
 
 
-def test_steps_without_a_duration_are_said_to_have_none(demo_store):
-    from replay_core.events import StepEvent
-    from replay_core.ingest.pipeline import ingest
-
+def test_steps_without_a_duration_or_a_time_are_said_to_have_none(demo_store):
+    t0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
     ingest(demo_store, [StepEvent(session_id="no-clock", seq=i, type="think", content=f"t{i}") for i in (1, 2)])
+    ingest(
+        demo_store,
+        [
+            StepEvent(session_id="half", seq=1, type="tool_call", tool_name="fetch", timestamp=t0, duration_ms=2000),
+            StepEvent(session_id="half", seq=2, type="error", status="error", error_class="Boom", timestamp=t0),
+        ],
+    )
     at = page(TIMELINE, params={"session": "no-clock"}, state=WATERFALL)
     data = component_data(at, "waterfall")
-    assert [r[5] for r in data["rows"]] == ["time not recorded"] * 2
+    assert [r[5] for r in data["rows"]] == ["time not recorded"] * 2 and data["slowest"] == []
     assert data["caption"].startswith("No step of this run has a time and a duration")
+    at = page(TIMELINE, params={"session": "half"}, state=WATERFALL)
+    data = component_data(at, "waterfall")
+    told = [(r[0], r[2], r[3], r[5], r[6]) for r in data["rows"]]
+    assert told == [(1, 0, 2000, "2.0 s", False), (2, 0, None, "no duration", True)]
+    assert data["caption"].startswith("1 step with no duration recorded: drawn as a tick.")
+    assert data["rows"][0][7] == "hot" and data["rows"][0][8] == 1
 
 
 def test_a_long_run_is_sent_a_window_that_follows_the_cursor_and_the_scroll(big_store):
