@@ -1,6 +1,6 @@
 """The timeline's span waterfall in headless Chromium: nested rows with bars, the slowest step marked, a click on
 a row moving the cursor (the address and the step shown follow), and a 10,000-step run drawn as a screenful of
-rows that scrolls to its far end.
+rows that scrolls to its far end; a step's markup shown as text; a click on SQLite and PostgreSQL alike.
 
 Screenshot: test-output/browser/timeline-waterfall.png (gitignored).
 """
@@ -100,3 +100,13 @@ def test_a_step_s_text_is_shown_as_text(browser, app):
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     expect(pg.locator(".waterfall button.wrow .name")).to_have_text(f"💭 {MARKUP}")
     assert pg.locator(".waterfall img").count() == 0 and dialogs == []
+
+
+def test_a_row_s_click_on_either_database(browser, demo):
+    """The served app on the `store` fixture's SQLite and PostgreSQL: the layout reads each one's columns."""
+    with served_app(demo.url) as base:
+        pg = waterfall_at(browser, base, MULTI_AGENT, 4, "Group · step 4")
+        expect(pg.locator(".waterfall button.wrow[data-seq='20'] .rank")).to_have_text("#1")
+        pg.locator(".waterfall button.wrow[data-seq='5']").click()
+        pg.wait_for_url("**step=5**", timeout=30_000)
+        expect(pg.locator(".st-key-step_detail h3").first).to_have_text("💭 Thought · step 5")
