@@ -77,8 +77,8 @@ def heat(w: Waterfall, r: int) -> str:
     their share of the run."""
     if w.holds[r]:
         return "holds"
-    share = w.share(r)
-    return "hot" if share is not None and share >= HOT else "warm" if share is not None and share >= WARM else ""
+    share = w.share(r) or 0.0
+    return "hot" if share >= HOT else "warm" if share >= WARM else ""
 
 
 def row_title(w: Waterfall, r: int, label: str) -> str:
@@ -99,8 +99,8 @@ def window_data(tl: Timeline, pos: int, first: int) -> dict:
     slow, untimed = tl.cache["waterfall_run_wide"]  # passes over every row: once per opened run
     rank = {r: k + 1 for k, r in enumerate(slow)}
     rows = []
-    for row in w.rows(first, first + WINDOW):
-        r = w.row_of[row.position]
+    for r in range(first, min(first + WINDOW, len(w))):
+        row = w.row(r)
         label = icon_label(row)
         length = row.duration_ms
         said = "time not recorded" if row.start_ms is None else "no duration" if length is None else took(length)
@@ -139,7 +139,7 @@ def window_data(tl: Timeline, pos: int, first: int) -> dict:
                 row_title(w, r, icon_label(w.row(r))),
             ]
             for r in slow
-        ],  # fmt: skip
+        ],
         "caption": " ".join(notes),
     }
 
