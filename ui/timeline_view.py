@@ -24,7 +24,7 @@ from replay_core.understand.structure import Structure
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif import narrative
 
-from . import components
+from . import components, waterfall_view
 from .common import (
     PAGE_COMPARE,
     PAGE_WHATIF,
@@ -554,9 +554,18 @@ def args_text(args: Any) -> str:
     return args if isinstance(args, str) else orjson.dumps(args).decode()
 
 
+LEFT_VIEWS = ["Steps", "Waterfall"]
+
+
 def step_window(tl: Timeline, pos: int, noted: set[int]) -> None:
     """The steps around the cursor, under a heading per decision cycle, with missing steps shown;
-    clicking a step moves the cursor there. One element drawn by the browser (ui/components.py)."""
+    clicking a step moves the cursor there. One element drawn by the browser (ui/components.py).
+    Or, picked above it, the run's span waterfall (ui/waterfall_view.py)."""
+    if st.session_state.get("left_view") not in LEFT_VIEWS:
+        st.session_state["left_view"] = LEFT_VIEWS[0]
+    if st.segmented_control("Steps", LEFT_VIEWS, required=True, key="left_view", label_visibility="collapsed") == "Waterfall":
+        waterfall_view.waterfall(tl, pos, on_pick=go)
+        return
     lo, hi = max(0, pos - BEFORE), min(len(tl.steps), pos + AFTER + 1)
     components.step_rows(window_rows(tl, pos, noted, lo, hi), key="step_rows", on_pick=go)
 
