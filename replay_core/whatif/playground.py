@@ -67,6 +67,12 @@ def open_call(store: Store, session_id: str, seq: int) -> ModelCall:
         timeline = open_timeline(store, session_id)
     except KeyError:
         raise ReplayError(f"no such session: {session_id}") from None
+    return call_in(timeline, store, seq)
+
+
+def call_in(timeline: Timeline, store: Store, seq: int) -> ModelCall:
+    """open_call on a run already opened (the page keeps its timeline cached)."""
+    session_id = timeline.id
     step = next((s for s in timeline.steps if s.seq == seq), None)
     if step is None:
         raise ReplayError(f"{session_id} has no step {seq}")
@@ -127,6 +133,11 @@ def answer_of(store: Store, replay_id: str) -> list[StepEvent]:
     """What the model answered in a playground run: its steps other than the tool answers served after them."""
     steps = open_timeline(store, replay_id).steps
     return [s for s in steps if s.type in (*MODEL_OUTPUT, "error") and not (s.metadata or {}).get("recorded")]
+
+
+def model_steps(timeline: Timeline) -> list[StepEvent]:
+    """The steps a playground opens: the model's thoughts, calls and answers."""
+    return [s for s in timeline.steps if s.type in MODEL_OUTPUT]
 
 
 def answer_view(steps: list[StepEvent]) -> dict[str, Any]:
