@@ -39,7 +39,8 @@ function card(kind, heading, name, id) {
 }
 
 function rawSwitch(root, draw) {
-  // "Raw JSON": the exact stored JSON in place of the bubbles; the choice outlives the next redraw
+  // "Raw JSON": the exact stored JSON in place of the bubbles; the choice, kept on `root` (the component's own
+  // element), outlives the next redraw
   const button = el("button", "raw-json", "Raw JSON");
   button.type = "button";
   const set = (raw) => {

@@ -4,7 +4,7 @@
 export default function ({ parentElement, data }) {
   const list = parentElement.querySelector(".messages");
   const bubbles = el("div", "bubbles");
-  const [toggle, draw] = rawSwitch(parentElement, (raw) =>
+  const [toggle, draw] = rawSwitch(list, (raw) =>
     bubbles.replaceChildren(...data.messages.map((message) => (raw ? rawMessage(message) : bubble(message)))),
   );
   const head = el("div", "chat-head");
