@@ -18,7 +18,7 @@ from replay_core.whatif.replay_config import RECORDED, Budget, ReplayConfig
 from . import components
 from . import whatif_view as wv
 from .common import PAGE_COMPARE, PAGE_TIMELINE, md, short, step_label
-from .step_view import _message_text, transcript_message
+from .step_view import message_text, transcript_message
 
 ROLES = ("user", "assistant", "tool", "system")
 LAST = "playground_last"  # the last run of each call: {call key: replay session id}
@@ -73,7 +73,7 @@ def edit_messages(call: ModelCall) -> list[dict]:
             if remove.button("Remove", key=f"pg_rm_{item['id']}", type="tertiary", icon=":material/delete:"):
                 items.remove(item)
                 st.rerun()
-            original = _message_text(message)
+            original = message_text(message)
             text = st.text_area(
                 f"Text of this {role} message",
                 value=original,

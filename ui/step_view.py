@@ -187,7 +187,8 @@ def raw_json(value: Any) -> str:
 # ------------------------------------------------------------------ state at the step
 
 
-def _message_text(message: dict) -> str:
+def message_text(message: dict) -> str:
+    """A chat message's text: its content, a list of parts as their texts one a line."""
     content = message.get("content")
     if isinstance(content, list):  # multimodal parts
         content = "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
@@ -235,7 +236,7 @@ def transcript_message(message: dict, origin: dict, tools: dict | None = None) -
     (`tools`: call id → tool name), and the message as stored."""
     role = str(message.get("role"))
     where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
-    text = _message_text(message)
+    text = message_text(message)
     stripped = text.strip()
     calls = [
         {"name": _call_name(call), "id": call.get("id"), "arguments": _cut(pretty_arguments(call["function"].get("arguments")))}
