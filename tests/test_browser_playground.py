@@ -68,8 +68,8 @@ def test_what_the_agent_saw_reads_as_a_conversation_with_folds_and_raw_json(brow
     assert user["x"] > assistant["x"]  # the person's message on the right, the model's on the left
     call = chat.locator(".message.assistant .card.call").first
     expect(call).to_contain_text("Calls get_traveler_profile")
-    expect(call.locator("pre")).to_contain_text('"traveler_id": "self"')  # arguments indented, one per line
-    expect(chat.locator(".message.tool .card.result").first).to_contain_text("Result of get_traveler_profile")
+    expect(call.locator("pre")).to_have_text('traveler_id: "self"')  # arguments one a line
+    expect(chat.locator(".message.tool.card.result").first).to_contain_text("Result of get_traveler_profile")
     pg.screenshot(path=str(OUT / "chat-bubbles.png"))
     # the exact stored JSON, then back to the bubbles
     chat.locator("button.raw-json").click()
@@ -83,6 +83,8 @@ def test_what_the_agent_saw_reads_as_a_conversation_with_folds_and_raw_json(brow
     detail = pg.locator(".st-key-step_view")
     expect(detail.locator(".message.assistant")).to_contain_text("Origin BOS")
     detail.locator("button.raw-json").click()
+    expect(detail.locator("pre").first).to_contain_text('"schema": "agent-replay/v1"')
+    detail.locator("button.show-all").click()  # the stored step is long: its start, then all of it
     expect(detail.locator("pre").first).to_contain_text('"type": "think"')
 
 

@@ -181,7 +181,7 @@ def step_view(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -
 
 def raw_json(value: Any) -> str:
     """Stored JSON as the "Raw JSON" switch shows it: indented, keys as stored, cut past MAX_TEXT (said)."""
-    return _cut(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode())
+    return _cut(_json(value))
 
 
 # ------------------------------------------------------------------ state at the step
@@ -221,13 +221,27 @@ def _call_name(call: dict) -> str:
 
 
 def pretty_arguments(arguments: Any) -> str:
-    """A call's arguments indented (a JSON string parsed first); text that is no JSON as it is."""
+    """A call's arguments for a person (a JSON string parsed first): an object one `key: value` a line, a text with line
+    breaks verbatim under its key (a file's contents as the file reads), other values as JSON on their line; text that
+    is no JSON as it is. The stored form is one click away (Raw JSON)."""
     if isinstance(arguments, str):
         try:
             arguments = orjson.loads(arguments)
         except orjson.JSONDecodeError:
             return arguments
-    return orjson.dumps(arguments, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    if not isinstance(arguments, dict):
+        return _json(arguments)
+    lines = []
+    for key, value in arguments.items():
+        if isinstance(value, str) and "\n" in value:
+            lines += [f"{key}:", *("  " + line for line in value.splitlines())]
+        else:
+            lines.append(f"{key}: {orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()}")
+    return "\n".join(lines) or "(no arguments)"
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
 
 
 def transcript_message(message: dict, origin: dict, tools: dict | None = None) -> dict:

@@ -1,15 +1,17 @@
 // Messages as a conversation, shared by the transcript and the selected step: a bubble per role, a card per tool call
 // or result, long text folded with how much is hidden, and a "Raw JSON" switch. Text is set as text, never as HTML.
 // Bundled after el.js (ui/components.py).
-const FOLD_CHARS = 600;
+const FOLD_CHARS = 600; // longer, or more lines, is folded…
 const FOLD_LINES = 10;
+const START_CHARS = 240; // …to its start: a context of long messages stays a screen or two tall
+const START_LINES = 4;
 
 function folded(kind, text) {
   // a long text shows its start and "Show all (n more …)": a long context made the page thousands of pixels tall
   const part = el(kind === "line" ? "div" : "pre", kind, text);
   const lines = text.split("\n");
   if (text.length <= FOLD_CHARS && lines.length <= FOLD_LINES) return [part];
-  const start = lines.slice(0, FOLD_LINES).join("\n").slice(0, FOLD_CHARS);
+  const start = lines.slice(0, START_LINES).join("\n").slice(0, START_CHARS);
   const hiddenLines = lines.length - start.split("\n").length;
   const hidden =
     hiddenLines > 0

@@ -40,9 +40,11 @@ export default function ({ parentElement, data }) {
   const detail = parentElement.querySelector(".detail");
   const body = el("div", "said");
   const [toggle, draw] = rawSwitch(detail, (raw) => body.replaceChildren(...(raw ? folded("box", data.raw) : said(data))));
-  const parts = [el("h3", "", data.heading), el("div", "caption", data.facts)];
+  const facts = el("div", "facts");
+  facts.append(el("div", "caption", data.facts));
+  if (data.raw) facts.append(toggle);
+  const parts = [el("h3", "", data.heading), facts];
   for (const line of data.lines) parts.push(el("div", "caption", line));
-  if (data.raw) parts.push(toggle);
   if (data.error) parts.push(el("div", "failed", `❌ ${data.error}`));
   parts.push(body);
   for (const note of data.notes) parts.push(el("div", "note", note));

@@ -15,14 +15,15 @@ export default function ({ parentElement, data }) {
 }
 
 function bubble(message) {
-  const box = el("div", `message ${message.role}`);
-  box.append(el("div", "origin", message.origin));
-  const body = message.parts.flatMap(([kind, text]) => folded(kind, text));
+  // a tool's answer is itself the card: "Result of <tool>" heads it, beside where it came from
+  const box = el("div", `message ${message.role}${message.role === "tool" ? " card result" : ""}`);
+  const origin = el("div", "origin");
   if (message.role === "tool") {
-    const result = card("result", "Result of ", message.tool || "a tool", message.call_id);
-    result.append(...body);
-    box.append(result);
-  } else box.append(...body);
+    origin.append("Result of ", el("strong", "", message.tool || "a tool"));
+    if (message.call_id) origin.append(" ", el("span", "call-id", message.call_id));
+    origin.append(` · ${message.origin}`);
+  } else origin.textContent = message.origin;
+  box.append(origin, ...message.parts.flatMap(([kind, text]) => folded(kind, text)));
   for (const call of message.calls || []) {
     const part = card("call", "Calls ", call.name, call.id);
     part.append(...folded("text", call.arguments));
