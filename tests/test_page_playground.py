@@ -90,3 +90,13 @@ def test_a_step_that_is_no_model_output_offers_the_model_steps(demo_store, no_pr
     assert "Step 10 is not a model" in texts(at)
     [picker] = [s for s in at.selectbox if s.label == "Model call"]
     assert picker.value is None and picker.options[-1].startswith("step 11 · ✅ Decision")
+
+
+def test_viewers_read_and_edit_but_cannot_run(demo_store, local_server, monkeypatch):
+    monkeypatch.setenv("AGENT_REPLAY_PASSWORD", "look")
+    monkeypatch.setenv("AGENT_REPLAY_EDITOR_PASSWORD", "change")
+    at = page(PAGE, params={"session": FLIGHT, "step": "11"}, state={"role": "viewer"})
+    at.multiselect(key="models").set_value(["openai/fake-model"]).run()
+    assert at.button(key="pg_run").disabled
+    assert "Only editors can run a model (it costs money)." in " ".join(texts(at).split())
+    assert local_server.requests == []
