@@ -27,6 +27,7 @@ PAGES = [
     ("pages/queues.py", "Review queues", ":material/checklist:", "queues", "Runs"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:", "compare", "Tools"),
     ("pages/whatif.py", "What-if", ":material/science:", "whatif", "Tools"),
+    ("pages/playground.py", "Playground", ":material/edit_note:", "playground", "Tools"),
     ("pages/experiments.py", "Experiments", ":material/labs:", "experiments", "Tools"),
     ("pages/analytics.py", "Analytics", ":material/monitoring:", "analytics", "Tools"),
     ("pages/monitors.py", "Monitors", ":material/notifications:", "monitors", "Tools"),

@@ -228,6 +228,7 @@ def component_texts(at: AppTest) -> list[str]:
         parts += data.get("notes", [])
         for message in data.get("messages", []):
             parts += [message["origin"], *(text for _, text in message["parts"])]
+            parts += [text for call in message.get("calls", []) for text in (call["name"], call["arguments"])]
         if "heading" in data:  # the selected step: its texts, and its content and arguments as recorded
             call, content = data["call"] or {}, data["content"] or {}
             parts += [

@@ -129,6 +129,7 @@ PAGES = [
     f"live?live={LIVE}",
     f"compare?a={SID}&b={LIVE}",
     f"whatif?session={SID}",
+    f"playground?session={SID}&step=3",  # the messages to edit and the recorded answer
     "analytics",
     "analytics?charts=Speed+and+cost",
     "analytics?charts=Tools+and+errors",

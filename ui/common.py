@@ -73,6 +73,7 @@ PAGE_RUNS = "pages/runs.py"
 PAGE_QUEUES = "pages/queues.py"
 PAGE_COMPARE = "pages/compare.py"
 PAGE_WHATIF = "pages/whatif.py"
+PAGE_PLAYGROUND = "pages/playground.py"
 EXPIRE_EVERY_S = 30.0
 
 _last_expiry: dict[str, float] = {}

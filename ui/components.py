@@ -23,6 +23,7 @@ _step_rows = st.components.v2.component(
     "agent_replay.step_rows", html='<nav class="rows"></nav>', css=CSS, js=(ASSETS / "step_rows.js").read_text()
 )
 EL = (ASSETS / "el.js").read_text()  # the helper the scripts after it share
+CHAT = (ASSETS / "chat.js").read_text()  # bubbles, cards, folds and the raw JSON switch, after EL
 _strip = st.components.v2.component(
     "agent_replay.strip",
     css=CSS,
@@ -38,7 +39,7 @@ _step_detail = st.components.v2.component(
     "agent_replay.step_detail",
     html='<article class="detail"></article>',
     css=CSS,
-    js=EL + (ASSETS / "tree.js").read_text() + (ASSETS / "step_detail.js").read_text(),
+    js=EL + (ASSETS / "tree.js").read_text() + CHAT + (ASSETS / "step_detail.js").read_text(),
 )
 _metrics = st.components.v2.component(
     "agent_replay.metrics", html='<div class="metrics"></div>', css=CSS, js=EL + (ASSETS / "metrics.js").read_text()
@@ -53,7 +54,7 @@ _filters = st.components.v2.component(
     '<div class="toggles"></div></form>',
 )
 _transcript = st.components.v2.component(
-    "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=EL + (ASSETS / "transcript.js").read_text()
+    "agent_replay.transcript", html='<div class="messages"></div>', css=CSS, js=EL + CHAT + (ASSETS / "transcript.js").read_text()
 )
 
 
@@ -95,14 +96,16 @@ def _picked(key: str, on_pick: Callable[[int], None]) -> Callable[[], None]:
 def step_detail(view: dict, *, key: str) -> None:
     """The selected step (ui/assets/step_detail.js): {"heading"; "facts"; "lines": captions; "call": {"tool", "tree"
     | "text", "long": [[key, text]]} | None; "error": text | None; "content": {"tree", "recorded"} | {"box"} |
-    {"line"} | None; "notes": [text]}. Its parts were a dozen Streamlit elements redrawn on every click."""
+    {"line"} | None; "bubble": the role it speaks as | None; "tool": the tool a result answers; "raw": the step as
+    stored, JSON text; "notes": [text]}. Its parts were a dozen Streamlit elements redrawn on every click."""
     _step_detail(data=view, key=key)
 
 
 def transcript(notes: list[str], messages: list[dict], *, key: str) -> None:
-    """Lines saying how the messages were put together and what is left out, then chat messages, each {"role",
-    "origin": where it came from, "parts": [("line" | "text" | "call", text)]}: a short one-line text as a line,
-    other text and each tool call verbatim in a box."""
+    """Lines saying how the messages were put together and what is left out, then chat messages as bubbles by role,
+    each {"role", "origin": where it came from, "parts": [("line" | "text", text)]: a short one-line text as a line,
+    other text verbatim in a box, "calls": [{"name", "id", "arguments"}] and for a tool's answer "tool" and "call_id"
+    (cards), "json": the message as stored}."""
     _transcript(data={"notes": notes, "messages": messages}, key=key)
 
 

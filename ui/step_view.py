@@ -17,12 +17,16 @@ from replay_core.understand.structure import Structure, node_label
 from replay_core.understand.timeline import Timeline
 
 from . import components
-from .common import fmt_cost, fmt_duration, md, note_line, short, step_label
+from .common import PAGE_PLAYGROUND, fmt_cost, fmt_duration, md, note_line, short, step_label
 from .timeline_view import METRIC_WIDTH, args_text, go, is_error
 
 MAX_MESSAGES = 12
 MAX_TEXT = 20_000  # characters: longer text is cut, and says how much was left off
 MAX_TREE_NODES = 200
+MODEL_OUTPUT = ("think", "tool_call", "decision")  # the steps a playground opens
+# who speaks in a step, as a chat bubble: the person's input, the model's words and calls, a tool's answer
+SPEAKER = {"input": "user", "think": "assistant", "decision": "assistant", "tool_call": "assistant"}
+SPEAKER |= {"tool_result": "tool", "observation": "tool"}
 
 
 # ------------------------------------------------------------------ the selected step
@@ -114,6 +118,15 @@ def step_detail(tl: Timeline, pos: int, structure: Structure, notes: list[dict])
     """The selected step, one element drawn by the browser (ui/components.py); then what a call changes in a
     file (derived, said so) and, when opened, everything recorded for it."""
     components.step_detail(step_view(tl, pos, structure, notes), key="step_view")
+    step = tl.steps[pos]
+    if step.type in MODEL_OUTPUT:
+        st.page_link(
+            PAGE_PLAYGROUND,
+            label="Open in playground",
+            icon=":material/edit_note:",
+            query_params={"session": tl.id, "step": str(step.seq)},
+            help="Edit the messages this model call was sent, ask a model again, and see its answer beside this one.",
+        )
     write_view(tl, pos)
     # drawn only when opened (a click's repaint redrew the whole step's tree, hidden, every time)
     raw = st.expander("Everything recorded for this step", key="step_raw", on_change="rerun")
@@ -159,14 +172,23 @@ def step_view(tl: Timeline, pos: int, structure: Structure, notes: list[dict]) -
         "call": args_view(step.tool_name, step.tool_args) if step.type == "tool_call" else None,
         "error": f"This step failed{': ' + step.error_class if step.error_class else ''}." if is_error(step) else None,
         "content": content_view(step.content),
+        "bubble": SPEAKER.get(step.type),
+        "tool": step.tool_name,
+        "raw": raw_json(step.to_json_dict()),
         "notes": [note_line(note, markdown=False) for note in notes],
     }
+
+
+def raw_json(value: Any) -> str:
+    """Stored JSON as the "Raw JSON" switch shows it: indented, keys as stored, cut past MAX_TEXT (said)."""
+    return _cut(_json(value))
 
 
 # ------------------------------------------------------------------ state at the step
 
 
-def _message_text(message: dict) -> str:
+def message_text(message: dict) -> str:
+    """A chat message's text: its content, a list of parts as their texts one a line."""
     content = message.get("content")
     if isinstance(content, list):  # multimodal parts
         content = "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
@@ -185,26 +207,67 @@ def context_view(snap: Snapshot) -> None:
         notes.append("Nothing yet: this is the start of the run.")
     elif hidden:
         notes.append(f"{hidden} earlier message{'s' if hidden != 1 else ''} not shown.")
-    components.transcript(
-        notes, [transcript_message(m, o) for m, o in zip(context[hidden:], origins[hidden:], strict=True)], key="transcript"
-    )
+    tools = {c.get("id"): _call_name(c) for m in context for c in m.get("tool_calls") or () if isinstance(c, dict)}
+    shown = zip(context[hidden:], origins[hidden:], strict=True)
+    components.transcript(notes, [transcript_message(m, o, tools) for m, o in shown], key="transcript")
     if snap.agent.recorded is not None:
         with st.expander("Context the source recorded (not chat messages)"):
             st.json(snap.agent.recorded, expanded=1)
 
 
-def transcript_message(message: dict, origin: dict) -> dict:
-    """One message as the transcript draws it: its role, where it came from, its text verbatim (JSON too:
-    the text the model is sent) and each tool call it makes."""
+def _call_name(call: dict) -> str:
+    fn = call.get("function")
+    return str(fn.get("name") or "a tool") if isinstance(fn, dict) else "a tool"
+
+
+def pretty_arguments(arguments: Any) -> str:
+    """A call's arguments for a person (a JSON string parsed first): an object one `key: value` a line, a text with line
+    breaks verbatim under its key (a file's contents as the file reads), other values as JSON on their line; text that
+    is no JSON as it is. The stored form is one click away (Raw JSON)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return arguments
+    if not isinstance(arguments, dict):
+        return _json(arguments)
+    lines = []
+    for key, value in arguments.items():
+        if isinstance(value, str) and "\n" in value:
+            lines += [f"{key}:", *("  " + line for line in value.splitlines())]
+        else:
+            lines.append(f"{key}: {orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()}")
+    return "\n".join(lines) or "(no arguments)"
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+def transcript_message(message: dict, origin: dict, tools: dict | None = None) -> dict:
+    """One message as the transcript draws it: its role, where it came from, its text verbatim (JSON too: the text the
+    model is sent), each tool call it makes (name, id, arguments indented), for a tool's answer the tool it answers
+    (`tools`: call id → tool name), and the message as stored."""
     role = str(message.get("role"))
     where = "as recorded at" if origin["source"] == "recorded" else "rebuilt from"
-    text = _message_text(message)
+    text = message_text(message)
     stripped = text.strip()
-    parts = [("text", _cut(text)) if _boxed(stripped) else ("line", text)] if stripped else []
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function", {}) if isinstance(call, dict) else {}
-        parts.append(("call", f"{fn.get('name', 'tool')}({fn.get('arguments', '')})"))
-    return {"role": role, "origin": f"{role} · {where} step {origin['seq']}", "parts": parts}
+    calls = [
+        {"name": _call_name(call), "id": call.get("id"), "arguments": _cut(pretty_arguments(call["function"].get("arguments")))}
+        for call in message.get("tool_calls") or []
+        if isinstance(call, dict) and isinstance(call.get("function"), dict)
+    ]
+    out = {
+        "role": role,
+        "origin": f"{role} · {where} step {origin['seq']}",
+        "parts": [("text", _cut(text)) if _boxed(stripped) else ("line", text)] if stripped else [],
+        "calls": calls,
+        "json": raw_json(message),
+    }
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        out |= {"tool": message.get("name") or (tools or {}).get(call_id), "call_id": call_id}
+    return out
 
 
 def totals_view(snap: Snapshot) -> None:

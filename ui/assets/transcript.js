@@ -1,30 +1,39 @@
-// How the messages were put together, then the chat messages as the agent had them, each saying where it came from.
-// Everything from the trace is set as text (textContent), never as HTML. Bundled after el.js (ui/components.py).
+// How the messages were put together, then the chat messages as the agent had them: a bubble per role, each saying
+// where it came from, tool calls and results as cards; "Raw JSON" shows each message as stored.
+// Everything from the trace is set as text (textContent), never as HTML. Bundled after el.js and chat.js (ui/components.py).
 export default function ({ parentElement, data }) {
   const list = parentElement.querySelector(".messages");
-  list.replaceChildren(
-    ...data.notes.map((text) => el("div", "caption", text)),
-    ...data.messages.map((message) => {
-      const box = el("div", `message ${message.role}`);
-      box.append(el("div", "origin", message.origin), ...message.parts.flatMap(([kind, text]) => folded(kind, text)));
-      return box;
-    }),
+  const bubbles = el("div", "bubbles");
+  const [toggle, draw] = rawSwitch(list, (raw) =>
+    bubbles.replaceChildren(...data.messages.map((message) => (raw ? rawMessage(message) : bubble(message)))),
   );
+  const head = el("div", "chat-head");
+  head.append(...data.notes.map((text) => el("div", "caption", text)));
+  if (data.messages.length) head.append(toggle);
+  list.replaceChildren(head, bubbles);
+  draw();
 }
 
-const FOLD_CHARS = 600;
-const FOLD_LINES = 10;
+function bubble(message) {
+  // a tool's answer is itself the card: "Result of <tool>" heads it, beside where it came from
+  const box = el("div", `message ${message.role}${message.role === "tool" ? " card result" : ""}`);
+  const origin = el("div", "origin");
+  if (message.role === "tool") {
+    origin.append("Result of ", el("strong", "", message.tool || "a tool"));
+    if (message.call_id) origin.append(" ", el("span", "call-id", message.call_id));
+    origin.append(` · ${message.origin}`);
+  } else origin.textContent = message.origin;
+  box.append(origin, ...message.parts.flatMap(([kind, text]) => folded(kind, text)));
+  for (const call of message.calls || []) {
+    const part = card("call", "Calls ", call.name, call.id);
+    part.append(...folded("text", call.arguments));
+    box.append(part);
+  }
+  return box;
+}
 
-function folded(kind, text) {
-  // a long message shows its start, with "Show all": a long context made the page thousands of pixels tall
-  const part = el(kind === "line" ? "div" : "pre", kind, text);
-  if (text.length <= FOLD_CHARS && text.split("\n").length <= FOLD_LINES) return [part];
-  part.classList.add("folded");
-  const more = el("button", "show-all", "Show all");
-  more.type = "button";
-  more.onclick = () => {
-    const closed = part.classList.toggle("folded");
-    more.textContent = closed ? "Show all" : "Show less";
-  };
-  return [part, more];
+function rawMessage(message) {
+  const box = el("div", `message raw ${message.role}`);
+  box.append(el("div", "origin", message.origin), ...folded("text", message.json));
+  return box;
 }
