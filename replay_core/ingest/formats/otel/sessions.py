@@ -205,6 +205,8 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
             workflow=a.get("gen_ai.workflow.name"),
             agent_version=a.get("gen_ai.agent.version"),
         )
+        fields["user_id"] = _first_named(draft.spans, oa.USER_KEYS)
+        fields["thread_id"] = _first_named(draft.spans, oa.THREAD_KEYS)
         models = (p.fields["model"] for p in draft.parts if p.fields.get("model"))
         fields["model"] = step.fields.get("model") or next(models, None)
         resource = first.resource
@@ -216,6 +218,17 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
             draft.final = True
             fields.update(end, ended_at=ns_time(max(r.end_ns or 0 for r in roots) or None))
     draft.fields = fields
+
+
+def _first_named(spans: list[Span], keys: tuple[str, ...]) -> str | None:
+    """The first value of `keys` on the session's spans (in order: roots first), cut to an identifier's
+    width; the attribute stays in its step's metadata."""
+    for span in spans:
+        for key in keys:
+            value = span.attributes.get(key)
+            if value not in (None, ""):
+                return str(value)[:200]
+    return None
 
 
 def _session_metadata(draft: SessionDraft, first: Span) -> dict[str, Any]:
