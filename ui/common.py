@@ -30,6 +30,8 @@ FILTER_PARAMS = (
     "workflow",
     "environment",
     "agent_version",
+    "user_id",
+    "thread_id",
     "tag",
     "since",
     "until",

@@ -17,7 +17,9 @@ def stats_cmd(
     until: Annotated[str | None, typer.Option("--until", help="Up to this date (included) or ISO date-time.")] = None,
     by: Annotated[
         str | None,
-        typer.Option("--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status."),
+        typer.Option(
+            "--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status, user, thread."
+        ),
     ] = None,
     db: DbOption = None,
     json: JsonOption = False,

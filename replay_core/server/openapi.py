@@ -170,6 +170,8 @@ _FILTERS = (
             "workflow",
             "environment",
             "agent_version",
+            "user_id",
+            "thread_id",
             "tag",
             "source",
             "replay_of",

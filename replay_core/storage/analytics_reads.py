@@ -42,6 +42,8 @@ class AnalyticsReads(StoreBase):
             sessions.c.workflow,
             sessions.c.environment,
             sessions.c.agent_version,
+            sessions.c.user_id,
+            sessions.c.thread_id,
             sessions.c.status,
             sessions.c.error_class,
             cast(sessions.c.started_at, Text).label("started_at"),
