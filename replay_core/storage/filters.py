@@ -18,8 +18,18 @@ from .tables import run_breakdown, run_rollups, sessions
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
 HAS_FLAGS = ("retry", "error", "intervention", "fallback", "loop")
 # the fields that match one column of `sessions` exactly
-EQUALS = ("status", "model", "agent_id", "workflow", "environment", "agent_version", "source", "replay_of")
-EQUALS += ("user_id", "thread_id")
+EQUALS = (
+    "status",
+    "model",
+    "agent_id",
+    "workflow",
+    "environment",
+    "agent_version",
+    "source",
+    "replay_of",
+    "user_id",
+    "thread_id",
+)
 
 
 @dataclass(frozen=True)
