@@ -44,7 +44,7 @@ def totals_cards(thread: Thread) -> list[dict]:
         card("Steps", f"{t['steps']:,}"),
         card("Tokens", f"{t['tokens_in'] + t['tokens_out']:,}", help=f"{t['tokens_in']:,} in, {t['tokens_out']:,} out"),
         card("Cost", cost, help=f"{t['runs_cost_unknown']} runs without a known cost" if t["runs_cost_unknown"] else None),
-        card("From first start to last end", fmt_duration(t["span_s"])),
+        card("Span", fmt_duration(t["span_s"]), help="From the first run's start to the last one's end"),
     ]
     return cards
 
