@@ -262,7 +262,7 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
             "User": _dash(r["user_id"]),
             "Thread": _dash(r["thread_id"]),  # a click here opens the conversation
             "Tags": ", ".join(r["tags"] or []) or "—",
-            "thread": r["thread_id"],
+            "thread": r["thread_id"] or "",  # what a click on the Thread cell opens
         }
         for r in rows
     ]
