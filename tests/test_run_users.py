@@ -5,9 +5,9 @@ runs (`extra.metadata`: `user_id`, `thread_id` / `session_id` / `conversation_id
 that stay apart; filtered on; kept by the migration both ways.
 
 Real files: tests/fixtures/frameworks/pydantic-ai-v6-ok (pydantic-ai's spans carry `gen_ai.conversation.id`),
-tests/fixtures/langsmith/batch-ok (the LangSmith SDK's requests; its root run's metadata is given a user and a
-thread here, as `@traceable(metadata=...)` would send them). Hand-made: the Langfuse exports
-(tests/fixtures/langfuse/README.md) and the OTLP spans built below.
+tests/fixtures/langsmith/batch-thread (the LangSmith SDK's requests for a run whose metadata names a user and a
+thread; its other thread keys are that capture with the key renamed). Hand-made: the Langfuse exports
+(tests/fixtures/langfuse/README.md), the OTLP spans built below, and the LangSmith export file's metadata.
 """
 
 from __future__ import annotations
@@ -124,17 +124,25 @@ def test_langfuse_exports_name_the_user_and_the_session(store, name, expected):
     assert (run["user_id"], run["thread_id"]) == expected
 
 
-@pytest.mark.parametrize("key", ["thread_id", "session_id", "conversation_id"])
-def test_langsmith_runs_metadata_names_the_user_and_the_thread(store, key):
-    sent = _requests("batch-ok")
+def _send(store, requests) -> dict:
     with TestClient(create_app(store, access=Access(api_tokens=(TOKEN,)))) as client:
-        for path, content_type, body in sent:
-            doc = json.loads(body)
-            for run in (doc.get("post") or []) + (doc.get("patch") or []):
-                if run.get("trace_id") == run.get("id"):  # the root's halves, as `@traceable(metadata=...)` sends them
-                    run["extra"]["metadata"] |= {"user_id": "customer-22", key: "support-7734"}
-            _post(client, path, content_type, json.dumps(doc).encode())
-    run = _only(store)
+        for request in requests:
+            _post(client, *request)
+    return _only(store)
+
+
+def test_the_langsmith_sdk_names_the_user_and_the_thread(store):
+    run = _send(store, _requests("batch-thread"))  # captured: `langsmith_extra={"metadata": {...}}` on the call
+    assert (run["user_id"], run["thread_id"], run["status"]) == ("customer-22", "support-7734", "succeeded")
+
+
+@pytest.mark.parametrize("key", ["session_id", "conversation_id"])
+def test_langsmiths_other_thread_keys(store, key):
+    requests = []
+    for path, content_type, body in _requests("batch-thread"):
+        text = body.decode().replace('"thread_id":"support-7734"', f'"{key}":"support-7734"')
+        requests.append((path, content_type, text.encode()))
+    run = _send(store, requests)
     assert (run["user_id"], run["thread_id"]) == ("customer-22", "support-7734")
 
 
