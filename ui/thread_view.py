@@ -22,7 +22,7 @@ def thread_rows(thread: Thread) -> list[dict]:
             "#": i,
             "Status": status_label(r["status"]),
             "Run": r["name"] or r["id"],
-            "Started": r["started_at"],
+            "Started": r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "not recorded",
             "Duration": fmt_duration(r["duration_s"]),
             "Steps": r["steps"],
             "Tokens": r["tokens_in"] + r["tokens_out"],
@@ -58,7 +58,6 @@ def _picked_row(rows: list[dict], key: str) -> dict | None:
         selection_mode=["single-row", "single-cell"],
         column_order=[k for k in rows[0] if k not in ("id", "thread")] if rows else None,
         column_config={
-            "Started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
             "Last started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
         },
     )
