@@ -205,3 +205,25 @@ def test_the_migration_adds_and_drops_the_columns_keeping_the_runs(store):
     assert {"ix_sessions_user_id_started_at", "ix_sessions_thread_id_started_at"} <= indexes
     run = _only(store)
     assert run["id"] == "kept" and run["user_id"] is None and run["status"] == "succeeded"
+
+
+def test_an_otlp_export_keeps_them(store, tmp_path):
+    import io
+
+    from replay_core.ingest.formats import otlp_export
+    from replay_core.storage.store import Store
+
+    store.write(
+        [
+            SessionEvent(session_id="x1", name="turn", user_id="u-7", thread_id="conv-7"),
+            StepEvent(session_id="x1", type="think", content="…", model="m"),
+            SessionEndEvent(session_id="x1"),
+        ]
+    )
+    out = io.BytesIO()
+    otlp_export.write(store.export_events(["x1"]), out)
+    back = Store(f"sqlite:///{tmp_path / 'back.db'}")
+    import_bytes(back, out.getvalue(), "x1.otlp.json")
+    run = _only(back)
+    back.close()
+    assert (run["user_id"], run["thread_id"]) == ("u-7", "conv-7")
