@@ -22,6 +22,7 @@ PAGES = [
     ("pages/home.py", "Start", ":material/home:", "home", "Runs"),
     ("pages/runs.py", "Runs", ":material/list:", "runs", "Runs"),
     ("pages/timeline.py", "Timeline", ":material/timeline:", "timeline", "Runs"),
+    ("pages/threads.py", "Threads", ":material/forum:", "threads", "Runs"),
     ("pages/live.py", "Live", ":material/sensors:", "live", "Runs"),
     ("pages/review.py", "Review", ":material/rate_review:", "review", "Runs"),
     ("pages/queues.py", "Review queues", ":material/checklist:", "queues", "Runs"),

@@ -228,6 +228,8 @@ class SessionEvent(_Event):
     replay_from: Count | None = None
     replay_to: Count | None = None
     replay_config: JsonObject | None = None
+    user_id: Ident | None = None  # who the run served (an end user or tenant): analytics and filters group by it
+    thread_id: Ident | None = None  # the conversation the run is one turn of: the thread view lists its runs in order
 
 
 class StepEvent(_Event):

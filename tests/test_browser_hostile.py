@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
 
 import pytest
 from apptest_helpers import REPO, served_app
@@ -23,6 +24,7 @@ from replay_core.storage.store import Store
 pytestmark = pytest.mark.browser
 OUT = REPO / "test-output" / "browser"
 SID, LIVE = "hostile-run", "hostile-live"
+THREAD = "[t](javascript:alert(1)) <b>thread</b>"  # a conversation id as markup
 
 
 class Listener:
@@ -73,6 +75,8 @@ def plant(store: Store, port: int) -> None:
             model=f"![m](http://127.0.0.1:{port}/model.png)",
             workflow="[wf](javascript:alert(1))",
             tags=[h("tag")],
+            user_id=f"<img src=http://127.0.0.1:{port}/user.png> [u](http://127.0.0.1:{port}/user)",
+            thread_id=THREAD,
         ),
         StepEvent(session_id=SID, seq=1, event_id="e1", type="input", content=h("input")),
         StepEvent(session_id=SID, seq=2, event_id="e2", type="think", content=h("think")),
@@ -134,6 +138,8 @@ PAGES = [
     "analytics?charts=Speed+and+cost",
     "analytics?charts=Tools+and+errors",
     "analytics?charts=Retries+and+loops",  # one tab each
+    "threads",
+    "threads?thread=" + quote(THREAD),
 ]
 
 

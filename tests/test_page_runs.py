@@ -138,7 +138,17 @@ def test_empty_database_explains_how_to_get_runs(empty_store):
 def test_more_filters_hold_the_rarer_ones_and_a_link_can_set_them(demo_store):
     at = page(RUNS)
     bar = component_data(at, "filters")
-    assert bar["more"] == ["environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source"]
+    assert bar["more"] == [
+        "environment",
+        "agent_version",
+        "user_id",
+        "thread_id",
+        "tag",
+        "has",
+        "failed_tool",
+        "error_class",
+        "source",
+    ]
     assert {f["key"] for f in bar["fields"]} >= set(bar["more"]) and not bar["active"]
     at = page(RUNS, params={"tag": "coding"})  # a link setting one of them: its script opens "More filters"
     assert filter_values(at)["tag"] == "coding" and component_data(at, "filters")["active"]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from sqlalchemy import select
 from test_rollups import SIDS, T0, _apply, _clear, _event, step
+from test_threads import assert_accounts_recomputed
 
 from replay_core.demo import load_demo
 from replay_core.events import SessionEndEvent, SessionEvent
@@ -49,6 +50,8 @@ session = st.builds(
     hours=st.integers(-30, 30),  # the start moves across days
     metadata=st.none() | st.sampled_from(({"cost_usd": 0.3}, {"tokens_in": 7.9, "cost_usd": True}, {"tokens_out": 4})),
     error_class=st.none() | st.sampled_from(("Timeout", "Boom")),
+    user_id=st.none() | st.sampled_from(("u1", "u2")),
+    thread_id=st.none() | st.sampled_from(("t1", "t2")),
 )
 
 op = st.one_of(
@@ -126,6 +129,8 @@ def test_daily_rollups_equal_a_rebuild_and_the_per_run_numbers(store, actions):
     assert sum(row[7] for row in kept[1]) == len(members)  # cells' runs add up to the runs
     for flt in FILTERS:
         _same_dashboard(store, flt)
+    for by, column in (("user", "user_id"), ("thread", "thread_id")):
+        assert_accounts_recomputed(store, by, column)
 
 
 @pytest.mark.parametrize(

@@ -40,15 +40,24 @@ class Chart(alt.Chart):
 
 
 @st.cache_data(ttl=60, show_spinner="Crunching runs…")
-def _load(url: str, flt_items: tuple, detail: bool) -> analytics.RunData:
+def _load(url: str, flt_items: tuple, detail: bool, daily: bool = True) -> analytics.RunData:
     return analytics.load(
-        get_store(), SessionFilter(**dict(flt_items)), detail=detail, daily=True
-    )  # charts group by day, model, agent
+        get_store(), SessionFilter(**dict(flt_items)), detail=detail, daily=daily
+    )  # charts group by day, model, agent; users and threads are read per run
 
 
 def load(flt: SessionFilter, *, detail: bool = True) -> analytics.RunData:
     """A period's data, computed once a minute at most (keyed by database and filter)."""
     return _load(get_store().url, tuple(asdict(flt).items()), detail)
+
+
+def load_per_run(flt: SessionFilter) -> analytics.RunData:
+    """The period per run (the per-day rollups keep no user or thread), without step latencies."""
+    return _load(get_store().url, tuple(asdict(flt).items()), False, False)
+
+
+PER_RUN_COST_BY = ("user", "thread")
+TOP_ACCOUNTS = 20
 
 
 def previous(flt: SessionFilter) -> analytics.RunData | None:
@@ -335,9 +344,15 @@ def cost_row(data: analytics.RunData, flt: SessionFilter) -> None:
     with right:
         # the widget's own state is dropped while its tab is closed: the choice is kept beside it
         kept = st.session_state.get("cost_by_kept", "model")
-        by = st.segmented_control("Cost by", ["model", "agent"], default=kept, key="cost_by") or "model"
+        by = st.segmented_control("Cost by", ["model", "agent", *PER_RUN_COST_BY], default=kept, key="cost_by") or "model"
         st.session_state["cost_by_kept"] = by
-        usage = analytics.usage(data, by)
+        if by in PER_RUN_COST_BY:  # who spends and who fails: the costliest first
+            usage = analytics.accounts(load_per_run(flt), by)
+            shown = min(usage.height, TOP_ACCOUNTS)
+            top = f"The costliest {by}s first ({shown} of {usage.height}); runs and failed runs in the tooltip. "
+            usage = usage.head(TOP_ACCOUNTS)
+        else:
+            usage, top = analytics.usage(data, by), ""
         show(
             "usage",
             "Cost and tokens",
@@ -345,7 +360,7 @@ def cost_row(data: analytics.RunData, flt: SessionFilter) -> None:
             bars(drawn(usage), by, "cost_usd", fmt="$,.4f"),
             Drill(flt, by),
             empty="No runs.",
-            caption=f"Known cost; {usage['runs_cost_unknown'].sum()} runs used a model without a price. "
+            caption=f"{top}Known cost; {usage['runs_cost_unknown'].sum()} runs used a model without a price. "
             "Tokens are in the tooltip and the CSV.",
         )
 

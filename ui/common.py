@@ -30,6 +30,8 @@ FILTER_PARAMS = (
     "workflow",
     "environment",
     "agent_version",
+    "user_id",
+    "thread_id",
     "tag",
     "since",
     "until",
@@ -70,6 +72,7 @@ HAS_LABELS = {
 }
 PAGE_TIMELINE = "pages/timeline.py"
 PAGE_RUNS = "pages/runs.py"
+PAGE_THREADS = "pages/threads.py"
 PAGE_QUEUES = "pages/queues.py"
 PAGE_COMPARE = "pages/compare.py"
 PAGE_WHATIF = "pages/whatif.py"

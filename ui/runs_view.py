@@ -16,6 +16,7 @@ from . import components
 from .common import (
     FILTER_PARAMS,
     HAS_LABELS,
+    PAGE_THREADS,
     REVIEW_CHOICES,
     REVIEW_LABELS,
     STATUS_LABELS,
@@ -55,7 +56,7 @@ def clear_filters() -> None:
         st.query_params.pop(key, None)
 
 
-MORE_FILTERS = ("environment", "agent_version", "tag", "has", "failed_tool", "error_class", "source")
+MORE_FILTERS = ("environment", "agent_version", "user_id", "thread_id", "tag", "has", "failed_tool", "error_class", "source")
 
 
 def _iso_day(raw: str) -> str | None:
@@ -116,6 +117,8 @@ def filter_bar(store: Store) -> SessionFilter:
         text("failed_tool", "A failed call to the tool", "e.g. run_tests"),
         text("error_class", "Error class", "e.g. TimeoutError"),
         choice("source", "Source", _choices(store.url, "source")),
+        text("user_id", "User", "e.g. customer-22"),  # typed, not picked: a product may have thousands
+        text("thread_id", "Thread (conversation)", "e.g. support-7734"),
         {
             "key": "replays",
             "kind": "toggle",
@@ -146,6 +149,8 @@ CHIP_NAMES = {
     "workflow": "Workflow",
     "environment": "Environment",
     "agent_version": "Version",
+    "user_id": "User",
+    "thread_id": "Thread",
     "tag": "Tag",
     "since": "From",
     "until": "Until",
@@ -254,7 +259,10 @@ def _rows(store: Store, flt: SessionFilter, page: int) -> list[dict]:
             "Workflow": _dash(r["workflow"]),
             "Environment": _dash(r["environment"]),
             "Version": _dash(r["agent_version"]),
+            "User": _dash(r["user_id"]),
+            "Thread": _dash(r["thread_id"]),  # a click here opens the conversation
             "Tags": ", ".join(r["tags"] or []) or "—",
+            "thread": r["thread_id"] or "",  # what a click on the Thread cell opens
         }
         for r in rows
     ]
@@ -285,9 +293,9 @@ ROW_PX = 66  # over 4rem: the grid wraps a long name or outcome onto a second an
 HEADER_PX = 38
 
 
-def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> str | None:
-    """The rows, every one of the page shown (no scroll box inside the page); a click on any cell of a row
-    (its name, say) or on its checkbox opens it."""
+def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> tuple[dict, str | None] | None:
+    """The rows, every one of the page shown (no scroll box inside the page); the row a click on any of its cells
+    (its name, say) or on its checkbox picked, with the clicked cell's column."""
     event = st.dataframe(
         rows,
         hide_index=True,
@@ -300,22 +308,26 @@ def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> str 
         height=HEADER_PX + ROW_PX * max(1, len(rows)) + 2,
     )
     selection = event.selection if event else None
-    picked = [*(selection.rows if selection else []), *(cell[0] for cell in (selection.cells if selection else []))]
-    return rows[picked[0]]["id"] if picked and picked[0] < len(rows) else None
+    cells = list(selection.cells) if selection else []
+    picked = [*((row, None) for row in (selection.rows if selection else [])), *((cell[0], cell[1]) for cell in cells)]
+    return (rows[picked[0][0]], picked[0][1]) if picked and picked[0][0] < len(rows) else None
 
 
 def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
-    """One page of runs; returns the id of the run the user selected, if any."""
+    """One page of runs; returns the id of the run the user selected, if any (a click on its thread opens the thread)."""
     pages = max(1, -(-total // PAGE_SIZE))
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     rows = _rows(store, flt, page)
-    st.caption("Click a run to open its timeline.")
+    st.caption("Click a run to open its timeline, or its thread to see the conversation's runs in order.")
+    if flt.thread_id:
+        conversation = {"thread": flt.thread_id}
+        st.page_link(PAGE_THREADS, label="This conversation, in order", icon=":material/forum:", query_params=conversation)
     st.html(RESPONSIVE_CSS)
     with st.container(key="runs_wide"):
         chosen = _table(
             rows,
             "runs_table",
-            [k for k in rows[0] if k != "id"] if rows else None,
+            [k for k in rows[0] if k not in ("id", "thread")] if rows else None,
             WIDE_COLUMNS,
         )
     with st.container(key="runs_narrow"):
@@ -333,7 +345,12 @@ def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:
             )
             or chosen
         )
-    return chosen
+    if chosen is None:
+        return None
+    row, column = chosen
+    if column == "Thread" and row["thread"]:
+        st.switch_page(PAGE_THREADS, query_params={"thread": row["thread"]})
+    return row["id"]
 
 
 def dataset_form(store: Store, flt: SessionFilter, total: int) -> None:

@@ -39,6 +39,7 @@ def add_cmd(
     model: Annotated[str | None, typer.Option("--model")] = None,
     version: Annotated[str | None, typer.Option("--version", help="agent_version")] = None,
     environment: Annotated[str | None, typer.Option("--environment")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="user_id: one user's (or tenant's) runs")] = None,
     webhook: Annotated[str | None, typer.Option("--webhook", help="Where alerts are POSTed (JSON, or Slack's form).")] = None,
     webhook_secret_env: Annotated[
         str | None, typer.Option("--webhook-secret-env", help="NAME of the variable holding the signing secret.")
@@ -50,7 +51,14 @@ def add_cmd(
     from ..monitors import check
     from ..monitors.rules import RuleError, parse_rule
 
-    filters = {"workflow": workflow, "agent_id": agent, "model": model, "agent_version": version, "environment": environment}
+    filters = {
+        "workflow": workflow,
+        "agent_id": agent,
+        "model": model,
+        "agent_version": version,
+        "environment": environment,
+        "user_id": user,
+    }
     rule = {
         "metric": metric,
         "threshold": threshold,

@@ -79,6 +79,7 @@ COMMAND_ACTIONS: dict[str, str] = {
     "show": roles.READ,
     "stats": roles.READ,
     "explain": roles.READ,
+    "thread": roles.READ,
     "compare": roles.READ,
     "video": roles.READ,
     "replay": roles.REPLAY,

@@ -202,6 +202,8 @@ def session_summary_row(row: dict, cycles: int | None = None) -> dict:
         "workflow",
         "environment",
         "agent_version",
+        "user_id",
+        "thread_id",
         "source",
         "started_at",
         "ended_at",
@@ -227,6 +229,8 @@ def sessions_cmd(
     ] = None,
     model: Annotated[str | None, typer.Option()] = None,
     agent: Annotated[str | None, typer.Option(help="agent_id")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Runs of this user (user_id).")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", help="Runs of this conversation (thread_id).")] = None,
     limit: Annotated[int, typer.Option()] = 50,
     search: SearchOption = None,
     replays: Annotated[bool, typer.Option("--replays", help="Also list what-if replays and experiments' runs.")] = False,
@@ -244,7 +248,16 @@ def sessions_cmd(
     store = open_store(db)
     store.expire_idle()
     rows = store.list_sessions(
-        SessionFilter(status=status, model=model, agent_id=agent, text=search, include_replays=replays, experiments=replays),
+        SessionFilter(
+            status=status,
+            model=model,
+            agent_id=agent,
+            user_id=user,
+            thread_id=thread,
+            text=search,
+            include_replays=replays,
+            experiments=replays,
+        ),
         limit=limit,
     )
     cycles = count_cycles(store, [r["id"] for r in rows])

@@ -17,7 +17,9 @@ def stats_cmd(
     until: Annotated[str | None, typer.Option("--until", help="Up to this date (included) or ISO date-time.")] = None,
     by: Annotated[
         str | None,
-        typer.Option("--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status."),
+        typer.Option(
+            "--by", help="Group by: day, hour, model, agent, workflow, environment, agent_version, tag, status, user, thread."
+        ),
     ] = None,
     db: DbOption = None,
     json: JsonOption = False,
@@ -121,3 +123,34 @@ def compare_cmd(
     for key in result.totals["a"]:
         totals.add_row(key, fmt(result.totals["a"][key]), fmt(result.totals["b"][key]))
     out.print(totals)
+
+
+@commands.command("thread")
+def thread_cmd(
+    thread_id: Annotated[str, typer.Argument(help="The conversation's thread_id (runs list: --thread; OTel session.id).")],
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """A conversation's runs in order, each with its totals, and the thread's totals."""
+    from ..understand.thread import open_thread
+
+    thread = open_thread(open_store(db), thread_id)
+    if thread is None:
+        fail(f"no run has thread_id {thread_id!r}")
+    if json:
+        print_json(thread.to_json())
+        return
+    table = Table("#", "run", "status", "started", "steps", "tokens", "cost $", "user")
+    for i, run in enumerate(thread.runs, 1):
+        tokens = run["tokens_in"] + run["tokens_out"]
+        row = (i, run["id"], run["status"], run["started_at"], run["steps"], f"{tokens:,}", run["cost_usd"], run["user_id"])
+        table.add_row(*map(fmt, row))
+    out.print(table)
+    t = thread.totals()
+    cost = "unknown" if t["cost_usd"] is None else f"${t['cost_usd']:.4f}"
+    unknown = f" ({t['runs_cost_unknown']} runs without a known cost)" if t["runs_cost_unknown"] and cost != "unknown" else ""
+    older = " (the latest runs only)" if thread.more else ""
+    out.print(
+        f"{t['runs']} runs{older}: {t['succeeded']} succeeded, {t['failed']} failed; {t['steps']:,} steps, "
+        f"{t['tokens_in'] + t['tokens_out']:,} tokens, cost {cost}{unknown}"
+    )

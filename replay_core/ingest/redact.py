@@ -700,12 +700,14 @@ _EVENT_FIELDS: dict[type, tuple[str, ...]] = {
 # a token, a tool_call_id carrying one. (The session id is the run's address and is left alone.)
 _ID_FIELDS: dict[type, tuple[str, ...]] = {
     StepEvent: ("event_id", "parent_id", "agent_id", "model", "tool_name", "tool_call_id", "error_class"),
-    SessionEvent: ("agent_id", "model", "workflow", "environment", "agent_version", "source", "error_class"),
+    SessionEvent: ("agent_id", "model", "workflow", "environment", "agent_version", "source", "error_class")
+    + ("user_id", "thread_id"),
     SessionEndEvent: ("error_class",),
 }
-# Ids that link or tell steps apart: a redacted one keeps a short hash of what it was, so two
-# different ids stay different and a parent_id still names its parent's event_id.
-_LINK_FIELDS = frozenset({"event_id", "parent_id", "tool_call_id"})
+# Ids that link or tell steps (or users, or threads) apart: a redacted one keeps a short hash of what
+# it was, so two different ids stay different, a parent_id still names its parent's event_id and two
+# users whose ids are e-mail addresses are still two rows of cost by user.
+_LINK_FIELDS = frozenset({"event_id", "parent_id", "tool_call_id", "user_id", "thread_id"})
 _ID_MAX = 200  # the identifier columns' width
 
 

@@ -22,6 +22,9 @@ REDACTED: dict[str, str] = {
         for c in ("id", "name", "agent_id", "model", "workflow", "environment", "agent_version")
         + ("outcome", "error_class", "tags", "metadata", "source")
     },
+    # who and which conversation a run served come from the trace (an e-mail as `user.id` is common):
+    # scrubbed like every identifier, a scrubbed one keeping a hash so users and threads stay apart
+    **{f"sessions.{c}": _RUN for c in ("user_id", "thread_id")},
     **{
         f"steps.{c}": _RUN
         for c in ("session_id", "event_id", "parent_id", "agent_id", "model", "content", "tool_name", "tool_args")

@@ -67,6 +67,7 @@ def window_filter(rule: Rule, since: datetime, until: datetime) -> SessionFilter
         environment=f.get("environment"),
         source=f.get("source"),
         tag=f.get("tag"),
+        user_id=f.get("user_id"),
     )
 
 

@@ -26,7 +26,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
 }
 INTERVAL_METRICS = tuple(m for m, (_, _, kind) in METRICS.items() if kind != "count")
 RELEASE_DIMENSIONS = ("agent_version", "model")
-FILTER_KEYS = ("workflow", "agent_id", "model", "agent_version", "environment", "source", "tag")
+FILTER_KEYS = ("workflow", "agent_id", "model", "agent_version", "environment", "source", "tag", "user_id")
 MAX_WINDOW_HOURS = 24 * 90
 
 

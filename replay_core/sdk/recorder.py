@@ -82,9 +82,21 @@ class Recorder(StepMethods):
 
     # ------------------------------------------------------------------ sessions
 
-    def session(self, name: str | None = None, *, session_id: str | None = None, **fields: Any) -> Session:
-        """Open a run now (agent_id, model, workflow, environment, agent_version, tags, metadata)."""
+    def session(
+        self,
+        name: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        thread_id: str | None = None,
+        **fields: Any,
+    ) -> Session:
+        """Open a run now (agent_id, model, workflow, environment, agent_version, tags, metadata).
+
+        `user_id`: who the run served (an end user or tenant); `thread_id`: the conversation it is
+        one turn of. Analytics group cost and failures by them; a thread's runs read in order."""
         sid = session_id or new_id()
+        fields.update({k: v for k, v in (("user_id", user_id), ("thread_id", thread_id)) if v is not None})
         if fields.get("metadata") is not None:
             fields["metadata"] = json_safe(fields["metadata"])
         try:

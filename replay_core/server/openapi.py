@@ -170,6 +170,8 @@ _FILTERS = (
             "workflow",
             "environment",
             "agent_version",
+            "user_id",
+            "thread_id",
             "tag",
             "source",
             "replay_of",
@@ -310,6 +312,16 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         query=(_q("replays", {"type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]}, "weigh in its replays"),),
     ),
     ("GET", "/api/v1/sessions/{session_id}"): Op("A run with its steps, cycles and gaps.", "SessionView"),
+    ("GET", "/api/v1/threads"): Op(
+        "Conversations (runs sharing a thread_id) of the runs the filters pick, the latest first: runs, failed runs, "
+        "first and last start, users, tokens and cost.",
+        None,
+        media=_json(_OBJECT),
+        query=tuple(q for q in _FILTERS if q["name"] != "offset"),
+    ),
+    ("GET", "/api/v1/threads/{thread_id}"): Op(
+        "A conversation: its runs oldest first, each with its totals, and the thread's totals.", None, media=_json(_OBJECT)
+    ),
     ("POST", "/v1/traces"): Op(
         "OTLP/HTTP traces from any OpenTelemetry exporter: a trace is one run whatever batches it comes in.",
         None,
@@ -631,6 +643,7 @@ _PATH_PARAMS = {
     "run_id": ({"type": "string", "minLength": 1}, "the LangSmith run's id"),
     "session_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the run's id (URL-encoded; it may hold `/`)"),
     "event_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the step's event id"),
+    "thread_id": ({"type": "string", "minLength": 1, "maxLength": ID_MAX}, "the conversation's id (URL-encoded)"),
     "attachment_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the attachment's id"),
     "name": ({"type": "string", "minLength": 1}, "the dataset's name"),
     "experiment_id": ({"type": "string", "minLength": 1}, "the experiment's id"),

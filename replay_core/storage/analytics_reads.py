@@ -42,6 +42,8 @@ class AnalyticsReads(StoreBase):
             sessions.c.workflow,
             sessions.c.environment,
             sessions.c.agent_version,
+            sessions.c.user_id,
+            sessions.c.thread_id,
             sessions.c.status,
             sessions.c.error_class,
             cast(sessions.c.started_at, Text).label("started_at"),
@@ -131,3 +133,39 @@ class AnalyticsReads(StoreBase):
         )
         with self.engine.connect() as conn:
             return self._rows(conn, query)
+
+    def thread_rows(self, flt: SessionFilter | None = None, *, limit: int = 100) -> list[dict]:
+        """Conversations (runs sharing a thread_id), the latest first: their runs, failed runs, first and
+        last start, users (the one, or how many), tokens and cost summed as each run's totals are
+        (the rollup's, else the source's)."""
+        r, meta, s = run_rollups.c, sessions.c.metadata, sessions.c
+
+        def rolled(column, name):
+            return func.sum(case((column.is_(None), self._json_number(meta, name)), else_=column))
+
+        last = func.max(func.coalesce(s.started_at, s.created_at))
+        query = (
+            select(
+                s.thread_id,
+                func.count().label("runs"),
+                func.sum(case((s.status == "failed", 1), else_=0)).label("failed"),
+                func.min(func.coalesce(s.started_at, s.created_at)).label("first_started_at"),
+                last.label("last_started_at"),
+                func.min(s.user_id).label("user_id"),
+                func.count(s.user_id.distinct()).label("users"),
+                rolled(r.tokens_in, "tokens_in").label("tokens_in"),
+                rolled(r.tokens_out, "tokens_out").label("tokens_out"),
+                rolled(r.cost_usd, "cost_usd").label("cost_usd"),
+            )
+            .select_from(sessions.outerjoin(run_rollups, r.session_id == s.id))
+            .where(s.thread_id.is_not(None), *filter_clauses(flt, self.dialect))
+            .group_by(s.thread_id)
+            .order_by(last.desc(), s.thread_id)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            rows = [dict(row._mapping) for row in conn.execute(query)]
+        for row in rows:
+            row["tokens_in"], row["tokens_out"] = int(row["tokens_in"] or 0), int(row["tokens_out"] or 0)
+            row["cost_usd"] = None if row["cost_usd"] is None else float(row["cost_usd"])
+        return rows

@@ -28,6 +28,8 @@ SESSION_FIELDS = (
     "replay_from",
     "replay_to",
     "replay_config",
+    "user_id",
+    "thread_id",
 )
 STEP_COLUMNS = (
     "seq",

@@ -67,6 +67,8 @@ FALLBACK_FIELDS = (
     "environment",
     "agent_version",
     "replay_of",
+    "user_id",
+    "thread_id",
 )  # SessionFilter fields the cells cannot answer
 _CHUNK = 500
 _DAY = timedelta(days=1)

@@ -20,6 +20,8 @@ FILTER_FIELDS = (
     "workflow",
     "environment",
     "agent_version",
+    "user_id",
+    "thread_id",
     "tag",
     "source",
     "replay_of",

@@ -17,6 +17,19 @@ from .tables import run_breakdown, run_rollups, sessions
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
 HAS_FLAGS = ("retry", "error", "intervention", "fallback", "loop")
+# the fields that match one column of `sessions` exactly
+EQUALS = (
+    "status",
+    "model",
+    "agent_id",
+    "workflow",
+    "environment",
+    "agent_version",
+    "source",
+    "replay_of",
+    "user_id",
+    "thread_id",
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +42,8 @@ class SessionFilter:
     workflow: str | None = None
     environment: str | None = None
     agent_version: str | None = None
+    user_id: str | None = None
+    thread_id: str | None = None
     tag: str | None = None
     source: str | None = None
     since: datetime | None = None
@@ -58,7 +73,7 @@ def filter_clauses(flt: SessionFilter | None, dialect: str) -> list:
             if flt.experiments or flt.source == EXPERIMENT_SOURCE
             else original
         )
-    for name in ("status", "model", "agent_id", "workflow", "environment", "agent_version", "source", "replay_of"):
+    for name in EQUALS:
         value = getattr(flt, name)
         if value:
             clauses.append(sessions.c[name] == value)

@@ -27,7 +27,8 @@ from .migrations import head_revision
 
 EXPERIMENT_SOURCE = "experiment"  # experiments' runs: left out of analytics unless asked for
 SUMMED_BELOW = 1e5  # USD a run: past it (a stored cost may be 10¹⁵ a step) its nano-dollars could overflow a sum
-KEYS = ("model", "agent_id", "workflow", "environment", "agent_version", "status", "tags")  # what headline_rows may group by
+# what headline_rows may group by
+KEYS = ("model", "agent_id", "workflow", "environment", "agent_version", "status", "tags", "user_id", "thread_id")
 
 
 def nano(cost: float | None) -> int | None:

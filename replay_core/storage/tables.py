@@ -107,11 +107,15 @@ sessions = Table(
     Column("replay_to", Integer),
     Column("replay_config", JSONType),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("user_id", String(200)),
+    Column("thread_id", String(200)),
     Index(None, "started_at"),
     Index(None, "status"),
     Index(None, "model"),
     Index(None, "agent_id"),
     Index(None, "replay_of"),
+    Index(None, "user_id", "started_at"),
+    Index(None, "thread_id", "started_at"),
 )
 
 ROLLUP_COLUMNS = (

@@ -43,6 +43,8 @@ DTYPES = {
     "workflow": pl.String,
     "environment": pl.String,
     "agent_version": pl.String,
+    "user_id": pl.String,
+    "thread_id": pl.String,
     "status": pl.String,
     "error_class": pl.String,
     "started_at": pl.String,
@@ -104,6 +106,8 @@ DIMENSIONS: dict[str, tuple[pl.Expr | None, str | None]] = {
     "agent_version": (pl.col("agent_version"), "agent_version"),
     "tag": (None, "tag"),  # a run counts once under each of its tags
     "status": (pl.col("status"), "status"),
+    "user": (pl.col("user_id"), "user_id"),
+    "thread": (pl.col("thread_id"), "thread_id"),
 }
 BUCKETS = {"day": timedelta(days=1), "hour": timedelta(hours=1)}
 PERCENTILES = (50, 95, 99)
@@ -448,6 +452,25 @@ def usage(data: RunData, by: str | None = None) -> pl.DataFrame:
             "cost_per_run"
         ),
     )
+
+
+def accounts(data: RunData, by: str | None = "user") -> pl.DataFrame:
+    """Who spends and who fails: per user (or thread, or any dimension) runs, failed runs, the success
+    rate, tokens, known cost and runs whose cost is unknown, tool failures; the costliest first."""
+    runs, keys = _grouped(data, by)
+    out = _aggregate(
+        runs,
+        keys,
+        RUNS,
+        _runs_where(pl.col("status") == "failed").alias("failed"),
+        SUCCESS_RATE.alias("success_rate"),
+        _total("tokens_in").alias("tokens_in"),
+        _total("tokens_out").alias("tokens_out"),
+        COST,
+        _total("runs_cost_unknown").alias("runs_cost_unknown"),
+        _total("tool_failures").alias("tool_failures"),
+    )
+    return out.sort(["cost_usd", "failed", *keys], descending=[True, True, *([False] * len(keys))], nulls_last=True)
 
 
 def retries(data: RunData, by: str | None = None) -> pl.DataFrame:

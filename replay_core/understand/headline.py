@@ -44,6 +44,8 @@ COLUMN = {
     "agent_version": "agent_version",
     "status": "status",
     "tag": "tags",
+    "user": "user_id",
+    "thread": "thread_id",
 }
 DIMENSIONS = ("day", "hour", *COLUMN)  # analytics.DIMENSIONS
 DAILY = ("day", "model", "agent", "status")  # analytics.DAILY_DIMENSIONS

@@ -115,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--endpoint", choices=("batch", "multipart"), action="append")
-    parser.add_argument("--variant", choices=("ok", "tool-error"), action="append")
+    parser.add_argument("--variant", choices=("ok", "tool-error", "thread"), action="append")
     parser.add_argument("--delay", type=float, default=1.2)
     args = parser.parse_args()
     for endpoint in args.endpoint or ("batch", "multipart"):

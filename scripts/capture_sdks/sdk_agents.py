@@ -2,7 +2,8 @@
 SDK pointed at Agent Replay with that SDK's own settings, as its users write it:
 `python sdk_agents.py langfuse|langsmith`.
 
-Environment: OPENAI_BASE_URL (an OpenAI-compatible model server), CAPTURE_VARIANT (`ok`, or `tool-error`:
+Environment: OPENAI_BASE_URL (an OpenAI-compatible model server), CAPTURE_VARIANT (`ok`; `thread`: the run's
+metadata names a user and a thread; or `tool-error`:
 get_time raises), and the SDK's own variables: LANGFUSE_HOST / LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY, or
 LANGSMITH_ENDPOINT / LANGSMITH_API_KEY / LANGSMITH_TRACING. Prints the run's final answer.
 """
@@ -53,8 +54,10 @@ def langsmith_agent() -> str:
     def travel_assistant(question: str) -> str:
         return harness.tool_loop(client, lambda name, arguments, call_id: tools[name](**arguments))
 
+    # the `thread` variant names the run's user and conversation as LangSmith's docs say: metadata at the call
+    extra = {"metadata": {"user_id": "customer-22", "thread_id": "support-7734"}} if harness.VARIANT == "thread" else {}
     try:
-        return travel_assistant(harness.QUESTION)
+        return travel_assistant(harness.QUESTION, langsmith_extra=extra)
     finally:
         get_cached_client().flush()
 

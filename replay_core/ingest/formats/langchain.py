@@ -2,7 +2,8 @@
 payloads (`{"post": [...], "patch": [...]}`: a run's start and its end sent apart, merged here by run id;
 a `patch` whose `post` is missing is refused by name, never dropped).
 
-One trace (a root run and its descendants) is one session. Runs are walked in
+One trace (a root run and its descendants) is one session; its root's `extra.metadata` names its user
+(`user_id`) and thread (`thread_id`, `session_id` or `conversation_id`, as LangSmith groups threads). Runs are walked in
 execution order (`dotted_order`, else start time): `llm`/`chat_model` runs → think
 (decision when the text calls no tool; model, tokens, the prompt messages as the step's context) plus a
 tool_call per tool call the model made; `tool` runs → tool_result (tool_call first
@@ -274,6 +275,18 @@ def merge_halves(posts: Any, patches: Any, where: str) -> tuple[list[dict], list
     return list(runs.values()), orphans
 
 
+_THREAD_KEYS = ("thread_id", "session_id", "conversation_id")  # what LangSmith groups a thread by, in its order
+
+
+def _user_and_thread(run: dict) -> dict[str, str]:
+    """The user and thread a run's `extra.metadata` names (`user_id`; `thread_id`, `session_id` or `conversation_id`)."""
+    meta = as_object(as_object(run.get("extra")).get("metadata"))
+    thread = next((meta[k] for k in _THREAD_KEYS if meta.get(k) not in (None, "")), None)
+    user = meta.get("user_id")
+    named = (("user_id", user), ("thread_id", thread))
+    return {k: str(v)[:200] for k, v in named if v not in (None, "") and not isinstance(v, (dict, list))}
+
+
 def run_events(runs: list[dict], filename: str) -> Iterator[Event | BadRecord]:
     """Contract events of runs, one session per trace. Runs whose parent is not among them (a payload holding
     part of a trace) join their trace's session under no parent; only the trace's own root ends the session."""
@@ -296,6 +309,7 @@ def run_events(runs: list[dict], filename: str) -> Iterator[Event | BadRecord]:
             agent_id=root.get("name") if root else None,
             tags=[str(t) for t in head.get("tags") or []] or None,
             metadata=meta,
+            **_user_and_thread(head),
         )
         trace = _Trace(run, children)
         for j, top in enumerate(tops):

@@ -2,8 +2,8 @@
 
 The UI writes `{"trace": {…}, "observations": […]}`; the API answers one trace object holding its
 `observations` (sometimes wrapped in `{"data": …}`); a file may hold a list of either. A trace is a run:
-its name, times, environment, release, tags are the run's, its `sessionId`, `userId` and scores kept
-in metadata (and as `session:` / `user:` tags, to filter on). Observations become steps in start order,
+its name, times, environment, release, tags are the run's, its `userId` and `sessionId` its user and
+thread (also as `user:` / `session:` tags), its scores kept in metadata. Observations become steps in start order,
 each naming its parent observation's step (`parentObservationId`): a GENERATION is a model call (`think`,
 with model, usage and cost), a TOOL a tool_call with its tool_result, an EVENT an observation, any other
 type (SPAN, AGENT, CHAIN, RETRIEVER…) a span step; level ERROR makes it an error step with its
@@ -166,6 +166,8 @@ def _run(trace: dict, observations: list, where: str) -> Iterator[Event | BadRec
         model=next((o.get("model") for o in observed if o.get("type") == "GENERATION" and o.get("model")), None),
         started_at=min([*starts, *([started] if started else [])], default=None),
         tags=tags or None,
+        user_id=str(user)[:200] if user else None,
+        thread_id=str(session)[:200] if session else None,
         metadata=compact({"langfuse": extra}),
     )
     if trace.get("input") is not None:

@@ -506,6 +506,11 @@ def requested_model(attrs: Attrs) -> str | None:
     return None if value is None else str(value)
 
 
+# who a run served and the conversation it is part of: the OTel semantic conventions' names, then Langfuse's
+USER_KEYS = ("user.id", "enduser.id", "langfuse.user.id")
+THREAD_KEYS = ("session.id", "gen_ai.conversation.id", "langfuse.session.id")
+
+
 def conversation_id(attrs: dict[str, Any]) -> str | None:
     value = attrs.get("gen_ai.conversation.id") or attrs.get("session.id")
     return None if value in (None, "") else str(value)

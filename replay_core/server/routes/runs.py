@@ -14,6 +14,7 @@ from starlette.routing import Route
 from ...events import INT_MAX
 from ...storage.actor import READ
 from ...storage.filter_params import session_filter
+from ...storage.filters import SessionFilter
 from ...understand.snapshot import state_at
 from ...understand.timeline import open_timeline
 from ..context import API_PREFIX, ApiContext
@@ -43,16 +44,14 @@ class RunRoutes:
             Route(f"{API_PREFIX}/sessions/{sid}/explain", reads(self.explain), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}/stream", reads(self.stream), methods=["GET"]),
             Route(f"{API_PREFIX}/sessions/{sid}", reads(self.get_session), methods=["GET"]),
+            Route(f"{API_PREFIX}/threads", reads(self.list_threads), methods=["GET"]),
+            Route(f"{API_PREFIX}/threads/{{thread_id:path}}", reads(self.get_thread), methods=["GET"]),
         ]
 
     async def list_sessions(self, request: Request) -> Response:
         """GET /api/v1/sessions: filters as on the runs page, newest first, paged."""
         params = request.query_params
-        try:
-            flt = session_filter(params)
-        except ValueError as exc:
-            loc = str(exc).split(":", 1)[0]
-            raise ApiError(422, str(exc), [{"loc": loc, "msg": str(exc).split(": ", 1)[-1]}]) from None
+        flt = _filter(params)
         limit = int_param(params, "limit", 50, 1, MAX_LIMIT)
         offset = int_param(params, "offset", 0, 0, INT_MAX)
         store = self.api.store()
@@ -127,6 +126,25 @@ class RunRoutes:
 
         return json_response(await run_in_threadpool(run))
 
+    async def list_threads(self, request: Request) -> Response:
+        """GET /api/v1/threads: conversations of the runs a filter picks, the latest first, with their totals."""
+        from ...understand.thread import recent_threads
+
+        flt = _filter(request.query_params)
+        limit = int_param(request.query_params, "limit", 50, 1, MAX_LIMIT)
+        rows = await run_in_threadpool(recent_threads, self.api.store(), flt, limit=limit)
+        return json_response({"threads": rows})
+
+    async def get_thread(self, request: Request) -> Response:
+        """GET /api/v1/threads/{id}: a conversation's runs in order, each with its totals, and the thread's."""
+        from ...understand.thread import open_thread
+
+        tid = request.path_params["thread_id"]
+        thread = await run_in_threadpool(open_thread, self.api.store(), tid)
+        if thread is None:
+            raise ApiError(404, f"no run has thread_id {tid!r}")
+        return json_response(thread.to_json())
+
     async def get_attachment(self, request: Request) -> Response:
         """GET /api/v1/attachments/{id}: the bytes, with their media type."""
         attachment_id = request.path_params["attachment_id"]
@@ -134,6 +152,15 @@ class RunRoutes:
         if data is None:
             raise ApiError(404, f"no attachment {attachment_id}")
         return Response(data, media_type=_sniff_media_type(data), headers={"x-content-type-options": "nosniff"})
+
+
+def _filter(params) -> SessionFilter:
+    """The runs a request's filter parameters pick; a bad one is a 422 naming it."""
+    try:
+        return session_filter(params)
+    except ValueError as exc:
+        loc = str(exc).split(":", 1)[0]
+        raise ApiError(422, str(exc), [{"loc": loc, "msg": str(exc).split(": ", 1)[-1]}]) from None
 
 
 def _sniff_media_type(data: bytes) -> str:

@@ -172,7 +172,8 @@ def _level(span: Span, values: dict[str, Any]) -> None:
 
 def _session(span: Span, values: dict[str, Any]) -> None:
     """Trace-wide fields as the run's: its name, tags, release (else `langfuse.version`: the agent's version) and
-    environment; `user.id` and metadata stay attributes (kept in the step's metadata).
+    environment. `user.id` and `session.id` (or `langfuse.user.id` / `langfuse.session.id`) are read as the run's
+    user and thread by sessions.py; they and metadata stay attributes (kept in the step's metadata).
 
     They travel as the session override our own export writes on the resource, without changing the
     resource the span shares with others; one the resource already holds wins."""

@@ -205,6 +205,7 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
             workflow=a.get("gen_ai.workflow.name"),
             agent_version=a.get("gen_ai.agent.version"),
         )
+        fields.update(_user_and_thread(draft.spans))
         models = (p.fields["model"] for p in draft.parts if p.fields.get("model"))
         fields["model"] = step.fields.get("model") or next(models, None)
         resource = first.resource
@@ -216,6 +217,28 @@ def _session_fields(draft: SessionDraft, model_usage: bool) -> None:
             draft.final = True
             fields.update(end, ended_at=ns_time(max(r.end_ns or 0 for r in roots) or None))
     draft.fields = fields
+
+
+_NAMING = frozenset(oa.USER_KEYS + oa.THREAD_KEYS)
+
+
+def _user_and_thread(spans: list[Span]) -> dict[str, str]:
+    """The run's user and thread: the first value of each one's attributes on the session's spans (in order:
+    roots first), cut to an identifier's width; the attributes stay in their steps' metadata. One pass; a
+    span without any of them costs one C-level check."""
+    found: dict[str, str] = {}
+    for span in spans:
+        values = span.attributes
+        if _NAMING.isdisjoint(values):
+            continue
+        for name, keys in (("user_id", oa.USER_KEYS), ("thread_id", oa.THREAD_KEYS)):
+            if name not in found:
+                value = next((values[k] for k in keys if values.get(k) not in (None, "")), None)
+                if value is not None:
+                    found[name] = str(value)[:200]
+        if len(found) == 2:
+            break
+    return found
 
 
 def _session_metadata(draft: SessionDraft, first: Span) -> dict[str, Any]:
