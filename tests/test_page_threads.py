@@ -66,3 +66,12 @@ def test_analytics_cost_by_user(empty_store):
     at = page("pages/analytics.py", params={"since": "2026-08-01"}, state={"charts": "Speed and cost", "cost_by_kept": "user"})
     assert not at.exception, at.exception
     assert "The costliest users first (4 of 4)" in texts(at)
+
+
+def test_a_runs_timeline_names_its_user_and_links_its_thread(empty_store):
+    _turns(empty_store)
+    at = page("pages/timeline.py", params={"session": "turn-2"})
+    assert not at.exception
+    assert any("User: " in c.value for c in at.caption)
+    (link,) = [p for p in at.get("page_link") if "Thread support" in p.proto.label]
+    assert link.proto.page == "threads" and link.proto.query_string == "thread=support-1"

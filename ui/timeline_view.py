@@ -27,6 +27,7 @@ from replay_core.whatif import narrative
 from . import components, waterfall_view
 from .common import (
     PAGE_COMPARE,
+    PAGE_THREADS,
     PAGE_WHATIF,
     REVIEW_LABELS,
     current_actor,
@@ -249,9 +250,17 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
         ("Environment", s.get("environment")),
         ("Version", s.get("agent_version")),
         ("Tags", ", ".join(s.get("tags") or [])),
+        ("User", s.get("user_id")),
         ("Started", fmt_when(s.get("started_at")) if s.get("started_at") else "time not recorded"),
     ]
     st.caption(" · ".join(f"{k}: {md(v)}" for k, v in dims if v) + f" · id: {md(s['id'])}")
+    if s.get("thread_id"):  # the conversation this run is a turn of, with its other runs in order
+        st.page_link(
+            PAGE_THREADS,
+            label=md(f"Thread {s['thread_id']}"),
+            icon=":material/forum:",
+            query_params={"thread": s["thread_id"]},
+        )
     sentence = plain_words(tl.summary())  # an error's JSON body told in words, not shown raw
     if s.get("outcome"):
         sentence += f" Outcome: {plain_words(s['outcome'])}"
