@@ -20,7 +20,7 @@ from openai_server import OpenAIServer
 from replay_core.demo import load_demo, read_demo
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.formats import UnknownFormat
-from replay_core.ingest.pipeline import import_file, ingest
+from replay_core.ingest.pipeline import ImportRejected, import_file, ingest
 from replay_core.understand.snapshot import state_at
 from replay_core.understand.timeline import open_timeline
 from replay_core.whatif.recording import Recording, split_turns
@@ -99,7 +99,7 @@ def test_every_demo_run_shows_what_a_replay_sends(sqlite_store, server, session_
 def test_every_real_sample_with_model_turns_shows_what_a_replay_sends(sqlite_store, server, sample):
     try:
         report = import_file(sqlite_store, sample)
-    except UnknownFormat as exc:  # fixtures of attributes or protobuf text; a real file that gives no steps
+    except (UnknownFormat, ImportRejected) as exc:  # attributes or protobuf text; a real file that gives no steps
         pytest.skip(f"{sample.name} is refused: {str(exc).splitlines()[0][:200]}")
     checked = sum(check_every_model_step(sqlite_store, sid, server) for sid in report.sessions)
     if not checked:

@@ -66,6 +66,8 @@ class Run:
         seed: int,
         system: str | None = None,
         metadata: dict[str, Any] | None = None,
+        user_id: str | None = None,
+        thread_id: str | None = None,
     ):
         self.filename = filename
         self.session_id = "demo-" + filename.removesuffix(".jsonl")
@@ -93,6 +95,9 @@ class Run:
         }
         if metadata:
             self.session["metadata"] = metadata
+        for key, value in (("user_id", user_id), ("thread_id", thread_id)):  # who it served, which conversation
+            if value:
+                self.session[key] = value
         self.end_event: dict[str, Any] | None = None
         self.dropped: set[int] = set()
 

@@ -21,6 +21,7 @@ def refund_defective_backpack() -> Run:
         tags=["support", "refund", "approval"],
         started_at=at("2026-11-19T14:02:11"),
         seed=101,
+        user_id="cust-2741",
         system=(
             "You are the support assistant of Northwind Outfitters. Be concise and friendly. "
             "Look orders and policies up with your tools before you promise anything. "
@@ -158,6 +159,7 @@ def shipment_status_retries() -> Run:
         tags=["logistics", "retries"],
         started_at=at("2026-11-23T13:05:42"),
         seed=303,
+        user_id="cust-5530",
         system="You answer shipment questions for the customer service team. Use the TMS and carrier APIs; give status, last scan and ETA.",
     )
     run.user(
@@ -253,6 +255,7 @@ def support_account_locked() -> Run:
         tags=["support", "account"],
         started_at=at("2026-11-25T08:02:51"),
         seed=1515,
+        user_id="cust-2741",
         system="You are a support assistant for Fieldnote (a note-taking SaaS). Verify identity before unlocking accounts or resetting MFA.",
     )
     run.user(

@@ -22,6 +22,8 @@ def _flight_search(filename: str, started_at: datetime, variant: str) -> Run:
         tags=["travel", "flights"],
         started_at=started_at,
         seed=808,  # both runs share the seed: identical until they diverge
+        user_id="traveler-77",
+        thread_id="trip-bos-sfo",  # the same request asked twice: one conversation
         system="You are a travel assistant. Search with the tools, compare options and never book without explicit confirmation.",
     )
     run.user(
@@ -173,6 +175,7 @@ def travel_denver_offsite() -> Run:
         tags=["travel", "booking", "approval"],
         started_at=at("2026-11-26T11:03:17"),
         seed=1313,
+        user_id="traveler-77",
         system="You book business travel. Bookings go through an approver. Company hotel cap: $250 per night in Denver.",
     )
     run.user("Book 3 nights, Dec 8-11, near the Colorado Convention Center in Denver for Priya Natarajan (team offsite).")
