@@ -112,6 +112,7 @@ else:  # imported by `streamlit run` / uvicorn: the server
     from starlette.middleware import Middleware
 
     from replay_core.server.origins import TrustedProxies, distrust_uvicorn_proxy_headers, trusted_proxies
+    from ui.deep_links import DeepLinks
     from ui.early_open import EarlyOpen
 
     distrust_uvicorn_proxy_headers()  # forwarded headers count only from AGENT_REPLAY_TRUSTED_PROXIES (server/origins.py)
@@ -127,5 +128,5 @@ else:  # imported by `streamlit run` / uvicorn: the server
         HERE / "streamlit_app.py",
         routes=api.routes(),
         lifespan=lifespan,
-        middleware=[Middleware(TrustedProxies, proxies=proxies), Middleware(EarlyOpen)],
+        middleware=[Middleware(TrustedProxies, proxies=proxies), Middleware(EarlyOpen), Middleware(DeepLinks)],
     )
