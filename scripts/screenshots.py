@@ -179,11 +179,11 @@ def share(pg, base, seeded) -> None:
 
 
 def compare(pg, base, seeded) -> None:
-    opened(pg, base, f"compare?a={FLIGHTS[0]}&b={FLIGHTS[1]}")
+    opened(pg, base, f"compare?a={FLIGHTS[0]}&b={FLIGHTS[1]}", "Side by side")
 
 
 def analytics(pg, base, seeded) -> None:
-    opened(pg, base, "analytics?period=All+time")
+    opened(pg, base, "analytics?period=All+time", "Runs by status")
     pg.wait_for_function(
         "() => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')].every(e => e.querySelector('svg, canvas'))",
         timeout=60_000,
