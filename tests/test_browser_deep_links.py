@@ -37,3 +37,14 @@ def test_each_page_opened_by_its_address_logs_no_error_and_no_404(browser, demo_
         pg.wait_for_function(IDLE, timeout=60_000)
         assert errors == [], path
         assert pg.evaluate("window.__streamlit.BACKEND_BASE_URL") == f"{base}/"
+
+
+def test_only_a_browsers_page_is_changed_the_api_stays_compressed(demo_app):
+    import httpx
+
+    base, _ = demo_app
+    page = httpx.get(f"{base}/runs", headers={"accept": "text/html", "accept-encoding": "gzip"})
+    assert b"window.__streamlit = {BACKEND_BASE_URL:" in page.content
+    assert int(page.headers["content-length"]) == len(page.content)
+    api = httpx.get(f"{base}/api/v1/runs", headers={"accept-encoding": "gzip"})
+    assert api.status_code == 200 and api.headers["content-encoding"] == "gzip"

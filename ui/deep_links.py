@@ -14,6 +14,14 @@ MARKER = b'<script type="module" crossorigin src="./static/js/index.'
 SCRIPT = b'<script>window.__streamlit = {BACKEND_BASE_URL: new URL("./", window.location.href).href}</script>\n    '
 
 
+def _asks_for_a_page(scope) -> bool:
+    """A browser's GET of a page (it accepts HTML), not a call of the API or a script's fetch."""
+    if scope["type"] != "http" or scope["method"] != "GET" or "/_stcore/" in scope["path"]:
+        return False
+    accept = next((v for k, v in scope["headers"] if k == b"accept"), b"")
+    return b"text/html" in accept
+
+
 class DeepLinks:
     """ASGI middleware: the app's HTML page names the server's root (BACKEND_BASE_URL) for its scripts."""
 
@@ -21,7 +29,7 @@ class DeepLinks:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "GET" or "/_stcore/" in scope["path"]:
+        if not _asks_for_a_page(scope):  # the API, scripts, health checks: untouched, gzip and all
             await self.app(scope, receive, send)
             return
         # unzipped and sent as a body, not as a file path, so that the page can be read and changed here
