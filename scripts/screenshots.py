@@ -175,7 +175,7 @@ def experiments(pg, base, seeded) -> None:
 
 def share(pg, base, seeded) -> None:
     opened(pg, base, f"share{seeded['share']}", "Shared read-only")
-    wait_text(pg, "reviewer", timeout=30_000)  # the page's last part: what reviewers said
+    wait_text(pg, REVIEWER, timeout=30_000)  # the reviewer's verdict, drawn after the header
 
 
 def compare(pg, base, seeded) -> None:
