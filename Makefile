@@ -64,6 +64,12 @@ bench: install-dev
 	bash scripts/test-services.sh
 	$(BIN)/python bench/run_all.py
 
+# The README's and docs' screenshots (docs/images/), drawn by Chromium from the demo runs: after a change
+# to what a page shows. Needs /usr/bin/chromium and a colour emoji font (fonts-noto-color-emoji).
+.PHONY: screenshots
+screenshots: install-dev
+	$(BIN)/python scripts/screenshots.py
+
 # Hygiene: `make lint` checks the Python (ruff, mypy) and the browser scripts (Biome); `make fix` rewrites
 # what the tools can mend themselves. Biome comes pinned from package-lock.json.
 .PHONY: lint fix

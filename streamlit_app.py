@@ -115,6 +115,7 @@ else:  # imported by `streamlit run` / uvicorn: the server
 
     from replay_core.server.body_budget import BodyBudget
     from replay_core.server.origins import TrustedProxies, distrust_uvicorn_proxy_headers, trusted_proxies
+    from ui.deep_links import DeepLinks
     from ui.early_open import EarlyOpen
 
     distrust_uvicorn_proxy_headers()  # forwarded headers count only from AGENT_REPLAY_TRUSTED_PROXIES (server/origins.py)
@@ -130,5 +131,10 @@ else:  # imported by `streamlit run` / uvicorn: the server
         HERE / "streamlit_app.py",
         routes=api.routes(),
         lifespan=lifespan,
-        middleware=[Middleware(TrustedProxies, proxies=proxies), Middleware(BodyBudget), Middleware(EarlyOpen)],
+        middleware=[
+            Middleware(TrustedProxies, proxies=proxies),
+            Middleware(BodyBudget),
+            Middleware(EarlyOpen),
+            Middleware(DeepLinks),
+        ],
     )

@@ -10,6 +10,9 @@ The served app (`streamlit run streamlit_app.py`, as `make run` starts it) on a 
   Vega's scripts fetched and compiled, the page's caches cold) and the median of OPENS opens after it;
 - the served app's memory (RSS) with the 100,000-step run open (goal ≤ 500 MB), beside the same
   process's RSS with only the runs page open;
+- every page of the app (`pages/`, the timeline on the 10,000-step run) in a warm tab: the median of
+  PAGE_OPENS opens after an untimed first, until it is drawn (what shows last on it is on screen and
+  Streamlit's running indicator is gone), beside the runs page's (goal ≤ 1.5 s each);
 - baselines, in the same run: the runs page's open (the median of OPENS after an untimed first; for the
   opens and the analytics page) and Streamlit's own floor for a click (for the clicks) and for a page's
   open: a one-button page (`FLOOR`) served by the same Streamlit to the same browser, timed the same
@@ -51,6 +54,7 @@ ARGS = [
 ]
 CLICKS = 60  # a p95 of 20 clicks was their second slowest: it moved ±15 ms between two runs of the same build
 OPENS = 5  # a page opened again: the median of this many
+PAGE_OPENS = 3  # each page of the walk: the median of this many
 # every chart on the page has drawn its SVG (how many there are depends on the data)
 DRAWN = (
     "() => { const c = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];"
@@ -64,6 +68,8 @@ STEP_SHOWN = (
     " const h = roots.flatMap(r => [...r.querySelectorAll('h3')]).find(e => e.innerText.includes('· step'));"
     " return h && !h.innerText.endsWith('· step ' + before); }"
 )
+# every chart on the page, if any, has drawn its SVG or canvas
+ALL_DRAWN = "[...document.querySelectorAll('[data-testid=stVegaLiteChart]')].every(e => e.querySelector('svg, canvas'))"
 IDLE = "() => !document.querySelector('[data-testid=stSkeleton]') && !document.querySelector('[data-testid=stStatusWidget]')"
 
 
@@ -198,6 +204,65 @@ def analytics_ms(pg, base: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def page_addresses(token: str) -> dict[str, tuple[str, str]]:
+    """Each page (by its file in pages/): its address on the bench's database and what shows once it is drawn."""
+    heading = "[data-testid=stAppViewContainer] h1"
+    table = "[data-testid=stDataFrame]"
+    return {
+        "home": ("", heading),
+        "runs": ("runs", table),
+        "timeline": ("timeline?session=big-10k&step=2", "h3:has-text('· step 2')"),
+        "live": ("live", heading),
+        "review": ("review", heading),
+        "queues": ("queues", "text=of 50 runs done"),  # the list (a queue's work asks for a name first)
+        "compare": ("compare?a=bench-0&b=bench-1", table),
+        "whatif": ("whatif?session=bench-0", "text=Estimate"),
+        "experiments": ("experiments", heading),
+        "analytics": ("analytics?period=All+time", "text=Runs by status"),
+        "monitors": ("monitors", heading),
+        "import_runs": ("import", heading),
+        "share": (f"share?token={token}", "text=Shared read-only"),
+    }
+
+
+def page_drawn_ms(pg, url: str, ready: str) -> float:
+    """One page opened until `ready` shows, the run is over and any chart on it has drawn."""
+    start = time.perf_counter()
+    pg.goto(url)
+    pg.wait_for_selector(ready, timeout=120_000)
+    settled(pg)
+    pg.wait_for_function(f"() => {ALL_DRAWN}", timeout=120_000)
+    return (time.perf_counter() - start) * 1000
+
+
+def every_page(pg, base: str, token: str) -> None:
+    """Each page of pages/ in the same (warm) tab: an untimed open, then the median of PAGE_OPENS; beside its
+    wall time, the page's main-thread time in the browser (CDP TaskDuration, counted from the navigation),
+    which a loaded machine moves less."""
+    pages = page_addresses(token)
+    missing = {p.stem for p in (HERE.parent / "pages").glob("*.py")} - set(pages)
+    assert not missing, f"pages with no address in the bench: {missing}"
+    cdp = pg.context.new_cdp_session(pg)
+    cdp.send("Performance.enable")
+    for name, (path, ready) in pages.items():
+        url = f"{base}/{path}"
+        page_drawn_ms(pg, url, ready)
+        walls, mains = [], []
+        for _ in range(PAGE_OPENS):
+            walls.append(page_drawn_ms(pg, url, ready))
+            metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+            mains.append(metrics["TaskDuration"] * 1000)
+        report(
+            f"browser_page_drawn_{name}",
+            statistics.median(walls),
+            "ms",
+            "<= 1500",
+            BASELINE["runs_page"],
+            higher_is_better=False,
+            browser_main_ms=round(statistics.median(mains)),
+        )
+
+
 def heading_step(pg) -> int:
     text = pg.locator("h3:has-text('· step')").first.inner_text()
     return int(re.search(r"· step (\d+)", text).group(1))
@@ -267,14 +332,27 @@ def timeline(pg, base: str, sid: str, label: str, click_goal: str) -> None:
 BASELINE: dict[str, float] = {}
 
 
+def something_to_share_and_review(store: Store) -> str:
+    """A share link to one run and a review queue of 50: the share and queue pages then draw what they are for."""
+    from replay_core.storage.actor import Actor
+    from replay_core.team import queues, shares
+
+    editor = Actor("bench", "editor")
+    token = shares.make(store, shares.RUN, session="bench-0", actor=editor)["token"]
+    queues.create(store, "bench", ids=[f"bench-{i}" for i in range(50)], actor=editor)
+    return token
+
+
 def main() -> None:
-    """`--only analytics|10k|100k …`: some of the parts (the runs page's baseline is always measured)."""
+    """`--only analytics|10k|100k|pages …`: some of the parts (the runs page's baseline is always measured)."""
     import argparse
 
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", nargs="+", choices=["analytics", "10k", "100k"], default=["analytics", "10k", "100k"])
+    parser.add_argument(
+        "--only", nargs="+", choices=["analytics", "10k", "100k", "pages"], default=["analytics", "10k", "100k", "pages"]
+    )
     only = set(parser.parse_args().only)
 
     print(f"# load average {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
@@ -285,8 +363,9 @@ def main() -> None:
         many = f"sqlite:///{tmp}/many.db"
         store = Store(many)
         import_bytes(store, generated_jsonl(2000, 50), "many.jsonl")
-        if "10k" in only:
+        if only & {"10k", "pages"}:
             import_bytes(store, one_run("big-10k", 10_000), "big.jsonl")
+        token = something_to_share_and_review(store)
         store.close()
         with served_app(many) as base:
             open_ms(pg, f"{base}/runs", "[data-testid=stDataFrame]")  # the server's first page load: not timed
@@ -320,6 +399,8 @@ def main() -> None:
                     BASELINE["runs_page"],
                     higher_is_better=False,
                 )
+            if "pages" in only:
+                every_page(pg, base, token)
             if "10k" in only:
                 timeline(pg, base, "big-10k", "10k_steps", "<= 150")
         if "100k" in only:

@@ -27,7 +27,7 @@ def test_the_demo_pair_opens_at_step_6(demo_store):
     assert aligned.value["match"].tolist() == ["=", "=", "=", "=", "=", "≠", "≠", "≠", "only A", "only A", "≠"]
     pair = at.selectbox(key=f"pair_{A}_{B}")
     assert pair.index == 5
-    assert at.code[-1].value == (
+    assert at.text[-1].value == (
         "Value of ['tool_args']['depart_date'] changed from \"2026-12-17\" to \"2025-12-17\".\n"
         "Value of ['tool_args']['return_date'] changed from \"2026-12-21\" to \"2025-12-21\"."
     )
@@ -76,7 +76,7 @@ def test_trace_text_is_shown_as_text(empty_store):
     )
     at = page(PAGE, params={"a": "x1", "b": "x2"})
     assert at.error[0].value == md("First divergence — different text: Step 1: A thought “plain”; B thought “" + evil + "”.")
-    assert evil in [c.value for c in at.code]  # the step itself, in a code block
+    assert evil in [t.value for t in at.text]  # the step itself, as text
 
 
 def test_a_comparison_is_made_once_per_version_of_both_runs(empty_store, monkeypatch):

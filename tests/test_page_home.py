@@ -11,7 +11,7 @@ from replay_core.ingest.formats import registry
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import SessionFilter
 from ui.common import md
-from ui.home_view import PITCH, SDK_SNIPPET, attention, day_start
+from ui.home_view import PITCH, SDK_SNIPPET, attention, day_start, snippet_markdown
 
 HOME = "pages/home.py"
 
@@ -35,7 +35,7 @@ def test_the_first_screen_is_the_default_page(demo_store):
     body = texts(at)
     for fmt in registry().values():
         assert md(fmt.label) in body
-    assert SDK_SNIPPET in [c.value for c in at.code]
+    assert snippet_markdown() in [m.value for m in at.markdown]
     assert len(SDK_SNIPPET.splitlines()) == 3
     links = {(link.proto.page, link.proto.query_string) for link in at.get("page_link")}
     assert any(page.endswith("timeline") and FAILED_CODING in query for page, query in links), links

@@ -298,11 +298,14 @@ def new_queue_form(store: Store, actor: Actor) -> None:
 # ------------------------------------------------------------------ working a queue
 
 
-def run_at_a_glance(store: Store, tl: Timeline, structure: Structure, *, shared: bool = False) -> None:
+def run_at_a_glance(
+    store: Store, tl: Timeline, structure: Structure, *, shared: bool = False, notes: list[dict] | None = None
+) -> None:
     """The run as the timeline page opens it (header, the plain-words summary and the Why), then the steps
     around a cursor kept in `st.session_state["step"]` and the selected step: reading only. `shared`: for a
-    share link, the Why without the turning point (it names another run) and no model call offered."""
-    tv.run_header(tl, [])
+    share link, the Why without the turning point (it names another run) and no model call offered. `notes`:
+    verdicts on the run shown under its header (none in a queue: a reviewer judges unswayed)."""
+    tv.run_header(tl, notes or [])
     explanation = explain(store, tl.id) if (tl.session.get("status") or "unknown") in EXPLAINED else None
     if shared and explanation is not None:
         explanation = replace(

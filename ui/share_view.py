@@ -18,7 +18,7 @@ from replay_core.storage.actor import SHARE, Actor, PermissionDenied
 from replay_core.storage.store import Store
 from replay_core.team import shares
 
-from .common import REVIEW_LABELS, client_origin, fmt_when, load_run, md, run_label, status_label
+from .common import client_origin, fmt_when, load_run, md, run_label, status_label
 
 EXPIRY = {"1 day": "1d", "7 days": "7d", "30 days": "30d"}
 KIND_WORDS = {shares.RUN: "run", shares.COMPARE: "comparison", shares.QUEUE: "queue results"}
@@ -139,25 +139,17 @@ def shared_page(store: Store, token: str | None) -> None:
 
 
 def _run(store: Store, session_id: str) -> None:
+    """The run read-only, with what reviewers said of it as a whole (verdict, note, who) under its header,
+    where the timeline shows it: seen with the Why, not below every step."""
     from .queue_view import run_at_a_glance
 
     run = load_run(store, session_id)
-    if run is not None:
-        run_at_a_glance(store, *run, shared=True)
-        _verdicts(store, session_id)
-
-
-def _verdicts(store: Store, session_id: str) -> None:
-    """What reviewers said of the run as a whole: each verdict with its note and who gave it."""
+    if run is None:
+        return
     said = [a for a in store.annotations(session_id) if a["event_id"] is None]
+    run_at_a_glance(store, *run, shared=True, notes=said)
     if not said:
         st.caption("No reviewer has given a verdict on this run yet.")
-        return
-    st.subheader("What reviewers said", anchor=False)
-    for a in said:
-        note = f": {md(a['text'])}" if a.get("text") else ""
-        who = f" — {md(a['author'])}" if a.get("author") else ""
-        st.markdown(f"**{REVIEW_LABELS.get(a['label'], md(a['label']))}**{note}{who} · {fmt_when(a['created_at'])}")
 
 
 def _did(step: dict | None) -> str:
