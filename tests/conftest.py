@@ -15,6 +15,8 @@ import os
 import shutil
 import types
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -101,14 +103,15 @@ def _pg_url(dbname: str) -> str:
     return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + dbname
 
 
-@pytest.fixture(scope="session")
-def pg_database():
-    """A throwaway PostgreSQL database for this test run, dropped at the end."""
+@contextmanager
+def _scratch_pg_database(prefix: str) -> Iterator[str]:
+    """A new PostgreSQL database at the newest schema, dropped afterwards; skipped (failed on CI) when the
+    server is unreachable."""
     import psycopg
 
-    name = f"agent_replay_test_{uuid.uuid4().hex[:10]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     try:
-        admin = psycopg.connect(PG_ADMIN_URL.replace("postgresql://", "postgresql://", 1), autocommit=True, connect_timeout=5)
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"PostgreSQL is required on CI and is unreachable at {PG_ADMIN_URL}: {exc}")
@@ -116,9 +119,18 @@ def pg_database():
     admin.execute(f'CREATE DATABASE "{name}"')
     url = _pg_url(name)
     Store(url).close()  # migrate once
-    yield url
-    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
+    try:
+        yield url
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+@pytest.fixture(scope="session")
+def pg_database():
+    """A throwaway PostgreSQL database for this test run, dropped at the end."""
+    with _scratch_pg_database("agent_replay_test") as url:
+        yield url
 
 
 def _empty(store: Store) -> None:
@@ -206,15 +218,26 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def demo_app(tmp_path_factory) -> tuple[str, str]:
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def demo_app(request, tmp_path_factory) -> tuple[str, str]:
     """The app served on the demo runs, for the browser tests that only read (and count from its database,
-    whatever the app has marked idle there): one per test process. Its base URL and its database's URL."""
+    whatever the app has marked idle there): one per test process and database, each test run on SQLite and
+    on PostgreSQL. Its base URL and its database's URL."""
     from apptest_helpers import served_app
 
-    url = f"sqlite:///{_demo_file(tmp_path_factory.mktemp('demo_app'))}"
-    with served_app(url) as base:
-        yield base, url
+    from replay_core.demo import load_demo
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{_demo_file(tmp_path_factory.mktemp('demo_app'))}"
+        with served_app(url) as base:
+            yield base, url
+        return
+    with _scratch_pg_database("agent_replay_demo") as url:
+        store = Store(url, migrate=False)
+        load_demo(store, only_if_empty=False)
+        store.close()
+        with served_app(url) as base:
+            yield base, url
 
 
 @pytest.fixture(scope="module")
