@@ -142,13 +142,14 @@ def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_t
     return result | {"event": event, "muted": muted}
 
 
-def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_S) -> list[str]:
-    """Judge every monitor this process wins the period of (one replica per monitor and period)."""
+def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_S, *, job: str = "monitor") -> list[str]:
+    """Judge every monitor this process wins the period of (one replica per monitor and period; `job`: the
+    claims' name, apart for the judging after a burst of ingests so the periodic pass does not hold it off)."""
     now = now or now_utc()
     checked = []
     releases.ensure_monitor(store)
     for monitor in store.list_monitors():
-        if store.claim_job(f"monitor {monitor['id']}"[:50], timedelta(seconds=every_s), now=now):
+        if store.claim_job(f"{job} {monitor['id']}"[:50], timedelta(seconds=every_s), now=now):
             try:
                 check(store, monitor, now)
                 checked.append(monitor["name"])
@@ -174,7 +175,7 @@ async def run_periodically(store_factory: Callable[[], Store], every_s: float = 
 
     def after_burst() -> None:
         if debounce.due():
-            check_due(store_factory(), None, debounce.quiet_s)
+            check_due(store_factory(), None, debounce.quiet_s, job="monitor after ingest")
 
     await asyncio.gather(
         _every("monitors pass", every_s, lambda: check_due(store_factory(), None, every_s)),
