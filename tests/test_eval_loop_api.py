@@ -29,7 +29,9 @@ def client(sqlite_store):
 def test_an_experiment_launched_over_the_api_audits_each_replay_as_the_token(sqlite_store, client, server):
     make_cases(sqlite_store, 3)
     server.route("fake-a", Agent(server))
-    assert client.post("/api/v1/datasets", json={"name": "d", "runs": ["refund-0", "refund-1", "refund-2"]}, headers=ED).is_success
+    assert client.post(
+        "/api/v1/datasets", json={"name": "d", "runs": ["refund-0", "refund-1", "refund-2"]}, headers=ED
+    ).is_success
     launched = client.post(
         "/api/v1/experiments", json={"dataset": "d", "models": ["openai/fake-a"], "api_base": server.base_url}, headers=ED
     )

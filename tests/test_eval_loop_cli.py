@@ -52,7 +52,9 @@ def test_a_queue_dataset_a_schedule_its_runs_and_history(cli):
     assert run["reason"] == "first run" and run["result"]["variants"][0]["cases"] == 2
     assert "first run" in cli("experiment", "schedule", "history", "1").stdout
     assert "no schedule 'x'" in cli("experiment", "schedule", "history", "x", ok=False).stderr
-    refused = cli("experiment", "schedule", "add", "s", "--dataset", "bad", "--model", "recorded", "--trigger", "weekly", ok=False)
+    refused = cli(
+        "experiment", "schedule", "add", "s", "--dataset", "bad", "--model", "recorded", "--trigger", "weekly", ok=False
+    )
     assert "trigger: expected one of daily, dataset_version, new_model" in refused.stderr
     refused = cli("dataset", "from-queue", "1", "--bad-only", "--verdict", "Terrible", ok=False)
     assert "verdicts: expected some of this queue's verdicts (Good, Bad, Needs attention)" in refused.stderr

@@ -223,7 +223,9 @@ def release_compare_cmd(
     b: Annotated[str, typer.Argument(help="The later value, e.g. 1.6.0.")],
     workflow: Annotated[str | None, typer.Option("--workflow", help="One workflow only.")] = None,
     min_runs: Annotated[int, typer.Option("--min-runs", help="Fewer runs on a side: no evidence yet.")] = 20,
-    dimension: Annotated[str, typer.Option("--dimension", help="agent_version or model.")] = "agent_version",
+    dimension: Annotated[
+        str, typer.Option("--dimension", help="agent_version, model or prompt_version (from the runs' metadata).")
+    ] = "agent_version",
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:

@@ -25,7 +25,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "tokens_per_run": ("mean tokens of a run, in and out", "higher", "spread"),
 }
 INTERVAL_METRICS = tuple(m for m, (_, _, kind) in METRICS.items() if kind != "count")
-RELEASE_DIMENSIONS = ("agent_version", "model")
+RELEASE_DIMENSIONS = ("agent_version", "model", "prompt_version")  # prompt_version: in the runs' metadata
 FILTER_KEYS = ("workflow", "agent_id", "model", "agent_version", "environment", "source", "tag")
 MAX_WINDOW_HOURS = 24 * 90
 

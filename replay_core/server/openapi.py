@@ -624,7 +624,11 @@ OPERATIONS: dict[tuple[str, str], Op] = {
             _q("b", {"type": "string"}, "the later value (e.g. 1.6.0)", required=True),
             _q("workflow", {"type": "string"}, "one workflow only"),
             _q("min_runs", {"type": "integer", "minimum": 1, "default": 20}, "fewer runs on a side: no evidence yet"),
-            _q("dimension", {"type": "string", "enum": ["agent_version", "model"], "default": "agent_version"}, "what differs"),
+            _q(
+                "dimension",
+                {"type": "string", "enum": ["agent_version", "model", "prompt_version"], "default": "agent_version"},
+                "what differs",
+            ),
         ),
     ),
 }

@@ -17,6 +17,13 @@ from .bulk import inserted_id
 from .filters import SessionFilter, filter_clauses
 from .tables import experiment_schedules, monitor_alerts, monitors, queue_feeds, schedule_runs, sessions
 
+METADATA_DIMENSIONS = ("prompt_version",)  # release dimensions read from a run's metadata
+
+
+def _dimension(name: str):
+    """A run column, or a text value of its metadata."""
+    return sessions.c["metadata"][name].as_string() if name in METADATA_DIMENSIONS else sessions.c[name]
+
 
 class Monitors(Audited):
     """Monitor rules and alerts."""
@@ -74,9 +81,9 @@ class Monitors(Audited):
             conn.execute(update(monitors).where(monitors.c.id == monitor_id).values(last_checked_at=at, last_result=result))
 
     def first_seen(self, dimension: str) -> list[tuple[str, datetime]]:
-        """Each value of a run column (agent_version, model) with the start of its first run, oldest
-        first; replays and experiments' runs left out, as everywhere a run is counted."""
-        column, started = sessions.c[dimension], func.min(sessions.c.started_at)
+        """Each value of a run column (agent_version, model) or of its metadata (prompt_version) with the start
+        of its first run, oldest first; replays and experiments' runs left out, as everywhere a run is counted."""
+        column, started = _dimension(dimension), func.min(sessions.c.started_at)
         query = (
             select(column, started)
             .where(column.is_not(None), sessions.c.started_at.is_not(None), *filter_clauses(SessionFilter(), self.dialect))
@@ -85,6 +92,12 @@ class Monitors(Audited):
         )
         with self.engine.connect() as conn:
             return [(value, at) for value, at in conn.execute(query)]
+
+    def runs_with(self, dimension: str, value: str) -> list[str]:
+        """The ids of the runs whose `dimension` (a column, or a metadata key as prompt_version) is `value`."""
+        query = select(sessions.c.id).where(_dimension(dimension) == value, *filter_clauses(SessionFilter(), self.dialect))
+        with self.engine.connect() as conn:
+            return list(conn.scalars(query))
 
     def open_alert(self, monitor_id: int) -> dict | None:
         """The monitor's alert that has not resolved, if any."""
