@@ -414,7 +414,12 @@ def check_monitor(store: Store, monitor: dict, rule: ExperimentRule, now: dateti
     worse = [v for v in result.get("variants") or [] if v.get("verdict") == WORSE]
     verdict = "firing" if worse else ("ok" if result.get("previous") else "no evidence")
     sentence = _sentence(rule.experiment, result, worse)
-    judged_now = {"verdict": verdict, "sentence": sentence, "rule": rule.sentence(), "checked_at": now.isoformat()}
+    judged_now: dict[str, Any] = {
+        "verdict": verdict,
+        "sentence": sentence,
+        "rule": rule.sentence(),
+        "checked_at": now.isoformat(),
+    }
     judged_now |= {"experiment": result.get("experiment"), "previous": result.get("previous")}
     store.record_check(monitor["id"], judged_now, now)
     current, event = store.open_alert(monitor["id"]), None
