@@ -73,3 +73,30 @@ def test_the_server_loop_judges_a_burst_once(sqlite_store, monkeypatch):
     asyncio.run(serve_a_while())
     mine = [m for m in judged if m == made["id"]]
     assert len(mine) == 2  # the periodic pass at start, then once after the burst
+
+
+def test_judging_many_rules_from_one_read_finds_what_judging_each_finds(store):
+    from monitor_workload import NOW, runs
+
+    from replay_core.monitors.judge import judge, judge_all
+    from replay_core.monitors.rules import parse_rule
+
+    runs(store, 80, day=2, fail=0.10, version="1.5.0", seed=1)
+    runs(store, 80, day=1, fail=0.45, version="1.6.0", seed=2)
+    runs(store, 60, day=1, fail=0.10, workflow="search", version="1.6.0", seed=3)
+    rules = [
+        parse_rule(r)
+        for r in (
+            {"metric": "failure_rate", "change": True, "min_runs": 20, "filters": {"workflow": "checkout"}},
+            {"metric": "success_rate", "threshold": 0.8, "window_hours": 48},
+            {"metric": "tool_failure_rate", "change": True, "filters": {"agent_version": "1.6.0"}},
+            {"metric": "p95_duration_s", "change": True, "min_runs": 5},
+            {"metric": "cost_per_run", "threshold": 1.0, "filters": {"workflow": "search"}},
+            {"metric": "tokens_per_run", "change": True},
+            {"metric": "incomplete_runs", "threshold": 3, "window_hours": 72},
+            {"metric": "error_class_runs", "threshold": 10, "error_class": "PaymentDeclined"},  # read on its own
+            {"metric": "failure_rate", "threshold": 0.2, "filters": {"tag": "none"}},  # read on its own
+        )
+    ]
+    assert [j.to_dict() for j in judge_all(store, rules, NOW)] == [judge(store, r, NOW).to_dict() for r in rules]
+    assert judge_all(store, [], NOW) == []

@@ -21,7 +21,7 @@ from ..vocabulary import now_utc
 from . import releases
 from .debounce import INGESTED, Debounce
 from .deliver import announce, deliver, is_muted
-from .judge import Judgement, failing_filter, judge
+from .judge import Judgement, failing_filter, judge, judge_all
 from .rules import RELEASE_DIMENSIONS, ExperimentRule, ReleaseRule, Rule, RuleError, parse_monitor_rule, parse_rule
 
 log = logging.getLogger(__name__)
@@ -115,8 +115,16 @@ def patterns(store: Store, rule: Rule, judgement: Judgement) -> list[str]:
     return [p.sentence for p in found[:PATTERNS]]
 
 
-def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_to: Callable = deliver) -> dict:
-    """Judge one monitor now; open or resolve its alert; send what changed. Returns what it found."""
+def check(
+    store: Store,
+    monitor: dict,
+    now: datetime | None = None,
+    *,
+    deliver_to: Callable = deliver,
+    judgement: Judgement | None = None,
+) -> dict:
+    """Judge one monitor now (or take `judgement`, made by `judge_all` for many); open or resolve its alert;
+    send what changed. Returns what it found."""
     now = now or now_utc()
     rule = parse_monitor_rule(monitor["rule"])
     if isinstance(rule, ReleaseRule):
@@ -125,7 +133,7 @@ def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_t
         from .loop import check_monitor
 
         return check_monitor(store, monitor, rule, now, deliver_to=deliver_to)
-    judgement = judge(store, rule, now)
+    judgement = judgement or judge(store, rule, now)
     result = judgement.to_dict() | {"rule": rule.sentence(), "checked_at": now.isoformat()}
     store.record_check(monitor["id"], result, now)
     muted = is_muted(monitor, now)
@@ -142,19 +150,28 @@ def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_t
     return result | {"event": event, "muted": muted}
 
 
+def _rule_or_none(monitor: dict) -> Rule | ReleaseRule | ExperimentRule | None:
+    try:
+        return parse_monitor_rule(monitor["rule"])
+    except RuleError:  # said when the monitor itself is checked
+        return None
+
+
 def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_S, *, job: str = "monitor") -> list[str]:
     """Judge every monitor this process wins the period of (one replica per monitor and period; `job`: the
     claims' name, apart for the judging after a burst of ingests so the periodic pass does not hold it off)."""
     now = now or now_utc()
     checked = []
     releases.ensure_monitor(store)
-    for monitor in store.list_monitors():
-        if store.claim_job(f"{job} {monitor['id']}"[:50], timedelta(seconds=every_s), now=now):
-            try:
-                check(store, monitor, now)
-                checked.append(monitor["name"])
-            except Exception:  # one broken monitor must not stop the others
-                log.exception("monitor %s could not be checked", monitor["name"])
+    won = [m for m in store.list_monitors() if store.claim_job(f"{job} {m['id']}"[:50], timedelta(seconds=every_s), now=now)]
+    metric_rules = {m["id"]: rule for m in won if isinstance(rule := _rule_or_none(m), Rule)}
+    judged = dict(zip(metric_rules, judge_all(store, list(metric_rules.values()), now), strict=True))
+    for monitor in won:
+        try:
+            check(store, monitor, now, judgement=judged.get(monitor["id"]))
+            checked.append(monitor["name"])
+        except Exception:  # one broken monitor must not stop the others
+            log.exception("monitor %s could not be checked", monitor["name"])
     return checked
 
 

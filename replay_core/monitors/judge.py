@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..storage.filters import SessionFilter
@@ -145,6 +145,60 @@ def judge(store: Store, rule: Rule, now: datetime) -> Judgement:
     current = measure(store, rule.metric, window_filter(rule, since, until), error_class=rule.error_class)
     before = window_filter(rule, since - (until - since), since)
     baseline = measure(store, rule.metric, before, error_class=rule.error_class) if rule.change else None
+    return Judgement(*_verdict(rule, current, baseline), current, baseline)
+
+
+SHARED_FILTERS = ("workflow", "agent_id", "model", "agent_version", "environment")  # run columns run_rows reads
+
+
+def _shareable(rule: Rule) -> bool:
+    return rule.metric != "error_class_runs" and set(rule.filters) <= set(SHARED_FILTERS)
+
+
+def judge_all(store: Store, rules: list[Rule], now: datetime) -> list[Judgement]:
+    """Every rule judged as `judge` does, the runs read once: one sample over the widest window any rule
+    needs, cut in memory per rule and window (a rule on a tag, a source or an error class reads its own)."""
+    shared = [r for r in rules if _shareable(r)]
+    whole = None
+    if shared:
+        reach = max(r.window_hours * (2 if r.change else 1) for r in shared)
+        whole = _Timed(sample(store, SessionFilter(since=now - timedelta(hours=reach), until=now)))
+    return [
+        _judged(rule, whole.cut(rule, now), now) if whole is not None and _shareable(rule) else judge(store, rule, now)
+        for rule in rules
+    ]
+
+
+class _Timed:
+    """A sample with each run's start parsed once, cut by window and filters without another read."""
+
+    def __init__(self, s: Sample):
+        self.runs = [(_started(r), r) for r in s.runs]
+        self.rolled = {r["session_id"]: r for r in s.rolled}
+
+    def window(self, rule: Rule, since: datetime, until: datetime) -> Sample:
+        f = rule.filters
+        runs = [r for at, r in self.runs if at is not None and since <= at < until and all(r[k] == v for k, v in f.items())]
+        rolled = [self.rolled[r["session_id"]] for r in runs if r["session_id"] in self.rolled]
+        return Sample(runs, rolled, since.isoformat(), until.isoformat())
+
+    def cut(self, rule: Rule, now: datetime) -> tuple[Sample, Sample | None]:
+        since = now - timedelta(hours=rule.window_hours)
+        before = self.window(rule, since - (now - since), since) if rule.change else None
+        return self.window(rule, since, now), before
+
+
+def _started(run: dict) -> datetime | None:
+    try:
+        at = datetime.fromisoformat(run["started_at"])
+    except (TypeError, ValueError):
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _judged(rule: Rule, samples: tuple[Sample, Sample | None], now: datetime) -> Judgement:
+    current = figure(samples[0], rule.metric)
+    baseline = figure(samples[1], rule.metric) if samples[1] is not None else None
     return Judgement(*_verdict(rule, current, baseline), current, baseline)
 
 
