@@ -3,11 +3,12 @@ ingest throughput with those 50 rules active against none, in the same run.
 
 The database is bench_analytics' generator (runs, steps and their rollups written in bulk, as
 `db rebuild-rollups` would). Timed:
-- judging 50 rules as the server does (`judge_all`: the widest window read once, cut per rule; success / failure / tool-failure rates, p50 / p95 durations, cost and tokens per
-  run, incomplete runs, error-class counts; thresholds and changes; over all runs or a workflow,
-  model, agent or environment; windows of 7 to 30 days ending at the data's last day), best of 3,
-  beside one read per rule (`judge` each, the extra figure); baseline: one read of every run's row and rollup over the widest window (`judge.sample`), the
-  floor any rule pays; goal <= 1 s.
+- judging 50 rules as the server does (`judge_all`: the widest window read once, cut per rule) —
+  success / failure / tool-failure rates, p50 / p95 durations, cost and tokens per run, incomplete
+  runs, error-class counts; thresholds and changes; over all runs or a workflow, model, agent or
+  environment; windows of 7 to 30 days ending at the data's last day — best of 3, beside one read
+  per rule (`judge` each: the extra figure); baseline: one read of every run's row and rollup over
+  the 30-day window (`judge.sample`); goal <= 1 s.
 - ingest: runs of 12 steps through the pipeline (`ingest`), batch by batch, for `--seconds` each
   way, into a copy of that database, alternating "no monitor" and "50 monitors and the server's
   monitor loop running" (check.run_periodically in this process, its periodic pass every 10 s —
