@@ -11,7 +11,8 @@ The database is bench_analytics' generator (runs, steps and their rollups writte
   the 30-day window (`judge.sample`); goal <= 1 s.
 - ingest: runs of 12 steps through the pipeline (`ingest`), batch by batch, for `--seconds` each
   way, into a copy of that database, alternating "no monitor" and "50 monitors and the server's
-  monitor loop running" (check.run_periodically in this process, its periodic pass every 10 s —
+  monitor loop running" (check.run_periodically in another process, as in the app, whose writes go
+  to a write worker process; its periodic pass every 10 s —
   30 times as often as the server's default — and every batch poking the ingest debounce, as the
   HTTP routes do); medians of the runs each way; goal: within 5 %.
 
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -127,39 +128,32 @@ def ingest_for(store: Store, seconds: float, prefix: str) -> float:
     steps, start = 0, time.perf_counter()
     for events in batches(prefix):
         ingest(store, events)
-        debounced.INGESTED.poke()  # what the HTTP ingest routes do after answering
+        debounced.INGESTED.poke()  # what the HTTP ingest routes do after answering (its own cost)
         steps += BATCH * 12
         if time.perf_counter() - start >= seconds:
             break
     return steps / (time.perf_counter() - start)
 
 
+def _serve_monitors(url: str, every_s: float) -> None:
+    store = Store(url, migrate=False)
+    asyncio.run(check.run_periodically(lambda: store, every_s))
+
+
 class MonitorLoop:
-    """The server's monitor loop (check.run_periodically) on its own thread, its periodic pass every `every_s`."""
+    """The server's monitor loop (check.run_periodically) in another process, as in the app, whose HTTP writes
+    go to a write worker process (storage.worker) beside the app's own loop."""
 
     def __init__(self, url: str, every_s: float):
-        self.url, self.every_s = url, every_s
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        store = Store(self.url, migrate=False)
-        task = self.loop.create_task(check.run_periodically(lambda: store, self.every_s))
-        try:
-            self.loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            pass
-        store.close()
+        self.process = multiprocessing.get_context("spawn").Process(target=_serve_monitors, args=(url, every_s), daemon=True)
 
     def __enter__(self) -> MonitorLoop:
-        self.thread.start()
+        self.process.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        for task in asyncio.all_tasks(self.loop):
-            self.loop.call_soon_threadsafe(task.cancel)
-        self.thread.join(timeout=60)
+        self.process.terminate()
+        self.process.join(timeout=30)
 
 
 def time_ingest(url: str, seconds: float, rounds: int) -> tuple[float, float, int]:
