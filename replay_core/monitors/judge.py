@@ -171,8 +171,10 @@ def judge_all(store: Store, rules: list[Rule], now: datetime) -> list[Judgement]
         if whole is None or not _shareable(rule):
             out.append(judge(store, rule, now))
             continue
-        current, before = whole.cut(rule, now)
-        out.append(Judgement(*_verdict(rule, f := _figure_of(store, rule, current), b := _figure_of(store, rule, before)), f, b))
+        window, before = whole.cut(rule, now)
+        current = _figure_of(store, rule, window)
+        baseline = _figure_of(store, rule, before) if before is not None else None
+        out.append(Judgement(*_verdict(rule, current, baseline), current, baseline))
     return out
 
 
