@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import experiments_view as xv
+from ui import schedules_view as sv
 from ui.common import current_role, get_store
 
 st.title("Experiments")
@@ -21,7 +22,9 @@ st.caption(
 store = get_store()
 editor = current_role() == "editor"
 sets = xv.make_dataset(store, xv.datasets(store), editor)
+sv.queue_to_dataset(store)
 xv.launch(store, sets, editor)
+sv.schedules(store)
 labels, experiment_id = xv.pick_experiment(store)
 if experiment_id is None:
     st.stop()

@@ -23,6 +23,7 @@ def runs(
     version: str = "1.5.0",
     seed: int = 1,
     now: datetime = NOW,
+    prompt_version: str | None = None,
 ) -> None:
     """`n` runs of `workflow` started during the day `day` days before NOW, a share `fail` of them failing at
     a `charge_card` call with a PaymentDeclined error (the pattern the alert must name)."""
@@ -32,7 +33,12 @@ def runs(
         sid = f"{workflow}-{version}-{day}-{seed}-{i}"
         start = now - timedelta(days=day) + timedelta(minutes=10 + i * (1380 / max(n, 1)))
         failed = rng.random() < fail
-        events.append(SessionEvent(session_id=sid, name=f"order {i}", workflow=workflow, agent_version=version, started_at=start))
+        meta = {"prompt_version": prompt_version} if prompt_version else None
+        events.append(
+            SessionEvent(
+                session_id=sid, name=f"order {i}", workflow=workflow, agent_version=version, started_at=start, metadata=meta
+            )
+        )
         events.append(StepEvent(session_id=sid, type="input", content=f"buy item {i}", timestamp=start))
         events.append(
             StepEvent(

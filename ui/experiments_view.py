@@ -151,7 +151,7 @@ def launch(store: Store, sets: list[dict], editor: bool) -> None:
         _estimate(plan)
     if st.button("Launch", type="primary", key="ex_launch", disabled=not (editor and plan is not None)):
         experiment_id = ex.create(store, plan)
-        ex.launch(store, experiment_id)
+        ex.launch(store, experiment_id, actor=current_actor())
         st.query_params["experiment"] = experiment_id
         st.rerun()
 
@@ -288,7 +288,7 @@ def _stop_or_resume(store: Store, experiment_id: str, status: str) -> None:
                 ex.request_stop(store, experiment_id, actor=actor)
             else:
                 store.authorize(actor, REPLAY, f"experiment {experiment_id}")
-                ex.launch(store, experiment_id)
+                ex.launch(store, experiment_id, actor=actor)
         except (ex.ExperimentError, PermissionDenied) as exc:
             st.warning(str(exc))
         else:

@@ -24,7 +24,7 @@ from replay_core.understand.timeline import Timeline
 from . import components
 from . import step_view as sv
 from . import timeline_view as tv
-from .common import fmt_when, load_run, md, run_label, short, status_label, verified_name
+from .common import current_actor, fmt_when, load_run, md, run_label, short, status_label, verified_name
 
 SINCE = {"any time": None, "the last 24 hours": "1d", "the last 7 days": "7d", "the last 30 days": "30d"}
 SAVE_KEY, SKIP_KEY = "N", "S"
@@ -206,6 +206,15 @@ def dataset_form(store: Store, res: dict) -> None:
                 st.success(
                     f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases. Open Experiments to run it."
                 )
+        if st.button("Only the runs judged bad", key=f"ds_bad_{queue_id}", disabled=not ids):
+            from replay_core.monitors import loop
+
+            try:
+                made = loop.dataset_from_queue(store, queue_id, name, bad_only=True, actor=current_actor())
+            except (loop.LoopError, PermissionDenied) as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Dataset “{made['name']}” version {made['version']}: {made['cases']} cases judged bad.")
 
 
 def item_row(it: dict, criteria: list[str]) -> dict:

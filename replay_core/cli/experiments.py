@@ -417,3 +417,203 @@ def experiment_list(db: DbOption = None, json: JsonOption = False, wide: WideOpt
             *([fmt(r["message"])] if wide else []),
         )
     out.print(table)
+
+
+# ---------------------------------------------------------------- the evaluation loop
+
+schedule_app = typer.Typer(
+    help="Experiments run again on a schedule, each run compared with the one before (regressions, an alert).",
+    no_args_is_help=True,
+)
+experiment_app.add_typer(schedule_app, name="schedule")
+
+
+def _dataset_app() -> typer.Typer:
+    from .whatif import dataset_app
+
+    return dataset_app
+
+
+@_dataset_app().command("from-queue")
+def dataset_from_queue(
+    queue: Annotated[int, typer.Argument(help="The review queue's id.")],
+    name: Annotated[str | None, typer.Option("--name", help="The dataset (default: the queue's name).")] = None,
+    bad_only: Annotated[bool, typer.Option("--bad-only", help="Only the runs a reviewer judged bad.")] = False,
+    verdict: Annotated[
+        list[str] | None, typer.Option("--verdict", help="A verdict that counts as bad (repeatable; default Bad).")
+    ] = None,
+    continuous: Annotated[
+        bool, typer.Option("--continuous", help="From now on, every new bad verdict adds its run to the dataset's next version.")
+    ] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop feeding the dataset from this queue.")] = False,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """A review queue's runs as a dataset version, each judged by what its reviewers said it should have done."""
+    from ..monitors import loop
+
+    store = open_store(db)
+    try:
+        if stop or continuous:
+            made = loop.set_feed(
+                store, queue, None if stop else (name or loop.queue_name(store, queue)), verdict, actor=cli_actor()
+            )
+        else:
+            made = loop.dataset_from_queue(store, queue, name, bad_only=bad_only, verdicts=verdict, actor=cli_actor())
+    except loop.LoopError as exc:
+        fail(str(exc))
+    if json:
+        print_json(made)
+    elif stop:
+        out.print(f"queue {queue} no longer feeds a dataset")
+    elif continuous:
+        synced = made["synced"]
+        now = f"; now {synced['cases']} cases (version {synced['version']})" if synced else ""
+        out.print(f"queue {queue} feeds dataset {made['dataset']}: every new {' or '.join(made['verdicts'])} verdict{now}")
+    else:
+        out.print(f"dataset {made['name']} (id {made['id']}, version {made['version']}): {made['cases']} cases")
+
+
+@schedule_app.command("add")
+def schedule_add(
+    name: Annotated[str, typer.Argument(help="A name for the schedule.")],
+    dataset: Annotated[str, typer.Option("--dataset", help="The dataset each run takes the newest version of.")],
+    model: Annotated[list[str] | None, typer.Option("--model", help="A variant's litellm model (repeatable).")] = None,
+    variant: Annotated[
+        list[str] | None, typer.Option("--variant", help="A variant as JSON replay settings (repeatable).")
+    ] = None,
+    trigger: Annotated[str, typer.Option("--trigger", help="daily, dataset_version or new_model.")] = "daily",
+    api_base: Annotated[str | None, typer.Option("--api-base", help="OpenAI-compatible server for every variant.")] = None,
+    scorer: Annotated[list[str] | None, typer.Option("--scorer", help="Scorers (repeatable; default outcome).")] = None,
+    start: Annotated[str | None, typer.Option("--from", help="Where each case's replay starts.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency")] = 4,
+    budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="Dollar budget of each run.")] = None,
+    budget_tokens: Annotated[int | None, typer.Option("--budget-tokens", help="Token budget of each run.")] = None,
+    webhook: Annotated[str | None, typer.Option("--webhook", help="Where its alerts are POSTed.")] = None,
+    webhook_secret_env: Annotated[str | None, typer.Option("--webhook-secret-env")] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Schedule an experiment: daily, on a new dataset version, or on a new model in the configuration."""
+    from ..monitors import loop
+
+    variants: list[dict] = [{"model": m} for m in model or []]
+    for text in variant or []:
+        try:
+            variants.append(orjson.loads(text))
+        except orjson.JSONDecodeError:
+            fail(f"--variant: not JSON: {text}")
+    if api_base:
+        variants = [{"api_base": api_base, **v} if isinstance(v, dict) else v for v in variants]
+    store = open_store(db)
+    try:
+        made = loop.add_schedule(
+            store,
+            name,
+            dataset,
+            variants,
+            trigger=trigger,
+            scorers=scorer,
+            start=start,
+            concurrency=concurrency,
+            budget_usd=budget_usd,
+            budget_tokens=budget_tokens,
+            webhook_url=webhook,
+            webhook_secret_env=webhook_secret_env,
+            actor=cli_actor(),
+        )
+    except loop.LoopError as exc:
+        fail(str(exc))
+    if json:
+        print_json(loop.summary(store, made))
+        return
+    out.print(
+        f"schedule {made['id']} {made['name']}: {dataset}, {loop.TRIGGERS[made['trigger']]}; alerts on monitor "
+        f"{loop.monitor_name(made['name'])!r}"
+    )
+
+
+@schedule_app.command("list")
+def schedule_list(db: DbOption = None, json: JsonOption = False) -> None:
+    """Every schedule, its last run and how many cases regressed in it."""
+    from ..monitors import loop
+
+    store = open_store(db)
+    rows = [loop.summary(store, s) for s in store.list_schedules()]
+    if json:
+        print_json(rows)
+        return
+    table = readable_table("id", "name", "dataset", "trigger", "variants", "last run", "status", "regressions")
+    for r in rows:
+        last = fmt(r["last_run"]) if r["last_run"] else "never"
+        table.add_row(
+            str(r["id"]),
+            r["name"],
+            r["dataset"],
+            r["trigger"],
+            ", ".join(r["variants"]),
+            last,
+            fmt(r["last_status"]),
+            str(r["regressions"]),
+        )
+    out.print(table)
+
+
+def _print_run(run: dict) -> None:
+    out.print(f"{run['schedule']}: {run['reason']} → experiment {run.get('experiment') or '—'} ({run.get('status')})")
+    if run.get("error"):
+        out.print(f"  {run['error']}")
+    for v in run.get("variants") or []:
+        rate = "—" if v["pass_rate"] is None else f"{v['pass_rate']:.0%} ({v['ci'][0]:.0%}–{v['ci'][1]:.0%})"
+        before = v.get("previous_pass_rate")
+        was = (
+            "" if before is None else f", was {before:.0%} ({v['previous_ci'][0]:.0%}–{v['previous_ci'][1]:.0%}): {v['verdict']}"
+        )
+        out.print(f"  {v['variant']}: pass rate {rate}{was}")
+        if v.get("regressed"):
+            out.print(f"  regressions (passed before, fail now): {', '.join(v['regressed'])}")
+    event = (run.get("monitor") or {}).get("event")
+    if event:
+        out.print(f"  alert {event}: {run['monitor']['sentence']}")
+
+
+@schedule_app.command("run-due")
+def schedule_run_due(db: DbOption = None, json: JsonOption = False) -> None:
+    """Run every schedule that is due now (as the server does every few minutes), to its end."""
+    from ..monitors import loop
+
+    ran = loop.run_due(open_store(db))
+    if json:
+        print_json(ran)
+        return
+    if not ran:
+        out.print("no schedule is due")
+    for run in ran:
+        _print_run(run)
+
+
+@schedule_app.command("history")
+def schedule_history(
+    name: Annotated[str, typer.Argument(help="The schedule's name or id.")],
+    limit: Annotated[int, typer.Option("--limit")] = 20,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """A schedule's runs, newest first, each against the one before it."""
+    store = open_store(db)
+    found = store.get_schedule(int(name)) if name.isdigit() else store.get_schedule(name)
+    if found is None:
+        fail(f"no schedule {name!r} (agent-replay experiment schedule list)")
+    runs = store.schedule_runs(found["id"], limit=limit)
+    if json:
+        print_json(runs)
+        return
+    for r in runs:
+        _print_run(
+            {
+                "schedule": f"{fmt(r['started_at'])} {found['name']}",
+                "reason": r["reason"],
+                "experiment": r["experiment_id"],
+                **(r["result"] or {"status": "running"}),
+            }
+        )

@@ -19,7 +19,9 @@ commands.add_typer(monitor_app, name="monitor")
 
 
 def _monitor(store: "Store", key: str) -> dict:
-    found = store.get_monitor(int(key)) if key.isdigit() else store.get_monitor(key)
+    from ..monitors.check import find
+
+    found = find(store, int(key) if key.isdigit() else key)
     if found is None:
         fail(f"no monitor {key!r} (agent-replay monitor list)")
     return found
@@ -196,6 +198,29 @@ def ack_cmd(alert: Annotated[int, typer.Argument(help="Alert id (monitor history
     out.print(f"alert {alert} acknowledged by {actor.who}")
 
 
+@monitor_app.command("webhook")
+def webhook_cmd(
+    monitor: Annotated[str, typer.Argument(help="Id or name, e.g. 'release agent_version' (the built-in release monitor).")],
+    url: Annotated[
+        str | None, typer.Argument(help="Where its alerts are POSTed (JSON, or Slack's form); none: clear it.")
+    ] = None,
+    secret_env: Annotated[
+        str | None, typer.Option("--webhook-secret-env", help="NAME of the variable holding the signing secret.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Set (or clear) where a monitor's alerts are sent."""
+    from ..monitors.check import set_webhook
+    from ..monitors.rules import RuleError
+
+    store = open_store(db)
+    try:
+        found = set_webhook(store, _monitor(store, monitor), url, secret_env, actor=cli_actor())
+    except RuleError as exc:
+        fail(str(exc))
+    out.print(f"{found['name']}: " + (f"alerts go to {found['webhook_url']}" if found["webhook_url"] else "no webhook"))
+
+
 release_app = typer.Typer(help="Releases: one version (or model) against another, metric by metric.", no_args_is_help=True)
 commands.add_typer(release_app, name="release")
 
@@ -206,7 +231,9 @@ def release_compare_cmd(
     b: Annotated[str, typer.Argument(help="The later value, e.g. 1.6.0.")],
     workflow: Annotated[str | None, typer.Option("--workflow", help="One workflow only.")] = None,
     min_runs: Annotated[int, typer.Option("--min-runs", help="Fewer runs on a side: no evidence yet.")] = 20,
-    dimension: Annotated[str, typer.Option("--dimension", help="agent_version or model.")] = "agent_version",
+    dimension: Annotated[
+        str, typer.Option("--dimension", help="agent_version, model or prompt_version (from the runs' metadata).")
+    ] = "agent_version",
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:

@@ -95,6 +95,11 @@ COMMAND_ACTIONS: dict[str, str] = {
     "experiment show": roles.READ,
     "experiment list": roles.READ,
     "experiment compare": roles.READ,
+    "dataset from-queue": roles.INGEST,
+    "experiment schedule add": roles.REPLAY,  # each run spends money
+    "experiment schedule run-due": roles.REPLAY,
+    "experiment schedule list": roles.READ,
+    "experiment schedule history": roles.READ,
     "demo": roles.IMPORT,
     "db upgrade": roles.MAINTAIN,
     "db rebuild-rollups": roles.MAINTAIN,
@@ -112,6 +117,7 @@ COMMAND_ACTIONS: dict[str, str] = {
     "monitor check": roles.MANAGE_MONITORS,  # it opens and resolves alerts and sends them
     "monitor mute": roles.MANAGE_MONITORS,
     "monitor ack": roles.MANAGE_MONITORS,
+    "monitor webhook": roles.MANAGE_MONITORS,
     "monitor list": roles.READ,
     "monitor show": roles.READ,
     "monitor history": roles.READ,

@@ -77,6 +77,8 @@ DERIVED: dict[str, str] = {
     "audit_log.target": "stored run ids, a file or dataset name, a queue or experiment id: never a body",
     "monitors.last_result": "computed from the runs' redacted columns: figures, intervals, the rule's sentence",
     "monitor_alerts.figure": "computed from the runs' redacted columns: figures, a runs-page link, explain's patterns",
+    "schedule_runs.experiment_id": "made here (experiments.id)",
+    "schedule_runs.result": "computed from an experiment's stored rows: pass rates, intervals, case ids, scrubbed errors",
 }
 
 NO_TRACE_TEXT: dict[str, str] = {
@@ -137,6 +139,16 @@ NO_TRACE_TEXT: dict[str, str] = {
     "monitors.webhook_secret_env": "the NAME of a variable, never the secret",
     "monitor_alerts.acked_by": "an actor's name (as audit_log.who)",
     "monitor_alerts.delivered": "what the webhook answered: HTTP statuses and transport errors",
+    "experiment_schedules.name": "an editor typed it",
+    "experiment_schedules.dataset": "a dataset's name (datasets.name)",
+    "experiment_schedules.trigger": "daily, dataset_version or new_model",
+    "experiment_schedules.settings": "the variants, scorers and budgets an editor chose",
+    "experiment_schedules.models_seen": "model names from the server's configuration",
+    "experiment_schedules.created_by": "an actor's name (as audit_log.who)",
+    "schedule_runs.reason": "made here: why the schedule ran (a day since, a dataset version, a model name)",
+    "queue_feeds.dataset": "a dataset's name an editor chose",
+    "queue_feeds.verdicts": "the rubric's verdict labels an editor chose",
+    "queue_feeds.created_by": "an actor's name (as audit_log.who)",
 }
 
 UNREDACTED: dict[str, str] = {}

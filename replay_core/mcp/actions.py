@@ -104,7 +104,7 @@ def run_experiment(
     try:
         configs = [ReplayConfig(model=m, api_base=api_base) for m in models]
         experiment_id, plan = experiment.start(store, dataset, configs, budget_usd=limit)
-        thread = experiment.launch(store, experiment_id)
+        thread = experiment.launch(store, experiment_id, actor=actor)
     except (experiment.ExperimentError, ConfigError) as exc:
         raise AnswerError(str(exc)) from None
     store.record_audit(actor, "replay", target=f"experiment {experiment_id}", detail={"dataset": dataset, "models": models})

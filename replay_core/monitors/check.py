@@ -2,7 +2,8 @@
 names the rule, the figure with its interval and baseline, the runs behind it (a runs-page link) and
 their failure patterns (from `explain`); when the rule stops firing the alert resolves, once. Each
 transition is sent to the monitor's webhook. With several replicas on one database, each monitor
-is judged by one of them per period (`Store.claim_job`).
+is judged by one of them per period (`Store.claim_job`). Ingest pokes `INGESTED`: a burst of writes
+gets the monitors judged once, a quiet interval after its last write, outside any write's transaction.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from ..storage.actor import MANAGE_MONITORS, Actor
 from ..storage.store import Store
 from ..vocabulary import now_utc
 from . import releases
+from .debounce import INGESTED, Debounce
 from .deliver import announce, deliver, is_muted
-from .judge import Judgement, failing_filter, judge
-from .rules import ReleaseRule, Rule, RuleError, parse_monitor_rule, parse_rule
+from .judge import Judgement, failing_filter, judge, judge_all
+from .rules import RELEASE_DIMENSIONS, ExperimentRule, ReleaseRule, Rule, RuleError, parse_monitor_rule, parse_rule
 
 log = logging.getLogger(__name__)
 EVERY_S = 300.0  # how often the server judges each monitor
@@ -42,14 +44,37 @@ def add(
     if not name or len(name) > 200:
         raise RuleError("name: give the monitor a name (at most 200 characters)")
     parsed = parse_rule(rule)
-    if webhook_url is not None and not webhook_url.startswith(("http://", "https://")):
-        raise RuleError(f"webhook: expected an http(s) address, got {webhook_url[:100]!r}")
+    check_webhook(webhook_url)
     if store.get_monitor(name) is not None:
         raise RuleError(f"name: a monitor named {name!r} exists")
     monitor_id = store.create_monitor(
         name, parsed.to_dict(), webhook_url=webhook_url, webhook_secret_env=webhook_secret_env, actor=actor
     )
     return store.get_monitor(monitor_id) or {}
+
+
+def check_webhook(url: str | None) -> None:
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise RuleError(f"webhook: expected an http(s) address, got {url[:100]!r}")
+
+
+def find(store: Store, key: int | str) -> dict | None:
+    """A monitor by id or name; a built-in release monitor (`release agent_version`) is added when first asked for."""
+    if isinstance(key, str):
+        for dimension in RELEASE_DIMENSIONS:
+            if key == releases.monitor_name(dimension):
+                return releases.ensure_monitor(store, dimension)
+    return store.get_monitor(key)
+
+
+def set_webhook(
+    store: Store, monitor: dict, url: str | None, secret_env: str | None = None, *, actor: Actor | None = None
+) -> dict:
+    """Where a monitor's alerts go (None: nowhere), e.g. the built-in release monitor's (editors)."""
+    actor = store.authorize(actor, MANAGE_MONITORS, f"monitor {monitor['id']}")
+    check_webhook(url)
+    store.set_monitor_webhook(monitor["id"], url, secret_env if url else None, actor=actor)
+    return store.get_monitor(monitor["id"]) or {}
 
 
 def summary(store: Store, monitor: dict) -> dict:
@@ -90,13 +115,25 @@ def patterns(store: Store, rule: Rule, judgement: Judgement) -> list[str]:
     return [p.sentence for p in found[:PATTERNS]]
 
 
-def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_to: Callable = deliver) -> dict:
-    """Judge one monitor now; open or resolve its alert; send what changed. Returns what it found."""
+def check(
+    store: Store,
+    monitor: dict,
+    now: datetime | None = None,
+    *,
+    deliver_to: Callable = deliver,
+    judgement: Judgement | None = None,
+) -> dict:
+    """Judge one monitor now (or take `judgement`, made by `judge_all` for many); open or resolve its alert;
+    send what changed. Returns what it found."""
     now = now or now_utc()
     rule = parse_monitor_rule(monitor["rule"])
     if isinstance(rule, ReleaseRule):
         return releases.check_monitor(store, monitor, rule, now, deliver_to=deliver_to)
-    judgement = judge(store, rule, now)
+    if isinstance(rule, ExperimentRule):
+        from .loop import check_monitor
+
+        return check_monitor(store, monitor, rule, now, deliver_to=deliver_to)
+    judgement = judgement or judge(store, rule, now)
     result = judgement.to_dict() | {"rule": rule.sentence(), "checked_at": now.isoformat()}
     store.record_check(monitor["id"], result, now)
     muted = is_muted(monitor, now)
@@ -113,26 +150,52 @@ def check(store: Store, monitor: dict, now: datetime | None = None, *, deliver_t
     return result | {"event": event, "muted": muted}
 
 
-def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_S) -> list[str]:
-    """Judge every monitor this process wins the period of (one replica per monitor and period)."""
+def _rule_or_none(monitor: dict) -> Rule | ReleaseRule | ExperimentRule | None:
+    try:
+        return parse_monitor_rule(monitor["rule"])
+    except RuleError:  # said when the monitor itself is checked
+        return None
+
+
+def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_S, *, job: str = "monitor") -> list[str]:
+    """Judge every monitor this process wins the period of (one replica per monitor and period; `job`: the
+    claims' name, apart for the judging after a burst of ingests so the periodic pass does not hold it off)."""
     now = now or now_utc()
     checked = []
     releases.ensure_monitor(store)
-    for monitor in store.list_monitors():
-        if store.claim_job(f"monitor {monitor['id']}"[:50], timedelta(seconds=every_s), now=now):
-            try:
-                check(store, monitor, now)
-                checked.append(monitor["name"])
-            except Exception:  # one broken monitor must not stop the others
-                log.exception("monitor %s could not be checked", monitor["name"])
+    won = [m for m in store.list_monitors() if store.claim_job(f"{job} {m['id']}"[:50], timedelta(seconds=every_s), now=now)]
+    metric_rules = {m["id"]: rule for m in won if isinstance(rule := _rule_or_none(m), Rule)}
+    judged = dict(zip(metric_rules, judge_all(store, list(metric_rules.values()), now), strict=True))
+    for monitor in won:
+        try:
+            check(store, monitor, now, judgement=judged.get(monitor["id"]))
+            checked.append(monitor["name"])
+        except Exception:  # one broken monitor must not stop the others
+            log.exception("monitor %s could not be checked", monitor["name"])
     return checked
 
 
-async def run_periodically(store_factory: Callable[[], Store], every_s: float = EVERY_S) -> None:
-    """In the app's server: judge the monitors every `every_s` seconds, off the event loop's thread."""
+async def _every(what: str, every_s: float, work: Callable[[], object]) -> None:
     while True:
         try:
-            await asyncio.to_thread(check_due, store_factory(), None, every_s)
+            await asyncio.to_thread(work)
         except Exception:
-            log.exception("monitors pass failed")
+            log.exception("%s failed", what)
         await asyncio.sleep(every_s)
+
+
+async def run_periodically(store_factory: Callable[[], Store], every_s: float = EVERY_S, debounce: Debounce = INGESTED) -> None:
+    """In the app's server, off the event loop's thread: judge the monitors every `every_s` seconds and a quiet
+    interval after a burst of ingests; run the experiment schedules that are due (monitors.loop), apart, as
+    an experiment may take long."""
+    from . import loop
+
+    def after_burst() -> None:
+        if debounce.due():
+            check_due(store_factory(), None, debounce.quiet_s, job="monitor after ingest")
+
+    await asyncio.gather(
+        _every("monitors pass", every_s, lambda: check_due(store_factory(), None, every_s)),
+        _every("monitors after ingest", min(5.0, debounce.quiet_s), after_burst),
+        _every("experiment schedules", every_s, lambda: loop.run_due(store_factory(), every_s=every_s)),
+    )

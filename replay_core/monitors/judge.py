@@ -9,8 +9,9 @@ Counts are judged as they are. Everything is read from the runs' rows and rollup
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..storage.filters import SessionFilter
@@ -149,6 +150,86 @@ def judge(store: Store, rule: Rule, now: datetime) -> Judgement:
     return Judgement(*_verdict(rule, current, baseline), current, baseline)
 
 
+SHARED_FILTERS = ("workflow", "agent_id", "model", "agent_version", "environment")  # run columns run_rows reads
+
+
+def _shareable(rule: Rule) -> bool:
+    return set(rule.filters) <= set(SHARED_FILTERS)
+
+
+def judge_all(store: Store, rules: list[Rule], now: datetime) -> list[Judgement]:
+    """Every rule judged as `judge` does, the runs read once: one sample over the widest window any rule
+    needs, cut in memory per rule and window (a rule on a tag or a source reads its own; an error class's
+    count is asked of the store)."""
+    shared = [r for r in rules if _shareable(r)]
+    whole = None
+    if shared:
+        reach = max(r.window_hours * (2 if r.change else 1) for r in shared)
+        rollups = any(r.metric in FROM_ROLLUPS for r in shared)
+        whole = _Timed(sample(store, SessionFilter(since=now - timedelta(hours=reach), until=now), rollups=rollups))
+    out = []
+    for rule in rules:
+        if whole is None or not _shareable(rule):
+            out.append(judge(store, rule, now))
+            continue
+        window, before = whole.cut(rule, now)
+        current = _figure_of(store, rule, window)
+        baseline = _figure_of(store, rule, before) if before is not None else None
+        out.append(Judgement(*_verdict(rule, current, baseline), current, baseline))
+    return out
+
+
+def _figure_of(store: Store, rule: Rule, s: Sample) -> Figure:
+    if rule.metric != "error_class_runs":
+        return figure(s, rule.metric)
+    assert s.since and s.until
+    flt = window_filter(rule, datetime.fromisoformat(s.since), datetime.fromisoformat(s.until))
+    n = store.count_sessions(replace(flt, error_class=rule.error_class))
+    return Figure(float(n), float(n), float(n), len(s.runs), s.since, s.until)
+
+
+class _Timed:
+    """A sample ordered by start (parsed once, durations too), cut by window (bisect) and filters (an index
+    per filter value) without another read."""
+
+    def __init__(self, s: Sample):
+        dated = sorted(((at, r) for r in s.runs if (at := _started(r)) is not None), key=lambda p: p[0])
+        self.starts = [at for at, _ in dated]
+        self.runs = [r for _, r in dated]
+        for r in self.runs:
+            r["duration_s"] = _duration(r)
+        self.rolled = {r["session_id"]: r for r in s.rolled}
+        self.picked: dict[tuple[str, str], set[int]] = {}
+
+    def _matching(self, key: str, value: str) -> set[int]:
+        if (key, value) not in self.picked:
+            self.picked[key, value] = {i for i, r in enumerate(self.runs) if r[key] == value}
+        return self.picked[key, value]
+
+    def window(self, rule: Rule, since: datetime, until: datetime) -> Sample:
+        lo, hi = bisect_left(self.starts, since), bisect_left(self.starts, until)
+        chosen = list(range(lo, hi))
+        for key, value in rule.filters.items():
+            keep = self._matching(key, value)
+            chosen = [i for i in chosen if i in keep]
+        runs = [self.runs[i] for i in chosen]
+        rolled = [self.rolled[r["session_id"]] for r in runs if r["session_id"] in self.rolled]
+        return Sample(runs, rolled, since.isoformat(), until.isoformat())
+
+    def cut(self, rule: Rule, now: datetime) -> tuple[Sample, Sample | None]:
+        since = now - timedelta(hours=rule.window_hours)
+        before = self.window(rule, since - (now - since), since) if rule.change else None
+        return self.window(rule, since, now), before
+
+
+def _started(run: dict) -> datetime | None:
+    try:
+        at = datetime.fromisoformat(run["started_at"])
+    except (TypeError, ValueError):
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
 def _verdict(rule: Rule, current: Figure, baseline: Figure | None) -> tuple[str, str]:
     fmt = formatter(rule.kind)
     if current.value is None or current.runs < rule.min_runs:
@@ -210,6 +291,8 @@ def _mean(values: list[float], stamp: dict) -> Figure:
 
 
 def _duration(run: dict) -> float | None:
+    if "duration_s" in run:  # parsed once for many rules (judge_all)
+        return run["duration_s"]
     try:
         start, end = datetime.fromisoformat(run["started_at"]), datetime.fromisoformat(run["ended_at"])
     except (TypeError, ValueError):

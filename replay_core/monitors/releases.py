@@ -87,10 +87,12 @@ def _scope(a: Sample, b: Sample, min_runs: int) -> list[MetricComparison]:
     return out
 
 
-def release_filter(dimension: str, value: str, workflow: str | None) -> SessionFilter:
-    """The runs of one value of the dimension (on one workflow, or all)."""
+def release_filter(store: Store, dimension: str, value: str, workflow: str | None) -> SessionFilter:
+    """The runs of one value of the dimension (on one workflow, or all); a prompt version by its runs' ids."""
     if dimension == "model":
         return SessionFilter(workflow=workflow, model=value)
+    if dimension == "prompt_version":
+        return SessionFilter(workflow=workflow, ids=tuple(store.runs_with(dimension, value)))
     return SessionFilter(workflow=workflow, agent_version=value)
 
 
@@ -100,8 +102,8 @@ def compare(
     """`b` against `a` on every metric with an interval, over all their runs and per workflow."""
     if dimension not in RELEASE_DIMENSIONS:
         raise RuleError(f"dimension: expected one of {', '.join(RELEASE_DIMENSIONS)}, got {dimension!r}")
-    side_a = sample(store, release_filter(dimension, a, workflow))
-    side_b = sample(store, release_filter(dimension, b, workflow))
+    side_a = sample(store, release_filter(store, dimension, a, workflow))
+    side_b = sample(store, release_filter(store, dimension, b, workflow))
     result = Comparison(dimension, a, b, min_runs)
     if workflow is None:
         result.scopes[OVERALL] = _scope(side_a, side_b, min_runs)
@@ -203,12 +205,14 @@ def _alert_figure(store: Store, rule: ReleaseRule, comparison: Comparison, worse
     from ..understand.explain import failure_patterns
 
     scope, first = worse[0]
-    flt = release_filter(rule.release, comparison.b, None if scope == OVERALL else scope)
+    flt = release_filter(store, rule.release, comparison.b, None if scope == OVERALL else scope)
     if first.metric in ("failure_rate", "success_rate"):
         flt = replace(flt, status="failed")
     elif first.metric == "tool_failure_rate":
         flt = replace(flt, has="error")
-    params = {"workflow": flt.workflow, rule.release: comparison.b, "status": flt.status, "has": flt.has}
+    params = {"workflow": flt.workflow, "status": flt.status, "has": flt.has}
+    if rule.release != "prompt_version":  # the runs page filters on columns; a prompt version is in the metadata
+        params[rule.release] = comparison.b
     found = failure_patterns(store, flt, limit=200)[0] if flt.status or flt.has else []
     return {
         "rule": rule.sentence(),

@@ -25,7 +25,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "tokens_per_run": ("mean tokens of a run, in and out", "higher", "spread"),
 }
 INTERVAL_METRICS = tuple(m for m, (_, _, kind) in METRICS.items() if kind != "count")
-RELEASE_DIMENSIONS = ("agent_version", "model")
+RELEASE_DIMENSIONS = ("agent_version", "model", "prompt_version")  # prompt_version: in the runs' metadata
 FILTER_KEYS = ("workflow", "agent_id", "model", "agent_version", "environment", "source", "tag", "user_id")
 MAX_WINDOW_HOURS = 24 * 90
 
@@ -84,8 +84,28 @@ class ReleaseRule:
         )
 
 
-def parse_monitor_rule(data: dict[str, Any]) -> Rule | ReleaseRule:
-    """A stored monitor's rule: a metric's rule, or a built-in release comparison."""
+@dataclass(frozen=True)
+class ExperimentRule:
+    """The rule of a scheduled experiment's monitor (`experiment <schedule>`): each scheduled run against
+    the one before it; it fires when a variant's pass rate dropped with evidence (the 95 % Wilson
+    intervals apart). Judged when a scheduled run ends (monitors.loop), not from the rollups."""
+
+    experiment: str  # the schedule's name
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def sentence(self) -> str:
+        return (
+            f"each scheduled run of {self.experiment!r} against the one before it: a pass rate lower with evidence "
+            "(95 % Wilson intervals apart)"
+        )
+
+
+def parse_monitor_rule(data: dict[str, Any]) -> Rule | ReleaseRule | ExperimentRule:
+    """A stored monitor's rule: a metric's rule, a built-in release comparison, or a scheduled experiment's."""
+    if isinstance(data, dict) and set(data) == {"experiment"} and isinstance(data["experiment"], str):
+        return ExperimentRule(data["experiment"])
     if isinstance(data, dict) and "release" in data:
         if data["release"] not in RELEASE_DIMENSIONS or set(data) - {"release", "min_runs"}:
             raise RuleError(f"release: expected one of {', '.join(RELEASE_DIMENSIONS)} and min_runs")

@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from ..events import ID_MAX, INT_MAX, AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent
 from ..storage.actor import MAY, ROLES
+from .openapi_loop import loop_operations
 
 TITLE = "Agent Replay HTTP API"
 REF = "#/components/schemas/{model}"
@@ -555,6 +556,7 @@ OPERATIONS: dict[tuple[str, str], Op] = {
             _q("by", {"type": "string", "enum": ["name", "position"], "default": "name"}, "pair variants by name or position"),
         ),
     ),
+    **loop_operations(Op, _json, _OBJECT),
     ("GET", "/api/v1/monitors"): Op(
         "Every monitor: its rule in a sentence, its last verdict, whether an alert is open.",
         None,
@@ -634,7 +636,11 @@ OPERATIONS: dict[tuple[str, str], Op] = {
             _q("b", {"type": "string"}, "the later value (e.g. 1.6.0)", required=True),
             _q("workflow", {"type": "string"}, "one workflow only"),
             _q("min_runs", {"type": "integer", "minimum": 1, "default": 20}, "fewer runs on a side: no evidence yet"),
-            _q("dimension", {"type": "string", "enum": ["agent_version", "model"], "default": "agent_version"}, "what differs"),
+            _q(
+                "dimension",
+                {"type": "string", "enum": ["agent_version", "model", "prompt_version"], "default": "agent_version"},
+                "what differs",
+            ),
         ),
     ),
 }
@@ -653,6 +659,7 @@ _PATH_PARAMS = {
     "item_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the item's id in the queue"),
     "monitor_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the monitor's id"),
     "alert_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the alert's id"),
+    "schedule_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the experiment schedule's id"),
     "verb": ({"type": "string", "enum": ["review", "skip"]}, "what to do with the item"),
     "share_id": ({"type": "integer", "minimum": 0, "maximum": INT_MAX}, "the link's id"),
     "token": ({"type": "string", "minLength": 1}, "the share link's token"),

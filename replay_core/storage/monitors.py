@@ -1,5 +1,6 @@
 """Monitors and their alerts (the tables under replay_core.monitors): a rule, when it was last judged
-and what it found; an alert opened when a rule fires and resolved once when it stops. Changes made
+and what it found; an alert opened when a rule fires and resolved once when it stops. The evaluation
+loop's rows: experiment schedules and their runs, and review queues feeding a dataset. Changes made
 by people (adding, muting, acknowledging) go in the audit log in the same transaction."""
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from .actor import Actor
 from .audit import Audited, audit_line
 from .bulk import inserted_id
 from .filters import SessionFilter, filter_clauses
-from .tables import monitor_alerts, monitors, sessions
+from .tables import experiment_schedules, monitor_alerts, monitors, queue_feeds, schedule_runs, sessions
+
+METADATA_DIMENSIONS = ("prompt_version",)  # release dimensions read from a run's metadata
+
+
+def _dimension(name: str):
+    """A run column, or a text value of its metadata."""
+    return sessions.c["metadata"][name].as_string() if name in METADATA_DIMENSIONS else sessions.c[name]
 
 
 class Monitors(Audited):
@@ -62,14 +70,20 @@ class Monitors(Audited):
             detail = {"op": "mute", "until": until.isoformat() if until else None}
             audit_line(conn, actor, "manage_monitors", target=f"monitor {monitor_id}", detail=detail)
 
+    def set_monitor_webhook(self, monitor_id: int, url: str | None, secret_env: str | None, *, actor: Actor) -> None:
+        with self._write_lock, self._write_transaction() as conn:
+            values = {"webhook_url": url, "webhook_secret_env": secret_env}
+            conn.execute(update(monitors).where(monitors.c.id == monitor_id).values(**values))
+            audit_line(conn, actor, "manage_monitors", target=f"monitor {monitor_id}", detail={"op": "webhook", "set": bool(url)})
+
     def record_check(self, monitor_id: int, result: dict, at: datetime) -> None:
         with self._write_lock, self._write_transaction() as conn:
             conn.execute(update(monitors).where(monitors.c.id == monitor_id).values(last_checked_at=at, last_result=result))
 
     def first_seen(self, dimension: str) -> list[tuple[str, datetime]]:
-        """Each value of a run column (agent_version, model) with the start of its first run, oldest
-        first; replays and experiments' runs left out, as everywhere a run is counted."""
-        column, started = sessions.c[dimension], func.min(sessions.c.started_at)
+        """Each value of a run column (agent_version, model) or of its metadata (prompt_version) with the start
+        of its first run, oldest first; replays and experiments' runs left out, as everywhere a run is counted."""
+        column, started = _dimension(dimension), func.min(sessions.c.started_at)
         query = (
             select(column, started)
             .where(column.is_not(None), sessions.c.started_at.is_not(None), *filter_clauses(SessionFilter(), self.dialect))
@@ -78,6 +92,12 @@ class Monitors(Audited):
         )
         with self.engine.connect() as conn:
             return [(value, at) for value, at in conn.execute(query)]
+
+    def runs_with(self, dimension: str, value: str) -> list[str]:
+        """The ids of the runs whose `dimension` (a column, or a metadata key as prompt_version) is `value`."""
+        query = select(sessions.c.id).where(_dimension(dimension) == value, *filter_clauses(SessionFilter(), self.dialect))
+        with self.engine.connect() as conn:
+            return list(conn.scalars(query))
 
     def open_alert(self, monitor_id: int) -> dict | None:
         """The monitor's alert that has not resolved, if any."""
@@ -127,5 +147,87 @@ class Monitors(Audited):
         )
         if monitor_id is not None:
             query = query.where(a.monitor_id == monitor_id)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+    # ------------------------------------------------------------ the evaluation loop
+
+    def create_schedule(
+        self, name: str, dataset: str, trigger: str, settings: dict, models_seen: list[str], *, actor: Actor
+    ) -> int:
+        with self._write_lock, self._write_transaction() as conn:
+            schedule_id = inserted_id(
+                conn.execute(
+                    insert(experiment_schedules).values(
+                        name=name,
+                        dataset=dataset,
+                        trigger=trigger,
+                        settings=settings,
+                        models_seen=models_seen,
+                        created_by=actor.who[:200],
+                        created_at=now_utc(),
+                    )
+                )
+            )
+            detail = {"op": "schedule", "name": name, "dataset": dataset, "trigger": trigger}
+            audit_line(conn, actor, "replay", target=f"schedule {schedule_id}", detail=detail)
+        return schedule_id
+
+    def list_schedules(self) -> list[dict]:
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(select(experiment_schedules).order_by(experiment_schedules.c.id)).mappings()]
+
+    def get_schedule(self, key: int | str) -> dict | None:
+        """By id, or by name."""
+        column = experiment_schedules.c.id if isinstance(key, int) else experiment_schedules.c.name
+        with self.engine.connect() as conn:
+            row = conn.execute(select(experiment_schedules).where(column == key)).mappings().first()
+        return dict(row) if row else None
+
+    def set_models_seen(self, schedule_id: int, models: list[str]) -> None:
+        with self._write_lock, self._write_transaction() as conn:
+            conn.execute(update(experiment_schedules).where(experiment_schedules.c.id == schedule_id).values(models_seen=models))
+
+    def start_schedule_run(self, schedule_id: int, reason: str, dataset_version: int | None, at: datetime) -> int:
+        values = {"schedule_id": schedule_id, "reason": reason[:300], "dataset_version": dataset_version, "started_at": at}
+        with self._write_lock, self._write_transaction() as conn:
+            return inserted_id(conn.execute(insert(schedule_runs).values(**values)))
+
+    def finish_schedule_run(self, run_id: int, *, experiment_id: str | None, result: dict) -> None:
+        with self._write_lock, self._write_transaction() as conn:
+            conn.execute(
+                update(schedule_runs)
+                .where(schedule_runs.c.id == run_id)
+                .values(experiment_id=experiment_id, result=result, finished_at=now_utc())
+            )
+
+    def set_schedule_run_experiment(self, run_id: int, experiment_id: str) -> None:
+        with self._write_lock, self._write_transaction() as conn:
+            conn.execute(update(schedule_runs).where(schedule_runs.c.id == run_id).values(experiment_id=experiment_id))
+
+    def schedule_runs(self, schedule_id: int, *, limit: int = 100) -> list[dict]:
+        """Newest first."""
+        r = schedule_runs.c
+        query = select(schedule_runs).where(r.schedule_id == schedule_id).order_by(r.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(query).mappings()]
+
+    def set_queue_feed(self, queue_id: int, dataset: str | None, verdicts: list[str], *, actor: Actor) -> None:
+        """Feed the queue's bad verdicts to `dataset` (None: stop feeding)."""
+        with self._write_lock, self._write_transaction() as conn:
+            conn.execute(delete(queue_feeds).where(queue_feeds.c.queue_id == queue_id))
+            if dataset is not None:
+                conn.execute(
+                    insert(queue_feeds).values(
+                        queue_id=queue_id, dataset=dataset, verdicts=verdicts, created_by=actor.who[:200], created_at=now_utc()
+                    )
+                )
+            detail = {"op": "feed", "dataset": dataset, "verdicts": verdicts}
+            audit_line(conn, actor, "ingest", target=f"queue {queue_id}", detail=detail)
+
+    def queue_feeds(self, queue_id: int | None = None) -> list[dict]:
+        query = select(queue_feeds).order_by(queue_feeds.c.queue_id)
+        if queue_id is not None:
+            query = query.where(queue_feeds.c.queue_id == queue_id)
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]

@@ -467,6 +467,46 @@ monitor_alerts = Table(
     Index(None, "monitor_id", "resolved_at"),
 )
 
+# The evaluation loop (monitors/loop.py): an experiment run again on a schedule (daily, on a new
+# dataset version, on a new configured model), each run kept with its comparison against the one
+# before; and a review queue that feeds its "bad" verdicts to a dataset's next version.
+experiment_schedules = Table(
+    "experiment_schedules",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("dataset", String(200), nullable=False),  # a dataset's name: each run takes its newest version
+    Column("trigger", String(30), nullable=False),  # daily | dataset_version | new_model
+    Column("settings", JSONType, nullable=False),  # variants, scorers, start, concurrency, budgets
+    Column("models_seen", JSONType),  # the configured model names at the last run (new_model)
+    Column("created_by", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+schedule_runs = Table(
+    "schedule_runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("schedule_id", Integer, ForeignKey("experiment_schedules.id", ondelete="CASCADE"), nullable=False),
+    Column("experiment_id", String(60)),  # None when it could not start (`result` says why)
+    Column("reason", String(300), nullable=False),  # why it ran: first run, a day since, dataset v3, new model …
+    Column("dataset_version", Integer),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("result", JSONType),  # pass rates with intervals, against the previous run: regressions, verdict
+    Index(None, "schedule_id"),
+)
+
+queue_feeds = Table(
+    "queue_feeds",
+    metadata,
+    Column("queue_id", Integer, ForeignKey("review_queues.id", ondelete="CASCADE"), primary_key=True),
+    Column("dataset", String(200), nullable=False),
+    Column("verdicts", JSONType, nullable=False),  # the verdict labels that count as bad
+    Column("created_by", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
 job_runs = Table(
     "job_runs",
     metadata,

@@ -315,8 +315,9 @@ class _Runner:
         stop: threading.Event | None,
         on_progress: Callable[[Progress], None] | None,
         tools: LiveTools | None = None,
+        actor: Actor | None = None,
     ):
-        self.store, self.id, self.plan = store, experiment_id, p
+        self.store, self.id, self.plan, self.actor = store, experiment_id, p, actor
         self.stop = stop or threading.Event()
         self.on_progress = on_progress
         self.tools = tools or {}
@@ -480,6 +481,7 @@ class _Runner:
                     tags=(f"experiment:{self.id}",),
                     live_tools=self.tools,
                     recording=rec,
+                    actor=self.actor,
                 )
             except (ReplayError, ConfigError) as exc:
                 unscored = isinstance(exc, ConfigError)  # its settings reach no provider: nothing was judged
@@ -558,12 +560,14 @@ def run(
     budget_usd: float | None = None,
     budget_tokens: int | None = None,
     tools: LiveTools | None = None,
+    actor: Actor | None = None,
 ) -> str:
     """Run (or resume) an experiment to its end, a stop or its budget; returns its status.
 
     Resuming checks the estimate for what is left against what the budget has left.
     `tools`: live tool functions by name (the SDK's @tool functions or any callables); an
-    experiment planned with them must be given them again to resume.
+    experiment planned with them must be given them again to resume. `actor`: who launched it
+    (default the local user): each case's replay is authorized and audited as theirs.
     """
     check_budget_values(budget_usd, budget_tokens)
     p = plan_of(store, experiment_id, budget_usd=budget_usd, budget_tokens=budget_tokens)
@@ -583,7 +587,8 @@ def run(
         settings = {**row["settings"], "budget_usd": p.budget_usd, "budget_tokens": p.budget_tokens}
         store.update_experiment_settings(experiment_id, settings)
     try:
-        return _Runner(store, experiment_id, p, stop, on_progress, {k: tools[k] for k in p.tools} if tools else {}).run()
+        live = {k: tools[k] for k in p.tools} if tools else {}
+        return _Runner(store, experiment_id, p, stop, on_progress, live, actor).run()
     except Exception as exc:  # a broken store or a bug: the experiment says so and can be resumed
         from ..ingest.redact import default_redactor
 

@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from ...storage.actor import INGEST, READ, REPLAY
 from ...team.audit import DATASET
-from ..bodies import typed_body
+from ..bodies import json_body, object_body, typed_body
 from ..body_models import DatasetBody, ExperimentBody
 from ..context import API_PREFIX, ApiContext
 from ..responses import ApiError, json_response
@@ -32,7 +32,115 @@ class ExperimentRoutes:
             Route(f"{API_PREFIX}/experiments/{{experiment_id}}", guarded(self.get_experiment, READ), methods=["GET"]),
             Route(f"{API_PREFIX}/experiments/{{experiment_id}}/stop", guarded(self.stop_experiment, REPLAY), methods=["POST"]),
             Route(f"{API_PREFIX}/experiments/{{a}}/compare/{{b}}", guarded(self.compare_experiments, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/queues/{{queue_id:int}}/dataset", guarded(self.dataset_from_queue, INGEST), methods=["POST"]),
+            Route(f"{API_PREFIX}/queues/{{queue_id:int}}/feed", guarded(self.queue_feed, INGEST), methods=["PUT"]),
+            Route(f"{API_PREFIX}/schedules", guarded(self.list_schedules, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/schedules", guarded(self.add_schedule, REPLAY), methods=["POST"]),
+            Route(f"{API_PREFIX}/schedules/{{schedule_id:int}}/runs", guarded(self.schedule_runs, READ), methods=["GET"]),
+            Route(f"{API_PREFIX}/schedules/run-due", guarded(self.run_due, REPLAY), methods=["POST"]),
         ]
+
+    async def _loop(self, fn, status: int = 200) -> Response:
+        """Run `fn` off the event loop; a LoopError is a 422 naming the field, a missing queue a 404."""
+        from ...monitors.loop import LoopError
+
+        try:
+            return json_response(await run_in_threadpool(fn), status)
+        except LoopError as exc:
+            code = 404 if str(exc).startswith("no queue") else 422
+            raise ApiError(code, str(exc), [{"loc": str(exc).split(":", 1)[0], "msg": str(exc)}]) from None
+
+    async def dataset_from_queue(self, request: Request) -> Response:
+        """POST /api/v1/queues/{id}/dataset {name?, bad_only?, verdicts?} → a dataset version of its reviewed runs (201)."""
+        from ...monitors import loop
+
+        body = await json_body(request, self.api.max_body, empty={})
+        if not isinstance(body, dict):
+            raise ApiError(422, "body: expected a JSON object", [{"loc": "body", "msg": "expected a JSON object"}])
+        _only(body, {"name", "bad_only", "verdicts"})
+        queue_id = request.path_params["queue_id"]
+        return await self._loop(
+            lambda: loop.dataset_from_queue(
+                self.api.store(),
+                queue_id,
+                _text(body, "name"),
+                bad_only=bool(body.get("bad_only")),
+                verdicts=_texts(body, "verdicts"),
+                actor=request.state.actor,
+            ),
+            201,
+        )
+
+    async def queue_feed(self, request: Request) -> Response:
+        """PUT /api/v1/queues/{id}/feed {dataset | null, verdicts?}: every new bad verdict adds its run to the dataset."""
+        from ...monitors import loop
+
+        body = await object_body(request, self.api.max_body)
+        _only(body, {"dataset", "verdicts"})
+        queue_id = request.path_params["queue_id"]
+        return await self._loop(
+            lambda: loop.set_feed(
+                self.api.store(), queue_id, _text(body, "dataset"), _texts(body, "verdicts"), actor=request.state.actor
+            )
+        )
+
+    async def list_schedules(self, request: Request) -> Response:
+        """GET /api/v1/schedules → {schedules: [{id, name, dataset, trigger, variants, last_run, last_status, regressions}]}."""
+        from ...monitors.loop import summary
+
+        store = self.api.store()
+        return await self._loop(lambda: {"schedules": [summary(store, s) for s in store.list_schedules()]})
+
+    async def add_schedule(self, request: Request) -> Response:
+        """POST /api/v1/schedules {name, dataset, models | variants, trigger?, api_base?, scorers?, from?, concurrency?,
+        budget_usd?, budget_tokens?, webhook_url?, webhook_secret_env?} → the schedule (201)."""
+        from ...monitors import loop
+
+        body = await object_body(request, self.api.max_body)
+        _only(body, set(SCHEDULE_FIELDS))
+        shared = {"api_base": body["api_base"]} if isinstance(body.get("api_base"), str) else {}
+        variants = [{"model": m} for m in _texts(body, "models") or []] + list(body.get("variants") or [])
+        variants = [shared | v if isinstance(v, dict) else v for v in variants]
+        store = self.api.store()
+
+        def add() -> dict:
+            made = loop.add_schedule(
+                store,
+                _text(body, "name") or "",
+                _text(body, "dataset") or "",
+                variants,
+                trigger=_text(body, "trigger") or "daily",
+                scorers=_texts(body, "scorers"),
+                start=body.get("from"),
+                concurrency=body.get("concurrency", 4),
+                budget_usd=body.get("budget_usd"),
+                budget_tokens=body.get("budget_tokens"),
+                webhook_url=_text(body, "webhook_url"),
+                webhook_secret_env=_text(body, "webhook_secret_env"),
+                actor=request.state.actor,
+            )
+            return loop.summary(store, made)
+
+        return await self._loop(add, 201)
+
+    async def schedule_runs(self, request: Request) -> Response:
+        """GET /api/v1/schedules/{id}/runs → {runs}, newest first, each against the one before it."""
+        schedule_id = request.path_params["schedule_id"]
+        store = self.api.store()
+        if await run_in_threadpool(store.get_schedule, schedule_id) is None:
+            raise ApiError(404, f"no schedule {schedule_id}")
+        return await self._loop(lambda: {"runs": store.schedule_runs(schedule_id)})
+
+    async def run_due(self, request: Request) -> Response:
+        """POST /api/v1/schedules/run-due → 202: the schedules due now run in the background (GET their runs)."""
+        import threading
+
+        from ...monitors import loop
+
+        store = self.api.store()
+        threading.Thread(target=loop.run_due, args=(store,), name="schedules-run-due", daemon=True).start()
+        await self.api.audit(request, REPLAY, "schedules", op="run-due")
+        return json_response({"started": True, "poll": f"{API_PREFIX}/schedules"}, 202)
 
     async def create_dataset(self, request: Request) -> Response:
         """POST /api/v1/datasets {name, runs | filter {status, workflow, since, search}, expected?, match?, description?}."""
@@ -118,7 +226,7 @@ class ExperimentRoutes:
                 budget_usd=body.get("budget_usd"),
                 budget_tokens=body.get("budget_tokens"),
             )
-            ex.launch(store, experiment_id)
+            ex.launch(store, experiment_id, actor=request.state.actor)
             return {
                 "experiment": experiment_id,
                 "status": "running",
@@ -192,3 +300,40 @@ class ExperimentRoutes:
             )
         except CompareError as exc:
             raise ApiError(404 if str(exc).startswith("no experiment") else 422, str(exc)) from None
+
+
+SCHEDULE_FIELDS = (
+    "name",
+    "dataset",
+    "models",
+    "variants",
+    "trigger",
+    "api_base",
+    "scorers",
+    "from",
+    "concurrency",
+    "budget_usd",
+    "budget_tokens",
+    "webhook_url",
+    "webhook_secret_env",
+)
+
+
+def _only(body: dict, known: set[str]) -> None:
+    unknown = sorted(set(body) - known)
+    if unknown:
+        raise ApiError(422, f"{unknown[0]}: not a field here", [{"loc": unknown[0], "msg": "not a field here"}])
+
+
+def _text(body: dict, key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ApiError(422, f"{key}: expected text", [{"loc": key, "msg": "expected text"}])
+    return value
+
+
+def _texts(body: dict, key: str) -> list[str] | None:
+    value = body.get(key)
+    if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ApiError(422, f"{key}: expected a list of texts", [{"loc": key, "msg": "expected a list of texts"}])
+    return value

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from ...ingest import otlp_worker
 from ...ingest.otlp_logs import receive_logs
 from ...ingest.pipeline import IngestReport, ingest
+from ...monitors.debounce import after_ingest
 from ...storage.actor import INGEST
 from ...storage.worker import WRITE_LANES, JoinedWrites, JoiningStore, OffloadedWrites
 from ...team.audit import ATTACH
@@ -51,8 +52,8 @@ class IngestRoutes:
     def routes(self) -> list[Route]:
         sid = "{session_id:path}"  # ids may hold "/" (sent URL-encoded); the specific routes come first
 
-        def writes(handler):
-            return self.api.guarded(handler, INGEST)
+        def writes(handler):  # a burst of writes gets the monitors judged once it quiets down
+            return after_ingest(self.api.guarded(handler, INGEST))
 
         return [
             Route(f"{API_PREFIX}/sessions", writes(self.create_session), methods=["POST"]),

@@ -49,6 +49,7 @@ class MonitorRoutes:
             Route(f"{API_PREFIX}/monitors/{mid}", guarded(self.get_monitor, READ), methods=["GET"]),
             Route(f"{API_PREFIX}/monitors/{mid}/check", guarded(self.check_monitor, MANAGE_MONITORS), methods=["POST"]),
             Route(f"{API_PREFIX}/monitors/{mid}/mute", guarded(self.mute_monitor, MANAGE_MONITORS), methods=["POST"]),
+            Route(f"{API_PREFIX}/monitors/{mid}/webhook", guarded(self.set_webhook, MANAGE_MONITORS), methods=["PUT"]),
             Route(f"{API_PREFIX}/alerts", guarded(self.list_alerts, READ), methods=["GET"]),
             Route(f"{API_PREFIX}/alerts/{{alert_id:int}}/ack", guarded(self.ack_alert, MANAGE_MONITORS), methods=["POST"]),
             Route(f"{API_PREFIX}/releases/compare", guarded(self.compare_releases, READ), methods=["GET"]),
@@ -132,6 +133,27 @@ class MonitorRoutes:
             return {"id": found["id"], "muted_until": until}
 
         return await self._call(mute)
+
+    async def set_webhook(self, request: Request) -> Response:
+        """PUT /api/v1/monitors/{id}/webhook {url | null, secret_env?}: where its alerts go (the built-in release
+        monitor's too)."""
+        from ...monitors.check import set_webhook
+
+        body = await object_body(request, self.api.max_body)
+        unknown = sorted(set(body) - {"url", "secret_env"})
+        if unknown:
+            raise _refused(f"{unknown[0]}: not a webhook field (url, secret_env)")
+        for key in ("url", "secret_env"):
+            if body.get(key) is not None and not isinstance(body[key], str):
+                raise _refused(f"{key}: expected text")
+
+        def put() -> dict:
+            found = set_webhook(
+                self.api.store(), self._monitor(request), body.get("url"), body.get("secret_env"), actor=request.state.actor
+            )
+            return {k: found[k] for k in ("id", "name", "webhook_url", "webhook_secret_env")}
+
+        return await self._call(put)
 
     async def list_alerts(self, request: Request) -> Response:
         """GET /api/v1/alerts?monitor=&limit= → {alerts}, newest first."""

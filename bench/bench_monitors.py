@@ -1,0 +1,226 @@
+"""Monitors at scale: 50 rules judged over 1,000,000 steps (20,000 runs, 90 days) from the rollups, and
+ingest throughput with those 50 rules active against none, in the same run.
+
+The database is bench_analytics' generator (runs, steps and their rollups written in bulk, as
+`db rebuild-rollups` would). Timed:
+- judging 50 rules as the server does (`judge_all`: the widest window read once, cut per rule) —
+  success / failure / tool-failure rates, p50 / p95 durations, cost and tokens per run, incomplete
+  runs, error-class counts; thresholds and changes; over all runs or a workflow, model, agent or
+  environment; windows of 7 to 30 days ending at the data's last day — best of 3, beside one read
+  per rule (`judge` each: the extra figure); baseline: one read of every run's row and rollup over
+  the 30-day window (`judge.sample`); goal <= 1 s.
+- ingest: runs of 12 steps through the pipeline (`ingest`), batch by batch, for `--seconds` each
+  way, into a copy of that database, alternating "no monitor" and "50 monitors and the server's
+  monitor loop running" (check.run_periodically in another process, as in the app, whose writes go
+  to a write worker process; its periodic pass every 10 s —
+  30 times as often as the server's default — and every batch poking the ingest debounce, as the
+  HTTP routes do); medians of the runs each way; goal: within 5 %.
+
+    python bench/bench_monitors.py [--keep PATH] [--seconds 20] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_analytics as ba  # noqa: E402
+from common import report  # noqa: E402
+
+from replay_core.events import SessionEndEvent, SessionEvent, StepEvent  # noqa: E402
+from replay_core.ingest.pipeline import ingest  # noqa: E402
+from replay_core.monitors import check  # noqa: E402
+from replay_core.monitors import debounce as debounced  # noqa: E402
+from replay_core.monitors.judge import judge, judge_all, sample, window_filter  # noqa: E402
+from replay_core.monitors.rules import parse_rule  # noqa: E402
+from replay_core.storage.actor import Actor  # noqa: E402
+from replay_core.storage.store import Store  # noqa: E402
+
+NOW = ba.T0 + timedelta(days=ba.DAYS)
+EDITOR = Actor("bench", "editor", "bench")
+BATCH = 50  # runs per ingest call
+
+
+def rules() -> list[dict]:
+    """50 rules of every kind, over all runs or one slice, with 7- to 30-day windows."""
+    metrics = [
+        ("failure_rate", {"threshold": 0.2}),
+        ("success_rate", {"change": True}),
+        ("tool_failure_rate", {"threshold": 0.1}),
+        ("p95_duration_s", {"change": True}),
+        ("p50_duration_s", {"threshold": 60.0}),
+        ("cost_per_run", {"change": True}),
+        ("tokens_per_run", {"threshold": 50_000.0}),
+        ("incomplete_runs", {"threshold": 100.0}),
+        ("error_class_runs", {"threshold": 50.0, "error_class": "TestFailure"}),
+        ("failure_rate", {"change": True}),
+    ]
+    slices = [
+        {},
+        {"workflow": ba.WORKFLOWS[0]},
+        {"model": ba.MODELS[1]},
+        {"agent_id": ba.AGENTS[2]},
+        {"environment": ba.ENVIRONMENTS[0]},
+    ]
+    out = []
+    for i, (metric, judged) in enumerate(metrics):
+        for j, filters in enumerate(slices):
+            window = 24.0 * (7 if (i + j) % 3 else 30)
+            out.append({"metric": metric, "window_hours": window, "min_runs": 20, "filters": filters, **judged})
+    return out
+
+
+def time_judging(url: str) -> tuple[float, float, float, int]:
+    """Seconds to judge the 50 rules as the server does (`judge_all`: one read) and one read per rule (`judge`),
+    best of 3 each; the baseline read; how many fired."""
+    store = Store(url, migrate=False)
+    parsed = [parse_rule(r) for r in rules()]
+    best, each, fired = float("inf"), float("inf"), 0
+    for _ in range(3):
+        start = time.perf_counter()
+        verdicts = [j.verdict for j in judge_all(store, parsed, NOW)]
+        best = min(best, time.perf_counter() - start)
+        fired = verdicts.count("firing")
+        start = time.perf_counter()
+        assert [judge(store, rule, NOW).verdict for rule in parsed] == verdicts
+        each = min(each, time.perf_counter() - start)
+    widest = window_filter(parsed[0], NOW - timedelta(days=30), NOW)
+    floor = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        sample(store, widest)
+        floor = min(floor, time.perf_counter() - start)
+    store.close()
+    return best, each, floor, fired
+
+
+def batches(prefix: str):
+    """Endless batches of BATCH runs of 12 steps each (a call, its result, thoughts and a decision)."""
+    n = 0
+    while True:
+        events: list = []
+        for _ in range(BATCH):
+            sid = f"{prefix}-{n}"
+            t = NOW - timedelta(hours=1) + timedelta(milliseconds=n)
+            events.append(SessionEvent(session_id=sid, name=f"ingest {n}", workflow="ingest-bench", started_at=t))
+            for seq in range(1, 13):
+                kind = ("think", "tool_call", "tool_result", "decision")[seq % 4]
+                fields = {"tool_name": "lookup", "tool_call_id": f"c{seq // 4}"} if kind in ("tool_call", "tool_result") else {}
+                events.append(
+                    StepEvent(session_id=sid, seq=seq, type=kind, content=f"step {seq} of run {n}", timestamp=t, **fields)
+                )
+            events.append(SessionEndEvent(session_id=sid, status="succeeded", ended_at=t + timedelta(seconds=13)))
+            n += 1
+        yield events
+
+
+def ingest_for(store: Store, seconds: float, prefix: str) -> float:
+    """Steps stored per second, ingesting batch after batch for `seconds`."""
+    steps, start = 0, time.perf_counter()
+    for events in batches(prefix):
+        ingest(store, events)
+        debounced.INGESTED.poke()  # what the HTTP ingest routes do after answering (its own cost)
+        steps += BATCH * 12
+        if time.perf_counter() - start >= seconds:
+            break
+    return steps / (time.perf_counter() - start)
+
+
+def _serve_monitors(url: str, every_s: float) -> None:
+    store = Store(url, migrate=False)
+    asyncio.run(check.run_periodically(lambda: store, every_s))
+
+
+class MonitorLoop:
+    """The server's monitor loop (check.run_periodically) in another process, as in the app, whose HTTP writes
+    go to a write worker process (storage.worker) beside the app's own loop."""
+
+    def __init__(self, url: str, every_s: float):
+        self.process = multiprocessing.get_context("spawn").Process(target=_serve_monitors, args=(url, every_s), daemon=True)
+
+    def __enter__(self) -> MonitorLoop:
+        self.process.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        self.process.join(timeout=30)
+
+
+def time_ingest(url: str, seconds: float, rounds: int) -> tuple[float, float, int]:
+    """Median steps/s without monitors and with 50 monitors and the loop running; monitor passes made."""
+    store = Store(url, migrate=False)
+    without, with_rules, passes = [], [], 0
+    made = False
+    for r in range(rounds):
+        for side in ("none", "fifty"):
+            if side == "none":
+                for m in store.list_monitors():
+                    store.delete_monitor(m["id"], actor=EDITOR)
+                without.append(ingest_for(store, seconds, f"none-{r}"))
+                continue
+            for i, rule in enumerate(rules()):
+                check.add(store, f"rule {r}-{i}", rule, actor=EDITOR)
+            made = True
+            before = sum(1 for m in store.list_monitors() if m["last_checked_at"])
+            with MonitorLoop(url, every_s=10.0):
+                with_rules.append(ingest_for(store, seconds, f"fifty-{r}"))
+            passes += sum(1 for m in store.list_monitors() if m["last_checked_at"]) - before
+    store.close()
+    assert made
+    return statistics.median(without), statistics.median(with_rules), passes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keep", type=Path, help="generate into this SQLite file (reused when it exists)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="ingest time per side and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or Path(tmp) / "monitors.db"
+        url = f"sqlite:///{path}"
+        if not path.exists():
+            t = time.perf_counter()
+            ba.build_database(url, ba.SESSIONS, ba.STEPS)
+            print(f"generated {url} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        Store(url).close()
+        seconds, each, floor, fired = time_judging(url)
+        report(
+            "monitors_judge_50_rules_1M_steps",
+            seconds,
+            "s",
+            "<= 1.0",
+            floor,
+            higher_is_better=False,
+            rules=50,
+            firing=fired,
+            one_read_per_rule_s=round(each, 3),
+            baseline_is="one read of the widest window's runs and rollups",
+        )
+        copy = Path(tmp) / "ingest.db"
+        shutil.copy(path, copy)
+        none, fifty, passes = time_ingest(f"sqlite:///{copy}", args.seconds, args.rounds)
+        report(
+            "ingest_with_50_monitors",
+            fifty,
+            "steps/s",
+            "within 5 % of no monitor",
+            none,
+            rounds=args.rounds,
+            seconds=args.seconds,
+            monitors_judged_meanwhile=passes,
+        )
+
+
+if __name__ == "__main__":
+    main()

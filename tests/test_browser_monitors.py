@@ -1,0 +1,80 @@
+"""The Monitors page and the Experiments page's schedules in Chromium: a firing monitor's alert, the runs
+behind it and its pattern; acknowledging it; a scheduled experiment's last run with its regressions.
+
+Screenshots go to test-output/browser/ (gitignored).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from apptest_helpers import served_app
+from experiment_cases import make_cases
+from monitor_workload import runs
+from test_browser import OUT, settled
+from test_eval_loop import T0, reviewed_queue
+
+from replay_core.monitors import check, loop
+from replay_core.storage.store import Store
+from replay_core.vocabulary import now_utc
+
+pytestmark = pytest.mark.browser
+RULE = {"metric": "failure_rate", "threshold": 0.2, "filters": {"workflow": "checkout"}}
+
+
+def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, tmp_path):
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    store = Store(url)
+    now = now_utc()
+    runs(store, 60, day=3, fail=0.05, version="1.5.0", seed=21, now=now)
+    runs(store, 60, day=1, fail=0.60, version="1.6.0", seed=22, now=now)
+    made = check.add(store, "checkout failures", RULE)
+    assert check.check(store, made)["event"] == "opened"
+    store.close()
+    with served_app(url) as base:
+        pg = browser.new_page(viewport={"width": 1440, "height": 1000})
+        pg.goto(f"{base}/monitors")
+        settled(pg)
+        pg.get_by_text("checkout failures").first.wait_for(timeout=30_000)
+        assert pg.get_by_text("🔴 firing").count() >= 1
+        alert = pg.locator("[data-testid=stAlertContentError]").first
+        assert "above 20" in alert.inner_text()
+        runs_link = pg.get_by_role("link", name="The runs behind it").first
+        assert "workflow=checkout" in runs_link.get_attribute("href") and "status=failed" in runs_link.get_attribute("href")
+        assert pg.get_by_text("charge_card").count() >= 1  # the failure pattern
+        OUT.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(OUT / "monitors-firing.png"), full_page=True)
+        pg.get_by_role("button", name="Acknowledge").click()
+        pg.get_by_text("acknowledged by").first.wait_for(timeout=30_000)
+        pg.get_by_role("button", name="Acknowledge").wait_for(state="detached", timeout=30_000)
+    [stored] = Store(url).alerts()
+    assert stored["acked_by"]
+
+
+def test_a_scheduled_experiment_lists_its_regressions(browser, tmp_path):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    store = Store(url)
+    make_cases(store, 3)
+    loop.dataset_from_queue(store, reviewed_queue(store, 3, bad={0, 1, 2}), "reviewed")
+    # on new dataset versions only: the served app's own schedule pass finds nothing due
+    schedule = loop.add_schedule(store, "nightly", "reviewed", [{"model": "recorded"}], trigger="dataset_version")
+    loop.run_due(store, T0)
+    run_id = store.start_schedule_run(schedule["id"], "a day since the last run", 1, T0 + timedelta(days=1))
+    variant = {"variant": "recorded", "cases": 3, "pass_rate": 0.0, "ci": [0.0, 0.5615], "previous_pass_rate": 1.0}
+    variant |= {"previous_ci": [0.4385, 1.0], "verdict": "worse", "regressed": ["refund-0", "refund-2"], "improved": []}
+    result = {"status": "done", "experiment": None, "previous": "exp-x", "variants": [variant]}
+    store.finish_schedule_run(run_id, experiment_id=None, result=result)
+    store.close()
+    with served_app(url) as base:
+        pg = browser.new_page(viewport={"width": 1440, "height": 1000})
+        pg.goto(f"{base}/experiments")
+        settled(pg)
+        pg.get_by_text("Scheduled experiments").wait_for(timeout=30_000)
+        settled(pg)
+        box = pg.get_by_text("Passed before, fail now").first
+        box.scroll_into_view_if_needed()
+        assert "refund-0, refund-2" in box.inner_text()
+        assert pg.get_by_text("was 100%").count() == 1
+        OUT.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(OUT / "experiment-schedules.png"), full_page=True)
