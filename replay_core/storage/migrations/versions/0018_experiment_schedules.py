@@ -1,8 +1,8 @@
 """experiment_schedules, schedule_runs and queue_feeds: experiments run again on a schedule, each
 run compared with the one before; a review queue's bad verdicts fed to a dataset
 
-Revision ID: 0017_experiment_schedules
-Revises: 0016_monitors
+Revision ID: 0018_experiment_schedules
+Revises: 0017_run_users
 Create Date: 2026-12-06
 """
 
@@ -11,8 +11,8 @@ from alembic import op
 
 from replay_core.storage.tables import JSONType, UTCDateTime
 
-revision = "0017_experiment_schedules"
-down_revision = "0016_monitors"
+revision = "0018_experiment_schedules"
+down_revision = "0017_run_users"
 branch_labels = None
 depends_on = None
 
