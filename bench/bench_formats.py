@@ -302,6 +302,8 @@ def crewai() -> bytes:
             out.append(msg)
     task["messages"] = out + tail
     return orjson.dumps(doc)
+
+
 def openai_input_list() -> bytes:
     """The real input list's tool round trips repeated, call ids renamed per copy."""
     items = orjson.loads((FIX / "openai_agents/result_input_list.json").read_bytes())
