@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from replay_core.cli import app
 from replay_core.demo import load_demo, read_demo
 from replay_core.ingest.formats import UnknownFormat
-from replay_core.ingest.pipeline import import_file
+from replay_core.ingest.pipeline import ImportRejected, import_file
 from replay_core.storage.store import SessionFilter
 from replay_core.understand.compare import compare
 from replay_core.understand.snapshot import rebuild_messages
@@ -364,7 +364,7 @@ def real_samples() -> list[str]:
 def test_null_replay_reproduces_every_real_sample_with_model_turns(sqlite_store, sample):
     try:
         report = import_file(sqlite_store, FIXTURES / sample)
-    except UnknownFormat as exc:  # fixtures of attributes or protobuf text; a real file that gives no steps
+    except (UnknownFormat, ImportRejected) as exc:  # attributes or protobuf text; a real file that gives no steps
         pytest.skip(f"{sample} is refused: {str(exc).splitlines()[0][:200]}")
     replayed = 0
     for sid in report.sessions:
