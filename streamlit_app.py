@@ -47,7 +47,8 @@ def navigation(*, visible: bool):
         sections.setdefault(section, []).append(page)
     path, title, icon, url = SHARE_PAGE
     sections["Runs"].append(st.Page(path, title=title, icon=icon, url_path=url, visibility="hidden"))
-    return st.navigation(sections, position="sidebar" if visible else "hidden")
+    # every page listed: past twelve Streamlit would fold the last ones (Import among them) behind "View more"
+    return st.navigation(sections, position="sidebar" if visible else "hidden", expanded=True)
 
 
 def main() -> None:

@@ -41,6 +41,9 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         detail = pg.locator(".st-key-step_detail .detail")  # drawn in its component's shadow root (ui/components.py)
         assert detail.locator("h3").inner_text() == "📦 Tool result · step 18"
         assert detail.locator(".failed").inner_text() == "❌ This step failed: TestFailure."
+        fold = detail.locator("button.show-all").first  # a long result shows its start and says what is folded
+        assert "more lines" in fold.inner_text()
+        fold.click()
         assert (
             "TypeError: format_price() got an unexpected keyword argument 'rounding'" in detail.locator("pre").first.inner_text()
         )
