@@ -305,10 +305,14 @@ def _commit(
         ).first()
         if old is None:
             continue
-        conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
-        _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
-        seq = _room(conn, step.session_id, [where or ""])[0][0]
-        conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
+        if _between(conn, step.session_id, old.seq, where or ""):  # its place is where it stands: nothing moves
+            conn.execute(update(steps).where(steps.c.id == old.id).values(**values))
+            seq = old.seq
+        else:
+            conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
+            _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
+            seq = _room(conn, step.session_id, [where or ""])[0][0]
+            conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
         if step.agent_id is not None:  # steps of the tool's span may have come before it
             _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
     for sid, (from_seq, agent_of) in (agents or {}).items():
@@ -360,11 +364,11 @@ class OtlpArrangement:
                     conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
             incoming.setdefault(to_sid, []).extend(r for r in rows if r.event_id not in held)
         moved: dict[str, list[Sequence]] = {}
+        stored = _stored(conn, batch.steps)
         for sid in dict.fromkeys([*batch.steps, *incoming]):
             pending = batch.steps.get(sid, [])
             mine = incoming.get(sid, [])
-            ids = [row[EVENT_ID_AT] for row, _ in pending]
-            held = _held(conn, sid, ids) | {r.event_id for r in mine}
+            held = stored.get(sid, set()) | {r.event_id for r in mine}
             spots: dict[str, tuple[str, int]] = {}  # event_id → (place, index in pending, or -1 - index in mine)
             for i, (row, _) in enumerate(pending):
                 eid = row[EVENT_ID_AT]
@@ -414,6 +418,27 @@ class OtlpArrangement:
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
 _KEY_IN = rollups.FIELDS.index("call_key")
 PLACE_AT = ROW_COLUMNS.index("place")
+
+
+def _stored(conn: Connection, pending: dict[str, list[tuple[tuple, Any]]]) -> dict[str, set[str]]:
+    """Per run, which of its pending rows' event ids it holds already: one read for the batch."""
+    out: dict[str, set[str]] = {}
+    s = steps.c
+    sids = list(pending)
+    ids = list({row[EVENT_ID_AT] for rows in pending.values() for row, _ in rows})
+    for part in chunks(ids):
+        for sid, eid in conn.execute(select(s.session_id, s.event_id).where(s.session_id.in_(sids), s.event_id.in_(part))):
+            out.setdefault(sid, set()).add(eid)
+    return out
+
+
+def _between(conn: Connection, sid: str, seq: int, where: str) -> bool:
+    """Whether a place falls between those of the steps before and after `seq` in a run (a step taken over
+    by another of a nearby place keeps its seq)."""
+    s = steps.c
+    prev = conn.scalar(select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1))
+    after = conn.execute(select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1)).first()
+    return (prev or "") <= where and (after is None or where < (after.place or ""))
 
 
 def _held(conn: Connection, sid: str, event_ids: Sequence[str]) -> set[str]:
