@@ -14,13 +14,12 @@ moves the run once."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from .. import config
@@ -226,27 +225,28 @@ class IngestState(StoreBase):
         for the texts found. Returns the results filled."""
         found: list[tuple[str, str, str, str]] = []
         with self.engine.connect() as conn:
-            query = _next_model_context()
-            for sid, eid, call_id in bare:
-                row = conn.execute(query, {"sid": sid, "eid": eid}).first()
-                if row is None or not row.context:
-                    continue
-                text = next(
-                    (
-                        m["content"]
-                        for m in row.context
-                        if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") == call_id
-                    ),
-                    None,
-                )
-                if isinstance(text, str):
-                    found.append((sid, call_id, text, row.event_id))
+            for part in chunks(list(bare), 200):
+                models = _next_models(conn, [(sid, eid) for sid, eid, _ in part])
+                wanted = sorted({(sid, m) for (sid, _, _), m in zip(part, models, strict=True) if m is not None})
+                contexts = _contexts(conn, wanted)
+                for (sid, _, call_id), model in zip(part, models, strict=True):
+                    context = contexts.get((sid, model)) if model is not None else None
+                    said = next(
+                        (
+                            m["content"]
+                            for m in context or []
+                            if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") == call_id
+                        ),
+                        None,
+                    )
+                    if isinstance(said, str) and model is not None:
+                        found.append((sid, call_id, said, model))
         if not found:
             return 0
         changed = 0
         with self._write_lock, self._write_transaction() as conn:
-            for sid, call_id, text, model in found:
-                changed += _fill_result(conn, sid, call_id, text, model)
+            for sid, call_id, said, model in found:
+                changed += _fill_result(conn, sid, call_id, said, model)
             if changed:
                 rollups.refresh(conn, list({f[0] for f in found}), bulk_insert)
         return changed
@@ -268,9 +268,13 @@ def _commit(
     known: set[str] = set()
     for part in chunks(list(placed)):
         known.update(conn.scalars(select(t.trace_id).where(t.trace_id.in_(part))))
-    for tid in known:
-        sid, settled = placed[tid]
-        conn.execute(update(otlp_traces).where(t.trace_id == tid).values(session_id=sid, settled=settled, updated_at=now))
+    if known:
+        conn.execute(
+            update(otlp_traces)
+            .where(t.trace_id == bindparam("tid"))
+            .values(session_id=bindparam("sid"), settled=bindparam("done"), updated_at=now),
+            [{"tid": tid, "sid": placed[tid][0], "done": placed[tid][1]} for tid in known],
+        )
     new = [
         {"trace_id": tid, "session_id": sid, "settled": settled, "updated_at": now}
         for tid, (sid, settled) in placed.items()
@@ -353,7 +357,7 @@ class OtlpArrangement:
                 conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
             self._moving.append((from_sid, to_sid))
 
-    def place(self, conn: Connection, batch: WriteBatch) -> dict[str, list[Sequence]]:
+    def place(self, conn: Connection, batch: WriteBatch) -> tuple[dict[str, list[Sequence]], dict[str, int]]:
         s = steps.c
         incoming: dict[str, list] = {}  # run → the stored steps moving into it (rows of _MOVED)
         for from_sid, to_sid in self._moving:
@@ -364,11 +368,15 @@ class OtlpArrangement:
                     conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
             incoming.setdefault(to_sid, []).extend(r for r in rows if r.event_id not in held)
         moved: dict[str, list[Sequence]] = {}
+        dupes: dict[str, int] = {}
         stored = _stored(conn, batch.steps)
         for sid in dict.fromkeys([*batch.steps, *incoming]):
-            pending = batch.steps.get(sid, [])
             mine = incoming.get(sid, [])
             held = stored.get(sid, set()) | {r.event_id for r in mine}
+            pending = [item for item in batch.steps.get(sid, []) if item[0][EVENT_ID_AT] not in held]
+            if sid in batch.steps:
+                dupes[sid] = len(batch.steps[sid]) - len(pending)
+                batch.steps[sid] = pending
             spots: dict[str, tuple[str, int]] = {}  # event_id → (place, index in pending, or -1 - index in mine)
             for i, (row, _) in enumerate(pending):
                 eid = row[EVENT_ID_AT]
@@ -404,7 +412,7 @@ class OtlpArrangement:
             conn.execute(update(sessions).where(sessions.c.replay_of == from_sid).values(replay_of=to_sid))
             rollups.forget(conn, [from_sid])
             conn.execute(delete(sessions).where(sessions.c.id == from_sid))
-        return moved
+        return moved, dupes
 
     def finish(self, conn: Connection) -> None:
         late = {sid: (after, self.agents[sid]) for sid, after in self._after.items() if self.agents.get(sid)}
@@ -531,21 +539,36 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
         conn.execute(update(steps).where(s.id == bindparam("rid")).values(agent_id=bindparam("agent")), changes)
 
 
-@functools.cache
-def _next_model_context():
-    """The first model call after a run's step (named by event id, stored without content) and the context it
-    received (None without one): one statement, built once."""
-    s, c = steps.c, step_contexts.c
-    seq = select(s.seq).where(s.session_id == bindparam("sid"), s.event_id == bindparam("eid"), s.content.is_(None))
-    model = steps.alias("model")
-    m = model.c
-    return (
-        select(m.event_id, c.context)
-        .select_from(model.outerjoin(step_contexts, and_(c.session_id == m.session_id, c.event_id == m.event_id)))
-        .where(m.session_id == bindparam("sid"), m.seq > seq.scalar_subquery(), m.type == "think")
-        .order_by(m.seq)
-        .limit(1)
+def _next_models(conn: Connection, named: Sequence[tuple[str, str]]) -> list[str | None]:
+    """For each (session_id, event_id) of a step stored without content: the event id of the first model call
+    after it in its run (None: none, or the step has content). One statement for them all."""
+    rows = ", ".join(f"(:k{i}, :s{i}, :e{i})" for i in range(len(named)))
+    query = text(
+        f"WITH b(k, sid, eid) AS (VALUES {rows}) SELECT b.k, (SELECT m.event_id FROM steps m"
+        " WHERE m.session_id = b.sid AND m.type = 'think' AND m.seq > (SELECT s.seq FROM steps s"
+        " WHERE s.session_id = b.sid AND s.event_id = b.eid AND s.content IS NULL) ORDER BY m.seq LIMIT 1) FROM b"
     )
+    params: dict[str, Any] = {}
+    for i, (sid, eid) in enumerate(named):
+        params.update({f"k{i}": i, f"s{i}": sid, f"e{i}": eid})
+    out: list[str | None] = [None] * len(named)
+    for k, model in conn.execute(query, params):
+        out[int(k)] = model
+    return out
+
+
+def _contexts(conn: Connection, named: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    """The recorded contexts of these (session_id, event_id) steps."""
+    c = step_contexts.c
+    out: dict[tuple[str, str], Any] = {}
+    by_run: dict[str, list[str]] = {}
+    for sid, eid in named:
+        by_run.setdefault(sid, []).append(eid)
+    for sid, eids in by_run.items():
+        for part in chunks(eids):
+            query = select(c.event_id, c.context).where(c.session_id == sid, c.event_id.in_(part))
+            out.update(((sid, eid), context) for eid, context in conn.execute(query))
+    return out
 
 
 def _recorded(conn: Connection, step_id: int, meta: dict | None, field: str) -> None:

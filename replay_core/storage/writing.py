@@ -88,12 +88,13 @@ class Arrangement(Protocol):
     """What a write does besides storing its batch, in the same transaction (an OTLP batch: moving a
     provisional run's steps, making room among stored steps, the receiver's state): `start` before
     the batch's runs are read, `place` once they are locked and created (it may set its rows' seqs and
-    places; returns the rollup rows, rollups.FIELDS, of stored steps it moved into each run), `finish`
-    after the steps are stored."""
+    places, and takes out the steps their runs hold already; returns the rollup rows, rollups.FIELDS, of
+    stored steps it moved into each run, and how many steps of each run it took out), `finish` after the
+    steps are stored."""
 
     def start(self, conn: Connection) -> None: ...
 
-    def place(self, conn: Connection, batch: WriteBatch) -> dict[str, list[Sequence]]: ...
+    def place(self, conn: Connection, batch: WriteBatch) -> tuple[dict[str, list[Sequence]], dict[str, int]]: ...
 
     def finish(self, conn: Connection) -> None: ...
 
@@ -309,11 +310,13 @@ class Writing(StoreBase):
         for sid, fields in opened.items():
             if sid in known and fields:
                 conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
-        moved = arrange.place(conn, batch) if arrange is not None else {}
+        moved, held = arrange.place(conn, batch) if arrange is not None else ({}, {})
         last_seen: dict[str, datetime] = {}
         rolled_new, stale, all_rows, all_contexts = {}, {}, [], []
         for sid, pending in by_session.items():
-            dupes, new_rows, contexts = self._new_steps(conn, sid, pending, sid in known or sid in moved, batch.bound)
+            existed = sid in known and arrange is None  # an arrangement numbered them and took out what is stored
+            dupes, new_rows, contexts = self._new_steps(conn, sid, pending, existed, batch.bound)
+            dupes += held.get(sid, 0)
             if sid in created and sid not in known and sid not in moved:  # every step of the run is in hand
                 rolled_new[sid] = (
                     batch.rolled[sid]
