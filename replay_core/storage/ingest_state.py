@@ -369,7 +369,8 @@ class OtlpArrangement:
             incoming.setdefault(to_sid, []).extend(r for r in rows if r.event_id not in held)
         moved: dict[str, list[Sequence]] = {}
         dupes: dict[str, int] = {}
-        stored = _stored(conn, batch.steps)
+        holding = {sid: batch.steps[sid] for sid in batch.steps if _holds_steps(conn, sid)}  # a new run holds none
+        stored = _stored(conn, holding) if holding else {}
         for sid in dict.fromkeys([*batch.steps, *incoming]):
             mine = incoming.get(sid, [])
             held = stored.get(sid, set()) | {r.event_id for r in mine}
@@ -426,6 +427,10 @@ class OtlpArrangement:
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
 _KEY_IN = rollups.FIELDS.index("call_key")
 PLACE_AT = ROW_COLUMNS.index("place")
+
+
+def _holds_steps(conn: Connection, sid: str) -> bool:
+    return conn.scalar(select(steps.c.id).where(steps.c.session_id == sid).limit(1)) is not None
 
 
 def _stored(conn: Connection, pending: dict[str, list[tuple[tuple, Any]]]) -> dict[str, set[str]]:
