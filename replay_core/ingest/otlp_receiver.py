@@ -5,8 +5,9 @@ out before the agent span at its root, which carries `session.id` and ends last.
 is therefore read against what earlier batches of its traces left in the Store:
 - a trace whose session is not known yet (no root, no `session.id` seen) is stored, visible,
   in a provisional session named by its trace id; when the root or the `session.id` arrives
-  its steps move to the real session (numbered after what that session holds) and the
-  provisional session is gone — nothing is kept aside where a live view cannot see it;
+  its steps move to the real session (placed among what that session holds, with the batch's
+  own steps, in the batch's one write transaction) and the provisional session is gone —
+  nothing is kept aside where a live view cannot see it;
 - a trace already placed keeps its session for every later span;
 - a model call an earlier batch stored as a bare `tool_call` (no tool span yet) is taken over
   by the tool span answering it when that arrives (the stored step becomes the tool's call,

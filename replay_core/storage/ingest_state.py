@@ -5,12 +5,14 @@ run's order), and how far `watch` has read each file.
 
 A run's steps stay in the order of their places (ingest.formats.otel.ordering.place), numbered
 1..n by seq, whatever order their batches come in: a batch's steps are put among the stored ones
-(`_room`), the stored steps after them moving up. So `seq` is a step's position, which a step that
-starts earlier can still change while its run's spans arrive; its `event_id` (from its span id)
-never changes, and is what names a step for good. The cost of a batch is two binary searches on seq,
-the stored steps it lands among (read, and moved one by one), and one range update of the steps
-after it: a batch that lands after what is stored (most of an exporter's) moves nothing, a late root
-moves the run once."""
+(`_room`), the stored steps after them moving up, inside the batch's own write transaction
+(`OtlpArrangement`, with the provisional steps its traces settled). So `seq` is a step's position,
+which a step that starts earlier can still change while its run's spans arrive; its `event_id` (from
+its span id) never changes, and is what names a step for good. The cost of a batch is two binary
+searches on seq, the stored steps it lands among (read, and moved one by one), and one range update
+of the steps after it: a batch that lands after what is stored (most of an exporter's) moves nothing,
+a late root moves the run once.
+"""
 
 from __future__ import annotations
 
@@ -102,33 +104,6 @@ class IngestState(StoreBase):
             rollups.refresh(conn, [to_sid], bulk_insert)
             daily.refresh(conn, [from_sid, to_sid], bulk_insert)
         return len(moving)
-
-    def otlp_room(self, wanted: dict[str, list[tuple[str, str]]]) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
-        """Seqs for a batch's new steps ({session_id: [(place, event_id)]}) in runs that hold steps, their
-        stored steps after them moved up to make room, in one transaction: {(session_id, event_id): seq}
-        (none for a run not stored yet: its steps, in place order, are numbered as they come), and per run
-        the lowest seq of a new step that landed before stored ones (its descendants may be among them).
-        A step its run already holds (a batch delivered again) gets none: the writer counts it a
-        duplicate. Until the steps are written their seqs are gaps, never a step out of its place."""
-        out: dict[tuple[str, str], int] = {}
-        before: dict[str, int] = {}
-        with self._write_lock, self._write_transaction() as conn:
-            known = existing_sessions(conn, list(wanted), lock=True)
-            for sid, items in wanted.items():
-                if sid not in known:  # a new run: the writer numbers its steps as they come, in place order
-                    continue
-                held: set[str] = set()
-                for part in chunks([e for _, e in items]):
-                    held.update(
-                        conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part)))
-                    )
-                new = sorted(dict((e, p) for p, e in items if e not in held).items(), key=lambda item: item[1])
-                if new:
-                    seqs, first = _room(conn, sid, [p for _, p in new])
-                    out.update(((sid, e), seq) for (e, _), seq in zip(new, seqs, strict=True))
-                    if first is not None:
-                        before[sid] = first
-        return out, before
 
     def step_agents(self, session_ids: Sequence[str], event_ids: Sequence[str]) -> dict[str, str | None]:
         """The agent of each of the steps named that these runs hold (a run and the provisional ones moving into it)."""
@@ -389,16 +364,16 @@ class OtlpArrangement:
                 continue
             order = sorted(spots.values())
             seqs, first = _room(conn, sid, [where for where, _ in order])
-            rows = [row for row, _ in pending]
+            made: list[tuple] = [row for row, _ in pending]
             changes, rolled = [], []
             for (where, i), seq in zip(order, seqs, strict=True):
                 if i >= 0:
-                    rows[i] = (*rows[i][:SEQ_AT], seq, *rows[i][SEQ_AT + 1 : PLACE_AT], where)
+                    made[i] = (*made[i][:SEQ_AT], seq, *made[i][SEQ_AT + 1 : PLACE_AT], where)
                 else:
                     r = mine[-1 - i]
                     changes.append({"rid": r.id, "new_seq": seq})
                     rolled.append((seq, *r[4:]))
-            batch.steps[sid] = [(row, context) for row, (_, context) in zip(rows, pending, strict=True)]
+            batch.steps[sid] = [(row, context) for row, (_, context) in zip(made, pending, strict=True)]
             if changes:
                 conn.execute(
                     update(steps).where(s.id == bindparam("rid")).values(session_id=sid, seq=bindparam("new_seq")), changes
