@@ -125,10 +125,9 @@ def ingest(
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
-    audited: dict[str, Any] = (
-        {"audit": audit} if audit is not None else {}
-    )  # only the HTTP routes ask: stand-ins for the Store take none
-    if arrange is not None:  # what OTLP's receiver does in the write's transaction (storage.writing.Arrangement)
+    # only the HTTP routes ask for an audit line, only OTLP's receiver for an arrangement: stand-ins for the Store take neither
+    audited: dict[str, Any] = {"audit": audit} if audit is not None else {}
+    if arrange is not None:
         audited["arrange"] = arrange
     written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts, **audited)
     _store_attachments(store, attachments, refused, redactor)
