@@ -5,8 +5,9 @@ out before the agent span at its root, which carries `session.id` and ends last.
 is therefore read against what earlier batches of its traces left in the Store:
 - a trace whose session is not known yet (no root, no `session.id` seen) is stored, visible,
   in a provisional session named by its trace id; when the root or the `session.id` arrives
-  its steps move to the real session (numbered after what that session holds) and the
-  provisional session is gone — nothing is kept aside where a live view cannot see it;
+  its steps move to the real session (placed among what that session holds, with the batch's
+  own steps, in the batch's one write transaction) and the provisional session is gone —
+  nothing is kept aside where a live view cannot see it;
 - a trace already placed keeps its session for every later span;
 - a model call an earlier batch stored as a bare `tool_call` (no tool span yet) is taken over
   by the tool span answering it when that arrives (the stored step becomes the tool's call,
@@ -23,7 +24,8 @@ import threading
 import weakref
 
 from ..events import StepEvent
-from ..storage.columns import EVENT_ID_AT, SEQ_AT, STEP_COLUMNS
+from ..storage.columns import EVENT_ID_AT, STEP_COLUMNS
+from ..storage.ingest_state import OtlpArrangement
 from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
@@ -90,16 +92,20 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
             for r in items
             if isinstance(r, otel.Replace)
         ]
-        for from_sid, to_sid in moves:
-            store.move_session_steps(from_sid, to_sid)
         events = [e for e in items if not isinstance(e, otel.Replace)]
-        events, unplaced, before = _numbered(store, events, ledger.places)
-        events, replaced, agents = _inherited(store, events, replaced, before)
-        report = ingest(store, events, redactor=redactor, source=source)
-        opened = [_row(p, redactor) for p in ledger.opened]
-        consumed = [(p.trace_id, p.side, p.event_id) for p in ledger.consumed]
-        late = {sid: (before[sid], agents[sid]) for sid in before if agents.get(sid)}
-        store.otlp_commit(now_placed, consumed, opened, replaced, places=unplaced, agents=late)
+        sources: dict[str, list[str]] = {}
+        for from_sid, to_sid in moves:
+            sources.setdefault(to_sid, []).append(from_sid)
+        events, replaced, agents = _inherited(store, events, replaced, sources)
+        commit = {
+            "placed": now_placed,
+            "consumed": [(p.trace_id, p.side, p.event_id) for p in ledger.consumed],
+            "opened": [_row(p, redactor) for p in ledger.opened],
+            "replaced": replaced,
+            "idle": None,
+        }
+        arrange = OtlpArrangement(moves, ledger.places, commit, agents)
+        report = ingest(store, events, redactor=redactor, source=source, arrange=arrange)
         _results_across_batches(store, events, laid)
     report.steps += len(replaced)
     report.set_up = set_up
@@ -134,13 +140,13 @@ def _key(ev: StepRow | StepEvent) -> tuple[str, str]:
 
 
 def _inherited(
-    store: Store, events: list, replaced: list, before: dict[str, int]
+    store: Store, events: list, replaced: list, sources: dict[str, list[str]]
 ) -> tuple[list, list, dict[str, dict[str, str]]]:
     """The batch's steps with the agent they inherit from a stored ancestor (a step whose parent came in an
-    earlier batch had none to inherit while its spans were read), and, for the runs where the batch landed
-    before stored steps (`before`), {event_id: agent} of its steps with an agent, which stored steps below
-    them inherit (`Store.otlp_commit`). A run none of whose agentless steps has its parent outside the
-    batch, and which the batch only appended to, has nothing to inherit either way: no walk."""
+    earlier batch had none to inherit while its spans were read: looked up in its run and the provisional
+    runs moving into it, `sources`), and per run {event_id: agent} of its steps with an agent, which stored
+    steps below them inherit where the batch lands before or among them (`OtlpArrangement`). A run none of
+    whose agentless steps has its parent outside the batch has nothing to look up."""
     steps: dict[str, dict[str, tuple[str | None, str | None]]] = {}  # sid → event_id → (agent, parent)
     for ev in [*events, *(step for _, step, _ in replaced)]:
         if isinstance(ev, (StepRow, StepEvent)):
@@ -150,16 +156,13 @@ def _inherited(
     given: dict[tuple[str, str], str] = {}
     agents: dict[str, dict[str, str]] = {}
     for sid, mine in steps.items():
-        outside = {p for a, p in mine.values() if a is None and p is not None and p not in mine}
-        if not outside and sid not in before:
-            continue
         known = {eid: a for eid, (a, _) in mine.items() if a is not None}
-        if sid in before:
-            agents[sid] = known  # with what the walk below finds
+        agents[sid] = known  # with what the walk below finds
+        outside = {p for a, p in mine.values() if a is None and p is not None and p not in mine}
         if not outside:  # the mapping gave every agentless step what its batch holds
             continue
         found: dict[str | None, str | None] = {}
-        found.update(store.step_agents(sid, sorted(outside)))
+        found.update(store.step_agents([sid, *sources.get(sid, ())], sorted(outside)))
         for eid in mine:
             path, node = [], eid  # type: list[str], str | None
             while node not in found and node in mine and mine[node][0] is None:
@@ -183,34 +186,6 @@ def _inherited(
         out.append(ev)
     again = [(old, step.model_copy(update={"agent_id": given.get(_key(step), step.agent_id)}), at) for old, step, at in replaced]
     return out, again, agents
-
-
-def _numbered(
-    store: Store, events: list, places: dict[tuple[str, str], str]
-) -> tuple[list, list[tuple[str, str, str]], dict[str, int]]:
-    """The batch's events with each new step's seq in a run that holds steps already: its place among
-    them, which `Store.otlp_room` makes (a new run's steps come in place order: the writer numbers them
-    as they come); the places of the steps not stored as rows (made as StepEvents), which the writer
-    leaves empty and `otlp_commit` fills; and per run the lowest seq the batch landed before stored
-    steps at."""
-    keyed = [(ev, _key(ev) if isinstance(ev, (StepRow, StepEvent)) else None) for ev in events]
-    wanted: dict[str, list[tuple[str, str]]] = {}
-    for _, key in keyed:
-        if key is not None:
-            wanted.setdefault(key[0], []).append((places.get(key, ""), key[1]))
-    seqs, before = store.otlp_room(wanted) if wanted else ({}, {})
-    out, unplaced = [], []
-    for ev, key in keyed:
-        if key is not None:
-            seq = seqs.get(key)
-            if isinstance(ev, StepEvent):
-                ev = ev.model_copy(update={"seq": seq}) if seq is not None else ev
-                if key in places:
-                    unplaced.append((*key, places[key]))
-            elif seq is not None:
-                ev = StepRow(ev.session_id, (*ev.row[:SEQ_AT], seq, *ev.row[SEQ_AT + 1 :]), ev.context, ev.redacted)
-        out.append(ev)
-    return out, unplaced, before
 
 
 def _settling(spans: list[otel.Span]) -> dict[str, tuple[str | None, bool]]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..events import AttachmentEvent, SessionEndEvent, SessionEvent, SessionStatus, StepEvent
 from ..media.attachments import attach_image
@@ -26,6 +27,9 @@ from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, na
 from .formats.shape import describe, shape_of
 from .redact import Redactor, default_redactor
 from .step_rows import CARRIERS
+
+if TYPE_CHECKING:
+    from ..storage.writing import Arrangement
 
 
 @dataclass
@@ -86,6 +90,7 @@ def ingest(
     refuse_conflicts: bool = False,
     actor: Actor | None = None,
     audit: Actor | None = None,
+    arrange: Arrangement | None = None,
 ) -> IngestReport:
     """Redact and store already-validated events in one transaction (with `audit`: an `ingest` line of
     the audit log in that actor's name, in the same transaction: the HTTP API, per request).
@@ -120,7 +125,10 @@ def ingest(
         if isinstance(ev, StepEvent):
             redacted += ev.redacted - before
         clean.append(ev)
-    audited = {"audit": audit} if audit is not None else {}  # only the HTTP routes ask: stand-ins for the Store take none
+    # only the HTTP routes ask for an audit line, only OTLP's receiver for an arrangement: stand-ins for the Store take neither
+    audited: dict[str, Any] = {"audit": audit} if audit is not None else {}
+    if arrange is not None:
+        audited["arrange"] = arrange
     written = store.write(clean, default_source=source, replace=replace, refuse_conflicts=refuse_conflicts, **audited)
     _store_attachments(store, attachments, refused, redactor)
     if replacer is not None:

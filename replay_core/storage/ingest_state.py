@@ -5,31 +5,34 @@ run's order), and how far `watch` has read each file.
 
 A run's steps stay in the order of their places (ingest.formats.otel.ordering.place), numbered
 1..n by seq, whatever order their batches come in: a batch's steps are put among the stored ones
-(`_room`), the stored steps after them moving up. So `seq` is a step's position, which a step that
-starts earlier can still change while its run's spans arrive; its `event_id` (from its span id)
-never changes, and is what names a step for good. The cost of a batch is two binary searches on seq,
-the stored steps it lands among (read, and moved one by one), and one range update of the steps
-after it: a batch that lands after what is stored (most of an exporter's) moves nothing, a late root
-moves the run once."""
+(`_room`), the stored steps after them moving up, inside the batch's own write transaction
+(`OtlpArrangement`, with the provisional steps its traces settled). So `seq` is a step's position,
+which a step that starts earlier can still change while its run's spans arrive; its `event_id` (from
+its span id) never changes, and is what names a step for good. The cost of a batch is two binary
+searches on seq, the stored steps it lands among (read, and moved one by one), and one range update
+of the steps after it: a batch that lands after what is stored (most of an exporter's) moves nothing,
+a late root moves the run once.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from .. import config
 from ..vocabulary import now_utc
 from . import daily, rollups
 from .bulk import bulk_insert, chunks, dialect_module
-from .columns import STEP_COLUMNS, call_key, step_values
+from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
 from .tables import annotations as annotations_table
 from .tables import attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
-from .writing import existing_sessions
+from .writing import WriteBatch, existing_sessions
 
 if TYPE_CHECKING:
     from ..events import StepEvent
@@ -102,40 +105,13 @@ class IngestState(StoreBase):
             daily.refresh(conn, [from_sid, to_sid], bulk_insert)
         return len(moving)
 
-    def otlp_room(self, wanted: dict[str, list[tuple[str, str]]]) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
-        """Seqs for a batch's new steps ({session_id: [(place, event_id)]}) in runs that hold steps, their
-        stored steps after them moved up to make room, in one transaction: {(session_id, event_id): seq}
-        (none for a run not stored yet: its steps, in place order, are numbered as they come), and per run
-        the lowest seq of a new step that landed before stored ones (its descendants may be among them).
-        A step its run already holds (a batch delivered again) gets none: the writer counts it a
-        duplicate. Until the steps are written their seqs are gaps, never a step out of its place."""
-        out: dict[tuple[str, str], int] = {}
-        before: dict[str, int] = {}
-        with self._write_lock, self._write_transaction() as conn:
-            known = existing_sessions(conn, list(wanted), lock=True)
-            for sid, items in wanted.items():
-                if sid not in known:  # a new run: the writer numbers its steps as they come, in place order
-                    continue
-                held: set[str] = set()
-                for part in chunks([e for _, e in items]):
-                    held.update(
-                        conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part)))
-                    )
-                new = sorted(dict((e, p) for p, e in items if e not in held).items(), key=lambda item: item[1])
-                if new:
-                    seqs, first = _room(conn, sid, [p for _, p in new])
-                    out.update(((sid, e), seq) for (e, _), seq in zip(new, seqs, strict=True))
-                    if first is not None:
-                        before[sid] = first
-        return out, before
-
-    def step_agents(self, session_id: str, event_ids: Sequence[str]) -> dict[str, str | None]:
-        """The agent of each of a run's stored steps named (those it holds)."""
+    def step_agents(self, session_ids: Sequence[str], event_ids: Sequence[str]) -> dict[str, str | None]:
+        """The agent of each of the steps named that these runs hold (a run and the provisional ones moving into it)."""
         out: dict[str, str | None] = {}
         s = steps.c
         with self.engine.connect() as conn:
             for part in chunks(list(event_ids)):
-                query = select(s.event_id, s.agent_id).where(s.session_id == session_id, s.event_id.in_(part))
+                query = select(s.event_id, s.agent_id).where(s.session_id.in_(list(session_ids)), s.event_id.in_(part))
                 out.update((eid, agent) for eid, agent in conn.execute(query))
         return out
 
@@ -149,67 +125,16 @@ class IngestState(StoreBase):
         places: Sequence[tuple[str, str, str]] = (),
         agents: dict[str, tuple[int, dict[str, str]]] | None = None,
     ) -> None:
-        """What one OTLP batch changed, in one transaction: where its traces live, the calls it answered
-        (`consumed`: (trace_id, side, event_id)) or left open, stored steps a tool span took the place
-        of (`replaced`: (old event id, the redacted step, its place), moved to that place), and the places
-        of steps the writer stored without one (`places`: (session_id, event_id, place)), and the agents
-        stored steps inherit from an ancestor that came after them (`agents`: {session_id: (the lowest seq
-        the batch landed before stored steps at, {event_id: agent} of its steps)}). Open calls of
-        traces that received nothing for longer than `idle` (AGENT_REPLAY_IDLE_MINUTES) are dropped:
-        such a trace is over, and the table stays as small as the traces in flight."""
-        now = now_utc()
-        t, o = otlp_traces.c, otlp_open_calls.c
+        """What one OTLP batch changed, in one transaction (`OtlpArrangement` does it inside the batch's write):
+        where its traces live, the calls it answered (`consumed`: (trace_id, side, event_id)) or left open, stored
+        steps a tool span took the place of (`replaced`: (old event id, the redacted step, its place), moved to that
+        place), the places of steps the writer stored without one (`places`: (session_id, event_id, place)), and
+        the agents stored steps inherit from an ancestor that came after them (`agents`: {session_id: (the seq
+        after which they may be, {event_id: agent} of the batch's steps)}). Open calls of traces that received
+        nothing for longer than `idle` (AGENT_REPLAY_IDLE_MINUTES) are dropped: such a trace is over, and the
+        table stays as small as the traces in flight."""
         with self._write_lock, self.engine.begin() as conn:
-            known: set[str] = set()
-            for part in chunks(list(placed)):
-                known.update(conn.scalars(select(t.trace_id).where(t.trace_id.in_(part))))
-            for tid in known:
-                sid, settled = placed[tid]
-                conn.execute(update(otlp_traces).where(t.trace_id == tid).values(session_id=sid, settled=settled, updated_at=now))
-            new = [
-                {"trace_id": tid, "session_id": sid, "settled": settled, "updated_at": now}
-                for tid, (sid, settled) in placed.items()
-                if tid not in known
-            ]
-            if new:
-                conn.execute(insert(otlp_traces), new)
-            for tid, side, event_id in consumed:
-                conn.execute(delete(otlp_open_calls).where(o.trace_id == tid, o.side == side, o.event_id == event_id))
-            if opened:
-                conn.execute(insert(otlp_open_calls), list(opened))
-            cutoff = now - (idle if idle is not None else config.idle_timeout())
-            stale = select(t.trace_id).where(t.updated_at < cutoff)
-            conn.execute(delete(otlp_open_calls).where(o.trace_id.in_(stale)))
-            if places:
-                conn.execute(
-                    update(steps)
-                    .where(steps.c.session_id == bindparam("sid"), steps.c.event_id == bindparam("eid"))
-                    .values(place=bindparam("where")),
-                    [{"sid": sid, "eid": eid, "where": where} for sid, eid, where in places],
-                )
-            for old_event_id, step, where in replaced:
-                event_id = step.identity()
-                taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == step.session_id, steps.c.event_id == event_id))
-                if taken is not None and event_id != old_event_id:  # a re-delivered batch: the tool's step is stored already
-                    continue
-                values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
-                values.update(event_id=event_id, call_key=call_key(values), place=where)
-                del values["seq"]
-                old = conn.execute(
-                    select(steps.c.id, steps.c.seq).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
-                ).first()
-                if old is None:
-                    continue
-                conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
-                _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
-                seq = _room(conn, step.session_id, [where or ""])[0][0]
-                conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
-                if step.agent_id is not None:  # steps of the tool's span may have come before it
-                    _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
-            for sid, (from_seq, agent_of) in (agents or {}).items():
-                _inherit(conn, sid, from_seq, agent_of)
-            rollups.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
-            daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
+            _commit(conn, placed, consumed, opened, replaced, idle, places, agents or {})
 
     def watch_offset(self, path: str) -> dict | None:
         """Where `watch` has read `path` up to: {path, inode, offset, format, updated_at, fingerprint}, or None."""
@@ -271,32 +196,245 @@ class IngestState(StoreBase):
     def otlp_results_from_later(self, bare: Sequence[tuple[str, str, str]]) -> int:
         """Tool results a batch stored without text (`bare`: (session_id, event_id, tool_call id)) that the first
         model call stored after each received: their text from that call's context (a tool span can arrive after
-        the model call that got its result). One indexed read per result. Returns the results filled."""
-        s, c = steps.c, step_contexts.c
+        the model call that got its result). One indexed read per result, outside the write lock; a write only
+        for the texts found. Returns the results filled."""
+        found: list[tuple[str, str, str, str]] = []
+        with self.engine.connect() as conn:
+            for part in chunks(list(bare), 200):
+                models = _next_models(conn, [(sid, eid) for sid, eid, _ in part])
+                wanted = sorted({(sid, m) for (sid, _, _), m in zip(part, models, strict=True) if m is not None})
+                contexts = _contexts(conn, wanted)
+                for (sid, _, call_id), model in zip(part, models, strict=True):
+                    context = contexts.get((sid, model)) if model is not None else None
+                    said = next(
+                        (
+                            m["content"]
+                            for m in context or []
+                            if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") == call_id
+                        ),
+                        None,
+                    )
+                    if isinstance(said, str) and model is not None:
+                        found.append((sid, call_id, said, model))
+        if not found:
+            return 0
         changed = 0
         with self._write_lock, self._write_transaction() as conn:
-            for sid, eid, call_id in bare:
-                seq = conn.scalar(select(s.seq).where(s.session_id == sid, s.event_id == eid, s.content.is_(None)))
-                if seq is None:
-                    continue
-                after = select(s.event_id).where(s.session_id == sid, s.seq > seq, s.type == "think").order_by(s.seq).limit(1)
-                model = conn.scalar(after)
-                if model is None:
-                    continue
-                context = conn.scalar(select(c.context).where(c.session_id == sid, c.event_id == model))
-                text = next(
-                    (
-                        m["content"]
-                        for m in context or []
-                        if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") == call_id
-                    ),
-                    None,
-                )
-                if isinstance(text, str):
-                    changed += _fill_result(conn, sid, call_id, text, model)
+            for sid, call_id, said, model in found:
+                changed += _fill_result(conn, sid, call_id, said, model)
             if changed:
-                rollups.refresh(conn, list({sid for sid, _, _ in bare}), bulk_insert)
+                rollups.refresh(conn, list({f[0] for f in found}), bulk_insert)
         return changed
+
+
+def _commit(
+    conn: Connection,
+    placed: dict[str, tuple[str, bool]],
+    consumed: Sequence[tuple[str, str, str]],
+    opened: Sequence[dict],
+    replaced: Sequence[tuple[str, StepEvent, str | None]],
+    idle: timedelta | None,
+    places: Sequence[tuple[str, str, str]],
+    agents: dict[str, tuple[int, dict[str, str]]],
+) -> None:
+    """`IngestState.otlp_commit` in a transaction already open."""
+    now = now_utc()
+    t, o = otlp_traces.c, otlp_open_calls.c
+    known: set[str] = set()
+    for part in chunks(list(placed)):
+        known.update(conn.scalars(select(t.trace_id).where(t.trace_id.in_(part))))
+    if known:
+        conn.execute(
+            update(otlp_traces)
+            .where(t.trace_id == bindparam("tid"))
+            .values(session_id=bindparam("sid"), settled=bindparam("done"), updated_at=now),
+            [{"tid": tid, "sid": placed[tid][0], "done": placed[tid][1]} for tid in known],
+        )
+    new = [
+        {"trace_id": tid, "session_id": sid, "settled": settled, "updated_at": now}
+        for tid, (sid, settled) in placed.items()
+        if tid not in known
+    ]
+    if new:
+        conn.execute(insert(otlp_traces), new)
+    for tid, side, event_id in consumed:
+        conn.execute(delete(otlp_open_calls).where(o.trace_id == tid, o.side == side, o.event_id == event_id))
+    if opened:
+        conn.execute(insert(otlp_open_calls), list(opened))
+    cutoff = now - (idle if idle is not None else config.idle_timeout())
+    stale = select(t.trace_id).where(t.updated_at < cutoff)
+    conn.execute(delete(otlp_open_calls).where(o.trace_id.in_(stale)))
+    if places:
+        conn.execute(
+            update(steps)
+            .where(steps.c.session_id == bindparam("sid"), steps.c.event_id == bindparam("eid"))
+            .values(place=bindparam("where")),
+            [{"sid": sid, "eid": eid, "where": where} for sid, eid, where in places],
+        )
+    for old_event_id, step, where in replaced:
+        event_id = step.identity()
+        taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == step.session_id, steps.c.event_id == event_id))
+        if taken is not None and event_id != old_event_id:  # a re-delivered batch: the tool's step is stored already
+            continue
+        values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
+        values.update(event_id=event_id, call_key=call_key(values), place=where)
+        del values["seq"]
+        old = conn.execute(
+            select(steps.c.id, steps.c.seq).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
+        ).first()
+        if old is None:
+            continue
+        if _between(conn, step.session_id, old.seq, where or ""):  # its place is where it stands: nothing moves
+            conn.execute(update(steps).where(steps.c.id == old.id).values(**values))
+            seq = old.seq
+        else:
+            conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
+            _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
+            seq = _room(conn, step.session_id, [where or ""])[0][0]
+            conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
+        if step.agent_id is not None:  # steps of the tool's span may have come before it
+            _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
+    for sid, (from_seq, agent_of) in (agents or {}).items():
+        _inherit(conn, sid, from_seq, agent_of)
+    rollups.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
+    daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
+
+
+@dataclass
+class OtlpArrangement:
+    """An OTLP batch's work around its write, in the write's own transaction (writing.Arrangement): the steps
+    of provisional runs its traces settled moved into their runs (`moves`: (from, to)), each new step given its
+    seq among the stored ones by its place (`places`: {(session_id, event_id): place}), the moved steps placed
+    with them in one pass (a late root and the children it settles move nothing twice, and the rollups go on
+    from the stored ones when all of them land after), then `_commit` (`commit`: its arguments but the
+    agents), with the agents stored steps inherit (`agents`: {session_id: {event_id: agent}} of the batch's
+    steps) where the batch or a move landed before or among them."""
+
+    moves: list[tuple[str, str]]
+    places: dict[tuple[str, str], str]
+    commit: dict[str, Any]
+    agents: dict[str, dict[str, str]]
+    _moving: list[tuple[str, str]] = field(default_factory=list)
+    _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
+
+    def start(self, conn: Connection) -> None:
+        """The moves' runs locked, their traces pointed at their targets, a target not stored made from its source."""
+        for from_sid, to_sid in self.moves:
+            existing_sessions(conn, [from_sid, to_sid], lock=True)
+            src = conn.execute(select(sessions).where(sessions.c.id == from_sid)).mappings().first()
+            conn.execute(update(otlp_traces).where(otlp_traces.c.session_id == from_sid).values(session_id=to_sid))
+            if src is None or from_sid == to_sid:
+                continue
+            dialect = dialect_module(conn.dialect.name)
+            conn.execute(dialect.insert(sessions).values(**{**src, "id": to_sid}).on_conflict_do_nothing(index_elements=["id"]))
+            target = conn.execute(select(sessions.c.last_event_at).where(sessions.c.id == to_sid)).scalar()
+            if src["last_event_at"] and (target is None or target < src["last_event_at"]):
+                conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
+            self._moving.append((from_sid, to_sid))
+
+    def place(self, conn: Connection, batch: WriteBatch) -> tuple[dict[str, list[Sequence]], dict[str, int]]:
+        s = steps.c
+        incoming: dict[str, list] = {}  # run → the stored steps moving into it (rows of _MOVED)
+        for from_sid, to_sid in self._moving:
+            rows = conn.execute(select(*_MOVED).where(s.session_id == from_sid)).all()
+            held = _held(conn, to_sid, [r.event_id for r in rows])
+            for part in chunks(sorted(held)):
+                for table in (step_contexts, steps):
+                    conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
+            incoming.setdefault(to_sid, []).extend(r for r in rows if r.event_id not in held)
+        moved: dict[str, list[Sequence]] = {}
+        dupes: dict[str, int] = {}
+        holding = {sid: batch.steps[sid] for sid in batch.steps if _holds_steps(conn, sid)}  # a new run holds none
+        stored = _stored(conn, holding) if holding else {}
+        for sid in dict.fromkeys([*batch.steps, *incoming]):
+            mine = incoming.get(sid, [])
+            held = stored.get(sid, set()) | {r.event_id for r in mine}
+            pending = [item for item in batch.steps.get(sid, []) if item[0][EVENT_ID_AT] not in held]
+            if sid in batch.steps:
+                dupes[sid] = len(batch.steps[sid]) - len(pending)
+                batch.steps[sid] = pending
+            spots: dict[str, tuple[str, int]] = {}  # event_id → (place, index in pending, or -1 - index in mine)
+            for i, (row, _) in enumerate(pending):
+                eid = row[EVENT_ID_AT]
+                if eid not in held and eid not in spots:
+                    spots[eid] = (row[PLACE_AT] or self.places.get((sid, eid), ""), i)
+            for i, r in enumerate(mine):
+                spots[r.event_id] = (r.place or "", -1 - i)
+            if not spots:
+                continue
+            order = sorted(spots.values())
+            seqs, first = _room(conn, sid, [where for where, _ in order])
+            made: list[tuple] = [row for row, _ in pending]
+            changes, rolled = [], []
+            for (where, i), seq in zip(order, seqs, strict=True):
+                if i >= 0:
+                    made[i] = (*made[i][:SEQ_AT], seq, *made[i][SEQ_AT + 1 : PLACE_AT], where)
+                else:
+                    r = mine[-1 - i]
+                    changes.append({"rid": r.id, "new_seq": seq})
+                    rolled.append((seq, *r[4:]))
+            batch.steps[sid] = [(row, context) for row, (_, context) in zip(made, pending, strict=True)]
+            if changes:
+                conn.execute(
+                    update(steps).where(s.id == bindparam("rid")).values(session_id=sid, seq=bindparam("new_seq")), changes
+                )
+                moved[sid] = [(*r[:_KEY_IN], rollups.call_key(r[1], r[9], r[_KEY_IN]), *r[_KEY_IN + 1 :]) for r in rolled]
+                self._after[sid] = min(c["new_seq"] for c in changes) - 1
+            if first is not None:
+                self._after[sid] = min(self._after.get(sid, first), first)
+        for from_sid, to_sid in self._moving:
+            for table in (step_contexts, attachments, annotations_table):
+                conn.execute(update(table).where(table.c.session_id == from_sid).values(session_id=to_sid))
+            conn.execute(update(sessions).where(sessions.c.replay_of == from_sid).values(replay_of=to_sid))
+            rollups.forget(conn, [from_sid])
+            conn.execute(delete(sessions).where(sessions.c.id == from_sid))
+        return moved, dupes
+
+    def finish(self, conn: Connection) -> None:
+        late = {sid: (after, self.agents[sid]) for sid, after in self._after.items() if self.agents.get(sid)}
+        _commit(conn, **self.commit, places=(), agents=late)
+        if self._moving:
+            daily.refresh(conn, [from_sid for from_sid, _ in self._moving], bulk_insert)
+
+
+# what a moved step is read as: its row id, event id and place, then rollups.FIELDS (the call's arguments where
+# the key goes: the key is computed from them, as rollups.from_stored does)
+_MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
+_KEY_IN = rollups.FIELDS.index("call_key")
+PLACE_AT = ROW_COLUMNS.index("place")
+
+
+def _holds_steps(conn: Connection, sid: str) -> bool:
+    return conn.scalar(select(steps.c.id).where(steps.c.session_id == sid).limit(1)) is not None
+
+
+def _stored(conn: Connection, pending: dict[str, list[tuple[tuple, Any]]]) -> dict[str, set[str]]:
+    """Per run, which of its pending rows' event ids it holds already: one read for the batch."""
+    out: dict[str, set[str]] = {}
+    s = steps.c
+    sids = list(pending)
+    ids = list({row[EVENT_ID_AT] for rows in pending.values() for row, _ in rows})
+    for part in chunks(ids):
+        for sid, eid in conn.execute(select(s.session_id, s.event_id).where(s.session_id.in_(sids), s.event_id.in_(part))):
+            out.setdefault(sid, set()).add(eid)
+    return out
+
+
+def _between(conn: Connection, sid: str, seq: int, where: str) -> bool:
+    """Whether a place falls between those of the steps before and after `seq` in a run (a step taken over
+    by another of a nearby place keeps its seq)."""
+    s = steps.c
+    prev = conn.scalar(select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1))
+    after = conn.execute(select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1)).first()
+    return (prev or "") <= where and (after is None or where < (after.place or ""))
+
+
+def _held(conn: Connection, sid: str, event_ids: Sequence[str]) -> set[str]:
+    """Which of `event_ids` a run holds."""
+    held: set[str] = set()
+    for part in chunks(list(event_ids)):
+        held.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
+    return held
 
 
 READ_WHOLE = 2000  # steps of a run up to which `_room` reads all their places rather than searching
@@ -379,6 +517,38 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
             changes.append({"rid": rid, "agent": found[eid]})
     if changes:
         conn.execute(update(steps).where(s.id == bindparam("rid")).values(agent_id=bindparam("agent")), changes)
+
+
+def _next_models(conn: Connection, named: Sequence[tuple[str, str]]) -> list[str | None]:
+    """For each (session_id, event_id) of a step stored without content: the event id of the first model call
+    after it in its run (None: none, or the step has content). One statement for them all."""
+    rows = ", ".join(f"(:k{i}, :s{i}, :e{i})" for i in range(len(named)))
+    query = text(
+        f"WITH b(k, sid, eid) AS (VALUES {rows}) SELECT b.k, (SELECT m.event_id FROM steps m"
+        " WHERE m.session_id = b.sid AND m.type = 'think' AND m.seq > (SELECT s.seq FROM steps s"
+        " WHERE s.session_id = b.sid AND s.event_id = b.eid AND s.content IS NULL) ORDER BY m.seq LIMIT 1) FROM b"
+    )
+    params: dict[str, Any] = {}
+    for i, (sid, eid) in enumerate(named):
+        params.update({f"k{i}": i, f"s{i}": sid, f"e{i}": eid})
+    out: list[str | None] = [None] * len(named)
+    for k, model in conn.execute(query, params):
+        out[int(k)] = model
+    return out
+
+
+def _contexts(conn: Connection, named: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    """The recorded contexts of these (session_id, event_id) steps."""
+    c = step_contexts.c
+    out: dict[tuple[str, str], Any] = {}
+    by_run: dict[str, list[str]] = {}
+    for sid, eid in named:
+        by_run.setdefault(sid, []).append(eid)
+    for sid, eids in by_run.items():
+        for part in chunks(eids):
+            query = select(c.event_id, c.context).where(c.session_id == sid, c.event_id.in_(part))
+            out.update(((sid, eid), context) for eid, context in conn.execute(query))
+    return out
 
 
 def _recorded(conn: Connection, step_id: int, meta: dict | None, field: str) -> None:

@@ -39,6 +39,9 @@ from typing import IO, TYPE_CHECKING, Any
 from .actor import Actor
 from .store import Store, WriteBatch, WriteResult
 
+if TYPE_CHECKING:
+    from .writing import Arrangement
+
 _ENV_PREFIX = "AGENT_REPLAY_"
 _RUNNING: list[StoreWorker] = []  # stopped at exit
 
@@ -360,10 +363,17 @@ class JoiningStore(_StandsInForStore):
         replace: bool = False,
         refuse_conflicts: bool = False,
         audit: Actor | None = None,
+        arrange: Arrangement | None = None,
     ) -> WriteResult:
-        if replace or {"default_source": default_source, "refuse_conflicts": refuse_conflicts} != self._joined.options:
+        options = {"default_source": default_source, "refuse_conflicts": refuse_conflicts}
+        if replace or arrange is not None or options != self._joined.options:  # an arrangement's work is its own write's
             return self._store.write(
-                events, default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts, audit=audit
+                events,
+                default_source=default_source,
+                replace=replace,
+                refuse_conflicts=refuse_conflicts,
+                audit=audit,
+                arrange=arrange,
             )
         batch = WriteBatch(audit=audit)
         for ev in events:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from sqlalchemy import Text, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.engine import Connection
@@ -82,6 +82,21 @@ class StepRow:
         """From a step's values (every StepEvent field) whose event_id is set, and its place (OTLP steps)."""
         sid = values["session_id"]
         return cls(sid, (*step_values(values), sid, call_key(values), place), values["context"], redacted)
+
+
+class Arrangement(Protocol):
+    """What a write does besides storing its batch, in the same transaction (an OTLP batch: moving a
+    provisional run's steps, making room among stored steps, the receiver's state): `start` before
+    the batch's runs are read, `place` once they are locked and created (it may set its rows' seqs and
+    places, and takes out the steps their runs hold already; returns the rollup rows, rollups.FIELDS, of
+    stored steps it moved into each run, and how many steps of each run it took out), `finish` after the
+    steps are stored."""
+
+    def start(self, conn: Connection) -> None: ...
+
+    def place(self, conn: Connection, batch: WriteBatch) -> tuple[dict[str, list[Sequence]], dict[str, int]]: ...
+
+    def finish(self, conn: Connection) -> None: ...
 
 
 @dataclass
@@ -186,9 +201,10 @@ class Writing(StoreBase):
         replace: bool = False,
         refuse_conflicts: bool = False,
         audit: Actor | None = None,
+        arrange: Arrangement | None = None,
     ) -> WriteResult:
         """Store validated, redacted events in one transaction (with `audit`, an `ingest` line of the
-        audit log in the name of that actor, summing up the write).
+        audit log in the name of that actor, summing up the write; with `arrange`, its work too).
 
         Idempotent: a step whose event_id the session already holds is skipped and
         counted as a duplicate. Steps without seq are placed after the last one.
@@ -205,9 +221,11 @@ class Writing(StoreBase):
         batch = WriteBatch(audit=audit)
         for ev in events:
             batch.add(ev)
-        if not batch.order:
+        if not batch.order and arrange is None:
             return WriteResult()
-        return self.write_batches([batch], default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts)
+        return self.write_batches(
+            [batch], default_source=default_source, replace=replace, refuse_conflicts=refuse_conflicts, arrange=arrange
+        )
 
     def write_batches(
         self,
@@ -217,6 +235,7 @@ class Writing(StoreBase):
         replace: bool = False,
         refuse_conflicts: bool = False,
         counts: list[tuple[int, int]] | None = None,
+        arrange: Arrangement | None = None,
     ) -> WriteResult:
         """`write` of several batches in one transaction, each stored as it comes, so that a reader
         process can parse the next one meanwhile (ingest.parallel). The same as one `write` of all
@@ -229,10 +248,10 @@ class Writing(StoreBase):
             listed: dict[str, None] = {}
             analyzed = ANALYZE_WITHIN
             for batch in batches:
-                if batch.order:
+                if batch.order or arrange is not None:
                     listed.update(batch.order)
                     before = result.steps, result.duplicates
-                    self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts)
+                    self._write_batch(conn, batch, now, result, default_source, replace, refuse_conflicts, arrange)
                     if counts is not None:
                         counts.append((result.steps - before[0], result.duplicates - before[1]))
                     if batch.audit is not None:
@@ -273,8 +292,12 @@ class Writing(StoreBase):
                 conn.execute(text("ANALYZE steps"))
             conn.commit()
 
-    def _write_batch(self, conn, batch: WriteBatch, now, result: WriteResult, default_source, replace, refuse_conflicts) -> None:
+    def _write_batch(
+        self, conn, batch: WriteBatch, now, result: WriteResult, default_source, replace, refuse_conflicts, arrange=None
+    ) -> None:
         ids, opened, ended, by_session = list(batch.order), batch.opened, batch.ended, batch.steps
+        if arrange is not None:
+            arrange.start(conn)
         known = existing_sessions(conn, ids, lock=True)
         self._check_references(conn, ids, opened)
         created = self._create_sessions(conn, ids, known, opened, batch, now, default_source, ended)
@@ -287,18 +310,21 @@ class Writing(StoreBase):
         for sid, fields in opened.items():
             if sid in known and fields:
                 conn.execute(update(sessions).where(sessions.c.id == sid).values(**fields))
+        moved, held = arrange.place(conn, batch) if arrange is not None else ({}, {})
         last_seen: dict[str, datetime] = {}
         rolled_new, stale, all_rows, all_contexts = {}, {}, [], []
         for sid, pending in by_session.items():
-            dupes, new_rows, contexts = self._new_steps(conn, sid, pending, sid in known, batch.bound)
-            if sid in created and sid not in known:  # every step of the run is in hand
+            existed = sid in known and arrange is None  # an arrangement numbered them and took out what is stored
+            dupes, new_rows, contexts = self._new_steps(conn, sid, pending, existed, batch.bound)
+            dupes += held.get(sid, 0)
+            if sid in created and sid not in known and sid not in moved:  # every step of the run is in hand
                 rolled_new[sid] = (
                     batch.rolled[sid]
                     if batch.bound
                     else rollups.rollup_of(sid, sorted(map(rollup_values, new_rows), key=itemgetter(0)))
                 )
-            elif new_rows:
-                stale[sid] = list(map(rollup_values, new_rows))
+            elif new_rows or sid in moved:
+                stale[sid] = [*map(rollup_values, new_rows), *moved.get(sid, ())]
             all_rows += new_rows
             all_contexts += contexts
             result.steps += len(new_rows)
@@ -312,12 +338,15 @@ class Writing(StoreBase):
         bulk_insert(conn, steps, ROW_COLUMNS, all_rows, bound=batch.bound)
         bulk_insert(conn, step_contexts, ("session_id", "event_id", "context"), all_contexts, bound=batch.bound)
         rollups.write(conn, list(rolled_new), rolled_new.values(), bulk_insert)
+        for sid, rows in moved.items():
+            if sid not in by_session and rows:
+                stale[sid] = list(rows)
         rollups.append(conn, stale, bulk_insert)
-        moved: dict[bool, list[dict]] = {False: [], True: []}
+        seen: dict[bool, list[dict]] = {False: [], True: []}
         for sid, latest in last_seen.items():
             revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
-            moved[revive].append({"sid": sid, "latest": latest})
-        for revive, params in moved.items():
+            seen[revive].append({"sid": sid, "latest": latest})
+        for revive, params in seen.items():
             if params:
                 values: dict[str, Any] = {"last_event_at": bindparam("latest")}
                 if revive:
@@ -353,6 +382,8 @@ class Writing(StoreBase):
                 ),
                 ends,
             )
+        if arrange is not None:
+            arrange.finish(conn)
 
     @contextmanager
     def _search_indexed(self, conn: Connection):

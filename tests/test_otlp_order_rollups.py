@@ -1,0 +1,110 @@
+"""A session's OTLP traces split into batches posted in any order: the run holds the steps, seqs and agents
+one request gives, and its rollups equal a from-scratch rebuild, although each batch's provisional steps are
+moved, placed among the stored ones and rolled up inside the batch's one write transaction (the rollups carried
+on, not recomputed, when everything lands after what the run holds). On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from replay_core.ingest import otlp_receiver
+from replay_core.storage.store import SessionFilter, Store
+from replay_core.storage.tables import run_breakdown, run_rollups
+
+T0 = 1_764_000_000_000_000_000
+
+
+def _attrs(**values: str) -> list[dict]:
+    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
+
+
+def _trace(t: int, kinds: list[int]) -> list[dict]:
+    """One turn of the conversation: a root naming the session, then model calls asking a tool, the tools
+    answering them and bare spans, one after the other; turn `t` starts after turn t - 1 ends."""
+    trace = f"{t + 1:032x}"
+    start = T0 + t * 10_000_000
+    spans = []
+    for i, kind in enumerate(kinds, start=2):
+        at = start + i * 1000
+        if kind == 0:
+            messages = [
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "tool_call", "id": f"c{t}-{i}", "name": "search", "arguments": {"q": "x"}}],
+                }
+            ]
+            attrs = _attrs(
+                **{
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-4o",
+                    "gen_ai.output.messages": json.dumps(messages),
+                }
+            )
+        elif kind == 1:
+            attrs = _attrs(
+                **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"c{t}-{i - 1}"}
+            )
+        else:
+            attrs = []
+        spans.append(_span(trace, t * 100 + i, t * 100 + 1, at, at + 500, attrs))
+    root = _attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker", "session.id": "conv"})
+    spans.append(_span(trace, t * 100 + 1, None, start, start + (len(kinds) + 3) * 1000, root))
+    return spans
+
+
+def _span(trace: str, n: int, parent: int | None, start: int, end: int, attrs: list[dict]) -> dict:
+    out = {
+        "traceId": trace,
+        "spanId": f"{n:016x}",
+        "name": f"span {n}",
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": attrs,
+    }
+    if parent is not None:
+        out["parentSpanId"] = f"{parent:016x}"
+    return out
+
+
+def _body(spans: list[dict]) -> bytes:
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": spans}]}]}).encode()
+
+
+def _picture(store: Store) -> list[tuple]:
+    return [(s.seq, s.event_id, s.type, s.tool_call_id, s.parent_id, s.agent_id) for s in store.load_steps("conv")]
+
+
+def _rollups(store: Store) -> tuple[list, list]:
+    with store.engine.connect() as conn:
+        main = sorted(tuple(r) for r in conn.execute(select(run_rollups)))
+        parts = sorted((tuple(r) for r in conn.execute(select(run_breakdown))), key=repr)
+    return main, parts
+
+
+def _clear(store: Store) -> None:
+    store.delete_sessions(store.session_ids(SessionFilter(experiments=True)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=6), min_size=1, max_size=3), st.data())
+def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, turns, data):
+    spans = [s for t, kinds in enumerate(turns) for s in _trace(t, kinds)]
+    _clear(store)
+    otlp_receiver.receive(store, _body(spans), "application/json")
+    expected = _picture(store)
+    _clear(store)
+    batch_of = data.draw(st.lists(st.integers(0, 3), min_size=len(spans), max_size=len(spans)), label="batch of each span")
+    order = data.draw(st.permutations(range(4)), label="order of the batches")
+    for n in order:
+        batch = [s for s, b in zip(spans, batch_of, strict=True) if b == n]
+        if batch:
+            otlp_receiver.receive(store, _body(batch), "application/json")
+    assert [r["id"] for r in store.list_sessions(limit=10)] == ["conv"]
+    assert _picture(store) == expected
+    kept = _rollups(store)
+    store.rebuild_rollups()
+    assert kept == _rollups(store)
