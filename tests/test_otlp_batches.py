@@ -36,6 +36,7 @@ def _calls(i: int) -> str:
     )
 
 
+@pytest.mark.load  # 20,000 spans in 540 exporter batches
 def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
     """200 traces × 100 spans in 20 sessions, `session.id` only on each root (which ends last), sent by
     the SDK in batches of 37 spans: every trace's early spans end up in its session, every tool span
@@ -342,6 +343,7 @@ def test_a_batch_settles_on_the_session_its_first_naming_span_gives(rows):
     assert _settling(spans) == expected
 
 
+@pytest.mark.load
 def test_a_50000_deep_chain_imports_from_a_file(sqlite_store):
     """The file import path (CLI, Import page) on the shape that was quadratic: no recursion limit either."""
     report = import_bytes(sqlite_store, chain_body(50_000), "chain.json")

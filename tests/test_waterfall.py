@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as hs
 
 from replay_core.events import StepEvent
@@ -63,7 +63,6 @@ def _on_a_loop(parent: list[int | None], i: int) -> bool:
     return False
 
 
-@settings(max_examples=300, deadline=None)
 @given(runs())
 def test_every_step_once_children_after_their_parent_and_bars_within_the_run(steps):
     w = layout(columns_of(steps))
@@ -98,7 +97,6 @@ def test_every_step_once_children_after_their_parent_and_bars_within_the_run(ste
         assert min(x for x in w.start_ms if x is not None) == 0
 
 
-@settings(max_examples=100, deadline=None)
 @given(runs(), hs.integers(1, 6))
 def test_the_slowest_are_the_longest_rows_that_hold_none(steps, n):
     w = layout(columns_of(steps))
