@@ -12,7 +12,7 @@ The database is bench_analytics' generator (runs, steps and their rollups writte
 - ingest: runs of 12 steps through the pipeline (`ingest`), batch by batch, for `--seconds` each
   way, into a copy of that database, alternating "no monitor" and "50 monitors and the server's
   monitor loop running" (check.run_periodically in another process, as in the app, whose writes go
-  to a write worker process; its periodic pass every 10 s —
+  to a write worker process; its periodic pass every 10 s (`--every`) —
   30 times as often as the server's default — and every batch poking the ingest debounce, as the
   HTTP routes do); medians of the runs each way; goal: within 5 %.
 
