@@ -58,8 +58,13 @@ def test_ingest_over_http_pokes_after_answering_and_judges_nothing_itself(sqlite
 def test_the_server_loop_judges_a_burst_once(sqlite_store, monkeypatch):
     made = monitors.add(sqlite_store, "failures", RULE)
     judged: list[int] = []
-    real = sqlite_store.record_check
-    monkeypatch.setattr(sqlite_store, "record_check", lambda monitor_id, *a: (judged.append(monitor_id), real(monitor_id, *a)))
+    real = sqlite_store.record_checks
+
+    def spy(checks):
+        judged.extend(c.monitor_id for c in checks)
+        return real(checks)
+
+    monkeypatch.setattr(sqlite_store, "record_checks", spy)
     d = Debounce(0.3)
     for _ in range(20):
         d.poke()

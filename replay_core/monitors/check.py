@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from .. import config
 from ..storage.actor import MANAGE_MONITORS, Actor
+from ..storage.monitors import CheckWrite
 from ..storage.store import Store
 from ..vocabulary import now_utc
 from . import releases
@@ -134,20 +135,32 @@ def check(
 
         return check_monitor(store, monitor, rule, now, deliver_to=deliver_to)
     judgement = judgement or judge(store, rule, now)
+    (written,) = store.record_checks([assess(store, monitor, rule, judgement, now, store.open_alert(monitor["id"]))])
+    return tell(store, monitor, written, deliver_to)
+
+
+def assess(store: Store, monitor: dict, rule: Rule, judgement: Judgement, now: datetime, current: dict | None) -> CheckWrite:
+    """What a check stores: its result, and the alert it opens or resolves (`current`: the monitor's open
+    alert). Reads only; the write is the caller's."""
     result = judgement.to_dict() | {"rule": rule.sentence(), "checked_at": now.isoformat()}
-    store.record_check(monitor["id"], result, now)
-    muted = is_muted(monitor, now)
-    current = store.open_alert(monitor["id"])
-    event = None
     if judgement.verdict == "firing" and current is None:
         figure = result | {"runs_link": runs_link(rule, judgement), "patterns": patterns(store, rule, judgement)}
-        alert_id = store.add_alert(monitor["id"], figure, now)
-        event, alert = "opened", {"id": alert_id, **figure}
-    elif judgement.verdict == "ok" and current is not None and store.resolve_alert(current["id"], now):
-        event, alert = "resolved", {"id": current["id"], **current["figure"], "resolved_by": result}
+        return CheckWrite(monitor["id"], result, now, open_figure=figure)
+    if judgement.verdict == "ok" and current is not None:
+        return CheckWrite(monitor["id"], result, now, resolve=current)
+    return CheckWrite(monitor["id"], result, now)
+
+
+def tell(store: Store, monitor: dict, written: CheckWrite, deliver_to: Callable = deliver) -> dict:
+    """Send the alert a stored check opened or resolved (after its transaction); what it found."""
+    event, result, now = None, written.result, written.at
+    if written.open_figure is not None:
+        event, alert = "opened", {"id": written.alert_id, **written.open_figure}
+    elif written.resolve is not None:
+        event, alert = "resolved", {"id": written.resolve["id"], **written.resolve["figure"], "resolved_by": result}
     if event:
         announce(store, monitor, event, alert, (result if event == "resolved" else alert)["sentence"], now, deliver_to)
-    return result | {"event": event, "muted": muted}
+    return result | {"event": event, "muted": is_muted(monitor, now)}
 
 
 def _rule_or_none(monitor: dict) -> Rule | ReleaseRule | ExperimentRule | None:
@@ -159,20 +172,36 @@ def _rule_or_none(monitor: dict) -> Rule | ReleaseRule | ExperimentRule | None:
 
 def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_S, *, job: str = "monitor") -> list[str]:
     """Judge every monitor this process wins the period of (one replica per monitor and period; `job`: the
-    claims' name, apart for the judging after a burst of ingests so the periodic pass does not hold it off)."""
+    claims' name, apart for the judging after a burst of ingests so the periodic pass does not hold it off).
+    The claims take one write transaction; the metric rules are judged outside any, and all their results
+    and alert changes are stored in one more at the end, so a pass holds SQLite's write lock twice, briefly."""
     now = now or now_utc()
-    checked = []
     releases.ensure_monitor(store)
-    won = [m for m in store.list_monitors() if store.claim_job(f"{job} {m['id']}"[:50], timedelta(seconds=every_s), now=now)]
+    claims = {f"{job} {m['id']}"[:50]: m for m in store.list_monitors()}
+    claimed = store.claim_jobs(list(claims), timedelta(seconds=every_s), now=now)
+    won = [monitor for name, monitor in claims.items() if name in claimed]
     metric_rules = {m["id"]: rule for m in won if isinstance(rule := _rule_or_none(m), Rule)}
     judged = dict(zip(metric_rules, judge_all(store, list(metric_rules.values()), now), strict=True))
+    current = store.open_alerts() if metric_rules else {}
+    checked, assessed = set(), []
     for monitor in won:
         try:
-            check(store, monitor, now, judgement=judged.get(monitor["id"]))
-            checked.append(monitor["name"])
+            if monitor["id"] in metric_rules:
+                rule = metric_rules[monitor["id"]]
+                assessed.append(assess(store, monitor, rule, judged[monitor["id"]], now, current.get(monitor["id"])))
+            else:
+                check(store, monitor, now)
+                checked.add(monitor["id"])
         except Exception:  # one broken monitor must not stop the others
             log.exception("monitor %s could not be checked", monitor["name"])
-    return checked
+    by_id = {m["id"]: m for m in won}
+    for written in store.record_checks(assessed):
+        try:
+            tell(store, by_id[written.monitor_id], written)
+            checked.add(written.monitor_id)
+        except Exception:
+            log.exception("monitor %s: its alert could not be sent", by_id[written.monitor_id]["name"])
+    return [m["name"] for m in won if m["id"] in checked]
 
 
 async def _every(what: str, every_s: float, work: Callable[[], object]) -> None:

@@ -37,17 +37,28 @@ class Jobs(StoreBase):
     def claim_job(self, name: str, every: timedelta, *, now: datetime | None = None) -> bool:
         """True for exactly one caller per `every` among all processes on this database: the
         caller that moves `job_runs.last_run_at` forward runs the job (retention sweep)."""
+        return name in self.claim_jobs([name], every, now=now)
+
+    def claim_jobs(self, names: list[str], every: timedelta, *, now: datetime | None = None) -> set[str]:
+        """The names among `names` this caller claims (as `claim_job`), in one write transaction: a pass over
+        many monitors holds SQLite's write lock once, not once per monitor."""
         now = now or now_utc()
+        if not names:
+            return set()
+        won = set()
         with self._write_lock, self._write_transaction() as conn:
             dialect = dialect_module(self.dialect)
             conn.execute(
                 dialect.insert(job_runs)
-                .values(name=name, last_run_at=now - every * 2)
+                .values([{"name": name, "last_run_at": now - every * 2} for name in names])
                 .on_conflict_do_nothing(index_elements=["name"])
             )
-            done = conn.execute(
-                update(job_runs)
-                .where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
-                .values(last_run_at=now)
-            ).rowcount
-        return done == 1
+            for name in names:
+                done = conn.execute(
+                    update(job_runs)
+                    .where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
+                    .values(last_run_at=now)
+                ).rowcount
+                if done == 1:
+                    won.add(name)
+        return won

@@ -5,6 +5,7 @@ by people (adding, muting, acknowledging) go in the audit log in the same transa
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,18 @@ METADATA_DIMENSIONS = ("prompt_version",)  # release dimensions read from a run'
 def _dimension(name: str):
     """A run column, or a text value of its metadata."""
     return sessions.c["metadata"][name].as_string() if name in METADATA_DIMENSIONS else sessions.c[name]
+
+
+@dataclass(frozen=True)
+class CheckWrite:
+    """One monitor's check to store: its result, and the alert it opens (`open_figure`) or resolves (`resolve`)."""
+
+    monitor_id: int
+    result: dict
+    at: datetime
+    open_figure: dict | None = None
+    resolve: dict | None = None
+    alert_id: int | None = None
 
 
 class Monitors(Audited):
@@ -77,8 +90,27 @@ class Monitors(Audited):
             audit_line(conn, actor, "manage_monitors", target=f"monitor {monitor_id}", detail={"op": "webhook", "set": bool(url)})
 
     def record_check(self, monitor_id: int, result: dict, at: datetime) -> None:
+        self.record_checks([CheckWrite(monitor_id, result, at)])
+
+    def record_checks(self, checks: list[CheckWrite]) -> list[CheckWrite]:
+        """A pass's check results and the alerts they open or resolve, in one short write transaction (judged
+        beforehand, outside it). Returns them with `alert_id` set for each opened alert and `resolve` cleared
+        where another writer resolved the alert first (an alert resolves once)."""
+        a = monitor_alerts.c
+        done = []
         with self._write_lock, self._write_transaction() as conn:
-            conn.execute(update(monitors).where(monitors.c.id == monitor_id).values(last_checked_at=at, last_result=result))
+            for c in checks:
+                values = {"last_checked_at": c.at, "last_result": c.result}
+                conn.execute(update(monitors).where(monitors.c.id == c.monitor_id).values(**values))
+                if c.open_figure is not None:
+                    row = insert(monitor_alerts).values(monitor_id=c.monitor_id, opened_at=c.at, figure=c.open_figure)
+                    c = replace(c, alert_id=inserted_id(conn.execute(row)))
+                elif c.resolve is not None:
+                    resolving = update(monitor_alerts).where(a.id == c.resolve["id"], a.resolved_at.is_(None))
+                    if conn.execute(resolving.values(resolved_at=c.at)).rowcount != 1:
+                        c = replace(c, resolve=None)
+                done.append(c)
+        return done
 
     def first_seen(self, dimension: str) -> list[tuple[str, datetime]]:
         """Each value of a run column (agent_version, model) or of its metadata (prompt_version) with the start
@@ -106,6 +138,13 @@ class Monitors(Audited):
         with self.engine.connect() as conn:
             row = conn.execute(query).mappings().first()
         return dict(row) if row else None
+
+    def open_alerts(self) -> dict[int, dict]:
+        """Each monitor's alert that has not resolved (the newest, as `open_alert`), in one read."""
+        a = monitor_alerts.c
+        query = select(monitor_alerts).where(a.resolved_at.is_(None)).order_by(a.id)
+        with self.engine.connect() as conn:
+            return {row["monitor_id"]: dict(row) for row in conn.execute(query).mappings()}
 
     def add_alert(self, monitor_id: int, figure: dict, at: datetime) -> int:
         with self._write_lock, self._write_transaction() as conn:
