@@ -116,23 +116,26 @@ class _Thread:
                 )
                 first = {}
         elif kind == "ToolCallExecutionEvent":
-            for j, result in enumerate(as_array(content)):
-                result = as_object(result)
-                failed = result.get("is_error") is True
-                self.run.step(
-                    f"{key}.{j}",
-                    "tool_result",
-                    content=_text(result.get("content")),
-                    tool_name=result.get("name"),
-                    tool_call_id=result.get("call_id"),
-                    status="error" if failed else "ok",
-                    error_class="tool_error" if failed else None,
-                    metadata=meta if j == 0 else None,
-                    **common,
-                )
+            self.results(key, content, common, meta)
         else:
             self.code(msg, key, kind, meta, first, common)
         return None
+
+    def results(self, key: str, content: Any, common: dict[str, Any], meta: dict | None = None) -> None:
+        """Tool results, one step each (a result the tool raised is an error step); `meta` goes on the first."""
+        for j, result in enumerate(map(as_object, as_array(content))):
+            failed = result.get("is_error") is True
+            self.run.step(
+                f"{key}.{j}",
+                "tool_result",
+                content=_text(result.get("content")),
+                tool_name=result.get("name"),
+                tool_call_id=result.get("call_id"),
+                status="error" if failed else "ok",
+                error_class="tool_error" if failed else None,
+                metadata=meta if j == 0 else None,
+                **common,
+            )
 
     def context(self, msg: dict, key: str, kind: str, where: str) -> None:
         """A message of an agent's model context (its save_state()): no ids, times or tokens."""
@@ -143,18 +146,7 @@ class _Thread:
             role = "system" if kind == "SystemMessage" else "user"
             self.run.step(key, "input", content=_text(content), metadata={"role": role, "source": source}, **common)
         elif kind == "FunctionExecutionResultMessage":
-            for j, result in enumerate(map(as_object, as_array(content))):
-                failed = result.get("is_error") is True
-                self.run.step(
-                    f"{key}.{j}",
-                    "tool_result",
-                    content=_text(result.get("content")),
-                    tool_name=result.get("name"),
-                    tool_call_id=result.get("call_id"),
-                    status="error" if failed else "ok",
-                    error_class="tool_error" if failed else None,
-                    **common,
-                )
+            self.results(key, content, common)
         else:
             calls = [as_object(c) for c in content] if isinstance(content, list) else []
             if isinstance(msg.get("thought"), str) and msg["thought"]:
