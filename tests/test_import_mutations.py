@@ -48,6 +48,7 @@ PER_READER = {
     "autogen": FIXTURES / "autogen/task_result_tool_error.json",
     "crewai": FIXTURES / "crewai/crew_output_tool_error.json",
     "cline_ui": FIXTURES / "cline/ui_messages.first61.json",
+    "goose": FIXTURES / "goose/export-session.json",
     "otlp-proto": FIXTURES / "otel/edge_failed_and_totals.otlp.json",  # the same export, encoded by opentelemetry-proto
 }
 EXAMPLES = int(os.environ.get("FUZZ_READER_EXAMPLES", "30"))  # `make fuzz` runs more, with more seeds
