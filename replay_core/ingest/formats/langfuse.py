@@ -5,8 +5,10 @@ The UI writes `{"trace": {…}, "observations": […]}`; the API answers one tra
 its name, times, environment, release, tags are the run's, its `userId` and `sessionId` its user and
 thread (also as `user:` / `session:` tags), its scores kept in metadata. Observations become steps in start order,
 each naming its parent observation's step (`parentObservationId`): a GENERATION is a model call (`think`,
-with model, usage and cost), a TOOL a tool_call with its tool_result, an EVENT an observation, any other
-type (SPAN, AGENT, CHAIN, RETRIEVER…) a span step; level ERROR makes it an error step with its
+with model, usage and cost), a TOOL a tool_call with its tool_result (the tool's name and call id from
+the span attributes Langfuse keeps in `metadata.attributes`, `gen_ai.tool.name`/`tool.name`, when
+there), an EVENT an observation, any other type (SPAN, AGENT, CHAIN, RETRIEVER…) a span step; level
+ERROR makes it an error step with its
 `statusMessage`. Usage is read from `usageDetails`, else `usage`, else `promptTokens`/`completionTokens`;
 cost from `costDetails.total`, else `totalCost`/`calculatedTotalCost` (Langfuse's own estimate).
 """
@@ -113,14 +115,16 @@ class _Trace:
                 **common,
             )
         elif kind == "TOOL":
-            name = obs.get("name")
-            self.run.step(oid, "tool_call", tool_name=name, tool_args=obs.get("input"), tool_call_id=oid, metadata=meta, **common)
+            name, call_id = _tool(obs)
+            call_id = call_id or oid
+            args = obs.get("input")
+            self.run.step(oid, "tool_call", tool_name=name, tool_args=args, tool_call_id=call_id, metadata=meta, **common)
             ended = parse_time(obs.get("endTime"))
             self.run.step(
                 f"{oid}.result",
                 "tool_result",
                 tool_name=name,
-                tool_call_id=oid,
+                tool_call_id=call_id,
                 content=_text(obs.get("output")) or (obs.get("statusMessage") if failed else None),
                 **error,
                 **{**common, "timestamp": ended or common["timestamp"]},
@@ -135,6 +139,15 @@ class _Trace:
                 meta["status_message"] = obs.get("statusMessage")
             self.run.step(oid, "span", content=obs.get("name"), metadata=meta, **error, **common)
         self.step_of[oid] = oid
+
+
+def _tool(obs: dict) -> tuple[Any, str | None]:
+    """A TOOL observation's tool name and call id: the instrumentation's span attributes (kept in `metadata`)
+    name them when the observation's own name is a label (Pydantic AI's `running tool: get_time`)."""
+    attributes = as_object(as_object(obs.get("metadata")).get("attributes"))
+    name = next((v for k in ("gen_ai.tool.name", "tool.name") if isinstance(v := attributes.get(k), str) and v), None)
+    call_id = attributes.get("gen_ai.tool.call.id")
+    return name or obs.get("name"), call_id if isinstance(call_id, str) and call_id else None
 
 
 def _start(obs: Any, i: int) -> tuple[float, int]:
