@@ -27,7 +27,7 @@ READERS_GOAL = {
     for name in (
         *("claude_code", "codex_cli", "gemini_cli", "openhands", "inspect_ai"),
         *("atif", "langfuse", "letta", "phoenix", "pydantic_ai", "openai_agents", "aider"),
-        *("autogen", "crewai"),
+        *("autogen", "crewai", "goose"),
         "cline_ui",
         "openai_input_list",
     )
@@ -320,6 +320,18 @@ def cline_ui() -> bytes:
     return orjson.dumps([{**m, "ts": m["ts"] + i * span} for i in range(REPEAT // 3) for m in msgs])
 
 
+def goose() -> bytes:
+    """The real export's call, result and answer repeated (request ids renamed per copy)."""
+    doc = orjson.loads((FIX / "goose/export-session.json").read_bytes())
+    first, body = doc["conversation"][:1], doc["conversation"][1:]
+    out = list(first)
+    for i in range(REPEAT * 5 // 2):
+        for msg in body:
+            text = orjson.dumps(msg).replace(b'"call_mqu1qxwk"', f'"call_mqu1qxwk-{i}"'.encode())
+            out.append(orjson.loads(text))
+    return orjson.dumps({**doc, "conversation": out})
+
+
 def main() -> None:
     makers = {
         "swe_agent": swe_agent,
@@ -345,6 +357,7 @@ def main() -> None:
         "crewai": crewai,
         "cline_ui": cline_ui,
         "openai_input_list": openai_input_list,
+        "goose": goose,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:
