@@ -9,8 +9,8 @@ bodies in the order they came, concatenated (protobuf merges repeated fields, so
 ExportTraceServiceRequest); prints each request's method, path and size.
 
 crewai exports a trace only where it could have asked a person (a terminal), so run it under `script`, in
-crewai_files.py's virtualenv (crewai_requirements.txt), HOME a fresh temporary directory (no CrewAI credentials
-or settings are read or written elsewhere):
+crewai_files.py's virtualenv (crewai_requirements.txt); HOME and the working directory are temporary ones (no
+CrewAI credentials or settings are read, nothing is left behind):
     script -qec "python scripts/capture_files/crewai_trace_events.py tests/fixtures/crewai" /dev/null
 """
 
@@ -66,21 +66,22 @@ def serve_collector() -> tuple[ThreadingHTTPServer, list[dict]]:
 
 
 def main(out: Path) -> None:
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     collector, kept = serve_collector()
-    os.environ.update(
-        HOME=tempfile.mkdtemp(prefix="crewai-home-"),
-        CREWAI_PLUS_URL=f"http://127.0.0.1:{collector.server_port}",
-        CREWAI_TRACING_ENABLED="true",
-    )
-    with crewai_files.OpenAIServer() as server, tempfile.TemporaryDirectory() as scratch:
-        for fail_time in (False, True):
-            del kept[:]
-            crewai_files.run(server, Path(scratch), fail_time=fail_time, log_ext="json")
-            name = "tool_error" if fail_time else "ok"
-            spans = [k for k in kept if k["path"] == "/v1/traces"]
-            print(name, [(k["method"], k["path"], len(k["body"])) for k in kept])
-            (out / f"crew_trace_{name}.otlp.pb").write_bytes(b"".join(k["body"] for k in spans))
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as scratch:
+        # crewai keeps a key, its task outputs and the run's `.crewai/last_run.json` under HOME and the working
+        # directory: both temporary
+        os.environ.update(HOME=home, CREWAI_PLUS_URL=f"http://127.0.0.1:{collector.server_port}", CREWAI_TRACING_ENABLED="true")
+        os.chdir(scratch)
+        with crewai_files.OpenAIServer() as server:
+            for fail_time in (False, True):
+                del kept[:]
+                crewai_files.run(server, Path(scratch), fail_time=fail_time, log_ext="json")
+                name = "tool_error" if fail_time else "ok"
+                spans = [k for k in kept if k["path"] == "/v1/traces"]
+                print(name, [(k["method"], k["path"], len(k["body"])) for k in kept])
+                (out / f"crew_trace_{name}.otlp.pb").write_bytes(b"".join(k["body"] for k in spans))
 
 
 if __name__ == "__main__":
