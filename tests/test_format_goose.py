@@ -79,6 +79,17 @@ def test_the_older_jsonl_reads_as_the_export_does(sqlite_store):
     assert session["started_at"].isoformat() == "2026-06-28T09:29:48+00:00"
 
 
+def test_an_older_jsonl_without_its_metadata_line_is_read_too(sqlite_store):
+    """legacy.rs reads a first line that is a message as a message: so does the reader."""
+    lines = _legacy_jsonl(TOOL).split(b"\n", 1)[1]
+    report = import_bytes(sqlite_store, lines, "20250301_2.jsonl")
+    (acc,), (sid,) = report.files, report.sessions
+    assert (acc["format"], acc["records"], acc["used"]) == ("goose", 4, 4)
+    session = sqlite_store.get_session(sid)
+    assert session["name"] == "Create greeting.txt containing the word hello"  # no name: the first input
+    assert "tokens_in" not in session["metadata"]
+
+
 def _request(call_id: str, name: str, args: dict) -> dict:
     return {"type": "toolRequest", "id": call_id, "toolCall": {"status": "success", "value": {"name": name, "arguments": args}}}
 
