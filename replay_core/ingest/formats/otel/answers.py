@@ -18,10 +18,11 @@ from typing import Any
 
 from ...pricing import ESTIMATED, estimate
 from .. import otel_attributes as oa
+from . import crewai
 from .spans import Part, Span
 from .steps import failure
 
-ROOT_ANSWER_KEYS = ("final_result", "langfuse.observation.output")
+ROOT_ANSWER_KEYS = ("final_result", "langfuse.observation.output", crewai.CREW_OUTPUT)
 STATE_ROLES = {"ai", "assistant", "AIMessage", "AIMessageChunk"}
 SPAN_COSTS = ("operation.cost",)  # a span's cost under a name the common reading does not know (Pydantic AI, Logfire)
 

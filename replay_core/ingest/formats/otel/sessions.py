@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from ....events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, fast_step
 from .. import otel_attributes as oa
 from ..reader import BadRecord, Event
-from . import answers, conventions
+from . import answers, conventions, crewai
 from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before, results_from_inputs
 from .ordering import SpanTrees, place, start_key
 from .spans import OVERRIDE, SESSION_OVERRIDE, Part, Span
@@ -99,6 +99,8 @@ def _read_session(draft: SessionDraft) -> None:
             if oa.conversation_id(values) == sid:
                 a.use("gen_ai.conversation.id", "session.id")
             own = oa.agent_name(a) or (conventions.agent_from_name(span.name) if kind == oa.AGENT else None)
+            if crewai.EVENT in values:
+                kind, own = crewai.read_span(a, kind, own)
         else:  # a bare span (most of a big structural trace): no attribute to read
             kind, own = oa.OTHER, None
         span.kind = kind
@@ -106,6 +108,7 @@ def _read_session(draft: SessionDraft) -> None:
         span.agent = own or (parent.agent if parent is not None else None)
         if kind == oa.MODEL:  # model calls first, so that every tool span can find the call it answers
             part, calls = model_part(span, a)
+            crewai.mark_answer(part, calls)
             emitted += [EmittedCall(span, i, c, span.start_ns) for i, c in enumerate(calls)]
             draft.parts.append(part)
         elif kind == oa.TOOL:
@@ -173,6 +176,7 @@ def _read_session(draft: SessionDraft) -> None:
             part.fields["metadata"] = meta | {"attachments": images} if images else meta
         if missing:
             part.fields.setdefault("metadata", {})["not_recorded"] = missing
+    crewai.settle(draft.parts)
     answers.price(draft.parts)
 
 
