@@ -18,16 +18,11 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-
-import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -78,44 +73,17 @@ def seed(url: str) -> dict[str, str]:
 # ---------------------------------------------------------------------------- the app
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def served(url: str, home: Path):
     """`agent-replay serve` on `url`, from the replay_core this process imported; yields its base URL."""
+    from replay_core.cli.serve import answering, free_port
+
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("AGENT_REPLAY_")}
     env |= {"AGENT_REPLAY_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path[1:] if sys.path[0] == "" else sys.path)}
     argv = [sys.executable, "-m", "replay_core.cli", "serve", "--db", url, "--port", str(port)]
-    log = home / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=home)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"agent-replay serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-            try:
-                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("agent-replay serve did not answer within 90 s")
-            time.sleep(0.3)
+    with answering(argv, f"http://127.0.0.1:{port}", "/_stcore/health", timeout=90, env=env, cwd=home) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # ---------------------------------------------------------------------------- the views

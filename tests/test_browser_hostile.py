@@ -143,14 +143,12 @@ PAGES = [
 ]
 
 
-def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):
+def test_hostile_strings_render_as_text_and_fetch_nothing(browser, store):
+    """On SQLite and on PostgreSQL (the `store` fixture's)."""
     OUT.mkdir(parents=True, exist_ok=True)
-    db = f"sqlite:///{tmp_path / 'hostile.db'}"
     with Listener() as listener:
-        store = Store(db)
         plant(store, listener.port)
-        store.close()
-        with served_app(db) as base:
+        with served_app(store.url) as base:
             pg = browser.new_page(viewport={"width": 1400, "height": 1200})
             dialogs = []
             pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

@@ -8,10 +8,9 @@ Screenshots go to test-output/browser/ (gitignored): chat-bubbles.png, chat-raw.
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from apptest_helpers import FAILED_CODING, served_app
+from apptest_helpers import DATABASES, FAILED_CODING, database, served_app
 from openai_server import OpenAIServer
 from playwright.sync_api import expect
 from test_browser import OUT, settled
@@ -23,19 +22,18 @@ pytestmark = pytest.mark.browser
 FLIGHT = "demo-08-flight-bos-sfo-a"
 
 
-@pytest.fixture(scope="module")
-def served(demo_db, tmp_path_factory):
-    """The demo runs served with two models: one on the scripted server, one hosted without a key."""
+@pytest.fixture(scope="module", params=DATABASES)
+def served(request, demo_db, tmp_path_factory):
+    """The demo runs served from SQLite and from PostgreSQL with two models: one on the scripted server, one hosted
+    without a key."""
     folder = tmp_path_factory.mktemp("pg")
-    db = folder / "demo.db"
-    shutil.copy(demo_db, db)
-    with OpenAIServer() as server, pytest.MonkeyPatch.context() as env:
+    with database(request.param, folder, demo_db) as url, OpenAIServer() as server, pytest.MonkeyPatch.context() as env:
         models = folder / "models.json"
         listed = [{"model": "openai/fake-model", "api_base": server.base_url}, {"model": "openai/gpt-4o-mini"}]
         models.write_text(json.dumps(listed))
         for name in (*PROVIDER_KEYS, "AGENT_REPLAY_API_BASE", "AGENT_REPLAY_MODELS", "AGENT_REPLAY_API_KEY_ENV"):
             env.delenv(name, raising=False)  # unset, not empty: an empty key counts as set up
-        with served_app(f"sqlite:///{db}", AGENT_REPLAY_MODELS_FILE=str(models)) as base:
+        with served_app(url, AGENT_REPLAY_MODELS_FILE=str(models)) as base:
             yield base, server
 
 
