@@ -106,7 +106,10 @@ def plant(store: Store, port: int) -> None:
         StepEvent(session_id=LIVE, seq=1, event_id="l1", type="think", content=h("livestep")),
     ]
     ingest(store, events)
-    annotate(store, SID, "bad", h("note"), author=h("author"))
+    # an author within the 200 characters PostgreSQL's column holds (SQLite would store any length)
+    base = f"http://127.0.0.1:{port}"
+    author = f'![a]({base}/author-md.png) <img src="{base}/author-html.png"> [x](javascript:alert(1))'
+    annotate(store, SID, "bad", h("note"), author=author)
     annotate(store, SID, "needs_attention", h("stepnote"), event_id="e2", author="Ana")
 
 
