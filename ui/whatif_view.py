@@ -430,7 +430,8 @@ def results(store: Store, session_id: str) -> None:
                 "model time (s)": round(r["latency_ms"] / 1000, 2),
             }
         )
-    st.dataframe(rows, hide_index=True, key="whatif_results")
+    said = st.column_config.TextColumn(width="medium")  # the whole of it is in the bubbles below
+    st.dataframe(rows, hide_index=True, key="whatif_results", column_config={"the original did": said, "this model did": said})
     for i, r in enumerate(shown["results"]):
         told = _outcome_of(r)
         st.markdown(f"**{md(r['model'])}**: {md(told.text)}")
