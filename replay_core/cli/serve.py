@@ -100,19 +100,22 @@ def free_port() -> int:
 
 
 @contextmanager
-def answering(argv: list[str], base: str, health: str, *, timeout: float = 60, **popen: Any) -> Iterator[str]:
+def answering(
+    argv: list[str], base: str, health: str, *, timeout: float = 60, log: Path | None = None, **popen: Any
+) -> Iterator[str]:
     """Run `argv`, a server at `base`, until `health` answers 200; yield `base`; stop it. For the tests and scripts
-    that serve the app or the API on a free port: a server that exits first is reported with its output."""
+    that serve the app or the API on a free port: a server that exits first is reported with its output (kept in
+    `log` when given)."""
     import httpx
 
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, **popen)
+    with log.open("w+b") if log else tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, **popen)
         try:
             deadline = time.monotonic() + timeout
             while True:
                 if proc.poll() is not None:
-                    log.seek(0)
-                    raise RuntimeError(f"{argv[0]} exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
+                    out.seek(0)
+                    raise RuntimeError(f"{argv[0]} exited with {proc.returncode}:\n{out.read().decode(errors='replace')}")
                 try:
                     if httpx.get(f"{base}{health}", timeout=1).status_code == 200:
                         break
