@@ -14,7 +14,7 @@ import streamlit as st
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.compare import describe as describe_step
-from replay_core.understand.replay_outcome import describe, replay_outcome
+from replay_core.understand.replay_outcome import ReplayOutcome, describe, replay_outcome
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif.models import RECORDED_OPTION, ModelOption, Readiness, offered_models, readiness
 from replay_core.whatif.replay import Progress, Recording, ReplayError, estimate_for, open_recording, replay_many
@@ -372,6 +372,7 @@ def at_divergence(store: Store, source: str, r: dict) -> tuple[str, str]:
 
 
 def _bubble(store: Store, session_id: str, seq: int | None, origin: str) -> dict | None:
+    """Step `seq` of a run as a chat bubble (a failure as the error it recorded); None where there is no step."""
     found = store.load_steps(session_id, from_seq=seq, to_seq=seq) if seq is not None else []
     if not found:
         return None
@@ -388,7 +389,7 @@ def _said(origin: str, text: str, stored: dict) -> dict:
     return {"role": "error", "origin": origin, "parts": [("text", text)], "calls": [], "json": raw_json(stored)}
 
 
-def side_by_side(store: Store, source: str, r: dict, told, *, key: str) -> None:
+def side_by_side(store: Store, source: str, r: dict, told: ReplayOutcome, *, key: str) -> None:
     """Where the replay left the original, each side's step as the timeline's chat bubbles (Raw JSON a click away):
     what the original did, and what the new model did (or what its provider answered instead)."""
     div = r["first_divergence"] or {}
@@ -408,7 +409,7 @@ def side_by_side(store: Store, source: str, r: dict, told, *, key: str) -> None:
 
 def results(store: Store, session_id: str) -> None:
     """The last launch's replays of this run: a table (what each model did where it left the original,
-    beside what the original did), then each one's timeline and comparison."""
+    beside what the original did), then each one's two sides there as bubbles, and its timeline and comparison."""
     shown = st.session_state.get(RESULTS)
     if not (shown and shown["source"] == session_id and shown["results"]):
         return
