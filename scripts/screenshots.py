@@ -7,10 +7,11 @@ runs and a review queue, all with the run's own answers as the model (no key, no
 each page at 1440×900, and each view is saved as a PNG (a 256-colour palette: a tenth of the size). The emoji the pages use
 need a colour emoji font (Debian: fonts-noto-color-emoji); without one they show as boxes.
 
-    python scripts/screenshots.py [--out docs/images] [--only runs timeline …]
+    python scripts/screenshots.py [--out docs/images] [--only runs timeline …] [--timeline-run ID]
 
 Run with another checkout's code first on PYTHONPATH (`PYTHONPATH=../main python scripts/screenshots.py
---out /tmp/before`) it shows that checkout's app: the server is started from the replay_core imported.
+--out /tmp/before`) it shows that checkout's app: the server is started from the replay_core imported (one
+older than `cli.serve.answering` needs its wait loop in a copy of this script: docs/images/before-after/).
 """
 
 from __future__ import annotations
@@ -18,16 +19,11 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-
-import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -78,44 +74,17 @@ def seed(url: str) -> dict[str, str]:
 # ---------------------------------------------------------------------------- the app
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def served(url: str, home: Path):
     """`agent-replay serve` on `url`, from the replay_core this process imported; yields its base URL."""
+    from replay_core.cli.serve import answering, free_port
+
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("AGENT_REPLAY_")}
     env |= {"AGENT_REPLAY_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path[1:] if sys.path[0] == "" else sys.path)}
     argv = [sys.executable, "-m", "replay_core.cli", "serve", "--db", url, "--port", str(port)]
-    log = home / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=home)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"agent-replay serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-            try:
-                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("agent-replay serve did not answer within 90 s")
-            time.sleep(0.3)
+    with answering(argv, f"http://127.0.0.1:{port}", "/_stcore/health", timeout=90, env=env, cwd=home) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # ---------------------------------------------------------------------------- the views
@@ -158,7 +127,8 @@ def runs(pg, base, seeded) -> None:
 
 
 def timeline(pg, base, seeded) -> None:
-    opened(pg, base, f"timeline?session={FAILED}", "PAY-412")
+    run = seeded.get("timeline", FAILED)
+    opened(pg, base, f"timeline?session={run}", "Ended:")
 
 
 def whatif(pg, base, seeded) -> None:
@@ -221,8 +191,9 @@ def small_png(raw: bytes) -> bytes:
     return out.getvalue()
 
 
-def shoot(out: Path, only: list[str], browser=None) -> list[Path]:
-    """The views named in `only` saved in `out`, in `browser` (a Playwright Chromium) or one started here."""
+def shoot(out: Path, only: list[str], browser=None, timeline_run: str | None = None) -> list[Path]:
+    """The views named in `only` saved in `out`, in `browser` (a Playwright Chromium) or one started here; the
+    timeline view on `timeline_run` (default: the failed coding run)."""
     out.mkdir(parents=True, exist_ok=True)
     saved = []
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -233,7 +204,7 @@ def shoot(out: Path, only: list[str], browser=None) -> list[Path]:
             stack.callback(browser.close)
         home = Path(tmp)
         url = f"sqlite:///{home / 'replay.db'}"
-        seeded = seed(url)
+        seeded = seed(url) | ({"timeline": timeline_run} if timeline_run else {})
         with served(url, home) as base:
             for name in only:
                 pg = browser.new_page(viewport=SIZE)  # each view in a fresh tab: no state carried over
@@ -255,8 +226,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
     parser.add_argument("--only", nargs="+", choices=list(VIEWS), default=list(VIEWS))
+    parser.add_argument("--timeline-run", help="the demo run the timeline view opens (default: the failed coding run)")
     args = parser.parse_args()
-    shoot(args.out, args.only)
+    shoot(args.out, args.only, timeline_run=args.timeline_run)
 
 
 if __name__ == "__main__":

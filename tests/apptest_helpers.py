@@ -5,11 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import textwrap
-import time
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +17,7 @@ import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from replay_core.cli.serve import answering, free_port
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
@@ -259,12 +257,34 @@ def trigger(at: AppTest, key: str, event: str, value) -> AppTest:
     return at._run(states)
 
 
-def free_port() -> int:
-    import socket
+DATABASES = [
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]  # a module fixture's params: each of its tests on both
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
+@contextmanager
+def database(kind: str, folder: Path, demo_db: str | None = None):
+    """A database of its own for one module's served app (its tests write, each on runs of its own): on SQLite a
+    file in `folder`, on PostgreSQL a scratch database dropped after; with the demo runs when `demo_db` (the
+    module's demo file) is given. Yields its URL."""
+    from conftest import _scratch_pg_database
+
+    if kind == "sqlite":
+        path = folder / "replay.db"
+        if demo_db:
+            shutil.copyfile(demo_db, path)
+        Store(f"sqlite:///{path}").close()
+        yield f"sqlite:///{path}"
+        return
+    with _scratch_pg_database("agent_replay_served") as url:
+        if demo_db:
+            from replay_core.demo import load_demo
+
+            store = Store(url, migrate=False)
+            load_demo(store, only_if_empty=False)
+            store.close()
+        yield url
 
 
 @contextmanager
@@ -287,41 +307,9 @@ def served_app(db_url: str, *, script: str = "streamlit_app.py", **env: str):
         "--browser.gatherUsageStats",
         "false",
     ]
-    with _served(argv, port, "/_stcore/health", cwd=REPO, env={**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}) as base:
+    env = {**os.environ, "AGENT_REPLAY_DB_URL": db_url, **env}
+    with answering(argv, f"http://127.0.0.1:{port}", "/_stcore/health", cwd=REPO, env=env) as base:
         yield base
-
-
-@contextmanager
-def _served(argv: list[str], port: int, health: str, **popen):
-    """Run `argv` (a server on 127.0.0.1:`port`) until `health` answers 200; yield its base URL; stop it."""
-    import httpx
-
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, **popen)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"{argv[0]} exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
-            try:
-                if httpx.get(f"{base}{health}", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{argv[0]} did not answer {health} within 60 s")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def emit_agent_spans(tracer, conversation: str, queries: tuple[str, ...] = ("status of PO-1",)) -> None:
@@ -368,5 +356,5 @@ _SERVE_API = textwrap.dedent("""
 def served_api(db_url: str, token: str):
     """The API alone under uvicorn in its own process (its own Store); yields its base URL."""
     port = free_port()
-    with _served([sys.executable, "-c", _SERVE_API, db_url, str(port), token], port, "/healthz") as base:
+    with answering([sys.executable, "-c", _SERVE_API, db_url, str(port), token], f"http://127.0.0.1:{port}", "/healthz") as base:
         yield base

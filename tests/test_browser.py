@@ -1,11 +1,10 @@
-"""One browser smoke test: Debian's Chromium, driven by Playwright, on the served app with the demo runs.
+"""Browser smoke tests: Debian's Chromium, driven by Playwright, on an app served fresh for each test (a deep link
+on a new server, a password, an agent posting), from SQLite and from PostgreSQL (the `store` fixture's).
 
 Screenshots go to test-output/browser/ (gitignored).
 """
 
 from __future__ import annotations
-
-import shutil
 
 import pytest
 from apptest_helpers import FAILED_CODING, REPO, served_app
@@ -24,11 +23,9 @@ def settled(pg) -> None:
     )
 
 
-def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
+def test_runs_list_and_a_timeline_in_chromium(browser, demo):
     OUT.mkdir(parents=True, exist_ok=True)
-    db = tmp_path / "demo.db"
-    shutil.copy(demo_db, db)
-    with served_app(f"sqlite:///{db}") as base:
+    with served_app(demo.url) as base:
         pg = browser.new_page(viewport={"width": 1500, "height": 1400})
         # A deep link first, on a fresh server: it must go through the entry script's navigation.
         pg.goto(f"{base}/timeline?session={FAILED_CODING}&step=18")
@@ -65,10 +62,8 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo_db, tmp_path):
         pg.screenshot(path=str(OUT / "runs.png"), full_page=True)
 
 
-def test_the_door_holds_on_a_deep_link(browser, demo_db, tmp_path):
-    db = tmp_path / "demo.db"
-    shutil.copy(demo_db, db)
-    with served_app(f"sqlite:///{db}", AGENT_REPLAY_PASSWORD="look-only") as base:
+def test_the_door_holds_on_a_deep_link(browser, demo):
+    with served_app(demo.url, AGENT_REPLAY_PASSWORD="look-only") as base:
         pg = browser.new_page(viewport={"width": 1200, "height": 900})
         pg.goto(f"{base}/timeline?session={FAILED_CODING}")
         pg.get_by_text("This dashboard is private.").wait_for()
@@ -84,11 +79,11 @@ def test_the_door_holds_on_a_deep_link(browser, demo_db, tmp_path):
         pg.screenshot(path=str(OUT / "signed-in.png"), full_page=True)
 
 
-def test_an_agent_posting_over_http_appears_live(browser, tmp_path):
+def test_an_agent_posting_over_http_appears_live(browser, store):
     import httpx
 
     token = "live-token"
-    with served_app(f"sqlite:///{tmp_path / 'live.db'}", AGENT_REPLAY_API_TOKENS=token) as base:
+    with served_app(store.url, AGENT_REPLAY_API_TOKENS=token) as base:
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
         pg.goto(f"{base}/live")
         pg.get_by_text("No run is sending steps right now.").wait_for(timeout=30_000)

@@ -106,7 +106,10 @@ def plant(store: Store, port: int) -> None:
         StepEvent(session_id=LIVE, seq=1, event_id="l1", type="think", content=h("livestep")),
     ]
     ingest(store, events)
-    annotate(store, SID, "bad", h("note"), author=h("author"))
+    # an author within the 200 characters PostgreSQL's column holds (SQLite would store any length)
+    base = f"http://127.0.0.1:{port}"
+    author = f'![a]({base}/author-md.png) <img src="{base}/author-html.png"> [x](javascript:alert(1))'
+    annotate(store, SID, "bad", h("note"), author=author)
     annotate(store, SID, "needs_attention", h("stepnote"), event_id="e2", author="Ana")
 
 
@@ -143,14 +146,12 @@ PAGES = [
 ]
 
 
-def test_hostile_strings_render_as_text_and_fetch_nothing(browser, tmp_path):
+def test_hostile_strings_render_as_text_and_fetch_nothing(browser, store):
+    """On SQLite and on PostgreSQL (the `store` fixture's)."""
     OUT.mkdir(parents=True, exist_ok=True)
-    db = f"sqlite:///{tmp_path / 'hostile.db'}"
     with Listener() as listener:
-        store = Store(db)
         plant(store, listener.port)
-        store.close()
-        with served_app(db) as base:
+        with served_app(store.url) as base:
             pg = browser.new_page(viewport={"width": 1400, "height": 1200})
             dialogs = []
             pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

@@ -1,6 +1,7 @@
 """Messages as a conversation and the playground, in headless Chromium: what the agent saw as bubbles by role with
-its tool calls and results as cards, a long message folded saying how much it hides, the Raw JSON switch; and one
-model call edited, run against the scripted server and read beside the recorded answer, a missing key said first.
+its tool calls and results as cards, a long message folded saying how much it hides, the Raw JSON switch; one
+model call edited, run against the scripted server and read beside the recorded answer, a missing key said first;
+What-if's result as bubbles of both sides at the divergence. Each on SQLite and on PostgreSQL.
 
 Screenshots go to test-output/browser/ (gitignored): chat-bubbles.png, chat-raw.png, playground.png.
 """
@@ -8,10 +9,9 @@ Screenshots go to test-output/browser/ (gitignored): chat-bubbles.png, chat-raw.
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from apptest_helpers import FAILED_CODING, served_app
+from apptest_helpers import DATABASES, FAILED_CODING, database, served_app
 from openai_server import OpenAIServer
 from playwright.sync_api import expect
 from test_browser import OUT, settled
@@ -23,19 +23,18 @@ pytestmark = pytest.mark.browser
 FLIGHT = "demo-08-flight-bos-sfo-a"
 
 
-@pytest.fixture(scope="module")
-def served(demo_db, tmp_path_factory):
-    """The demo runs served with two models: one on the scripted server, one hosted without a key."""
+@pytest.fixture(scope="module", params=DATABASES)
+def served(request, demo_db, tmp_path_factory):
+    """The demo runs served from SQLite and from PostgreSQL with two models: one on the scripted server, one hosted
+    without a key."""
     folder = tmp_path_factory.mktemp("pg")
-    db = folder / "demo.db"
-    shutil.copy(demo_db, db)
-    with OpenAIServer() as server, pytest.MonkeyPatch.context() as env:
+    with database(request.param, folder, demo_db) as url, OpenAIServer() as server, pytest.MonkeyPatch.context() as env:
         models = folder / "models.json"
         listed = [{"model": "openai/fake-model", "api_base": server.base_url}, {"model": "openai/gpt-4o-mini"}]
         models.write_text(json.dumps(listed))
         for name in (*PROVIDER_KEYS, "AGENT_REPLAY_API_BASE", "AGENT_REPLAY_MODELS", "AGENT_REPLAY_API_KEY_ENV"):
             env.delenv(name, raising=False)  # unset, not empty: an empty key counts as set up
-        with served_app(f"sqlite:///{db}", AGENT_REPLAY_MODELS_FILE=str(models)) as base:
+        with served_app(url, AGENT_REPLAY_MODELS_FILE=str(models)) as base:
             yield base, server
 
 
@@ -133,3 +132,35 @@ def test_the_playground_edits_runs_and_shows_the_answer_beside_the_recorded_one(
     assert sent[0] == {"role": "system", "content": "Answer in one line."}
     expect(pg.get_by_role("link", name="Compare with the original")).to_be_visible()
     pg.screenshot(path=str(OUT / "playground.png"), full_page=True)
+
+
+def test_what_ifs_result_shows_each_side_at_the_divergence_as_bubbles(browser, served):
+    """What the original did and what the new model did, where the replay left the original, as the timeline's bubbles
+    with their Raw JSON; a provider's refusal as its own bubble, not a code box."""
+    base, server = served
+    server.route("fake-model", lambda payload: server.text("I would book the first flight listed."))
+    pg = opened(browser, base, f"whatif?session={FLIGHT}", "Cycles to replay")
+    pick(pg, "fake-model")
+    launch = pg.get_by_role("button", name="Launch")
+    expect(launch).to_be_enabled(timeout=60_000)
+    launch.click()
+    original, new = pg.locator(".st-key-whatif_said_0_original"), pg.locator(".st-key-whatif_said_0_new")
+    new.locator(".message").wait_for(timeout=120_000)
+    settled(pg)
+    expect(original.locator(".message.assistant")).to_contain_text("Get the traveler's profile first")
+    expect(new.locator(".message.assistant")).to_contain_text("I would book the first flight listed.")
+    left, right = original.bounding_box(), new.bounding_box()
+    assert left["x"] + left["width"] <= right["x"] and abs(left["y"] - right["y"]) < 40  # side by side
+    assert pg.locator("[data-testid=stCode]").count() == 0  # no message printed in a code box
+    new.locator("button.raw-json").click()
+    expect(new.locator(".message.raw")).to_contain_text('"role": "assistant"')
+    pg.locator(".st-key-whatif_said_0_new").scroll_into_view_if_needed()
+    pg.screenshot(path=str(OUT / "whatif-bubbles.png"))
+    # the provider refuses: its answer is a bubble of its own beside the original's step
+    server.route("fake-model", lambda payload: server.error(401, "Incorrect API key provided: sk-fake", "invalid_request_error"))
+    launch.click()
+    refused = pg.locator(".st-key-whatif_said_0_new .message.error")
+    refused.wait_for(timeout=120_000)
+    expect(refused).to_contain_text("Incorrect API key provided")
+    expect(refused.locator(".origin")).to_have_text("openai/fake-model · provider's answer")
+    assert pg.locator("[data-testid=stCode]").count() == 0

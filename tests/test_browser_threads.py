@@ -11,17 +11,15 @@ from apptest_helpers import served_app
 from test_browser import OUT, settled
 from test_threads import _turns
 
-from replay_core.storage.store import Store
-
 pytestmark = pytest.mark.browser
 ROW_PX = 35  # a dataframe's default row (and header) height
 CHECKBOX_PX = 32
 
 
-def test_a_conversation_opened_from_the_list_and_a_run_from_the_conversation(browser, sqlite_store):
-    _turns(sqlite_store)
+def test_a_conversation_opened_from_the_list_and_a_run_from_the_conversation(browser, store):
+    _turns(store)
     OUT.mkdir(parents=True, exist_ok=True)
-    with served_app(sqlite_store.url) as base:
+    with served_app(store.url) as base:
         pg = browser.new_page(viewport={"width": 1440, "height": 900})
         pg.goto(f"{base}/threads")
         settled(pg)
@@ -50,6 +48,4 @@ def test_a_conversation_opened_from_the_list_and_a_run_from_the_conversation(bro
         pg.mouse.click(box["x"] + CHECKBOX_PX + 120, box["y"] + ROW_PX * 2.5)
         pg.wait_for_url("**/timeline?session=turn-2**", timeout=30_000)
         pg.get_by_text("run turn-2").first.wait_for(timeout=30_000)
-    store = Store(sqlite_store.url)
     assert store.get_session("turn-2")["thread_id"] == "support-1"
-    store.close()

@@ -6,10 +6,8 @@ timeline-phone-detail.png.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from apptest_helpers import FAILED_CODING, served_app
+from apptest_helpers import DATABASES, FAILED_CODING, database, served_app
 from playwright.sync_api import expect
 from test_browser import OUT, settled
 
@@ -23,16 +21,17 @@ pytestmark = pytest.mark.browser
 GAPPED = "gapped"  # steps 1–3 and 10–11: the slider's next value (4) is not the next step (10)
 
 
-@pytest.fixture(scope="module")
-def app(demo_db, tmp_path_factory):
-    db = tmp_path_factory.mktemp("tl") / "demo.db"
-    shutil.copy(demo_db, db)
-    store = Store(f"sqlite:///{db}")
-    ingest(store, [StepEvent(session_id=GAPPED, seq=seq, type="think", content=f"thought {seq}") for seq in (1, 2, 3, 10, 11)])
-    ingest(store, [StepEvent(session_id="one", type="think", content="only thought")])
-    store.close()
-    with served_app(f"sqlite:///{db}") as base:
-        yield base
+@pytest.fixture(scope="module", params=DATABASES)
+def app(request, demo_db, tmp_path_factory):
+    with database(request.param, tmp_path_factory.mktemp("tl"), demo_db) as url:
+        store = Store(url)
+        ingest(
+            store, [StepEvent(session_id=GAPPED, seq=seq, type="think", content=f"thought {seq}") for seq in (1, 2, 3, 10, 11)]
+        )
+        ingest(store, [StepEvent(session_id="one", type="think", content="only thought")])
+        store.close()
+        with served_app(url) as base:
+            yield base
 
 
 def opened(browser, app, session: str, step: int, heading: str):

@@ -1,22 +1,23 @@
 """The timeline's span waterfall in headless Chromium: nested rows with bars, the slowest step marked, a click on
 a row moving the cursor (the address and the step shown follow), and a 10,000-step run drawn as a screenful of
-rows that scrolls to its far end; a step's markup shown as text; a click on SQLite and PostgreSQL alike.
+rows that scrolls to its far end; a step's markup shown as text; the rows longest first and back; each on SQLite and
+on PostgreSQL.
 
 Screenshot: test-output/browser/timeline-waterfall.png (gitignored).
 """
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from apptest_helpers import BIG, big_events, served_app
+from apptest_helpers import BIG, DATABASES, big_events, database, served_app
 from playwright.sync_api import expect
 from test_browser import OUT, settled
 
 from replay_core.events import StepEvent
 from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
+from replay_core.understand.timeline import open_timeline
+from replay_core.understand.waterfall import layout
 
 pytestmark = pytest.mark.browser
 
@@ -25,16 +26,22 @@ HOSTILE = "hostile-waterfall"
 MARKUP = '<img src="x" onerror="alert(1)"> **bold**'
 
 
-@pytest.fixture(scope="module")
-def app(demo_db, tmp_path_factory):
-    db = tmp_path_factory.mktemp("wf") / "demo.db"
-    shutil.copy(demo_db, db)
-    store = Store(f"sqlite:///{db}")
-    ingest(store, big_events())
-    ingest(store, [StepEvent(session_id=HOSTILE, seq=1, type="think", content=MARKUP)])
-    store.close()
-    with served_app(f"sqlite:///{db}") as base:
-        yield base
+@pytest.fixture(scope="module", params=DATABASES)
+def served(request, demo_db, tmp_path_factory):
+    """The demo runs, a 10,000-step run and a step of markup, served from SQLite and from PostgreSQL: the layout
+    reads each one's columns."""
+    with database(request.param, tmp_path_factory.mktemp("wf"), demo_db) as url:
+        store = Store(url)
+        ingest(store, big_events())
+        ingest(store, [StepEvent(session_id=HOSTILE, seq=1, type="think", content=MARKUP)])
+        store.close()
+        with served_app(url) as base:
+            yield base, url
+
+
+@pytest.fixture
+def app(served) -> str:
+    return served[0]
 
 
 def waterfall_at(browser, app, session: str, step: int, heading: str):
@@ -102,11 +109,34 @@ def test_a_step_s_text_is_shown_as_text(browser, app):
     assert pg.locator(".waterfall img").count() == 0 and dialogs == []
 
 
-def test_a_row_s_click_on_either_database(browser, demo):
-    """The served app on the `store` fixture's SQLite and PostgreSQL: the layout reads each one's columns."""
-    with served_app(demo.url) as base:
-        pg = waterfall_at(browser, base, MULTI_AGENT, 4, "Group · step 4")
-        expect(pg.locator(".waterfall button.wrow[data-seq='20'] .rank")).to_have_text("#1")
-        pg.locator(".waterfall button.wrow[data-seq='5']").click()
-        pg.wait_for_url("**step=5**", timeout=30_000)
-        expect(pg.locator(".st-key-step_detail h3").first).to_have_text("💭 Thought · step 5")
+def test_longest_first_lists_the_rows_by_duration_and_a_click_still_moves_the_cursor(browser, served):
+    base, url = served
+    store = Store(url)
+    w = layout(open_timeline(store, MULTI_AGENT).columns)
+    store.close()
+    seqs = [w.row(r).seq for r in range(len(w))]
+    longest = sorted(range(len(w)), key=lambda r: (w.duration_ms[r] is None, -(w.duration_ms[r] or 0), r))
+    pg = waterfall_at(browser, base, MULTI_AGENT, 9, "Tool call · step 9")
+    rows = pg.locator(".waterfall button.wrow")
+    expect(pg.locator(".waterfall button.sort[aria-pressed=true]")).to_have_text("Tree order")
+    assert rows.evaluate_all("els => els.map(e => Number(e.dataset.seq))") == seqs
+    pg.locator(".waterfall button.sort", has_text="Longest first").click()
+    expect(pg.locator(".waterfall button.sort[aria-pressed=true]")).to_have_text("Longest first")
+    expect(rows.first).to_have_attribute("data-seq", str(seqs[longest[0]]))
+    settled(pg)
+    assert rows.evaluate_all("els => els.map(e => Number(e.dataset.seq))") == [seqs[r] for r in longest]
+    assert set(rows.locator(".name").evaluate_all("els => els.map(e => e.style.paddingLeft)")) == {"0px"}  # flat
+    expect(pg.locator(".waterfall button.wrow[aria-current=step]")).to_have_attribute("data-seq", "9")
+    pg.screenshot(path=str(OUT / "timeline-waterfall-longest.png"), full_page=True)
+    # a click on a row still moves the cursor, and the order stays
+    third = seqs[longest[2]]
+    rows.nth(2).click()
+    pg.wait_for_url(f"**step={third}**", timeout=30_000)
+    expect(pg.locator(".waterfall button.wrow[aria-current=step]")).to_have_attribute("data-seq", str(third))
+    settled(pg)
+    expect(pg.locator(".waterfall button.sort[aria-pressed=true]")).to_have_text("Longest first")
+    assert rows.evaluate_all("els => els.map(e => Number(e.dataset.seq))") == [seqs[r] for r in longest]
+    pg.locator(".waterfall button.sort", has_text="Tree order").click()
+    expect(rows.first).to_have_attribute("data-seq", str(seqs[0]))
+    settled(pg)
+    assert rows.evaluate_all("els => els.map(e => Number(e.dataset.seq))") == seqs

@@ -6,7 +6,7 @@ from urllib.parse import parse_qs
 
 import pytest
 import streamlit as st
-from apptest_helpers import FAILED_CODING, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, component_data, demo_store, page, texts  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
 
 from replay_core.understand.compare import compare
@@ -178,7 +178,7 @@ def test_a_model_server_that_does_not_answer_blocks_launch(demo_store, no_provid
     assert at.button(key="launch").disabled
 
 
-def test_a_provider_error_reads_in_plain_words_with_the_raw_message_behind_an_expander(demo_store, local_server):
+def test_a_provider_error_reads_in_plain_words_with_the_raw_message_beside_it(demo_store, local_server):
     local_server.script(local_server.error(500, "upstream exploded"))
     at = page(PAGE, params={"session": FAILED_CODING, "step": "8"})
     at.multiselect(key="models").set_value(["openai/fake-model"]).run()
@@ -186,8 +186,8 @@ def test_a_provider_error_reads_in_plain_words_with_the_raw_message_behind_an_ex
     assert not at.exception
     table = at.dataframe[-1].value
     assert table["what happened"].tolist() == ["could not start: openai had a server error"]
-    said = next(e for e in at.expander if e.label.startswith("What the provider said"))
-    assert "upstream exploded" in said.code[0].value
+    [said] = component_data(at, "whatif_said_0_new")["messages"]  # a bubble beside the original's step
+    assert said["role"] == "error" and "upstream exploded" in said["parts"][0][1]
     assert "InternalServerError" not in table.to_string()
 
 

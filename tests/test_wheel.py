@@ -11,12 +11,10 @@ index would take minutes. The project's own files come only from the wheel (chec
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import sysconfig
 import tarfile
-import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -25,7 +23,7 @@ import httpx
 import pytest
 
 from replay_core import config
-from replay_core.cli.serve import streamlit_flags
+from replay_core.cli.serve import answering, free_port, streamlit_flags
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
@@ -76,12 +74,6 @@ def venv(dist, tmp_path_factory) -> Path:
     return root
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_sdist_and_the_wheel_carry_the_app(dist):
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
@@ -108,28 +100,10 @@ def test_the_installed_wheel_serves_the_demo(venv, tmp_path, browser):
     assert (version, clashes) == (VERSION, "[]")
     assert _run(venv / "bin" / "agent-replay", "--version", cwd=elsewhere, env=env).stdout.strip() == f"agent-replay {VERSION}"
 
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [venv / "bin" / "agent-replay", "serve", "--demo", "--port", str(port), "--db", f"sqlite:///{tmp_path}/x.db"],
-            cwd=elsewhere,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        while True:
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            try:
-                if httpx.get(f"{base}/_stcore/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+    argv = [venv / "bin" / "agent-replay", "serve", "--demo", "--port", str(port), "--db", f"sqlite:///{tmp_path}/x.db"]
+    with answering(argv, f"http://127.0.0.1:{port}", "/_stcore/health", timeout=180, log=log, cwd=elsewhere, env=env) as base:
         assert f"loaded {len(DEMO_RUNS)} demo sessions" in log.read_text()
         assert httpx.get(base, timeout=30).status_code == 200
         listed = httpx.get(
@@ -142,13 +116,6 @@ def test_the_installed_wheel_serves_the_demo(venv, tmp_path, browser):
         page.goto(f"{base}/runs")
         page.get_by_text("18 runs:").wait_for(timeout=60_000)  # the runs page's summary line, as a person sees it
         page.locator("[data-testid=stDataFrame]").first.wait_for()  # the table of runs (drawn on a canvas)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def test_the_data_directory_is_home_else_the_checkout_else_the_users(tmp_path, monkeypatch):

@@ -9,7 +9,6 @@ import streamlit as st
 
 from replay_core.storage.actor import REPLAY, Actor
 from replay_core.storage.store import Store
-from replay_core.understand.snapshot import rebuild_messages
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif.playground import ModelCall, Ran, answer_of, model_steps, problems, run_call, with_system_prompt
 from replay_core.whatif.replay import ReplayError
@@ -18,7 +17,7 @@ from replay_core.whatif.replay_config import RECORDED, Budget, ReplayConfig
 from . import components
 from . import whatif_view as wv
 from .common import PAGE_COMPARE, PAGE_TIMELINE, md, short, step_label
-from .step_view import message_text, transcript_message
+from .step_view import answer_message, message_text
 
 ROLES = ("user", "assistant", "tool", "system")
 LAST = "playground_last"  # the last run of each call: {call key: replay session id}
@@ -127,18 +126,11 @@ def run_button(
     return ran
 
 
-def _answer_message(steps, origin: str) -> dict:
-    """An answer's steps as one chat bubble (rebuilt as the replay sends them), saying whose it is."""
-    messages = rebuild_messages([s for s in steps if s.type != "error"]) or [{"role": "assistant", "content": ""}]
-    shown = transcript_message(messages[-1], {"source": "rebuilt", "seq": steps[0].seq if steps else 0})
-    return {**shown, "origin": origin}
-
-
 def recorded_answer(call: ModelCall) -> None:
     st.subheader("Recorded answer")
     components.transcript(
         [f"What {call.model or 'the model'} answered at step {call.seq}."],
-        [_answer_message(call.answer, f"assistant · recorded · {call.model or 'model not recorded'}")],
+        [answer_message(call.answer, f"assistant · recorded · {call.model or 'model not recorded'}")],
         key="pg_recorded",
     )
 
@@ -161,7 +153,7 @@ def show_ran(store: Store, call: ModelCall, ran: Ran | None = None) -> None:
         else:
             components.transcript(
                 [f"What {model} answered to the edited messages, just now."],
-                [_answer_message(steps, f"assistant · new · {model}")],
+                [answer_message(steps, f"assistant · new · {model}")],
                 key="pg_answer",
             )
         st.caption("Stored as a one-step replay of this run: Compare and the timeline open it.")

@@ -5,14 +5,16 @@ far, goal and memory, and where the step sits in the run's structure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 import streamlit as st
 
+from replay_core.events import StepEvent
 from replay_core.ingest.pricing import is_estimated
 from replay_core.understand.file_writes import classify, file_write
-from replay_core.understand.snapshot import Snapshot
+from replay_core.understand.snapshot import Snapshot, rebuild_messages
 from replay_core.understand.structure import Structure, node_label
 from replay_core.understand.timeline import Timeline
 
@@ -268,6 +270,14 @@ def transcript_message(message: dict, origin: dict, tools: dict | None = None) -
         call_id = message.get("tool_call_id")
         out |= {"tool": message.get("name") or (tools or {}).get(call_id), "call_id": call_id}
     return out
+
+
+def answer_message(steps: Sequence[StepEvent], origin: str) -> dict:
+    """Model steps (an answer, a call, a tool's result) as one chat bubble, rebuilt as a replay sends them, saying
+    whose it is; an error step is left out (say it apart)."""
+    messages = rebuild_messages([s for s in steps if s.type != "error"]) or [{"role": "assistant", "content": ""}]
+    shown = transcript_message(messages[-1], {"source": "rebuilt", "seq": steps[0].seq if steps else 0})
+    return {**shown, "origin": origin}
 
 
 def totals_view(snap: Snapshot) -> None:

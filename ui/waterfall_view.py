@@ -1,5 +1,6 @@
 """The timeline's span waterfall: every step a row nested under its parent, a bar on the run's clock, the slow
-ones coloured and named first, a click on a row moves the cursor there.
+ones coloured and named first, a click on a row moves the cursor there. A toggle lists the rows longest first
+instead (flat: what took the time, whatever its nesting).
 
 The layout (understand/waterfall.py) is made once per opened version of the run; the browser is sent a window
 of rows around the cursor (or around where it scrolled to) and draws only those in view
@@ -8,7 +9,7 @@ of rows around the cursor (or around where it scrolled to) and draws only those 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 
@@ -22,10 +23,13 @@ WINDOW = 300  # rows sent at a time: a screenful is ~18
 SLOWEST = 5  # steps named in the "slowest first" line
 HOT, WARM = 0.15, 0.05  # shares of the run's span that colour a bar
 KEY = "waterfall"
-WHERE = "_waterfall_at"  # (run, cursor row, first row sent): a scroll past the window moves it
+WHERE = "_waterfall_at"  # (run, order, cursor's place, first place sent): a scroll past the window moves it
+ORDER = "_waterfall_order"  # one of ORDERS, kept while the page is open
+ORDERS = {"tree": "Tree order", "time": "Longest first"}
 
 HTML = (
-    '<div class="waterfall"><div class="slowest"></div><div class="head"><span>Step</span><span>took</span>'
+    '<div class="waterfall"><div class="order" role="group" aria-label="Order of the rows"></div>'
+    '<div class="slowest"></div><div class="head"><span>Step</span><span>took</span>'
     '<span class="axis"></span></div><div class="viewport" tabindex="-1"><div class="space"></div></div>'
     '<div class="caption"></div></div>'
 )
@@ -41,6 +45,22 @@ def waterfall_of(tl: Timeline) -> Waterfall:
         tl.cache["waterfall"] = w
         tl.cache["waterfall_run_wide"] = (w.slowest(SLOWEST), sum(1 for d in w.duration_ms if d is None))
     return tl.cache["waterfall"]
+
+
+def shown_order(tl: Timeline, order: str) -> tuple[Sequence[int], Sequence[int]]:
+    """The layout's rows in the order drawn, and each row's place in it: as laid out (nesting, run order), or by
+    duration, longest first, rows without one last (made once per opened version of the run)."""
+    w = waterfall_of(tl)
+    if order != "time":
+        return range(len(w)), range(len(w))
+    if "waterfall_by_time" not in tl.cache:
+        d = w.duration_ms
+        rows = sorted(range(len(w)), key=lambda r: (d[r] is None, -(d[r] or 0.0), r))
+        place = [0] * len(rows)
+        for i, r in enumerate(rows):
+            place[r] = i
+        tl.cache["waterfall_by_time"] = (rows, place)
+    return tl.cache["waterfall_by_time"]
 
 
 def took(ms: float | None) -> str:
@@ -93,13 +113,15 @@ def icon_label(row: Row) -> str:
     return f"{STEP_LABELS.get(row.kind, ('•', ''))[0]} {row.label}"
 
 
-def window_data(tl: Timeline, pos: int, first: int) -> dict:
-    """What the component draws: rows `first`… of the layout (at most WINDOW), the cursor's row, the clock."""
+def window_data(tl: Timeline, pos: int, first: int, order: str = "tree") -> dict:
+    """What the component draws: the rows at places `first`… of `order` (at most WINDOW), the cursor's place, the
+    clock. Longest first, the rows are not indented (their nesting is the tree order's)."""
     w = waterfall_of(tl)
     slow, untimed = tl.cache["waterfall_run_wide"]  # passes over every row: once per opened run
     rank = {r: k + 1 for k, r in enumerate(slow)}
+    shown, place = shown_order(tl, order)
     rows = []
-    for r in range(first, min(first + WINDOW, len(w))):
+    for r in shown[first : first + WINDOW]:
         row = w.row(r)
         label = icon_label(row)
         length = row.duration_ms
@@ -107,7 +129,7 @@ def window_data(tl: Timeline, pos: int, first: int) -> dict:
         rows.append(
             [
                 row.seq,
-                row.depth,
+                row.depth if order == "tree" else 0,
                 row.start_ms,
                 length,
                 label,
@@ -131,7 +153,9 @@ def window_data(tl: Timeline, pos: int, first: int) -> dict:
         "total": len(w),
         "total_ms": w.total_ms,
         "axis": axis(w.total_ms),
-        "cursor": w.row_of[pos],
+        "cursor": place[w.row_of[pos]],
+        "order": order,
+        "orders": list(ORDERS.items()),
         "slowest": [
             [
                 w.columns["seq"][w.order[r]],
@@ -144,26 +168,32 @@ def window_data(tl: Timeline, pos: int, first: int) -> dict:
     }
 
 
-def first_row(tl: Timeline, pos: int) -> int:
-    """The window's first row: around the cursor when it moved (or the run changed), else where a scroll took it."""
-    at = waterfall_of(tl).row_of[pos]
+def first_row(tl: Timeline, pos: int, order: str) -> int:
+    """The window's first place: around the cursor when it moved (or the run or the order changed), else where a
+    scroll took it."""
+    at = shown_order(tl, order)[1][waterfall_of(tl).row_of[pos]]
     kept = st.session_state.get(WHERE)
-    if not kept or kept[:2] != (tl.id, at):
-        kept = st.session_state[WHERE] = (tl.id, at, max(0, at - WINDOW // 2))
-    return kept[2]
+    if not kept or kept[:3] != (tl.id, order, at):
+        kept = st.session_state[WHERE] = (tl.id, order, at, max(0, at - WINDOW // 2))
+    return kept[3]
 
 
 def waterfall(tl: Timeline, pos: int, *, on_pick: Callable[[int], None]) -> None:
     """The waterfall at the cursor: a click on a row or on a slow step calls `on_pick(seq)`; a scroll past the
-    rows sent asks for the window there."""
+    rows sent asks for the window there; the order toggle redraws it tree-ordered or longest first."""
 
     def picked() -> None:
         on_pick(int(st.session_state[KEY]["picked"]))
 
     def scrolled() -> None:
-        row = int(st.session_state[KEY]["scrolled"])
-        run, at, _ = st.session_state[WHERE]
-        st.session_state[WHERE] = (run, at, max(0, row - WINDOW // 2))
+        place = int(st.session_state[KEY]["scrolled"])
+        run, order, at, _ = st.session_state[WHERE]
+        st.session_state[WHERE] = (run, order, at, max(0, place - WINDOW // 2))
 
-    data = window_data(tl, pos, first_row(tl, pos))
-    _waterfall(data=data, key=KEY, on_picked_change=picked, on_scrolled_change=scrolled)
+    def ordered() -> None:
+        wanted = st.session_state[KEY]["order"]
+        st.session_state[ORDER] = wanted if wanted in ORDERS else "tree"
+
+    order = st.session_state.get(ORDER, "tree")
+    data = window_data(tl, pos, first_row(tl, pos, order), order)
+    _waterfall(data=data, key=KEY, on_picked_change=picked, on_scrolled_change=scrolled, on_order_change=ordered)

@@ -14,7 +14,7 @@ import streamlit as st
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.compare import describe as describe_step
-from replay_core.understand.replay_outcome import describe, replay_outcome
+from replay_core.understand.replay_outcome import ReplayOutcome, describe, replay_outcome
 from replay_core.understand.timeline import Timeline
 from replay_core.whatif.models import RECORDED_OPTION, ModelOption, Readiness, offered_models, readiness
 from replay_core.whatif.replay import Progress, Recording, ReplayError, estimate_for, open_recording, replay_many
@@ -28,7 +28,9 @@ from replay_core.whatif.replay_config import (
     default_api_key_env,
 )
 
+from . import components
 from .common import PAGE_COMPARE, PAGE_TIMELINE, fmt_cost, fmt_when, md, run_label, short, url_choice, with_linked_runs
+from .step_view import answer_message, raw_json
 
 RESULTS = "whatif_results"  # the last launch's results, kept for the run they replayed
 
@@ -369,9 +371,45 @@ def at_divergence(store: Store, source: str, r: dict) -> tuple[str, str]:
     return _step_at(store, source, div.get("a_seq")), _step_at(store, r["session"], div.get("b_seq"))
 
 
+def _bubble(store: Store, session_id: str, seq: int | None, origin: str) -> dict | None:
+    """Step `seq` of a run as a chat bubble (a failure as the error it recorded); None where there is no step."""
+    found = store.load_steps(session_id, from_seq=seq, to_seq=seq) if seq is not None else []
+    if not found:
+        return None
+    step = found[0]
+    if step.type == "error":  # the run's own failure: said as it was recorded, not as a model's words
+        text = f"{step.error_class}: {step.content}" if step.error_class and step.content else step.content or step.error_class
+        return _said(f"{origin} · error at step {seq}", text or "error", {"type": "error", "error_class": step.error_class})
+    return answer_message(found, f"{origin} · step {seq}")
+
+
+def _said(origin: str, text: str, stored: dict) -> dict:
+    """A bubble of text that is no model's message (an error, the provider's answer), with its JSON as stored."""
+    stored = {**stored, "content": text}
+    return {"role": "error", "origin": origin, "parts": [("text", text)], "calls": [], "json": raw_json(stored)}
+
+
+def side_by_side(store: Store, source: str, r: dict, told: ReplayOutcome, *, key: str) -> None:
+    """Where the replay left the original, each side's step as the timeline's chat bubbles (Raw JSON a click away):
+    what the original did, and what the new model did (or what its provider answered instead)."""
+    div = r["first_divergence"] or {}
+    original = _bubble(store, source, div.get("a_seq"), "original")
+    if told.kind in ("could_not_start", "stopped") and told.raw:
+        new = _said(f"{r['model']} · provider's answer", told.raw, {"model": r["model"], "outcome": r["outcome"]})
+    else:
+        new = _bubble(store, r["session"], div.get("b_seq"), r["model"])
+    if original is None and new is None:
+        return
+    left, right = st.columns(2)
+    with left:
+        components.transcript(["What the original did there."], [original] if original else [], key=f"{key}_original")
+    with right:
+        components.transcript([f"What {r['model']} did instead."], [new] if new else [], key=f"{key}_new")
+
+
 def results(store: Store, session_id: str) -> None:
     """The last launch's replays of this run: a table (what each model did where it left the original,
-    beside what the original did), then each one's timeline and comparison."""
+    beside what the original did), then each one's two sides there as bubbles, and its timeline and comparison."""
     shown = st.session_state.get(RESULTS)
     if not (shown and shown["source"] == session_id and shown["results"]):
         return
@@ -393,12 +431,12 @@ def results(store: Store, session_id: str) -> None:
                 "model time (s)": round(r["latency_ms"] / 1000, 2),
             }
         )
-    st.dataframe(rows, hide_index=True, key="whatif_results")
-    for r in shown["results"]:
+    said = st.column_config.TextColumn(width="medium")  # the whole of it is in the bubbles below
+    st.dataframe(rows, hide_index=True, key="whatif_results", column_config={"the original did": said, "this model did": said})
+    for i, r in enumerate(shown["results"]):
         told = _outcome_of(r)
-        if told.kind in ("could_not_start", "stopped") and told.raw:
-            with st.expander(f"What the provider said about the {md(r['model'])} replay (for engineers)"):
-                st.code(told.raw, language=None)
+        st.markdown(f"**{md(r['model'])}**: {md(told.text)}")
+        side_by_side(store, session_id, r, told, key=f"whatif_said_{i}")
         left, right = st.columns(2)
         left.page_link(
             PAGE_TIMELINE,

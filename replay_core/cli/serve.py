@@ -4,6 +4,10 @@ from a checkout or from an installed wheel alike."""
 import os
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -84,3 +88,47 @@ def _dotted(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 free now, for a server started next."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def answering(
+    argv: list[str], base: str, health: str, *, timeout: float = 60, log: Path | None = None, **popen: Any
+) -> Iterator[str]:
+    """Run `argv`, a server at `base`, until `health` answers 200; yield `base`; stop it. For the tests and scripts
+    that serve the app or the API on a free port: a server that exits first is reported with its output (kept in
+    `log` when given)."""
+    import httpx
+
+    with log.open("w+b") if log else tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, **popen)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    out.seek(0)
+                    raise RuntimeError(f"{argv[0]} exited with {proc.returncode}:\n{out.read().decode(errors='replace')}")
+                try:
+                    if httpx.get(f"{base}{health}", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{argv[0]} did not answer {health} within {timeout:g} s")
+                time.sleep(0.2)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -2,7 +2,9 @@
 // clock (a tick when it has no duration), coloured by its share of the run; the slowest steps named first.
 // Only the rows in view are in the page: the scroll area is as tall as every row, the rows drawn are those the
 // viewport shows, out of the window the page sent; scrolling past the window asks for the rows there.
-// A click on a row (or a slow step) picks its step. Everything from a trace is set as text. Bundled after el.js.
+// A click on a row (or a slow step) picks its step; the order toggle asks for the rows tree-ordered or longest first
+// (the page sends them in that order: a row's index is its place in it). Everything from a trace is set as text.
+// Bundled after el.js.
 const ROW = 24, // pixels a row
   INDENT = 12, // pixels a level
   DEEPEST = 16, // levels indented; deeper rows say their depth
@@ -97,10 +99,20 @@ export default function ({ parentElement, data, setTriggerValue }) {
       slowest.append(chip);
     }
   }
+  box.querySelector(".order").replaceChildren(
+    ...data.orders.map(([key, label]) => {
+      const choice = el("button", "sort", label);
+      choice.type = "button";
+      choice.dataset.order = key;
+      choice.setAttribute("aria-pressed", String(key === data.order));
+      return choice;
+    }),
+  );
   box.querySelector(".caption").textContent = data.caption;
-  if (box.shownCursor !== data.cursor) {
-    // the cursor moved (or the run opened): bring its row into view unless it is in view already
-    box.shownCursor = data.cursor;
+  const shown = `${data.order}:${data.cursor}`;
+  if (box.shownCursor !== shown) {
+    // the cursor moved (or the run opened, or the order changed): bring its row into view unless it is in view
+    box.shownCursor = shown;
     const y = data.cursor * ROW;
     if (y < viewport.scrollTop || y + ROW > viewport.scrollTop + viewport.clientHeight) {
       viewport.scrollTop = Math.max(0, y - viewport.clientHeight / 2);
@@ -117,6 +129,11 @@ export default function ({ parentElement, data, setTriggerValue }) {
     });
   };
   box.onclick = (event) => {
+    const sort = event.target.closest("button.sort");
+    if (sort) {
+      if (sort.dataset.order !== data.order) setTriggerValue("order", sort.dataset.order);
+      return;
+    }
     const button = event.target.closest("button.wrow, button.chip");
     if (button && !button.classList.contains("current")) setTriggerValue("picked", Number(button.dataset.seq));
   };
