@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, overload
 
 from pydantic import ValidationError
@@ -27,6 +28,7 @@ from .spans import OVERRIDE, SESSION_OVERRIDE, Part, Span
 from .steps import emitted_call_part, model_part, not_recorded, other_part, step_metadata, tool_parts
 from .values import ns_time
 
+_first = itemgetter(0)
 StepRows = Callable[[dict[str, Any]], Any]  # a step's fields → what to store for it, or None (its StepEvent then)
 
 
@@ -280,13 +282,13 @@ def session_events(
                 part.fields.update(_override(span.attributes[key], key))
             except ValueError as exc:
                 out.append(BadRecord(span.where, str(exc)))
-    places = {id(p): place(p) for p in parts}
-    parts.sort(key=lambda p: places[id(p)])
-    parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
+    ranked = sorted(((place(p), p) for p in parts), key=_first)  # by place alone (ties keep their order)
+    parts[:] = [p for _, p in ranked]
+    ranked = [r for r in ranked if not r[1].fields.pop("omit", False)]  # a placeholder span of a run without steps
     steps: list = []  # StepEvents, and what `rows` made
     replaces: list[Replace] = []
     sid = draft.session_id
-    for n, part in enumerate(parts, start=1):
+    for n, (at, part) in enumerate(ranked, start=1):
         fields, span = part.fields, part.span
         if "event_id" not in fields:
             fields["event_id"] = span.span_id if part.role == "step" else f"{span.span_id}.{part.role}"
@@ -301,7 +303,7 @@ def session_events(
         fields.setdefault("kind", "step")
         fields.setdefault("session_id", sid)
         if draft.ledger is not None:
-            draft.ledger.places[(sid, fields["event_id"])] = places[id(part)]
+            draft.ledger.places[(sid, fields["event_id"])] = at
         try:
             if part.replaces:
                 replaces.append(
