@@ -426,9 +426,11 @@ def _flat_openinference_message(item: dict) -> list[dict]:
     (`message.role`) or nested (`role`)."""
     content = item["message.content"] if "message.content" in item else item.get("content")
     role = item["message.role"] if "message.role" in item else item.get("role")
-    calls: list[dict] = []
-    odd = [k for k in item if k not in _PLAIN_MESSAGE]
-    if odd:  # content items or tool calls (most messages have neither): each looked for where a key may hold it
+    if item.keys() <= _PLAIN_MESSAGE:  # most messages: text, no content items or tool calls
+        msg: dict[str, Any] = {"role": role, "content": content}
+    else:
+        calls: list[dict] = []
+        odd = [k for k in item if k not in _PLAIN_MESSAGE]  # each looked for where one of these keys may hold it
         if any(k.startswith(_CONTENT_HEADS) for k in odd):
             contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
             if content is None and contents:
@@ -439,9 +441,14 @@ def _flat_openinference_message(item: dict) -> list[dict]:
                 openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
                 for c in split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
             ]
-    msg = chat_message(role, content, calls)
+        msg = chat_message(role, content, calls)
     for key, long in _MESSAGE_EXTRAS:
-        value = item[long] if long in item else item.get(key)
+        if long in item:
+            value = item[long]
+        elif key in item:
+            value = item[key]
+        else:
+            continue
         if value is not None:
             msg[key] = value
     return [msg]

@@ -146,9 +146,11 @@ def _read_session(draft: SessionDraft) -> None:
                 )
             )
     draft.parts += results_from_inputs(draft.parts, ledger)
+    model_usage = False
     for part in draft.parts:
-        part.fields.setdefault("agent_id", part.span.agent)
-    model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
+        fields = part.fields
+        fields.setdefault("agent_id", part.span.agent)
+        model_usage = model_usage or bool(fields.get("tokens_in") or fields.get("tokens_out"))
     for c in emitted:
         model = c.span
         assert model is not None  # a call of this batch's models: only a prior call has no span
