@@ -411,14 +411,31 @@ def _plan(keys: tuple) -> tuple | None:
 def fast_step(obj: dict) -> StepEvent | None:
     """The step `obj` describes when it is plainly valid, else None (the model decides).
 
-    Checked by kind of field over the keys present (`_plan`), not key by key."""
-    values = fast_step_values(obj)
-    return None if values is None else StepEvent.trusted(values)
+    Checked by kind of field over the keys present (`_plan`), not key by key; the values are checked
+    in a copy of the defaults, so the step is built from it as it is (no second copy)."""
+    values = _fast_checked(obj, {**_STEP_DEFAULTS, **obj})
+    if values is None:
+        return None
+    values.pop("schema", None)  # `kind` is a field ("step", as checked); `schema` is not one
+    fields_set = set(obj)
+    fields_set.discard("kind")
+    fields_set.discard("schema")
+    return StepEvent._filled(values, fields_set)
 
 
 def fast_step_values(obj: dict) -> dict[str, Any] | None:
     """`fast_step`'s field values (the keys `obj` gives, without `kind` and `schema`), for a path that
     stores steps without making StepEvents (ingest.step_rows); None when the model decides."""
+    values = _fast_checked(obj, dict(obj))
+    if values is not None:
+        values.pop("kind")
+        values.pop("schema", None)
+    return values
+
+
+def _fast_checked(obj: dict, values: dict[str, Any]) -> dict[str, Any] | None:
+    """`values` (a copy of `obj`, alone or over the defaults) with `obj`'s fields checked and its numbers and
+    time normalised, or None when the model decides."""
     plan = _plan(tuple(obj))
     if plan is None or obj.get("kind") != "step" or obj.get("schema", SCHEMA) != SCHEMA:
         return None
@@ -426,33 +443,30 @@ def fast_step_values(obj: dict) -> dict[str, Any] | None:
     sid, kind = obj.get("session_id"), obj.get("type")
     if type(sid) is not str or not 0 < len(sid) <= ID_MAX or _NUL in sid or type(kind) is not str or kind not in _STEP_TYPES:
         return None
-    values = dict(obj)
-    values.pop("kind")
-    values.pop("schema", None)
-    if "status" in values:
-        status = values["status"]
+    if "status" in obj:
+        status = obj["status"]
         if type(status) is not str or status not in _STEP_STATUSES:
             return None
     for key in ids:
-        value = values[key]
+        value = obj[key]
         if value is not None and (type(value) is not str or not 0 < len(value) <= ID_MAX or _NUL in value):
             return None
     for key in counts:
-        value = values[key]
+        value = obj[key]
         if type(value) is not int or not 0 <= value <= INT_MAX:
             if value is None and key in ("seq", "tokens_in", "tokens_out"):
                 continue
             return None
     for key in numbers:
-        value = values[key]
+        value = obj[key]
         if type(value) is int and 0 <= value <= NUMBER_MAX:
             values[key] = float(value)
         elif value is not None and (type(value) is not float or not 0 <= value <= NUMBER_MAX):
             return None
-    content = values.get("content")
+    content = obj.get("content")
     if content is not None and (type(content) is not str or _NUL in content):
         return None
-    when = values.get("timestamp")
+    when = obj.get("timestamp")
     if when is not None:
         if type(when) is datetime:  # a reader's own parse (OTLP nanoseconds, ISO already read)
             if when.tzinfo is not UTC:  # made at UTC (as readers make them): nothing to convert
@@ -467,17 +481,30 @@ def fast_step_values(obj: dict) -> dict[str, Any] | None:
                 values["timestamp"] = _utc_checked(datetime.fromisoformat(when))
             except ValueError:
                 return None
-    for key in jsons:
-        value = values[key]
-        if value is None:
-            continue
-        if key == "metadata" and type(value) is not dict:
-            return None
-        try:
-            _json_ok(value)
-        except ValueError:
-            return None
+    present = [obj[key] for key in jsons if obj[key] is not None]
+    if "metadata" in obj and obj["metadata"] is not None and type(obj["metadata"]) is not dict:
+        return None
+    if present and not _all_json_ok(present):
+        return None
     return values
+
+
+def _all_json_ok(items: list[Any]) -> bool:
+    """Whether every value passes `_json_ok`: checked together in one pass where they are small or
+    shallow enough, one by one (and so exactly as alone) only where the pass together is not conclusive."""
+    if len(items) > 1:
+        try:
+            data = orjson.dumps(items, option=orjson.OPT_NON_STR_KEYS)
+        except (orjson.JSONEncodeError, TypeError):
+            data = None
+        if data is not None and data.count(b"[") + data.count(b"{") <= JSON_MAX_DEPTH and b"\\u0000" not in data:
+            return True
+    try:
+        for item in items:
+            _json_ok(item)
+    except ValueError:
+        return False
+    return True
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -32,11 +32,12 @@ TOOL_RESPONSE_PART = "tool_call_response"
 class Attrs:
     """A span's attributes plus the set of keys that a step field has used."""
 
-    __slots__ = ("values", "used")
+    __slots__ = ("values", "used", "_names")
 
     def __init__(self, values: dict[str, Any]):
         self.values = values
         self.used: set[str] = set()
+        self._names: str | None = None  # every key, one a line: a prefix no key has is then ruled out in C
 
     def peek(self, key: str) -> Any:
         return self.values.get(key)
@@ -51,7 +52,7 @@ class Attrs:
         return None
 
     def use(self, *keys: str) -> None:
-        self.used.update(k for k in keys if k in self.values)
+        self.used.update(self.values.keys() & keys)
 
     def indexed(self, prefix: str) -> list[dict[str, Any]]:
         """Flattened `prefix.N.rest` keys as a list of {rest: value} (marked used); a list value works too."""
@@ -59,9 +60,20 @@ class Attrs:
         if isinstance(direct, list):
             self.used.add(prefix)
             return [flatten(item) if isinstance(item, dict) else {"": item} for item in direct]
+        if not self.has_prefix(prefix + "."):  # most spans have none of the prefixes asked for
+            return []
         items, keys = _indexed(self.values, prefix)
         self.used.update(keys)
         return items
+
+    def has_prefix(self, start: str) -> bool:
+        """Whether a key may start with `start` (False: surely none does), looked for in C."""
+        if self._names is None:
+            try:
+                self._names = "\n" + "\n".join(self.values)
+            except TypeError:  # a key that is not text (never from JSON or protobuf): every key may
+                self._names = ""
+        return not self._names or f"\n{start}" in self._names
 
 
 _INDEXED_REST = re.compile(r"(\d+)\.(.+)$")
@@ -69,14 +81,37 @@ _INDEXED_REST = re.compile(r"(\d+)\.(.+)$")
 
 def _indexed(flat: dict[str, Any], prefix: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The `prefix.N.rest` keys of a flat map as [{rest: value}] in index order, and the keys they came from.
-    Keys are picked by prefix first (a plain scan, cheap where most keys do not match), then split."""
+    Keys are picked by prefix first (a plain scan, cheap where most keys do not match), then grouped by the
+    text of their index; only when that text is unusual (not decimal, two spellings of one number, a key with
+    no rest or with a line break) is each key judged on its own."""
     start = prefix + "."
     keys = [k for k in flat if k.startswith(start)] if isinstance(prefix, str) else []
     if not keys:
         return [], []
+    size = len(start)
+    groups: dict[str, dict[str, Any]] = {}
+    plain = True
+    for key in keys:
+        dot = key.find(".", size)
+        if dot < 0 or "\n" in key:
+            plain = False
+            break
+        index = key[size:dot]
+        group = groups.get(index)
+        if group is None:
+            group = groups[index] = {}
+        group[key[dot + 1 :]] = flat[key]
+    if plain and all(i.isdecimal() and "" not in g for i, g in groups.items()):
+        numbers = {int(i): g for i, g in groups.items()}
+        if len(numbers) == len(groups):
+            return [numbers[n] for n in sorted(numbers)], keys
+    return _indexed_keys(flat, keys, size)
+
+
+def _indexed_keys(flat: dict[str, Any], keys: list[str], size: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """`_indexed` key by key, for the unusual keys."""
     items: dict[int, dict[str, Any]] = {}
     used: list[str] = []
-    size = len(start)
     for key in keys:
         index, dot, rest = key[size:].partition(".")
         if not (dot and rest and index.isdecimal()) or "\n" in rest:
@@ -111,22 +146,26 @@ def split_indexed(flat: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------- span kinds
 
 
+_KIND_KEYS = ("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")
+
+
 def span_class(attrs: Attrs) -> str:
     """agent (a grouping operation), model (an LLM call), tool (a tool execution) or other."""
     if not attrs.values:  # a bare span (no GenAI attributes at all): the common case of big structural traces
         return OTHER
-    op = attrs.peek("gen_ai.operation.name")
-    oi = str(attrs.peek("openinference.span.kind") or "").upper()
-    tl = attrs.peek("traceloop.span.kind")
-    attrs.use("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")
-    if op in MODEL_OPERATIONS or oi == "LLM" or attrs.peek("llm.request.type") in ("chat", "completion"):
+    values = attrs.values
+    op = values.get("gen_ai.operation.name")
+    oi = str(values.get("openinference.span.kind") or "").upper()
+    tl = values.get("traceloop.span.kind")
+    attrs.used.update(values.keys() & _KIND_KEYS)
+    if op in MODEL_OPERATIONS or oi == "LLM" or values.get("llm.request.type") in ("chat", "completion"):
         attrs.use("llm.request.type")
         return MODEL
     if op in TOOL_OPERATIONS or oi in ("TOOL", "RETRIEVER") or tl == "tool":
         return TOOL
     if op in AGENT_OPERATIONS or oi in ("AGENT", "CHAIN") or tl in ("agent", "workflow", "task"):
         return AGENT
-    if op is None and not oi and (attrs.peek("gen_ai.request.model") or attrs.peek("gen_ai.response.model")):
+    if op is None and not oi and (values.get("gen_ai.request.model") or values.get("gen_ai.response.model")):
         return MODEL
     return OTHER
 
@@ -134,10 +173,25 @@ def span_class(attrs: Attrs) -> str:
 # ---------------------------------------------------------------------------- values
 
 
+# what JSON text can start with (after whitespace): text starting otherwise is refused before the parser
+# is asked, as its refusal (an exception) costs ten parses of a small document
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+
+
+def _not_json(text: str) -> bool:
+    """Whether `text` surely is not JSON (its first character after any whitespace cannot start it)."""
+    return text[:1] not in _JSON_STARTS and text.lstrip()[:1] not in _JSON_STARTS
+
+
+_UNREAD = object()  # not read as JSON (JSON's null reads as None)
+
+
 def json_value(value: Any) -> Any:
     """JSON text decoded (None when it is not JSON); other values as they are."""
     if not isinstance(value, str):
         return value
+    if _not_json(value):
+        return None
     try:
         return orjson.loads(value)
     except orjson.JSONDecodeError:
@@ -149,9 +203,13 @@ def tool_arguments(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    try:
-        decoded = orjson.loads(text)
-    except orjson.JSONDecodeError:
+    decoded: Any = _UNREAD
+    if not _not_json(text):
+        try:
+            decoded = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    if decoded is _UNREAD:
         decoded = _python_literal(text)
         if decoded is None:
             return value
@@ -211,20 +269,27 @@ def tokens(attrs: Attrs) -> tuple[int | None, int | None]:
             "llm.usage.completion_tokens",
         )
     )
+    values = attrs.values
     for key in ("llm.token_count.total", "llm.usage.total_tokens", "gen_ai.usage.total_tokens"):
-        total = count(attrs.peek(key))
+        raw = values.get(key)
+        total = None if raw is None else count(raw)
         if total is not None and total == (tokens_in or 0) + (tokens_out or 0):
             attrs.use(key)  # derivable from the two counts kept
     return tokens_in, tokens_out
+
+
+_COST_PARTS = (("gen_ai.usage.input_cost", "gen_ai.usage.output_cost"), ("llm.cost.prompt", "llm.cost.completion"))
 
 
 def cost(attrs: Attrs) -> float | None:
     total = number(attrs.get("gen_ai.usage.cost", "llm.cost.total"))
     if total is not None:
         return total
-    parts = [("gen_ai.usage.input_cost", "gen_ai.usage.output_cost"), ("llm.cost.prompt", "llm.cost.completion")]
-    for first, second in parts:
-        a, b = number(attrs.peek(first)), number(attrs.peek(second))
+    values = attrs.values
+    for first, second in _COST_PARTS:
+        if first not in values and second not in values:
+            continue
+        a, b = number(values.get(first)), number(values.get(second))
         if a is not None or b is not None:
             attrs.use(first, second)
             return (a or 0.0) + (b or 0.0)
@@ -350,28 +415,40 @@ def _flat_genai_message(item: dict) -> list[dict]:
     return [msg]
 
 
-_MESSAGE_FIELDS = (("content", "message.content"), ("role", "message.role"))
 _MESSAGE_EXTRAS = (("tool_call_id", "message.tool_call_id"), ("name", "message.name"))
-_PLAIN_MESSAGE = {key for pair in _MESSAGE_FIELDS + _MESSAGE_EXTRAS for key in pair}
+_PLAIN_MESSAGE = frozenset({"content", "message.content", "role", "message.role"} | {k for pair in _MESSAGE_EXTRAS for k in pair})
+_CONTENT_HEADS = ("message.contents", "contents")  # what a key of content items starts with
+_CALL_HEADS = ("message.tool_calls", "tool_calls")
 
 
 def _flat_openinference_message(item: dict) -> list[dict]:
     """One `llm.input_messages.N.message.*` message (text, content items, tool calls); its keys flattened
     (`message.role`) or nested (`role`)."""
-    content, role = (item[long] if long in item else item.get(key) for key, long in _MESSAGE_FIELDS)
-    calls: list[dict] = []
-    if not item.keys() <= _PLAIN_MESSAGE:  # content items or tool calls (most messages have neither)
-        contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
-        if content is None and contents:
-            texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
-            content = "".join(t for t in texts if isinstance(t, str))
-        calls = [
-            openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
-            for c in split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
-        ]
-    msg = chat_message(role, content, calls)
+    content = item["message.content"] if "message.content" in item else item.get("content")
+    role = item["message.role"] if "message.role" in item else item.get("role")
+    if item.keys() <= _PLAIN_MESSAGE:  # most messages: text, no content items or tool calls
+        msg: dict[str, Any] = {"role": role, "content": content}
+    else:
+        calls: list[dict] = []
+        odd = [k for k in item if k not in _PLAIN_MESSAGE]  # each looked for where one of these keys may hold it
+        if any(k.startswith(_CONTENT_HEADS) for k in odd):
+            contents = split_indexed(item, "message.contents") or split_indexed(item, "contents")
+            if content is None and contents:
+                texts = [c.get("message_content.text") for c in contents if c.get("message_content.type", "text") == "text"]
+                content = "".join(t for t in texts if isinstance(t, str))
+        if any(k.startswith(_CALL_HEADS) for k in odd):
+            calls = [
+                openai_call(c.get("tool_call.id"), c.get("tool_call.function.name"), c.get("tool_call.function.arguments"))
+                for c in split_indexed(item, "message.tool_calls") or split_indexed(item, "tool_calls")
+            ]
+        msg = chat_message(role, content, calls)
     for key, long in _MESSAGE_EXTRAS:
-        value = item[long] if long in item else item.get(key)
+        if long in item:
+            value = item[long]
+        elif key in item:
+            value = item[key]
+        else:
+            continue
         if value is not None:
             msg[key] = value
     return [msg]

@@ -48,8 +48,15 @@ def _flat_into(out: dict[str, Any], values: dict, prefix: str) -> None:
 
 def _attributes(row: dict) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
-    if isinstance(row.get("attributes"), dict):  # the REST answer (flat dotted keys, or nested)
-        _flat_into(attrs, row["attributes"], "")
+    given = row.get("attributes")
+    if isinstance(given, dict):  # the REST answer (flat dotted keys, or nested)
+        odd = [k for k, v in given.items() if v.__class__ is not str]
+        if not any(isinstance(given[k], dict) for k in odd):  # flat already: copied whole, the few others stored
+            attrs = given.copy()
+            for key in odd:
+                attrs[key] = _value(given[key])
+        else:
+            _flat_into(attrs, given, "")
     else:  # a dataframe row: one column per attribute; a column a span lacks is null
         size = len(_COLUMN)
         attrs = {k[size:]: _value(v) for k, v in row.items() if v is not None and k.startswith(_COLUMN)}

@@ -124,7 +124,8 @@ def price(parts: list[Part]) -> None:
         fields = part.fields
         if part.role != "step" or fields.get("cost_usd") is not None or not fields.get("model"):
             continue
-        given = oa.number(next((part.span.attributes[k] for k in SPAN_COSTS if k in part.span.attributes), None))
+        attributes = part.span.attributes
+        given = oa.number(next((attributes[k] for k in SPAN_COSTS if k in attributes), None)) if attributes else None
         if given is not None:
             fields["cost_usd"] = given
             meta = fields.get("metadata") or {}

@@ -19,6 +19,8 @@ def any_value(value: Any) -> Any:
     """An OTLP AnyValue ({"stringValue": …} …) as plain data."""
     if not isinstance(value, dict):
         return value
+    if len(value) == 1 and "stringValue" in value:  # most attributes: text, as exporters spell it
+        return value["stringValue"]
     for key, item in value.items():
         name = key.replace("_", "").lower()
         if name == "stringvalue" or name == "boolvalue":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, overload
 
 from pydantic import ValidationError
@@ -27,6 +28,7 @@ from .spans import OVERRIDE, SESSION_OVERRIDE, Part, Span
 from .steps import emitted_call_part, model_part, not_recorded, other_part, step_metadata, tool_parts
 from .values import ns_time
 
+_first = itemgetter(0)
 StepRows = Callable[[dict[str, Any]], Any]  # a step's fields → what to store for it, or None (its StepEvent then)
 
 
@@ -147,9 +149,11 @@ def _read_session(draft: SessionDraft) -> None:
                 )
             )
     draft.parts += results_from_inputs(draft.parts, ledger)
+    model_usage = False
     for part in draft.parts:
-        part.fields.setdefault("agent_id", part.span.agent)
-    model_usage = any(p.fields.get("tokens_in") or p.fields.get("tokens_out") for p in draft.parts)
+        fields = part.fields
+        fields.setdefault("agent_id", part.span.agent)
+        model_usage = model_usage or bool(fields.get("tokens_in") or fields.get("tokens_out"))
     for c in emitted:
         model = c.span
         assert model is not None  # a call of this batch's models: only a prior call has no span
@@ -284,13 +288,13 @@ def session_events(
                 part.fields.update(_override(span.attributes[key], key))
             except ValueError as exc:
                 out.append(BadRecord(span.where, str(exc)))
-    places = {id(p): place(p) for p in parts}
-    parts.sort(key=lambda p: places[id(p)])
-    parts = [p for p in parts if not p.fields.pop("omit", False)]  # a placeholder span of a run without steps
+    ranked = sorted(((place(p), p) for p in parts), key=_first)  # by place alone (ties keep their order)
+    parts[:] = [p for _, p in ranked]
+    ranked = [r for r in ranked if not r[1].fields.pop("omit", False)]  # a placeholder span of a run without steps
     steps: list = []  # StepEvents, and what `rows` made
     replaces: list[Replace] = []
     sid = draft.session_id
-    for n, part in enumerate(parts, start=1):
+    for n, (at, part) in enumerate(ranked, start=1):
         fields, span = part.fields, part.span
         if "event_id" not in fields:
             fields["event_id"] = span.span_id if part.role == "step" else f"{span.span_id}.{part.role}"
@@ -305,7 +309,7 @@ def session_events(
         fields.setdefault("kind", "step")
         fields.setdefault("session_id", sid)
         if draft.ledger is not None:
-            draft.ledger.places[(sid, fields["event_id"])] = places[id(part)]
+            draft.ledger.places[(sid, fields["event_id"])] = at
         try:
             if part.replaces:
                 replaces.append(

@@ -151,7 +151,10 @@ def step_metadata(span: Span, a: oa.Attrs) -> dict[str, Any]:
     out: dict[str, Any] = {"otel": otel}
     if a.values:  # a bare span (most of a big structural trace) has nothing left over
         used = a.used
-        leftover = {k: v for k, v in a.values.items() if k not in used and not k.startswith(OVERRIDE)}
+        if a.has_prefix(OVERRIDE):
+            leftover = {k: v for k, v in a.values.items() if k not in used and not k.startswith(OVERRIDE)}
+        else:  # the usual span, none of our own export's attributes: no key needs a second look
+            leftover = {k: v for k, v in a.values.items() if k not in used}
         if leftover:
             out["attributes"] = leftover
     return out
