@@ -106,7 +106,8 @@ def plant(store: Store, port: int) -> None:
         StepEvent(session_id=LIVE, seq=1, event_id="l1", type="think", content=h("livestep")),
     ]
     ingest(store, events)
-    annotate(store, SID, "bad", h("note"), author=h("author"))
+    author = f'<img src="http://127.0.0.1:{port}/author.png"> <script>fetch("http://127.0.0.1:{port}/author-js")</script>'
+    annotate(store, SID, "bad", h("note"), author=author)  # a name box holds 200 characters
     annotate(store, SID, "needs_attention", h("stepnote"), event_id="e2", author="Ana")
 
 
