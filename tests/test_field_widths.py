@@ -9,7 +9,9 @@ from apptest_helpers import FAILED_CODING, demo_store, page  # noqa: F401  (fixt
 from starlette.testclient import TestClient
 from test_queues import add_runs
 
+from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.annotate import AUTHOR_MAX, annotate
+from replay_core.ingest.pipeline import ingest
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
 from replay_core.storage.actor import Actor
@@ -88,3 +90,42 @@ def test_the_name_boxes_stop_at_the_width_and_a_longer_remembered_name_still_sav
     at.button(key="FormSubmitter:mark_run-Save note").click().run()
     assert not at.exception
     assert [n["author"] for n in demo_store.annotations(FAILED_CODING)] == ["n" * AUTHOR_MAX]
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+TEXT = "aGVsbG8="  # "hello"
+
+
+def test_a_traces_attachment_name_is_cut_to_fit_with_a_mark_and_a_wide_media_type_refused(store):
+    """An attachment carried in a step's metadata: its file name is a trace's text (kept, cut to the
+    column with a trailing …); a media type wider than its column, or not text, refuses that attachment, the step kept."""
+    meta = {
+        "attachments": [
+            {"data": PNG, "media_type": "image/png", "name": "shot-" + "n" * 400},
+            {"data": TEXT, "media_type": "text/" + "p" * 150, "name": "wide.txt"},
+            {"data": TEXT, "media_type": 5, "name": 7},
+        ]
+    }
+    report = ingest(
+        store, [SessionEvent(session_id="s"), StepEvent(session_id="s", seq=1, event_id="e1", type="think", metadata=meta)]
+    )
+    kept = store.list_attachments("s")
+    assert [(len(a["name"]), a["name"][:5], a["name"][-1]) for a in kept] == [(300, "shot-", "…")]
+    assert [r.split(": ", 1)[1] for r in report.media_refused] == [
+        "media_type: at most 100 characters (got 155)",
+        "`media_type` and `name` are text",
+    ]
+
+
+def test_an_attachment_past_its_widths_over_http_is_no_500(store):
+    access = Access(api_tokens=(EDITOR,), token_roles=("editor",), token_names=("",))
+    step = {
+        "event_id": "e1",
+        "type": "think",
+        "metadata": {"attachments": [{"data": PNG, "media_type": "image/png", "name": "n" * 400}]},
+    }
+    with TestClient(create_app(store, access=access)) as client:
+        client.post("/api/v1/sessions", json={"session_id": "s"}, headers=AS_EDITOR)
+        sent = client.post("/api/v1/sessions/s/steps", json=step, headers=AS_EDITOR)
+    assert sent.status_code in (200, 201, 202), sent.text
+    assert [len(a["name"]) for a in store.list_attachments("s")] == [300]

@@ -1,7 +1,8 @@
 """Short text columns hold at most their declared width, and the two databases disagree past it:
 SQLite keeps the longer value, PostgreSQL refuses the whole write (a DataError). A name a person
 or client chose (a note's author, a reviewer, a dataset) is therefore checked against its column
-before the write and refused with the field and the limit named, the same on both databases."""
+before the write and refused with the field and the limit named, the same on both databases; text
+read from a trace (an attachment's file name) is kept rather than refused: cut to fit, with a mark."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import TypeVar
 from sqlalchemy import Column, String
 
 T = TypeVar("T", str, str | None)
+
+
+MARK = "…"  # ends a value cut to fit its column
 
 
 class TooLong(ValueError):
@@ -30,3 +34,11 @@ def fit(field: str, value: T, column: Column) -> T:
     if value is not None and len(value) > limit:
         raise TooLong(f"{field}: at most {limit} characters (got {len(value)})")
     return value
+
+
+def cut(value: T, column: Column) -> T:
+    """`value` unchanged when it fits `column`, else cut to the width with its last character `MARK`."""
+    limit = width(column)
+    if value is None or len(value) <= limit:
+        return value
+    return value[: limit - len(MARK)] + MARK
