@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from apptest_helpers import FAILED_CODING, demo_store, page  # noqa: F401  (fixtures)
+from cli_helpers import run_main
 from starlette.testclient import TestClient
 from test_queues import add_runs
 
@@ -129,3 +130,11 @@ def test_an_attachment_past_its_widths_over_http_is_no_500(store):
         sent = client.post("/api/v1/sessions/s/steps", json=step, headers=AS_EDITOR)
     assert sent.status_code in (200, 201, 202), sent.text
     assert [len(a["name"]) for a in store.list_attachments("s")] == [300]
+
+
+def test_a_dataset_name_past_its_width_is_a_one_line_cli_error(store, monkeypatch):
+    add_runs(store, 1)
+    db = store.engine.url.render_as_string(hide_password=False)
+    ran = run_main(monkeypatch, ["dataset", "create", "d" * 201, "--runs", "run-0"], {"AGENT_REPLAY_DB_URL": db})
+    assert ran.returncode != 0 and "name: at most 200 characters (got 201)" in ran.stderr
+    assert store.list_datasets() == []
