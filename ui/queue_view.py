@@ -64,8 +64,9 @@ def reviewer_box() -> str | None:
 
     st.text_input(
         "Your name",
-        value=name or "",
+        value=(name or "")[: queues.NAME_MAX],
         key="queue_reviewer",
+        max_chars=queues.NAME_MAX,
         on_change=keep,
         placeholder="So the results say who reviewed what",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from replay_core.ingest.annotate import annotate
+from replay_core.ingest.annotate import AUTHOR_MAX, annotate
 from replay_core.storage.actor import READ_AUDIT
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.team import audit
@@ -62,7 +62,7 @@ def mark_run_form(store: Store, author: str | None) -> None:
             "Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None, key="mark_label"
         )
         text = st.text_area("Note", placeholder="What should the team know about this run?", key="mark_text")
-        name = st.text_input("Your name", value=author or "", key="mark_author")
+        name = st.text_input("Your name", value=(author or "")[:AUTHOR_MAX], key="mark_author", max_chars=AUTHOR_MAX)
         if st.form_submit_button("Save note", type="primary"):
             if sid is None:
                 st.error("Pick the run the note is about.")

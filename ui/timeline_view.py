@@ -15,7 +15,7 @@ import orjson
 import streamlit as st
 
 from replay_core import config
-from replay_core.ingest.annotate import annotate
+from replay_core.ingest.annotate import AUTHOR_MAX, annotate
 from replay_core.storage.search import SearchQuery, snippet
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.understand.cycle_groups import story
@@ -637,7 +637,7 @@ def review_form(store: Store, tl: Timeline, step, author: str | None) -> None:
             "Verdict", list(REVIEW_LABELS), format_func=REVIEW_LABELS.get, horizontal=True, index=None, key="review_label"
         )
         text = st.text_area("Note", placeholder="What happened here? Anyone opening this run will see it.", key="review_text")
-        name = st.text_input("Your name", value=author or "", key="review_author")
+        name = st.text_input("Your name", value=(author or "")[:AUTHOR_MAX], key="review_author", max_chars=AUTHOR_MAX)
         if st.form_submit_button("Save note", type="primary"):
             if label is None:
                 st.error("Pick a verdict.")

@@ -21,6 +21,8 @@ from ..media.attachments import attach_image
 from ..media.images import CheckedImage, MediaError, check, check_target
 from ..storage.actor import IMPORT, REPLACE, Actor
 from ..storage.store import StepRow, Store
+from ..storage.tables import attachments as attachment_rows
+from ..storage.widths import TooLong, cut, fit
 from . import parallel
 from .accounting import NO_READER, NO_STEPS, FileAccount, account, mostly_ignored, refusal
 from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, native, registry
@@ -199,7 +201,14 @@ def _attachment_of(item) -> dict:
     except (ValueError, TypeError):
         raise MediaError("`data` is not valid base64") from None
     declared = item.get("media_type") or item.get("mime_type")
-    found = {"data": data, "media_type": declared, "name": item.get("name"), "target": check_target(item.get("target"))}
+    name = item.get("name")
+    if not isinstance(declared, str | None) or not isinstance(name, str | None):
+        raise MediaError("`media_type` and `name` are text")
+    try:
+        declared = fit("media_type", declared, attachment_rows.c.mime_type)
+    except TooLong as exc:
+        raise MediaError(str(exc)) from None
+    found: dict[str, Any] = {"data": data, "media_type": declared, "name": name, "target": check_target(item.get("target"))}
     if (declared or "image/").startswith("image/"):
         found["image"] = check(data, declared)
     return found
@@ -211,7 +220,8 @@ def _store_attachments(store: Store, pending: list[tuple[str, str, dict]], refus
     known: dict[str, set] = {}
     runs: dict[str, bool] = {}
     for sid, event_id, found in pending:
-        found = {**found, "name": redactor.scrub(found.get("name"))[0], "target": redactor.scrub(found.get("target"))[0]}
+        name = cut(redactor.scrub(found.get("name"))[0], attachment_rows.c.name)  # a trace's text: kept, cut to fit
+        found = {**found, "name": name, "target": redactor.scrub(found.get("target"))[0]}
         if not runs.setdefault(sid, store.get_session(sid) is not None):
             refused.append(f"session {sid}, step {event_id}: no such run (send the run's session or steps first)")
             continue

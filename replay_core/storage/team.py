@@ -15,6 +15,7 @@ from .actor import Actor
 from .audit import Audited, audit_line
 from .bulk import inserted_id
 from .tables import queue_items, queue_reviews, review_queues, sessions, share_links
+from .widths import fit
 
 
 class Team(Audited):
@@ -128,6 +129,7 @@ class Team(Audited):
         reviews, that they have not reviewed, that nobody else holds; items they skipped come last.
         Their other holds in the queue are let go. None when nothing is left for them."""
         now = now or now_utc()
+        reviewer = fit("reviewer", reviewer, queue_items.c.held_by)
         mine = and_(queue_reviews.c.item_id == queue_items.c.id, queue_reviews.c.reviewer == reviewer)
         free = or_(queue_items.c.held_until.is_(None), queue_items.c.held_until < now, queue_items.c.held_by == reviewer)
         wanted = (
@@ -146,9 +148,7 @@ class Team(Audited):
         with self._write_lock, self._write_transaction() as conn:
             for candidate in conn.scalars(wanted.limit(20)).all():
                 took = conn.execute(
-                    update(queue_items)
-                    .where(queue_items.c.id == candidate, free)
-                    .values(held_by=reviewer[:200], held_until=now + hold)
+                    update(queue_items).where(queue_items.c.id == candidate, free).values(held_by=reviewer, held_until=now + hold)
                 ).rowcount
                 if took == 1:
                     conn.execute(
@@ -182,6 +182,7 @@ class Team(Audited):
         should_have: str | None = None,
     ) -> None:
         """A review (or, verdict None, a skip) of one item by one reviewer; saving again replaces it. Lets go of the hold."""
+        reviewer = fit("reviewer", reviewer, queue_reviews.c.reviewer)
         values = {
             "verdict": verdict,
             "criteria": criteria or None,
@@ -199,7 +200,7 @@ class Team(Audited):
                 raise KeyError(item_id)
             before = conn.execute(select(queue_reviews.c.verdict).where(*key)).first()
             if before is None:
-                conn.execute(insert(queue_reviews).values(queue_id=queue_id, item_id=item_id, reviewer=reviewer[:200], **values))
+                conn.execute(insert(queue_reviews).values(queue_id=queue_id, item_id=item_id, reviewer=reviewer, **values))
             else:
                 conn.execute(update(queue_reviews).where(*key).values(**values))
             counted = (verdict is not None) - (before is not None and before.verdict is not None)

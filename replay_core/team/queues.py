@@ -226,10 +226,9 @@ def queue_progress(store: Store, actor: Actor | None = None, reviewer: str | Non
 
 
 def _reviewer(reviewer: str | None) -> str:
-    try:
-        return _text(reviewer, "reviewer")
-    except QueueError:
-        raise QueueError("reviewer: say who is reviewing (a name)") from None
+    if not isinstance(reviewer, str) or not reviewer.strip():
+        raise QueueError("reviewer: say who is reviewing (a name)")
+    return _text(reviewer, "reviewer")  # a name too wide for its column is refused as such
 
 
 def _workable(store: Store, queue_id: int, reviewer: str | None, actor: Actor | None) -> tuple[dict, str, Actor]:

@@ -20,6 +20,8 @@ from typing import Any
 import orjson
 
 from ..storage.store import SessionFilter, Store
+from ..storage.tables import datasets
+from ..storage.widths import fit
 
 MATCH_RULES = ("equals", "contains", "regex")
 SCHEMA = "agent-replay/dataset-v1"
@@ -98,7 +100,11 @@ def create(
     _check_match(match, cases)
     try:
         return store.create_dataset(
-            name, [(c.session_id, c.expected) for c in cases], match=match, description=description, made_from=made_from
+            fit("name", name, datasets.c.name),
+            [(c.session_id, c.expected) for c in cases],
+            match=match,
+            description=description,
+            made_from=made_from,
         )
     except ValueError as exc:
         raise DatasetError(str(exc)) from None
