@@ -106,7 +106,7 @@ def plant(store: Store, port: int) -> None:
         StepEvent(session_id=LIVE, seq=1, event_id="l1", type="think", content=h("livestep")),
     ]
     ingest(store, events)
-    # an author within the 200 characters PostgreSQL's column holds on both databases (a longer one is refused)
+    # an author within the 200 characters a name may hold (a longer one is refused, on both databases)
     base = f"http://127.0.0.1:{port}"
     author = f'![a]({base}/author-md.png) <img src="{base}/author-html.png"> [x](javascript:alert(1))'
     annotate(store, SID, "bad", h("note"), author=author)
