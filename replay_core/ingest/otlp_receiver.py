@@ -104,7 +104,8 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
             "replaced": replaced,
             "idle": None,
         }
-        arrange = OtlpArrangement(moves, ledger.places, commit, agents)
+        rooted = {now_placed[tid][0] for tid in trace_ids if settles.get(tid, (None, False))[1]}
+        arrange = OtlpArrangement(moves, ledger.places, commit, agents, rooted)
         report = ingest(store, events, redactor=redactor, source=source, arrange=arrange)
         _results_across_batches(store, events, laid)
     report.steps += len(replaced)

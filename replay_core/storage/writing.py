@@ -90,7 +90,10 @@ class Arrangement(Protocol):
     the batch's runs are read, `place` once they are locked and created (it may set its rows' seqs and
     places, and takes out the steps their runs hold already; returns the rollup rows, rollups.FIELDS, of
     stored steps it moved into each run, and how many steps of each run it took out), `finish` after the
-    steps are stored."""
+    steps are stored. `landed` says, per run it placed steps in, where they landed for the rollups
+    (rollups.append: the first and last seq of one spot with no stored step among them, None for several)."""
+
+    landed: dict[str, tuple[int, int] | None]
 
     def start(self, conn: Connection) -> None: ...
 
@@ -341,7 +344,7 @@ class Writing(StoreBase):
         for sid, rows in moved.items():
             if sid not in by_session and rows:
                 stale[sid] = list(rows)
-        rollups.append(conn, stale, bulk_insert)
+        rollups.append(conn, stale, bulk_insert, arrange.landed if arrange is not None else None)
         seen: dict[bool, list[dict]] = {False: [], True: []}
         for sid, latest in last_seen.items():
             revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
