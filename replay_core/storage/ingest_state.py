@@ -139,7 +139,7 @@ class IngestState(StoreBase):
 
     def otlp_settle(self, quiet: timedelta = SETTLE_AFTER) -> list[str]:
         """Number 1..n the runs whose seqs kept gaps (batches that landed before stored steps) and whose traces
-        received nothing for `quiet` (the receiver does it at each batch for those quiet for SETTLE_AFTER).
+        received nothing for `quiet` (the receiver looks every SETTLE_AFTER, idle expiry at each call).
         Returns them."""
         with self._write_lock, self._write_transaction() as conn:
             return settle_quiet(conn, quiet)
@@ -409,7 +409,6 @@ class OtlpArrangement:
         for sid, n in gapped(conn, sorted(touched)).items():  # one pass, paid for by the batch or its root
             if sid in self.rooted or n <= max(SETTLE_SMALL, 4 * self._placed.get(sid, 0)):
                 settle(conn, sid)
-        settle_quiet(conn)
         if self._moving:
             daily.refresh(conn, [from_sid for from_sid, _ in self._moving], bulk_insert)
 

@@ -46,12 +46,13 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
         hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
     below = 0 if lo == 1 else conn.scalar(select(func.max(s.seq)).where(s.session_id == sid, s.seq < lo)) or 0
     between = conn.execute(select(s.id, s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
+    beyond = conn.scalar(select(func.min(s.seq)).where(s.session_id == sid, s.seq >= hi))  # hi may be in a gap
     spots: list[list[int]] = []  # per spot: [first stored seq after it, stored seq before it, new steps there]
     j = 0
     for where in places:
         while j < len(between) and (between[j].place or "") < where:
             j += 1
-        bound = between[j].seq if j < len(between) else hi
+        bound = between[j].seq if j < len(between) else beyond if beyond is not None else last.seq + 1
         if spots and spots[-1][0] == bound:
             spots[-1][2] += 1
         else:
@@ -61,8 +62,8 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
     moved = 0
     for bound, before, need in spots:
         free = bound - before - 1
-        if free < need:
-            moved += need - free + (max(last.seq - bound + 1, 0) if sparse else 0)
+        if free < need:  # sparse: as many again as the steps that move, so seqs grow with the steps, no faster
+            moved += need - free + (_count_from(conn, sid, bound) if sparse else 0)
         shifts.append((bound, moved))
         seqs += range(bound + moved - need, bound + moved)  # next to the step after: room stays below
     if moved:
@@ -79,14 +80,26 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
     return seqs, seqs[0]
 
 
+def _count_from(conn: Connection, sid: str, seq: int) -> int:
+    """How many of a run's steps are at `seq` or after (those a shift from there moves)."""
+    return conn.scalar(select(func.count()).where(steps.c.session_id == sid, steps.c.seq >= seq)) or 0
+
+
+_PROBE = (  # built once: its clauses cost more to build than the database takes to answer it
+    select(steps.c.seq, steps.c.place)
+    .where(steps.c.session_id == bindparam("sid"), steps.c.seq >= bindparam("mid"))
+    .order_by(steps.c.seq)
+    .limit(1)
+)
+
+
 def _first_after(conn: Connection, sid: str, where: str, last_seq: int) -> int:
     """The first seq (of 1..last_seq + 1; the stored places are in seq order) from which every stored step's
     place is after `where`: a binary search, one indexed read of a step a probe (gaps in seq are passed over)."""
-    s = steps.c
     lo, hi = 1, last_seq + 1
     while lo < hi:
         mid = (lo + hi) // 2
-        row = conn.execute(select(s.seq, s.place).where(s.session_id == sid, s.seq >= mid).order_by(s.seq).limit(1)).first()
+        row = conn.execute(_PROBE, {"sid": sid, "mid": mid}).first()
         assert row is not None  # the step at last_seq is there
         if (row.place or "") > where:
             hi = mid
@@ -131,13 +144,20 @@ def settle(conn: Connection, sid: str) -> None:
 
 
 def settle_quiet(conn: Connection, quiet: timedelta = SETTLE_AFTER) -> list[str]:
-    """Settle the runs with gaps whose traces received nothing for `quiet` (and not yet for the idle limit,
-    past which none is left with gaps): one indexed read of the traces that went quiet. Returns them."""
+    """Settle the runs with gaps whose traces received nothing for `quiet` (and not for the idle limit
+    more, a window the receiver and idle expiry look at far more often): one statement finds them, by
+    the traces' index on their last batch's time. Returns them."""
     now = now_utc()
-    t = otlp_traces.c
-    window = (t.updated_at <= now - quiet, t.updated_at > now - config.idle_timeout() - quiet)
-    sids = sorted(set(conn.scalars(select(t.session_id).where(*window))))
-    found = sorted(gapped(conn, sids))
+    t, r = otlp_traces.c, run_rollups.c
+    found = list(
+        conn.scalars(
+            select(t.session_id)
+            .distinct()
+            .join(run_rollups, r.session_id == t.session_id)
+            .where(t.updated_at <= now - quiet, t.updated_at > now - quiet - config.idle_timeout(), r.max_seq > r.steps)
+            .order_by(t.session_id)
+        )
+    )
     for sid in found:
         settle(conn, sid)
     return found

@@ -27,6 +27,7 @@ from .audit import audit_line
 from .bulk import bind_processors, bound_row, bulk_insert, chunks, dialect_module, insert_new
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, SESSION_FIELDS, TIMESTAMP_AT, call_key, rollup_values, step_values
 from .engine import StoreBase
+from .room import settle_quiet
 from .search import SQLITE_FILL_AFTER
 from .tables import run_breakdown, run_rollups, sessions, step_contexts, steps
 
@@ -525,4 +526,5 @@ class Writing(StoreBase):
             for part in chunks(ids):
                 conn.execute(update(sessions).where(sessions.c.id.in_(part)).values(status=SessionStatus.INCOMPLETE.value))
             daily.refresh(conn, ids, bulk_insert)  # a run's status is part of its cell
+            settle_quiet(conn)  # OTLP runs whose gaps wait for their traces to go quiet
             return len(ids)
