@@ -3,15 +3,13 @@ batches (which run each trace went to, the tool calls still waiting for their an
 provisional run's steps moved into the run its trace turned out to be, each step's place in its
 run's order), and how far `watch` has read each file.
 
-A run's steps stay in the order of their places (ingest.formats.otel.ordering.place), numbered
-1..n by seq, whatever order their batches come in: a batch's steps are put among the stored ones
-(`_room`), the stored steps after them moving up, inside the batch's own write transaction
-(`OtlpArrangement`, with the provisional steps its traces settled). So `seq` is a step's position,
-which a step that starts earlier can still change while its run's spans arrive; its `event_id` (from
-its span id) never changes, and is what names a step for good. The cost of a batch is two binary
-searches on seq, the stored steps it lands among (read, and moved one by one), and one range update
-of the steps after it: a batch that lands after what is stored (most of an exporter's) moves nothing,
-a late root moves the run once.
+A run's steps stay in the order of their places (ingest.formats.otel.ordering.place) by seq, whatever
+order their batches come in: a batch's steps are put among the stored ones (`room.room`), inside the
+batch's own write transaction (`OtlpArrangement`, with the provisional steps its traces settled), taking
+free seqs where there are some and leaving some where steps move, and the run is numbered 1..n again
+(`room.settle`) when its root comes or its traces go quiet. So `seq` is an order, which a step that starts
+earlier can still change while its run's spans arrive; its `event_id` (from its span id) never changes,
+and is what names a step for good.
 """
 
 from __future__ import annotations
