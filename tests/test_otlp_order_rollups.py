@@ -119,3 +119,39 @@ def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, t
     kept = _rollups(store)
     store.rebuild_rollups()
     assert kept == _rollups(store)
+
+
+def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store):
+    """The worst order for positions: each batch lands before every stored step but the root (sent with the
+    last batch, so first). Between batches the run holds one request's steps in one request's order, seqs
+    increasing with gaps (room left for the next batch), exact rollups; once quiet, it is numbered 1..n."""
+    kinds = [0, 1, 2] * 20
+    spans = _trace(0, kinds)
+    root, children = spans[-1], spans[:-1]
+    batches = [children[i : i + 6] for i in range(0, len(children), 6)]
+    batches[-1].append(root)
+    _clear(store)
+    otlp_receiver.receive(store, _body(spans), "application/json")
+    expected = _picture(store)
+    _clear(store)
+    small = room.SETTLE_SMALL
+    room.SETTLE_SMALL = 0
+    try:
+        for batch in batches[::-1]:
+            otlp_receiver.receive(store, _body(batch), "application/json")
+            got = _picture(store)
+            seqs = [s[0] for s in got]
+            assert seqs == sorted(set(seqs)) and seqs[0] == 1
+            held = {s[1] for s in got}
+            assert [s[1:] for s in got] == [s[1:] for s in expected if s[1] in held]
+            kept = _rollups(store)
+            store.rebuild_rollups()
+            assert kept == _rollups(store)
+    finally:
+        room.SETTLE_SMALL = small
+    assert [s[0] for s in _picture(store)] != list(range(1, len(expected) + 1))  # gaps were left
+    assert store.otlp_settle(timedelta(0)) == ["conv"]
+    assert _picture(store) == expected
+    kept = _rollups(store)
+    store.rebuild_rollups()
+    assert kept == _rollups(store)

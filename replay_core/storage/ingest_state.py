@@ -25,10 +25,11 @@ from sqlalchemy.engine import Connection
 from .. import config
 from ..vocabulary import now_utc
 from . import daily, rollups
+from . import room as placing
 from .bulk import bulk_insert, chunks, dialect_module
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
-from .room import SETTLE_AFTER, SETTLE_SMALL, gapped, room, settle, settle_quiet
+from .room import SETTLE_AFTER, gapped, room, settle, settle_quiet
 from .tables import annotations as annotations_table
 from .tables import attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
 from .writing import WriteBatch, existing_sessions
@@ -405,7 +406,7 @@ class OtlpArrangement:
         _commit(conn, **self.commit, places=(), agents=late)
         touched = {*self._placed, *(step.session_id for _, step, _ in self.commit["replaced"])}
         for sid, n in gapped(conn, sorted(touched)).items():  # one pass, paid for by the batch or its root
-            if sid in self.rooted or n <= max(SETTLE_SMALL, 4 * self._placed.get(sid, 0)):
+            if sid in self.rooted or n <= max(placing.SETTLE_SMALL, 4 * self._placed.get(sid, 0)):
                 settle(conn, sid)
         if self._moving:
             daily.refresh(conn, [from_sid for from_sid, _ in self._moving], bulk_insert)
