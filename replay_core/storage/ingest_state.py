@@ -321,7 +321,7 @@ class OtlpArrangement:
     commit: dict[str, Any]
     agents: dict[str, dict[str, str]]
     rooted: set[str] = field(default_factory=set)  # runs of traces whose root is in the batch
-    landed: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    landed: dict[str, tuple[int, int, bool] | None] = field(default_factory=dict)
     _moving: list[tuple[str, str]] = field(default_factory=list)
     _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
     _placed: dict[str, int] = field(default_factory=dict)  # per run: the steps the batch placed in it
@@ -374,7 +374,8 @@ class OtlpArrangement:
             order = sorted(spots.values())
             seqs, first = room(conn, sid, [where for where, _ in order], sparse=sid not in self.rooted)
             self._placed[sid] = len(order)
-            self.landed[sid] = (seqs[0], seqs[-1]) if seqs[-1] - seqs[0] == len(seqs) - 1 else None
+            one_spot = seqs[-1] - seqs[0] == len(seqs) - 1
+            self.landed[sid] = (seqs[0], seqs[-1], first is not None) if one_spot else None
             made: list[tuple] = [row for row, _ in pending]
             changes, rolled = [], []
             for (where, i), seq in zip(order, seqs, strict=True):
@@ -404,7 +405,8 @@ class OtlpArrangement:
     def finish(self, conn: Connection) -> None:
         late = {sid: (after, self.agents[sid]) for sid, after in self._after.items() if self.agents.get(sid)}
         _commit(conn, **self.commit, places=(), agents=late)
-        touched = {*self._placed, *(step.session_id for _, step, _ in self.commit["replaced"])}
+        touched = {sid for sid, spot in self.landed.items() if spot is None or spot[2] or sid in self.rooted}
+        touched.update(step.session_id for _, step, _ in self.commit["replaced"])  # a batch only appended left none
         for sid, n in gapped(conn, sorted(touched)).items():  # one pass, paid for by the batch or its root
             if sid in self.rooted or n <= max(placing.SETTLE_SMALL, 4 * self._placed.get(sid, 0)):
                 settle(conn, sid)

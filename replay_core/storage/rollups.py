@@ -298,7 +298,10 @@ def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
 
 
 def append(
-    conn: Connection, added: dict[str, list[Sequence]], insert_rows, landed: dict[str, tuple[int, int] | None] | None = None
+    conn: Connection,
+    added: dict[str, list[Sequence]],
+    insert_rows,
+    landed: dict[str, tuple[int, int, bool] | None] | None = None,
 ) -> None:
     """The rollups of runs that have just stored `added` steps (FIELDS tuples, in the order stored).
     A run whose new steps all land in one spot of its order, no stored step among them (a live run's
@@ -307,8 +310,9 @@ def append(
     calls its new steps group with (the loops they may make or end) and, when it lands before some, how
     many stored durations come before it; any other is recomputed from its steps (`refresh`): the same
     rows either way, without reading a long run whole at each batch. `landed` (a write that placed its
-    steps itself) gives each run's spot, the first and last seq of its new steps (None: several spots);
-    without it, new steps are in one spot when they all come after the stored ones."""
+    steps itself) gives each run's spot, the first and last seq of its new steps and whether stored steps
+    follow them (None: several spots); without it, new steps are in one spot when they all come after
+    the stored ones."""
     r = run_rollups.c
     ids = sorted(added)
     stored: dict[str, Any] = {}
@@ -324,7 +328,10 @@ def append(
         if row is None or not rows:
             again.append(sid)
             continue
-        spot = landed.get(sid) if landed is not None else (rows[0][0], rows[-1][0]) if rows[0][0] > row.max_seq else None
+        if landed is not None:
+            spot = landed.get(sid)
+        else:
+            spot = (rows[0][0], rows[-1][0], False) if rows[0][0] > row.max_seq else None
         if spot is None:
             again.append(sid)
         else:
@@ -333,16 +340,15 @@ def append(
     refresh(conn, again, insert_rows)
 
 
-def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence], spot: tuple[int, int]) -> tuple[tuple, list[tuple]]:
-    """`row` (the stored rollup of `sid`) carried over `rows`, its new steps, whose seqs are `spot` (first, last)
-    with no stored step between: the steps stored before this write are those outside it."""
+def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence], spot: tuple[int, int, bool]) -> tuple[tuple, list[tuple]]:
+    """`row` (the stored rollup of `sid`) carried over `rows`, its new steps, whose seqs are `spot` (first, last,
+    whether stored steps follow) with no stored step between: the steps stored before this write are those outside it."""
     dialect = conn.dialect.name
     reads = _reads(dialect)
-    lo, hi = spot
+    lo, hi, inside = spot
     before = {"sid": sid, "lo": lo}  # the new steps are stored already: not them
     last = conn.execute(reads["last_phase"], before).scalar()
-    top: int = conn.execute(reads["top"], {"sid": sid}).scalar() or 0  # the new steps are stored: never 0
-    inside = top > hi  # stored steps after the spot
+    top: int = (conn.execute(reads["top"], {"sid": sid}).scalar() or 0) if inside else hi
     following = conn.execute(reads["next_phase"], {"sid": sid, "hi": hi}).scalar() if inside else None
     new_calls = [
         (key, call_id)
@@ -452,11 +458,11 @@ def _reads(dialect: str) -> dict[str, Any]:
     }
 
 
-def _by_index(conn: Connection, query, sid: str, values: Sequence[str], spot: tuple[int, int]) -> list[Sequence]:
+def _by_index(conn: Connection, query, sid: str, values: Sequence[str], spot: tuple[int, int, bool]) -> list[Sequence]:
     """`query`'s rows for `values` (none for no values), those outside `spot` (stored before this write)."""
     if not values:
         return []
-    lo, hi = spot
+    lo, hi, _ = spot
     found = _driver_rows(conn, query, {"sid": sid, "values": _listed(values, conn.dialect.name)})
     return [r for r in found if not lo <= r[0] <= hi]
 

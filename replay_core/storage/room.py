@@ -46,13 +46,19 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
         hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
     below = 0 if lo == 1 else conn.scalar(select(func.max(s.seq)).where(s.session_id == sid, s.seq < lo)) or 0
     between = conn.execute(select(s.id, s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
-    beyond = conn.scalar(select(func.min(s.seq)).where(s.session_id == sid, s.seq >= hi))  # hi may be in a gap
+    beyond = None  # the first stored seq from hi on (hi may be in a gap): read when a step lands past `between`
     spots: list[list[int]] = []  # per spot: [first stored seq after it, stored seq before it, new steps there]
     j = 0
     for where in places:
         while j < len(between) and (between[j].place or "") < where:
             j += 1
-        bound = between[j].seq if j < len(between) else beyond if beyond is not None else last.seq + 1
+        if j < len(between):
+            bound = between[j].seq
+        else:
+            if beyond is None:
+                after = select(func.min(s.seq)).where(s.session_id == sid, s.seq >= hi)
+                beyond = (conn.scalar(after) if hi <= last.seq else None) or last.seq + 1
+            bound = beyond
         if spots and spots[-1][0] == bound:
             spots[-1][2] += 1
         else:

@@ -92,9 +92,10 @@ class Arrangement(Protocol):
     places, and takes out the steps their runs hold already; returns the rollup rows, rollups.FIELDS, of
     stored steps it moved into each run, and how many steps of each run it took out), `finish` after the
     steps are stored. `landed` says, per run it placed steps in, where they landed for the rollups
-    (rollups.append: the first and last seq of one spot with no stored step among them, None for several)."""
+    (rollups.append: the first and last seq of one spot with no stored step among them and whether stored
+    steps follow it, None for several)."""
 
-    landed: dict[str, tuple[int, int] | None]
+    landed: dict[str, tuple[int, int, bool] | None]
 
     def start(self, conn: Connection) -> None: ...
 
