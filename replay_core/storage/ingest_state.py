@@ -59,7 +59,7 @@ class IngestState(StoreBase):
         """Move every step of one session (a provisional one) into another, in place order, and drop the first.
 
         Steps the target already holds (same event_id) are dropped; the rest are put among the target's
-        by their places (`_room`), with their contexts, attachments and notes. The target is created
+        by their places (`room.room`), with their contexts, attachments and notes. The target is created
         from the source's row when it does not exist yet. Returns steps moved.
         """
         with self._write_lock, self._write_transaction() as conn:  # like every write: another process's
