@@ -10,12 +10,13 @@ from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from replay_core.ingest import otlp_receiver
 from replay_core.storage import room
 from replay_core.storage.store import SessionFilter, Store
-from replay_core.storage.tables import run_breakdown, run_rollups
+from replay_core.storage.tables import otlp_traces, run_breakdown, run_rollups
+from replay_core.vocabulary import now_utc
 
 T0 = 1_764_000_000_000_000_000
 
@@ -152,6 +153,33 @@ def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store
     assert [s[0] for s in _picture(store)] != list(range(1, len(expected) + 1))  # gaps were left
     assert store.otlp_settle(timedelta(0)) == ["conv"]
     assert _picture(store) == expected
+    kept = _rollups(store)
+    store.rebuild_rollups()
+    assert kept == _rollups(store)
+
+
+def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
+    """Gaps a batch left stay while the run's traces receive batches, and go when they have been quiet for
+    SETTLE_AFTER: idle expiry (run by the pages and the CLI) settles them too."""
+    spans = _trace(0, [2] * 30)
+    root, children = spans[-1], spans[:-1]
+    _clear(store)
+    small = room.SETTLE_SMALL
+    room.SETTLE_SMALL = 0
+    try:
+        for start in range(27, -1, -3):  # the last batch (with the root) first; a run past 4 × its batches
+            batch = children[start : start + 3] + ([root] if start == 27 else [])
+            otlp_receiver.receive(store, _body(batch), "application/json")
+    finally:
+        room.SETTLE_SMALL = small
+    gapped = [s.seq for s in store.load_steps("conv")]
+    assert gapped != list(range(1, len(gapped) + 1))
+    store.expire_idle()  # the traces are not quiet yet
+    assert [s.seq for s in store.load_steps("conv")] == gapped
+    with store.engine.begin() as conn:
+        conn.execute(update(otlp_traces).values(updated_at=now_utc() - room.SETTLE_AFTER - timedelta(seconds=1)))
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))
     kept = _rollups(store)
     store.rebuild_rollups()
     assert kept == _rollups(store)
