@@ -312,9 +312,11 @@ class OtlpArrangement:
     of provisional runs its traces settled moved into their runs (`moves`: (from, to)), each new step given its
     seq among the stored ones by its place (`places`: {(session_id, event_id): place}), the moved steps placed
     with them in one pass (a late root and the children it settles move nothing twice, and the rollups go on
-    from the stored ones when all of them land after), then `_commit` (`commit`: its arguments but the
-    agents), with the agents stored steps inherit (`agents`: {session_id: {event_id: agent}} of the batch's
-    steps) where the batch or a move landed before or among them."""
+    from the stored ones when all of them land in one spot: `landed`), sparsely (room left where stored steps
+    move) but in the runs of traces whose root is in the batch (`rooted`), then `_commit` (`commit`: its
+    arguments but the agents), with the agents stored steps inherit (`agents`: {session_id: {event_id: agent}}
+    of the batch's steps) where the batch or a move landed before or among them; last, the runs it left with
+    gaps numbered 1..n when their root came or the pass costs no more than the batch (`room.settle`)."""
 
     moves: list[tuple[str, str]]
     places: dict[tuple[str, str], str]
