@@ -6,6 +6,7 @@ In-process (`otlp_receiver.receive`, as the routes call it) on SQLite; a few on 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from framework_captures import FRAMEWORKS, ORDERS, by_order, captures, manifest, post, requests
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from replay_core.ingest import otlp_receiver
 from replay_core.ingest.pipeline import IngestReport
-from replay_core.storage import ingest_state
+from replay_core.storage import room
 from replay_core.storage.store import Store
 
 TRACES = ("/v1/traces", "/api/public/otel/v1/traces")
@@ -223,14 +224,20 @@ def test_any_split_in_any_order_stores_what_one_batch_stores(shape, data):
     batch_of = data.draw(st.lists(st.integers(0, 4), min_size=len(spans), max_size=len(spans)), label="batch of each span")
     batches = [[s for s, b in zip(spans, batch_of, strict=True) if b == n] for n in range(5)]
     order = data.draw(st.permutations(range(5)), label="order of the batches")
-    whole_read = ingest_state.READ_WHOLE
-    ingest_state.READ_WHOLE = data.draw(st.sampled_from([0, whole_read]), label="runs read whole up to")  # 0: searched
+    whole_read, small = room.READ_WHOLE, room.SETTLE_SMALL
+    room.READ_WHOLE = data.draw(st.sampled_from([0, whole_read]), label="runs read whole up to")  # 0: searched
+    room.SETTLE_SMALL = data.draw(st.sampled_from([0, small]), label="runs settled at once up to")  # 0: gaps kept
     try:
         for n in order:
             if batches[n]:
                 otlp_receiver.receive(store, _body(batches[n]), "application/json")
+                for row in store.list_sessions(limit=50):  # what a reader sees between batches
+                    seqs = [s.seq for s in store.load_steps(row["id"])]
+                    assert seqs == sorted(set(seqs)) and seqs[0] >= 1
+                    parents_first([(s.event_id, 0, 0, 0, s.parent_id) for s in store.load_steps(row["id"])])
     finally:
-        ingest_state.READ_WHOLE = whole_read
+        room.READ_WHOLE, room.SETTLE_SMALL = whole_read, small
+    store.otlp_settle(timedelta(0))  # gaps a batch left are closed once the run goes quiet
     got = taken(store)
     assert got == expected
     parents_first(next(iter(got.values())))

@@ -6,14 +6,17 @@ on, not recomputed, when everything lands after what the run holds). On SQLite a
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from replay_core.ingest import otlp_receiver
+from replay_core.storage import room
 from replay_core.storage.store import SessionFilter, Store
-from replay_core.storage.tables import run_breakdown, run_rollups
+from replay_core.storage.tables import otlp_traces, run_breakdown, run_rollups
+from replay_core.vocabulary import now_utc
 
 T0 = 1_764_000_000_000_000_000
 
@@ -99,12 +102,84 @@ def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, t
     _clear(store)
     batch_of = data.draw(st.lists(st.integers(0, 3), min_size=len(spans), max_size=len(spans)), label="batch of each span")
     order = data.draw(st.permutations(range(4)), label="order of the batches")
-    for n in order:
-        batch = [s for s, b in zip(spans, batch_of, strict=True) if b == n]
-        if batch:
-            otlp_receiver.receive(store, _body(batch), "application/json")
+    small = room.SETTLE_SMALL
+    room.SETTLE_SMALL = data.draw(st.sampled_from([0, small]), label="runs settled at once up to")  # 0: gaps kept
+    try:
+        for n in order:
+            batch = [s for s, b in zip(spans, batch_of, strict=True) if b == n]
+            if batch:
+                otlp_receiver.receive(store, _body(batch), "application/json")
+                kept = _rollups(store)  # carried on over seqs with gaps too
+                store.rebuild_rollups()
+                assert kept == _rollups(store)
+    finally:
+        room.SETTLE_SMALL = small
+    store.otlp_settle(timedelta(0))
     assert [r["id"] for r in store.list_sessions(limit=10)] == ["conv"]
     assert _picture(store) == expected
+    kept = _rollups(store)
+    store.rebuild_rollups()
+    assert kept == _rollups(store)
+
+
+def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store):
+    """The worst order for positions: each batch lands before every stored step but the root (sent with the
+    last batch, so first). Between batches the run holds one request's steps in one request's order, seqs
+    increasing with gaps (room left for the next batch), exact rollups; once quiet, it is numbered 1..n."""
+    kinds = [0, 1, 2] * 20
+    spans = _trace(0, kinds)
+    root, children = spans[-1], spans[:-1]
+    batches = [children[i : i + 6] for i in range(0, len(children), 6)]
+    batches[-1].append(root)
+    _clear(store)
+    otlp_receiver.receive(store, _body(spans), "application/json")
+    expected = _picture(store)
+    _clear(store)
+    small = room.SETTLE_SMALL
+    room.SETTLE_SMALL = 0
+    try:
+        for batch in batches[::-1]:
+            otlp_receiver.receive(store, _body(batch), "application/json")
+            got = _picture(store)
+            seqs = [s[0] for s in got]
+            assert seqs == sorted(set(seqs)) and seqs[0] == 1
+            held = {s[1] for s in got}
+            assert [s[1:] for s in got] == [s[1:] for s in expected if s[1] in held]
+            kept = _rollups(store)
+            store.rebuild_rollups()
+            assert kept == _rollups(store)
+    finally:
+        room.SETTLE_SMALL = small
+    assert [s[0] for s in _picture(store)] != list(range(1, len(expected) + 1))  # gaps were left
+    assert store.otlp_settle(timedelta(0)) == ["conv"]
+    assert _picture(store) == expected
+    kept = _rollups(store)
+    store.rebuild_rollups()
+    assert kept == _rollups(store)
+
+
+def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
+    """Gaps a batch left stay while the run's traces receive batches, and go when they have been quiet for
+    SETTLE_AFTER: idle expiry (run by the pages and the CLI) settles them too."""
+    spans = _trace(0, [2] * 30)
+    root, children = spans[-1], spans[:-1]
+    _clear(store)
+    small = room.SETTLE_SMALL
+    room.SETTLE_SMALL = 0
+    try:
+        for start in range(27, -1, -3):  # the last batch (with the root) first; a run past 4 × its batches
+            batch = children[start : start + 3] + ([root] if start == 27 else [])
+            otlp_receiver.receive(store, _body(batch), "application/json")
+    finally:
+        room.SETTLE_SMALL = small
+    gapped = [s.seq for s in store.load_steps("conv")]
+    assert gapped != list(range(1, len(gapped) + 1))
+    store.expire_idle()  # the traces are not quiet yet
+    assert [s.seq for s in store.load_steps("conv")] == gapped
+    with store.engine.begin() as conn:
+        conn.execute(update(otlp_traces).values(updated_at=now_utc() - room.SETTLE_AFTER - timedelta(seconds=1)))
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))
     kept = _rollups(store)
     store.rebuild_rollups()
     assert kept == _rollups(store)

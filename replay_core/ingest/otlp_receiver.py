@@ -21,11 +21,13 @@ interleave between reading and committing that state.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 
 from ..events import StepEvent
 from ..storage.columns import EVENT_ID_AT, STEP_COLUMNS
 from ..storage.ingest_state import OtlpArrangement
+from ..storage.room import SETTLE_AFTER
 from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
@@ -39,6 +41,17 @@ AGENT_AT, PARENT_AT = STEP_COLUMNS.index("agent_id"), STEP_COLUMNS.index("parent
 TYPE_AT, CONTENT_AT, CALL_ID_AT = (STEP_COLUMNS.index(c) for c in ("type", "content", "tool_call_id"))
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
+
+
+_SETTLED: weakref.WeakKeyDictionary[Store, float] = weakref.WeakKeyDictionary()  # when each store last looked
+
+
+def _settle_quiet_runs(store: Store) -> None:
+    """Every SETTLE_AFTER at most (under the store's lock): the runs whose traces went quiet numbered 1..n."""
+    now = time.monotonic()
+    if now - _SETTLED.get(store, float("-inf")) >= SETTLE_AFTER.total_seconds():
+        _SETTLED[store] = now
+        store.otlp_settle()
 
 
 def lock_of(store: Store) -> threading.Lock:
@@ -104,9 +117,11 @@ def _receive(store: Store, data: bytes, content_type: str, redactor: Redactor) -
             "replaced": replaced,
             "idle": None,
         }
-        arrange = OtlpArrangement(moves, ledger.places, commit, agents)
+        rooted = {now_placed[tid][0] for tid in trace_ids if settles.get(tid, (None, False))[1]}
+        arrange = OtlpArrangement(moves, ledger.places, commit, agents, rooted)
         report = ingest(store, events, redactor=redactor, source=source, arrange=arrange)
         _results_across_batches(store, events, laid)
+        _settle_quiet_runs(store)
     report.steps += len(replaced)
     report.set_up = set_up
     return report

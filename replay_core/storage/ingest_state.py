@@ -3,15 +3,13 @@ batches (which run each trace went to, the tool calls still waiting for their an
 provisional run's steps moved into the run its trace turned out to be, each step's place in its
 run's order), and how far `watch` has read each file.
 
-A run's steps stay in the order of their places (ingest.formats.otel.ordering.place), numbered
-1..n by seq, whatever order their batches come in: a batch's steps are put among the stored ones
-(`_room`), the stored steps after them moving up, inside the batch's own write transaction
-(`OtlpArrangement`, with the provisional steps its traces settled). So `seq` is a step's position,
-which a step that starts earlier can still change while its run's spans arrive; its `event_id` (from
-its span id) never changes, and is what names a step for good. The cost of a batch is two binary
-searches on seq, the stored steps it lands among (read, and moved one by one), and one range update
-of the steps after it: a batch that lands after what is stored (most of an exporter's) moves nothing,
-a late root moves the run once.
+A run's steps stay in the order of their places (ingest.formats.otel.ordering.place) by seq, whatever
+order their batches come in: a batch's steps are put among the stored ones (`room.room`), inside the
+batch's own write transaction (`OtlpArrangement`, with the provisional steps its traces settled), taking
+free seqs where there are some and leaving some where steps move, and the run is numbered 1..n again
+(`room.settle`) when its root comes or its traces go quiet. So `seq` is an order, which a step that starts
+earlier can still change while its run's spans arrive; its `event_id` (from its span id) never changes,
+and is what names a step for good.
 """
 
 from __future__ import annotations
@@ -27,9 +25,11 @@ from sqlalchemy.engine import Connection
 from .. import config
 from ..vocabulary import now_utc
 from . import daily, rollups
+from . import room as placing
 from .bulk import bulk_insert, chunks, dialect_module
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
+from .room import SETTLE_AFTER, gapped, room, settle, settle_quiet
 from .tables import annotations as annotations_table
 from .tables import attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
 from .writing import WriteBatch, existing_sessions
@@ -59,7 +59,7 @@ class IngestState(StoreBase):
         """Move every step of one session (a provisional one) into another, in place order, and drop the first.
 
         Steps the target already holds (same event_id) are dropped; the rest are put among the target's
-        by their places (`_room`), with their contexts, attachments and notes. The target is created
+        by their places (`room.room`), with their contexts, attachments and notes. The target is created
         from the source's row when it does not exist yet. Returns steps moved.
         """
         with self._write_lock, self._write_transaction() as conn:  # like every write: another process's
@@ -89,7 +89,7 @@ class IngestState(StoreBase):
                 for table in (step_contexts, steps):
                     conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
             kept = sorted((r for r in rows if r.event_id not in held), key=lambda r: r.place or "")
-            seqs = _room(conn, to_sid, [r.place or "" for r in kept])[0] if kept else []
+            seqs = room(conn, to_sid, [r.place or "" for r in kept])[0] if kept else []
             moving = [{"rid": r.id, "new_seq": seq} for r, seq in zip(kept, seqs, strict=True)]
             if moving:
                 conn.execute(
@@ -135,6 +135,13 @@ class IngestState(StoreBase):
         table stays as small as the traces in flight."""
         with self._write_lock, self.engine.begin() as conn:
             _commit(conn, placed, consumed, opened, replaced, idle, places, agents or {})
+
+    def otlp_settle(self, quiet: timedelta = SETTLE_AFTER) -> list[str]:
+        """Number 1..n the runs whose seqs kept gaps (batches that landed before stored steps) and whose traces
+        received nothing for `quiet` (the receiver looks every SETTLE_AFTER, idle expiry at each call).
+        Returns them."""
+        with self._write_lock, self._write_transaction() as conn:
+            return settle_quiet(conn, quiet)
 
     def watch_offset(self, path: str) -> dict | None:
         """Where `watch` has read `path` up to: {path, inode, offset, format, updated_at, fingerprint}, or None."""
@@ -289,8 +296,7 @@ def _commit(
             seq = old.seq
         else:
             conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
-            _close(conn, step.session_id, old.seq)  # out of its old place, then into the tool's
-            seq = _room(conn, step.session_id, [where or ""])[0][0]
+            seq = room(conn, step.session_id, [where or ""])[0][0]  # its old seq left free: `settle` closes it
             conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
         if step.agent_id is not None:  # steps of the tool's span may have come before it
             _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
@@ -306,16 +312,21 @@ class OtlpArrangement:
     of provisional runs its traces settled moved into their runs (`moves`: (from, to)), each new step given its
     seq among the stored ones by its place (`places`: {(session_id, event_id): place}), the moved steps placed
     with them in one pass (a late root and the children it settles move nothing twice, and the rollups go on
-    from the stored ones when all of them land after), then `_commit` (`commit`: its arguments but the
-    agents), with the agents stored steps inherit (`agents`: {session_id: {event_id: agent}} of the batch's
-    steps) where the batch or a move landed before or among them."""
+    from the stored ones when all of them land in one spot: `landed`), sparsely (room left where stored steps
+    move) but in the runs of traces whose root is in the batch (`rooted`), then `_commit` (`commit`: its
+    arguments but the agents), with the agents stored steps inherit (`agents`: {session_id: {event_id: agent}}
+    of the batch's steps) where the batch or a move landed before or among them; last, the runs it left with
+    gaps numbered 1..n when their root came or the pass costs no more than the batch (`room.settle`)."""
 
     moves: list[tuple[str, str]]
     places: dict[tuple[str, str], str]
     commit: dict[str, Any]
     agents: dict[str, dict[str, str]]
+    rooted: set[str] = field(default_factory=set)  # runs of traces whose root is in the batch
+    landed: dict[str, tuple[int, int, bool] | None] = field(default_factory=dict)
     _moving: list[tuple[str, str]] = field(default_factory=list)
     _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
+    _placed: dict[str, int] = field(default_factory=dict)  # per run: the steps the batch placed in it
 
     def start(self, conn: Connection) -> None:
         """The moves' runs locked, their traces pointed at their targets, a target not stored made from its source."""
@@ -363,7 +374,10 @@ class OtlpArrangement:
             if not spots:
                 continue
             order = sorted(spots.values())
-            seqs, first = _room(conn, sid, [where for where, _ in order])
+            seqs, first = room(conn, sid, [where for where, _ in order], sparse=sid not in self.rooted)
+            self._placed[sid] = len(order)
+            one_spot = seqs[-1] - seqs[0] == len(seqs) - 1
+            self.landed[sid] = (seqs[0], seqs[-1], first is not None) if one_spot else None
             made: list[tuple] = [row for row, _ in pending]
             changes, rolled = [], []
             for (where, i), seq in zip(order, seqs, strict=True):
@@ -393,6 +407,11 @@ class OtlpArrangement:
     def finish(self, conn: Connection) -> None:
         late = {sid: (after, self.agents[sid]) for sid, after in self._after.items() if self.agents.get(sid)}
         _commit(conn, **self.commit, places=(), agents=late)
+        touched = {sid for sid, spot in self.landed.items() if spot is None or spot[2] or sid in self.rooted}
+        touched.update(step.session_id for _, step, _ in self.commit["replaced"])  # a batch only appended left none
+        for sid, n in gapped(conn, sorted(touched)).items():  # one pass, paid for by the batch or its root
+            if sid in self.rooted or n <= max(placing.SETTLE_SMALL, 4 * self._placed.get(sid, 0)):
+                settle(conn, sid)
         if self._moving:
             daily.refresh(conn, [from_sid for from_sid, _ in self._moving], bulk_insert)
 
@@ -435,64 +454,6 @@ def _held(conn: Connection, sid: str, event_ids: Sequence[str]) -> set[str]:
     for part in chunks(list(event_ids)):
         held.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
     return held
-
-
-READ_WHOLE = 2000  # steps of a run up to which `_room` reads all their places rather than searching
-
-
-def _room(conn: Connection, sid: str, places: list[str]) -> tuple[list[int], int | None]:
-    """Seqs for steps of `places` (sorted) among a run's stored steps, kept in place order and numbered
-    1..n: the stored steps after each are moved up, by one range update per distinct spot (highest
-    first, so no row moves twice); steps without a place (another source's) count as first. Reads
-    O(log n) steps per end of the batch and those stored between its first and last place."""
-    s = steps.c
-    last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
-    if last is None or (last.place or "") < places[0]:
-        base = last.seq if last is not None else 0
-        return list(range(base + 1, base + 1 + len(places))), None
-    if last.seq <= READ_WHOLE:  # one read of the run costs less than the searches' probes
-        lo, hi = 1, last.seq + 1
-    else:
-        lo = _first_after(conn, sid, places[0], last.seq)
-        hi = _first_after(conn, sid, places[-1], last.seq) if places[-1] != places[0] else lo
-    between = conn.execute(select(s.id, s.seq, s.place).where(s.session_id == sid, s.seq >= lo, s.seq < hi).order_by(s.seq)).all()
-    bounds: list[int] = []  # per new step: the first stored seq whose place is after it
-    j = 0
-    for where in places:
-        while j < len(between) and (between[j].place or "") < where:
-            j += 1
-        bounds.append(between[j].seq if j < len(between) else hi)
-    conn.execute(update(steps).where(s.session_id == sid, s.seq >= hi).values(seq=s.seq + len(places)))
-    moved, k = [], 0  # the steps between: each up by the new steps before it
-    for row in between:
-        while k < len(bounds) and bounds[k] <= row.seq:
-            k += 1
-        if k:
-            moved.append({"rid": row.id, "new_seq": row.seq + k})
-    if moved:
-        conn.execute(update(steps).where(s.id == bindparam("rid")).values(seq=bindparam("new_seq")), moved)
-    return [b + i for i, b in enumerate(bounds)], bounds[0]
-
-
-def _first_after(conn: Connection, sid: str, where: str, last_seq: int) -> int:
-    """The first seq (of 1..last_seq + 1; the stored places are in seq order) from which every stored step's
-    place is after `where`: a binary search, one indexed read of a step a probe (gaps in seq are passed over)."""
-    s = steps.c
-    lo, hi = 1, last_seq + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        row = conn.execute(select(s.seq, s.place).where(s.session_id == sid, s.seq >= mid).order_by(s.seq).limit(1)).first()
-        assert row is not None  # the step at last_seq is there
-        if (row.place or "") > where:
-            hi = mid
-        else:
-            lo = row.seq + 1
-    return lo
-
-
-def _close(conn: Connection, sid: str, seq: int) -> None:
-    """Move a run's steps after `seq` down one: the gap a step leaving that seq left is closed."""
-    conn.execute(update(steps).where(steps.c.session_id == sid, steps.c.seq > seq).values(seq=steps.c.seq - 1))
 
 
 def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -> None:

@@ -297,12 +297,22 @@ def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
         write(conn, ids, from_stored(conn, ids), insert_rows)
 
 
-def append(conn: Connection, added: dict[str, list[Sequence]], insert_rows) -> None:
+def append(
+    conn: Connection,
+    added: dict[str, list[Sequence]],
+    insert_rows,
+    landed: dict[str, tuple[int, int, bool] | None] | None = None,
+) -> None:
     """The rollups of runs that have just stored `added` steps (FIELDS tuples, in the order stored).
-    A run whose new steps all come after its stored ones (a live run's next batch) goes on from its
-    stored rollup, reading back only its last phase and the calls its new steps group with (the
-    loops they may make or end); any other is recomputed from its steps (`refresh`): the same
-    rows either way, without reading a long run whole at each batch."""
+    A run whose new steps all land in one spot of its order, no stored step among them (a live run's
+    next batch after its stored steps; a late root, or a batch sent out of order, before or between
+    them), goes on from its stored rollup, reading back only the phases on either side of the spot, the
+    calls its new steps group with (the loops they may make or end) and, when it lands before some, how
+    many stored durations come before it; any other is recomputed from its steps (`refresh`): the same
+    rows either way, without reading a long run whole at each batch. `landed` (a write that placed its
+    steps itself) gives each run's spot, the first and last seq of its new steps and whether stored steps
+    follow them (None: several spots); without it, new steps are in one spot when they all come after
+    the stored ones."""
     r = run_rollups.c
     ids = sorted(added)
     stored: dict[str, Any] = {}
@@ -315,20 +325,31 @@ def append(conn: Connection, added: dict[str, list[Sequence]], insert_rows) -> N
     for sid in ids:
         rows = sorted(added[sid], key=itemgetter(0))
         row = stored.get(sid)
-        if row is None or not rows or rows[0][0] <= row.max_seq:
+        if row is None or not rows:
+            again.append(sid)
+            continue
+        if landed is not None:
+            spot = landed.get(sid)
+        else:
+            spot = (rows[0][0], rows[-1][0], False) if rows[0][0] > row.max_seq else None
+        if spot is None:
             again.append(sid)
         else:
-            rolled[sid] = _carried_on(conn, sid, row, rows)
+            rolled[sid] = _carried_on(conn, sid, row, rows, spot)
     write(conn, list(rolled), rolled.values(), insert_rows)
     refresh(conn, again, insert_rows)
 
 
-def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[tuple, list[tuple]]:
-    """`row` (the stored rollup of `sid`, steps up to seq `row.max_seq`) carried over `rows`, which follow them."""
+def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence], spot: tuple[int, int, bool]) -> tuple[tuple, list[tuple]]:
+    """`row` (the stored rollup of `sid`) carried over `rows`, its new steps, whose seqs are `spot` (first, last,
+    whether stored steps follow) with no stored step between: the steps stored before this write are those outside it."""
     dialect = conn.dialect.name
     reads = _reads(dialect)
-    before = {"sid": sid, "max_seq": row.max_seq}  # the new steps are stored already: not them
+    lo, hi, inside = spot
+    before = {"sid": sid, "lo": lo}  # the new steps are stored already: not them
     last = conn.execute(reads["last_phase"], before).scalar()
+    top: int = (conn.execute(reads["top"], {"sid": sid}).scalar() or 0) if inside else hi
+    following = conn.execute(reads["next_phase"], {"sid": sid, "hi": hi}).scalar() if inside else None
     new_calls = [
         (key, call_id)
         for _, kind, _, retry, _, _, _, _, _, _, _, key, call_id, _ in rows
@@ -341,9 +362,9 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
     # their repeats redundant: their groups are touched too), then the first ok result of each of their call ids
     keys = {key for key, _ in new_calls}
     if new_ok:
-        keys.update(key for *_, key, _ in _by_index(conn, reads["by_ids"], sid, new_ok, row.max_seq) if key is not None)
+        keys.update(key for *_, key, _ in _by_index(conn, reads["by_ids"], sid, new_ok, spot) if key is not None)
     stored_calls: dict[str, list[tuple]] = {}
-    for seq, retry, key, call_id in _by_index(conn, reads["by_keys"], sid, sorted(keys), row.max_seq):
+    for seq, retry, key, call_id in _by_index(conn, reads["by_keys"], sid, sorted(keys), spot):
         if not retry:
             stored_calls.setdefault(key, []).append((seq, call_id))
     ok_new = set(new_ok)
@@ -356,12 +377,17 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
         | {cid for _, cid in new_calls if cid is not None}
     )
     ok_at: dict[str, int] = {}
-    for seq, kind, status, _, call_id in _by_index(conn, reads["by_ids"], sid, wanted, row.max_seq):
+    for seq, kind, status, _, call_id in _by_index(conn, reads["by_ids"], sid, wanted, spot):
         if kind == "tool_result" and status == "ok" and (call_id not in ok_at or seq < ok_at[call_id]):
             ok_at[call_id] = seq
     old_loops, old_redundant = _loops(calls, ok_at)
     breakdown = {(tool, ecls): [n, bad] for _, tool, ecls, n, bad in _driver_rows(conn, reads["breakdown"], {"sid": sid})}
-    state = (
+    phase_before = _PHASE.get(last) if last else None
+    phase_after = _PHASE.get(following) if following else None
+    falls = max(row.cycles - 1, 0)
+    if phase_before is not None and phase_after is not None and phase_after < phase_before:
+        falls -= 1  # the fall from the step before the spot to the step after it, which the new ones now separate
+    state: tuple = (
         row.steps,
         row.retried_steps,
         row.errored_steps,
@@ -372,22 +398,42 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence]) -> tuple[
         row.fallback_agent,
         row.tool_calls,
         row.tool_failures,
-        max(row.cycles - 1, 0),
+        falls,
         row.tokens_in,
         row.tokens_out,
         row.cost_usd,
-        row.max_seq,
+        top,
         row.first_error_at,
-        _PHASE.get(last) if last else None,
+        phase_before,
         row.cycles > 0,
-        [row.durations_us] if row.durations_us else [],
+        [],
         breakdown,
         calls,
         ok_at,
     )
     state = _fold(state, rows)
+    falls, last_phase, durations = state[10], state[16], state[18]
+    if phase_after is not None and last_phase is not None and phase_after < last_phase:
+        falls += 1
+    stored_durations = row.durations_us
+    if stored_durations and not durations:
+        durations = [stored_durations]
+    elif stored_durations and not inside:
+        durations = [stored_durations, *durations]
+    elif stored_durations:
+        at = _durations_before(conn, reads, sid, lo, hi, top, stored_durations.count(",") + 1)
+        head = stored_durations.split(",", at) if at else [stored_durations]
+        durations = [*head[:at], *durations, *head[at:]]
+    state = (*state[:10], falls, *state[11:14], top, state[15], last_phase, state[17], durations, *state[19:])
     loops, redundant = _loops(state[-2], state[-1])
     return _rolled(sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)
+
+
+def _durations_before(conn: Connection, reads: dict[str, Any], sid: str, lo: int, hi: int, top: int, stored: int) -> int:
+    """How many of a run's stored durations come before seq `lo`: counted on the shorter side of the spot."""
+    if lo - 1 <= top - hi:
+        return conn.execute(reads["durations_below"], {"sid": sid, "lo": lo}).scalar() or 0
+    return stored - (conn.execute(reads["durations_above"], {"sid": sid, "hi": hi}).scalar() or 0)
 
 
 @cache
@@ -395,9 +441,14 @@ def _reads(dialect: str) -> dict[str, Any]:
     """`_carried_on`'s statements, built once per dialect (building them was a third of its time),
     each list of ids bound as one parameter (`_among`)."""
     s = steps.c
-    before = (s.session_id == bindparam("sid"), s.seq <= bindparam("max_seq"))
+    run = s.session_id == bindparam("sid")
+    phased = s.type.in_(list(_PHASE))
     return {
-        "last_phase": select(s.type).where(*before, s.type.in_(list(_PHASE))).order_by(s.seq.desc(), s.id.desc()).limit(1),
+        "last_phase": select(s.type).where(run, s.seq < bindparam("lo"), phased).order_by(s.seq.desc(), s.id.desc()).limit(1),
+        "next_phase": select(s.type).where(run, s.seq > bindparam("hi"), phased).order_by(s.seq, s.id).limit(1),
+        "top": select(func.max(s.seq)).where(run),
+        "durations_below": select(func.count(s.duration_ms)).where(run, s.seq < bindparam("lo")),
+        "durations_above": select(func.count(s.duration_ms)).where(run, s.seq > bindparam("hi")),
         # a run's steps of given call ids (ix_steps_call_id) and its calls of given keys (ix_steps_call_key), by the
         # run and the list alone: given a condition on seq, type or retry too, the databases scanned the run by another
         # index (PostgreSQL before its statistics came); SQLite takes the partial index for the IN (not for IS NOT NULL)
@@ -407,11 +458,13 @@ def _reads(dialect: str) -> dict[str, Any]:
     }
 
 
-def _by_index(conn: Connection, query, sid: str, values: Sequence[str], max_seq: int) -> list[Sequence]:
-    """`query`'s rows for `values` (none for no values), those up to `max_seq` (stored before this write)."""
+def _by_index(conn: Connection, query, sid: str, values: Sequence[str], spot: tuple[int, int, bool]) -> list[Sequence]:
+    """`query`'s rows for `values` (none for no values), those outside `spot` (stored before this write)."""
     if not values:
         return []
-    return [r for r in _driver_rows(conn, query, {"sid": sid, "values": _listed(values, conn.dialect.name)}) if r[0] <= max_seq]
+    lo, hi, _ = spot
+    found = _driver_rows(conn, query, {"sid": sid, "values": _listed(values, conn.dialect.name)})
+    return [r for r in found if not lo <= r[0] <= hi]
 
 
 def _matching(query, column, dialect: str):

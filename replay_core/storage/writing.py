@@ -27,6 +27,7 @@ from .audit import audit_line
 from .bulk import bind_processors, bound_row, bulk_insert, chunks, dialect_module, insert_new
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, SESSION_FIELDS, TIMESTAMP_AT, call_key, rollup_values, step_values
 from .engine import StoreBase
+from .room import settle_quiet
 from .search import SQLITE_FILL_AFTER
 from .tables import run_breakdown, run_rollups, sessions, step_contexts, steps
 
@@ -90,7 +91,11 @@ class Arrangement(Protocol):
     the batch's runs are read, `place` once they are locked and created (it may set its rows' seqs and
     places, and takes out the steps their runs hold already; returns the rollup rows, rollups.FIELDS, of
     stored steps it moved into each run, and how many steps of each run it took out), `finish` after the
-    steps are stored."""
+    steps are stored. `landed` says, per run it placed steps in, where they landed for the rollups
+    (rollups.append: the first and last seq of one spot with no stored step among them and whether stored
+    steps follow it, None for several)."""
+
+    landed: dict[str, tuple[int, int, bool] | None]
 
     def start(self, conn: Connection) -> None: ...
 
@@ -341,7 +346,7 @@ class Writing(StoreBase):
         for sid, rows in moved.items():
             if sid not in by_session and rows:
                 stale[sid] = list(rows)
-        rollups.append(conn, stale, bulk_insert)
+        rollups.append(conn, stale, bulk_insert, arrange.landed if arrange is not None else None)
         seen: dict[bool, list[dict]] = {False: [], True: []}
         for sid, latest in last_seen.items():
             revive = sid in known and known[sid]["status"] == SessionStatus.INCOMPLETE and sid not in ended
@@ -522,4 +527,5 @@ class Writing(StoreBase):
             for part in chunks(ids):
                 conn.execute(update(sessions).where(sessions.c.id.in_(part)).values(status=SessionStatus.INCOMPLETE.value))
             daily.refresh(conn, ids, bulk_insert)  # a run's status is part of its cell
+            settle_quiet(conn)  # OTLP runs whose gaps wait for their traces to go quiet
             return len(ids)
