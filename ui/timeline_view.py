@@ -128,7 +128,8 @@ def scrubber(tl: Timeline, noted: set[int], explanation=None, structure: Structu
     pos = tl.position_of(seq)
     _strip(tl, seq, pos, noted, explanation, structure, hits)
     if tl.steps[pos].seq != seq:
-        st.info(f"Step {seq} was never received; showing step {tl.steps[pos].seq}, the next one that was.")
+        why = "is not a step's number while the run's spans arrive" if tl.session.get("order_settling") else "was never received"
+        st.info(f"Step {seq} {why}; showing step {tl.steps[pos].seq}, the next one that was.")
     return pos
 
 
@@ -303,6 +304,13 @@ def run_header(tl: Timeline, run_notes: list[dict]) -> None:
                 "The timeline shows where they are missing; nothing was filled in."
             ),
             icon="🕳️",
+        )
+    if s.get("order_settling"):
+        st.info(
+            "This run's spans are still arriving out of order: its steps are shown in order, with room left "
+            "between their numbers; they are numbered 1, 2, 3… once the spans stop coming. No step is missing "
+            "for that.",
+            icon="⏳",
         )
     if s.get("status") == "incomplete":
         st.warning(
@@ -588,7 +596,7 @@ def window_rows(tl: Timeline, pos: int, noted: set[int], lo: int, hi: int) -> li
     shown_cycle: object = object()
     for p in range(lo, hi):
         step = tl.steps[p]
-        if p > lo and step.seq - tl.steps[p - 1].seq > 1:
+        if p > lo and tl.gaps and step.seq - tl.steps[p - 1].seq > 1:
             a, b = tl.steps[p - 1].seq + 1, step.seq - 1
             rows.append({"kind": "gap", "text": f"🕳️ {'step ' + str(a) if a == b else f'steps {a}–{b}'} missing: never received"})
         cycle = tl.cycle_index[p]

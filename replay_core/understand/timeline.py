@@ -217,6 +217,8 @@ class Timeline:
             parts.append(f"ended with {self.session['error_class']}")
         if self.gaps:
             parts.append(", ".join(g.label for g in self.gaps))
+        if self.session.get("order_settling"):
+            parts.append("spans still arriving out of order: steps are numbered 1..n once they stop")
         return "; ".join(parts) + "."
 
 
@@ -234,6 +236,15 @@ def find_gaps(seqs: list[int]) -> list[Gap]:
     return [Gap(a + 1, b - 1) for a, b in zip(seqs, seqs[1:], strict=False) if b - a > 1]
 
 
+OTLP_SOURCES = frozenset({"otlp-json", "otlp-proto"})
+
+
+def placed_by_time(session: dict) -> bool:
+    """A run received over OTLP: its seqs are an order, its steps named by event id; a hole between seqs is
+    room left while its spans arrive out of order (numbered 1..n once they stop), never a lost step."""
+    return session.get("source") in OTLP_SOURCES
+
+
 def columns_of(steps: Sequence[StepEvent]) -> Columns:
     """Steps in hand as the columns an opened run is computed from."""
     return {name: [getattr(s, name) for s in steps] for name in STEP_COLUMNS}
@@ -247,14 +258,16 @@ def build_timeline(session: dict, steps: list[StepEvent], context_ids: set[str] 
 def _timeline(session: dict, steps: Sequence[StepEvent], columns: Columns, context_ids: set[str] | None) -> Timeline:
     seqs = list(columns["seq"])
     membership = cycle_of_steps(columns["type"])
+    holes = find_gaps(seqs)
+    arriving = placed_by_time(session) and bool(holes)
     return Timeline(
         # a step priced from list prices makes the run's cost an estimate too (pricing.ESTIMATED)
-        session=session | {"cost_estimated": any_estimated(columns["metadata"])},
+        session=session | {"cost_estimated": any_estimated(columns["metadata"]), "order_settling": arriving},
         steps=steps,
         columns=columns,
         cycles=cycles_of(seqs, columns["type"], membership),
         cycle_index=membership,
-        gaps=find_gaps(seqs),
+        gaps=[] if placed_by_time(session) else holes,
         totals=RunningTotals.of(columns),
         context_ids=context_ids or set(),
         _seqs=seqs,
