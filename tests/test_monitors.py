@@ -73,6 +73,7 @@ def test_a_real_regression_fires_once_with_its_runs_and_pattern_then_resolves_on
     assert any("charge_card" in p for p in figure["patterns"]), figure["patterns"]
     [(url, body)] = sent
     assert body["event"] == "opened" and body["monitor"] == "checkout failures" and body["runs_link"] == figure["runs_link"]
+    assert body["patterns"] == figure["patterns"]  # named before delivery, and kept with the alert
 
     # a day later 1.6.1 is back at 10 %: the rule stops firing, the alert resolves, once
     runs(store, 120, day=0, fail=0.10, version="1.6.1", seed=4)

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
 
-from replay_core.monitors import check, releases
+from replay_core.monitors import check, patterns, releases
 from replay_core.monitors.judge import Figure, formatter
 from replay_core.monitors.rules import METRICS
 from replay_core.storage.actor import MANAGE_MONITORS, Actor, PermissionDenied
@@ -70,7 +70,7 @@ def monitor_list(store: Store, actor: Actor) -> None:
                 st.markdown(f"Last judged {fmt_when(row['checked_at'])}: {md(last['sentence'])}")
             alert = store.open_alert(monitor["id"])
             if alert:
-                _alert(alert)
+                _alert(patterns.named(store, alert))
             if editor:
                 _buttons(store, actor, monitor, alert)
 

@@ -125,9 +125,12 @@ class Monitors(Audited):
         with self.engine.connect() as conn:
             return [(value, at) for value, at in conn.execute(query)]
 
-    def runs_with(self, dimension: str, value: str) -> list[str]:
-        """The ids of the runs whose `dimension` (a column, or a metadata key as prompt_version) is `value`."""
-        query = select(sessions.c.id).where(_dimension(dimension) == value, *filter_clauses(SessionFilter(), self.dialect))
+    def runs_with(self, dimension: str, value: str, flt: SessionFilter | None = None, *, newest: int | None = None) -> list[str]:
+        """The ids of the runs `flt` picks whose `dimension` (a column, or a metadata key as prompt_version) is
+        `value`; with `newest`, only that many, the newest first."""
+        query = select(sessions.c.id).where(_dimension(dimension) == value, *filter_clauses(flt, self.dialect))
+        if newest is not None:
+            query = query.order_by(sessions.c.started_at.desc(), sessions.c.id).limit(newest)
         with self.engine.connect() as conn:
             return list(conn.scalars(query))
 
@@ -158,6 +161,14 @@ class Monitors(Audited):
                 update(monitor_alerts).where(a.id == alert_id, a.resolved_at.is_(None)).values(resolved_at=at)
             ).rowcount
         return done == 1
+
+    def set_alert_patterns(self, alert_id: int, patterns: list[str]) -> None:
+        """Keep the failure patterns named for an alert in its figure (named once, after it opened)."""
+        a = monitor_alerts.c
+        with self._write_lock, self._write_transaction() as conn:
+            figure = conn.execute(select(a.figure).where(a.id == alert_id)).scalar()
+            if figure is not None:
+                conn.execute(update(monitor_alerts).where(a.id == alert_id).values(figure={**figure, "patterns": patterns}))
 
     def note_delivery(self, alert_id: int, event: str, attempts: list[dict]) -> None:
         a = monitor_alerts.c
