@@ -238,10 +238,34 @@ class Monitors(Audited):
         with self._write_lock, self._write_transaction() as conn:
             conn.execute(update(experiment_schedules).where(experiment_schedules.c.id == schedule_id).values(models_seen=models))
 
-    def start_schedule_run(self, schedule_id: int, reason: str, dataset_version: int | None, at: datetime) -> int:
-        values = {"schedule_id": schedule_id, "reason": reason[:300], "dataset_version": dataset_version, "started_at": at}
+    def start_schedule_run(
+        self,
+        schedule_id: int,
+        reason: str,
+        dataset_version: int | None,
+        at: datetime,
+        *,
+        model: str | None = None,
+        experiment_id: str | None = None,
+    ) -> int:
+        """A scheduled run begins: its result says `running` (with the model it runs, to run it again if cut)."""
+        values = {
+            "schedule_id": schedule_id,
+            "reason": reason[:300],
+            "dataset_version": dataset_version,
+            "started_at": at,
+            "experiment_id": experiment_id,
+            "result": {"status": "running"} | ({"model": model} if model else {}),
+        }
         with self._write_lock, self._write_transaction() as conn:
             return inserted_id(conn.execute(insert(schedule_runs).values(**values)))
+
+    def interrupt_schedule_run(self, run_id: int, result: dict, at: datetime) -> bool:
+        """End a scheduled run its process left running (it stopped); False if it ended meanwhile."""
+        r = schedule_runs.c
+        with self._write_lock, self._write_transaction() as conn:
+            ended = update(schedule_runs).where(r.id == run_id, r.finished_at.is_(None)).values(result=result, finished_at=at)
+            return conn.execute(ended).rowcount == 1
 
     def finish_schedule_run(self, run_id: int, *, experiment_id: str | None, result: dict) -> None:
         with self._write_lock, self._write_transaction() as conn:
