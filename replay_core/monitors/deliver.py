@@ -1,5 +1,5 @@
 """Alerts sent to a webhook: the documented JSON body (docs/monitors.md), or Slack's `{"text": …}` for a
-Slack incoming-webhook address, an opened alert's failure patterns named first (monitors.patterns);
+Slack incoming-webhook address, the alert's failure patterns named first (monitors.patterns);
 signed with HMAC-SHA256 of the body when the monitor names a secret's variable; retried with backoff
 on a refused connection, a timeout or a 5xx, never on a 4xx.
 """
@@ -71,10 +71,9 @@ def announce(
     """Send an alert's opening or resolution to the monitor's webhook (unless muted); keep the answers."""
     if not monitor.get("webhook_url") or is_muted(monitor, now):
         return
-    if event == "opened":
-        from .patterns import figure_named
+    from .patterns import figure_named
 
-        alert = figure_named(store, alert["id"], alert)  # the alert, flat: its figure's fields and its id
+    alert = figure_named(store, alert["id"], alert)  # the alert, flat: its figure's fields and its id
     body = {
         "event": event,
         "monitor": monitor["name"],
