@@ -43,6 +43,7 @@ def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, tmp_p
         pg.get_by_text("checkout failures").first.wait_for(timeout=30_000)
         assert pg.get_by_text("🔴 firing").count() >= 1
         alert = pg.locator("[data-testid=stAlertContentError]").filter(has_text="above 20")
+        alert.wait_for(timeout=60_000)  # its patterns are named the first time it is shown
         assert alert.count() == 1
         runs_link = pg.get_by_role("link", name="The runs behind it").first
         assert "workflow=checkout" in runs_link.get_attribute("href") and "status=failed" in runs_link.get_attribute("href")

@@ -73,6 +73,7 @@ def test_a_real_regression_fires_once_with_its_runs_and_pattern_then_resolves_on
     assert any("charge_card" in p for p in figure["patterns"]), figure["patterns"]
     [(url, body)] = sent
     assert body["event"] == "opened" and body["monitor"] == "checkout failures" and body["runs_link"] == figure["runs_link"]
+    assert body["patterns"] == figure["patterns"]  # named before delivery, and kept with the alert
 
     # a day later 1.6.1 is back at 10 %: the rule stops firing, the alert resolves, once
     runs(store, 120, day=0, fail=0.10, version="1.6.1", seed=4)
@@ -82,6 +83,28 @@ def test_a_real_regression_fires_once_with_its_runs_and_pattern_then_resolves_on
     [alert] = store.alerts()
     assert alert["resolved_at"] is not None
     assert [b["event"] for _, b in sent] == ["opened", "resolved"]
+
+
+def test_a_pass_judges_from_the_rollups_and_names_an_alerts_patterns_only_when_shown(store, monkeypatch):
+    from replay_core.understand import explain
+
+    runs(store, 120, day=2, fail=0.10, seed=1)
+    runs(store, 120, day=1, fail=0.40, version="1.6.0", seed=2)
+    made = monitors.add(store, "checkout failures", FAILURE_RATE_CHANGE)
+
+    def no_steps(*args, **kwargs):
+        raise AssertionError("a monitors pass read steps")
+
+    with monkeypatch.context() as m:  # the pass beside ingest: run rows and rollups only
+        m.setattr(store, "load_steps", no_steps)
+        m.setattr(explain, "failure_patterns", no_steps)
+        assert "checkout failures" in monitors.check_due(store, NOW - timedelta(minutes=1))
+    [stored] = store.alerts(made["id"])
+    assert stored["figure"]["patterns"] is None and stored["figure"]["patterns_of"]["status"] == "failed"
+    [shown] = monitors.alerts(store, made["id"])
+    assert any("charge_card" in p for p in shown["figure"]["patterns"]), shown["figure"]
+    assert store.alerts(made["id"])[0]["figure"]["patterns"] == shown["figure"]["patterns"]  # kept: named once
+    assert monitors.details(store, store.get_monitor(made["id"]))["open_alert"]["figure"] == shown["figure"]
 
 
 def test_a_blip_and_noise_fire_nothing(store):

@@ -29,6 +29,8 @@ def test_a_monitor_added_checked_muted_and_its_alert_acknowledged(client, store)
     muted = client.post(f"/api/v1/monitors/{mid}/mute", json={"hours": 2}, headers=as_("editor"))
     assert muted.status_code == 200 and muted.json()["muted_until"]
     [alert] = client.get("/api/v1/alerts", params={"monitor": mid}, headers=as_("viewer")).json()["alerts"]
+    assert any("charge_card" in p for p in alert["figure"]["patterns"])  # named when first shown
+    assert alert["figure"]["patterns"] == shown["open_alert"]["figure"]["patterns"]
     assert client.post(f"/api/v1/alerts/{alert['id']}/ack", headers=as_("viewer")).status_code == 403
     acked = client.post(f"/api/v1/alerts/{alert['id']}/ack", headers=as_("editor")).json()
     assert acked["acked_by"].startswith("api token")

@@ -96,9 +96,12 @@ def test_a_new_worse_version_opens_exactly_one_alert(store):
     assert found["verdict"] == "firing" and found["event"] == "opened"
     assert found["compared"][0]["a"] == "1.5.0" and "failure_rate (checkout)" in found["compared"][0]["worse"]
     assert monitors.check_due(store, NOW + timedelta(minutes=10)) == ["release agent_version"]  # judged again
-    [alert] = store.alerts()
+    [stored] = store.alerts()
+    assert stored["figure"]["patterns"] is None  # not named by the pass that opened it: when first shown
+    [alert] = monitors.alerts(store)
     assert alert["monitor"] == "release agent_version" and alert["resolved_at"] is None
     figure = alert["figure"]
+    assert store.alerts()[0]["figure"]["patterns"] == figure["patterns"]  # kept: named once
     assert figure["sentence"].startswith("agent_version 1.6.0 against 1.5.0: worse on success_rate (all workflows)")
     assert "agent_version=1.6.0" in figure["runs_link"] and "status=failed" in figure["runs_link"]
     assert any("charge_card" in p for p in figure["patterns"]), figure["patterns"]

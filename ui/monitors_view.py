@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
 
-from replay_core.monitors import check, releases
+from replay_core.monitors import check, patterns, releases
 from replay_core.monitors.judge import Figure, formatter
 from replay_core.monitors.rules import METRICS
 from replay_core.storage.actor import MANAGE_MONITORS, Actor, PermissionDenied
@@ -70,16 +70,17 @@ def monitor_list(store: Store, actor: Actor) -> None:
                 st.markdown(f"Last judged {fmt_when(row['checked_at'])}: {md(last['sentence'])}")
             alert = store.open_alert(monitor["id"])
             if alert:
-                _alert(alert)
+                _alert(store, alert)
             if editor:
                 _buttons(store, actor, monitor, alert)
 
 
-def _alert(alert: dict) -> None:
+def _alert(store: Store, alert: dict) -> None:
+    """The open alert, then its failure patterns (named the first time it is shown: a moment)."""
     figure = alert["figure"]
     acked = f" · acknowledged by {md(alert['acked_by'])}" if alert["acked_by"] else ""
     st.error(f"Alert {alert['id']} open since {fmt_when(alert['opened_at'])}{acked}: {md(figure['sentence'])}", icon="🚨")
-    for pattern in figure.get("patterns") or []:
+    for pattern in patterns.figure_named(store, alert["id"], figure).get("patterns") or []:
         st.markdown(f"- {md(pattern)}")
     params = _runs_params(figure.get("runs_link"))
     if params:

@@ -152,12 +152,15 @@ def history_cmd(
     json: JsonOption = False,
 ) -> None:
     """Alerts, newest first: when each opened and resolved, who acknowledged it, what it said."""
+    from ..monitors import check
+
     store = open_store(db)
     found = _monitor(store, monitor) if monitor else None
-    alerts = store.alerts(found["id"] if found else None, limit=limit)
-    if json:
-        print_json(alerts)
+    monitor_id = found["id"] if found else None
+    if json:  # the alerts whole, with their failure patterns
+        print_json(check.alerts(store, monitor_id, limit=limit))
         return
+    alerts = store.alerts(monitor_id, limit=limit)
     table = Table("alert", "monitor", "opened", "resolved", "acked by", "what")
     for a in alerts:
         table.add_row(

@@ -1,9 +1,10 @@
 """Monitors judged and their alerts kept: a firing rule opens one alert (not one per check), which
 names the rule, the figure with its interval and baseline, the runs behind it (a runs-page link) and
-their failure patterns (from `explain`); when the rule stops firing the alert resolves, once. Each
-transition is sent to the monitor's webhook. With several replicas on one database, each monitor
-is judged by one of them per period (`Store.claim_job`). Ingest pokes `INGESTED`: a burst of writes
-gets the monitors judged once, a quiet interval after its last write, outside any write's transaction.
+their failure patterns (from `explain`, named when the alert is first shown or delivered:
+monitors.patterns); when the rule stops firing the alert resolves, once. Each transition is sent to
+the monitor's webhook. With several replicas on one database, each monitor is judged by one of them
+per period (`Store.claim_job`). Ingest pokes `INGESTED`: a burst of writes gets the monitors judged
+once, a quiet interval after its last write, outside any write's transaction.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..storage.actor import MANAGE_MONITORS, Actor
 from ..storage.monitors import CheckWrite
 from ..storage.store import Store
 from ..vocabulary import now_utc
-from . import releases
+from . import patterns, releases
 from .debounce import INGESTED, Debounce
 from .deliver import announce, deliver, is_muted
 from .judge import Judgement, failing_filter, judge, judge_all
@@ -27,7 +28,6 @@ from .rules import RELEASE_DIMENSIONS, ExperimentRule, ReleaseRule, Rule, RuleEr
 
 log = logging.getLogger(__name__)
 EVERY_S = 300.0  # how often the server judges each monitor
-PATTERNS = 3  # failure patterns named in an alert
 
 
 def add(
@@ -95,7 +95,13 @@ def summary(store: Store, monitor: dict) -> dict:
 def details(store: Store, monitor: dict) -> dict:
     """A monitor shown alone: every stored field, its rule in a sentence, its open alert."""
     sentence = parse_monitor_rule(monitor["rule"]).sentence()
-    return monitor | {"rule_sentence": sentence, "open_alert": store.open_alert(monitor["id"])}
+    alert = store.open_alert(monitor["id"])
+    return monitor | {"rule_sentence": sentence, "open_alert": alert and patterns.named(store, alert)}
+
+
+def alerts(store: Store, monitor_id: int | None = None, *, limit: int = 100) -> list[dict]:
+    """Alerts to show, newest first, each with its failure patterns."""
+    return patterns.shown(store, store.alerts(monitor_id, limit=limit))
 
 
 def runs_link(rule: Rule, judgement: Judgement) -> str:
@@ -107,13 +113,6 @@ def runs_link(rule: Rule, judgement: Judgement) -> str:
         if getattr(flt, key):
             params[key] = getattr(flt, key)
     return f"{config.public_url()}/runs?{urlencode(params)}"
-
-
-def patterns(store: Store, rule: Rule, judgement: Judgement) -> list[str]:
-    from ..understand.explain import failure_patterns
-
-    found, _ = failure_patterns(store, failing_filter(rule, judgement), limit=200)
-    return [p.sentence for p in found[:PATTERNS]]
 
 
 def check(
@@ -135,16 +134,16 @@ def check(
 
         return check_monitor(store, monitor, rule, now, deliver_to=deliver_to)
     judgement = judgement or judge(store, rule, now)
-    (written,) = store.record_checks([assess(store, monitor, rule, judgement, now, store.open_alert(monitor["id"]))])
+    (written,) = store.record_checks([assess(monitor, rule, judgement, now, store.open_alert(monitor["id"]))])
     return tell(store, monitor, written, deliver_to)
 
 
-def assess(store: Store, monitor: dict, rule: Rule, judgement: Judgement, now: datetime, current: dict | None) -> CheckWrite:
+def assess(monitor: dict, rule: Rule, judgement: Judgement, now: datetime, current: dict | None) -> CheckWrite:
     """What a check stores: its result, and the alert it opens or resolves (`current`: the monitor's open
-    alert). Reads only; the write is the caller's."""
+    alert). No read, no write: the caller stores it; the alert's patterns are named later (monitors.patterns)."""
     result = judgement.to_dict() | {"rule": rule.sentence(), "checked_at": now.isoformat()}
     if judgement.verdict == "firing" and current is None:
-        figure = result | {"runs_link": runs_link(rule, judgement), "patterns": patterns(store, rule, judgement)}
+        figure = result | {"runs_link": runs_link(rule, judgement)} | patterns.pending(failing_filter(rule, judgement))
         return CheckWrite(monitor["id"], result, now, open_figure=figure)
     if judgement.verdict == "ok" and current is not None:
         return CheckWrite(monitor["id"], result, now, resolve=current)
@@ -188,7 +187,7 @@ def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_
         try:
             if monitor["id"] in metric_rules:
                 rule = metric_rules[monitor["id"]]
-                assessed.append(assess(store, monitor, rule, judged[monitor["id"]], now, current.get(monitor["id"])))
+                assessed.append(assess(monitor, rule, judged[monitor["id"]], now, current.get(monitor["id"])))
             else:
                 check(store, monitor, now)
                 checked.add(monitor["id"])

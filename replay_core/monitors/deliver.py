@@ -1,6 +1,8 @@
 """Alerts sent to a webhook: the documented JSON body (docs/monitors.md), or Slack's `{"text": …}` for a
-Slack incoming-webhook address; signed with HMAC-SHA256 of the body when the monitor names a secret's
-variable; retried with backoff on a refused connection, a timeout or a 5xx, never on a 4xx."""
+Slack incoming-webhook address, the alert's failure patterns named first (monitors.patterns);
+signed with HMAC-SHA256 of the body when the monitor names a secret's variable; retried with backoff
+on a refused connection, a timeout or a 5xx, never on a 4xx.
+"""
 
 from __future__ import annotations
 
@@ -69,6 +71,9 @@ def announce(
     """Send an alert's opening or resolution to the monitor's webhook (unless muted); keep the answers."""
     if not monitor.get("webhook_url") or is_muted(monitor, now):
         return
+    from .patterns import figure_named
+
+    alert = figure_named(store, alert["id"], alert)  # the alert, flat: its figure's fields and its id
     body = {
         "event": event,
         "monitor": monitor["name"],
@@ -79,7 +84,7 @@ def announce(
         "current": alert.get("current"),
         "baseline": alert.get("baseline"),
         "runs_link": alert.get("runs_link"),
-        "patterns": alert.get("patterns", []),
+        "patterns": alert.get("patterns") or [],
     }
     body["text"] = f"[{event}] {monitor['name']}: {sentence}" + (f" Runs: {body['runs_link']}" if event == "opened" else "")
     store.note_delivery(alert["id"], event, deliver_to(monitor["webhook_url"], body, monitor.get("webhook_secret_env")))

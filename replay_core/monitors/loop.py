@@ -7,12 +7,17 @@ daily, on a new dataset version, or on a new model name in the configuration —
 run with the schedule's previous one (whatif.experiment_compare): cases that passed and fail now
 are listed, and the schedule's built-in monitor (`experiment <name>`) opens an alert, through the
 monitors' delivery, when a pass rate dropped with evidence (the 95 % Wilson intervals apart).
-One replica runs each schedule per period (`Store.claim_job`).
+One replica runs each schedule per period (`Store.claim_job`). A run renews its lease while it goes
+on; one left `running` whose lease lapsed was cut by a stop of its server: the next pass marks it
+`interrupted`, says why, and runs the schedule again (resuming its experiment, whose finished cases
+are not paid for twice).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,6 +49,10 @@ BAD_VERDICTS = ("Bad",)
 DAY = timedelta(hours=24)
 WORSE, BETTER, NO_EVIDENCE = "worse", "better", "no evidence yet"
 REGRESSIONS_NAMED = 20  # cases an alert names
+BEAT = timedelta(seconds=30)  # how often a running scheduled run renews its lease
+LEASE = timedelta(minutes=5)  # a run still `running` whose lease is older than this was cut
+INTERRUPTED = "interrupted"
+AGAIN = "again after an interrupted run: "
 
 
 class LoopError(ValueError):
@@ -240,11 +249,19 @@ def _last_run(store: Store, schedule: dict) -> dict | None:
     return runs[0] if runs else None
 
 
+def _completed(run: dict) -> bool:
+    """A run that ran its experiment to an end (not one cut by a stop of its server)."""
+    return bool(run["finished_at"] and run["experiment_id"] and (run["result"] or {}).get("status") != INTERRUPTED)
+
+
 def due(store: Store, schedule: dict, now: datetime) -> tuple[str, str | None] | None:
     """Why the schedule should run now (and the new model it runs with), or None."""
     last = _last_run(store, schedule)
     if last is None:
         return "first run", None
+    result = last["result"] or {}
+    if result.get("status") == INTERRUPTED:
+        return (last["reason"] if last["reason"].startswith(AGAIN) else AGAIN + last["reason"]), result.get("model")
     trigger = schedule["trigger"]
     if trigger == "daily" and now - last["started_at"] >= DAY:
         return "a day since the last run", None
@@ -273,6 +290,50 @@ def runner(schedule: dict) -> Actor:
     return Actor(f"schedule {schedule['name']} (by {schedule['created_by']})"[:200], EDITOR, "server")
 
 
+class Lease:
+    """A scheduled run's lease, a `job_runs` row named after its schedule, renewed every BEAT while the run
+    goes on (from a thread: an experiment's cases keep the caller busy). Times follow `now`, the pass's clock."""
+
+    def __init__(self, store: Store, schedule: dict, now: datetime):
+        self.store, self.name, self.now, self.began = store, lease_name(schedule), now, time.monotonic()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"lease {self.name}", daemon=True)
+
+    def renew(self) -> None:
+        self.store.claim_job(self.name, BEAT, now=self.now + timedelta(seconds=time.monotonic() - self.began))
+
+    def _beat(self) -> None:
+        while not self.stop.wait(BEAT.total_seconds()):
+            try:
+                self.renew()
+            except Exception:  # a busy database: the next beat tries again, well within LEASE
+                log.warning("schedule lease %s not renewed", self.name, exc_info=True)
+
+    def __enter__(self) -> Lease:
+        self.renew()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def lease_name(schedule: dict) -> str:
+    return f"schedule run {schedule['id']}"[:50]
+
+
+def interrupt(store: Store, schedule: dict, now: datetime) -> bool:
+    """Mark the schedule's last run interrupted if its process left it `running` and its lease lapsed (so that
+    the schedule runs again); False if it is running, or has ended."""
+    last = _last_run(store, schedule)
+    if last is None or last["finished_at"] is not None or not store.claim_job(lease_name(schedule), LEASE, now=now):
+        return False
+    said = f"its server stopped while it ran (its lease not renewed for {LEASE.total_seconds() / 60:.0f} min); it runs again"
+    result = (last["result"] or {}) | {"status": INTERRUPTED, "error": said, "reason": last["reason"]}
+    return store.interrupt_schedule_run(last["id"], result, now)
+
+
 def run_schedule(
     store: Store,
     schedule: dict,
@@ -282,27 +343,47 @@ def run_schedule(
     model: str | None = None,
     deliver_to: Callable = deliver,
 ) -> dict:
-    """Run the schedule's experiment to its end, compare it with the previous run, judge its monitor."""
+    """Run the schedule's experiment to its end, compare it with the previous run, judge its monitor. After an
+    interrupted run, its experiment is resumed (its finished cases are kept)."""
     now = now or now_utc()
-    previous = next((r for r in store.schedule_runs(schedule["id"]) if r["experiment_id"] and r["finished_at"]), None)
+    runs = store.schedule_runs(schedule["id"])
+    previous = next((r for r in runs if _completed(r)), None)
+    cut = runs[0] if runs and (runs[0]["result"] or {}).get("status") == INTERRUPTED else None
+    experiment_id = cut["experiment_id"] if cut else None
     found = store.get_dataset(schedule["dataset"])
-    run_id = store.start_schedule_run(schedule["id"], reason, found["version"] if found else None, now)
-    if schedule["trigger"] == "new_model":
-        store.set_models_seen(schedule["id"], sorted({*(schedule["models_seen"] or []), *configured_models()}))
+    version = cut["dataset_version"] if cut else (found["version"] if found else None)
+    with Lease(store, schedule, now):
+        run_id = store.start_schedule_run(schedule["id"], reason, version, now, model=model, experiment_id=experiment_id)
+        if schedule["trigger"] == "new_model":
+            store.set_models_seen(schedule["id"], sorted({*(schedule["models_seen"] or []), *configured_models()}))
+        experiment_id, result = _run(store, schedule, run_id, model, experiment_id, previous)
+        result |= {"reason": reason}
+        store.finish_schedule_run(run_id, experiment_id=experiment_id, result=result)
+    monitor = store.get_monitor(monitor_name(schedule["name"]))
+    if monitor is not None:
+        rule = ExperimentRule(schedule["name"])
+        result["monitor"] = check_monitor(store, monitor, rule, now_utc(), deliver_to=deliver_to)
+    return {"run": run_id, "schedule": schedule["name"], "experiment": experiment_id, **result}
+
+
+def _run(
+    store: Store, schedule: dict, run_id: int, model: str | None, experiment_id: str | None, previous: dict | None
+) -> tuple[str | None, dict]:
+    """The run's experiment (a new one, or `experiment_id` resumed) to its end, against the previous run's."""
     s = schedule["settings"]
-    experiment_id = None
     try:
-        experiment_id, _ = ex.start(
-            store,
-            schedule["dataset"],
-            _configs(schedule, model),
-            start=s.get("start"),
-            scorers=s.get("scorers"),
-            concurrency=s.get("concurrency") or 4,
-            budget_usd=s.get("budget_usd"),
-            budget_tokens=s.get("budget_tokens"),
-        )
-        store.set_schedule_run_experiment(run_id, experiment_id)
+        if experiment_id is None:
+            experiment_id, _ = ex.start(
+                store,
+                schedule["dataset"],
+                _configs(schedule, model),
+                start=s.get("start"),
+                scorers=s.get("scorers"),
+                concurrency=s.get("concurrency") or 4,
+                budget_usd=s.get("budget_usd"),
+                budget_tokens=s.get("budget_tokens"),
+            )
+            store.set_schedule_run_experiment(run_id, experiment_id)
         status = ex.run(store, experiment_id, actor=runner(schedule))
         result = outcome(
             store, experiment_id, previous["experiment_id"] if previous else None, schedule["trigger"] == "new_model"
@@ -312,13 +393,7 @@ def run_schedule(
         result = {"status": "not started" if experiment_id is None else "failed", "error": str(exc)[:1000]}
     except Exception as exc:  # a broken store or provider: ex.run stored its scrubbed text on the experiment
         result = {"status": "failed", "error": f"{type(exc).__name__} (see the experiment's message)"}
-    result |= {"reason": reason}
-    store.finish_schedule_run(run_id, experiment_id=experiment_id, result=result)
-    monitor = store.get_monitor(monitor_name(schedule["name"]))
-    if monitor is not None:
-        rule = ExperimentRule(schedule["name"])
-        result["monitor"] = check_monitor(store, monitor, rule, now_utc(), deliver_to=deliver_to)
-    return {"run": run_id, "schedule": schedule["name"], "experiment": experiment_id, **result}
+    return experiment_id, result
 
 
 def outcome(store: Store, experiment_id: str, previous: str | None, by_position: bool) -> dict:
@@ -373,6 +448,8 @@ def run_due(store: Store, now: datetime | None = None, *, every_s: float = 300.0
     for schedule in store.list_schedules():
         if not store.claim_job(f"schedule {schedule['id']}"[:50], timedelta(seconds=every_s), now=now):
             continue
+        if interrupt(store, schedule, now):
+            log.warning("schedule %s: its last run was cut by a stop of its server; it runs again", schedule["name"])
         why = due(store, schedule, now)
         if why is None:
             continue
@@ -409,7 +486,7 @@ def check_monitor(store: Store, monitor: dict, rule: ExperimentRule, now: dateti
     schedule = store.get_schedule(rule.experiment)
     if schedule is None:
         raise RuleError(f"experiment: no schedule named {rule.experiment!r}")
-    last = next((r for r in store.schedule_runs(schedule["id"]) if r["finished_at"] and r["experiment_id"]), None)
+    last = next((r for r in store.schedule_runs(schedule["id"]) if _completed(r)), None)
     result = (last or {}).get("result") or {}
     worse = [v for v in result.get("variants") or [] if v.get("verdict") == WORSE]
     verdict = "firing" if worse else ("ok" if result.get("previous") else "no evidence")

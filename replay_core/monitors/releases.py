@@ -20,6 +20,7 @@ from .. import config
 from ..storage.actor import EDITOR, Actor
 from ..storage.filters import SessionFilter
 from ..storage.store import Store
+from . import patterns
 from .deliver import announce, deliver
 from .judge import Figure, Sample, figure, formatter, sample
 from .rules import INTERVAL_METRICS, METRICS, RELEASE_DIMENSIONS, ReleaseRule, RuleError
@@ -28,7 +29,7 @@ BETTER, WORSE, NO_EVIDENCE = "better", "worse", "no evidence yet"
 LOOKBACK = timedelta(days=14)  # a value first seen longer ago is no longer "new"
 OVERALL = "all workflows"
 SCHEDULE = Actor("monitors schedule", EDITOR, "server")  # who adds the built-in release monitor
-PATTERNS = 3
+IDS_A_READ = 10_000  # run ids bound in one read: SQLite takes 32,766 parameters a statement, PostgreSQL 65,535
 
 
 @dataclass
@@ -87,13 +88,22 @@ def _scope(a: Sample, b: Sample, min_runs: int) -> list[MetricComparison]:
     return out
 
 
-def release_filter(store: Store, dimension: str, value: str, workflow: str | None) -> SessionFilter:
-    """The runs of one value of the dimension (on one workflow, or all); a prompt version by its runs' ids."""
+def release_filter(dimension: str, value: str, workflow: str | None) -> SessionFilter:
+    """The runs of one value of a column dimension (on one workflow, or all); a prompt version, in the runs'
+    metadata, has no filter field: it is read by `release_sample`."""
     if dimension == "model":
         return SessionFilter(workflow=workflow, model=value)
-    if dimension == "prompt_version":
-        return SessionFilter(workflow=workflow, ids=tuple(store.runs_with(dimension, value)))
     return SessionFilter(workflow=workflow, agent_version=value)
+
+
+def release_sample(store: Store, dimension: str, value: str, workflow: str | None) -> Sample:
+    """The runs of one value of the dimension with their rollups; a prompt version's by their ids, a bounded
+    number of ids a read, so that a prompt version of any number of runs is read."""
+    if dimension != "prompt_version":
+        return sample(store, release_filter(dimension, value, workflow))
+    ids = store.runs_with(dimension, value, SessionFilter(workflow=workflow))
+    parts = [sample(store, SessionFilter(ids=tuple(ids[i : i + IDS_A_READ]))) for i in range(0, len(ids), IDS_A_READ)]
+    return Sample([r for p in parts for r in p.runs], [r for p in parts for r in p.rolled])
 
 
 def compare(
@@ -102,8 +112,8 @@ def compare(
     """`b` against `a` on every metric with an interval, over all their runs and per workflow."""
     if dimension not in RELEASE_DIMENSIONS:
         raise RuleError(f"dimension: expected one of {', '.join(RELEASE_DIMENSIONS)}, got {dimension!r}")
-    side_a = sample(store, release_filter(store, dimension, a, workflow))
-    side_b = sample(store, release_filter(store, dimension, b, workflow))
+    side_a = release_sample(store, dimension, a, workflow)
+    side_b = release_sample(store, dimension, b, workflow)
     result = Comparison(dimension, a, b, min_runs)
     if workflow is None:
         result.scopes[OVERALL] = _scope(side_a, side_b, min_runs)
@@ -164,7 +174,7 @@ def check_monitor(store: Store, monitor: dict, rule: ReleaseRule, now: datetime,
         compared.append({"a": previous, "b": value, "worse": [f"{m.metric} ({scope})" for scope, m in worse]})
         existing = alerts.get(value)
         if worse and existing is None:
-            figure_ = _alert_figure(store, rule, comparison, worse)
+            figure_ = _alert_figure(rule, comparison, worse)
             alert_id = store.add_alert(monitor["id"], figure_, now)
             announce(store, monitor, "opened", {"id": alert_id, **figure_}, figure_["sentence"], now, deliver_to)
             events.append({"event": "opened", "alert": alert_id, "b": value})
@@ -199,21 +209,20 @@ def _said(scope: str, m: MetricComparison) -> str:
     )
 
 
-def _alert_figure(store: Store, rule: ReleaseRule, comparison: Comparison, worse: list[tuple[str, MetricComparison]]) -> dict:
+def _alert_figure(rule: ReleaseRule, comparison: Comparison, worse: list[tuple[str, MetricComparison]]) -> dict:
     """What a release alert holds: the comparison, its worse metrics in a sentence, the runs of the new
-    value behind the first of them (a runs-page link) and, for failures, their patterns."""
-    from ..understand.explain import failure_patterns
-
+    value behind the first of them (a runs-page link) and, for failures, what names their patterns later."""
     scope, first = worse[0]
-    flt = release_filter(store, rule.release, comparison.b, None if scope == OVERALL else scope)
+    workflow = None if scope == OVERALL else scope
+    prompt = rule.release == "prompt_version"
+    flt = SessionFilter(workflow=workflow) if prompt else release_filter(rule.release, comparison.b, workflow)
     if first.metric in ("failure_rate", "success_rate"):
         flt = replace(flt, status="failed")
     elif first.metric == "tool_failure_rate":
         flt = replace(flt, has="error")
     params = {"workflow": flt.workflow, "status": flt.status, "has": flt.has}
-    if rule.release != "prompt_version":  # the runs page filters on columns; a prompt version is in the metadata
+    if not prompt:  # the runs page filters on columns; a prompt version is in the metadata
         params[rule.release] = comparison.b
-    found = failure_patterns(store, flt, limit=200)[0] if flt.status or flt.has else []
     return {
         "rule": rule.sentence(),
         "sentence": f"{rule.release} {comparison.b} against {comparison.a}: worse on " + "; ".join(_said(*w) for w in worse),
@@ -221,5 +230,4 @@ def _alert_figure(store: Store, rule: ReleaseRule, comparison: Comparison, worse
         "current": first.b.to_dict(),
         "baseline": first.a.to_dict(),
         "runs_link": f"{config.public_url()}/runs?{urlencode({k: v for k, v in params.items() if v})}",
-        "patterns": [p.sentence for p in found[:PATTERNS]],
-    }
+    } | (patterns.pending(flt, comparison.b if prompt else None) if flt.status or flt.has else {"patterns": []})

@@ -125,9 +125,12 @@ class Monitors(Audited):
         with self.engine.connect() as conn:
             return [(value, at) for value, at in conn.execute(query)]
 
-    def runs_with(self, dimension: str, value: str) -> list[str]:
-        """The ids of the runs whose `dimension` (a column, or a metadata key as prompt_version) is `value`."""
-        query = select(sessions.c.id).where(_dimension(dimension) == value, *filter_clauses(SessionFilter(), self.dialect))
+    def runs_with(self, dimension: str, value: str, flt: SessionFilter | None = None, *, newest: int | None = None) -> list[str]:
+        """The ids of the runs `flt` picks whose `dimension` (a column, or a metadata key as prompt_version) is
+        `value`; with `newest`, only that many, the newest first."""
+        query = select(sessions.c.id).where(_dimension(dimension) == value, *filter_clauses(flt, self.dialect))
+        if newest is not None:
+            query = query.order_by(sessions.c.started_at.desc(), sessions.c.id).limit(newest)
         with self.engine.connect() as conn:
             return list(conn.scalars(query))
 
@@ -158,6 +161,14 @@ class Monitors(Audited):
                 update(monitor_alerts).where(a.id == alert_id, a.resolved_at.is_(None)).values(resolved_at=at)
             ).rowcount
         return done == 1
+
+    def set_alert_patterns(self, alert_id: int, patterns: list[str]) -> None:
+        """Keep the failure patterns named for an alert in its figure (named once, after it opened)."""
+        a = monitor_alerts.c
+        with self._write_lock, self._write_transaction() as conn:
+            figure = conn.execute(select(a.figure).where(a.id == alert_id)).scalar()
+            if figure is not None:
+                conn.execute(update(monitor_alerts).where(a.id == alert_id).values(figure={**figure, "patterns": patterns}))
 
     def note_delivery(self, alert_id: int, event: str, attempts: list[dict]) -> None:
         a = monitor_alerts.c
@@ -227,10 +238,34 @@ class Monitors(Audited):
         with self._write_lock, self._write_transaction() as conn:
             conn.execute(update(experiment_schedules).where(experiment_schedules.c.id == schedule_id).values(models_seen=models))
 
-    def start_schedule_run(self, schedule_id: int, reason: str, dataset_version: int | None, at: datetime) -> int:
-        values = {"schedule_id": schedule_id, "reason": reason[:300], "dataset_version": dataset_version, "started_at": at}
+    def start_schedule_run(
+        self,
+        schedule_id: int,
+        reason: str,
+        dataset_version: int | None,
+        at: datetime,
+        *,
+        model: str | None = None,
+        experiment_id: str | None = None,
+    ) -> int:
+        """A scheduled run begins: its result says `running` (with the model it runs, to run it again if cut)."""
+        values = {
+            "schedule_id": schedule_id,
+            "reason": reason[:300],
+            "dataset_version": dataset_version,
+            "started_at": at,
+            "experiment_id": experiment_id,
+            "result": {"status": "running"} | ({"model": model} if model else {}),
+        }
         with self._write_lock, self._write_transaction() as conn:
             return inserted_id(conn.execute(insert(schedule_runs).values(**values)))
+
+    def interrupt_schedule_run(self, run_id: int, result: dict, at: datetime) -> bool:
+        """End a scheduled run its process left running (it stopped); False if it ended meanwhile."""
+        r = schedule_runs.c
+        with self._write_lock, self._write_transaction() as conn:
+            ended = update(schedule_runs).where(r.id == run_id, r.finished_at.is_(None)).values(result=result, finished_at=at)
+            return conn.execute(ended).rowcount == 1
 
     def finish_schedule_run(self, run_id: int, *, experiment_id: str | None, result: dict) -> None:
         with self._write_lock, self._write_transaction() as conn:

@@ -159,8 +159,10 @@ class MonitorRoutes:
         """GET /api/v1/alerts?monitor=&limit= → {alerts}, newest first."""
         monitor = _whole(request, "monitor", None, INT_MAX)
         limit = _whole(request, "limit", 100, MAX_ALERTS) or 100
+        from ...monitors.check import alerts
+
         store = self.api.store()
-        return await self._call(lambda: {"alerts": store.alerts(monitor, limit=limit)})
+        return await self._call(lambda: {"alerts": alerts(store, monitor, limit=limit)})
 
     async def ack_alert(self, request: Request) -> Response:
         """POST /api/v1/alerts/{id}/ack: someone is on it."""
