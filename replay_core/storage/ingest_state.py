@@ -327,6 +327,7 @@ class OtlpArrangement:
     _moving: list[tuple[str, str]] = field(default_factory=list)
     _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
     _placed: dict[str, int] = field(default_factory=dict)  # per run: the steps the batch placed in it
+    _modelled: set[str] = field(default_factory=set)  # runs the batch brought a model call to
 
     def start(self, conn: Connection) -> None:
         """The moves' runs locked, their traces pointed at their targets, a target not stored made from its source."""
@@ -357,6 +358,7 @@ class OtlpArrangement:
         dupes: dict[str, int] = {}
         holding = {sid: batch.steps[sid] for sid in batch.steps if _holds_steps(conn, sid)}  # a new run holds none
         stored = _stored(conn, holding) if holding else {}
+        self._modelled = {sid for sid, rows in batch.steps.items() if any(row[MODEL_AT] for row, _ in rows)} | set(incoming)
         for sid in dict.fromkeys([*batch.steps, *incoming]):
             mine = incoming.get(sid, [])
             held = stored.get(sid, set()) | {r.event_id for r in mine}
@@ -412,6 +414,7 @@ class OtlpArrangement:
         for sid, n in gapped(conn, sorted(touched)).items():  # one pass, paid for by the batch or its root
             if sid in self.rooted or n <= max(placing.SETTLE_SMALL, 4 * self._placed.get(sid, 0)):
                 settle(conn, sid)
+        _fill_models(conn, sorted(self._modelled))
         if self._moving:
             daily.refresh(conn, [from_sid for from_sid, _ in self._moving], bulk_insert)
 
@@ -420,7 +423,22 @@ class OtlpArrangement:
 # the key goes: the key is computed from them, as rollups.from_stored does)
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
 _KEY_IN = rollups.FIELDS.index("call_key")
-PLACE_AT = ROW_COLUMNS.index("place")
+PLACE_AT, MODEL_AT = ROW_COLUMNS.index("place"), ROW_COLUMNS.index("model")
+
+
+def _fill_models(conn: Connection, sids: list[str]) -> None:
+    """A run's model where its root's batch carried no model call (spans arrive in any batches): its first
+    model step's, once one is stored; a run that has a model keeps it. Only runs the batch brought model calls
+    or moved steps to, and each read stops at the first step with a model (the steps' seq index)."""
+    first = (
+        select(steps.c.model)
+        .where(steps.c.session_id == sessions.c.id, steps.c.model.is_not(None))
+        .order_by(steps.c.seq)
+        .limit(1)
+        .scalar_subquery()
+    )
+    for part in chunks(sids):
+        conn.execute(update(sessions).where(sessions.c.id.in_(part), sessions.c.model.is_(None)).values(model=first))
 
 
 def _holds_steps(conn: Connection, sid: str) -> bool:
