@@ -21,6 +21,7 @@ from .jsondoc import is_json_lines
 from .reader import DISCRIMINATORS
 
 SHOWN = 4  # keys, values or members named before "…"
+NOT_JSON = "text that starts like JSON but is not valid JSON"
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Shape:
     The sentence is needed only when a file is refused, and saying what every line of a big
     JSONL file holds cost as much as reading it: `said` may be a function, called when asked."""
 
-    kind: str  # jsonl, json-list, json-object, json-value, zip, yaml, markdown, text, binary, empty
+    kind: str  # jsonl, json-list, json-object (any `{` start), json-value, zip, yaml, markdown, text, binary, empty
     records: int
     unit: str
     said: str | Callable[[], str]
@@ -92,6 +93,13 @@ def _list_phrase(doc: list) -> str:
     )
 
 
+def _document_phrase(data: bytes) -> str:
+    try:
+        return f"JSON object with keys {_names(orjson.loads(data))}"  # valid JSON that starts with `{` is an object
+    except orjson.JSONDecodeError:
+        return NOT_JSON
+
+
 def shape_of(data: bytes) -> Shape:
     stripped = data[:4096].lstrip() or data.lstrip()  # the start tells the container (no copy of a big file)
     if not stripped:
@@ -107,15 +115,15 @@ def shape_of(data: bytes) -> Shape:
     if is_json_lines(data):
         records = [line for line in data.split(b"\n") if line and not line.isspace()]
         return Shape("jsonl", len(records), "lines", lambda: _jsonl_phrase(records))
-    if stripped[:1] in (b"{", b"["):
+    if stripped[:1] == b"{":  # one document, valid or not: parsed only to be described (the reader parses it anyway)
+        return Shape("json-object", 1, "document", lambda: _document_phrase(data))
+    if stripped[:1] == b"[":
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError:
-            return Shape("text", 1, "document", "text that starts like JSON but is not valid JSON")
+            return Shape("text", 1, "document", NOT_JSON)
         if isinstance(doc, list):
             return Shape("json-list", len(doc), "list items", lambda: _list_phrase(doc))
-        if isinstance(doc, dict):
-            return Shape("json-object", 1, "document", f"JSON object with keys {_names(doc)}")
         return Shape("json-value", 1, "document", f"a JSON {type(doc).__name__}")
     try:
         text = data.decode("utf-8")
