@@ -93,7 +93,7 @@ def account(
     reader: Format, data: bytes, filename: str, shape: Shape, progress: Callable[[int], None] | None = None
 ) -> FileAccount:
     """Read the whole file with `reader` and account for every record."""
-    acc = FileAccount(filename, reader.name, shape.records, shape.unit)
+    acc = FileAccount(filename, reader.name, -1, "")  # the shape's count, unless the reader counts its own (below)
     try:
         for n, item in enumerate(reader.read(data, filename), start=1):
             if isinstance(item, StepEvent):
@@ -131,6 +131,8 @@ def account(
             )
         )
         _stopped(acc)
+    if acc.records < 0:  # asked only now: a JSON list's count is a parse of the whole file
+        acc.records, acc.unit = shape.records, shape.unit
     return acc
 
 

@@ -9,6 +9,7 @@ list, one JSON object (a reader whose record is something else says so with `Rec
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 from collections import Counter
@@ -21,6 +22,7 @@ from .jsondoc import is_json_lines
 from .reader import DISCRIMINATORS
 
 SHOWN = 4  # keys, values or members named before "…"
+NOT_JSON = "text that starts like JSON but is not valid JSON"
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,11 @@ class Shape:
     """The container of a file: its kind, its record count and unit, and a sentence about it.
 
     The sentence is needed only when a file is refused, and saying what every line of a big
-    JSONL file holds cost as much as reading it: `said` may be a function, called when asked."""
+    JSONL file holds cost as much as reading it: `said` may be a function, called when asked.
+    A JSON list is parsed only when something about it is asked (most readers of lists count their own
+    records, and the reader parses the file anyway): see `_ListShape`."""
 
-    kind: str  # jsonl, json-list, json-object, json-value, zip, yaml, markdown, text, binary, empty
+    kind: str  # jsonl, json-list, json-object (any `{` start), zip, yaml, markdown, text, binary, empty
     records: int
     unit: str
     said: str | Callable[[], str]
@@ -38,6 +42,26 @@ class Shape:
     @property
     def text(self) -> str:
         return self.said() if callable(self.said) else self.said
+
+
+class _ListShape(Shape):
+    """A file that starts with `[`: parsed when first asked about."""
+
+    def __init__(self, data: bytes):
+        object.__setattr__(self, "_data", data)
+
+    @functools.cached_property
+    def _look(self) -> Shape:
+        try:
+            doc = orjson.loads(self._data)  # type: ignore[attr-defined]
+        except orjson.JSONDecodeError:
+            return Shape("text", 1, "document", NOT_JSON)
+        return Shape("json-list", len(doc), "list items", lambda: _list_phrase(doc))  # valid JSON after `[` is a list
+
+    kind = property(lambda self: self._look.kind)
+    records = property(lambda self: self._look.records)
+    unit = property(lambda self: self._look.unit)
+    said = property(lambda self: self._look.said)
 
 
 def _names(items, limit: int = SHOWN) -> str:
@@ -92,6 +116,13 @@ def _list_phrase(doc: list) -> str:
     )
 
 
+def _document_phrase(data: bytes) -> str:
+    try:
+        return f"JSON object with keys {_names(orjson.loads(data))}"  # valid JSON that starts with `{` is an object
+    except orjson.JSONDecodeError:
+        return NOT_JSON
+
+
 def shape_of(data: bytes) -> Shape:
     stripped = data[:4096].lstrip() or data.lstrip()  # the start tells the container (no copy of a big file)
     if not stripped:
@@ -107,16 +138,10 @@ def shape_of(data: bytes) -> Shape:
     if is_json_lines(data):
         records = [line for line in data.split(b"\n") if line and not line.isspace()]
         return Shape("jsonl", len(records), "lines", lambda: _jsonl_phrase(records))
-    if stripped[:1] in (b"{", b"["):
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return Shape("text", 1, "document", "text that starts like JSON but is not valid JSON")
-        if isinstance(doc, list):
-            return Shape("json-list", len(doc), "list items", lambda: _list_phrase(doc))
-        if isinstance(doc, dict):
-            return Shape("json-object", 1, "document", f"JSON object with keys {_names(doc)}")
-        return Shape("json-value", 1, "document", f"a JSON {type(doc).__name__}")
+    if stripped[:1] == b"{":  # one document, valid or not: parsed only to be described (the reader parses it anyway)
+        return Shape("json-object", 1, "document", lambda: _document_phrase(data))
+    if stripped[:1] == b"[":
+        return _ListShape(data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
