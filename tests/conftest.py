@@ -46,7 +46,9 @@ NEEDS = {
     "load": frozenset(),
     "postgres": frozenset({"psycopg", "PG_ADMIN_URL", "pg_database", "pg_store"}),
     "browser": frozenset({"playwright", "sync_playwright"}),
-    "process": frozenset({"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "served_app", "served_api"}),
+    "process": frozenset(
+        {"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "executable", "served_app", "served_api"}
+    ),
 }
 
 
@@ -80,13 +82,24 @@ def _in_tests(module) -> bool:
     return module is not None and getattr(module, "__file__", "").startswith(str(TESTS))
 
 
+_REACHED: dict[object, set[str]] = {}
+
+
+def _reached_from(func) -> set[str]:
+    """`_reached` of a test or fixture function, walked once per collection: a fixture is used by
+    hundreds of tests, and a parametrized test's function is each of its items'."""
+    func = getattr(func, "__func__", func)  # a test class's method: its function, the same for every instance
+    if func not in _REACHED:
+        _REACHED[func] = _reached(func, set())
+    return _REACHED[func]
+
+
 def _needs(item: pytest.Item) -> set[str]:
     """What a test needs, from its markers and from the names its code and its fixtures' code use."""
     funcs = [item.obj, *(defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values() if defs)]
     names: set[str] = set(item.fixturenames)
     for func in funcs:
-        inner = getattr(getattr(func, "hypothesis", None), "inner_test", func)
-        names |= _reached(inner, set())
+        names |= _reached_from(getattr(getattr(func, "hypothesis", None), "inner_test", func))
     return {need for need, signs in NEEDS.items() if item.get_closest_marker(need) or names & signs}
 
 

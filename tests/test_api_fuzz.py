@@ -19,13 +19,10 @@ from collections import Counter
 
 import httpx
 import pytest
-import schemathesis
 import uvicorn
 from apptest_helpers import free_port
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
 from replay_core.demo import load_demo
 from replay_core.server.api import create_app
@@ -36,7 +33,6 @@ TOKEN = "fuzz-editor-token-0000"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "15"))
 SEEDS = [int(s) for s in os.environ.get("FUZZ_SEEDS", "0").split(",")]
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
 @pytest.fixture
@@ -62,6 +58,11 @@ def served(store, monkeypatch):
 
 
 def test_every_operation_holds_to_the_document(served):
+    import schemathesis  # here, not at collection: a second of imports in every pytest-xdist worker
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
+
+    conformance = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
     doc = httpx.get(f"{served}/api/v1/openapi.json").json()
     schema = schemathesis.openapi.from_dict(doc)
     operations = [result.ok() for result in schema.get_all_operations()]
@@ -77,7 +78,7 @@ def test_every_operation_holds_to_the_document(served):
             if operation.path.endswith("/stream"):
                 statuses[open_stream(case)] += 1
                 return
-            response = case.call_and_validate(base_url=served, headers=AUTH, checks=CHECKS, timeout=60)
+            response = case.call_and_validate(base_url=served, headers=AUTH, checks=conformance, timeout=60)
             statuses[response.status_code] += 1
 
         return check
