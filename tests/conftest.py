@@ -4,8 +4,9 @@
 With CI=true an unreachable PostgreSQL fails the run instead of skipping it.
 
 Each test is marked by what it uses (see `pytest_collection_modifyitems`): `postgres`, `browser`,
-`process` (the CLI as a program, a served app, a script), and `slow` for any of them. `make test-fast`
-runs the rest (`-m "not slow"`): SQLite only, no process started beside pytest's own.
+`process` (the CLI as a program, a served app, a script), `served` (the API on a port, in a thread),
+and `slow` for any of them. `make test-fast` runs the rest (`-m "not slow"`): SQLite only, nothing
+served, no process started beside pytest's own.
 """
 
 from __future__ import annotations
@@ -32,16 +33,23 @@ PG_ADMIN_URL = os.environ.get("AGENT_REPLAY_TEST_PG", "postgresql://postgres@127
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-# Property tests run `quick` (a test's own smaller count where each example is costly); `make fuzz`
-# runs them `thorough`. No deadline: a loaded machine (all cores busy with xdist) is no failure.
+# Property tests run `quick` (a test's own smaller count where each example is costly: `examples`);
+# `make fuzz` runs them `thorough`. No deadline: a loaded machine (all cores busy with xdist) is no failure.
 settings.register_profile("quick", max_examples=50, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(quick: int) -> int:
+    """`max_examples` for a property whose every example writes and reads a database: `quick` in the
+    suite, the profile's count under `make fuzz` (a fixed count would hold the thorough run down too)."""
+    return quick if HYPOTHESIS_PROFILE == "quick" else settings.get_profile(HYPOTHESIS_PROFILE).max_examples
 
 
 # Names that, used by a test, a fixture of it, or a function or class of tests/ they call, say what it
 # needs; each need is a marker, and any of them makes the test `slow`. `load` has no names: a test
-# says it by hand (`@pytest.mark.load`), a load or statistical test whose point is its size.
+# says it by hand (`@pytest.mark.load`), a load, statistical or fuzz test whose point is its size.
 NEEDS = {
     "load": frozenset(),
     "postgres": frozenset({"psycopg", "PG_ADMIN_URL", "pg_database", "pg_store"}),
@@ -49,6 +57,7 @@ NEEDS = {
     "process": frozenset(
         {"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "executable", "served_app", "served_api"}
     ),
+    "served": frozenset({"uvicorn"}),
 }
 
 
