@@ -212,17 +212,52 @@ def demo_db(tmp_path_factory) -> str:
     return _demo_file(tmp_path_factory.mktemp("demo"))
 
 
+@pytest.fixture(scope="module")
+def pg_demo_rows(pg_database) -> dict[str, bytes]:
+    """The demo runs on PostgreSQL as each table's rows (COPY's text), loaded once per module into the
+    worker's database and copied out (loading them there takes seconds; copying them in, milliseconds)."""
+    from replay_core.demo import load_demo
+
+    store = Store(pg_database, migrate=False)
+    try:
+        _empty(store)
+        load_demo(store, only_if_empty=False)
+        with store.engine.connect() as conn:
+            cursor = conn.connection.driver_connection.cursor()
+            rows = {}
+            for table in metadata.sorted_tables:
+                with cursor.copy(f"COPY {table.name} TO STDOUT") as copy:
+                    rows[table.name] = b"".join(bytes(chunk) for chunk in copy)
+        _empty(store)
+    finally:
+        store.close()
+    return rows
+
+
+def _copy_in(store: Store, rows: dict[str, bytes]) -> None:
+    """`rows` into `store`'s empty tables, each table's id sequence moved past them."""
+    with store.engine.begin() as conn:
+        cursor = conn.connection.driver_connection.cursor()
+        for table in metadata.sorted_tables:
+            if rows[table.name]:
+                with cursor.copy(f"COPY {table.name} FROM STDIN") as copy:
+                    copy.write(rows[table.name])
+        for table in metadata.sorted_tables:
+            for column in table.primary_key.columns:
+                seq = conn.scalar(text("SELECT pg_get_serial_sequence(:t, :c)"), {"t": table.name, "c": column.name})
+                if seq:
+                    conn.execute(text(f"SELECT setval('{seq}', coalesce(max({column.name}), 0) + 1, false) FROM {table.name}"))
+
+
 @pytest.fixture
-def demo(store, demo_db) -> Store:
-    """`store` with the demo runs: on SQLite a copy of the module's demo file (loading them takes half a
-    second), on PostgreSQL loaded."""
+def demo(store, demo_db, request) -> Store:
+    """`store` with the demo runs: on SQLite a copy of the module's demo file, on PostgreSQL the module's
+    demo rows copied in (loading them for each test took seconds)."""
     if store.dialect == "sqlite":
         store.engine.dispose()  # no connection left to the file replaced under it
         shutil.copyfile(demo_db, store.engine.url.database)
     else:
-        from replay_core.demo import load_demo
-
-        load_demo(store, only_if_empty=False)
+        _copy_in(store, request.getfixturevalue("pg_demo_rows"))
     return store
 
 
