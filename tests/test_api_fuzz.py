@@ -24,7 +24,6 @@ from apptest_helpers import free_port
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from replay_core.demo import load_demo
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
 from replay_core.whatif import experiment
@@ -36,12 +35,11 @@ SEEDS = [int(s) for s in os.environ.get("FUZZ_SEEDS", "0").split(",")]
 
 
 @pytest.fixture
-def served(store, monkeypatch):
+def served(demo, monkeypatch):
     """The app under uvicorn on a loopback port, in a thread of this process (so launching is held back)."""
     launched: list[str] = []
     monkeypatch.setattr(experiment, "launch", lambda store, experiment_id, **kw: launched.append(experiment_id))
-    load_demo(store, only_if_empty=False)
-    app = create_app(store, access=Access.load(env={"AGENT_REPLAY_API_TOKENS": f"editor:{TOKEN}"}, secrets={}))
+    app = create_app(demo, access=Access.load(env={"AGENT_REPLAY_API_TOKENS": f"editor:{TOKEN}"}, secrets={}))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
