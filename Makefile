@@ -46,7 +46,8 @@ test: install-dev
 	$(PYTEST) $(XDIST)
 
 # The inner loop: the tests tests/conftest.py does not mark slow. SQLite only, no browser, nothing
-# served or started beside pytest: neither PostgreSQL nor Chromium is needed.
+# served (not even in a thread) or started beside pytest, no load or fuzz test: neither PostgreSQL nor
+# Chromium is needed.
 .PHONY: test-fast
 test-fast: install-dev
 	$(PYTEST) $(XDIST) -m "not slow"

@@ -4,8 +4,9 @@
 With CI=true an unreachable PostgreSQL fails the run instead of skipping it.
 
 Each test is marked by what it uses (see `pytest_collection_modifyitems`): `postgres`, `browser`,
-`process` (the CLI as a program, a served app, a script), and `slow` for any of them. `make test-fast`
-runs the rest (`-m "not slow"`): SQLite only, no process started beside pytest's own.
+`process` (the CLI as a program, a served app, a script), `served` (the API on a port, in a thread),
+and `slow` for any of them. `make test-fast` runs the rest (`-m "not slow"`): SQLite only, nothing
+served, no process started beside pytest's own.
 """
 
 from __future__ import annotations
@@ -32,21 +33,31 @@ PG_ADMIN_URL = os.environ.get("AGENT_REPLAY_TEST_PG", "postgresql://postgres@127
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-# Property tests run `quick` (a test's own smaller count where each example is costly); `make fuzz`
-# runs them `thorough`. No deadline: a loaded machine (all cores busy with xdist) is no failure.
+# Property tests run `quick` (a test's own smaller count where each example is costly: `examples`);
+# `make fuzz` runs them `thorough`. No deadline: a loaded machine (all cores busy with xdist) is no failure.
 settings.register_profile("quick", max_examples=50, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(quick: int) -> int:
+    """`max_examples` for a property whose every example writes and reads a database: `quick` in the
+    suite, the profile's count under `make fuzz` (a fixed count would hold the thorough run down too)."""
+    return quick if HYPOTHESIS_PROFILE == "quick" else settings.get_profile(HYPOTHESIS_PROFILE).max_examples
 
 
 # Names that, used by a test, a fixture of it, or a function or class of tests/ they call, say what it
 # needs; each need is a marker, and any of them makes the test `slow`. `load` has no names: a test
-# says it by hand (`@pytest.mark.load`), a load or statistical test whose point is its size.
+# says it by hand (`@pytest.mark.load`), a load, statistical or fuzz test whose point is its size.
 NEEDS = {
     "load": frozenset(),
     "postgres": frozenset({"psycopg", "PG_ADMIN_URL", "pg_database", "pg_store"}),
     "browser": frozenset({"playwright", "sync_playwright"}),
-    "process": frozenset({"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "served_app", "served_api"}),
+    "process": frozenset(
+        {"subprocess", "Popen", "multiprocessing", "ProcessPoolExecutor", "executable", "served_app", "served_api"}
+    ),
+    "served": frozenset({"uvicorn"}),
 }
 
 
@@ -80,13 +91,24 @@ def _in_tests(module) -> bool:
     return module is not None and getattr(module, "__file__", "").startswith(str(TESTS))
 
 
+_REACHED: dict[object, set[str]] = {}
+
+
+def _reached_from(func) -> set[str]:
+    """`_reached` of a test or fixture function, walked once per collection: a fixture is used by
+    hundreds of tests, and a parametrized test's function is each of its items'."""
+    func = getattr(func, "__func__", func)  # a test class's method: its function, the same for every instance
+    if func not in _REACHED:
+        _REACHED[func] = _reached(func, set())
+    return _REACHED[func]
+
+
 def _needs(item: pytest.Item) -> set[str]:
     """What a test needs, from its markers and from the names its code and its fixtures' code use."""
     funcs = [item.obj, *(defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values() if defs)]
     names: set[str] = set(item.fixturenames)
     for func in funcs:
-        inner = getattr(getattr(func, "hypothesis", None), "inner_test", func)
-        names |= _reached(inner, set())
+        names |= _reached_from(getattr(getattr(func, "hypothesis", None), "inner_test", func))
     return {need for need, signs in NEEDS.items() if item.get_closest_marker(need) or names & signs}
 
 
@@ -190,17 +212,52 @@ def demo_db(tmp_path_factory) -> str:
     return _demo_file(tmp_path_factory.mktemp("demo"))
 
 
+@pytest.fixture(scope="module")
+def pg_demo_rows(pg_database) -> dict[str, bytes]:
+    """The demo runs on PostgreSQL as each table's rows (COPY's text), loaded once per module into the
+    worker's database and copied out (loading them there takes seconds; copying them in, milliseconds)."""
+    from replay_core.demo import load_demo
+
+    store = Store(pg_database, migrate=False)
+    try:
+        _empty(store)
+        load_demo(store, only_if_empty=False)
+        with store.engine.connect() as conn:
+            cursor = conn.connection.driver_connection.cursor()
+            rows = {}
+            for table in metadata.sorted_tables:
+                with cursor.copy(f"COPY {table.name} TO STDOUT") as copy:
+                    rows[table.name] = b"".join(bytes(chunk) for chunk in copy)
+        _empty(store)
+    finally:
+        store.close()
+    return rows
+
+
+def _copy_in(store: Store, rows: dict[str, bytes]) -> None:
+    """`rows` into `store`'s empty tables, each table's id sequence moved past them."""
+    with store.engine.begin() as conn:
+        cursor = conn.connection.driver_connection.cursor()
+        for table in metadata.sorted_tables:
+            if rows[table.name]:
+                with cursor.copy(f"COPY {table.name} FROM STDIN") as copy:
+                    copy.write(rows[table.name])
+        for table in metadata.sorted_tables:
+            for column in table.primary_key.columns:
+                seq = conn.scalar(text("SELECT pg_get_serial_sequence(:t, :c)"), {"t": table.name, "c": column.name})
+                if seq:
+                    conn.execute(text(f"SELECT setval('{seq}', coalesce(max({column.name}), 0) + 1, false) FROM {table.name}"))
+
+
 @pytest.fixture
-def demo(store, demo_db) -> Store:
-    """`store` with the demo runs: on SQLite a copy of the module's demo file (loading them takes half a
-    second), on PostgreSQL loaded."""
+def demo(store, demo_db, request) -> Store:
+    """`store` with the demo runs: on SQLite a copy of the module's demo file, on PostgreSQL the module's
+    demo rows copied in (loading them for each test took seconds)."""
     if store.dialect == "sqlite":
         store.engine.dispose()  # no connection left to the file replaced under it
         shutil.copyfile(demo_db, store.engine.url.database)
     else:
-        from replay_core.demo import load_demo
-
-        load_demo(store, only_if_empty=False)
+        _copy_in(store, request.getfixturevalue("pg_demo_rows"))
     return store
 
 

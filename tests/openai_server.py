@@ -44,6 +44,10 @@ class OpenAIServer:
         self.headers: list[dict[str, str]] = []  # request headers (lower-case names), in the order of `requests`
         self.in_flight = 0
         self.max_in_flight = 0  # most requests being served at once (fan-out tests)
+        # With `hold_until` n, each answer waits (up to 30 s) until n requests have been in flight at once:
+        # a fan-out test sees its limit reached whatever the machine's load, where a delay only makes it likely.
+        self.hold_until = 0
+        self._all_in = threading.Event()
         self.default = default
         self.routes: dict[str, Callable[[dict], Reply]] = {}  # model name -> responder (see route)
         self._lock = threading.Lock()
@@ -69,6 +73,8 @@ class OpenAIServer:
                 reply = server._next(payload, {k.lower(): v for k, v in self.headers.items()})
                 server._enter()
                 try:
+                    if server.hold_until:
+                        server._all_in.wait(30)
                     if reply.delay_s:
                         time.sleep(reply.delay_s)
                     self._send(reply)
@@ -127,6 +133,8 @@ class OpenAIServer:
         with self._lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.in_flight >= self.hold_until:
+                self._all_in.set()
 
     def _leave(self) -> None:
         with self._lock:

@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from replay_core.demo import load_demo
 from replay_core.storage.store import SessionFilter
 from replay_core.understand import analytics, headline
 
@@ -22,11 +21,10 @@ def test_dimensions_are_the_same():
 
 
 @pytest.mark.parametrize("by", [None, *analytics.DIMENSIONS])
-def test_stats_equals_the_dashboards_headline(store, by):
-    load_demo(store)
+def test_stats_equals_the_dashboards_headline(demo, by):
     for flt in (None, SessionFilter(status="failed"), SessionFilter(experiments=True)):
-        want = analytics.headline(analytics.load(store, flt), by).to_dicts()
-        got = headline.headline(store, flt, by)
+        want = analytics.headline(analytics.load(demo, flt), by).to_dicts()
+        got = headline.headline(demo, flt, by)
         assert [list(r) for r in got] == [list(r) for r in want]
         for g, w in zip(got, want, strict=True):
             assert all(_same(g[k], w[k]) for k in w), (by, g, w)

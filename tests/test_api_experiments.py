@@ -63,7 +63,7 @@ def test_dataset_then_experiment_polled_to_its_results(sqlite_store, client, ser
     # the models have answered nothing yet: the 20 calls did not run inside the request
     assert polled["status"] == "running" and polled["progress"]["total"] == 10 and polled["progress"]["done"] == 0
     models_answer.set()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a bound, not a speed: the first litellm call of a loaded worker takes its import
     while polled["status"] == "running" and time.monotonic() < deadline:
         assert polled["progress"]["total"] == 10
         time.sleep(0.1)

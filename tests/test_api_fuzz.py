@@ -19,15 +19,11 @@ from collections import Counter
 
 import httpx
 import pytest
-import schemathesis
 import uvicorn
 from apptest_helpers import free_port
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
-from replay_core.demo import load_demo
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
 from replay_core.whatif import experiment
@@ -36,16 +32,14 @@ TOKEN = "fuzz-editor-token-0000"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "15"))
 SEEDS = [int(s) for s in os.environ.get("FUZZ_SEEDS", "0").split(",")]
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
 @pytest.fixture
-def served(store, monkeypatch):
+def served(demo, monkeypatch):
     """The app under uvicorn on a loopback port, in a thread of this process (so launching is held back)."""
     launched: list[str] = []
     monkeypatch.setattr(experiment, "launch", lambda store, experiment_id, **kw: launched.append(experiment_id))
-    load_demo(store, only_if_empty=False)
-    app = create_app(store, access=Access.load(env={"AGENT_REPLAY_API_TOKENS": f"editor:{TOKEN}"}, secrets={}))
+    app = create_app(demo, access=Access.load(env={"AGENT_REPLAY_API_TOKENS": f"editor:{TOKEN}"}, secrets={}))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -62,6 +56,11 @@ def served(store, monkeypatch):
 
 
 def test_every_operation_holds_to_the_document(served):
+    import schemathesis  # here, not at collection: a second of imports in every pytest-xdist worker
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
+
+    conformance = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
     doc = httpx.get(f"{served}/api/v1/openapi.json").json()
     schema = schemathesis.openapi.from_dict(doc)
     operations = [result.ok() for result in schema.get_all_operations()]
@@ -77,7 +76,7 @@ def test_every_operation_holds_to_the_document(served):
             if operation.path.endswith("/stream"):
                 statuses[open_stream(case)] += 1
                 return
-            response = case.call_and_validate(base_url=served, headers=AUTH, checks=CHECKS, timeout=60)
+            response = case.call_and_validate(base_url=served, headers=AUTH, checks=conformance, timeout=60)
             statuses[response.status_code] += 1
 
         return check

@@ -9,6 +9,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
@@ -119,7 +120,7 @@ def joined(store, spy: Spy, given_batches: list[list], prefix: str) -> list:
     return results
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=batches)
 def test_joined_writes_answer_and_store_as_one_by_one(store, batches):
     tag = f"{time.monotonic_ns()}-"

@@ -9,6 +9,7 @@ import itertools
 import re
 
 import orjson
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -71,7 +72,7 @@ def _post_all(client, batches, prefix: str) -> list:
 
 
 @given(requests)
-@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_posting_steps_as_rows_stores_what_step_events_stored(store, monkeypatch, batches):
     run = next(_RUN)
     new, old = f"http{run:06x}n-", f"http{run:06x}o-"

@@ -104,9 +104,8 @@ def test_a_rows_sameness_is_its_normalised_fields_equal(sid_a, sid_b, include):
 # ---------------------------------------------------------------------------- the demo pair
 
 
-def test_demo_pair_diverges_at_step_6_with_different_arguments(store):
-    load_demo(store, only_if_empty=False)
-    result = compare(store, A, B)
+def test_demo_pair_diverges_at_step_6_with_different_arguments(demo):
+    result = compare(demo, A, B)
     div = result.first_divergence
     assert (div.a_seq, div.b_seq, div.kind) == (6, 6, "different arguments")
     assert div.summary == (
@@ -134,24 +133,22 @@ def test_demo_pair_diverges_at_step_6_with_different_arguments(store):
     assert result.totals["a"]["steps"] == 11 and result.totals["b"]["steps"] == 9
     assert result.totals["a"]["status"] == "succeeded" and result.totals["b"]["error_class"] == "InvalidArgument"
     assert result.totals["a"]["cycles"] == 3
-    a_steps = store.load_steps(A)
+    a_steps = demo.load_steps(A)
     assert result.totals["a"]["tokens_in"] == sum(s.tokens_in or 0 for s in a_steps)
     assert result.totals["a"]["cost_usd"] == round(sum(s.cost_usd or 0 for s in a_steps), 6)
 
 
-def test_a_run_compared_with_itself_has_no_divergence(store):
-    load_demo(store, only_if_empty=False)
-    result = compare(store, A, A)
+def test_a_run_compared_with_itself_has_no_divergence(demo):
+    result = compare(demo, A, A)
     assert result.first_divergence is None
     assert all(r.same for r in result.rows) and len(result.rows) == 11
 
 
-def test_unknown_session_and_unknown_field_group(store):
-    load_demo(store, only_if_empty=False)
+def test_unknown_session_and_unknown_field_group(demo):
     with pytest.raises(KeyError):
-        compare(store, A, "nope")
+        compare(demo, A, "nope")
     with pytest.raises(ValueError, match="include: unknown field group 'colour'"):
-        compare(store, A, B, include=["colour"])
+        compare(demo, A, B, include=["colour"])
 
 
 def test_ids_times_tokens_and_costs_are_ignored_unless_asked():

@@ -143,6 +143,7 @@ def _state(store: Store) -> dict:
     return {sid: store.get_session(sid)["steps"] for sid in store.session_ids()}
 
 
+@pytest.mark.load  # a fuzz: its point is its breadth (30 damaged copies of each reader's file)
 @pytest.mark.parametrize("fmt", sorted(PER_READER))
 @pytest.mark.parametrize("fuzz_seed", SEEDS)
 def test_damaged_files_are_refused_cleanly_or_imported_accounted(fmt, fuzz_seed, tmp_path_factory):
@@ -197,6 +198,7 @@ FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffi
 BYTE_EXAMPLES = int(os.environ.get("FUZZ_BYTE_EXAMPLES", "40"))  # `make fuzz`: 700 for each of 3 seeds
 
 
+@pytest.mark.load  # a fuzz: its point is its breadth
 @pytest.mark.parametrize("fuzz_seed", SEEDS)
 def test_byte_damage_to_any_fixture_never_gives_a_traceback_or_half_a_file(fuzz_seed, tmp_path):
     """Bytes flipped, deleted, inserted or cut off in any fixture, read with auto-detection as an

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import orjson
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from secrets_corpus import SECRETS
@@ -106,7 +107,7 @@ def _lines(runs, interleave: bool) -> bytes:
     return b"".join(orjson.dumps(ev) + b"\n" for ev in flat)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(runs=st.lists(_run, max_size=6), interleave=st.booleans())
 def test_pipelined_import_stores_what_the_plain_import_stores(store, monkeypatch, runs, interleave):
     monkeypatch.setattr(parallel, "BATCH_STEPS", 3)

@@ -8,6 +8,7 @@ Every import counts, including those inside functions (a lazy import is still a 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,14 @@ def wing_of(module: str) -> str:
 
 
 def graph() -> dict[str, set[str]]:
-    return {module_name(p): imports_of(p) for p in sorted(PACKAGE.rglob("*.py"))}
+    return {module: set(deps) for module, deps in _graph(REPO, PACKAGE).items()}
+
+
+@functools.cache
+def _graph(repo: Path, package: Path) -> dict[str, set[str]]:
+    """The package's import graph, parsed once per test process (every module of it: seconds), for the
+    tests that check it; `repo` keys it with `package` because a test points both at a fake tree."""
+    return {module_name(p): imports_of(p) for p in sorted(package.rglob("*.py"))}
 
 
 def test_ground_floor_imports_only_the_ground_floor():

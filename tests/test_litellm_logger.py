@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 
-import litellm
 import pytest
 from conftest import REPO
 from openai_server import OpenAIServer
@@ -22,8 +21,17 @@ from replay_core.storage.store import Store
 MESSAGES = [{"role": "system", "content": "You are a support agent."}, {"role": "user", "content": "Where is order A-17?"}]
 
 
+@pytest.fixture(scope="module")
+def litellm():
+    """litellm, imported by the tests that call it and not at collection: its import takes seconds of CPU,
+    and every pytest-xdist worker collects this module."""
+    import litellm
+
+    return litellm
+
+
 @pytest.fixture
-def recorder(store, tmp_path):
+def recorder(store, tmp_path, litellm):
     rec = Recorder(store.url, spool_dir=str(tmp_path / "spool"), flush_interval=0.05)
     logger = rec.litellm_logger()
     litellm.callbacks = [logger]
@@ -49,18 +57,22 @@ def landed(store: Store, sid: str, count: int, timeout: float = 15.0) -> list:
 
 
 def call(server: OpenAIServer, **kwargs):
+    import litellm
+
     return litellm.completion(
         model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0, **kwargs
     )
 
 
 def acall(server: OpenAIServer, **kwargs):
+    import litellm
+
     return litellm.acompletion(
         model="openai/fake", api_base=server.base_url, api_key="x", messages=MESSAGES, max_retries=0, **kwargs
     )
 
 
-def test_mock_response_is_a_decision_with_tokens_cost_and_context(store, recorder):
+def test_mock_response_is_a_decision_with_tokens_cost_and_context(store, recorder, litellm):
     with recorder.session("mock") as run:
         litellm.completion(model="gpt-4o", messages=MESSAGES, mock_response="It ships tomorrow.")
     [step] = landed(store, run.id, 1)
@@ -78,7 +90,7 @@ def test_mock_response_is_a_decision_with_tokens_cost_and_context(store, recorde
     assert store.step_context(run.id, step.event_id) == MESSAGES
 
 
-def test_a_mocked_failure_is_an_error_step(store, recorder):
+def test_a_mocked_failure_is_an_error_step(store, recorder, litellm):
     with recorder.session("mock failure") as run:
         with pytest.raises(litellm.InternalServerError):
             litellm.completion(model="gpt-4o", messages=MESSAGES, mock_response=Exception("provider exploded"))
@@ -87,7 +99,7 @@ def test_a_mocked_failure_is_an_error_step(store, recorder):
     assert "provider exploded" in step.content
 
 
-def test_sync_calls_over_http_record_tool_calls_once_with_the_tool_results(store, recorder, server):
+def test_sync_calls_over_http_record_tool_calls_once_with_the_tool_results(store, recorder, server, litellm):
     @recorder.tool
     def lookup_order(order_id: str) -> dict:
         return {"order": order_id, "status": "shipped"}
@@ -123,7 +135,7 @@ def test_sync_calls_over_http_record_tool_calls_once_with_the_tool_results(store
     assert len(server.requests) == 3
 
 
-def test_async_calls_keep_their_place_before_steps_recorded_while_the_hook_waits(store, recorder, server):
+def test_async_calls_keep_their_place_before_steps_recorded_while_the_hook_waits(store, recorder, server, litellm):
     server.script(server.tool_calls(("search", {"q": "refund policy"})), server.text("Refunds take 5 days."), server.error(503))
 
     async def agent(run):

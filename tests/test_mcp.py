@@ -12,9 +12,6 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from test_recorder import TOKEN, Served
 
 from replay_core.mcp.answers import DEFAULT_CHARS
@@ -31,11 +28,19 @@ FAILED_FLIGHT, GOOD_FLIGHT = "demo-09-flight-bos-sfo-b", "demo-08-flight-bos-sfo
 SQLITE_ONLY = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 
 
+def mcp_client(target, **options):
+    """The SDK's client; the SDK is imported here, not at collection: every pytest-xdist worker collects
+    this module, and the import takes most of a second."""
+    from mcp import Client
+
+    return Client(target, **options)
+
+
 def call(server_or_target, tool: str, args: dict | None = None, **client_options):
     """One tool call through the SDK's client, on a fresh connection."""
 
     async def go():
-        async with Client(server_or_target, **client_options) as client:
+        async with mcp_client(server_or_target, **client_options) as client:
             return await client.call_tool(tool, args or {})
 
     return asyncio.run(go())
@@ -123,7 +128,7 @@ def test_resources_and_prompts(demo):
     srv = build(lambda: demo)
 
     async def go():
-        async with Client(srv) as client:
+        async with mcp_client(srv) as client:
             templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
             run = await client.read_resource(f"agent-replay://runs/{FAILED_FLIGHT}")
             step = await client.read_resource(f"agent-replay://runs/{FAILED_FLIGHT}/steps/6")
@@ -232,6 +237,8 @@ def test_every_answer_on_a_100000_step_run_is_bounded(long_run):
 
 def test_stdio_server_answers_as_a_process(demo):
     """`agent-replay mcp` started the way an MCP client starts it, talking over its stdin and stdout."""
+    from mcp.client.stdio import StdioServerParameters
+
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "AGENT_REPLAY_CLI_ROLE": "viewer"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "replay_core.cli", "mcp", "--db", demo.url], env=env)
     result = call(params, "explain_failure", {"run_id": FAILED_FLIGHT})
@@ -244,6 +251,8 @@ VIEWER_TOKEN = "viewer-token-for-tests-0123456789"
 
 def test_http_mcp_takes_api_tokens_and_their_roles(store, demo):
     """/mcp on a served app: no token 401, a viewer reads and is refused a replay, an editor may."""
+    from mcp.client.streamable_http import streamable_http_client
+
     app = create_app(demo, access=Access(api_tokens=(TOKEN, VIEWER_TOKEN), token_roles=("editor", "viewer")))
     with Served(app) as base:
         assert httpx2.post(f"{base}/mcp", json={}).status_code == 401
@@ -251,7 +260,7 @@ def test_http_mcp_takes_api_tokens_and_their_roles(store, demo):
         def as_(token: str, tool: str, args: dict):
             async def go():
                 async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-                    async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+                    async with mcp_client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
                         return await client.call_tool(tool, args)
 
             return asyncio.run(go())
@@ -291,7 +300,7 @@ def test_a_model_driven_agent_finds_why_demo_09_failed_through_the_tools(demo):
         return fake.text(f"{explained[0].split(' ', 1)[0]} failed. {turning}")
 
     async def agent() -> tuple[str, list[str]]:
-        async with Client(srv) as client:
+        async with mcp_client(srv) as client:
             listed = (await client.list_tools()).tools
             tools = [
                 {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}

@@ -14,7 +14,6 @@ import io
 import subprocess
 import time
 
-import litellm
 import orjson
 import pytest
 from openai_server import OpenAIServer
@@ -184,6 +183,8 @@ def test_an_openai_chat_log(store):
 
 
 def test_the_sdk_and_the_litellm_logger(store, tmp_path):
+    import litellm  # here, not at collection: seconds of CPU in every pytest-xdist worker
+
     rec = Recorder(store.url, spool_dir=str(tmp_path / "spool"), flush_interval=0.05)
     try:
         for s in ID_SECRETS[:20]:

@@ -257,7 +257,8 @@ def test_the_api_key_is_read_from_the_named_variable_and_never_stored(demo, serv
 
 @pytest.mark.parametrize("workers", [1, 3])
 def test_fan_out_runs_one_replay_session_per_model_within_the_limit(demo, server, workers):
-    server.default = server.text("Done.", delay_s=0.3)
+    server.default = server.text("Done.", delay_s=0.3)  # long enough for more than `workers` at once to show
+    server.hold_until = workers  # and no answer before `workers` are in flight
     seen, lock = [], threading.Lock()
 
     def progress(p):

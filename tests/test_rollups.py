@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select, text
@@ -103,7 +104,9 @@ def _clear(store: Store) -> None:
     store.delete_sessions(store.session_ids(SessionFilter(experiments=True)))
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(actions=st.lists(op, min_size=1, max_size=10))
 def test_rollups_equal_a_rebuild_after_any_writes(store, actions):
     _clear(store)
@@ -120,7 +123,9 @@ def test_rollups_equal_a_rebuild_after_any_writes(store, actions):
 
 
 @pytest.mark.load
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(batches=st.lists(st.lists(step | call, min_size=1, max_size=8), min_size=2, max_size=6))
 def test_a_live_run_sent_in_batches_equals_a_rebuild(store, batches):
     """A run's later batches carry its stored rollup on (storage/rollups.py `append`): loops and

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -115,7 +116,9 @@ FILTERS = (
 
 
 @pytest.mark.load
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(actions=st.lists(op, min_size=1, max_size=10))
 def test_daily_rollups_equal_a_rebuild_and_the_per_run_numbers(store, actions):
     _clear(store)
@@ -144,9 +147,8 @@ def test_daily_rollups_equal_a_rebuild_and_the_per_run_numbers(store, actions):
         SessionFilter(until=datetime.now(UTC) - timedelta(hours=5)),
     ],
 )
-def test_demo_dashboard_from_cells_equals_per_run(store, flt):
-    load_demo(store)
-    _same_dashboard(store, flt)
+def test_demo_dashboard_from_cells_equals_per_run(demo, flt):
+    _same_dashboard(demo, flt)
 
 
 @pytest.mark.parametrize(
@@ -159,27 +161,24 @@ def test_demo_dashboard_from_cells_equals_per_run(store, flt):
         SessionFilter(failed_tool="search_flights"),
     ],
 )
-def test_a_filter_the_cells_cannot_answer_reads_per_run(store, flt):
-    load_demo(store)
-    assert store.daily_rows(flt) is None
-    cells, runs = analytics.load(store, flt, daily=True), analytics.load(store, flt)
+def test_a_filter_the_cells_cannot_answer_reads_per_run(demo, flt):
+    assert demo.daily_rows(flt) is None
+    cells, runs = analytics.load(demo, flt, daily=True), analytics.load(demo, flt)
     assert not cells.daily
     for metric, by in METRICS:
         assert_frame_equal(metric(cells, by), metric(runs, by), check_exact=True)
 
 
-def test_per_run_dimensions_are_refused_on_cells(store):
-    load_demo(store)
+def test_per_run_dimensions_are_refused_on_cells(demo):
     with pytest.raises(ValueError, match="not kept per day"):
-        analytics.volume(analytics.load(store, daily=True), "workflow")
+        analytics.volume(analytics.load(demo, daily=True), "workflow")
 
 
 @pytest.mark.parametrize("by", [None, *headline.DAILY])
-def test_stats_from_cells_equals_stats_per_run(store, by, monkeypatch):
-    load_demo(store)
-    cells = headline.headline(store, None, by)
-    monkeypatch.setattr(store, "daily_rows", lambda *a, **k: None)
-    assert cells == headline.headline(store, None, by)
+def test_stats_from_cells_equals_stats_per_run(demo, by, monkeypatch):
+    cells = headline.headline(demo, None, by)
+    monkeypatch.setattr(demo, "daily_rows", lambda *a, **k: None)
+    assert cells == headline.headline(demo, None, by)
 
 
 def test_migration_fills_daily_rollups_of_an_older_database(store):
