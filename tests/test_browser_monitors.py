@@ -1,7 +1,7 @@
 """The Monitors page and the Experiments page's schedules in Chromium: a firing monitor's alert, the runs
 behind it and its pattern; acknowledging it; a scheduled experiment's last run with its regressions.
 
-Screenshots go to test-output/browser/ (gitignored).
+On SQLite and PostgreSQL. Screenshots go to test-output/browser/ (gitignored).
 """
 
 from __future__ import annotations
@@ -16,16 +16,13 @@ from test_browser import OUT, settled
 from test_eval_loop import T0, reviewed_queue
 
 from replay_core.monitors import check, loop, releases
-from replay_core.storage.store import Store
 from replay_core.vocabulary import now_utc
 
 pytestmark = pytest.mark.browser
 RULE = {"metric": "failure_rate", "threshold": 0.2, "filters": {"workflow": "checkout"}}
 
 
-def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, tmp_path):
-    url = f"sqlite:///{tmp_path / 'm.db'}"
-    store = Store(url)
+def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, store):
     now = now_utc()
     runs(store, 60, day=3, fail=0.05, version="1.5.0", seed=21, now=now)
     runs(store, 60, day=1, fail=0.60, version="1.6.0", seed=22, now=now)
@@ -35,8 +32,7 @@ def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, tmp_p
     # pass cannot add its alert while the page is being read
     check.check_due(store)
     assert {a["monitor"] for a in store.alerts()} == {"checkout failures", releases.monitor_name("agent_version")}
-    store.close()
-    with served_app(url) as base:
+    with served_app(store.url) as base:
         pg = browser.new_page(viewport={"width": 1440, "height": 1000})
         pg.goto(f"{base}/monitors")
         settled(pg)
@@ -54,15 +50,13 @@ def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, tmp_p
         ack.click()
         pg.get_by_text("acknowledged by").first.wait_for(timeout=30_000)
         ack.wait_for(state="detached", timeout=30_000)
-    [stored] = Store(url).alerts(made["id"])
+    [stored] = store.alerts(made["id"])
     assert stored["acked_by"]
-    [release] = [a for a in Store(url).alerts() if a["id"] != stored["id"]]
+    [release] = [a for a in store.alerts() if a["id"] != stored["id"]]
     assert not release["acked_by"]  # the other alert's button was not the one pressed
 
 
-def test_a_scheduled_experiment_lists_its_regressions(browser, tmp_path):
-    url = f"sqlite:///{tmp_path / 'x.db'}"
-    store = Store(url)
+def test_a_scheduled_experiment_lists_its_regressions(browser, store):
     make_cases(store, 3)
     loop.dataset_from_queue(store, reviewed_queue(store, 3, bad={0, 1, 2}), "reviewed")
     # on new dataset versions only: the served app's own schedule pass finds nothing due
@@ -73,8 +67,7 @@ def test_a_scheduled_experiment_lists_its_regressions(browser, tmp_path):
     variant |= {"previous_ci": [0.4385, 1.0], "verdict": "worse", "regressed": ["refund-0", "refund-2"], "improved": []}
     result = {"status": "done", "experiment": None, "previous": "exp-x", "variants": [variant]}
     store.finish_schedule_run(run_id, experiment_id=None, result=result)
-    store.close()
-    with served_app(url) as base:
+    with served_app(store.url) as base:
         pg = browser.new_page(viewport={"width": 1440, "height": 1000})
         pg.goto(f"{base}/experiments")
         settled(pg)
