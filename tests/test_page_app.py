@@ -98,12 +98,17 @@ WARM_UP_PROBE = """
 import sys, threading
 from streamlit.testing.v1 import AppTest
 import ui.common
+raised = []
+threading.excepthook = lambda args: raised.append(repr(args.exc_value))
 assert not set(ui.common.WARM_UP) & set(sys.modules), "imported before any page"
 at = AppTest.from_file(sys.argv[1], default_timeout=60).run()
 assert not at.exception, at.exception
 started = ui.common.warm_up.cache_info().currsize
-ui.common.warm_up().join(120)
+thread = ui.common.warm_up()
+thread.join(120)
 print(started, set(ui.common.WARM_UP) <= set(sys.modules))
+missing = sorted(set(ui.common.WARM_UP) - set(sys.modules))
+print("alive:", thread.is_alive(), "raised:", raised, "missing:", missing, file=sys.stderr)
 """
 
 
@@ -122,7 +127,7 @@ def test_after_the_first_page_what_analytics_needs_is_imported_beside_the_app(de
         [sys.executable, "-c", WARM_UP_PROBE, APP], capture_output=True, text=True, cwd=REPO, env=env, timeout=180
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["1", "True"]
+    assert proc.stdout.split() == ["1", "True"], proc.stderr
 
 
 def test_a_named_token_opens_the_door_as_its_holder(door, demo_store, monkeypatch):

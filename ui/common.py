@@ -108,7 +108,7 @@ def warm_up() -> threading.Thread:
 
 def _warm_up() -> None:
     for name in WARM_UP:
-        importlib.import_module(name)
+        _import(name)
     # Altair's first spec compiles its shorthand patterns and loads narwhals' polars side: 60–70 ms of the first
     # analytics view's server time, spent here on one small chart of the page's kind instead
     import altair as alt
@@ -124,6 +124,21 @@ def _warm_up() -> None:
         ).add_params(alt.selection_point(name="pick", fields=["day"], on="click")).to_dict(validate=False)
     except Exception:  # only time is lost: Altair reads a pandas that another thread may be importing meanwhile
         logging.getLogger(__name__).debug("warming Altair up failed", exc_info=True)
+
+
+def _import(name: str, tries: int = 3) -> None:
+    """Import `name`, again after a moment where Python found an import deadlock: a page's own thread (or an
+    early open) importing the same package in another order holds a lock this import waits on, and one of
+    the two is told so (a RuntimeError); once the other is done, the import goes through."""
+    for attempt in range(tries):
+        try:
+            importlib.import_module(name)
+            return
+        except RuntimeError:
+            if attempt == tries - 1:
+                raise
+            logging.getLogger(__name__).debug("warming up %s met an import deadlock; again", name, exc_info=True)
+            _time.sleep(0.1)
 
 
 def expire_idle(store: Store) -> None:
