@@ -3,29 +3,13 @@ run once against the scripted server, the answer beside the recorded one, and a 
 
 from __future__ import annotations
 
-import pytest
 from apptest_helpers import FAILED_CODING, component_data, demo_store, page, texts  # noqa: F401  (fixtures)
-from openai_server import OpenAIServer
+from model_fixtures import local_server, no_provider  # noqa: F401  (fixtures)
 
-from replay_core.whatif.replay_config import PROVIDER_KEYS
 from ui.common import md
 
 PAGE = "pages/playground.py"
 FLIGHT = "demo-08-flight-bos-sfo-a"
-
-
-@pytest.fixture
-def no_provider(monkeypatch):
-    for name in (*PROVIDER_KEYS, "AGENT_REPLAY_API_BASE", "AGENT_REPLAY_MODELS", "AGENT_REPLAY_API_KEY_ENV"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def local_server(monkeypatch, no_provider):
-    with OpenAIServer() as server:
-        monkeypatch.setenv("AGENT_REPLAY_API_BASE", server.base_url)
-        monkeypatch.setenv("AGENT_REPLAY_MODELS", "openai/fake-model")
-        yield server
 
 
 def test_the_timeline_links_a_model_step_to_the_playground(demo_store):

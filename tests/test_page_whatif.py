@@ -4,30 +4,15 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
-import pytest
 import streamlit as st
 from apptest_helpers import FAILED_CODING, component_data, demo_store, page, texts  # noqa: F401  (fixtures)
+from model_fixtures import local_server, no_provider  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
 
 from replay_core.understand.compare import compare
-from replay_core.whatif.replay_config import PROVIDER_KEYS
 from ui.common import md
 
 PAGE = "pages/whatif.py"
-
-
-@pytest.fixture
-def no_provider(monkeypatch):
-    for name in (*PROVIDER_KEYS, "AGENT_REPLAY_API_BASE", "AGENT_REPLAY_MODELS", "AGENT_REPLAY_API_KEY_ENV"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def local_server(monkeypatch, no_provider):
-    with OpenAIServer() as server:
-        monkeypatch.setenv("AGENT_REPLAY_API_BASE", server.base_url)
-        monkeypatch.setenv("AGENT_REPLAY_MODELS", "openai/fake-model")
-        yield server
 
 
 def links(at) -> list[tuple[str, str, dict]]:
