@@ -141,6 +141,25 @@ def _import(name: str, tries: int = 3) -> None:
             _time.sleep(0.1)
 
 
+def clicked_row(rows: list[dict], key: str, columns: list[str] | None, config: dict, **layout) -> tuple[dict, str | None] | None:
+    """A table whose rows open on a click: the row a click on any of its cells (its name, say) or on its checkbox
+    picked, with the clicked cell's column (None for the checkbox); `layout`: st.dataframe's sizes."""
+    event = st.dataframe(
+        rows,
+        hide_index=True,
+        key=key,
+        on_select="rerun",
+        selection_mode=["single-row", "single-cell"],
+        column_order=columns,
+        column_config=config,
+        **layout,
+    )
+    selection = event.selection if event else None
+    cells = list(selection.cells) if selection else []
+    picked = [*((row, None) for row in (selection.rows if selection else [])), *((cell[0], cell[1]) for cell in cells)]
+    return (rows[picked[0][0]], picked[0][1]) if picked and picked[0][0] < len(rows) else None
+
+
 def expire_idle(store: Store) -> None:
     """Mark silent runs incomplete, at most every EXPIRE_EVERY_S seconds per database."""
     now = _time.monotonic()

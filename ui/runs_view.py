@@ -20,6 +20,7 @@ from .common import (
     REVIEW_CHOICES,
     REVIEW_LABELS,
     STATUS_LABELS,
+    clicked_row,
     filter_from_params,
     fmt_cost,
     fmt_duration,
@@ -294,23 +295,8 @@ HEADER_PX = 38
 
 
 def _table(rows: list[dict], key: str, columns: list[str], config: dict) -> tuple[dict, str | None] | None:
-    """The rows, every one of the page shown (no scroll box inside the page); the row a click on any of its cells
-    (its name, say) or on its checkbox picked, with the clicked cell's column."""
-    event = st.dataframe(
-        rows,
-        hide_index=True,
-        key=key,
-        on_select="rerun",
-        selection_mode=["single-row", "single-cell"],
-        column_order=columns,
-        column_config=config,
-        row_height=ROW_PX,
-        height=HEADER_PX + ROW_PX * max(1, len(rows)) + 2,
-    )
-    selection = event.selection if event else None
-    cells = list(selection.cells) if selection else []
-    picked = [*((row, None) for row in (selection.rows if selection else [])), *((cell[0], cell[1]) for cell in cells)]
-    return (rows[picked[0][0]], picked[0][1]) if picked and picked[0][0] < len(rows) else None
+    """The rows, every one of the page shown (no scroll box inside the page); the row a click picked (common.clicked_row)."""
+    return clicked_row(rows, key, columns, config, row_height=ROW_PX, height=HEADER_PX + ROW_PX * max(1, len(rows)) + 2)
 
 
 def runs_table(store: Store, flt: SessionFilter, total: int) -> str | None:

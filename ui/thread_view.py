@@ -9,7 +9,18 @@ from replay_core.storage.store import Store
 from replay_core.understand.thread import Thread, open_thread, recent_threads
 
 from . import components
-from .common import PAGE_RUNS, PAGE_THREADS, PAGE_TIMELINE, filter_from_params, fmt_cost, fmt_duration, fmt_when, md, status_label
+from .common import (
+    PAGE_RUNS,
+    PAGE_THREADS,
+    PAGE_TIMELINE,
+    clicked_row,
+    filter_from_params,
+    fmt_cost,
+    fmt_duration,
+    fmt_when,
+    md,
+    status_label,
+)
 
 RECENT = 100
 
@@ -50,20 +61,9 @@ def totals_cards(thread: Thread) -> list[dict]:
 
 
 def _picked_row(rows: list[dict], key: str) -> dict | None:
-    event = st.dataframe(
-        rows,
-        hide_index=True,
-        key=key,
-        on_select="rerun",
-        selection_mode=["single-row", "single-cell"],
-        column_order=[k for k in rows[0] if k not in ("id", "thread")] if rows else None,
-        column_config={
-            "Last started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
-        },
-    )
-    selection = event.selection if event else None
-    picked = [*(selection.rows if selection else []), *(cell[0] for cell in (selection.cells if selection else []))]
-    return rows[picked[0]] if picked and picked[0] < len(rows) else None
+    columns = [k for k in rows[0] if k not in ("id", "thread")] if rows else None
+    picked = clicked_row(rows, key, columns, {"Last started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+    return picked[0] if picked else None
 
 
 def thread_section(store: Store, thread_id: str) -> None:
