@@ -48,3 +48,10 @@ def test_the_timeline_page_says_arriving_not_never_arrived(arriving):
     assert not any("never arrived" in w.value for w in at.warning)
     assert any("still arriving out of order" in i.value for i in at.info)
     assert any("is not a step's number while the run's spans arrive" in i.value for i in at.info)
+
+
+def test_the_sources_named_are_the_otlp_readers():
+    from replay_core.ingest.formats.otel.readers import OtlpJsonFormat, OtlpProtoFormat
+    from replay_core.understand.timeline import OTLP_SOURCES
+
+    assert {OtlpJsonFormat.name, OtlpProtoFormat.name} == OTLP_SOURCES

@@ -236,6 +236,8 @@ def find_gaps(seqs: list[int]) -> list[Gap]:
     return [Gap(a + 1, b - 1) for a, b in zip(seqs, seqs[1:], strict=False) if b - a > 1]
 
 
+# the OTLP readers' names (ingest/formats/otel/readers.py), which the receiver stores as a run's source; not imported
+# from there, as opening a run must not load the span readers
 OTLP_SOURCES = frozenset({"otlp-json", "otlp-proto"})
 
 
