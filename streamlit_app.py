@@ -122,6 +122,7 @@ else:  # imported by `streamlit run` / uvicorn: the server
     distrust_uvicorn_proxy_headers()  # forwarded headers count only from AGENT_REPLAY_TRUSTED_PROXIES (server/origins.py)
     try:
         proxies = trusted_proxies()
+        api_routes = api.routes()  # reads the API tokens: a holder's name too long to keep stops the start (server/auth.py)
     except ValueError as exc:
         import os
         import sys
@@ -130,7 +131,7 @@ else:  # imported by `streamlit run` / uvicorn: the server
         os._exit(2)
     app = st.App(
         HERE / "streamlit_app.py",
-        routes=api.routes(),
+        routes=api_routes,
         lifespan=lifespan,
         middleware=[
             Middleware(TrustedProxies, proxies=proxies),

@@ -13,10 +13,12 @@ from test_queues import add_runs
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.annotate import AUTHOR_MAX, annotate
 from replay_core.ingest.pipeline import ingest
+from replay_core.ingest.redacted_columns import NO_TRACE_TEXT
 from replay_core.server.api import create_app
-from replay_core.server.auth import Access
+from replay_core.server.auth import TOKENS_KEY, Access, token_name
 from replay_core.storage.actor import Actor
-from replay_core.storage.widths import TooLong
+from replay_core.storage.tables import metadata
+from replay_core.storage.widths import HOLDER, TooLong, width
 from replay_core.team import queues
 
 EDITOR = "tok-editor-0123456789"
@@ -138,3 +140,72 @@ def test_a_dataset_name_past_its_width_is_a_one_line_cli_error(store, monkeypatc
     ran = run_main(monkeypatch, ["dataset", "create", "d" * 201, "--runs", "run-0"], {"AGENT_REPLAY_DB_URL": db})
     assert ran.returncode != 0 and "name: at most 200 characters (got 201)" in ran.stderr
     assert store.list_datasets() == []
+
+
+NAMED_TOKEN = "tok-named-0123456789"
+
+
+@pytest.mark.parametrize("width", [200, 201])
+def test_a_token_holder_named_past_the_width_stops_the_settings_naming_the_token(width):
+    """A holder's name is kept whole in the audit log and on the queues, or the settings are refused:
+    the error names the token by position, role and hash (never the token) and the limit."""
+    tokens = f"viewer:ana:tok-viewer-0123456789,reviewer:{'r' * width}:{NAMED_TOKEN}"
+    if width == 200:
+        access = Access.load({TOKENS_KEY: tokens}, {})
+        assert access.token_actor(f"Bearer {NAMED_TOKEN}").who == "r" * 200
+        return
+    with pytest.raises(TooLong) as refused:
+        Access.load({TOKENS_KEY: tokens}, {})
+    assert str(refused.value) == (
+        f"{TOKENS_KEY}: token 2 (reviewer, {token_name(NAMED_TOKEN)}), holder {'r' * 20!r}…: at most 200 characters (got 201)"
+    )
+    assert NAMED_TOKEN not in str(refused.value)
+
+
+def test_a_listed_address_past_the_width_stops_the_settings():
+    long = "e" * 195 + "@x.org"
+    with pytest.raises(TooLong, match=r"^AGENT_REPLAY_REVIEWERS: the address 'e{20}'…: at most 200 characters \(got 201\)$"):
+        Access.load({"AGENT_REPLAY_REVIEWERS": f"ana@x.org,{long}"}, {"AGENT_REPLAY_EDITORS": "bo@x.org"})
+
+
+def test_every_column_that_keeps_a_name_has_the_one_width():
+    """Who made, held, reviewed, revoked or acknowledged something is the same name everywhere: a name
+    that fits one of these columns fits them all (the token check reads this width)."""
+    named = [k for k, why in NO_TRACE_TEXT.items() if "actor's name" in why or "credential" in why]
+    assert len(named) >= 9
+    for key in named:
+        table, column = key.split(".")
+        assert width(metadata.tables[table].c[column]) == width(HOLDER), key
+
+
+def test_a_name_from_elsewhere_past_the_width_is_kept_cut_with_a_mark(store):
+    """An e-mail from single sign-on or this machine's user@host is not the tokens' to check: kept
+    shortened with the mark where it is stored, never cut silently (both databases)."""
+    sso = Actor("s" * 190 + "@" + "x" * 59 + ".org", "editor", "10.0.0.1")
+    add_runs(store, 1)
+    store.record_audit(sso, "import", target="f.jsonl")
+    qid = queues.create(store, "q", ids=["run-0"], actor=sso)["id"]
+    kept = "s" * 190 + "@xxxxxxxx…"
+    assert len(kept) == 200
+    assert [e["who"] for e in store.audit_entries(actions=("import",))] == [kept]
+    assert store.list_queues(qid)[0]["created_by"] == kept
+
+
+def test_streamlit_run_with_a_holder_named_past_the_width_does_not_start(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_REPLAY_")}
+    env |= {"AGENT_REPLAY_DB_URL": f"sqlite:///{tmp_path / 'w.db'}", TOKENS_KEY: f"editor:{'n' * 201}:{NAMED_TOKEN}"}
+    argv = [str(Path(sys.executable).parent / "streamlit"), "run", "streamlit_app.py", "--server.headless", "true"]
+    argv += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    ran = subprocess.run(argv, cwd=Path(__file__).resolve().parent.parent, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2
+    assert f"agent-replay: {TOKENS_KEY}: token 1 (editor, {token_name(NAMED_TOKEN)})" in ran.stderr
+    assert "at most 200 characters (got 201)" in ran.stderr and NAMED_TOKEN not in ran.stderr + ran.stdout

@@ -286,8 +286,9 @@ def _configs(schedule: dict, model: str | None) -> list[ReplayConfig]:
 
 
 def runner(schedule: dict) -> Actor:
-    """Who a scheduled run's replays are audited as: the schedule, on behalf of whoever made it."""
-    return Actor(f"schedule {schedule['name']} (by {schedule['created_by']})"[:200], EDITOR, "server")
+    """Who a scheduled run's replays are audited as: the schedule, on behalf of whoever made it (whole: where
+    it is kept, a name too long is cut with a visible mark, storage/widths.holder)."""
+    return Actor(f"schedule {schedule['name']} (by {schedule['created_by']})", EDITOR, "server")
 
 
 class Lease:

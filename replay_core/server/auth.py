@@ -9,7 +9,9 @@ Tokens carry a role like the UI's users, and may name who holds them:
 prefix is an editor's, so old configurations keep working. A token is one identity: its
 holder's name (`reviewer:alice:…`), else a short hash of it ("api token 3f2a…"). That
 identity is who reviews, holds items and appears in the audit log; a name typed in a body
-never changes it (server/routes/team.py).
+never changes it (server/routes/team.py). A holder's name (or a listed e-mail address) wider than
+the columns that keep it is refused when the settings are read, naming the token and the limit:
+the server does not start rather than cut someone's name.
 
 Password sign-in is throttled per client address (team/throttle.py): after FREE_FAILURES
 failures in a row each new try waits twice as long as the last, and LOCKOUT_FAILURES in a row
@@ -35,6 +37,7 @@ from .. import config
 from ..events import now_utc
 from ..storage.actor import EDITOR, REVIEWER, ROLES, VIEWER, Actor
 from ..storage.store import Store
+from ..storage.widths import HOLDER, TooLong, width
 from ..team import throttle
 from ..team.audit import SIGN_IN, record
 from ..team.throttle import LOCKOUT
@@ -105,6 +108,22 @@ def _role_tokens(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(tokens), tuple(roles), tuple(names)
 
 
+def _kept_whole(
+    names: tuple[str, ...], roles: tuple[str, ...], tokens: tuple[str, ...], emails: dict[str, tuple[str, ...]]
+) -> None:
+    """TooLong for the first holder's name or listed address too wide to be kept whole where names are
+    (audit log, review queues, share links), naming the token by its position, role and hash, never itself."""
+    limit = width(HOLDER)
+    for i, (name, role, token) in enumerate(zip(names, roles, tokens, strict=True), start=1):
+        if len(name) > limit:
+            holder = f"token {i} ({role}, {token_name(token)}), holder {name[:20]!r}…"
+            raise TooLong(f"{TOKENS_KEY}: {holder}: at most {limit} characters (got {len(name)})")
+    for key, listed in emails.items():
+        for email in listed:
+            if len(email) > limit:
+                raise TooLong(f"{key}: the address {email[:20]!r}…: at most {limit} characters (got {len(email)})")
+
+
 def _basic_secret(credentials: str) -> str:
     """The password half of HTTP Basic credentials ("" when they do not decode)."""
     try:
@@ -134,10 +153,12 @@ class Access:
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, secrets: Mapping[str, Any] | None = None) -> Access:
-        """From the environment, then `secrets` (default: the secrets files)."""
+        """From the environment, then `secrets` (default: the secrets files); TooLong for a name too wide to keep."""
         env = os.environ if env is None else env
         secrets = read_secrets_files() if secrets is None else secrets
         tokens, roles, names = _role_tokens(_token_list(_setting(TOKENS_KEY, env, secrets)))
+        emails = {key: tuple(e.lower() for e in _token_list(_setting(key, env, secrets))) for key in (EDITORS_KEY, REVIEWERS_KEY)}
+        _kept_whole(names, roles, tokens, emails)
         return cls(
             api_tokens=tokens,
             token_roles=roles,
@@ -145,8 +166,8 @@ class Access:
             viewer_password=_setting(VIEWER_KEY, env, secrets) or None,
             reviewer_password=_setting(REVIEWER_KEY, env, secrets) or None,
             editor_password=_setting(EDITOR_KEY, env, secrets) or None,
-            editor_emails=tuple(e.lower() for e in _token_list(_setting(EDITORS_KEY, env, secrets))),
-            reviewer_emails=tuple(e.lower() for e in _token_list(_setting(REVIEWERS_KEY, env, secrets))),
+            editor_emails=emails[EDITORS_KEY],
+            reviewer_emails=emails[REVIEWERS_KEY],
         )
 
     @property

@@ -14,6 +14,7 @@ from .actor import Actor, PermissionDenied, require
 from .bulk import inserted_id
 from .engine import StoreBase
 from .tables import audit_log
+from .widths import holder
 
 
 def audit_line(
@@ -30,7 +31,7 @@ def audit_line(
     res = conn.execute(
         insert(audit_log).values(
             at=at or now_utc(),
-            who=actor.who[:200],
+            who=holder(actor.who),
             role=actor.role[:20],
             origin=(actor.origin or "?")[:200],
             action=action[:50],

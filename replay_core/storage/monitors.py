@@ -17,6 +17,7 @@ from .audit import Audited, audit_line
 from .bulk import inserted_id
 from .filters import SessionFilter, filter_clauses
 from .tables import experiment_schedules, monitor_alerts, monitors, queue_feeds, schedule_runs, sessions
+from .widths import holder
 
 METADATA_DIMENSIONS = ("prompt_version",)  # release dimensions read from a run's metadata
 
@@ -180,7 +181,7 @@ class Monitors(Audited):
         a = monitor_alerts.c
         with self._write_lock, self._write_transaction() as conn:
             done = conn.execute(
-                update(monitor_alerts).where(a.id == alert_id).values(acked_by=actor.who[:200], acked_at=now_utc())
+                update(monitor_alerts).where(a.id == alert_id).values(acked_by=holder(actor.who), acked_at=now_utc())
             ).rowcount
             if done:
                 audit_line(conn, actor, "manage_monitors", target=f"alert {alert_id}", detail={"op": "ack"})
@@ -214,7 +215,7 @@ class Monitors(Audited):
                         trigger=trigger,
                         settings=settings,
                         models_seen=models_seen,
-                        created_by=actor.who[:200],
+                        created_by=holder(actor.who),
                         created_at=now_utc(),
                     )
                 )
@@ -293,7 +294,7 @@ class Monitors(Audited):
             if dataset is not None:
                 conn.execute(
                     insert(queue_feeds).values(
-                        queue_id=queue_id, dataset=dataset, verdicts=verdicts, created_by=actor.who[:200], created_at=now_utc()
+                        queue_id=queue_id, dataset=dataset, verdicts=verdicts, created_by=holder(actor.who), created_at=now_utc()
                     )
                 )
             detail = {"op": "feed", "dataset": dataset, "verdicts": verdicts}

@@ -15,7 +15,7 @@ from .actor import Actor
 from .audit import Audited, audit_line
 from .bulk import inserted_id
 from .tables import queue_items, queue_reviews, review_queues, sessions, share_links
-from .widths import fit
+from .widths import fit, holder
 
 
 class Team(Audited):
@@ -41,7 +41,7 @@ class Team(Audited):
                     rubric=rubric,
                     reviews_per_item=reviews_per_item,
                     assignees=list(assignees),
-                    created_by=actor.who[:200],
+                    created_by=holder(actor.who),
                     created_at=now_utc(),
                 )
             )
@@ -223,7 +223,7 @@ class Team(Audited):
                     token_hash=token_hash,
                     kind=kind,
                     target=target,
-                    created_by=actor.who[:200],
+                    created_by=holder(actor.who),
                     created_at=now_utc(),
                     expires_at=expires_at,
                     opened=0,
@@ -260,7 +260,7 @@ class Team(Audited):
                 conn.execute(
                     update(share_links)
                     .where(share_links.c.id == share_id, share_links.c.revoked_at.is_(None))
-                    .values(revoked_at=now_utc(), revoked_by=actor.who[:200])
+                    .values(revoked_at=now_utc(), revoked_by=holder(actor.who))
                 ).rowcount
                 == 1
             )
