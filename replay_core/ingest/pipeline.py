@@ -22,10 +22,12 @@ from ..media.images import CheckedImage, MediaError, check, check_target
 from ..storage.actor import IMPORT, REPLACE, Actor
 from ..storage.store import StepRow, Store
 from ..storage.tables import attachments as attachment_rows
-from ..storage.widths import TooLong, cut, fit
+from ..storage.tables import sessions as session_rows
+from ..storage.widths import TooLong, cut, fit, width
 from . import parallel
 from .accounting import NO_READER, NO_STEPS, FileAccount, account, mostly_ignored, refusal
 from .formats import BadRecord, Event, UnknownFormat, candidates, get_format, native, registry
+from .formats.runs import IDS_CUT
 from .formats.shape import describe, shape_of
 from .redact import Redactor, default_redactor
 from .step_rows import CARRIERS
@@ -112,6 +114,7 @@ def ingest(
     redacted = 0
     attachments: list[tuple[str, str, dict]] = []
     refused: list[str] = []
+    warnings: list[str] = []
     for ev in events:
         if isinstance(ev, StepRow):  # validated and redacted as it was made (step_row_of)
             redacted += ev.redacted
@@ -122,6 +125,8 @@ def ingest(
             continue
         if isinstance(ev, StepEvent) and ev.metadata and CARRIERS & ev.metadata.keys():
             ev = _set_aside_attachments(ev, attachments, refused)
+        if isinstance(ev, SessionEvent) and ev.metadata and IDS_CUT in ev.metadata:
+            warnings.append(_ids_cut(ev))
         before = ev.redacted if isinstance(ev, StepEvent) else 0
         ev = redactor.event(ev)
         if isinstance(ev, StepEvent):
@@ -147,6 +152,16 @@ def ingest(
         redacted=redacted,
         conflicts=written.conflicts,
         media_refused=refused,
+        warnings=warnings,
+    )
+
+
+def _ids_cut(session: SessionEvent) -> str:
+    """What the import says of a run whose user or thread id was too long for its column (formats.runs.fitted_ids)."""
+    names = sorted((session.metadata or {})[IDS_CUT])
+    return (
+        f"run {session.session_id}: {', '.join(names)} longer than {width(session_rows.c[names[0]])} characters, "
+        f"kept cut (…#hash of the whole id), whole in the run's metadata ({IDS_CUT})"
     )
 
 
@@ -355,7 +370,7 @@ def import_bytes(
     )
     report.errors = acc.bad
     warning = mostly_ignored(acc)
-    report.warnings = [warning] if warning else []
+    report.warnings += [warning] if warning else []
     report.files = [acc.to_dict() | {"sessions": len(report.sessions), "stored": report.steps, "duplicates": report.duplicates}]
     return report
 

@@ -13,6 +13,7 @@ from .plain import EXPERIMENT_SOURCE  # experiments' replay sessions: kept out o
 from .search_reads import text_clause
 from .tables import annotations as annotations_table
 from .tables import run_breakdown, run_rollups, sessions
+from .widths import RUN_IDS, cut_apart
 
 # SessionFilter.has: runs with a retried step, an errored step, a blocked action or approval,
 # a fallback block the agent took over, a loop (same tool and arguments 3+ times, retries aside).
@@ -75,8 +76,8 @@ def filter_clauses(flt: SessionFilter | None, dialect: str) -> list:
         )
     for name in EQUALS:
         value = getattr(flt, name)
-        if value:
-            clauses.append(sessions.c[name] == value)
+        if value:  # a user or thread id too long for its column is kept cut apart: the whole id finds its runs
+            clauses.append(sessions.c[name] == (cut_apart(value, sessions.c[name]) if name in RUN_IDS else value))
     if flt.since:
         clauses.append(sessions.c.started_at >= flt.since)
     if flt.until:

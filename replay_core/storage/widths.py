@@ -22,6 +22,8 @@ MARK = "…"  # ends a value cut to fit its column
 # Every column that keeps who did something (audit log, queues, share links, alerts, schedules) has this
 # width (tests/test_field_widths.py holds them to it), so a name fits them all or none.
 HOLDER = audit_log.c.who
+# A run's ids read from a trace (its user, its thread: columns of `sessions`): cut apart when too long.
+RUN_IDS = ("user_id", "thread_id")
 
 
 class TooLong(ValueError):

@@ -284,7 +284,7 @@ def _user_and_thread(run: dict) -> dict[str, str]:
     thread = next((meta[k] for k in _THREAD_KEYS if meta.get(k) not in (None, "")), None)
     user = meta.get("user_id")
     named = (("user_id", user), ("thread_id", thread))
-    return {k: str(v)[:200] for k, v in named if v not in (None, "") and not isinstance(v, (dict, list))}
+    return {k: str(v) for k, v in named if v not in (None, "") and not isinstance(v, (dict, list))}
 
 
 def run_events(runs: list[dict], filename: str) -> Iterator[Event | BadRecord]:

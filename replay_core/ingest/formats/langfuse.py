@@ -179,8 +179,8 @@ def _run(trace: dict, observations: list, where: str) -> Iterator[Event | BadRec
         model=next((o.get("model") for o in observed if o.get("type") == "GENERATION" and o.get("model")), None),
         started_at=min([*starts, *([started] if started else [])], default=None),
         tags=tags or None,
-        user_id=str(user)[:200] if user else None,
-        thread_id=str(session)[:200] if session else None,
+        user_id=str(user) if user else None,
+        thread_id=str(session) if session else None,
         metadata=compact({"langfuse": extra}),
     )
     if trace.get("input") is not None:

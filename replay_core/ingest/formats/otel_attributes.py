@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from ...storage.tables import sessions
+from ...storage.widths import cut_apart
 from .jsondoc import as_object
 
 AGENT, MODEL, TOOL, OTHER = "agent", "model", "tool", "other"
@@ -589,8 +591,10 @@ THREAD_KEYS = ("session.id", "gen_ai.conversation.id", "langfuse.session.id")
 
 
 def conversation_id(attrs: dict[str, Any]) -> str | None:
+    """The run a span names (its conversation): an id too wide for a run's is cut apart (storage/widths.cut_apart),
+    so a conversation is one run in every batch and two conversations alike in their start stay two."""
     value = attrs.get("gen_ai.conversation.id") or attrs.get("session.id")
-    return None if value in (None, "") else str(value)
+    return None if value in (None, "") else cut_apart(str(value), sessions.c.id)
 
 
 def root_output(attrs: Attrs) -> str | None:

@@ -17,7 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error
+from ...storage.tables import sessions
+from ...storage.widths import RUN_IDS, cut_apart, width
 from .reader import BadRecord, Event
+
+IDS_CUT = "ids_cut"  # in a run's metadata: its user_id / thread_id whole, when their columns hold them cut
 
 
 def stable_id(filename: str, data: bytes, *parts: object) -> str:
@@ -54,6 +58,18 @@ def compact(mapping: dict[str, Any]) -> dict[str, Any] | None:
     """The mapping without None values (and None when nothing is left)."""
     out = {k: v for k, v in mapping.items() if v is not None}
     return out or None
+
+
+def fitted_ids(session: dict[str, Any]) -> dict[str, Any]:
+    """A run's fields read from a trace, its user and thread ids as their columns hold them: unchanged when
+    they fit; else cut apart (their start, …, a hash of the whole: two users stay two, and one user's runs
+    stay together) with the whole ids in the run's metadata (`ids_cut`), and the run kept. Sent over the
+    API or the SDK such an id is refused instead (the contract's width)."""
+    whole = {k: v for k in RUN_IDS if isinstance(v := session.get(k), str) and len(v) > width(sessions.c[k])}
+    if not whole:
+        return session
+    metadata = {**(session.get("metadata") or {}), IDS_CUT: whole}
+    return session | {k: cut_apart(v, sessions.c[k]) for k, v in whole.items()} | {"metadata": metadata}
 
 
 class Run:
@@ -98,7 +114,7 @@ class Run:
     def events(self) -> Iterator[Event | BadRecord]:
         """The session event, its steps, its end (if the source said how it ended), and refusals."""
         try:
-            yield SessionEvent(session_id=self.session_id, **self.session)
+            yield SessionEvent(session_id=self.session_id, **fitted_ids(self.session))
             if self.end is not None:
                 end = SessionEndEvent(session_id=self.session_id, **self.end)
         except ValidationError as exc:

@@ -134,7 +134,7 @@ class IngestRoutes:
         except ValueError as exc:
             raise ApiError(400, f"body: {exc}", [{"loc": "body", "msg": str(exc)}]) from None
         await self.api.audit(request, INGEST, ",".join(report.sessions), sessions=len(report.sessions), steps=report.steps)
-        return _traces_response(report.set_up, media)
+        return _traces_response(report.set_up, media, report.warnings)
 
     async def otlp_logs(self, request: Request) -> Response:
         """POST /v1/logs: OTLP/HTTP logs; GenAI events (message content in events mode) joined to their spans."""
@@ -146,18 +146,22 @@ class IngestRoutes:
         return _logs_response(account, media)
 
 
-def _traces_response(set_up: list[str], media: str) -> Response:
+def _traces_response(set_up: list[str], media: str, warnings: list[str]) -> Response:
     """An ExportTraceServiceResponse in the encoding of the request: empty (full success), or, when the batch held
-    a framework's set-up traces (an agent being built: no model call, no tool), a partial success that rejects
-    nothing and says they were kept out of the runs (OTLP's way to warn)."""
+    a framework's set-up traces (an agent being built: no model call, no tool) or the import warned (a user id
+    kept cut), a partial success that rejects nothing and says so (OTLP's way to warn)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
     answer = ExportTraceServiceResponse()
+    said = list(warnings)
     if set_up:
-        answer.partial_success.error_message = (
+        said.insert(
+            0,
             f"{len(set_up)} set-up trace{'s' if len(set_up) != 1 else ''} with no model call or tool (an agent being "
-            f"built) kept out of the runs: {', '.join(set_up[:10])}" + (" …" if len(set_up) > 10 else "")
+            f"built) kept out of the runs: {', '.join(set_up[:10])}" + (" …" if len(set_up) > 10 else ""),
         )
+    if said:
+        answer.partial_success.error_message = "; ".join(said)
     return _encoded(answer, media)
 
 

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from ....events import SessionEndEvent, SessionEvent, StepEvent, describe_validation_error, fast_step
 from .. import otel_attributes as oa
 from ..reader import BadRecord, Event
+from ..runs import fitted_ids
 from . import answers, conventions, crewai
 from .calls import EmittedCall, Ledger, OpenCalls, PriorCall, Replace, answered_before, results_from_inputs
 from .ordering import SpanTrees, place, start_key
@@ -232,7 +233,7 @@ _NAMING = frozenset(oa.USER_KEYS + oa.THREAD_KEYS)
 
 def _user_and_thread(spans: list[Span]) -> dict[str, str]:
     """The run's user and thread: the first value of each one's attributes on the session's spans (in order:
-    roots first), cut to an identifier's width; the attributes stay in their steps' metadata. One pass; a
+    roots first), whole (cut where kept: runs.fitted_ids); the attributes stay in their steps' metadata. One pass; a
     span without any of them costs one C-level check."""
     found: dict[str, str] = {}
     for span in spans:
@@ -243,7 +244,7 @@ def _user_and_thread(spans: list[Span]) -> dict[str, str]:
             if name not in found:
                 value = next((values[k] for k in keys if values.get(k) not in (None, "")), None)
                 if value is not None:
-                    found[name] = str(value)[:200]
+                    found[name] = str(value)
         if len(found) == 2:
             break
     return found
@@ -337,7 +338,8 @@ def session_events(
     end = {k: session.pop(k, None) for k in end_keys}
     final = end["status"] in ("succeeded", "failed")
     try:
-        events: list[Event] = [SessionEvent(session_id=draft.session_id, **{k: v for k, v in session.items() if v is not None})]
+        kept = fitted_ids({k: v for k, v in session.items() if v is not None})
+        events: list[Event] = [SessionEvent(session_id=draft.session_id, **kept)]
         events += steps
         if final:
             events.append(SessionEndEvent(session_id=draft.session_id, **{k: v for k, v in end.items() if v is not None}))
