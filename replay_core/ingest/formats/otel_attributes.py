@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ...storage.tables import sessions
-from ...storage.widths import cut_apart
+from ...storage.widths import cut_apart, width
 from .jsondoc import as_object
 
 AGENT, MODEL, TOOL, OTHER = "agent", "model", "tool", "other"
@@ -590,11 +590,17 @@ USER_KEYS = ("user.id", "enduser.id", "langfuse.user.id")
 THREAD_KEYS = ("session.id", "gen_ai.conversation.id", "langfuse.session.id")
 
 
+_RUN_ID_WIDTH = width(sessions.c.id)
+
+
 def conversation_id(attrs: dict[str, Any]) -> str | None:
     """The run a span names (its conversation): an id too wide for a run's is cut apart (storage/widths.cut_apart),
     so a conversation is one run in every batch and two conversations alike in their start stay two."""
     value = attrs.get("gen_ai.conversation.id") or attrs.get("session.id")
-    return None if value in (None, "") else cut_apart(str(value), sessions.c.id)
+    if value in (None, ""):
+        return None
+    named = str(value)
+    return named if len(named) <= _RUN_ID_WIDTH else cut_apart(named, sessions.c.id)  # read per span: the short way first
 
 
 def root_output(attrs: Attrs) -> str | None:
