@@ -1,6 +1,8 @@
 """A chosen name wider than its column (a note's author, a reviewer, a dataset) is refused before
 the write, naming the field and its limit, on SQLite as on PostgreSQL (which would otherwise raise
-a DataError where SQLite kept the value): through the store, over HTTP, and on the review page."""
+a DataError where SQLite kept the value): through the store, over HTTP, and on the review page.
+A token holder's name (or a listed address) too wide to keep stops the settings and the app's start;
+a name from elsewhere is kept cut with a mark. (A run's user and thread ids: tests/test_run_id_widths.py.)"""
 
 from __future__ import annotations
 
