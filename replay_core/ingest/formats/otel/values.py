@@ -25,6 +25,14 @@ def to_ns(value: Any) -> int | None:
         number = int(value)
         if number >= 10**17:
             return number
+    elif value.__class__ is str and "T" in value:  # ISO-8601 text with its offset, as most span exports write times
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            pass  # spaces around it, or not ISO: read below
+        else:
+            if parsed.tzinfo is not None:
+                return (parsed - EPOCH) // _MICROSECOND * 1000
     if value is None or value == "" or isinstance(value, bool):
         return None
     text = str(value).strip()
