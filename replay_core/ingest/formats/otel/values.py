@@ -82,7 +82,16 @@ def span_hex(value: Any, size: int) -> str | None:
     raise ValueError(f"not a {size}-byte id (hex, base64 or integer): {text[:60]!r}")
 
 
+_STATUS_NAMES = {
+    **{name: name.lower() for name in ("UNSET", "OK", "ERROR")},
+    **{f"STATUS_CODE_{name}": name.lower() for name in ("UNSET", "OK", "ERROR")},
+}
+
+
 def status_of(value: Any) -> str:
+    named = _STATUS_NAMES.get(value) if value.__class__ is str else None  # the usual spellings, looked up at once
+    if named is not None:
+        return named
     text = str(value if value is not None else "").lower()
     if text in ("2", "error") or text.endswith("error"):
         return "error"
