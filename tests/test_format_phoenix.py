@@ -4,15 +4,19 @@ tokens, tools with their results and failures — the three giving the same runs
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 
 import orjson
 import pytest
 from conftest import FIXTURES
+from hypothesis import given
+from hypothesis import strategies as st
 from reader_checks import claims_no_other_fixture
 
 from replay_core.ingest.formats import candidates, otel, phoenix
-from replay_core.ingest.pipeline import import_bytes, import_file
+from replay_core.ingest.formats import otel_attributes as oa
+from replay_core.ingest.pipeline import import_bytes, import_file, read_file
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
 
@@ -84,3 +88,29 @@ def test_damaged_rows_never_half_import(sqlite_store):
     with pytest.raises(ValueError):
         import_bytes(sqlite_store, data[: len(data) // 2], "cut.jsonl")
     assert sqlite_store.session_ids() == []
+
+
+@given(st.permutations(range(12)), st.sampled_from(["Z", "+00:00", "+02:00", ""]))
+def test_messages_come_in_index_order_and_times_in_any_spelling(order, zone):
+    """However a writer orders the indexed keys (a dataframe's JSON sorts them as text: 0, 1, 10, 11, 2…) the
+    messages come in index order; an ISO time reads the same with `Z`, an offset, or none (UTC)."""
+    texts = {n: f"message {n}" for n in range(12)}
+    row = orjson.loads(EXPORTS[2].read_bytes())["data"][1]
+    attrs = {k: v for k, v in row["attributes"].items() if not k.startswith("llm.input_messages.")}
+    for n in order:
+        attrs[f"llm.input_messages.{n}.message.role"] = "user"
+        attrs[f"llm.input_messages.{n}.message.content"] = texts[n]
+    row |= {"attributes": attrs, "start_time": f"2026-12-06T14:32:16.713067{zone}"}
+    span = phoenix.phoenix_span(row, "row")
+    assert [m["content"] for m in oa.input_messages(oa.Attrs(span.attributes)) or []] == list(texts.values())
+    offset = 2 * 3600 * 10**9 if zone == "+02:00" else 0
+    assert span.start_ns == 1796567536713067000 - offset
+
+
+def test_what_a_read_made_goes_to_the_oldest_generation():
+    """The collector is paused while a file is read, and what the read made is promoted on the way out rather
+    than walked by the young collection the next allocation starts (a tenth of reading a big export)."""
+    acc = read_file(EXPORTS[2].read_bytes(), "rest_spans.json")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert acc.events and all(id(e) in oldest for e in acc.events)

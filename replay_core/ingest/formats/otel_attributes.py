@@ -79,31 +79,33 @@ class Attrs:
 
 
 _INDEXED_REST = re.compile(r"(\d+)\.(.+)$")
+_INDEX_TEXT = tuple(str(n) for n in range(64))  # the indexes most lists are written with, in order
 
 
 def _indexed(flat: dict[str, Any], prefix: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The `prefix.N.rest` keys of a flat map as [{rest: value}] in index order, and the keys they came from.
     Keys are picked by prefix first (a plain scan, cheap where most keys do not match), then grouped by the
-    text of their index; only when that text is unusual (not decimal, two spellings of one number, a key with
-    no rest or with a line break) is each key judged on its own."""
+    text of their index; groups met as 0, 1, 2… (how writers list them) are the answer as they are, other
+    decimal indexes are sorted by number; only when that text is unusual (not decimal, two spellings of one
+    number, a key with no rest or with a line break) is each key judged on its own."""
     start = prefix + "."
     keys = [k for k in flat if k.startswith(start)] if isinstance(prefix, str) else []
     if not keys:
         return [], []
     size = len(start)
     groups: dict[str, dict[str, Any]] = {}
-    plain = True
     for key in keys:
         dot = key.find(".", size)
-        if dot < 0 or "\n" in key:
-            plain = False
-            break
+        if dot < 0 or dot + 1 == len(key) or "\n" in key:
+            return _indexed_keys(flat, keys, size)
         index = key[size:dot]
         group = groups.get(index)
         if group is None:
             group = groups[index] = {}
         group[key[dot + 1 :]] = flat[key]
-    if plain and all(i.isdecimal() and "" not in g for i, g in groups.items()):
+    if tuple(groups) == _INDEX_TEXT[: len(groups)]:
+        return list(groups.values()), keys
+    if all(i.isdecimal() for i in groups):
         numbers = {int(i): g for i, g in groups.items()}
         if len(numbers) == len(groups):
             return [numbers[n] for n in sorted(numbers)], keys

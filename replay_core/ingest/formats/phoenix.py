@@ -51,8 +51,8 @@ def _attributes(row: dict) -> dict[str, Any]:
     given = row.get("attributes")
     if isinstance(given, dict):  # the REST answer (flat dotted keys, or nested)
         odd = [k for k, v in given.items() if v.__class__ is not str]
-        if not any(isinstance(given[k], dict) for k in odd):  # flat already: copied whole, the few others stored
-            attrs = given.copy()
+        if not any(isinstance(given[k], dict) for k in odd):  # flat already: the row's own map (read for this span
+            attrs = given  # alone), the few values not text stored as they should be
             for key in odd:
                 attrs[key] = _value(given[key])
         else:

@@ -25,6 +25,14 @@ def to_ns(value: Any) -> int | None:
         number = int(value)
         if number >= 10**17:
             return number
+    elif value.__class__ is str and "T" in value:  # ISO-8601 text with its offset, as most span exports write times
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            pass  # spaces around it, or not ISO: read below
+        else:
+            if parsed.tzinfo is not None:
+                return (parsed - EPOCH) // _MICROSECOND * 1000
     if value is None or value == "" or isinstance(value, bool):
         return None
     text = str(value).strip()
@@ -74,7 +82,16 @@ def span_hex(value: Any, size: int) -> str | None:
     raise ValueError(f"not a {size}-byte id (hex, base64 or integer): {text[:60]!r}")
 
 
+_STATUS_NAMES = {
+    **{name: name.lower() for name in ("UNSET", "OK", "ERROR")},
+    **{f"STATUS_CODE_{name}": name.lower() for name in ("UNSET", "OK", "ERROR")},
+}
+
+
 def status_of(value: Any) -> str:
+    named = _STATUS_NAMES.get(value) if value.__class__ is str else None  # the usual spellings, looked up at once
+    if named is not None:
+        return named
     text = str(value if value is not None else "").lower()
     if text in ("2", "error") or text.endswith("error"):
         return "error"
