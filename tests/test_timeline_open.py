@@ -13,10 +13,10 @@ from hypothesis import strategies as hs
 from sqlalchemy import select
 
 from replay_core.events import SessionEvent, StepEvent
-from replay_core.ingest.pipeline import ingest
+from replay_core.ingest.pipeline import collector_paused, ingest
 from replay_core.storage.store import STEP_COLUMNS
 from replay_core.storage.tables import steps as steps_table
-from replay_core.understand.timeline import open_timeline, paused_and_promoted
+from replay_core.understand.timeline import open_timeline
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 _text = hs.text(hs.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=12)  # NUL is refused on the way in
@@ -102,12 +102,12 @@ def test_a_bare_number_as_arguments_or_a_json_text_loads_as_written(store):
 
 
 def test_what_is_built_while_paused_is_promoted_not_lost():
-    """paused_and_promoted hands what it made to the oldest generation: still collected when it is cyclic garbage."""
+    """collector_paused hands what it made to the oldest generation: still collected when it is cyclic garbage."""
 
     class Node:
         pass
 
-    with paused_and_promoted():
+    with collector_paused():
         node = Node()
         node.me = node  # a cycle, unreachable once `node` is dropped
         gc_was_on_inside = gc.isenabled()

@@ -21,9 +21,9 @@ from rapidfuzz.distance import Indel
 
 from ..events import StepEvent
 from ..ingest.formats.jsondoc import parse_arguments
+from ..ingest.pipeline import collector_paused
 from ..storage.store import Store
 from .cycles import cycle_of_steps
-from .timeline import paused_and_promoted
 
 # Compared by default; everything a run *did*.
 COMPARED = ("type", "tool_name", "tool_args", "content", "status", "error_class", "retry", "agent_id", "metadata")
@@ -520,7 +520,7 @@ def compare(
         return found
 
     a, b = session(a_id), session(b_id)
-    with paused_and_promoted():  # two 50,000-step runs are millions of objects, none of them cyclic garbage
+    with collector_paused():  # two 50,000-step runs are millions of objects, none of them cyclic garbage
         steps_a, steps_b = (held[i][1] if i in held else store.load_steps(i) for i in (a_id, b_id))
         cut = None if whole else (replay_range(a, b) or replay_range(b, a))
         compare_outcome = True

@@ -25,8 +25,9 @@ from typing import Any
 import orjson
 
 from ..events import StepEvent
+from ..ingest.pipeline import collector_paused
 from ..storage.store import Store
-from .timeline import Timeline, paused_and_promoted
+from .timeline import Timeline
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 
@@ -287,7 +288,7 @@ def _yielding(rows: Iterable[tuple], hurry: threading.Event, every: int = 512) -
 
 
 def _rebuilt_range(timeline: Timeline, start: int, end: int, *, hurry: threading.Event | None = None) -> _Rebuild:
-    with paused_and_promoted():  # a message dict per step of a long run: see timeline.open_timeline
+    with collector_paused():  # a message dict per step of a long run: see timeline.open_timeline
         columns = timeline.columns
         rows: Iterable[tuple] = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS), strict=True)
         rows = rows if hurry is None else _yielding(rows, hurry)

@@ -6,11 +6,9 @@ cursor over the timeline (snapshot.state_at) costs O(1) for the totals.
 
 from __future__ import annotations
 
-import gc
 import threading
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, overload
@@ -133,7 +131,7 @@ class Steps(Sequence[StepEvent]):
     def __iter__(self) -> Iterator[StepEvent]:
         whole = self._whole
         if whole is None:
-            with self._lock, paused_and_promoted():
+            with self._lock, collector_paused():
                 whole = self._whole
                 if whole is None:
                     rows = zip(*(self._columns[name] for name in STEP_COLUMNS), strict=True)
@@ -285,20 +283,9 @@ def open_timeline(store: Store, session_id: str) -> Timeline:
     session = store.get_session(session_id)
     if session is None:
         raise KeyError(session_id)
-    with paused_and_promoted():
+    with collector_paused():
         columns = dict(zip(STEP_COLUMNS, store.load_step_columns(session_id), strict=True))
         return _timeline(session, Steps(session_id, columns), columns, store.context_event_ids(session_id))
-
-
-@contextmanager
-def paused_and_promoted() -> Iterator[None]:
-    """collector_paused, and what was made meanwhile moved straight to the oldest generation (gc.freeze
-    then gc.unfreeze: a list splice), not traversed by the young collection that the next allocation
-    would start (45 ms at 100,000 steps). Nothing is exempt from later full collections."""
-    with collector_paused():
-        yield
-        gc.freeze()
-        gc.unfreeze()
 
 
 def count_cycles(store: Store, session_ids: list[str]) -> dict[str, int]:
