@@ -25,9 +25,13 @@ def _attrs(**values: str) -> list[dict]:
     return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
 
 
+TOOLS = (1, 3)  # the kinds of tool spans: answering the call before them, ok or failing
+
+
 def _trace(t: int, kinds: list[int]) -> list[dict]:
     """One turn of the conversation: a root naming the session, then model calls asking a tool, the tools
-    answering them and bare spans, one after the other; turn `t` starts after turn t - 1 ends."""
+    answering them (kind 1, or 3 failing) and bare spans, one after the other; turn `t` starts after turn
+    t - 1 ends."""
     trace = f"{t + 1:032x}"
     start = T0 + t * 10_000_000
     spans = []
@@ -47,13 +51,15 @@ def _trace(t: int, kinds: list[int]) -> list[dict]:
                     "gen_ai.output.messages": json.dumps(messages),
                 }
             )
-        elif kind == 1:
+        elif kind in TOOLS:
             attrs = _attrs(
                 **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"c{t}-{i - 1}"}
             )
         else:
             attrs = []
         spans.append(_span(trace, t * 100 + i, t * 100 + 1, at, at + 500, attrs))
+        if kind == 3:
+            spans[-1]["status"] = {"code": 2, "message": f"boom {i}"}
     root = _attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker", "session.id": "conv"})
     spans.append(_span(trace, t * 100 + 1, None, start, start + (len(kinds) + 3) * 1000, root))
     return spans
@@ -93,8 +99,10 @@ def _clear(store: Store) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=6), min_size=1, max_size=3), st.data())
+@given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=6), min_size=1, max_size=3), st.data())
 def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, turns, data):
+    """Late tool spans (drawn) go in the batch sent after their model call's: each takes over the call an
+    earlier batch stored, and the rollups are carried over the swap."""
     spans = [s for t, kinds in enumerate(turns) for s in _trace(t, kinds)]
     _clear(store)
     otlp_receiver.receive(store, _body(spans), "application/json")
@@ -102,6 +110,12 @@ def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, t
     _clear(store)
     batch_of = data.draw(st.lists(st.integers(0, 3), min_size=len(spans), max_size=len(spans)), label="batch of each span")
     order = data.draw(st.permutations(range(4)), label="order of the batches")
+    if data.draw(st.booleans(), label="tool spans in the batch after their model call's"):
+        kinds = [k for t in turns for k in [*t, None]]  # as `spans`: each turn's spans, then its root
+        for j, kind in enumerate(kinds):
+            sent = order.index(batch_of[j - 1]) if j else 3
+            if kind in TOOLS and kinds[j - 1] == 0 and sent < 3:
+                batch_of[j] = order[sent + 1]
     small = room.SETTLE_SMALL
     room.SETTLE_SMALL = data.draw(st.sampled_from([0, small]), label="runs settled at once up to")  # 0: gaps kept
     try:

@@ -278,31 +278,43 @@ def _commit(
             .values(place=bindparam("where")),
             [{"sid": sid, "eid": eid, "where": where} for sid, eid, where in places],
         )
+    carried: dict[str, tuple[tuple, list[tuple]]] = {}  # per run: its rollup carried over the swaps so far
+    again: set[str] = set()  # runs whose rollups are recomputed: a step moved, or a swap the carry cannot take
     for old_event_id, step, where in replaced:
-        event_id = step.identity()
-        taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == step.session_id, steps.c.event_id == event_id))
+        sid, event_id = step.session_id, step.identity()
+        taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == sid, steps.c.event_id == event_id))
         if taken is not None and event_id != old_event_id:  # a re-delivered batch: the tool's step is stored already
             continue
         values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
         values.update(event_id=event_id, call_key=call_key(values), place=where)
         del values["seq"]
         old = conn.execute(
-            select(steps.c.id, steps.c.seq).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
+            select(steps.c.id, *_ROLLED).where(steps.c.session_id == sid, steps.c.event_id == old_event_id)
         ).first()
         if old is None:
             continue
-        if _between(conn, step.session_id, old.seq, where or ""):  # its place is where it stands: nothing moves
+        if _between(conn, sid, old.seq, where or ""):  # its place is where it stands: nothing moves
             conn.execute(update(steps).where(steps.c.id == old.id).values(**values))
             seq = old.seq
+            if sid not in again:
+                now_is = conn.execute(select(*_ROLLED).where(steps.c.id == old.id)).one()
+                swap = rollups.swapped(conn, sid, tuple(old)[1:], tuple(now_is), carried.get(sid))
+                if swap is None:
+                    again.add(sid)
+                else:
+                    carried[sid] = swap
         else:
+            again.add(sid)
             conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
-            seq = room(conn, step.session_id, [where or ""])[0][0]  # its old seq left free: `settle` closes it
+            seq = room(conn, sid, [where or ""])[0][0]  # its old seq left free: `settle` closes it
             conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
         if step.agent_id is not None:  # steps of the tool's span may have come before it
-            _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
+            _inherit(conn, sid, seq, {event_id: step.agent_id})
     for sid, (from_seq, agent_of) in (agents or {}).items():
         _inherit(conn, sid, from_seq, agent_of)
-    rollups.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
+    kept = {sid: swap for sid, swap in carried.items() if sid not in again}
+    rollups.write(conn, list(kept), kept.values(), bulk_insert)
+    rollups.refresh(conn, sorted(again), bulk_insert)
     daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
 
 
@@ -423,6 +435,7 @@ class OtlpArrangement:
 # the key goes: the key is computed from them, as rollups.from_stored does)
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
 _KEY_IN = rollups.FIELDS.index("call_key")
+_ROLLED = tuple(steps.c[n] for n in rollups.FIELDS)  # a stored step as its run's rollup reads it (its stored call key)
 PLACE_AT, MODEL_AT = ROW_COLUMNS.index("place"), ROW_COLUMNS.index("model")
 
 
