@@ -172,9 +172,8 @@ def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store
     assert kept == _rollups(store)
 
 
-def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
-    """Gaps a batch left stay while the run's traces receive batches, and go when they have been quiet for
-    SETTLE_AFTER: idle expiry (run by the pages and the CLI) settles them too."""
+def _gapped_run(store: Store) -> list[int]:
+    """A 31-step run sent last batch first, whose seqs keep the gaps its batches left: its seqs."""
     spans = _trace(0, [2] * 30)
     root, children = spans[-1], spans[:-1]
     _clear(store)
@@ -188,12 +187,45 @@ def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
         room.SETTLE_SMALL = small
     gapped = [s.seq for s in store.load_steps("conv")]
     assert gapped != list(range(1, len(gapped) + 1))
+    return gapped
+
+
+def _quiet_for(store: Store, seconds: float) -> None:
+    """The traces' last batch `seconds` ago."""
+    with store.engine.begin() as conn:
+        conn.execute(update(otlp_traces).values(updated_at=now_utc() - timedelta(seconds=seconds)))
+
+
+def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
+    """Gaps a batch left stay while the run's traces receive batches, and go when they have been quiet for
+    AGENT_REPLAY_OTLP_SETTLE_S (30 s): idle expiry (run by the pages and the CLI) settles them too."""
+    gapped = _gapped_run(store)
     store.expire_idle()  # the traces are not quiet yet
     assert [s.seq for s in store.load_steps("conv")] == gapped
-    with store.engine.begin() as conn:
-        conn.execute(update(otlp_traces).values(updated_at=now_utc() - room.SETTLE_AFTER - timedelta(seconds=1)))
+    _quiet_for(store, 29)
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == gapped
+    _quiet_for(store, 31)
     store.expire_idle()
     assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))
     kept = _rollups(store)
     store.rebuild_rollups()
     assert kept == _rollups(store)
+
+
+def test_a_shorter_settle_setting_settles_a_quiet_run_sooner(store, monkeypatch):
+    """AGENT_REPLAY_OTLP_SETTLE_S set to 2: a run whose traces were quiet 3 s is settled by idle expiry; set to 0,
+    the receiver's next batch (of another trace) settles it, the receiver looking that often."""
+    gapped = _gapped_run(store)
+    _quiet_for(store, 3)
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == gapped
+    monkeypatch.setenv("AGENT_REPLAY_OTLP_SETTLE_S", "2")
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))
+    monkeypatch.delenv("AGENT_REPLAY_OTLP_SETTLE_S")
+    gapped = _gapped_run(store)
+    monkeypatch.setenv("AGENT_REPLAY_OTLP_SETTLE_S", "0")
+    other = _span("f" * 32, 999, None, T0, T0 + 1000, _attrs(**{"gen_ai.operation.name": "invoke_agent"}))
+    otlp_receiver.receive(store, _body([other]), "application/json")
+    assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))

@@ -29,7 +29,7 @@ from . import room as placing
 from .bulk import bulk_insert, chunks, dialect_module
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
-from .room import SETTLE_AFTER, gapped, room, settle, settle_quiet
+from .room import gapped, room, settle, settle_quiet
 from .tables import annotations as annotations_table
 from .tables import attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
 from .writing import WriteBatch, existing_sessions
@@ -136,10 +136,10 @@ class IngestState(StoreBase):
         with self._write_lock, self.engine.begin() as conn:
             _commit(conn, placed, consumed, opened, replaced, idle, places, agents or {})
 
-    def otlp_settle(self, quiet: timedelta = SETTLE_AFTER) -> list[str]:
+    def otlp_settle(self, quiet: timedelta | None = None) -> list[str]:
         """Number 1..n the runs whose seqs kept gaps (batches that landed before stored steps) and whose traces
-        received nothing for `quiet` (the receiver looks every SETTLE_AFTER, idle expiry at each call).
-        Returns them."""
+        received nothing for `quiet` (config.settle_after, AGENT_REPLAY_OTLP_SETTLE_S, when not given: the
+        receiver looks that often at most, idle expiry at each call). Returns them."""
         with self._write_lock, self._write_transaction() as conn:
             return settle_quiet(conn, quiet)
 

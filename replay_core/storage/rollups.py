@@ -4,9 +4,10 @@
 Kept exact by recomputing a run's rows whenever its steps change, in the same transaction:
 from the rows in hand for a run created by the write (a file import: nothing to read back),
 else from its stored steps, or carried on from its stored rollup where that is exact without
-reading the run (`append`: new steps landing in one spot; `swapped`: a step taken over by another). A late, duplicate or out-of-order step is therefore no special
-case: whatever the steps are after the write, the rollup is what a from-scratch pass over them
-gives (`rebuild`, `agent-replay db rebuild-rollups`, migration 0009_rollups).
+reading the run (`append`: new steps landing in one spot; `swapped`: a step taken over by
+another). A late, duplicate or out-of-order step is therefore no special case: whatever the
+steps are after the write, the rollup is what a from-scratch pass over them gives (`rebuild`,
+`agent-replay db rebuild-rollups`, migration 0009_rollups).
 
 Definitions (the numbers analytics showed when it summed the steps at read time):
 errored step: type `error` or status `error`; a cost is unknown for a step with tokens and
