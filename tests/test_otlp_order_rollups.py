@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from itertools import pairwise
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select, update
@@ -28,13 +30,15 @@ def _attrs(**values: str) -> list[dict]:
 TOOLS = (1, 3)  # the kinds of tool spans: answering the call before them, ok or failing
 
 
-def _trace(t: int, kinds: list[int]) -> list[dict]:
+def _trace(t: int, kinds: list[int], inputs: bool = False) -> list[dict]:
     """One turn of the conversation: a root naming the session, then model calls asking a tool, the tools
     answering them (kind 1, or 3 failing) and bare spans, one after the other; turn `t` starts after turn
-    t - 1 ends."""
+    t - 1 ends. With `inputs`, each model call's input holds the result of the call before it (the tool
+    spans carry none: a result stored without text takes it from there, in a later batch too)."""
     trace = f"{t + 1:032x}"
     start = T0 + t * 10_000_000
     spans = []
+    asked = None  # the call id of the turn's last model call
     for i, kind in enumerate(kinds, start=2):
         at = start + i * 1000
         if kind == 0:
@@ -44,13 +48,18 @@ def _trace(t: int, kinds: list[int]) -> list[dict]:
                     "parts": [{"type": "tool_call", "id": f"c{t}-{i}", "name": "search", "arguments": {"q": "x"}}],
                 }
             ]
+            received = [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+            if asked is not None:
+                received.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": asked, "result": f"r {i}"}]})
             attrs = _attrs(
                 **{
                     "gen_ai.operation.name": "chat",
                     "gen_ai.request.model": "gpt-4o",
                     "gen_ai.output.messages": json.dumps(messages),
+                    **({"gen_ai.input.messages": json.dumps(received)} if inputs else {}),
                 }
             )
+            asked = f"c{t}-{i}"
         elif kind in TOOLS:
             attrs = _attrs(
                 **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"c{t}-{i - 1}"}
@@ -102,8 +111,10 @@ def _clear(store: Store) -> None:
 @given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=6), min_size=1, max_size=3), st.data())
 def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, turns, data):
     """Late tool spans (drawn) go in the batch sent after their model call's: each takes over the call an
-    earlier batch stored, and the rollups are carried over the swap."""
-    spans = [s for t, kinds in enumerate(turns) for s in _trace(t, kinds)]
+    earlier batch stored; with model inputs (drawn), a later model call gives a stored result its text.
+    The rollups are carried over each such swap."""
+    inputs = data.draw(st.booleans(), label="model calls record their input")
+    spans = [s for t, kinds in enumerate(turns) for s in _trace(t, kinds, inputs)]
     _clear(store)
     otlp_receiver.receive(store, _body(spans), "application/json")
     expected = _picture(store)
@@ -134,6 +145,28 @@ def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, t
     kept = _rollups(store)
     store.rebuild_rollups()
     assert kept == _rollups(store)
+
+
+@pytest.mark.parametrize("inputs", [False, True], ids=["no inputs", "inputs"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rounds=st.lists(st.sampled_from([(0, 1), (0, 1), (0, 3), (0,), (2,)]), min_size=2, max_size=8), data=st.data())
+def test_tool_spans_and_results_after_a_batch_boundary_keep_exact_rollups(store, rounds, inputs, data):
+    """A turn's spans sent in the order they end, cut into batches anywhere: a tool span whose model call the
+    batch before stored takes it over, and (with model inputs) a result the batch before stored without text
+    gets it from the next model call. After every batch the rollups equal a rebuild; at the end the run is
+    one request's."""
+    spans = _trace(0, [kind for kinds in rounds for kind in kinds], inputs)
+    _clear(store)
+    otlp_receiver.receive(store, _body(spans), "application/json")
+    expected = _picture(store)
+    _clear(store)
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(spans) - 1), max_size=len(spans) - 1), label="batch cuts"))
+    for first, end in pairwise([0, *cuts, len(spans)]):
+        otlp_receiver.receive(store, _body(spans[first:end]), "application/json")
+        kept = _rollups(store)
+        store.rebuild_rollups()
+        assert kept == _rollups(store)
+    assert _picture(store) == expected
 
 
 def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store):

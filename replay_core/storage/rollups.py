@@ -444,9 +444,9 @@ def swapped(
     rollup: `old` taken out, then `new` carried on as a step landing at that seq (`_carried_on`), reading the
     phases beside it, the calls its keys group with and the durations on the shorter side of it, not the run.
     None where taking `old` out cannot be exact (tokens or a cost of its own, the run's first error, an error
-    or a tool result step, a phase the run may hold no other of): the caller recomputes the run."""
+    step, a phase the run may hold no other of): the caller recomputes the run."""
     seq, kind, status, retry, dur, t_in, t_out, cost, ts, tool, ecls, key, call_id, meta = old
-    if new[0] != seq or kind in ("error", "tool_result") or t_in is not None or t_out is not None or cost is not None:
+    if new[0] != seq or kind == "error" or t_in is not None or t_out is not None or cost is not None:
         return None
     reads = _reads(conn.dialect.name)
     if held is None:
@@ -470,15 +470,26 @@ def swapped(
         falls += -(before is not None and phase < before) - (after is not None and after < phase)
         falls += before is not None and after is not None and after < before
     loops, redundant = row.loops, row.redundant_calls
-    if kind == "tool_call" and not retry and key is not None:
-        group = [(s, cid) for s, r, _, cid in _by_index(conn, reads["by_keys"], sid, [key], spot) if not r]
-        ok_at: dict[str, int] = {}
-        for s, k, st, _, cid in _by_index(
-            conn, reads["by_ids"], sid, sorted({c for _, c in group if c} | {call_id} - {None}), spot
-        ):
+    a_call = kind == "tool_call" and not retry and key is not None
+    answered = kind == "tool_result" and status == "ok" and call_id is not None
+    keys = {key} if a_call else set()
+    if answered:  # the groups of the calls it answered: it may have made their repeats redundant
+        keys.update(k for *_, k, _ in _by_index(conn, reads["by_ids"], sid, [call_id], spot) if k is not None)
+    if keys:
+        groups: dict[str, list[tuple]] = {}
+        for s, r, k, cid in _by_index(conn, reads["by_keys"], sid, sorted(keys), spot):
+            if not r:
+                groups.setdefault(k, []).append((s, cid))
+        ids = {cid for group in groups.values() for _, cid in group if cid is not None} | {call_id} - {None}
+        ok_at: dict[str, int] = {}  # without `old`
+        for s, k, st, _, cid in _by_index(conn, reads["by_ids"], sid, sorted(ids), spot):
             if k == "tool_result" and st == "ok" and (cid not in ok_at or s < ok_at[cid]):
                 ok_at[cid] = s
-        was, now = _loops({key: [*group, (seq, call_id)]}, ok_at), _loops({key: group}, ok_at)
+        with_old = {k: [*group, *([(seq, call_id)] if a_call and k == key else [])] for k, group in groups.items()}
+        if a_call:
+            with_old.setdefault(key, [(seq, call_id)])
+        ok_with = ok_at | ({call_id: min(seq, ok_at.get(call_id, seq))} if answered else {})
+        was, now = _loops(with_old, ok_with), _loops(groups, ok_at)
         loops, redundant = loops - was[0] + now[0], redundant - was[1] + now[1]
     breakdown = {(t, e): [n, b] for _, t, e, n, b in held[1]}
     if kind == "tool_call" or bad:
