@@ -107,13 +107,13 @@ def _clear(store: Store) -> None:
     store.delete_sessions(store.session_ids(SessionFilter(experiments=True)))
 
 
+@pytest.mark.parametrize("inputs", [False, True], ids=["no inputs", "inputs"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=6), min_size=1, max_size=3), st.data())
-def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, turns, data):
+@given(turns=st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=6), min_size=1, max_size=3), data=st.data())
+def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, inputs, turns, data):
     """Late tool spans (drawn) go in the batch sent after their model call's: each takes over the call an
-    earlier batch stored; with model inputs (drawn), a later model call gives a stored result its text.
-    The rollups are carried over each such swap."""
-    inputs = data.draw(st.booleans(), label="model calls record their input")
+    earlier batch stored; with model inputs, a model call gives a result stored without text its text,
+    whichever came first. The rollups are carried over each such swap, and left as they are by a fill."""
     spans = [s for t, kinds in enumerate(turns) for s in _trace(t, kinds, inputs)]
     _clear(store)
     otlp_receiver.receive(store, _body(spans), "application/json")

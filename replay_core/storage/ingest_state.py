@@ -168,6 +168,7 @@ class IngestState(StoreBase):
         step already holds is kept. Returns the steps changed."""
         s, c = steps.c, step_contexts.c
         changed = 0
+        keyed: set[str] = set()  # runs whose calls' keys changed: the rest of a fill is nothing their rollups read
         with self._write_lock, self._write_transaction() as conn:
             for fill in fills:
                 sid, eid = fill["session_id"], fill["event_id"]
@@ -193,18 +194,20 @@ class IngestState(StoreBase):
                         conn.execute(update(steps).where(s.id == call.id).values(tool_args=args, call_key=key))
                         _recorded(conn, call.id, call.metadata, "tool_args")
                         changed += 1
+                        keyed.add(sid)
                 for call_id, text in (fill.get("results") or {}).items():
                     changed += _fill_result(conn, sid, call_id, text, eid)
                 if fill.get("answer"):
                     _answered(conn, sid, row.seq, fill["answer"])
-            rollups.refresh(conn, list({f["session_id"] for f in fills}), bulk_insert)  # repeated calls are told by call_key
+            rollups.refresh(conn, sorted(keyed), bulk_insert)  # repeated calls are told by call_key
         return changed
 
     def otlp_results_from_later(self, bare: Sequence[tuple[str, str, str]]) -> int:
         """Tool results a batch stored without text (`bare`: (session_id, event_id, tool_call id)) that the first
         model call stored after each received: their text from that call's context (a tool span can arrive after
         the model call that got its result). One indexed read per result, outside the write lock; a write only
-        for the texts found. Returns the results filled."""
+        for the texts found, which leaves the rollups as they are (a result's text and metadata are nothing they
+        read). Returns the results filled."""
         found: list[tuple[str, str, str, str]] = []
         with self.engine.connect() as conn:
             for part in chunks(list(bare), 200):
@@ -229,8 +232,6 @@ class IngestState(StoreBase):
         with self._write_lock, self._write_transaction() as conn:
             for sid, call_id, said, model in found:
                 changed += _fill_result(conn, sid, call_id, said, model)
-            if changed:
-                rollups.refresh(conn, list({f[0] for f in found}), bulk_insert)
         return changed
 
 
