@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select, update
 
 from replay_core.ingest import otlp_receiver
-from replay_core.storage import room
+from replay_core.storage import rollups, room
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.storage.tables import otlp_traces, run_breakdown, run_rollups
 from replay_core.vocabulary import now_utc
@@ -127,8 +127,9 @@ def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, i
             sent = order.index(batch_of[j - 1]) if j else 3
             if kind in TOOLS and kinds[j - 1] == 0 and sent < 3:
                 batch_of[j] = order[sent + 1]
-    small = room.SETTLE_SMALL
+    small, swap_from = room.SETTLE_SMALL, rollups.SWAP_FROM
     room.SETTLE_SMALL = data.draw(st.sampled_from([0, small]), label="runs settled at once up to")  # 0: gaps kept
+    rollups.SWAP_FROM = data.draw(st.sampled_from([0, swap_from]), label="steps a swap from which it is carried")
     try:
         for n in order:
             batch = [s for s, b in zip(spans, batch_of, strict=True) if b == n]
@@ -138,7 +139,7 @@ def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, i
                 store.rebuild_rollups()
                 assert kept == _rollups(store)
     finally:
-        room.SETTLE_SMALL = small
+        room.SETTLE_SMALL, rollups.SWAP_FROM = small, swap_from
     store.otlp_settle(timedelta(0))
     assert [r["id"] for r in store.list_sessions(limit=10)] == ["conv"]
     assert _picture(store) == expected
@@ -161,11 +162,16 @@ def test_tool_spans_and_results_after_a_batch_boundary_keep_exact_rollups(store,
     expected = _picture(store)
     _clear(store)
     cuts = sorted(data.draw(st.sets(st.integers(1, len(spans) - 1), max_size=len(spans) - 1), label="batch cuts"))
-    for first, end in pairwise([0, *cuts, len(spans)]):
-        otlp_receiver.receive(store, _body(spans[first:end]), "application/json")
-        kept = _rollups(store)
-        store.rebuild_rollups()
-        assert kept == _rollups(store)
+    swap_from = rollups.SWAP_FROM
+    rollups.SWAP_FROM = 0  # every run carried over its swaps, however short
+    try:
+        for first, end in pairwise([0, *cuts, len(spans)]):
+            otlp_receiver.receive(store, _body(spans[first:end]), "application/json")
+            kept = _rollups(store)
+            store.rebuild_rollups()
+            assert kept == _rollups(store)
+    finally:
+        rollups.SWAP_FROM = swap_from
     assert _picture(store) == expected
 
 

@@ -14,6 +14,7 @@ and is what names a step for good.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -31,7 +32,7 @@ from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, s
 from .engine import StoreBase
 from .room import gapped, room, settle, settle_quiet
 from .tables import annotations as annotations_table
-from .tables import attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
+from .tables import attachments, otlp_open_calls, otlp_traces, run_rollups, sessions, step_contexts, steps, watch_offsets
 from .writing import WriteBatch, existing_sessions
 
 if TYPE_CHECKING:
@@ -280,7 +281,8 @@ def _commit(
             [{"sid": sid, "eid": eid, "where": where} for sid, eid, where in places],
         )
     carried: dict[str, tuple[tuple, list[tuple]]] = {}  # per run: its rollup carried over the swaps so far
-    again: set[str] = set()  # runs whose rollups are recomputed: a step moved, or a swap the carry cannot take
+    # runs whose rollups are recomputed: the short ones, and those where a step moves or a swap the carry cannot take
+    again = _short(conn, Counter(step.session_id for _, step, _ in replaced))
     for old_event_id, step, where in replaced:
         sid, event_id = step.session_id, step.identity()
         taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == sid, steps.c.event_id == event_id))
@@ -453,6 +455,18 @@ def _fill_models(conn: Connection, sids: list[str]) -> None:
     )
     for part in chunks(sids):
         conn.execute(update(sessions).where(sessions.c.id.in_(part), sessions.c.model.is_(None)).values(model=first))
+
+
+def _short(conn: Connection, swaps: Counter[str]) -> set[str]:
+    """Of the runs with these many swaps in a batch, those whose rollups cost less to recompute than to carry
+    over each swap (fewer than rollups.SWAP_FROM steps a swap)."""
+    r = run_rollups.c
+    long = set()
+    for part in chunks(sorted(swaps)):
+        for sid, n in conn.execute(select(r.session_id, r.steps).where(r.session_id.in_(part))):
+            if n >= rollups.SWAP_FROM * swaps[sid]:
+                long.add(sid)
+    return set(swaps) - long
 
 
 def _holds_steps(conn: Connection, sid: str) -> bool:

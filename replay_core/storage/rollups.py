@@ -59,6 +59,7 @@ ROLLUP_COLUMNS = tuple(c.name for c in run_rollups.c)
 BREAKDOWN_COLUMNS = tuple(c.name for c in run_breakdown.c)
 _PHASE = {"think": 0, "tool_call": 1, "tool_result": 2, "observation": 3, "decision": 4}
 _CHUNK = 500
+SWAP_FROM = 1000  # steps of a run per swap in a batch from which `swapped` reads less than `refresh` (~1,000 steps)
 
 
 def call_key(kind: str, tool: str | None, args: Any) -> str | None:
