@@ -19,8 +19,14 @@ its figure beside a same-run baseline:
   only, 20 sessions, each session's traces one after the other in time), each trace sent in 4
   batches children first and its root last, 10 traces a request: spans/s beside orjson.loads of
   the same bodies; the goal is 30 × Phoenix's measured 161 spans/s.
+- `tool_spans`: runs of 4,000, 8,000 and 16,000 rounds (a model call asking a tool, then the tool span
+  answering it: 3 steps a round, 12,001 to 48,001 steps), sent in batches of 500 spans cut between each
+  batch's last model call and its tool span, the root last: every batch's first span takes over the call
+  the previous batch stored (`ingest_state._commit`'s `replaced`). Printed per length, in CPU seconds
+  (time.process_time): spans/s beside the same spans in one request; a rate falling with the length is a
+  cost per batch growing with the run.
 Each part prints os.getloadavg() (the machine is shared: judge ratios, not seconds).
-Run one part with `python bench/bench_otlp_order.py late_root` (or late_batches, reversed, batched).
+Run one part with `python bench/bench_otlp_order.py late_root` (or late_batches, reversed, batched, tool_spans).
 """
 
 from __future__ import annotations
@@ -31,15 +37,18 @@ import sys
 import tempfile
 import time
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import orjson
+from sqlalchemy import select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report  # noqa: E402
 
 from replay_core.ingest.otlp_receiver import receive  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
+from replay_core.storage.tables import run_rollups  # noqa: E402
 
 T0 = 1_764_000_000_000_000_000
 N = 50_000
@@ -69,11 +78,11 @@ def _store(tmp: str, name: str) -> Store:
     return Store(f"sqlite:///{tmp}/{name}.db")
 
 
-def _received(store: Store, bodies: list[bytes]) -> float:
-    start = time.perf_counter()
+def _received(store: Store, bodies: list[bytes], clock=time.perf_counter) -> float:
+    start = clock()
     for b in bodies:
         receive(store, b, JSON)
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def late_root() -> None:
@@ -225,6 +234,61 @@ def batched() -> None:
     _load()
 
 
+TOOL_ROUNDS = (4000, 8000, 16000)
+
+
+def _tool_run(rounds: int) -> tuple[list[bytes], list[dict]]:
+    """A run of `rounds` model calls each asking a tool and the tool's span, in the order they end, the root
+    last; batches of 500 spans but the first of 499, so each batch ends on a model call whose tool span
+    opens the next one."""
+    trace = "c" * 32
+    every = []
+    for i in range(rounds):
+        base = i * 40 + 1
+        calls = [
+            {
+                "role": "assistant",
+                "parts": [{"type": "tool_call", "id": f"call-{i}", "name": "search", "arguments": {"q": str(i)}}],
+            }
+        ]
+        model = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.output.messages": json.dumps(calls)}
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"call-{i}"}
+        every.append(span(trace, 2 + 2 * i, 1, base, base + 10, **model))
+        every.append(span(trace, 3 + 2 * i, 1, base + 12, base + 20, **tool))
+    every.append(
+        span(trace, 1, None, 0, rounds * 40 + 5, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench"})
+    )
+    cuts = [0, *range(499, len(every), 500), len(every)]
+    return [body(every[a:b]) for a, b in pairwise(cuts) if b > a], every
+
+
+def tool_spans() -> None:
+    """Tool spans taking over the calls an earlier batch stored, at three run lengths."""
+    trace = "c" * 32
+    for rounds in TOOL_ROUNDS:
+        bodies, every = _tool_run(rounds)
+        with tempfile.TemporaryDirectory() as tmp:
+            one = _store(tmp, "one")
+            one_s = _received(one, [body(every)], time.process_time)
+            store = _store(tmp, "tools")
+            took = _received(store, bodies, time.process_time)
+            start = time.process_time()
+            store.otlp_settle(timedelta(0))
+            took += time.process_time() - start
+            got, want = store.load_steps(trace), one.load_steps(trace)
+            assert len(want) == 3 * rounds + 1
+            assert [(s.seq, s.event_id, s.type) for s in got] == [(s.seq, s.event_id, s.type) for s in want]
+            with store.engine.connect() as conn, one.engine.connect() as other:
+                assert [tuple(r) for r in conn.execute(select(run_rollups))] == [
+                    tuple(r) for r in other.execute(select(run_rollups))
+                ]
+            one.close()
+            store.close()
+        spans = len(every)
+        report(f"otlp_tool_spans_{len(want)}_steps_{len(bodies)}_batches", spans / took, "spans/s", "-", spans / one_s, cpu=True)
+    _load()
+
+
 def _load() -> None:
     print(json.dumps({"loadavg": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}), flush=True)
 
@@ -239,3 +303,5 @@ if __name__ == "__main__":
         turn_batches("reversed", last_first=True)
     if part in ("all", "batched"):
         batched()
+    if part in ("all", "tool_spans"):
+        tool_spans()

@@ -66,6 +66,12 @@ def idle_timeout() -> timedelta:
     return timedelta(minutes=float(os.environ.get("AGENT_REPLAY_IDLE_MINUTES", "30")))
 
 
+def settle_after() -> timedelta:
+    """How long an OTLP run's traces must receive nothing before its seqs, gapped by late batches, are
+    numbered 1..n (the receiver and idle expiry look this often at most)."""
+    return timedelta(seconds=float(os.environ.get("AGENT_REPLAY_OTLP_SETTLE_S", "30")))
+
+
 def retention_days() -> float | None:
     """Runs older than this many days are deleted on schedule; unset means keep everything."""
     value = os.environ.get("AGENT_REPLAY_RETENTION_DAYS")

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from itertools import pairwise
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select, update
 
 from replay_core.ingest import otlp_receiver
-from replay_core.storage import room
+from replay_core.storage import rollups, room
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.storage.tables import otlp_traces, run_breakdown, run_rollups
 from replay_core.vocabulary import now_utc
@@ -25,12 +27,18 @@ def _attrs(**values: str) -> list[dict]:
     return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
 
 
-def _trace(t: int, kinds: list[int]) -> list[dict]:
+TOOLS = (1, 3)  # the kinds of tool spans: answering the call before them, ok or failing
+
+
+def _trace(t: int, kinds: list[int], inputs: bool = False) -> list[dict]:
     """One turn of the conversation: a root naming the session, then model calls asking a tool, the tools
-    answering them and bare spans, one after the other; turn `t` starts after turn t - 1 ends."""
+    answering them (kind 1, or 3 failing) and bare spans, one after the other; turn `t` starts after turn
+    t - 1 ends. With `inputs`, each model call's input holds the result of the call before it (the tool
+    spans carry none: a result stored without text takes it from there, in a later batch too)."""
     trace = f"{t + 1:032x}"
     start = T0 + t * 10_000_000
     spans = []
+    asked = None  # the call id of the turn's last model call
     for i, kind in enumerate(kinds, start=2):
         at = start + i * 1000
         if kind == 0:
@@ -40,20 +48,27 @@ def _trace(t: int, kinds: list[int]) -> list[dict]:
                     "parts": [{"type": "tool_call", "id": f"c{t}-{i}", "name": "search", "arguments": {"q": "x"}}],
                 }
             ]
+            received = [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+            if asked is not None:
+                received.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": asked, "result": f"r {i}"}]})
             attrs = _attrs(
                 **{
                     "gen_ai.operation.name": "chat",
                     "gen_ai.request.model": "gpt-4o",
                     "gen_ai.output.messages": json.dumps(messages),
+                    **({"gen_ai.input.messages": json.dumps(received)} if inputs else {}),
                 }
             )
-        elif kind == 1:
+            asked = f"c{t}-{i}"
+        elif kind in TOOLS:
             attrs = _attrs(
                 **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"c{t}-{i - 1}"}
             )
         else:
             attrs = []
         spans.append(_span(trace, t * 100 + i, t * 100 + 1, at, at + 500, attrs))
+        if kind == 3:
+            spans[-1]["status"] = {"code": 2, "message": f"boom {i}"}
     root = _attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "worker", "session.id": "conv"})
     spans.append(_span(trace, t * 100 + 1, None, start, start + (len(kinds) + 3) * 1000, root))
     return spans
@@ -92,18 +107,29 @@ def _clear(store: Store) -> None:
     store.delete_sessions(store.session_ids(SessionFilter(experiments=True)))
 
 
+@pytest.mark.parametrize("inputs", [False, True], ids=["no inputs", "inputs"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=6), min_size=1, max_size=3), st.data())
-def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, turns, data):
-    spans = [s for t, kinds in enumerate(turns) for s in _trace(t, kinds)]
+@given(turns=st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=6), min_size=1, max_size=3), data=st.data())
+def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, inputs, turns, data):
+    """Late tool spans (drawn) go in the batch sent after their model call's: each takes over the call an
+    earlier batch stored; with model inputs, a model call gives a result stored without text its text,
+    whichever came first. The rollups are carried over each such swap, and left as they are by a fill."""
+    spans = [s for t, kinds in enumerate(turns) for s in _trace(t, kinds, inputs)]
     _clear(store)
     otlp_receiver.receive(store, _body(spans), "application/json")
     expected = _picture(store)
     _clear(store)
     batch_of = data.draw(st.lists(st.integers(0, 3), min_size=len(spans), max_size=len(spans)), label="batch of each span")
     order = data.draw(st.permutations(range(4)), label="order of the batches")
-    small = room.SETTLE_SMALL
+    if data.draw(st.booleans(), label="tool spans in the batch after their model call's"):
+        kinds = [k for t in turns for k in [*t, None]]  # as `spans`: each turn's spans, then its root
+        for j, kind in enumerate(kinds):
+            sent = order.index(batch_of[j - 1]) if j else 3
+            if kind in TOOLS and kinds[j - 1] == 0 and sent < 3:
+                batch_of[j] = order[sent + 1]
+    small, swap_from = room.SETTLE_SMALL, rollups.SWAP_FROM
     room.SETTLE_SMALL = data.draw(st.sampled_from([0, small]), label="runs settled at once up to")  # 0: gaps kept
+    rollups.SWAP_FROM = data.draw(st.sampled_from([0, swap_from]), label="steps a swap from which it is carried")
     try:
         for n in order:
             batch = [s for s, b in zip(spans, batch_of, strict=True) if b == n]
@@ -113,13 +139,40 @@ def test_batches_in_any_order_give_one_requests_steps_and_exact_rollups(store, t
                 store.rebuild_rollups()
                 assert kept == _rollups(store)
     finally:
-        room.SETTLE_SMALL = small
+        room.SETTLE_SMALL, rollups.SWAP_FROM = small, swap_from
     store.otlp_settle(timedelta(0))
     assert [r["id"] for r in store.list_sessions(limit=10)] == ["conv"]
     assert _picture(store) == expected
     kept = _rollups(store)
     store.rebuild_rollups()
     assert kept == _rollups(store)
+
+
+@pytest.mark.parametrize("inputs", [False, True], ids=["no inputs", "inputs"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rounds=st.lists(st.sampled_from([(0, 1), (0, 1), (0, 3), (0,), (2,)]), min_size=2, max_size=8), data=st.data())
+def test_tool_spans_and_results_after_a_batch_boundary_keep_exact_rollups(store, rounds, inputs, data):
+    """A turn's spans sent in the order they end, cut into batches anywhere: a tool span whose model call the
+    batch before stored takes it over, and (with model inputs) a result the batch before stored without text
+    gets it from the next model call. After every batch the rollups equal a rebuild; at the end the run is
+    one request's."""
+    spans = _trace(0, [kind for kinds in rounds for kind in kinds], inputs)
+    _clear(store)
+    otlp_receiver.receive(store, _body(spans), "application/json")
+    expected = _picture(store)
+    _clear(store)
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(spans) - 1), max_size=len(spans) - 1), label="batch cuts"))
+    swap_from = rollups.SWAP_FROM
+    rollups.SWAP_FROM = 0  # every run carried over its swaps, however short
+    try:
+        for first, end in pairwise([0, *cuts, len(spans)]):
+            otlp_receiver.receive(store, _body(spans[first:end]), "application/json")
+            kept = _rollups(store)
+            store.rebuild_rollups()
+            assert kept == _rollups(store)
+    finally:
+        rollups.SWAP_FROM = swap_from
+    assert _picture(store) == expected
 
 
 def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store):
@@ -158,9 +211,8 @@ def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store
     assert kept == _rollups(store)
 
 
-def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
-    """Gaps a batch left stay while the run's traces receive batches, and go when they have been quiet for
-    SETTLE_AFTER: idle expiry (run by the pages and the CLI) settles them too."""
+def _gapped_run(store: Store) -> list[int]:
+    """A 31-step run sent last batch first, whose seqs keep the gaps its batches left: its seqs."""
     spans = _trace(0, [2] * 30)
     root, children = spans[-1], spans[:-1]
     _clear(store)
@@ -174,12 +226,45 @@ def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
         room.SETTLE_SMALL = small
     gapped = [s.seq for s in store.load_steps("conv")]
     assert gapped != list(range(1, len(gapped) + 1))
+    return gapped
+
+
+def _quiet_for(store: Store, seconds: float) -> None:
+    """The traces' last batch `seconds` ago."""
+    with store.engine.begin() as conn:
+        conn.execute(update(otlp_traces).values(updated_at=now_utc() - timedelta(seconds=seconds)))
+
+
+def test_idle_expiry_settles_a_run_whose_traces_went_quiet(store):
+    """Gaps a batch left stay while the run's traces receive batches, and go when they have been quiet for
+    AGENT_REPLAY_OTLP_SETTLE_S (30 s): idle expiry (run by the pages and the CLI) settles them too."""
+    gapped = _gapped_run(store)
     store.expire_idle()  # the traces are not quiet yet
     assert [s.seq for s in store.load_steps("conv")] == gapped
-    with store.engine.begin() as conn:
-        conn.execute(update(otlp_traces).values(updated_at=now_utc() - room.SETTLE_AFTER - timedelta(seconds=1)))
+    _quiet_for(store, 29)
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == gapped
+    _quiet_for(store, 31)
     store.expire_idle()
     assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))
     kept = _rollups(store)
     store.rebuild_rollups()
     assert kept == _rollups(store)
+
+
+def test_a_shorter_settle_setting_settles_a_quiet_run_sooner(store, monkeypatch):
+    """AGENT_REPLAY_OTLP_SETTLE_S set to 2: a run whose traces were quiet 3 s is settled by idle expiry; set to 0,
+    the receiver's next batch (of another trace) settles it, the receiver looking that often."""
+    gapped = _gapped_run(store)
+    _quiet_for(store, 3)
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == gapped
+    monkeypatch.setenv("AGENT_REPLAY_OTLP_SETTLE_S", "2")
+    store.expire_idle()
+    assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))
+    monkeypatch.delenv("AGENT_REPLAY_OTLP_SETTLE_S")
+    gapped = _gapped_run(store)
+    monkeypatch.setenv("AGENT_REPLAY_OTLP_SETTLE_S", "0")
+    other = _span("f" * 32, 999, None, T0, T0 + 1000, _attrs(**{"gen_ai.operation.name": "invoke_agent"}))
+    otlp_receiver.receive(store, _body([other]), "application/json")
+    assert [s.seq for s in store.load_steps("conv")] == list(range(1, len(gapped) + 1))

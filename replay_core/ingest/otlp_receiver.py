@@ -24,10 +24,10 @@ import threading
 import time
 import weakref
 
+from .. import config
 from ..events import StepEvent
 from ..storage.columns import EVENT_ID_AT, STEP_COLUMNS
 from ..storage.ingest_state import OtlpArrangement
-from ..storage.room import SETTLE_AFTER
 from ..storage.store import StepRow, Store
 from .formats import otel
 from .formats import otel_attributes as oa
@@ -47,9 +47,9 @@ _SETTLED: weakref.WeakKeyDictionary[Store, float] = weakref.WeakKeyDictionary() 
 
 
 def _settle_quiet_runs(store: Store) -> None:
-    """Every SETTLE_AFTER at most (under the store's lock): the runs whose traces went quiet numbered 1..n."""
+    """Every config.settle_after at most (under the store's lock): the runs whose traces went quiet numbered 1..n."""
     now = time.monotonic()
-    if now - _SETTLED.get(store, float("-inf")) >= SETTLE_AFTER.total_seconds():
+    if now - _SETTLED.get(store, float("-inf")) >= config.settle_after().total_seconds():
         _SETTLED[store] = now
         store.otlp_settle()
 

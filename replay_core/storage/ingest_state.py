@@ -14,6 +14,7 @@ and is what names a step for good.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -29,9 +30,9 @@ from . import room as placing
 from .bulk import bulk_insert, chunks, dialect_module
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
-from .room import SETTLE_AFTER, gapped, room, settle, settle_quiet
+from .room import gapped, room, settle, settle_quiet
 from .tables import annotations as annotations_table
-from .tables import attachments, otlp_open_calls, otlp_traces, sessions, step_contexts, steps, watch_offsets
+from .tables import attachments, otlp_open_calls, otlp_traces, run_rollups, sessions, step_contexts, steps, watch_offsets
 from .writing import WriteBatch, existing_sessions
 
 if TYPE_CHECKING:
@@ -136,10 +137,10 @@ class IngestState(StoreBase):
         with self._write_lock, self.engine.begin() as conn:
             _commit(conn, placed, consumed, opened, replaced, idle, places, agents or {})
 
-    def otlp_settle(self, quiet: timedelta = SETTLE_AFTER) -> list[str]:
+    def otlp_settle(self, quiet: timedelta | None = None) -> list[str]:
         """Number 1..n the runs whose seqs kept gaps (batches that landed before stored steps) and whose traces
-        received nothing for `quiet` (the receiver looks every SETTLE_AFTER, idle expiry at each call).
-        Returns them."""
+        received nothing for `quiet` (config.settle_after, AGENT_REPLAY_OTLP_SETTLE_S, when not given: the
+        receiver looks that often at most, idle expiry at each call). Returns them."""
         with self._write_lock, self._write_transaction() as conn:
             return settle_quiet(conn, quiet)
 
@@ -168,6 +169,7 @@ class IngestState(StoreBase):
         step already holds is kept. Returns the steps changed."""
         s, c = steps.c, step_contexts.c
         changed = 0
+        keyed: set[str] = set()  # runs whose calls' keys changed: the rest of a fill is nothing their rollups read
         with self._write_lock, self._write_transaction() as conn:
             for fill in fills:
                 sid, eid = fill["session_id"], fill["event_id"]
@@ -193,18 +195,20 @@ class IngestState(StoreBase):
                         conn.execute(update(steps).where(s.id == call.id).values(tool_args=args, call_key=key))
                         _recorded(conn, call.id, call.metadata, "tool_args")
                         changed += 1
+                        keyed.add(sid)
                 for call_id, text in (fill.get("results") or {}).items():
                     changed += _fill_result(conn, sid, call_id, text, eid)
                 if fill.get("answer"):
                     _answered(conn, sid, row.seq, fill["answer"])
-            rollups.refresh(conn, list({f["session_id"] for f in fills}), bulk_insert)  # repeated calls are told by call_key
+            rollups.refresh(conn, sorted(keyed), bulk_insert)  # repeated calls are told by call_key
         return changed
 
     def otlp_results_from_later(self, bare: Sequence[tuple[str, str, str]]) -> int:
         """Tool results a batch stored without text (`bare`: (session_id, event_id, tool_call id)) that the first
         model call stored after each received: their text from that call's context (a tool span can arrive after
         the model call that got its result). One indexed read per result, outside the write lock; a write only
-        for the texts found. Returns the results filled."""
+        for the texts found, which leaves the rollups as they are (a result's text and metadata are nothing they
+        read). Returns the results filled."""
         found: list[tuple[str, str, str, str]] = []
         with self.engine.connect() as conn:
             for part in chunks(list(bare), 200):
@@ -229,8 +233,6 @@ class IngestState(StoreBase):
         with self._write_lock, self._write_transaction() as conn:
             for sid, call_id, said, model in found:
                 changed += _fill_result(conn, sid, call_id, said, model)
-            if changed:
-                rollups.refresh(conn, list({f[0] for f in found}), bulk_insert)
         return changed
 
 
@@ -278,31 +280,44 @@ def _commit(
             .values(place=bindparam("where")),
             [{"sid": sid, "eid": eid, "where": where} for sid, eid, where in places],
         )
+    carried: dict[str, tuple[tuple, list[tuple]]] = {}  # per run: its rollup carried over the swaps so far
+    # runs whose rollups are recomputed: the short ones, and those where a step moves or a swap the carry cannot take
+    again = _short(conn, Counter(step.session_id for _, step, _ in replaced))
     for old_event_id, step, where in replaced:
-        event_id = step.identity()
-        taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == step.session_id, steps.c.event_id == event_id))
+        sid, event_id = step.session_id, step.identity()
+        taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == sid, steps.c.event_id == event_id))
         if taken is not None and event_id != old_event_id:  # a re-delivered batch: the tool's step is stored already
             continue
         values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
         values.update(event_id=event_id, call_key=call_key(values), place=where)
         del values["seq"]
         old = conn.execute(
-            select(steps.c.id, steps.c.seq).where(steps.c.session_id == step.session_id, steps.c.event_id == old_event_id)
+            select(steps.c.id, *_ROLLED).where(steps.c.session_id == sid, steps.c.event_id == old_event_id)
         ).first()
         if old is None:
             continue
-        if _between(conn, step.session_id, old.seq, where or ""):  # its place is where it stands: nothing moves
+        if _between(conn, sid, old.seq, where or ""):  # its place is where it stands: nothing moves
             conn.execute(update(steps).where(steps.c.id == old.id).values(**values))
             seq = old.seq
+            if sid not in again:
+                now_is = conn.execute(select(*_ROLLED).where(steps.c.id == old.id)).one()
+                swap = rollups.swapped(conn, sid, tuple(old)[1:], tuple(now_is), carried.get(sid))
+                if swap is None:
+                    again.add(sid)
+                else:
+                    carried[sid] = swap
         else:
+            again.add(sid)
             conn.execute(update(steps).where(steps.c.id == old.id).values(**values, seq=0))
-            seq = room(conn, step.session_id, [where or ""])[0][0]  # its old seq left free: `settle` closes it
+            seq = room(conn, sid, [where or ""])[0][0]  # its old seq left free: `settle` closes it
             conn.execute(update(steps).where(steps.c.id == old.id).values(seq=seq))
         if step.agent_id is not None:  # steps of the tool's span may have come before it
-            _inherit(conn, step.session_id, seq, {event_id: step.agent_id})
+            _inherit(conn, sid, seq, {event_id: step.agent_id})
     for sid, (from_seq, agent_of) in (agents or {}).items():
         _inherit(conn, sid, from_seq, agent_of)
-    rollups.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
+    kept = {sid: swap for sid, swap in carried.items() if sid not in again}
+    rollups.write(conn, list(kept), kept.values(), bulk_insert)
+    rollups.refresh(conn, sorted(again), bulk_insert)
     daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
 
 
@@ -423,6 +438,7 @@ class OtlpArrangement:
 # the key goes: the key is computed from them, as rollups.from_stored does)
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
 _KEY_IN = rollups.FIELDS.index("call_key")
+_ROLLED = tuple(steps.c[n] for n in rollups.FIELDS)  # a stored step as its run's rollup reads it (its stored call key)
 PLACE_AT, MODEL_AT = ROW_COLUMNS.index("place"), ROW_COLUMNS.index("model")
 
 
@@ -439,6 +455,18 @@ def _fill_models(conn: Connection, sids: list[str]) -> None:
     )
     for part in chunks(sids):
         conn.execute(update(sessions).where(sessions.c.id.in_(part), sessions.c.model.is_(None)).values(model=first))
+
+
+def _short(conn: Connection, swaps: Counter[str]) -> set[str]:
+    """Of the runs with these many swaps in a batch, those whose rollups cost less to recompute than to carry
+    over each swap (fewer than rollups.SWAP_FROM steps a swap)."""
+    r = run_rollups.c
+    long = set()
+    for part in chunks(sorted(swaps)):
+        for sid, n in conn.execute(select(r.session_id, r.steps).where(r.session_id.in_(part))):
+            if n >= rollups.SWAP_FROM * swaps[sid]:
+                long.add(sid)
+    return set(swaps) - long
 
 
 def _holds_steps(conn: Connection, sid: str) -> bool:

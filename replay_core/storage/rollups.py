@@ -3,9 +3,11 @@
 
 Kept exact by recomputing a run's rows whenever its steps change, in the same transaction:
 from the rows in hand for a run created by the write (a file import: nothing to read back),
-else from its stored steps. A late, duplicate or out-of-order step is therefore no special
-case: whatever the steps are after the write, the rollup is what a from-scratch pass over them
-gives (`rebuild`, `agent-replay db rebuild-rollups`, migration 0009_rollups).
+else from its stored steps, or carried on from its stored rollup where that is exact without
+reading the run (`append`: new steps landing in one spot; `swapped`: a step taken over by
+another). A late, duplicate or out-of-order step is therefore no special case: whatever the
+steps are after the write, the rollup is what a from-scratch pass over them gives (`rebuild`,
+`agent-replay db rebuild-rollups`, migration 0009_rollups).
 
 Definitions (the numbers analytics showed when it summed the steps at read time):
 errored step: type `error` or status `error`; a cost is unknown for a step with tokens and
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from itertools import groupby
 from operator import itemgetter
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -56,6 +59,7 @@ ROLLUP_COLUMNS = tuple(c.name for c in run_rollups.c)
 BREAKDOWN_COLUMNS = tuple(c.name for c in run_breakdown.c)
 _PHASE = {"think": 0, "tool_call": 1, "tool_result": 2, "observation": 3, "decision": 4}
 _CHUNK = 500
+SWAP_FROM = 1000  # steps of a run per swap in a batch from which `swapped` reads less than `refresh` (~1,000 steps)
 
 
 def call_key(kind: str, tool: str | None, args: Any) -> str | None:
@@ -340,9 +344,12 @@ def append(
     refresh(conn, again, insert_rows)
 
 
-def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence], spot: tuple[int, int, bool]) -> tuple[tuple, list[tuple]]:
-    """`row` (the stored rollup of `sid`) carried over `rows`, its new steps, whose seqs are `spot` (first, last,
-    whether stored steps follow) with no stored step between: the steps stored before this write are those outside it."""
+def _carried_on(
+    conn: Connection, sid: str, row, rows: list[Sequence], spot: tuple[int, int, bool], breakdown: dict | None = None
+) -> tuple[tuple, list[tuple]]:
+    """`row` (the stored rollup of `sid`, with `breakdown` its {(tool, error class): [calls, errored]}, read when not
+    given) carried over `rows`, its new steps, whose seqs are `spot` (first, last, whether stored steps follow) with no
+    stored step between: the steps stored before this write are those outside it."""
     dialect = conn.dialect.name
     reads = _reads(dialect)
     lo, hi, inside = spot
@@ -381,7 +388,8 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence], spot: tup
         if kind == "tool_result" and status == "ok" and (call_id not in ok_at or seq < ok_at[call_id]):
             ok_at[call_id] = seq
     old_loops, old_redundant = _loops(calls, ok_at)
-    breakdown = {(tool, ecls): [n, bad] for _, tool, ecls, n, bad in _driver_rows(conn, reads["breakdown"], {"sid": sid})}
+    if breakdown is None:
+        breakdown = {(tool, ecls): [n, bad] for _, tool, ecls, n, bad in _driver_rows(conn, reads["breakdown"], {"sid": sid})}
     phase_before = _PHASE.get(last) if last else None
     phase_after = _PHASE.get(following) if following else None
     falls = max(row.cycles - 1, 0)
@@ -427,6 +435,94 @@ def _carried_on(conn: Connection, sid: str, row, rows: list[Sequence], spot: tup
     state = (*state[:10], falls, *state[11:14], top, state[15], last_phase, state[17], durations, *state[19:])
     loops, redundant = _loops(state[-2], state[-1])
     return _rolled(sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)
+
+
+def swapped(
+    conn: Connection, sid: str, old: Sequence, new: Sequence, held: tuple[tuple, list[tuple]] | None = None
+) -> tuple[tuple, list[tuple]] | None:
+    """The rollup of `sid` once its step `old` (FIELDS) became `new` at the same seq (a tool span taking over the
+    call an earlier batch stored), carried from `held` (what the previous swap of this run gave) or the stored
+    rollup: `old` taken out, then `new` carried on as a step landing at that seq (`_carried_on`), reading the
+    phases beside it, the calls its keys group with and the durations on the shorter side of it, not the run.
+    None where taking `old` out cannot be exact (tokens or a cost of its own, the run's first error, an error
+    step, a phase the run may hold no other of): the caller recomputes the run."""
+    seq, kind, status, retry, dur, t_in, t_out, cost, ts, tool, ecls, key, call_id, meta = old
+    if new[0] != seq or kind == "error" or t_in is not None or t_out is not None or cost is not None:
+        return None
+    reads = _reads(conn.dialect.name)
+    if held is None:
+        stored = conn.execute(select(run_rollups).where(run_rollups.c.session_id == sid)).first()
+        if stored is None:
+            return None
+        held = (tuple(stored), [tuple(r) for r in _driver_rows(conn, reads["breakdown"], {"sid": sid})])
+    row = SimpleNamespace(**dict(zip(ROLLUP_COLUMNS, held[0], strict=True)))  # as `_carried_on` reads a stored one
+    bad = status == "error"
+    if bad and ts is not None and ts == row.first_error_at:
+        return None
+    spot = (seq, seq, False)
+    top = conn.execute(reads["top"], {"sid": sid}).scalar() or seq
+    phase = _PHASE.get(kind)
+    falls, phased = max(row.cycles - 1, 0), row.cycles > 0
+    if phase is not None:
+        before = _PHASE.get(conn.execute(reads["last_phase"], {"sid": sid, "lo": seq}).scalar() or "")
+        after = _PHASE.get(conn.execute(reads["next_phase"], {"sid": sid, "hi": seq}).scalar() or "")
+        if before is None and after is None:
+            return None
+        falls += -(before is not None and phase < before) - (after is not None and after < phase)
+        falls += before is not None and after is not None and after < before
+    loops, redundant = row.loops, row.redundant_calls
+    a_call = kind == "tool_call" and not retry and key is not None
+    answered = kind == "tool_result" and status == "ok" and call_id is not None
+    keys = {key} if a_call else set()
+    if answered:  # the groups of the calls it answered: it may have made their repeats redundant
+        keys.update(k for *_, k, _ in _by_index(conn, reads["by_ids"], sid, [call_id], spot) if k is not None)
+    if keys:
+        groups: dict[str, list[tuple]] = {}
+        for s, r, k, cid in _by_index(conn, reads["by_keys"], sid, sorted(keys), spot):
+            if not r:
+                groups.setdefault(k, []).append((s, cid))
+        ids = {cid for group in groups.values() for _, cid in group if cid is not None} | {call_id} - {None}
+        ok_at: dict[str, int] = {}  # without `old`
+        for s, k, st, _, cid in _by_index(conn, reads["by_ids"], sid, sorted(ids), spot):
+            if k == "tool_result" and st == "ok" and (cid not in ok_at or s < ok_at[cid]):
+                ok_at[cid] = s
+        with_old = {k: [*group, *([(seq, call_id)] if a_call and k == key else [])] for k, group in groups.items()}
+        if a_call:
+            with_old.setdefault(key, [(seq, call_id)])
+        ok_with = ok_at | ({call_id: min(seq, ok_at.get(call_id, seq))} if answered else {})
+        was, now = _loops(with_old, ok_with), _loops(groups, ok_at)
+        loops, redundant = loops - was[0] + now[0], redundant - was[1] + now[1]
+    breakdown = {(t, e): [n, b] for _, t, e, n, b in held[1]}
+    if kind == "tool_call" or bad:
+        counts = breakdown[(tool, ecls)]
+        counts[0] -= kind == "tool_call"
+        counts[1] -= bad
+        if counts == [0, 0]:
+            del breakdown[(tool, ecls)]
+    durations = row.durations_us
+    if dur is not None and durations:
+        at = _durations_before(conn, reads, sid, seq, seq, top, durations.count(",") + 1)
+        items = durations.split(",", at + 1)
+        del items[at]
+        durations = ",".join(items) or None
+    meta_counts = type(meta) is dict and phase is None
+    vars(row).update(  # the rollup without `old`
+        steps=row.steps - 1,
+        retried_steps=row.retried_steps - bool(retry),
+        errored_steps=row.errored_steps - bad,
+        blocked_steps=row.blocked_steps - (status == "blocked"),
+        approvals=row.approvals - (meta_counts and kind == "input" and meta.get("approval") is True),
+        fallback_blocks=row.fallback_blocks - (meta_counts and kind == "span" and meta.get("block") == "fallback"),
+        fallback_agent=row.fallback_agent
+        - (meta_counts and kind == "span" and meta.get("block") == "fallback" and meta.get("agent_invoked") is True),
+        tool_calls=row.tool_calls - (kind == "tool_call" and tool is not None),
+        tool_failures=row.tool_failures - (bad and tool is not None),
+        cycles=falls + 1 if phased else 0,
+        loops=loops,
+        redundant_calls=redundant,
+        durations_us=durations,
+    )
+    return _carried_on(conn, sid, row, [new], (seq, seq, top > seq), breakdown)
 
 
 def _durations_before(conn: Connection, reads: dict[str, Any], sid: str, lo: int, hi: int, top: int, stored: int) -> int:

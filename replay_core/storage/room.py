@@ -7,7 +7,7 @@ the batch needs and, for a batch of a trace whose root has not come (`sparse`), 
 seqs they span, so that the next batch landing at that spot (a run sent last batch first, a late agent
 span before its subtree) finds room: each stored step moves O(1) times amortised, not once a batch.
 `settle` numbers a run 1..n again in one pass: when its root arrives, when it is small, or when its
-traces went quiet (`SETTLE_AFTER`). Readers take seq as an order with possible gaps meanwhile.
+traces went quiet (`config.settle_after`, AGENT_REPLAY_OTLP_SETTLE_S). Readers take seq as an order with possible gaps meanwhile.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from .tables import otlp_traces, run_rollups, steps
 
 READ_WHOLE = 2000  # steps of a run up to which `room` reads all their places rather than searching
 SETTLE_SMALL = 256  # a run with gaps of up to this many steps (or 4 × the batch) is settled at once
-SETTLE_AFTER = timedelta(seconds=30)  # a run's traces quiet this long: its order is settled
 RANGE_FROM = 32  # steps moving down by one amount from which `settle` moves them in one range update
 
 
@@ -149,11 +148,13 @@ def settle(conn: Connection, sid: str) -> None:
     conn.execute(update(run_rollups).where(run_rollups.c.session_id == sid).values(max_seq=len(rows)))
 
 
-def settle_quiet(conn: Connection, quiet: timedelta = SETTLE_AFTER) -> list[str]:
-    """Settle the runs with gaps whose traces received nothing for `quiet` (and not for the idle limit
+def settle_quiet(conn: Connection, quiet: timedelta | None = None) -> list[str]:
+    """Settle the runs with gaps whose traces received nothing for `quiet` (config.settle_after when not
+    given; and not for the idle limit
     more, a window the receiver and idle expiry look at far more often): one statement finds them, by
     the traces' index on their last batch's time. Returns them."""
     now = now_utc()
+    quiet = config.settle_after() if quiet is None else quiet
     t, r = otlp_traces.c, run_rollups.c
     found = list(
         conn.scalars(
