@@ -21,7 +21,8 @@ from replay_core.ingest.formats import otel
 from replay_core.ingest.pipeline import import_bytes
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-TRACES, SESSIONS, ROUNDS = 200, 20, 33  # 1 root + 33 × (chat, execute_tool, plan) = 100 spans a trace
+# 1 root + 33 × (chat, execute_tool, plan) = 100 spans a trace, 10 traces a session (runs of 1,330 steps)
+TRACES, SESSIONS, ROUNDS = 60, 6, 33
 STEPS_PER_TRACE = 1 + ROUNDS * 4  # root span, think, tool_call + tool_result, plan span
 
 
@@ -36,9 +37,9 @@ def _calls(i: int) -> str:
     )
 
 
-@pytest.mark.load  # 20,000 spans in 540 exporter batches
+@pytest.mark.load  # 6,000 spans in 163 exporter batches
 def test_sdk_batch_exporter_keeps_every_trace_whole_in_its_session(store):
-    """200 traces × 100 spans in 20 sessions, `session.id` only on each root (which ends last), sent by
+    """60 traces × 100 spans in 6 sessions, `session.id` only on each root (which ends last), sent by
     the SDK in batches of 37 spans: every trace's early spans end up in its session, every tool span
     merges with the model call it answers, whichever batch each came in."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
