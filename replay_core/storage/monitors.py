@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, and_, case, cast, delete, func, insert, literal, select, update
+from sqlalchemy import Text, and_, bindparam, case, cast, delete, func, insert, literal, select, update
 
 from ..vocabulary import now_utc
 from .actor import Actor
@@ -99,10 +99,12 @@ class Monitors(Audited):
         where another writer resolved the alert first (an alert resolves once)."""
         a = monitor_alerts.c
         done = []
+        results = [{"checked": c.monitor_id, "at": c.at, "result": c.result} for c in checks]
+        stored = update(monitors).where(monitors.c.id == bindparam("checked"))
         with self._write_lock, self._write_transaction() as conn:
+            if results:  # one statement for the pass's results, run for each
+                conn.execute(stored.values(last_checked_at=bindparam("at"), last_result=bindparam("result")), results)
             for c in checks:
-                values = {"last_checked_at": c.at, "last_result": c.result}
-                conn.execute(update(monitors).where(monitors.c.id == c.monitor_id).values(**values))
                 if c.open_figure is not None:
                     row = insert(monitor_alerts).values(monitor_id=c.monitor_id, opened_at=c.at, figure=c.open_figure)
                     c = replace(c, alert_id=inserted_id(conn.execute(row)))
