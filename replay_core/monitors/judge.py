@@ -153,6 +153,7 @@ class Sample:
         return parts
 
     def tally(self) -> Tally:
+        """What the metrics read of these runs (error classes aside: `measure` asks the store)."""
         out = Tally(dict(Counter(r["status"] for r in self.runs)))
         for r in self.rolled:
             out.add_rollup(*(r[c] for c in ROLLUP_FIELDS))
@@ -197,7 +198,7 @@ def judge(store: Store, rule: Rule, now: datetime) -> Judgement:
     return Judgement(*_verdict(rule, current, baseline), current, baseline)
 
 
-SHARED_FILTERS = ("workflow", "agent_id", "model", "agent_version", "environment")  # run columns run_rows reads
+SHARED_FILTERS = ("workflow", "agent_id", "model", "agent_version", "environment")  # run columns a pass reads (window_runs)
 
 
 def _shareable(rule: Rule) -> bool:
