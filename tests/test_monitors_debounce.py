@@ -4,6 +4,7 @@ inside a write (the HTTP answer comes first), and with the periodic pass in the 
 from __future__ import annotations
 
 import asyncio
+import os
 
 from starlette.testclient import TestClient
 
@@ -65,6 +66,7 @@ def test_the_server_loop_judges_a_burst_once(sqlite_store, monkeypatch):
         return real(checks)
 
     monkeypatch.setattr(sqlite_store, "record_checks", spy)
+    monkeypatch.setattr(monitors, "shared_url", lambda store: None)  # passes in this process, where the spy sees them
     d = Debounce(0.3)
     for _ in range(20):
         d.poke()
@@ -78,6 +80,23 @@ def test_the_server_loop_judges_a_burst_once(sqlite_store, monkeypatch):
     asyncio.run(serve_a_while())
     mine = [m for m in judged if m == made["id"]]
     assert len(mine) == 2  # the periodic pass at start, then once after the burst
+
+
+def test_the_servers_passes_judge_in_a_worker_behind_ingest(sqlite_store, monkeypatch):
+    """A pass judges in a worker process of its own, nicer than the server: on busy cores it takes what
+    ingest leaves, and a pass holding its GIL cannot hold up the server's requests."""
+    made = monitors.add(sqlite_store, "failures", RULE)
+    here: list = []
+    monkeypatch.setattr(sqlite_store, "record_checks", here.append)
+    try:
+        assert "failures" in monitors.judge_behind_ingest(sqlite_store, 3600)
+        worker = monitors.PASSES.current.process.pid
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert worker != os.getpid() and os.getpriority(os.PRIO_PROCESS, worker) == min(19, ours + monitors.BEHIND)
+    finally:
+        monitors.PASSES.stop()
+    assert here == []  # nothing judged in this process
+    assert sqlite_store.get_monitor(made["id"])["last_checked_at"] is not None
 
 
 def test_judging_many_rules_from_one_read_finds_what_judging_each_finds(store):

@@ -4,13 +4,16 @@ their failure patterns (from `explain`, named when the alert is first shown or d
 monitors.patterns); when the rule stops firing the alert resolves, once. Each transition is sent to
 the monitor's webhook. With several replicas on one database, each monitor is judged by one of them
 per period (`Store.claim_job`). Ingest pokes `INGESTED`: a burst of writes gets the monitors judged
-once, a quiet interval after its last write, outside any write's transaction.
+once, a quiet interval after its last write, outside any write's transaction. The server's passes run
+in a worker process of their own at a lower CPU priority (`PASSES`): on busy cores a pass takes what
+ingest leaves.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -19,6 +22,7 @@ from .. import config
 from ..storage.actor import MANAGE_MONITORS, Actor
 from ..storage.monitors import CheckWrite
 from ..storage.store import Store
+from ..storage.worker import StoreWorker, WorkerLost, shared_url
 from ..vocabulary import now_utc
 from . import patterns, releases
 from .debounce import INGESTED, Debounce
@@ -28,6 +32,7 @@ from .rules import RELEASE_DIMENSIONS, ExperimentRule, ReleaseRule, Rule, RuleEr
 
 log = logging.getLogger(__name__)
 EVERY_S = 300.0  # how often the server judges each monitor
+BEHIND = 10  # how much nicer than the server its passes' worker is (at 19, a pass starved mid-read held the WAL twice as long)
 
 
 def add(
@@ -203,6 +208,34 @@ def check_due(store: Store, now: datetime | None = None, every_s: float = EVERY_
     return [m["name"] for m in won if m["id"] in checked]
 
 
+def behind_ingest() -> None:
+    """The passes' worker's warm-up: it runs at a lower CPU priority than the server and its write worker,
+    so that on busy cores the judging yields to ingest. A thread of the server could not: a pass holding
+    the GIL while its priority keeps it off the cores would hold up the server's requests."""
+    if hasattr(os, "nice"):
+        os.nice(BEHIND)
+
+
+PASSES = StoreWorker(warm=f"{__name__}:behind_ingest")
+
+
+def judge_now(store: Store, every_s: float, job: str) -> list[str]:
+    """`check_due` now, as the passes' worker runs it."""
+    return check_due(store, None, every_s, job=job)
+
+
+def judge_behind_ingest(store: Store, every_s: float, job: str = "monitor") -> list[str]:
+    """A pass in the passes' worker (`PASSES`) when another process can open the database; in this thread
+    when none can (an in-memory database) or the worker was lost."""
+    url = shared_url(store)
+    if url is not None:
+        try:
+            return PASSES.run(url, f"{__name__}:judge_now", every_s, job)
+        except WorkerLost:
+            log.warning("the monitors' worker was lost: this pass runs in the server", exc_info=True)
+    return judge_now(store, every_s, job)
+
+
 async def _every(what: str, every_s: float, work: Callable[[], object]) -> None:
     while True:
         try:
@@ -214,16 +247,16 @@ async def _every(what: str, every_s: float, work: Callable[[], object]) -> None:
 
 async def run_periodically(store_factory: Callable[[], Store], every_s: float = EVERY_S, debounce: Debounce = INGESTED) -> None:
     """In the app's server, off the event loop's thread: judge the monitors every `every_s` seconds and a quiet
-    interval after a burst of ingests; run the experiment schedules that are due (monitors.loop), apart, as
-    an experiment may take long."""
+    interval after a burst of ingests, behind ingest (`judge_behind_ingest`); run the experiment schedules
+    that are due (monitors.loop), apart, as an experiment may take long."""
     from . import loop
 
     def after_burst() -> None:
         if debounce.due():
-            check_due(store_factory(), None, debounce.quiet_s, job="monitor after ingest")
+            judge_behind_ingest(store_factory(), debounce.quiet_s, "monitor after ingest")
 
     await asyncio.gather(
-        _every("monitors pass", every_s, lambda: check_due(store_factory(), None, every_s)),
+        _every("monitors pass", every_s, lambda: judge_behind_ingest(store_factory(), every_s)),
         _every("monitors after ingest", min(5.0, debounce.quiet_s), after_burst),
         _every("experiment schedules", every_s, lambda: loop.run_due(store_factory(), every_s=every_s)),
     )

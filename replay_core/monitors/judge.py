@@ -9,9 +9,9 @@ Counts are judged as they are. Everything is read from the runs' rows and rollup
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
-from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime, timedelta
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..storage.filters import SessionFilter
@@ -22,6 +22,8 @@ from .rules import Rule
 Z95 = 1.96
 ENDED = ("succeeded", "failed", "incomplete")
 FROM_ROLLUPS = ("tool_failure_rate", "cost_per_run", "tokens_per_run")
+QUANTILES = {"p50_duration_s": 0.5, "p95_duration_s": 0.95}
+ROLLUP_FIELDS = ("tool_calls", "tool_failures", "cost_usd", "cost_unknown_steps", "tokens_in", "tokens_out")  # Tally.add_rollup's
 
 
 @dataclass
@@ -73,6 +75,63 @@ def window_filter(rule: Rule, since: datetime, until: datetime) -> SessionFilter
 
 
 @dataclass
+class Tally:
+    """What every metric reads of some runs, gathered as they are read: runs by status, runs of each error
+    class asked for, the tool calls, costs and tokens of those with steps, and the durations of those that
+    ended. Tallies add up: the runs of a window and a filter are the sum of their parts'."""
+
+    statuses: dict[str, int] = field(default_factory=dict)
+    error_classes: dict[str, int] = field(default_factory=dict)
+    tool_runs: int = 0  # runs that called a tool
+    tool_calls: int = 0
+    tool_failures: int = 0
+    costs: list[float] = field(default_factory=list)  # runs with a known cost
+    tokens: list[float] = field(default_factory=list)
+    durations: list[float] = field(default_factory=list)
+
+    def add_rollup(self, tool_calls: int, tool_failures: int, cost_usd, cost_unknown_steps: int, tokens_in, tokens_out) -> None:
+        if tool_calls:
+            self.tool_runs += 1
+            self.tool_calls += tool_calls
+            self.tool_failures += tool_failures
+        if cost_usd is not None and not cost_unknown_steps:
+            self.costs.append(float(cost_usd))
+        self.tokens.append(float((tokens_in or 0) + (tokens_out or 0)))
+
+    def add(self, other: Tally) -> None:
+        for status, n in other.statuses.items():
+            self.statuses[status] = self.statuses.get(status, 0) + n
+        for error_class, n in other.error_classes.items():
+            self.error_classes[error_class] = self.error_classes.get(error_class, 0) + n
+        self.tool_runs += other.tool_runs
+        self.tool_calls += other.tool_calls
+        self.tool_failures += other.tool_failures
+        self.costs += other.costs
+        self.tokens += other.tokens
+        self.durations += other.durations
+
+    def figure(self, metric: str, since: str | None, until: str | None, error_class: str | None = None) -> Figure:
+        """A metric of these runs with its 95 % interval (error_class_runs: of the class tallied)."""
+        stamp = {"since": since, "until": until}
+        count = self.statuses.get
+        runs, ended = sum(self.statuses.values()), sum(count(s, 0) for s in ENDED)
+        if metric in ("success_rate", "failure_rate"):
+            return _rate(count("succeeded" if metric == "success_rate" else "failed", 0), ended, ended, stamp)
+        if metric in ("incomplete_runs", "error_class_runs"):
+            n = float(count("incomplete", 0) if metric == "incomplete_runs" else self.error_classes.get(error_class or "", 0))
+            return Figure(n, n, n, runs, **stamp)
+        if metric == "tool_failure_rate":
+            return _rate(self.tool_failures, self.tool_calls, self.tool_runs, stamp)
+        if metric in QUANTILES:
+            return _quantile(self.durations, QUANTILES[metric], stamp)
+        if metric == "cost_per_run":
+            return _mean(self.costs, stamp)
+        if metric == "tokens_per_run":
+            return _mean(self.tokens, stamp)
+        raise ValueError(f"{metric}: not a metric")
+
+
+@dataclass
 class Sample:
     """The runs a filter picks, read once (their rows and rollups), for any number of metrics."""
 
@@ -93,6 +152,14 @@ class Sample:
                 parts[keys[r["session_id"]]].rolled.append(r)
         return parts
 
+    def tally(self) -> Tally:
+        """What the metrics read of these runs (error classes aside: `measure` asks the store)."""
+        out = Tally(dict(Counter(r["status"] for r in self.runs)))
+        for r in self.rolled:
+            out.add_rollup(*(r[c] for c in ROLLUP_FIELDS))
+        out.durations = [d for d in (_duration(r) for r in self.runs if r["status"] in ENDED) if d is not None]
+        return out
+
 
 def sample(store: Store, flt: SessionFilter, *, rollups: bool = True) -> Sample:
     """The runs `flt` picks, with their rollups unless no metric asked needs them (no step is read)."""
@@ -108,28 +175,9 @@ def sample(store: Store, flt: SessionFilter, *, rollups: bool = True) -> Sample:
 
 def figure(s: Sample, metric: str) -> Figure:
     """A metric of the sample with its 95 % interval (every metric but error_class_runs, which asks the store)."""
-    stamp = {"since": s.since, "until": s.until}
-    runs, rolled = s.runs, s.rolled
-    if metric in ("success_rate", "failure_rate"):
-        ended = [r for r in runs if r["status"] in ENDED]
-        wanted = "succeeded" if metric == "success_rate" else "failed"
-        return _rate(sum(1 for r in ended if r["status"] == wanted), len(ended), len(ended), stamp)
-    if metric == "incomplete_runs":
-        n = sum(1 for r in runs if r["status"] == "incomplete")
-        return Figure(float(n), float(n), float(n), len(runs), **stamp)
-    if metric == "tool_failure_rate":
-        calling = [r for r in rolled if r["tool_calls"]]
-        return _rate(sum(r["tool_failures"] for r in calling), sum(r["tool_calls"] for r in calling), len(calling), stamp)
-    if metric in ("p50_duration_s", "p95_duration_s"):
-        values = [d for d in (_duration(r) for r in runs if r["status"] in ENDED) if d is not None]
-        return _quantile(values, 0.5 if metric == "p50_duration_s" else 0.95, stamp)
-    if metric == "cost_per_run":
-        values = [r["cost_usd"] for r in rolled if r["cost_usd"] is not None and not r["cost_unknown_steps"]]
-    elif metric == "tokens_per_run":
-        values = [(r["tokens_in"] or 0) + (r["tokens_out"] or 0) for r in rolled]
-    else:
+    if metric == "error_class_runs":
         raise ValueError(f"{metric}: not measured from a sample")
-    return _mean([float(v) for v in values], stamp)
+    return s.tally().figure(metric, s.since, s.until)
 
 
 def measure(store: Store, metric: str, flt: SessionFilter, *, error_class: str | None = None) -> Figure:
@@ -150,7 +198,7 @@ def judge(store: Store, rule: Rule, now: datetime) -> Judgement:
     return Judgement(*_verdict(rule, current, baseline), current, baseline)
 
 
-SHARED_FILTERS = ("workflow", "agent_id", "model", "agent_version", "environment")  # run columns run_rows reads
+SHARED_FILTERS = ("workflow", "agent_id", "model", "agent_version", "environment")  # run columns a pass reads (window_runs)
 
 
 def _shareable(rule: Rule) -> bool:
@@ -158,76 +206,77 @@ def _shareable(rule: Rule) -> bool:
 
 
 def judge_all(store: Store, rules: list[Rule], now: datetime) -> list[Judgement]:
-    """Every rule judged as `judge` does, the runs read once: one sample over the widest window any rule
-    needs, cut in memory per rule and window (a rule on a tag or a source reads its own; an error class's
-    count is asked of the store)."""
+    """Every rule judged as `judge` does, the runs read once: the widest window any rule needs, in one
+    narrow read tallied per span between the rules' window bounds and per value of the columns they
+    filter on (a rule on a tag, a source or a user reads its own)."""
     shared = [r for r in rules if _shareable(r)]
-    whole = None
-    if shared:
-        reach = max(r.window_hours * (2 if r.change else 1) for r in shared)
-        rollups = any(r.metric in FROM_ROLLUPS for r in shared)
-        whole = _Timed(sample(store, SessionFilter(since=now - timedelta(hours=reach), until=now), rollups=rollups))
+    spans = _Spans(store, shared, now) if shared else None
     out = []
     for rule in rules:
-        if whole is None or not _shareable(rule):
+        if spans is None or not _shareable(rule):
             out.append(judge(store, rule, now))
             continue
-        window, before = whole.cut(rule, now)
-        current = _figure_of(store, rule, window)
-        baseline = _figure_of(store, rule, before) if before is not None else None
+        since = now - timedelta(hours=rule.window_hours)
+        current = spans.figure(rule, since, now)
+        baseline = spans.figure(rule, since - (now - since), since) if rule.change else None
         out.append(Judgement(*_verdict(rule, current, baseline), current, baseline))
     return out
 
 
-def _figure_of(store: Store, rule: Rule, s: Sample) -> Figure:
-    if rule.metric != "error_class_runs":
-        return figure(s, rule.metric)
-    assert s.since and s.until
-    flt = window_filter(rule, datetime.fromisoformat(s.since), datetime.fromisoformat(s.until))
-    n = store.count_sessions(replace(flt, error_class=rule.error_class))
-    return Figure(float(n), float(n), float(n), len(s.runs), s.since, s.until)
+def _window_bounds(rule: Rule, now: datetime) -> list[datetime]:
+    """Where the rule's windows start and end, as `judge` computes them."""
+    since = now - timedelta(hours=rule.window_hours)
+    return [since - (now - since), since, now] if rule.change else [since, now]
 
 
-class _Timed:
-    """A sample ordered by start (parsed once, durations too), cut by window (bisect) and filters (an index
-    per filter value) without another read."""
+class _Spans:
+    """The runs of the widest window some rules need, read once, tallied per span between two of their
+    windows' bounds and per status and value of the columns they filter on: a rule's window is a run of
+    spans, its filter a choice of values, its figure the sum of the tallies they pick."""
 
-    def __init__(self, s: Sample):
-        dated = sorted(((at, r) for r in s.runs if (at := _started(r)) is not None), key=lambda p: p[0])
-        self.starts = [at for at, _ in dated]
-        self.runs = [r for _, r in dated]
-        for r in self.runs:
-            r["duration_s"] = _duration(r)
-        self.rolled = {r["session_id"]: r for r in s.rolled}
-        self.picked: dict[tuple[str, str], set[int]] = {}
+    def __init__(self, store: Store, rules: list[Rule], now: datetime):
+        self.bounds = sorted({at for r in rules for at in _window_bounds(r, now)})
+        self.dimensions = sorted({key for r in rules for key in r.filters})
+        classes = sorted({r.error_class for r in rules if r.metric == "error_class_runs" and r.error_class})
+        rollups = any(r.metric in FROM_ROLLUPS for r in rules)
+        times = any(r.metric in QUANTILES for r in rules)
+        rows = store.window_runs(self.bounds, self.dimensions, classes, rollups=rollups, times=times)
+        keyed, flagged = 2 + len(self.dimensions), 2 + len(self.dimensions) + len(classes)
+        self.spans: list[dict[tuple, Tally]] = [{} for _ in self.bounds[1:]]  # per span: (status, *values) → tally
+        for row in rows:
+            part, status = self.spans[row[0]], row[1]
+            tally = part.get(row[1:keyed])
+            if tally is None:
+                tally = part[row[1:keyed]] = Tally({status: 0})
+            tally.statuses[status] += 1
+            for error_class, flag in zip(classes, row[keyed:flagged], strict=True):
+                if flag:
+                    tally.error_classes[error_class] = tally.error_classes.get(error_class, 0) + 1
+            rest = row[flagged:]
+            if rollups:
+                if rest[0] is not None:  # a run with steps (tool_calls is never NULL in its rollup)
+                    tally.add_rollup(*rest[:6])
+                rest = rest[6:]
+            if times and status in ENDED and (d := _seconds_between(*rest)) is not None:
+                tally.durations.append(d)
+        self.picked: dict[tuple, Tally] = {}
 
-    def _matching(self, key: str, value: str) -> set[int]:
-        if (key, value) not in self.picked:
-            self.picked[key, value] = {i for i, r in enumerate(self.runs) if r[key] == value}
-        return self.picked[key, value]
+    def _pick(self, span: int, wanted: tuple) -> Tally:
+        """The tally of the span's runs whose filtered columns hold the wanted values (None: any)."""
+        if (span, wanted) not in self.picked:
+            pairs = [(i, value) for i, value in enumerate(wanted, start=1) if value is not None]
+            total = self.picked[span, wanted] = Tally()
+            for key, tally in self.spans[span].items():
+                if all(key[i] == value for i, value in pairs):
+                    total.add(tally)
+        return self.picked[span, wanted]
 
-    def window(self, rule: Rule, since: datetime, until: datetime) -> Sample:
-        lo, hi = bisect_left(self.starts, since), bisect_left(self.starts, until)
-        chosen = list(range(lo, hi))
-        for key, value in rule.filters.items():
-            keep = self._matching(key, value)
-            chosen = [i for i in chosen if i in keep]
-        runs = [self.runs[i] for i in chosen]
-        rolled = [self.rolled[r["session_id"]] for r in runs if r["session_id"] in self.rolled]
-        return Sample(runs, rolled, since.isoformat(), until.isoformat())
-
-    def cut(self, rule: Rule, now: datetime) -> tuple[Sample, Sample | None]:
-        since = now - timedelta(hours=rule.window_hours)
-        before = self.window(rule, since - (now - since), since) if rule.change else None
-        return self.window(rule, since, now), before
-
-
-def _started(run: dict) -> datetime | None:
-    try:
-        at = datetime.fromisoformat(run["started_at"])
-    except (TypeError, ValueError):
-        return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+    def figure(self, rule: Rule, since: datetime, until: datetime) -> Figure:
+        wanted = tuple(rule.filters.get(d) for d in self.dimensions)
+        total = Tally()
+        for span in range(self.bounds.index(since), self.bounds.index(until)):
+            total.add(self._pick(span, wanted))
+        return total.figure(rule.metric, since.isoformat(), until.isoformat(), rule.error_class)
 
 
 def _verdict(rule: Rule, current: Figure, baseline: Figure | None) -> tuple[str, str]:
@@ -281,23 +330,26 @@ def _quantile(values: list[float], q: float, stamp: dict) -> Figure:
 
 
 def _mean(values: list[float], stamp: dict) -> Figure:
+    """The mean and its interval, summed exactly (fsum): the same whatever order the runs were read in."""
     n = len(values)
     if n == 0:
         return Figure(None, None, None, 0, **stamp)
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     half = Z95 * sd / math.sqrt(n)
     return Figure(round(mean, 6), round(mean - half, 6), round(mean + half, 6), n, **stamp)
 
 
 def _duration(run: dict) -> float | None:
-    if "duration_s" in run:  # parsed once for many rules (judge_all)
-        return run["duration_s"]
+    return _seconds_between(run["started_at"], run["ended_at"])
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    """A run's duration from its start and end as text (None when one is missing)."""
     try:
-        start, end = datetime.fromisoformat(run["started_at"]), datetime.fromisoformat(run["ended_at"])
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return (end - start).total_seconds()
 
 
 def failing_filter(rule: Rule, judgement: Judgement) -> SessionFilter:

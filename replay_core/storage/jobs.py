@@ -45,7 +45,6 @@ class Jobs(StoreBase):
         now = now or now_utc()
         if not names:
             return set()
-        won = set()
         with self._write_lock, self._write_transaction() as conn:
             dialect = dialect_module(self.dialect)
             conn.execute(
@@ -53,12 +52,5 @@ class Jobs(StoreBase):
                 .values([{"name": name, "last_run_at": now - every * 2} for name in names])
                 .on_conflict_do_nothing(index_elements=["name"])
             )
-            for name in names:
-                done = conn.execute(
-                    update(job_runs)
-                    .where(job_runs.c.name == name, job_runs.c.last_run_at <= now - every * 0.9)
-                    .values(last_run_at=now)
-                ).rowcount
-                if done == 1:
-                    won.add(name)
-        return won
+            due = job_runs.c.name.in_(names), job_runs.c.last_run_at <= now - every * 0.9
+            return set(conn.scalars(update(job_runs).where(*due).values(last_run_at=now).returning(job_runs.c.name)))

@@ -5,18 +5,19 @@ by people (adding, muting, acknowledging) go in the audit log in the same transa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Text, and_, bindparam, case, cast, delete, func, insert, literal, select, update
 
 from ..vocabulary import now_utc
 from .actor import Actor
 from .audit import Audited, audit_line
 from .bulk import inserted_id
 from .filters import SessionFilter, filter_clauses
-from .tables import experiment_schedules, monitor_alerts, monitors, queue_feeds, schedule_runs, sessions
+from .tables import experiment_schedules, monitor_alerts, monitors, queue_feeds, run_rollups, schedule_runs, sessions
 from .widths import holder
 
 METADATA_DIMENSIONS = ("prompt_version",)  # release dimensions read from a run's metadata
@@ -99,10 +100,12 @@ class Monitors(Audited):
         where another writer resolved the alert first (an alert resolves once)."""
         a = monitor_alerts.c
         done = []
+        results = [{"checked": c.monitor_id, "at": c.at, "result": c.result} for c in checks]
+        stored = update(monitors).where(monitors.c.id == bindparam("checked"))
         with self._write_lock, self._write_transaction() as conn:
+            if results:  # one statement for the pass's results, run for each
+                conn.execute(stored.values(last_checked_at=bindparam("at"), last_result=bindparam("result")), results)
             for c in checks:
-                values = {"last_checked_at": c.at, "last_result": c.result}
-                conn.execute(update(monitors).where(monitors.c.id == c.monitor_id).values(**values))
                 if c.open_figure is not None:
                     row = insert(monitor_alerts).values(monitor_id=c.monitor_id, opened_at=c.at, figure=c.open_figure)
                     c = replace(c, alert_id=inserted_id(conn.execute(row)))
@@ -112,6 +115,39 @@ class Monitors(Audited):
                         c = replace(c, resolve=None)
                 done.append(c)
         return done
+
+    def window_runs(
+        self,
+        bounds: Sequence[datetime],
+        dimensions: Sequence[str],
+        error_classes: Sequence[str] = (),
+        *,
+        rollups: bool = True,
+        times: bool = False,
+    ) -> Sequence[tuple]:
+        """What the monitors judge of each run started in [bounds[0], bounds[-1]) (replays and experiments'
+        runs left out, as wherever runs are counted), in one narrow read: the index of the span between two
+        `bounds` it started in, its status, its `dimensions` (run columns), 1 or 0 for each of
+        `error_classes` (its own class or an errored step's, as the runs filter says), with `rollups` its
+        rollup's tool calls, tool failures, cost, unknown-cost steps and tokens in and out (None: no steps),
+        with `times` its start and end as text. The driver's rows as they come: a pass reads every run of
+        its widest window, and SQLAlchemy's row objects would be most of its cost."""
+        s, r = sessions.c, run_rollups.c
+        spans = [(s.started_at >= at, i) for i, at in reversed(list(enumerate(bounds[:-1]))) if i]
+        columns: list[Any] = [case(*spans, else_=0) if spans else literal(0), s.status, *(s[d] for d in dimensions)]
+        for error_class in error_classes:
+            alone = SessionFilter(error_class=error_class, experiments=True, include_replays=True)  # its clause only
+            columns.append(case((and_(*filter_clauses(alone, self.dialect)), 1), else_=0))
+        query = select(*columns)
+        if rollups:
+            query = query.add_columns(
+                r.tool_calls, r.tool_failures, r.cost_usd, r.cost_unknown_steps, r.tokens_in, r.tokens_out
+            ).select_from(sessions.outerjoin(run_rollups, r.session_id == s.id))
+        if times:
+            query = query.add_columns(cast(s.started_at, Text), cast(func.coalesce(s.ended_at, s.last_event_at), Text))
+        window = SessionFilter(since=bounds[0], until=bounds[-1])
+        with self.engine.connect() as conn:
+            return conn.execute(query.where(*filter_clauses(window, self.dialect))).cursor.fetchall()
 
     def first_seen(self, dimension: str) -> list[tuple[str, datetime]]:
         """Each value of a run column (agent_version, model) or of its metadata (prompt_version) with the start
