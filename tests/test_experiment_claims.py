@@ -12,13 +12,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from experiment_cases import (  # noqa: F401  (server: a fixture)
+from experiment_cases import (
     Agent,
     cli_database,
     cli_runner,
     make_cases,
     refund_dataset,
-    server,
+    server,  # noqa: F401  (a fixture)
     variant,
     wait_for,
 )
