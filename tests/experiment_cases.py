@@ -7,13 +7,12 @@ requests a replay of such a run sends, per model, so pass counts are known in ad
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from cli_helpers import Ran, run_main
 from openai_server import OpenAIServer, Reply
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
@@ -103,6 +102,16 @@ class Agent:
         return reply
 
 
+def wait_for(condition, what: str, timeout: float = 60.0):
+    """What `condition()` returns once it is true, polled; an AssertionError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := condition():
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"waited {timeout:.0f} s for {what}")
+
+
 def cli_database(tmp_path, make) -> str:
     """A SQLite database for CLI tests, filled by `make(store)` and closed; its URL."""
     from replay_core.storage.store import Store
@@ -114,16 +123,14 @@ def cli_database(tmp_path, make) -> str:
     return db
 
 
-def cli_runner(db: str, **env: str):
-    """`agent-replay …` in a subprocess on this database: cli(*args, ok=True) checks the exit status, returns the process."""
-    environ = dict(os.environ, AGENT_REPLAY_DB_URL=db, COLUMNS="200", **env)
+def cli_runner(monkeypatch, db: str, **env: str):
+    """`agent-replay …` on this database, called in this process (cli_helpers.run_main): cli(*args, ok=True)
+    checks the exit status, returns what the command did. No test here is about the program's start."""
 
-    def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=environ, timeout=180
-        )
-        assert (proc.returncode == 0) == ok, proc.stderr
-        return proc
+    def cli(*args: str, ok: bool = True) -> Ran:
+        ran = run_main(monkeypatch, args, {"AGENT_REPLAY_DB_URL": db, "COLUMNS": "200", **env})
+        assert (ran.returncode == 0) == ok, ran.stderr
+        return ran
 
     return cli
 

@@ -268,12 +268,12 @@ def test_one_provider_failing_while_the_other_completes(sqlite_store, server):
         if i % 3 == 1:
             return server.error(500, "upstream broke")
         reply = server.text("late")
-        reply.delay_s = 1.5
+        reply.delay_s = 4.0  # twice the timeout: a loaded machine's slow answers to the others stay in time
         return reply
 
     server.route("fake-b", failing)
     eid, _ = ex.start(
-        store, "refunds", [variant(server, "fake-a"), variant(server, "fake-b", retries=1, request_timeout_s=0.5)], concurrency=4
+        store, "refunds", [variant(server, "fake-a"), variant(server, "fake-b", retries=1, request_timeout_s=2.0)], concurrency=4
     )
     assert ex.run(store, eid) == "done"
     out = summarise(store, eid)
@@ -302,8 +302,8 @@ def test_one_provider_failing_while_the_other_completes(sqlite_store, server):
     assert per_case(server, "fake-b")[0] == 2  # one retry on the rate limit, no more
 
 
-def test_cli_experiment_run_json_shape(tmp_path, server):
-    cli = cli_runner(cli_database(tmp_path, refund_dataset(3)))
+def test_cli_experiment_run_json_shape(tmp_path, server, monkeypatch):
+    cli = cli_runner(monkeypatch, cli_database(tmp_path, refund_dataset(3)))
     server.route("fake-a", Agent(server))
     server.route("fake-b", Agent(server, wrong=lambda i: i == 1))
     prices = ["--input-cost-per-token", "0.000001", "--output-cost-per-token", "0.000002"]

@@ -1,17 +1,29 @@
-"""An experiment's case × variant is paid for once, however many processes run it: `experiment run`
-and `experiment resume` at once (two processes, one database) make one model call per turn of each
-case, counted by the local OpenAI server. Budgets are finite amounts above zero, or refused."""
+"""An experiment's case × variant is paid for once, however many processes run it: `experiment resume`
+in a process of its own and a runner in the test's process at once (one database, nothing else shared)
+make one model call per turn of each case, counted by the local OpenAI server. Budgets are finite
+amounts above zero, or refused."""
 
 from __future__ import annotations
 
 import math
 import subprocess
 import sys
-import time
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from experiment_cases import Agent, cli_database, cli_runner, make_cases, refund_dataset, server, variant  # noqa: F401
+from experiment_cases import (
+    Agent,
+    cli_database,
+    cli_runner,
+    make_cases,
+    refund_dataset,
+    server,  # noqa: F401  (a fixture)
+    variant,
+    wait_for,
+)
 
+from replay_core.storage.store import Store
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
 from replay_core.whatif.results import summarise
@@ -20,19 +32,29 @@ CASES = 12
 
 
 def test_run_and_resume_at_once_pay_for_each_case_once(store, server, tmp_path):
+    """The model answers no one until both runners have two cases in flight: they overlap for sure, whatever
+    the load. The second runs in this process with its own store: a second program's start (seconds of
+    imports) would add nothing the claims depend on."""
     ds.create(store, "refunds", [ds.Case(i) for i in make_cases(store, CASES)])
-    server.route("fake-a", Agent(server, delay_s=1.0))  # two turns a case: 2 s, two at once: 12 s in all
-    experiment_id, _ = ex.start(store, "refunds", [variant(server, "fake-a")], concurrency=2)
+    both_in = threading.Event()
+    agent = Agent(server)
+    server.route("fake-a", lambda payload: both_in.wait(120) and agent(payload))
+    experiment_id, _ = ex.start(store, "refunds", [variant(server, "fake-a", request_timeout_s=150)], concurrency=2)
     url = store.engine.url.render_as_string(hide_password=False)
     command = [sys.executable, "-m", "replay_core.cli", "experiment", "resume", experiment_id, "--json", "--db", url]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while server.count() < 2 and time.monotonic() < deadline:  # the first is paying for cases
-        time.sleep(0.02)
-    second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    for proc in (first, second):
-        _, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err.decode()
+    with ThreadPoolExecutor(1) as pool:
+        assert wait_for(lambda: server.count() >= 2, "the first runner's two cases in flight", timeout=120)
+        second = Store(url)
+        ran = pool.submit(ex.run, second, experiment_id)
+        try:
+            assert wait_for(lambda: server.count() >= 4, "the second runner's two cases in flight", timeout=120)
+        finally:
+            both_in.set()
+        assert ran.result(timeout=180) == "done"
+        second.close()
+    _, err = first.communicate(timeout=180)
+    assert first.returncode == 0, err.decode()
     assert server.count() == 2 * CASES  # each case's two turns, once
     runs = store.experiment_runs(experiment_id)
     assert len(runs) == CASES and all(r["state"] == "done" and r["attempts"] == 1 for r in runs), [
@@ -58,8 +80,8 @@ def test_a_claim_held_by_a_live_runner_is_waited_for_and_a_lapsed_one_taken(stor
 
 
 @pytest.mark.parametrize("budget", ["nan", "inf", "-inf", "0", "-1"])
-def test_a_budget_that_is_no_finite_amount_above_zero_is_refused(tmp_path, budget, server):
-    cli = cli_runner(cli_database(tmp_path, refund_dataset(1)))
+def test_a_budget_that_is_no_finite_amount_above_zero_is_refused(tmp_path, budget, server, monkeypatch):
+    cli = cli_runner(monkeypatch, cli_database(tmp_path, refund_dataset(1)))
     model = ["--model", "openai/fake-a", "--api-base", server.base_url, "--input-cost-per-token", "1e-6"]
     refused = cli("experiment", "run", "refunds", *model, "--output-cost-per-token", "1e-6", "--budget-usd", budget, ok=False)
     assert "--budget-usd: expected a finite amount above 0" in refused.stderr, refused.stderr

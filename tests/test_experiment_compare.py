@@ -5,7 +5,6 @@ Everything goes through litellm to the scripted local server."""
 from __future__ import annotations
 
 import json
-import os
 from datetime import timedelta
 
 import pytest
@@ -147,8 +146,10 @@ def test_dataset_from_sessions_and_from_a_filter(store):
         ds.dataset_from_filter(store, "none", SessionFilter(model="nope"))
 
 
-def test_cli_dataset_create_from_sessions_and_from_filter(tmp_path):
-    cli = cli_runner(cli_database(tmp_path, lambda store: (make_cases(store, 3), make_cases(store, 2, first=5, status="failed"))))
+def test_cli_dataset_create_from_sessions_and_from_filter(tmp_path, monkeypatch):
+    cli = cli_runner(
+        monkeypatch, cli_database(tmp_path, lambda store: (make_cases(store, 3), make_cases(store, 2, first=5, status="failed")))
+    )
     assert json.loads(cli("dataset", "create", "two", "--sessions", "refund-0,refund-2", "--json").stdout)["cases"] == 2
     made = json.loads(cli("dataset", "create", "failed", "--from-filter", "status=failed agent=support-bot", "--json").stdout)
     assert (made["cases"], made["version"]) == (2, 1)
@@ -324,11 +325,11 @@ def test_a_start_point_resolves_to_the_step_it_names(shape, which, kind, after):
         assert point.resolve(steps) == steps[hits[0] if which == "first" else hits[-1]].seq
 
 
-def test_cli_from_step_type(tmp_path, server):
+def test_cli_from_step_type(tmp_path, server, monkeypatch):
     def make(store) -> None:
         ds.create(store, "flaky", [ds.Case(i) for i in tool_error_runs(store, 3, with_error=lambda i: i != 1)])
 
-    cli = cli_runner(cli_database(tmp_path, make))
+    cli = cli_runner(monkeypatch, cli_database(tmp_path, make))
     server.route("m", Agent(server))
     proc = cli(
         "experiment",
@@ -367,7 +368,7 @@ def test_each_case_is_opened_once_for_all_its_variants(sqlite_store, server, mon
     assert originals == opened  # compare and the scorers reuse the opened run
 
 
-def test_cli_live_tools_and_experiment_compare(tmp_path, server):
+def test_cli_live_tools_and_experiment_compare(tmp_path, server, monkeypatch):
     db = cli_database(tmp_path, refund_dataset(3))
     (tmp_path / "team_tools.py").write_text(
         "import json, os\n"
@@ -376,9 +377,8 @@ def test_cli_live_tools_and_experiment_compare(tmp_path, server):
         "        f.write(order_id + '\\n')\n"
         "    return {'status': 'delivered', 'checked': 'live'}\n"
     )
-    cli = cli_runner(
-        db, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", TOOL_LOG=str(tmp_path / "calls.log")
-    )
+    monkeypatch.syspath_prepend(tmp_path)  # where `--tool` finds team_tools, as PYTHONPATH would
+    cli = cli_runner(monkeypatch, db, TOOL_LOG=str(tmp_path / "calls.log"))
     server.route("m", Agent(server, wrong=lambda i: i == 2))
     common = ("experiment", "run", "refunds", "--model", "openai/m", "--api-base", server.base_url, "--json")
     live = json.loads(cli(*common, "--tool", "get_order=team_tools:get_order", "--tool-mode", "live").stdout)

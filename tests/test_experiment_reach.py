@@ -47,8 +47,8 @@ def test_an_api_base_that_answers_is_enough_and_one_that_does_not_is_named(no_ke
     assert len(problems) == 1 and "does not answer" in problems[0] and stopped in problems[0]
 
 
-def test_cli_experiment_run_exits_non_zero_naming_the_key(tmp_path, no_keys):
-    cli = cli_runner(cli_database(tmp_path, refund_dataset(2)))
+def test_cli_experiment_run_exits_non_zero_naming_the_key(tmp_path, no_keys, monkeypatch):
+    cli = cli_runner(monkeypatch, cli_database(tmp_path, refund_dataset(2)))
     proc = cli("experiment", "run", "refunds", "--model", "openai/gpt-4o-mini", ok=False)
     assert "OPENAI_API_KEY" in proc.stderr and "export" in proc.stderr
     assert "pass" not in proc.stdout  # no results table of a run that never happened

@@ -5,12 +5,21 @@ in flight finish, nothing more is launched, and resuming runs the rest, never a 
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 
 import pytest
 from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
-from experiment_cases import Agent, case_number, cli_database, cli_runner, make_cases, refund_dataset, server, variant  # noqa: F401
+from experiment_cases import (  # noqa: F401  (server: a fixture)
+    Agent,
+    case_number,
+    cli_database,
+    cli_runner,
+    make_cases,
+    refund_dataset,
+    server,
+    variant,
+    wait_for,
+)
 from starlette.testclient import TestClient
 
 from replay_core.server.api import create_app
@@ -31,15 +40,6 @@ def slow_experiment(store: Store, server, n: int = 6) -> str:
     server.route("fake-a", Agent(server, delay_s=0.15))
     experiment_id, _ = ex.start(store, "refunds", [variant(server, "fake-a")], concurrency=1)
     return experiment_id
-
-
-def wait_for(condition, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := condition():
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"waited {timeout:.0f} s for {what}")
 
 
 def done_runs(store: Store, experiment_id: str) -> int:
@@ -123,7 +123,7 @@ def test_stop_over_http_then_poll_to_stopped(sqlite_store, server):
         assert client.post(stop_path).status_code == 401
 
 
-def test_cli_stops_an_experiment_whose_process_died_and_resume_finishes_it(tmp_path, server):
+def test_cli_stops_an_experiment_whose_process_died_and_resume_finishes_it(tmp_path, server, monkeypatch):
     server.route("fake-a", Agent(server))
     holder: dict[str, str] = {}
 
@@ -131,7 +131,7 @@ def test_cli_stops_an_experiment_whose_process_died_and_resume_finishes_it(tmp_p
         refund_dataset(2)(store)
         holder["id"], _ = ex.start(store, "refunds", [variant(server, "fake-a")])  # stored `running`, no runner: as after a crash
 
-    cli = cli_runner(cli_database(tmp_path, make))
+    cli = cli_runner(monkeypatch, cli_database(tmp_path, make))
     experiment_id = holder["id"]
     stopped = cli("experiment", "stop", experiment_id, "--json")
     assert '"status": "stopping"' in stopped.stdout

@@ -531,9 +531,8 @@ def test_http_body_limit_splits_batches_and_sets_aside_what_cannot_fit(sqlite_st
     assert "413" in rec.spool.rejected_path.read_text()
 
 
-def test_cli_delivers_a_spool_once_the_destination_is_back(sqlite_store, make_recorder, tmp_path):
-    import subprocess
-    import sys
+def test_cli_delivers_a_spool_once_the_destination_is_back(sqlite_store, make_recorder, tmp_path, monkeypatch):
+    from cli_helpers import run_main  # the command in this process: its one-line errors as the program prints them
 
     later = tmp_path / "not-yet"  # the database's folder does not exist: the destination is down
     url = f"sqlite:///{later / 'runs.db'}"
@@ -543,8 +542,7 @@ def test_cli_delivers_a_spool_once_the_destination_is_back(sqlite_store, make_re
     assert first.close() is False and spool_lines(tmp_path) == 3
 
     def deliver(to: str):
-        cmd = [sys.executable, "-m", "replay_core.cli", "deliver-spool", "--to", to, "--spool-dir", str(tmp_path / "spool")]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        return run_main(monkeypatch, ["deliver-spool", "--to", to, "--spool-dir", str(tmp_path / "spool")], {})
 
     away = deliver(url)
     assert away.returncode == 1 and "still unreachable" in away.stderr and "Traceback" not in away.stderr

@@ -1,19 +1,52 @@
 """The Langfuse and LangSmith SDKs pointed at the served app with their own settings, as their users do:
 the travel agent of scripts/capture_sdks/sdk_agents.py runs in its own process against a scripted model,
-and its run is stored whole, on SQLite and PostgreSQL."""
+and its run is stored whole, on SQLite and PostgreSQL. The app is served by uvicorn in a thread of the
+test's process, with its own Store: the SDK reaches it over HTTP all the same, and a second process
+would add only its start (seconds of imports) per test."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from apptest_helpers import REPO, served_api
+import uvicorn
+from apptest_helpers import REPO
 from openai_server import OpenAIServer
+
+from replay_core.cli.serve import free_port
+from replay_core.server.api import create_app
+from replay_core.server.auth import Access
+from replay_core.storage.store import Store
 
 TOKEN = "sdk-token-0000"
 AGENT = REPO / "scripts" / "capture_sdks" / "sdk_agents.py"
 ANSWER = "In Paris it is sunny and 21 °C, and the local time is 14:05."
+
+
+@contextmanager
+def served_api(db_url: str, token: str) -> Iterator[str]:
+    """The API alone under uvicorn on a loopback port, its own Store on `db_url`; yields its base URL."""
+    store = Store(db_url)
+    port = free_port()
+    app = create_app(store, access=Access(api_tokens=(token,)))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the served API did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        store.close()
 
 
 def _run_agent(sdk: str, model: OpenAIServer, delay_s: float = 0.0, **env: str) -> str:

@@ -126,6 +126,15 @@ def stats_file(tmp_path_factory) -> Path:
     return folder / "stats.db"
 
 
+@pytest.fixture(scope="module")
+def empty_file(tmp_path_factory) -> Path:
+    """A SQLite file the Store made and left empty, once per module: copied, it spares each generated
+    database the migrations."""
+    path = tmp_path_factory.mktemp("empty") / "empty.db"
+    Store(f"sqlite:///{path}").close()
+    return path
+
+
 @pytest.fixture
 def db(stats_file, tmp_path) -> str:
     """A test's own copy of stats_file (some tests expire runs in it)."""
@@ -348,8 +357,9 @@ def _random_runs(draw) -> list[dict]:
 @pytest.mark.load
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=_random_runs(), by=st.sampled_from((None, *DIMENSIONS)), as_json=st.booleans())
-def test_random_databases(tmp_path_factory, records, by, as_json):
+def test_random_databases(empty_file, tmp_path_factory, records, by, as_json):
     folder = tmp_path_factory.mktemp("random")
+    shutil.copyfile(empty_file, folder / "r.db")
     url = f"sqlite:///{folder / 'r.db'}"
     store = Store(url)
     if records:
