@@ -24,6 +24,7 @@ def test_the_player_shows_plays_and_jumps(browser, demo_app):
     pg.wait_for_function(
         "() => [...document.querySelectorAll('[data-testid=stImage] img')].every(i => i.complete)", polling=POLL_MS
     )
+    settled(pg)  # the layout measured once the run has ended (measured mid-run under load, the two overlapped)
     widths = images.evaluate_all("els => els.map(e => e.naturalWidth)")
     assert len(widths) >= 2 and min(widths) > 0  # every screenshot and thumbnail really arrived
     # the filmstrip is one row under the large screenshot, not a tall column of mostly white space
