@@ -4,7 +4,7 @@ and body conform to the document (so every error is the JSON error shape, naming
 stream, which never ends, is checked by its answer's head. Then the hostile bodies found by hand
 (wrong JSON types in every field the team and experiment routes read, a Last-Event-ID of '²').
 
-`make test` runs FUZZ_EXAMPLES (default 15) examples per operation and seed, seeds FUZZ_SEEDS
+`make test` runs FUZZ_EXAMPLES (default 8) examples per operation and seed, seeds FUZZ_SEEDS
 (default "0"); `make fuzz` runs more of both. Experiments are started but never launched: a
 fuzzed `api_base` or model must not send a request anywhere (the machine's network is loopback only).
 """
@@ -30,7 +30,7 @@ from replay_core.whatif import experiment
 
 TOKEN = "fuzz-editor-token-0000"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 SEEDS = [int(s) for s in os.environ.get("FUZZ_SEEDS", "0").split(",")]
 
 

@@ -12,6 +12,9 @@ from apptest_helpers import FAILED_CODING, REPO, served_app
 pytestmark = pytest.mark.browser
 
 OUT = REPO / "test-output" / "browser"
+# how often a wait_for_function asks again: by default on every animation frame, about 60 times a second in
+# Chromium for as long as the wait lasts (a tenth of a CPU-second each second here); 10 times is as soon as a test needs
+POLL_MS = 100
 
 
 def settled(pg) -> None:
@@ -20,6 +23,7 @@ def settled(pg) -> None:
     pg.wait_for_function(
         "() => !document.querySelector('[data-testid=stSkeleton]') && !document.querySelector('[data-testid=stStatusWidget]')",
         timeout=30_000,
+        polling=POLL_MS,
     )
 
 

@@ -10,6 +10,7 @@ import ast
 
 import pytest
 from apptest_helpers import FAILED_CODING, REPO
+from test_browser import POLL_MS
 
 pytestmark = pytest.mark.browser
 IDLE = "() => !document.querySelector('[data-testid=stSkeleton], [data-testid=stStatusWidget]')"
@@ -34,7 +35,7 @@ def test_each_page_opened_by_its_address_logs_no_error_and_no_404(browser, demo_
     for path in paths:
         pg.goto(f"{base}/{path}")
         pg.wait_for_selector("[data-testid=stAppViewContainer] h1, [data-testid=stAppViewContainer] h2", timeout=60_000)
-        pg.wait_for_function(IDLE, timeout=60_000)
+        pg.wait_for_function(IDLE, timeout=60_000, polling=POLL_MS)
         assert errors == [], path
         assert pg.evaluate("window.__streamlit.BACKEND_BASE_URL") == f"{base}/"
 

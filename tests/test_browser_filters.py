@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
-from test_browser import OUT, settled
+from test_browser import OUT, POLL_MS, settled
 
 from replay_core.storage.store import SessionFilter, Store
 
@@ -64,11 +64,12 @@ def wait_listed(pg, n: int) -> None:
         ".some(e => e.innerText.startsWith(n + (n === 1 ? ' run:' : ' runs:')))",
         arg=n,
         timeout=15_000,
+        polling=POLL_MS,
     )
 
 
 def wait_cleared(pg, key: str) -> None:
-    pg.wait_for_function(f"() => !new URLSearchParams(location.search).has({key!r})", timeout=15_000)
+    pg.wait_for_function(f"() => !new URLSearchParams(location.search).has({key!r})", timeout=15_000, polling=POLL_MS)
     settled(pg)
 
 
@@ -100,7 +101,7 @@ def test_every_filter_clears_and_stays_cleared(browser, app):
         assert field.input_value() == "", key
         pg.locator("h1").first.click()  # another rerun, the focus elsewhere: the old value must not come back
         pg.locator(".st-key-filters input[name=replays]").check()
-        pg.wait_for_function("() => new URLSearchParams(location.search).get('replays') === '1'", timeout=15_000)
+        pg.wait_for_function("() => new URLSearchParams(location.search).get('replays') === '1'", timeout=15_000, polling=POLL_MS)
         settled(pg)
         assert key not in params(pg) and field.input_value() == "", key
         pg.locator(".st-key-filters input[name=replays]").uncheck()
@@ -109,7 +110,9 @@ def test_every_filter_clears_and_stays_cleared(browser, app):
     open_runs(pg, base, "")
     assert pg.locator(".st-key-filters details.more").get_attribute("open") is None  # nothing there set: closed
     pg.locator(".st-key-filters input[name=until]").fill("2000-01-01")
-    pg.wait_for_function("() => new URLSearchParams(location.search).get('until') === '2000-01-01'", timeout=15_000)
+    pg.wait_for_function(
+        "() => new URLSearchParams(location.search).get('until') === '2000-01-01'", timeout=15_000, polling=POLL_MS
+    )
     settled(pg)
     pg.get_by_text("No run matches these filters.").wait_for(timeout=15_000)
     # dates go by their chips; everything at once by Clear all
@@ -166,7 +169,7 @@ def test_the_runs_list_at_phone_width_keeps_status_name_outcome_and_start(browse
     headers = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()
     assert headers == ["Status", "Run", "Outcome", "Started"]  # the columns drawn, all within the width
     hidden = "s => { const e = document.querySelector(s); return e !== null && getComputedStyle(e).display === 'none'; }"
-    pg.wait_for_function(hidden, arg=".st-key-runs_wide", timeout=15_000)
+    pg.wait_for_function(hidden, arg=".st-key-runs_wide", timeout=15_000, polling=POLL_MS)
     box = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame]").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     width = pg.evaluate("() => document.documentElement.scrollWidth")
@@ -174,6 +177,6 @@ def test_the_runs_list_at_phone_width_keeps_status_name_outcome_and_start(browse
     pg.screenshot(path=str(OUT / "runs-390.png"), full_page=True)
     wide = browser.new_page(viewport={"width": 1400, "height": 1000})
     open_runs(wide, base, "status=failed")
-    wide.wait_for_function(hidden, arg=".st-key-runs_narrow", timeout=15_000)
+    wide.wait_for_function(hidden, arg=".st-key-runs_narrow", timeout=15_000, polling=POLL_MS)
     wide.wait_for_selector(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]", state="attached", timeout=30_000)
     assert "Cost" in wide.locator(".st-key-runs_wide [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()

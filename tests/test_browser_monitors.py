@@ -39,11 +39,19 @@ def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, store
         pg.get_by_text("checkout failures").first.wait_for(timeout=30_000)
         assert pg.get_by_text("🔴 firing").count() >= 1
         alert = pg.locator("[data-testid=stAlertContentError]").filter(has_text="above 20")
-        alert.wait_for(timeout=60_000)  # its patterns are named the first time it is shown
+        alert.wait_for(timeout=60_000)
         assert alert.count() == 1
         runs_link = pg.get_by_role("link", name="The runs behind it").first
+        # under the alert, once its patterns are named (the first time it is shown: explaining each failing
+        # run, 10-20 s on PostgreSQL here, more on a loaded machine)
+        runs_link.wait_for(timeout=120_000)
         assert "workflow=checkout" in runs_link.get_attribute("href") and "status=failed" in runs_link.get_attribute("href")
         assert pg.get_by_text("charge_card").count() >= 1  # the failure pattern
+        # the page's end, after the release alert's patterns (named in this first run too, seconds on a
+        # loaded PostgreSQL): pressed earlier, the button interrupts the run, and the run after the press
+        # names them before it ends, showing the old button until then
+        pg.get_by_role("heading", name="Releases").wait_for(timeout=120_000)
+        settled(pg)
         OUT.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(OUT / "monitors-firing.png"), full_page=True)
         ack = pg.locator(f".st-key-mon_ack_{made['id']} button")

@@ -4,7 +4,7 @@ moves through the steps on its own (fragment timers, which AppTest cannot run)."
 from __future__ import annotations
 
 import pytest
-from test_browser import OUT, settled
+from test_browser import OUT, POLL_MS, settled
 
 from replay_core.demo import BROWSER_DEMO
 
@@ -21,7 +21,10 @@ def test_the_player_shows_plays_and_jumps(browser, demo_app):
     pg.get_by_text("Red: where the agent acted").wait_for()
     images = pg.locator("[data-testid=stImage] img")
     images.first.wait_for()
-    pg.wait_for_function("() => [...document.querySelectorAll('[data-testid=stImage] img')].every(i => i.complete)")
+    pg.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=stImage] img')].every(i => i.complete)", polling=POLL_MS
+    )
+    settled(pg)  # the layout measured once the run has ended (measured mid-run under load, the two overlapped)
     widths = images.evaluate_all("els => els.map(e => e.naturalWidth)")
     assert len(widths) >= 2 and min(widths) > 0  # every screenshot and thumbnail really arrived
     # the filmstrip is one row under the large screenshot, not a tall column of mostly white space

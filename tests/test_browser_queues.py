@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from apptest_helpers import DATABASES, database, served_app
-from test_browser import OUT, settled
+from test_browser import OUT, POLL_MS, settled
 
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter, Store
@@ -48,7 +48,7 @@ def test_a_queue_worked_through_by_keyboard(browser, app):
     pg.get_by_text("Reviewing as Sam").wait_for()  # the name box is gone: no click needed to leave it
     settled(pg)
     pg.keyboard.press("2")  # the second verdict: the key is a verdict's, not typed into the name ("Sam2")
-    pg.wait_for_function("() => [...document.querySelectorAll('input[type=radio]')].some(r => r.checked)")
+    pg.wait_for_function("() => [...document.querySelectorAll('input[type=radio]')].some(r => r.checked)", polling=POLL_MS)
     settled(pg)
     checked = pg.locator("[data-testid=stRadio] label:has(input:checked)").first.inner_text()
     assert "Bad" in checked
@@ -59,7 +59,7 @@ def test_a_queue_worked_through_by_keyboard(browser, app):
     res = queues.results(store, made["id"])
     assert [(r["reviewer"], r["verdict"]) for r in res["items"][0]["reviews"]] == [("Sam", "Bad")]
     # the next run starts blank
-    pg.wait_for_function("() => !document.querySelector('input[type=radio]:checked')", timeout=15_000)
+    pg.wait_for_function("() => !document.querySelector('input[type=radio]:checked')", timeout=15_000, polling=POLL_MS)
     pg.get_by_text("Reviewing as Sam").wait_for()  # the name stays, shown, not in an open box
     pg.keyboard.press("s")  # skip
     pg.get_by_text(f"Run 3 of {made['items']}").wait_for()
