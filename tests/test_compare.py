@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from functools import cache
 
 import orjson
 import pytest
@@ -257,15 +258,17 @@ def test_changing_step_k_puts_the_first_divergence_at_k(sid, how, pick):
 @pytest.mark.parametrize("k", [0, 1, 2, 1000, 2998, 2999, 4998, 4999])
 @pytest.mark.parametrize("how", MUTATIONS)
 def test_long_runs_diverge_at_k_too(how, k):
-    rng = random.Random(k)
-    steps = long_run(5000, rng)
+    steps = list(long_run(5000, k))
     if how != "insert":  # the eligible step nearest to k
         k = min((i for i, s in enumerate(steps) if ELIGIBLE[how](s)), key=lambda i: abs(i - k))
     div = compare_steps(steps, mutate(steps, k, how), {"id": "a"}, {"id": "b"}).first_divergence
     assert (div.a_seq, div.kind) == (k + 1, EXPECTED_KIND[how])
 
 
-def long_run(n: int, rng: random.Random) -> list[StepEvent]:
+@cache
+def long_run(n: int, seed: int) -> tuple[StepEvent, ...]:
+    """A run of n steps, built once for the five ways each position is changed."""
+    rng = random.Random(seed)
     kinds = ["think", "tool_call", "tool_result", "decision"]
     out = []
     for i in range(n):
@@ -278,7 +281,7 @@ def long_run(n: int, rng: random.Random) -> list[StepEvent]:
                 "content": None if kind == "tool_call" else f"row {i}",
             }
         out.append(StepEvent(session_id="long", seq=i + 1, type=kind, **fields))
-    return out
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------- CLI

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai_server import OpenAIServer
 
-from replay_core.demo import load_demo, read_demo
+from replay_core.demo import read_demo
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.formats import UnknownFormat
 from replay_core.ingest.pipeline import ImportRejected, import_file, ingest
@@ -89,10 +89,10 @@ def check_every_model_step(store, sid: str, server: OpenAIServer) -> int:
     return checked
 
 
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)  # the module's demo file, copied: loaded once
 @pytest.mark.parametrize("session_id", DEMO_IDS)
-def test_every_demo_run_shows_what_a_replay_sends(sqlite_store, server, session_id):
-    load_demo(sqlite_store, only_if_empty=False)
-    assert check_every_model_step(sqlite_store, session_id, server) > 0
+def test_every_demo_run_shows_what_a_replay_sends(demo, server, session_id):
+    assert check_every_model_step(demo, session_id, server) > 0
 
 
 @pytest.mark.parametrize("sample", real_fixture_samples(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -106,22 +106,15 @@ def test_every_real_sample_with_model_turns_shows_what_a_replay_sends(sqlite_sto
         pytest.skip(f"{sample.name} holds no model output to replay")
 
 
-def test_the_demo_coding_run_at_step_8_holds_the_search_and_the_read():
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+def test_the_demo_coding_run_at_step_8_holds_the_search_and_the_read(demo):
     """The issue's own case: at step 8 the agent had the search of step 4 and the read of step 7."""
-    import tempfile
-
-    from replay_core.storage.store import Store
-
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Store(f"sqlite:///{tmp}/x.db")
-        load_demo(store, only_if_empty=False)
-        snap = state_at(open_timeline(store, "demo-02-coding-format-price-failed"), 8, store)
-        text = "\n".join(str(m.get("content")) for m in snap.context)
-        assert "pricing/format.py:42:def format_price(amount: Decimal" in text and "pricing/format.py (9 lines)" in text
-        assert snap.context_source == "recorded+rebuilt" and snap.context_seq == 2
-        assert snap.agent.origins[0] == {"source": "recorded", "seq": 2}
-        assert {"source": "rebuilt", "seq": 7} in snap.agent.origins
-        store.close()
+    snap = state_at(open_timeline(demo, "demo-02-coding-format-price-failed"), 8, demo)
+    text = "\n".join(str(m.get("content")) for m in snap.context)
+    assert "pricing/format.py:42:def format_price(amount: Decimal" in text and "pricing/format.py (9 lines)" in text
+    assert snap.context_source == "recorded+rebuilt" and snap.context_seq == 2
+    assert snap.agent.origins[0] == {"source": "recorded", "seq": 2}
+    assert {"source": "rebuilt", "seq": 7} in snap.agent.origins
 
 
 # ---------------------------------------------------------------------------- generated runs (hypothesis)
