@@ -26,13 +26,18 @@ its figure beside a same-run baseline:
   (time.process_time): spans/s beside the same spans in one request; a rate falling with the length is a
   cost per batch growing with the run.
 Each part prints os.getloadavg() (the machine is shared: judge ratios, not seconds).
-Run one part with `python bench/bench_otlp_order.py late_root` (or late_batches, reversed, batched, tool_spans).
+- `shuffled`: the same 500 batches in a random order (seeded): each batch lands at a spot of its own,
+  where `room` usually finds no free seq, so the steps after it move (one range update): the case the
+  sparse room does not amortise. Printed as `reversed`.
+Run one part with `python bench/bench_otlp_order.py late_root` (or late_batches, reversed, shuffled,
+batched, tool_spans); BENCH_OTLP_STEPS sets the runs' length (50,000).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -51,7 +56,7 @@ from replay_core.storage.store import Store  # noqa: E402
 from replay_core.storage.tables import run_rollups  # noqa: E402
 
 T0 = 1_764_000_000_000_000_000
-N = 50_000
+N = int(os.environ.get("BENCH_OTLP_STEPS", 50_000))  # the run's length (a multiple of TURN)
 TURN = 100
 JSON = "application/json"
 
@@ -135,15 +140,17 @@ def turns(trace: str = "b" * 32) -> tuple[list[bytes], list[dict]]:
     return [body(b) for b in batches], every
 
 
-def turn_batches(label: str, last_first: bool) -> None:
-    """The turns' batches as the SDK sends them, or last first; spans/s beside the same spans in one request."""
+def turn_batches(label: str, order: str) -> None:
+    """The turns' batches as the SDK sends them (`sdk`), last first or shuffled; spans/s beside the same spans
+    in one request."""
     trace = "b" * 32
     bodies, every = turns(trace)
+    sent = {"sdk": bodies, "reversed": bodies[::-1], "shuffled": random.Random(0).sample(bodies, len(bodies))}[order]
     with tempfile.TemporaryDirectory() as tmp:
         one = _store(tmp, "one")
         one_s = _received(one, [body(every)])
         store = _store(tmp, label)
-        took = _received(store, bodies[::-1] if last_first else bodies)
+        took = _received(store, sent)
         start = time.perf_counter()
         settle = getattr(store, "otlp_settle", None)  # main numbers the run 1..n at every batch
         if settle is not None:
@@ -298,9 +305,11 @@ if __name__ == "__main__":
     if part in ("all", "late_root"):
         late_root()
     if part in ("all", "late_batches"):
-        turn_batches("turns", last_first=False)
+        turn_batches("turns", "sdk")
     if part in ("all", "reversed"):
-        turn_batches("reversed", last_first=True)
+        turn_batches("reversed", "reversed")
+    if part in ("all", "shuffled"):
+        turn_batches("shuffled", "shuffled")
     if part in ("all", "batched"):
         batched()
     if part in ("all", "tool_spans"):
