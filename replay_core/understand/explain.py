@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
@@ -395,7 +396,8 @@ def turning_point(
             f"matches {ratio:.0%} of the first steps, below {MIN_OPENING_SIMILARITY:.0%}."
         )
     if same:
-        held = {session["id"]: (session, steps), best["id"]: (best, best_steps)}  # list_sessions' rows are get_session's
+        # list_sessions' rows are get_session's
+        held: dict[str, tuple[dict, Sequence[StepEvent]]] = {session["id"]: (session, steps), best["id"]: (best, best_steps)}
         comparison = compare(reads.store, session["id"], best["id"], loaded=held)
     else:  # another task of the same workflow: its inputs differ by definition, so compare what follows them
 
