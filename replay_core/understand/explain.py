@@ -756,8 +756,12 @@ def failure_patterns(store: Store, flt: SessionFilter | None = None, *, limit: i
     skipped = max(0, len(rows) - limit)
     groups: dict[tuple, list[str]] = {}
     totals: dict[str | None, int] = {}
-    reads = Reads(store)  # the runs compared with and the usual durations' runs, read once for all
-    for row in rows[:limit]:
+    # a workflow's runs one after the other, each workflow's shared reads (the runs compared with, the
+    # usual durations' runs) kept while its runs are explained and let go after: held are one workflow's
+    reads, reading = Reads(store), None
+    for row in sorted(rows[:limit], key=lambda r: r.get("workflow") or ""):
+        if row.get("workflow") != reading:
+            reads, reading = Reads(store), row.get("workflow")
         result, steps_read = _explained(reads, row)
         steps = {s.stored_seq: s for s in steps_read}
         wf = row.get("workflow")
