@@ -316,3 +316,55 @@ def test_a_timeout_retry_budget_run_names_all_three(sqlite_store):
     assert kinds[timeout] == "retry" or kinds[timeout] == "slow"
     assert kinds[timeout + 1] == "retry"  # the retried call
     assert "failure" in kinds.values() and any(k == "budget" for k in kinds.values())
+
+
+def _patterns_workload(store) -> list[str]:
+    """Failing runs of each kind and, per kind, successful runs (some with a failing run's first input,
+    some with another), each started a minute after the last: the failing runs' ids."""
+    events, failing = [], []
+    for n, (i, ok) in enumerate((i, ok) for i in range(30) for ok in (False, True) if not ok or i % 5 < 2):
+        run = Gen(i, KINDS[i % len(KINDS)]).build()
+        sid = f"{'ok' if ok else 'bad'}-{run.sid}-{i + (7 if ok and i % 5 == 1 else 0)}"
+        started = {"started_at": T0 + timedelta(minutes=n)}
+        for ev in run.events:
+            if ok and isinstance(ev, StepEvent) and ev.type == "error":
+                continue
+            update = {"session_id": sid} | (started if isinstance(ev, SessionEvent) else {})
+            if ok and isinstance(ev, SessionEndEvent):
+                update |= {"status": "succeeded", "error_class": None}
+            events.append(ev.model_copy(update=update))
+        if not ok:
+            failing.append(sid)
+    ingest(store, events)
+    return failing
+
+
+def test_failure_patterns_explain_each_run_as_explain_does(store):
+    from replay_core.understand.explain import Reads, _explained, failure_patterns, pattern_key
+
+    failing = _patterns_workload(store)
+    shared = Reads(store)
+    groups: dict[tuple, list[str]] = {}
+    for sid in failing:
+        alone = explain(store, sid)
+        assert _explained(shared, store.get_session(sid))[0].to_dict() == alone.to_dict()
+        steps = {s.stored_seq: s for s in store.load_steps(sid)}
+        groups.setdefault((store.get_session(sid)["workflow"], pattern_key(alone, steps)), []).append(sid)
+    patterns, skipped = failure_patterns(store)
+    assert skipped == 0
+    assert {(p.workflow, p.key): p.runs for p in patterns} == {k: sorted(v) for k, v in groups.items()}
+    assert any(p.key[0] == "diverge" for p in patterns) and any(p.key[0] == "chain" for p in patterns)
+
+
+def test_failure_patterns_read_each_run_once_not_its_peers_again(store):
+    from sqlalchemy import event
+
+    from replay_core.understand.explain import failure_patterns
+
+    failing = _patterns_workload(store)
+    statements = []
+    event.listen(store.engine, "before_cursor_execute", lambda *args: args[2] == "BEGIN" or statements.append(args[2]))
+    patterns, _ = failure_patterns(store)
+    assert sum(len(p.runs) for p in patterns) == len(failing)
+    # each failing run: its steps; each workflow: its successful and recent runs (rows and steps), read once
+    assert len(statements) <= len(failing) + store.count_sessions() + 4 * len(KINDS) + 10, len(statements)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
@@ -361,28 +362,28 @@ def _opening(steps: list[StepEvent]) -> list[tuple]:
     return [signature(s) for s in steps if s.type not in ("input", "span")][:OPENING]
 
 
-def _candidates(store: Store, session: dict, include_replays: bool) -> list[dict]:
+def _candidates(reads: Reads, session: dict, include_replays: bool) -> list[dict]:
     if session.get("workflow"):
         flt = SessionFilter(status="succeeded", workflow=session["workflow"], include_replays=include_replays)
     elif session.get("agent_id"):
         flt = SessionFilter(status="succeeded", agent_id=session["agent_id"], include_replays=include_replays)
     else:
         flt = SessionFilter(status="succeeded", include_replays=include_replays)
-    rows = store.list_sessions(flt, limit=CANDIDATES)
+    rows = reads.sessions(flt, CANDIDATES)
     return [r for r in rows if r["id"] != session["id"] and (include_replays or not r.get("replay_of"))]
 
 
 def turning_point(
-    store: Store, session: dict, steps: list[StepEvent], *, include_replays: bool = False, candidates: list[dict] | None = None
+    reads: Reads, session: dict, steps: list[StepEvent], *, include_replays: bool = False
 ) -> tuple[TurningPoint | None, str]:
     """The first divergence from the nearest successful run of the same task, and a note on how it was chosen."""
-    rows = _candidates(store, session, include_replays) if candidates is None else candidates
+    rows = _candidates(reads, session, include_replays)
     if not rows:
         return None, "No successful run of the same workflow to compare with."
     mine_input, mine_open = _first_input(steps), _opening(steps)
     best, best_score, best_steps = rows[0], (False, -1.0), []  # any row scores above that
     for row in rows:
-        theirs = store.load_steps(row["id"])
+        theirs = reads.steps(row["id"])
         same = mine_input is not None and _first_input(theirs) == mine_input
         ratio = SequenceMatcher(None, mine_open, _opening(theirs), autojunk=False).ratio()
         score = (same, ratio)
@@ -395,7 +396,9 @@ def turning_point(
             f"matches {ratio:.0%} of the first steps, below {MIN_OPENING_SIMILARITY:.0%}."
         )
     if same:
-        comparison = compare(store, session["id"], best["id"])
+        # list_sessions' rows are get_session's
+        held: dict[str, tuple[dict, Sequence[StepEvent]]] = {session["id"]: (session, steps), best["id"]: (best, best_steps)}
+        comparison = compare(reads.store, session["id"], best["id"], loaded=held)
     else:  # another task of the same workflow: its inputs differ by definition, so compare what follows them
 
         def body(ss: list[StepEvent]) -> list[StepEvent]:
@@ -418,13 +421,13 @@ def turning_point(
 # ---------------------------------------------------------------------------- causal chain
 
 
-def _usual_durations(store: Store, session: dict, steps: list[StepEvent]) -> dict[str, list[float]]:
+def _usual_durations(reads: Reads, session: dict, steps: list[StepEvent]) -> dict[str, list[float]]:
     """Durations of each tool's results in this run and in recent runs of the same workflow."""
     out: dict[str, list[float]] = {}
     peers: list[list[StepEvent]] = [steps]
     if session.get("workflow"):
-        rows = store.list_sessions(SessionFilter(workflow=session["workflow"]), limit=PEER_RUNS + 1)
-        peers += [store.load_steps(r["id"]) for r in rows if r["id"] != session["id"] and not r.get("replay_of")][:PEER_RUNS]
+        rows = reads.sessions(SessionFilter(workflow=session["workflow"]), PEER_RUNS + 1)
+        peers += [reads.steps(r["id"]) for r in rows if r["id"] != session["id"] and not r.get("replay_of")][:PEER_RUNS]
     for run in peers:
         for s in run:
             if s.type in ("tool_result", "error") and s.tool_name and s.duration_ms is not None:
@@ -638,23 +641,54 @@ def causal_chain(
 # ---------------------------------------------------------------------------- the whole answer
 
 
+class Reads:
+    """The store, read through: each run's steps and each list of runs read once and kept, so that
+    explaining many runs reads once what they share (the successful runs compared with, the recent runs of
+    a workflow whose durations are the usual ones). Held for one explanation or one `failure_patterns`."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._steps: dict[str, list[StepEvent]] = {}
+        self._lists: dict[tuple[SessionFilter, int], list[dict]] = {}
+
+    def steps(self, session_id: str, *, keep: bool = True) -> list[StepEvent]:
+        """A run's steps; `keep=False` for a run read once (a failing run's own): used if kept, not kept."""
+        found = self._steps.get(session_id)
+        if found is None:
+            found = self.store.load_steps(session_id)
+            if keep:
+                self._steps[session_id] = found
+        return found
+
+    def sessions(self, flt: SessionFilter, limit: int) -> list[dict]:
+        if (flt, limit) not in self._lists:
+            self._lists[flt, limit] = self.store.list_sessions(flt, limit=limit)
+        return self._lists[flt, limit]
+
+
 def explain(store: Store, session_id: str, *, include_replays: bool = False) -> Explanation:
     """Why the run failed: turning point, causal chain, contradictions (module docstring)."""
     session = store.get_session(session_id)
     if session is None:
         raise ExplainError(f"no such session: {session_id}")
+    return _explained(Reads(store), session, include_replays=include_replays)[0]
+
+
+def _explained(reads: Reads, session: dict, *, include_replays: bool = False) -> tuple[Explanation, list[StepEvent]]:
+    """explain for a run's session row (get_session's, or list_sessions': the same), with the steps it read."""
+    session_id = session["id"]
     status = session.get("status") or "unknown"
     if status not in EXPLAINED:
         raise ExplainError(f"session {session_id} is {status}: only failed, incomplete or unknown-outcome runs are explained")
-    steps = store.load_steps(session_id)
+    steps = reads.steps(session_id, keep=False)
     if not steps:
-        return Explanation(session_id, status, session.get("outcome"), None, [], [], ["The run has no steps recorded."])
+        return Explanation(session_id, status, session.get("outcome"), None, [], [], ["The run has no steps recorded."]), steps
     contradictions = find_contradictions(steps)
-    turning, how = turning_point(store, session, steps, include_replays=include_replays)
-    durations = _usual_durations(store, session, steps)
+    turning, how = turning_point(reads, session, steps, include_replays=include_replays)
+    durations = _usual_durations(reads, session, steps)
     chain = causal_chain(steps, session, contradictions, turning, durations)
     notes = [how, f"{len(steps)} steps read; chain rules and the slow-operation rule are in replay_core/understand/explain.py."]
-    return Explanation(session_id, status, session.get("outcome"), turning, chain, contradictions, notes)
+    return Explanation(session_id, status, session.get("outcome"), turning, chain, contradictions, notes), steps
 
 
 # ---------------------------------------------------------------------------- failure patterns
@@ -722,9 +756,14 @@ def failure_patterns(store: Store, flt: SessionFilter | None = None, *, limit: i
     skipped = max(0, len(rows) - limit)
     groups: dict[tuple, list[str]] = {}
     totals: dict[str | None, int] = {}
-    for row in rows[:limit]:
-        result = explain(store, row["id"])
-        steps = {s.stored_seq: s for s in store.load_steps(row["id"])}
+    # a workflow's runs one after the other, each workflow's shared reads (the runs compared with, the
+    # usual durations' runs) kept while its runs are explained and let go after: held are one workflow's
+    reads, reading = Reads(store), None
+    for row in sorted(rows[:limit], key=lambda r: r.get("workflow") or ""):
+        if row.get("workflow") != reading:
+            reads, reading = Reads(store), row.get("workflow")
+        result, steps_read = _explained(reads, row)
+        steps = {s.stored_seq: s for s in steps_read}
         wf = row.get("workflow")
         totals[wf] = totals.get(wf, 0) + 1
         groups.setdefault((wf, pattern_key(result, steps)), []).append(row["id"])
