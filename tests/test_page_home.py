@@ -43,10 +43,12 @@ def test_the_first_screen_is_the_default_page(demo_store):
 
 def test_counts_are_of_original_runs_only(empty_store):
     now = datetime.now(UTC)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    started = max(now - timedelta(minutes=5), midnight)  # today, also when the test runs just after midnight
     events = [
-        SessionEvent(session_id="orig", name="a run", started_at=now - timedelta(minutes=5)),
+        SessionEvent(session_id="orig", name="a run", started_at=started),
         SessionEndEvent(session_id="orig", status="failed", error_class="Boom", ended_at=now),
-        SessionEvent(session_id="rep", name="its replay", started_at=now - timedelta(minutes=1), replay_of="orig"),
+        SessionEvent(session_id="rep", name="its replay", started_at=started + (now - started) / 2, replay_of="orig"),
         SessionEndEvent(session_id="rep", status="failed", ended_at=now),
     ]
     ingest(empty_store, events)
