@@ -80,8 +80,8 @@ class Tally:
     class asked for, the tool calls, costs and tokens of those with steps, and the durations of those that
     ended. Tallies add up: the runs of a window and a filter are the sum of their parts'."""
 
-    statuses: dict[str, int] = field(default_factory=dict)
-    error_classes: dict[str, int] = field(default_factory=dict)
+    statuses: Counter[str] = field(default_factory=Counter)
+    error_classes: Counter[str] = field(default_factory=Counter)
     tool_runs: int = 0  # runs that called a tool
     tool_calls: int = 0
     tool_failures: int = 0
@@ -99,10 +99,8 @@ class Tally:
         self.tokens.append(float((tokens_in or 0) + (tokens_out or 0)))
 
     def add(self, other: Tally) -> None:
-        for status, n in other.statuses.items():
-            self.statuses[status] = self.statuses.get(status, 0) + n
-        for error_class, n in other.error_classes.items():
-            self.error_classes[error_class] = self.error_classes.get(error_class, 0) + n
+        self.statuses.update(other.statuses)
+        self.error_classes.update(other.error_classes)
         self.tool_runs += other.tool_runs
         self.tool_calls += other.tool_calls
         self.tool_failures += other.tool_failures
@@ -113,12 +111,12 @@ class Tally:
     def figure(self, metric: str, since: str | None, until: str | None, error_class: str | None = None) -> Figure:
         """A metric of these runs with its 95 % interval (error_class_runs: of the class tallied)."""
         stamp = {"since": since, "until": until}
-        count = self.statuses.get
-        runs, ended = sum(self.statuses.values()), sum(count(s, 0) for s in ENDED)
+        count = self.statuses
+        runs, ended = count.total(), sum(count[s] for s in ENDED)
         if metric in ("success_rate", "failure_rate"):
-            return _rate(count("succeeded" if metric == "success_rate" else "failed", 0), ended, ended, stamp)
+            return _rate(count["succeeded" if metric == "success_rate" else "failed"], ended, ended, stamp)
         if metric in ("incomplete_runs", "error_class_runs"):
-            n = float(count("incomplete", 0) if metric == "incomplete_runs" else self.error_classes.get(error_class or "", 0))
+            n = float(count["incomplete"] if metric == "incomplete_runs" else self.error_classes[error_class or ""])
             return Figure(n, n, n, runs, **stamp)
         if metric == "tool_failure_rate":
             return _rate(self.tool_failures, self.tool_calls, self.tool_runs, stamp)
@@ -154,7 +152,7 @@ class Sample:
 
     def tally(self) -> Tally:
         """What the metrics read of these runs (error classes aside: `measure` asks the store)."""
-        out = Tally(dict(Counter(r["status"] for r in self.runs)))
+        out = Tally(Counter(r["status"] for r in self.runs))
         for r in self.rolled:
             out.add_rollup(*(r[c] for c in ROLLUP_FIELDS))
         out.durations = [d for d in (_duration(r) for r in self.runs if r["status"] in ENDED) if d is not None]
@@ -247,11 +245,11 @@ class _Spans:
             part, status = self.spans[row[0]], row[1]
             tally = part.get(row[1:keyed])
             if tally is None:
-                tally = part[row[1:keyed]] = Tally({status: 0})
+                tally = part[row[1:keyed]] = Tally()
             tally.statuses[status] += 1
             for error_class, flag in zip(classes, row[keyed:flagged], strict=True):
                 if flag:
-                    tally.error_classes[error_class] = tally.error_classes.get(error_class, 0) + 1
+                    tally.error_classes[error_class] += 1
             rest = row[flagged:]
             if rollups:
                 if rest[0] is not None:  # a run with steps (tool_calls is never NULL in its rollup)

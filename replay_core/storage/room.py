@@ -150,9 +150,8 @@ def settle(conn: Connection, sid: str) -> None:
 
 def settle_quiet(conn: Connection, quiet: timedelta | None = None) -> list[str]:
     """Settle the runs with gaps whose traces received nothing for `quiet` (config.settle_after when not
-    given; and not for the idle limit
-    more, a window the receiver and idle expiry look at far more often): one statement finds them, by
-    the traces' index on their last batch's time. Returns them."""
+    given), and not for the idle limit more (a window the receiver and idle expiry look at far more
+    often): one statement finds them, by the traces' index on their last batch's time. Returns them."""
     now = now_utc()
     quiet = config.settle_after() if quiet is None else quiet
     t, r = otlp_traces.c, run_rollups.c
