@@ -14,18 +14,23 @@ from __future__ import annotations
 import inspect
 import os
 import shutil
+import time
 import types
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pytest
 from hypothesis import settings
 from sqlalchemy import Integer, text
 
+from replay_core import config
 from replay_core.storage.store import Store, metadata
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -216,18 +221,48 @@ def _demo_file(folder: Path) -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> str:
-    """The demo runs for a module's tests, which copy the file. Made for each module: the demo's running
-    run is marked incomplete once idle for 30 minutes (the idle limit), and a whole run of the suite may
-    take longer."""
-    return _demo_file(tmp_path_factory.mktemp("demo"))
+class _Recent(Generic[T]):
+    """A value made once per test process and made again once `max_age` old: the demo's running run is
+    marked incomplete once idle for `config.idle_timeout()` (30 minutes), and a whole run of the suite may
+    take longer. Making it for each module cost each worker seconds per module using it."""
+
+    def __init__(self, make: Callable[[], T], max_age: timedelta) -> None:
+        self.make, self.max_age, self.made = make, max_age, None
+
+    def get(self) -> T:
+        if self.made is None or time.monotonic() - self.made[0] > self.max_age.total_seconds():
+            self.made = (time.monotonic(), self.make())
+        return self.made[1]
+
+
+DEMO_MAX_AGE = config.idle_timeout() / 3  # a module started on the oldest copy has 20 minutes to finish
+
+
+@pytest.fixture(scope="session")
+def demo_files(tmp_path_factory) -> _Recent[str]:
+    return _Recent(lambda: _demo_file(tmp_path_factory.mktemp("demo")), DEMO_MAX_AGE)
 
 
 @pytest.fixture(scope="module")
-def pg_demo_rows(pg_database) -> dict[str, bytes]:
-    """The demo runs on PostgreSQL as each table's rows (COPY's text), loaded once per module into the
-    worker's database and copied out (loading them there takes seconds; copying them in, milliseconds)."""
+def demo_db(demo_files) -> str:
+    """The demo runs for a module's tests, which copy the file (never change it)."""
+    return demo_files.get()
+
+
+@pytest.fixture(scope="session")
+def pg_demo_tables(pg_database) -> _Recent[dict[str, bytes]]:
+    return _Recent(lambda: _pg_demo_rows(pg_database), DEMO_MAX_AGE)
+
+
+@pytest.fixture(scope="module")
+def pg_demo_rows(pg_demo_tables) -> dict[str, bytes]:
+    """The demo runs on PostgreSQL as each table's rows (COPY's text), for a module's tests to copy in."""
+    return pg_demo_tables.get()
+
+
+def _pg_demo_rows(pg_database: str) -> dict[str, bytes]:
+    """The demo runs loaded into the worker's database and copied out (loading them takes seconds;
+    copying them in, a fraction of one); the database is left empty."""
     from replay_core.demo import load_demo
 
     store = Store(pg_database, migrate=False)
