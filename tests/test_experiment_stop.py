@@ -34,12 +34,21 @@ from ui.common import md
 EDITOR, VIEWER = "ed1tor-token-for-tests", "v1ewer-token-for-tests"
 
 
-def slow_experiment(store: Store, server, n: int = 6) -> str:
-    """n refund cases and one model answering each call in 0.15 s, one case at a time: ~0.3 s a case."""
+def refund_experiment(store: Store, server, n: int = 6) -> str:
+    """n refund cases run one at a time by the model `fake-a`, which answers at once (unless held_calls)."""
     ds.create(store, "refunds", [ds.Case(i) for i in make_cases(store, n)])
-    server.route("fake-a", Agent(server, delay_s=0.15))
+    server.route("fake-a", Agent(server))
     experiment_id, _ = ex.start(store, "refunds", [variant(server, "fake-a")], concurrency=1)
     return experiment_id
+
+
+def held_calls(server) -> threading.Event:
+    """`fake-a` answers case 0 at once and holds every later call until the event returned is set: a stop asked
+    meanwhile finds cases left to run, whatever the machine's load (a model slow by a fixed delay raced it)."""
+    release = threading.Event()
+    agent = Agent(server)
+    server.route("fake-a", lambda payload: (case_number(payload) == 0 or release.wait(60)) and agent(payload))
+    return release
 
 
 def done_runs(store: Store, experiment_id: str) -> int:
@@ -47,7 +56,8 @@ def done_runs(store: Store, experiment_id: str) -> int:
 
 
 def test_a_stop_asked_through_another_store_stops_the_runner_and_resume_runs_the_rest_once(store, server):
-    experiment_id = slow_experiment(store, server)
+    experiment_id = refund_experiment(store, server)
+    release = held_calls(server)
     runner = threading.Thread(target=ex.run, args=(store, experiment_id))  # not launch(): no in-process event to set
     runner.start()
     wait_for(lambda: done_runs(store, experiment_id) >= 1, "a first case")
@@ -56,6 +66,7 @@ def test_a_stop_asked_through_another_store_stops_the_runner_and_resume_runs_the
         assert ex.request_stop(other, experiment_id) == "stopping"
     finally:
         other.close()
+        release.set()
     runner.join(60)
     assert not runner.is_alive()
     stopped = summarise(store, experiment_id)
@@ -72,7 +83,7 @@ def test_a_stop_asked_through_another_store_stops_the_runner_and_resume_runs_the
 
 def test_stopping_what_is_not_running_or_as_a_viewer_is_refused_and_changes_nothing(sqlite_store, server):
     store = sqlite_store
-    experiment_id = slow_experiment(store, server, n=1)
+    experiment_id = refund_experiment(store, server, n=1)
     viewer = Actor("vera", "viewer", "test")
     with pytest.raises(PermissionDenied):
         ex.request_stop(store, experiment_id, actor=viewer)
@@ -89,7 +100,7 @@ def test_stopping_what_is_not_running_or_as_a_viewer_is_refused_and_changes_noth
 def test_stop_over_http_then_poll_to_stopped(sqlite_store, server):
     store = sqlite_store
     ds.create(store, "refunds", [ds.Case(i) for i in make_cases(store, 6)])
-    server.route("fake-a", Agent(server, delay_s=0.15))
+    release = held_calls(server)
     app = create_app(store, access=Access(api_tokens=(EDITOR, VIEWER), token_roles=("editor", "viewer")))
     with TestClient(app) as client:
         launched = client.post(
@@ -104,6 +115,7 @@ def test_stop_over_http_then_poll_to_stopped(sqlite_store, server):
         assert refused.status_code == 403
         wait_for(lambda: done_runs(store, experiment_id) >= 1, "a first case")
         stopping = client.post(stop_path, headers={"Authorization": f"Bearer {EDITOR}"})
+        release.set()
         assert stopping.status_code == 202, stopping.text
         assert stopping.json() == {
             "experiment": experiment_id,
@@ -143,7 +155,7 @@ def test_cli_stops_an_experiment_whose_process_died_and_resume_finishes_it(tmp_p
 
 def test_the_page_stops_a_running_experiment_and_viewers_cannot(empty_store, server, monkeypatch):
     store = empty_store
-    experiment_id = slow_experiment(store, server, n=1)  # stored `running`; no runner in this test
+    experiment_id = refund_experiment(store, server, n=1)  # stored `running`; no runner in this test
     with monkeypatch.context() as door:  # a signed-in viewer
         door.setenv("AGENT_REPLAY_PASSWORD", "look")
         door.setenv("AGENT_REPLAY_EDITOR_PASSWORD", "change")
@@ -169,7 +181,7 @@ def test_the_stop_button_in_chromium(browser, tmp_path, server):
 
     url = f"sqlite:///{tmp_path / 'stop.db'}"
     store = Store(url)
-    experiment_id = slow_experiment(store, server, n=1)  # stored `running`, as a run elsewhere shows it
+    experiment_id = refund_experiment(store, server, n=1)  # stored `running`, as a run elsewhere shows it
     store.close()
     with served_app(url) as base:
         pg = browser.new_page(viewport={"width": 1440, "height": 900})

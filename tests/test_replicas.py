@@ -5,12 +5,12 @@ hourly retention sweep runs once between them."""
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 from apptest_helpers import served_app
+from conftest import _empty
 from test_stream import Listener
 
 from replay_core.events import SessionEvent, StepEvent
@@ -24,25 +24,20 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def replicas(pg_database):
-    import psycopg
-
-    name = f"replicas_{uuid.uuid4().hex[:8]}"
-    admin_url = pg_database.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = pg_database.rsplit("/", 1)[0] + "/" + name
-    store = Store(url)
+    """Both replicas on the worker's test database, emptied first (a database of their own cost a
+    CREATE, a migration and a DROP for each run of the module)."""
+    store = Store(pg_database, migrate=False)
+    _empty(store)
     old = datetime.now(UTC) - timedelta(days=30)
     for sid in ("old-1", "old-2"):
         store.write([SessionEvent(session_id=sid, started_at=old), StepEvent(session_id=sid, type="think", content="old")])
-    env = {"AGENT_REPLAY_API_TOKENS": TOKEN, "AGENT_REPLAY_RETENTION_DAYS": "7"}
+    # A stopped Listener hangs up at the next heartbeat; a replica stops only once its streams are closed.
+    env = {"AGENT_REPLAY_API_TOKENS": TOKEN, "AGENT_REPLAY_RETENTION_DAYS": "7", "AGENT_REPLAY_STREAM_HEARTBEAT_S": "0.5"}
     try:
-        with served_app(url, **env) as a, served_app(url, **env) as b:
+        with served_app(pg_database, **env) as a, served_app(pg_database, **env) as b:
             yield a, b, store
     finally:
         store.close()
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_a_write_on_one_replica_is_read_and_searched_on_the_other(replicas):
