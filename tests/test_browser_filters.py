@@ -164,10 +164,8 @@ def test_the_runs_list_at_phone_width_keeps_status_name_outcome_and_start(browse
     base, _ = app
     pg = browser.new_page(viewport={"width": 390, "height": 844})
     open_runs(pg, base, "status=failed")
-    pg.wait_for_selector(".st-key-runs_narrow [data-testid=stDataFrame] [role=columnheader]", state="attached", timeout=30_000)
-    pg.wait_for_timeout(500)
-    headers = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame] [role=columnheader]").all_inner_texts()
-    assert headers == ["Status", "Run", "Outcome", "Started"]  # the columns drawn, all within the width
+    headers = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame] [role=columnheader]")
+    expect(headers).to_have_text(["Status", "Run", "Outcome", "Started"], timeout=30_000)  # drawn, all within the width
     hidden = "s => { const e = document.querySelector(s); return e !== null && getComputedStyle(e).display === 'none'; }"
     pg.wait_for_function(hidden, arg=".st-key-runs_wide", timeout=15_000, polling=POLL_MS)
     box = pg.locator(".st-key-runs_narrow [data-testid=stDataFrame]").bounding_box()

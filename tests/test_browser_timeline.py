@@ -34,13 +34,21 @@ def app(request, demo_db, tmp_path_factory):
             yield base
 
 
-def opened(browser, app, session: str, step: int, heading: str):
-    """A desktop page on the timeline of `session` at `step`, once `heading` shows and the run is over."""
-    pg = browser.new_page(viewport={"width": 1500, "height": 1400})
-    pg.goto(f"{app}/timeline?session={session}&step={step}")
-    pg.get_by_text(heading).wait_for(timeout=60_000)
-    settled(pg)
-    return pg
+@pytest.fixture(scope="module")
+def tab(chromium):
+    """One desktop tab for the module's tests, each opening its run by address (a new session each time): an open
+    tab keeps Streamlit's scripts in its cache, a new page fetches and compiles them again (about 1 CPU-s more)."""
+    pg = chromium.new_page(viewport={"width": 1500, "height": 1400})
+    yield pg
+    pg.close()
+
+
+def opened(tab, app, session: str, step: int, heading: str):
+    """The tab on the timeline of `session` at `step`, once `heading` shows and the run is over."""
+    tab.goto(f"{app}/timeline?session={session}&step={step}")
+    tab.get_by_text(heading).wait_for(timeout=60_000)
+    settled(tab)
+    return tab
 
 
 def tick(pg, what: str, seq: int):
@@ -49,9 +57,9 @@ def tick(pg, what: str, seq: int):
     return mark
 
 
-def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
+def test_clicking_a_tick_on_the_strip_goes_to_its_step(tab, app):
     OUT.mkdir(parents=True, exist_ok=True)
-    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
+    pg = opened(tab, app, FAILED_CODING, 3, "Tool call · step 3")
     tick(pg, "cause", 9).dispatch_event("click")  # the causal chain's "acted on it" step
     pg.wait_for_url("**step=9**", timeout=30_000)
     pg.get_by_text("Tool call · step 9").wait_for()
@@ -72,8 +80,8 @@ def test_clicking_a_tick_on_the_strip_goes_to_its_step(browser, app):
     assert pg.locator('.st-key-strip [aria-label$="what: you are here; step: 18"]').count() == 1
 
 
-def test_the_slider_follows_the_keyboard_and_the_mouse(browser, app):
-    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
+def test_the_slider_follows_the_keyboard_and_the_mouse(tab, app):
+    pg = opened(tab, app, FAILED_CODING, 3, "Tool call · step 3")
     slider = pg.locator(".st-key-strip input[type=range]")
     expect(pg.locator(".st-key-strip .where")).to_have_text("Step 3 (of steps 1–25)")  # once its script has run
     slider.focus()
@@ -100,9 +108,9 @@ def test_the_slider_follows_the_keyboard_and_the_mouse(browser, app):
     expect(slider).to_have_value("23")
 
 
-def test_a_key_on_the_slider_moves_the_slider_only(browser, app):
+def test_a_key_on_the_slider_moves_the_slider_only(tab, app):
     """→ on the focused slider is the slider's (one seq on), not the Next button's shortcut (the next step)."""
-    pg = opened(browser, app, GAPPED, 3, "Thought · step 3")
+    pg = opened(tab, app, GAPPED, 3, "Thought · step 3")
     slider = pg.locator(".st-key-strip input[type=range]")
     expect(pg.locator(".st-key-strip .where")).to_have_text("Step 3 (of steps 1–11)")
     slider.focus()
@@ -116,10 +124,10 @@ def test_a_key_on_the_slider_moves_the_slider_only(browser, app):
     pg.wait_for_url("**step=11**", timeout=30_000)
 
 
-def test_the_go_to_box_and_the_jump_keys(browser, app):
+def test_the_go_to_box_and_the_jump_keys(tab, app):
     """A step number entered goes there (a missing one to the next received); → and E jump, but not while a
     field has the focus; a run of one step has the buttons alone, with nowhere to go."""
-    pg = opened(browser, app, GAPPED, 1, "Thought · step 1")
+    pg = opened(tab, app, GAPPED, 1, "Thought · step 1")
     box = pg.locator(".st-key-strip .goto input")
     box.fill("5")
     box.press("Enter")
@@ -140,20 +148,20 @@ def test_the_go_to_box_and_the_jump_keys(browser, app):
     pg.wait_for_url("**step=11**", timeout=30_000)
     expect(pg.locator(".st-key-step_detail h3").first).to_have_text("💭 Thought · step 11")
     assert pg.locator(".st-key-strip button[data-jump=next]").is_disabled()
-    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
+    opened(tab, app, FAILED_CODING, 3, "Tool call · step 3")
     assert pg.locator(".st-key-strip button[data-jump=next_error]").get_attribute("title") == "Step 18 (key: e)"
     pg.keyboard.press("e")
     pg.wait_for_url("**step=18**", timeout=30_000)
     pg.get_by_text("Tool result · step 18").wait_for()
-    pg = opened(browser, app, "one", 1, "Thought · step 1")
+    opened(tab, app, "one", 1, "Thought · step 1")
     assert pg.locator(".st-key-strip button.jump").count() == 8
     assert all(b.is_disabled() for b in pg.locator(".st-key-strip button.jump").all())
     assert not pg.locator(".st-key-strip input[type=range]").is_visible()
 
 
-def test_the_back_button_goes_back_a_step_and_the_page_follows(browser, app):
+def test_the_back_button_goes_back_a_step_and_the_page_follows(tab, app):
     """Each move is an entry of the browser's history: Back shows the step its address names, never another."""
-    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
+    pg = opened(tab, app, FAILED_CODING, 3, "Tool call · step 3")
     for step in (4, 5):
         pg.locator(".st-key-strip button[data-jump=next]").click()
         pg.wait_for_url(f"**step={step}**", timeout=30_000)
@@ -164,8 +172,8 @@ def test_the_back_button_goes_back_a_step_and_the_page_follows(browser, app):
     expect(pg.locator(".st-key-strip input[type=range]")).to_have_value("4")
 
 
-def test_clicking_a_step_in_the_list_goes_to_it(browser, app):
-    pg = opened(browser, app, FAILED_CODING, 3, "Tool call · step 3")
+def test_clicking_a_step_in_the_list_goes_to_it(tab, app):
+    pg = opened(tab, app, FAILED_CODING, 3, "Tool call · step 3")
     rows = pg.locator("button.step")  # drawn in the component's shadow root (ui/components.py)
     assert rows.locator("nth=0").inner_text().startswith("1 ") and rows.count() == 3 + 9
     assert pg.locator("button.step[aria-current=step]").inner_text().startswith("▶ 3 🔧 Tool call · search_code")
@@ -204,10 +212,10 @@ def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_
     pg.screenshot(path=str(OUT / "timeline-phone-detail.png"))
 
 
-def test_a_long_context_is_folded_with_show_all(browser, app):
+def test_a_long_context_is_folded_with_show_all(tab, app):
     """What the agent saw, at the end of the failed coding run: long messages show their start and "Show all";
     the page stays short enough to read (4,627 px tall with every message whole)."""
-    pg = opened(browser, app, FAILED_CODING, 25, "Error · step 25")
+    pg = opened(tab, app, FAILED_CODING, 25, "Error · step 25")
     more = pg.locator(".st-key-transcript button.show-all")
     more.first.wait_for(timeout=30_000)
     height = pg.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")

@@ -133,21 +133,23 @@ def test_the_served_app_trusts_forwarded_headers_only_from_configured_proxies(tm
 
 @pytest.mark.browser
 def test_wrong_passwords_with_forged_addresses_are_throttled_in_the_browser(browser, tmp_path):
-    """The red team's probe: 12 wrong passwords from 127.0.0.1, each page with a new X-Forwarded-For.
-    Streamlit names a loopback visitor "browser"; what matters is that it is one address, not twelve."""
+    """The red team's probe: 12 wrong passwords from 127.0.0.1, each page load (a new session, no cookies kept)
+    with a new X-Forwarded-For. Streamlit names a loopback visitor "browser"; what matters is that it is one
+    address, not twelve. One tab for the twelve: a new page would fetch and compile Streamlit's scripts again."""
     url = f"sqlite:///{tmp_path / 'door.db'}"
     Store(url).close()
     answers = []
     with served_app(url, AGENT_REPLAY_EDITOR_PASSWORD="change-0000") as base:
+        pg = browser.new_page()
         for i in range(12):
-            pg = browser.new_page(extra_http_headers={"X-Forwarded-For": f"203.0.113.{i + 1}"})
+            pg.context.clear_cookies()
+            pg.set_extra_http_headers({"X-Forwarded-For": f"203.0.113.{i + 1}"})
             pg.goto(base)
             pg.get_by_label("Password", exact=True).fill("wrong-password")
             pg.get_by_role("button", name="Sign in").click()
             said = pg.get_by_text("That password is not right").or_(pg.get_by_text("Too many wrong passwords"))
             said.first.wait_for(timeout=30_000)
             answers.append("looked at" if "not right" in said.first.inner_text() else "throttled")
-            pg.close()
     store = Store(url)
     try:
         lines = store.audit_entries(actions=["sign_in"])
