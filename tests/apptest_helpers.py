@@ -25,7 +25,6 @@ from replay_core.storage.store import Store
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "streamlit_app.py")
 FAILED_CODING = "demo-02-coding-format-price-failed"
-DEFAULT_PAGE = "pages/home.py"
 BIG = "big-run"
 BIG_STEPS = 10_000
 
@@ -132,15 +131,17 @@ def big_store(empty_store) -> Store:
 
 
 def page(path: str, *, params: dict | None = None, state: dict | None = None, timeout: float = 30) -> AppTest:
-    """AppTest of one page through the app's navigation (with its door and sidebar)."""
+    """AppTest of one page through the app's navigation (with its door and sidebar), opened in one run
+    as a deep link opens it where the page's URL path is its file name."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     for key, value in (state or {}).items():
         at.session_state[key] = value
     for key, value in (params or {}).items():
         at.query_params[key] = value
-    at.run()  # the default page (the runs list): now the navigation's pages are known
-    if path != DEFAULT_PAGE:
-        at.switch_page(path).run()
+    by_file_name = at.switch_page(path)._page_hash  # before a run AppTest knows a page by its file name only
+    at.run()
+    if at.switch_page(path)._page_hash != by_file_name:  # a URL path of its own: the default page ran
+        at.run()
     return at
 
 
