@@ -48,7 +48,8 @@ test: install-dev
 # The inner loop: the tests tests/conftest.py does not mark slow. SQLite only, no browser, nothing
 # served (not even in a thread) or started beside pytest, no load or fuzz test: neither PostgreSQL nor
 # Chromium is needed. Two workers, not four: these tests keep a core busy (nothing to wait on), so more workers only
-# add their fixed cost (collection ~10 CPU-s, litellm's import 3 CPU-s, each module's demo file, ~1 GB).
+# add their fixed cost (collection 6 CPU-s with the bytecode kept, litellm's import 3 CPU-s, the demo file
+# once per worker, ~1 GB).
 .PHONY: test-fast
 test-fast: install-dev
 	$(PYTEST) -n 2 --dist worksteal -m "not slow"
