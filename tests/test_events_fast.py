@@ -116,6 +116,17 @@ def test_usual_steps_take_the_fast_path():
     assert parse_event(obj).__dict__ == _EVENT.validate_python(obj).__dict__
 
 
+def test_maps_keyed_by_other_than_text_take_the_fast_path_as_the_model_takes_them():
+    """Tool arguments keyed by numbers or null (as YAML or a Python literal gives them): JSON-checked by the fast
+    path as by the model, alone and beside a second JSON value; a NUL under such a key still goes to the model."""
+    for extra in ({"tool_args": {1: "a", None: [2]}}, {"tool_args": {1: "a"}, "context": [{2.5: True}]}):
+        obj = {"kind": "step", "session_id": "s", "type": "tool_call", **extra}
+        fast = fast_step(obj)
+        assert fast is not None
+        assert fast.__dict__ == _EVENT.validate_python(obj).__dict__
+    assert fast_step({"kind": "step", "session_id": "s", "type": "tool_call", "tool_args": {1: "a\x00"}}) is None
+
+
 def test_refusals_keep_the_models_message():
     for bad, field in [({"seq": -1}, "seq"), ({"tool_name": "x" * 201}, "tool_name"), ({"content": "a\x00"}, "content")]:
         try:

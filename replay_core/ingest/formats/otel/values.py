@@ -48,7 +48,7 @@ def to_ns(value: Any) -> int | None:
 
 
 def ns_time(ns: int | None) -> datetime | None:
-    return None if ns is None else EPOCH + timedelta(0, 0, ns // 1000)  # positional: a third cheaper than by name
+    return None if ns is None else EPOCH + _MICROSECOND * (ns // 1000)  # a product: no arguments parsed, as a call has
 
 
 def time_ns(value: datetime) -> int:
