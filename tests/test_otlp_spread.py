@@ -98,17 +98,16 @@ def test_batches_landing_anywhere_spread_windows_and_keep_the_run_right(store, s
     assert kept == _rollups(store)
 
 
-def test_a_run_received_last_batch_first_is_spread_in_windows_not_moved_whole(store, spreading, monkeypatch):
-    """Sent last batch first (the root first), every batch lands before all the stored steps: it spreads windows
-    near the run's start (and the whole run when it is dense), never moving each stored step up one by one."""
+def test_a_run_received_last_batch_first_stays_within_its_bound(store, spreading, monkeypatch):
+    """Sent last batch first (the root first), every batch lands at the run's start, where the stored steps move up
+    leaving room for the next (spread whole only were that to take it past its bound)."""
     monkeypatch.setattr(room, "LEAF", 4)
     batches, expected = last_batch_first(store, [0, 1, 2] * 30, 3)
     calls = _spread_calls(monkeypatch)
     for batch in batches:
         otlp_receiver.receive(store, _body(batch), "application/json")
         assert _within_bound(store)
-    assert any(end < top for _, end, top in calls)  # windows short of the run's end: its tail stayed put
-    assert any(end > top for _, end, top in calls)  # and the run spread whole when dense
+    assert all(end > top for _, end, top in calls)  # no window spread: the moves at the start make the room
     got = _picture(store)
     assert [s[1:] for s in got] == [s[1:] for s in expected]
     kept = _rollups(store)

@@ -2,10 +2,10 @@
 made 1..n again once its order is settled.
 
 Seqs stay in place order, not always contiguous: a batch that lands before stored steps takes free seqs
-there when there are some and moves nothing. Where there are none and few stored steps follow, those move
-up, by what the batch needs and, for a batch of a trace whose root has not come (`sparse`), by as many
-again, so that the next batch landing at that spot finds room. Where many follow (a batch landing inside a
-long run), a window of seqs around the spot is renumbered instead (list labelling: the smallest aligned
+there when there are some and moves nothing. Where there are none and few stored steps follow, or the spot
+is the run's start, or the batch brings its trace's root, those move up, by what the batch needs and, for a
+batch of a trace whose root has not come (`sparse`), by as many again, so that the next batch landing at
+that spot finds room. Otherwise (a batch landing inside a long run) a window of seqs around the spot is renumbered instead (list labelling: the smallest aligned
 window, doubling, under a density limit that falls from 1 to 1/2 as it grows, its steps spread evenly), so
 that later landings nearby find free seqs: each landing moves steps of its neighbourhood, not the run's
 tail, in whatever order the batches come. A run's seqs stay within GROWTH (4) × its steps: a run denser
@@ -41,9 +41,10 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
     """Seqs for steps of `places` (sorted) among a run's stored steps, in place order, and the first of
     them where they land before a stored step (None when all come after the run). Where a spot has not
     enough free seqs, the stored steps after it move up (one range update past the batch's last place and
-    one update of those between its first and last) when that moves few (`_shift_most`) and keeps the run
-    within its bound; else a window around the spot is spread (`_spread`) and the batch placed again.
-    Steps without a place (another source's) count as first."""
+    one update of those between its first and last) when that moves few (`_shift_most`), when the spot is at
+    the run's start, or when the batch is not `sparse` (a root's batch, settled in the same write; one step
+    taken over or moved), and the run stays within its bound; else a window around the spot is spread
+    (`_spread`) and the batch placed again. Steps without a place (another source's) count as first."""
     s = steps.c
     while True:
         last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
@@ -52,7 +53,7 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
             return list(range(base + 1, base + 1 + len(places))), None
         spots, between, hi = _spots(conn, sid, places, last.seq)
         short = next((spot for spot in spots if spot.bound - spot.before - 1 < spot.need and spot.bound <= last.seq), None)
-        if short is None or last.seq - short.bound < _shift_most(len(places)):
+        if short is None or not sparse or last.seq - short.bound < _shift_most(len(places)) or _at_start(conn, sid, short):
             seqs, shifts, moved = _shifted(conn, sid, spots, sparse)
             if short is None or last.seq + moved <= GROWTH * (_count(conn, sid) + len(places)):
                 break
@@ -125,6 +126,12 @@ def _shifted(conn: Connection, sid: str, spots: list[Spot], sparse: bool) -> tup
         shifts.append((bound, moved))
         seqs += range(bound + moved - need, bound + moved)  # next to the step after: room stays below
     return seqs, shifts, moved
+
+
+def _at_start(conn: Connection, sid: str, spot: Spot) -> bool:
+    """Whether a spot comes before every stored step but the first (a run sent last batch first lands there each
+    time, and its sparse move's room serves the next; a random order lands there once in as many stored batches)."""
+    return spot.before <= (conn.scalar(select(func.min(steps.c.seq)).where(steps.c.session_id == sid)) or 0)
 
 
 def _shift_most(batch: int) -> int:
