@@ -5,11 +5,12 @@ Seqs stay in place order, not always contiguous: a batch that lands before store
 there when there are some and moves nothing. Where there are none and few stored steps follow, or the spot
 is the run's start, or the batch brings its trace's root, those move up, by what the batch needs and, for a
 batch of a trace whose root has not come (`sparse`), by as many again, so that the next batch landing at
-that spot finds room. Otherwise (a batch landing inside a long run) a window of seqs around the spot is renumbered instead (list labelling: the smallest aligned
-window, doubling, under a density limit that falls from 1 to 1/2 as it grows, its steps spread evenly), so
-that later landings nearby find free seqs: each landing moves steps of its neighbourhood, not the run's
-tail, in whatever order the batches come. A run's seqs stay within GROWTH (4) × its steps: a run denser
-than 1/2 where a window is needed is spread whole over that. `settle` numbers a run 1..n again in one
+that spot finds room. Otherwise (a batch landing inside a long run) a window of seqs around the spot is
+renumbered instead (list labelling: the smallest aligned window, doubling, under a density limit that
+falls from 1 to 1/2 as it grows, its steps spread evenly), so that later landings nearby find free seqs:
+each landing moves steps of its neighbourhood, not the run's tail, in whatever order the batches come. A
+run's seqs stay within GROWTH (4) × its steps: a run denser than 1/2 where a window is needed is spread
+whole over that. `settle` numbers a run 1..n again in one
 pass: when its root arrives, when it is small, or when its traces went quiet (`config.settle_after`,
 AGENT_REPLAY_OTLP_SETTLE_S). Readers take seq as an order with possible gaps meanwhile.
 """
