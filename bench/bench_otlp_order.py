@@ -27,8 +27,8 @@ its figure beside a same-run baseline:
   cost per batch growing with the run.
 Each part prints os.getloadavg() (the machine is shared: judge ratios, not seconds).
 - `shuffled`: the same 500 batches in a random order (seeded): each batch lands at a spot of its own,
-  where `room` usually finds no free seq, so the steps after it move (one range update): the case the
-  sparse room does not amortise. Printed as `reversed`.
+  inside the run, where `room` spreads a window of seqs around it rather than moving the run's tail up;
+  a ratio falling with BENCH_OTLP_STEPS would be a cost per batch growing with the run. Printed as `reversed`.
 Run one part with `python bench/bench_otlp_order.py late_root` (or late_batches, reversed, shuffled,
 batched, tool_spans); BENCH_OTLP_STEPS sets the runs' length (50,000).
 """

@@ -175,23 +175,29 @@ def test_tool_spans_and_results_after_a_batch_boundary_keep_exact_rollups(store,
     assert _picture(store) == expected
 
 
-def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store):
-    """The worst order for positions: each batch lands before every stored step but the root (sent with the
-    last batch, so first). Between batches the run holds one request's steps in one request's order, seqs
-    increasing with gaps (room left for the next batch), exact rollups; once quiet, it is numbered 1..n."""
-    kinds = [0, 1, 2] * 20
+def last_batch_first(store: Store, kinds: list[int], size: int) -> tuple[list[list[dict]], list[tuple]]:
+    """A turn's spans in batches of `size`, the root with the last, sent last batch first; and the run one
+    request of them gives (the store cleared after)."""
     spans = _trace(0, kinds)
     root, children = spans[-1], spans[:-1]
-    batches = [children[i : i + 6] for i in range(0, len(children), 6)]
+    batches = [children[i : i + size] for i in range(0, len(children), size)]
     batches[-1].append(root)
     _clear(store)
     otlp_receiver.receive(store, _body(spans), "application/json")
     expected = _picture(store)
     _clear(store)
+    return batches[::-1], expected
+
+
+def test_a_run_sent_last_batch_first_stays_in_order_with_gaps_then_settles(store):
+    """The worst order for positions: each batch lands before every stored step but the root (sent with the
+    last batch, so first). Between batches the run holds one request's steps in one request's order, seqs
+    increasing with gaps (room left for the next batch), exact rollups; once quiet, it is numbered 1..n."""
+    batches, expected = last_batch_first(store, [0, 1, 2] * 20, 6)
     small = room.SETTLE_SMALL
     room.SETTLE_SMALL = 0
     try:
-        for batch in batches[::-1]:
+        for batch in batches:
             otlp_receiver.receive(store, _body(batch), "application/json")
             got = _picture(store)
             seqs = [s[0] for s in got]
