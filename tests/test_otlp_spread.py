@@ -115,3 +115,30 @@ def test_a_run_received_last_batch_first_stays_within_its_bound(store, spreading
     assert kept == _rollups(store)
     store.otlp_settle(timedelta(0))
     assert _picture(store) == expected
+
+
+def test_a_batch_landing_at_many_spots_spreads_a_few_windows_then_the_run_whole(store, spreading, monkeypatch):
+    """A batch of every other span lands at a spot between each two stored steps, in clusters of ten seqs with
+    room between them. Each window spread re-reads the stored steps between the batch's ends; once those reads
+    would cost more than the run, the run is spread whole, room for every spot at once: a few spreads for a
+    batch, not one a spot (dozens here, and as many as a request's spans in a long run). The run stays right."""
+    monkeypatch.setattr(room, "LEAF", 2)
+    spans = _trace(0, [0, 1, 2] * 20)
+    _clear(store)
+    otlp_receiver.receive(store, _body(spans), "application/json")
+    expected = _picture(store)
+    _clear(store)
+    children = spans[:-1]
+    otlp_receiver.receive(store, _body(children[0::2]), "application/json")
+    with store.engine.begin() as conn:  # clusters of 10 seqs, 25 free seqs after each (moved out of the way first)
+        conn.exec_driver_sql("UPDATE steps SET seq = seq + ((seq - 1) / 10) * 25 + 100000")
+        conn.exec_driver_sql("UPDATE steps SET seq = seq - 100000")
+        stored, top = conn.execute(select(func.count(), func.max(steps.c.seq))).one()
+    calls = _spread_calls(monkeypatch)
+    otlp_receiver.receive(store, _body(children[1::2]), "application/json")
+    assert 2 <= len(calls) <= -(-top // stored) + 1  # a window at a time while cheaper than the run, then the run
+    assert calls[-1][0] == 1 and calls[-1][1] >= calls[-1][2]
+    assert _within_bound(store)
+    otlp_receiver.receive(store, _body(spans[-1:]), "application/json")
+    store.otlp_settle(timedelta(0))
+    assert _picture(store) == expected

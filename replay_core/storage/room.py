@@ -47,6 +47,7 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
     taken over or moved), and the run stays within its bound; else a window around the spot is spread
     (`_spread`) and the batch placed again. Steps without a place (another source's) count as first."""
     s = steps.c
+    spreads = 0
     while True:
         last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
         if last is None or (last.place or "") < places[0]:
@@ -58,7 +59,11 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
             seqs, shifts, moved = _shifted(conn, sid, spots, sparse)
             if short is None or last.seq + moved <= GROWTH * (_count(conn, sid) + len(places)):
                 break
-        _spread(conn, sid, spots, short.bound, last.seq)
+        # a window gives its spots room and takes none elsewhere; once the batch's re-reads of the stored steps
+        # between its ends would cost more than the run, the run is spread whole, room for every spot at once
+        whole = spreads * len(between) >= last.seq
+        _spread(conn, sid, spots, short.bound, last.seq, whole=whole)
+        spreads += 1
     if moved:
         conn.execute(update(steps).where(s.session_id == sid, s.seq >= hi).values(seq=s.seq + moved))
         changes, k, by = [], 0, 0
@@ -146,25 +151,30 @@ def _count(conn: Connection, sid: str) -> int:
     return n if n is not None else _count_from(conn, sid, 0)
 
 
-def _spread(conn: Connection, sid: str, spots: list[Spot], at: int, top: int) -> None:
+def _spread(conn: Connection, sid: str, spots: list[Spot], at: int, top: int, *, whole: bool = False) -> None:
     """Make room at the spot whose first stored step after it is `at`: the smallest aligned window of seqs
-    around it (LEAF seqs, doubling, within 1..top) whose stored steps and the batch's steps landing in it
-    are within its density limit (1 at the smallest window, down to 1/2 for 1..top) has its stored steps
-    renumbered evenly over it, with a free seq for each of the batch's steps in their spots; when even 1..top
-    is denser, the whole run is spread over 1..GROWTH × its steps. Every spot the window holds then has its
-    free seqs, and no other spot loses any."""
+    around it (`_window`) has its stored steps renumbered evenly over it, with a free seq for each of the
+    batch's steps in their spots, and no spot outside it loses a free seq. When there is no such window (or
+    `whole`), the whole run is spread over 1..GROWTH × its steps (its last seq if higher): room for every spot."""
+    window = None if whole else _window(conn, sid, spots, at, top)
+    if window is None:
+        window = 1, max(top, GROWTH * (_count_between(conn, sid, 1, top) + _landing(spots, 1, top + 1)))
+    _renumber(conn, sid, spots, *window)
+
+
+def _window(conn: Connection, sid: str, spots: list[Spot], at: int, top: int) -> tuple[int, int] | None:
+    """The smallest aligned window of seqs holding `at` (LEAF seqs, doubling, within 1..top) whose stored steps
+    and the batch's steps landing in it are within its density limit (1 at the smallest, down to 1/2 for
+    1..top); None when even 1..top is denser."""
     levels = max((top - 1) // LEAF, 0).bit_length()  # the window of this level holds 1..top
     for level in range(levels + 1):
         size = LEAF << level
         first = (at - 1) // size * size + 1
         end = min(first + size - 1, top)
         limit = 1 - level / (2 * levels) if level < levels else 0.5
-        held = _count_between(conn, sid, first, end)
-        if held + _landing(spots, first, end) <= limit * (end - first + 1):
-            break
-    else:
-        first, end = 1, GROWTH * (held + _landing(spots, 1, top + 1))
-    _renumber(conn, sid, spots, first, end)
+        if _count_between(conn, sid, first, end) + _landing(spots, first, end) <= limit * (end - first + 1):
+            return first, end
+    return None
 
 
 def _landing(spots: list[Spot], first: int, end: int) -> int:
