@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
@@ -57,7 +58,9 @@ def _run(store) -> list[tuple]:
     return [(s.seq, s.event_id, s.type, s.tool_call_id, s.parent_id, s.agent_id) for s in store.load_steps(sid)]
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     kinds=st.lists(st.integers(0, 3), min_size=20, max_size=60),
     leaf=st.sampled_from([1, 2, 4, 8]),
