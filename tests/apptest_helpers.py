@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+import streamlit.components.v2.manifest_scanner as manifest_scanner
 import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
@@ -42,6 +44,20 @@ class _NavigationOnly(PagesManager):
 
 
 app_test_module.PagesManager = _NavigationOnly
+
+
+# Every new AppTest scans the metadata of every installed distribution for component manifests
+# (~170 here: 0.2 CPU-s, more than most page runs); what is installed does not change while the
+# suite runs, so a test process scans once.
+_scan_component_manifests = manifest_scanner.scan_component_manifests
+
+
+@functools.cache
+def _installed_component_manifests() -> tuple:
+    return tuple(_scan_component_manifests())
+
+
+manifest_scanner.scan_component_manifests = lambda max_workers=None: list(_installed_component_manifests())
 
 
 def point_app_at(monkeypatch, url: str) -> None:
