@@ -349,36 +349,143 @@ def demo_app(request, tmp_path_factory) -> tuple[str, str]:
             yield base, url
 
 
+class _Chromium:
+    """Debian's Chromium, driven by Playwright, and one browser context that tests' pages share: one per test process
+    (the class is the instance; its fixtures name the class, so the conftest hook finds Playwright in its methods).
+
+    Open from the first test that uses it until a test of another module that does not (`pytest_runtest_teardown`
+    below): the browser modules sit together in collection order, so a worker launches it about once for them
+    all, not once per module. Not for the whole process: while Playwright's sync API is open it keeps an event
+    loop marked running in this thread, and a later test calling asyncio.run() would fail. Within a module it
+    stays open to the module's end, as a module-scoped fixture would.
+
+    A page of the shared context costs less than one in a context of its own (what `Browser.new_page` makes):
+    Streamlit's 4 MB of scripts come from the context's HTTP cache, not from the served app again (figures in
+    bench/RESULTS.md). Between tests `reset` clears what a test could leave for the next, through the keeper:
+    a page kept open whose requests are all answered here with an empty document, so it opens any origin.
+    """
+
+    playwright = browser = context = keeper = None
+    origins: set[str] = set()  # of the documents the shared context loaded since the last reset
+
+    @classmethod
+    def launched(cls):
+        if cls.browser is None or not cls.browser.is_connected():
+            cls.close()
+            if not shutil.which(CHROMIUM):
+                pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+            from playwright.sync_api import sync_playwright
+
+            cls.playwright = sync_playwright().start()
+            cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        return cls.browser
+
+    @classmethod
+    def shared(cls):
+        if cls.context is None:
+            cls.context = cls.launched().new_context()
+            cls.context.on("page", lambda page: page.on("framenavigated", cls._visited))
+            cls.keeper = cls.context.new_page()
+            cls.keeper.route("**/*", lambda route: route.fulfill(body="<html></html>", content_type="text/html"))
+        return cls.context
+
+    @classmethod
+    def _visited(cls, frame) -> None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(frame.url)
+        if parts.scheme in ("http", "https"):
+            cls.origins.add(f"{parts.scheme}://{parts.netloc}")
+
+    @classmethod
+    def reset(cls, keep: set) -> None:
+        """The shared context as a new one but for its cache: its pages but `keep` and the keeper closed (popups
+        too), its cookies and permissions cleared, and each origin it visited cleared of local storage and
+        IndexedDB (session storage went with its tab)."""
+        context = cls.context
+        for page in context.pages:
+            if page not in keep and page is not cls.keeper:
+                page.close()
+        context.clear_cookies()
+        context.clear_permissions()
+        for origin in sorted(cls.origins):
+            cls.keeper.goto(origin)
+            cls.keeper.evaluate(CLEAR_STORAGE)
+        cls.origins.clear()
+
+    @classmethod
+    def close(cls) -> None:
+        playwright, browser = cls.playwright, cls.browser
+        cls.playwright = cls.browser = cls.context = cls.keeper = None
+        cls.origins.clear()
+        if playwright is not None:
+            try:
+                if browser is not None and browser.is_connected():
+                    browser.close()
+            finally:
+                playwright.stop()
+
+
+CLEAR_STORAGE = """async () => {
+  localStorage.clear();
+  const gone = (name) => new Promise((done) => {
+    const asked = indexedDB.deleteDatabase(name);
+    asked.onsuccess = asked.onerror = asked.onblocked = done;
+  });
+  await Promise.all((await indexedDB.databases()).map((db) => gone(db.name)));
+}"""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Chromium closed after the fixtures of `item`, unless the next test is of the same module or uses it."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or (nextitem.path != item.path and "chromium" not in getattr(nextitem, "fixturenames", ())):
+            _Chromium.close()
+
+
+def pytest_sessionfinish(session):
+    _Chromium.close()  # a run stopped early (-x, a keyboard interrupt) has no last teardown
+
+
 @pytest.fixture(scope="module")
 def chromium():
-    """Debian's Chromium, driven by Playwright: one per test module. Not one per process: while Playwright's sync
-    API is open it keeps an event loop running in this thread, and every later test of the worker that calls
-    asyncio.run() would fail."""
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
-    from playwright.sync_api import sync_playwright
+    """The shared Chromium (`_Chromium`); a page opened on it with `new_page` has a context of its own."""
+    return _Chromium.launched()
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+
+@pytest.fixture(scope="module")
+def browser_context(chromium):
+    """The shared context, for a module's own tab (its pages stay open across the `browser` fixture's resets)."""
+    return _Chromium.shared()
 
 
 class _Pages:
-    """`new_page` of the shared Chromium for one test; the pages (each in a context of its own) close with the test."""
+    """`new_page` for one test: in the shared context when at most a viewport is asked (the page resized to it),
+    in a context of its own otherwise (`is_mobile`, `has_touch`, a user agent, storage to start from...)."""
 
-    def __init__(self, browser):
-        self.browser, self.opened = browser, []
+    def __init__(self, browser, context):
+        self.browser, self.context, self.own = browser, context, []
 
     def new_page(self, **options):
+        if set(options) <= {"viewport"}:
+            page = self.context.new_page()
+            if options.get("viewport"):
+                page.set_viewport_size(options["viewport"])
+            return page
         page = self.browser.new_page(**options)
-        self.opened.append(page)
+        self.own.append(page)
         return page
 
 
 @pytest.fixture
-def browser(chromium):
-    pages = _Pages(chromium)
+def browser(chromium, browser_context):
+    """Pages for a test; afterwards closed, and the shared context left with nothing of this test but its cache."""
+    kept = set(browser_context.pages)  # a module's tab
+    pages = _Pages(chromium, browser_context)
     yield pages
-    for page in pages.opened:
+    for page in pages.own:
         page.close()
+    _Chromium.reset(kept)
