@@ -170,14 +170,19 @@ def _inherited(
             steps.setdefault(sid, {})[eid] = link
     given: dict[tuple[str, str], str] = {}
     agents: dict[str, dict[str, str]] = {}
+    wanted: dict[str, tuple[list[str], list[str]]] = {}  # run → (runs to look in, event ids outside the batch)
     for sid, mine in steps.items():
-        known = {eid: a for eid, (a, _) in mine.items() if a is not None}
-        agents[sid] = known  # with what the walk below finds
+        agents[sid] = {eid: a for eid, (a, _) in mine.items() if a is not None}  # with what the walk below finds
         outside = {p for a, p in mine.values() if a is None and p is not None and p not in mine}
-        if not outside:  # the mapping gave every agentless step what its batch holds
+        if outside:  # else the mapping gave every agentless step what its batch holds
+            wanted[sid] = ([sid, *sources.get(sid, ())], sorted(outside))
+    stored = store.step_agents(wanted) if wanted else {}  # one read for every run of the batch
+    for sid, mine in steps.items():
+        if sid not in wanted:
             continue
+        known = agents[sid]
         found: dict[str | None, str | None] = {}
-        found.update(store.step_agents([sid, *sources.get(sid, ())], sorted(outside)))
+        found.update(stored.get(sid, {}))
         for eid in mine:
             path, node = [], eid  # type: list[str], str | None
             while node not in found and node in mine and mine[node][0] is None:

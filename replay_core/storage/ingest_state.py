@@ -14,14 +14,14 @@ and is what names a step for good.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, namedtuple
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, text, update
-from sqlalchemy.engine import Connection
+from sqlalchemy import Table, bindparam, delete, func, insert, select, update
+from sqlalchemy.engine import Connection, Row
 
 from .. import config
 from ..vocabulary import now_utc
@@ -30,7 +30,7 @@ from . import room as placing
 from .bulk import bulk_insert, chunks, dialect_module
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
-from .room import gapped, room, settle, settle_quiet
+from .room import by_values, gapped, room, settle, settle_quiet
 from .tables import annotations as annotations_table
 from .tables import attachments, otlp_open_calls, otlp_traces, run_rollups, sessions, step_contexts, steps, watch_offsets
 from .writing import WriteBatch, existing_sessions
@@ -106,14 +106,23 @@ class IngestState(StoreBase):
             daily.refresh(conn, [from_sid, to_sid], bulk_insert)
         return len(moving)
 
-    def step_agents(self, session_ids: Sequence[str], event_ids: Sequence[str]) -> dict[str, str | None]:
-        """The agent of each of the steps named that these runs hold (a run and the provisional ones moving into it)."""
-        out: dict[str, str | None] = {}
+    def step_agents(self, wanted: Mapping[str, tuple[Sequence[str], Sequence[str]]]) -> dict[str, dict[str, str | None]]:
+        """Per run of `wanted` ({run: (it and the provisional runs moving into it, event ids)}) the agent of each
+        of the steps named that those runs hold: one read for a batch's runs, not one a run."""
+        sids = sorted({s for runs, _ in wanted.values() for s in runs})
+        eids = sorted({e for _, named in wanted.values() for e in named})
+        held: dict[str, list[tuple[str, str | None]]] = {}  # run → its (event id, agent) among those named
         s = steps.c
         with self.engine.connect() as conn:
-            for part in chunks(list(event_ids)):
-                query = select(s.event_id, s.agent_id).where(s.session_id.in_(list(session_ids)), s.event_id.in_(part))
-                out.update((eid, agent) for eid, agent in conn.execute(query))
+            for runs in chunks(sids):
+                for part in chunks(eids):
+                    query = select(s.session_id, s.event_id, s.agent_id).where(s.session_id.in_(runs), s.event_id.in_(part))
+                    for run, eid, agent in conn.execute(query):
+                        held.setdefault(run, []).append((eid, agent))
+        out: dict[str, dict[str, str | None]] = {}
+        for sid, (runs, named) in wanted.items():
+            asked = set(named)
+            out[sid] = {eid: agent for run in runs for eid, agent in held.get(run, ()) if eid in asked}
         return out
 
     def otlp_commit(
@@ -266,8 +275,12 @@ def _commit(
     ]
     if new:
         conn.execute(insert(otlp_traces), new)
-    for tid, side, event_id in consumed:
-        conn.execute(delete(otlp_open_calls).where(o.trace_id == tid, o.side == side, o.event_id == event_id))
+    if consumed:
+        answered = (o.trace_id == bindparam("tid"), o.side == bindparam("answered"), o.event_id == bindparam("eid"))
+        conn.execute(
+            delete(otlp_open_calls).where(*answered),
+            [{"tid": tid, "answered": side, "eid": event_id} for tid, side, event_id in consumed],
+        )
     if opened:
         conn.execute(insert(otlp_open_calls), list(opened))
     cutoff = now - (idle if idle is not None else config.idle_timeout())
@@ -340,38 +353,72 @@ class OtlpArrangement:
     rooted: set[str] = field(default_factory=set)  # runs of traces whose root is in the batch
     landed: dict[str, tuple[int, int, bool] | None] = field(default_factory=dict)
     _moving: list[tuple[str, str]] = field(default_factory=list)
+    _groups: list[list[tuple[str, str]]] = field(default_factory=list)  # the moves, in groups done together
     _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
     _placed: dict[str, int] = field(default_factory=dict)  # per run: the steps the batch placed in it
     _modelled: set[str] = field(default_factory=set)  # runs the batch brought a model call to
 
     def start(self, conn: Connection) -> None:
-        """The moves' runs locked, their traces pointed at their targets, a target not stored made from its source."""
-        for from_sid, to_sid in self.moves:
-            existing_sessions(conn, [from_sid, to_sid], lock=True)
-            src = conn.execute(select(sessions).where(sessions.c.id == from_sid)).mappings().first()
-            conn.execute(update(otlp_traces).where(otlp_traces.c.session_id == from_sid).values(session_id=to_sid))
-            if src is None or from_sid == to_sid:
-                continue
-            dialect = dialect_module(conn.dialect.name)
-            conn.execute(dialect.insert(sessions).values(**{**src, "id": to_sid}).on_conflict_do_nothing(index_elements=["id"]))
-            target = conn.execute(select(sessions.c.last_event_at).where(sessions.c.id == to_sid)).scalar()
-            if src["last_event_at"] and (target is None or target < src["last_event_at"]):
-                conn.execute(update(sessions).where(sessions.c.id == to_sid).values(last_event_at=src["last_event_at"]))
-            self._moving.append((from_sid, to_sid))
+        """The moves' runs locked, their traces pointed at their targets, a target not stored made from its source:
+        a few statements for all the batch's moves (one group), or per move where a run is both a source and a target
+        or two moves share a source (each move then sees what the one before it did, in order)."""
+        sources = [from_sid for from_sid, _ in self.moves]
+        whole = len(set(sources)) == len(sources) and not set(sources) & {to_sid for _, to_sid in self.moves}
+        self._groups = [self.moves] if whole else [[move] for move in self.moves]
+        for group in self._groups:
+            self._start(conn, group)
+
+    def _start(self, conn: Connection, moves: list[tuple[str, str]]) -> None:
+        """`start` of moves whose sources differ and are none of their targets."""
+        if not moves:
+            return
+        existing_sessions(conn, sorted({sid for move in moves for sid in move}), lock=True)
+        src: dict[str, dict] = {}
+        for part in chunks([from_sid for from_sid, _ in moves]):
+            src.update((row["id"], dict(row)) for row in conn.execute(select(sessions).where(sessions.c.id.in_(part))).mappings())
+        t = otlp_traces.c
+        conn.execute(
+            update(otlp_traces).where(t.session_id == bindparam("from_sid")).values(session_id=bindparam("to_sid")),
+            [{"from_sid": from_sid, "to_sid": to_sid} for from_sid, to_sid in moves],
+        )
+        moving = [(from_sid, to_sid) for from_sid, to_sid in moves if from_sid in src and from_sid != to_sid]
+        if not moving:
+            return
+        dialect = dialect_module(conn.dialect.name)
+        conn.execute(
+            dialect.insert(sessions).on_conflict_do_nothing(index_elements=["id"]),
+            [{**src[from_sid], "id": to_sid} for from_sid, to_sid in moving],
+        )
+        latest: dict[str, Any] = {}
+        for part in chunks(sorted({to_sid for _, to_sid in moving})):
+            latest.update(conn.execute(select(sessions.c.id, sessions.c.last_event_at).where(sessions.c.id.in_(part))).all())
+        later: dict[str, Any] = {}  # target → its last event's time where a source's is later, as moved in order
+        for from_sid, to_sid in moving:
+            at = src[from_sid]["last_event_at"]
+            if at and (latest.get(to_sid) is None or latest[to_sid] < at):
+                latest[to_sid] = later[to_sid] = at
+        if later:
+            conn.execute(
+                update(sessions).where(sessions.c.id == bindparam("sid")).values(last_event_at=bindparam("at")),
+                [{"sid": sid, "at": at} for sid, at in later.items()],
+            )
+        self._moving += moving
 
     def place(self, conn: Connection, batch: WriteBatch) -> tuple[dict[str, list[Sequence]], dict[str, int]]:
         s = steps.c
-        incoming: dict[str, list] = {}  # run → the stored steps moving into it (rows of _MOVED)
-        for from_sid, to_sid in self._moving:
-            rows = conn.execute(select(*_MOVED).where(s.session_id == from_sid)).all()
-            held = _held(conn, to_sid, [r.event_id for r in rows])
-            for part in chunks(sorted(held)):
-                for table in (step_contexts, steps):
-                    conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
-            incoming.setdefault(to_sid, []).extend(r for r in rows if r.event_id not in held)
+        incoming = self._incoming(conn)
         moved: dict[str, list[Sequence]] = {}
         dupes: dict[str, int] = {}
-        holding = {sid: batch.steps[sid] for sid in batch.steps if _holds_steps(conn, sid)}  # a new run holds none
+        # every run's last step in one read (which runs hold steps: a new run holds none), each passed to `room`;
+        # not for a run steps move out of in this pass (a source that is also a target: read when placed)
+        sources = {from_sid for from_sid, _ in self._moving}
+        runs = [sid for sid in dict.fromkeys([*batch.steps, *incoming]) if sid not in sources]
+        last = placing.lasts(conn, runs)
+        holding = {
+            sid: batch.steps[sid]
+            for sid in batch.steps
+            if (last[sid] is not None if sid in last else _holds_steps(conn, sid))  # a new run holds none
+        }
         stored = _stored(conn, holding) if holding else {}
         self._modelled = {sid for sid, rows in batch.steps.items() if any(row[MODEL_AT] for row, _ in rows)} | set(incoming)
         for sid in dict.fromkeys([*batch.steps, *incoming]):
@@ -391,7 +438,8 @@ class OtlpArrangement:
             if not spots:
                 continue
             order = sorted(spots.values())
-            seqs, first = room(conn, sid, [where for where, _ in order], sparse=sid not in self.rooted)
+            known = {"last": last[sid]} if sid in last else {}
+            seqs, first = room(conn, sid, [where for where, _ in order], sparse=sid not in self.rooted, **known)
             self._placed[sid] = len(order)
             one_spot = seqs[-1] - seqs[0] == len(seqs) - 1
             self.landed[sid] = (seqs[0], seqs[-1], first is not None) if one_spot else None
@@ -413,13 +461,46 @@ class OtlpArrangement:
                 self._after[sid] = min(c["new_seq"] for c in changes) - 1
             if first is not None:
                 self._after[sid] = min(self._after.get(sid, first), first)
-        for from_sid, to_sid in self._moving:
-            for table in (step_contexts, attachments, annotations_table):
-                conn.execute(update(table).where(table.c.session_id == from_sid).values(session_id=to_sid))
-            conn.execute(update(sessions).where(sessions.c.replay_of == from_sid).values(replay_of=to_sid))
-            rollups.forget(conn, [from_sid])
-            conn.execute(delete(sessions).where(sessions.c.id == from_sid))
+        self._sources_dropped(conn)
         return moved, dupes
+
+    def _moving_groups(self) -> list[list[tuple[str, str]]]:
+        """The moves whose source was stored (`_moving`), in `start`'s groups."""
+        moving = set(self._moving)
+        return [[move for move in group if move in moving] for group in self._groups]
+
+    def _incoming(self, conn: Connection) -> dict[str, list]:
+        """Per run, the stored steps moving into it (rows of _MOVED) but those it holds already, which are dropped."""
+        incoming: dict[str, list] = {}
+        for moving in self._moving_groups():
+            rows = _moved_rows(conn, [from_sid for from_sid, _ in moving])
+            held = _held_pairs(conn, [(to_sid, r.event_id) for from_sid, to_sid in moving for r in rows.get(from_sid, ())])
+            for from_sid, to_sid in moving:
+                there = sorted(r.event_id for r in rows.get(from_sid, ()) if (to_sid, r.event_id) in held)
+                for part in chunks(there):
+                    for table in (step_contexts, steps):
+                        conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
+                incoming.setdefault(to_sid, []).extend(r for r in rows.get(from_sid, ()) if (to_sid, r.event_id) not in held)
+        return incoming
+
+    def _sources_dropped(self, conn: Connection) -> None:
+        """The moves' sources, their steps placed in their targets: contexts, attachments, notes and replays pointed
+        at the targets, their rollups and rows gone."""
+        for moving in self._moving_groups():
+            if not moving:
+                continue
+            params = [{"from_sid": from_sid, "to_sid": to_sid} for from_sid, to_sid in moving]
+            for table in (step_contexts, attachments, annotations_table):
+                conn.execute(
+                    update(table).where(table.c.session_id == bindparam("from_sid")).values(session_id=bindparam("to_sid")),
+                    params,
+                )
+            replay_of = sessions.c.replay_of
+            conn.execute(update(sessions).where(replay_of == bindparam("from_sid")).values(replay_of=bindparam("to_sid")), params)
+            gone = [from_sid for from_sid, _ in moving]
+            rollups.forget(conn, gone)
+            for part in chunks(gone):
+                conn.execute(delete(sessions).where(sessions.c.id.in_(part)))
 
     def finish(self, conn: Connection) -> None:
         late = {sid: (after, self.agents[sid]) for sid, after in self._after.items() if self.agents.get(sid)}
@@ -438,6 +519,31 @@ class OtlpArrangement:
 # the key goes: the key is computed from them, as rollups.from_stored does)
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
 _KEY_IN = rollups.FIELDS.index("call_key")
+_Moved = namedtuple("_Moved", [c.name for c in _MOVED])  # type: ignore[misc]
+
+
+def _moved_rows(conn: Connection, sids: Sequence[str]) -> dict[str, list]:
+    """The stored steps of these runs (sources of moves), as rows of _MOVED, per run: one read for them all."""
+    out: dict[str, list] = {}
+    for part in chunks(list(sids)):
+        for row in conn.execute(select(*_MOVED, steps.c.session_id).where(steps.c.session_id.in_(part))):
+            out.setdefault(row[-1], []).append(_Moved(*row[:-1]))
+    return out
+
+
+def _held_pairs(conn: Connection, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of these (session_id, event_id) steps are stored."""
+    return {(sid, eid) for sid, eid in _by_pairs(conn, steps, (), pairs)}
+
+
+def _by_pairs(conn: Connection, table: Table, columns: tuple[str, ...], pairs: Sequence[tuple[str, str]]) -> list[Row]:
+    """(session_id, event_id, *columns) of the rows of `table` (steps, step_contexts) keyed by these pairs: a
+    lookup in its (session_id, event_id) index per pair (a pair asked twice answers twice)."""
+    extra = "".join(f", t.{c}" for c in columns)
+    tail = f"SELECT t.session_id, t.event_id{extra} FROM b JOIN {table.name} t ON t.session_id = b.sid AND t.event_id = b.eid"
+    return by_values(conn, ("sid", "eid"), pairs, tail, tuple((c, table.c[c].type) for c in columns))
+
+
 _ROLLED = tuple(steps.c[n] for n in rollups.FIELDS)  # a stored step as its run's rollup reads it (its stored call key)
 PLACE_AT, MODEL_AT = ROW_COLUMNS.index("place"), ROW_COLUMNS.index("model")
 
@@ -476,12 +582,9 @@ def _holds_steps(conn: Connection, sid: str) -> bool:
 def _stored(conn: Connection, pending: dict[str, list[tuple[tuple, Any]]]) -> dict[str, set[str]]:
     """Per run, which of its pending rows' event ids it holds already: one read for the batch."""
     out: dict[str, set[str]] = {}
-    s = steps.c
-    sids = list(pending)
-    ids = list({row[EVENT_ID_AT] for rows in pending.values() for row, _ in rows})
-    for part in chunks(ids):
-        for sid, eid in conn.execute(select(s.session_id, s.event_id).where(s.session_id.in_(sids), s.event_id.in_(part))):
-            out.setdefault(sid, set()).add(eid)
+    pairs = list(dict.fromkeys((sid, row[EVENT_ID_AT]) for sid, rows in pending.items() for row, _ in rows))
+    for sid, eid in _held_pairs(conn, pairs):  # a lookup a step, not one per run and step of the batch
+        out.setdefault(sid, set()).add(eid)
     return out
 
 
@@ -492,14 +595,6 @@ def _between(conn: Connection, sid: str, seq: int, where: str) -> bool:
     prev = conn.scalar(select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1))
     after = conn.execute(select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1)).first()
     return (prev or "") <= where and (after is None or where < (after.place or ""))
-
-
-def _held(conn: Connection, sid: str, event_ids: Sequence[str]) -> set[str]:
-    """Which of `event_ids` a run holds."""
-    held: set[str] = set()
-    for part in chunks(list(event_ids)):
-        held.update(conn.scalars(select(steps.c.event_id).where(steps.c.session_id == sid, steps.c.event_id.in_(part))))
-    return held
 
 
 def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -> None:
@@ -529,33 +624,21 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
 def _next_models(conn: Connection, named: Sequence[tuple[str, str]]) -> list[str | None]:
     """For each (session_id, event_id) of a step stored without content: the event id of the first model call
     after it in its run (None: none, or the step has content). One statement for them all."""
-    rows = ", ".join(f"(:k{i}, :s{i}, :e{i})" for i in range(len(named)))
-    query = text(
-        f"WITH b(k, sid, eid) AS (VALUES {rows}) SELECT b.k, (SELECT m.event_id FROM steps m"
+    tail = (
+        "SELECT b.k, (SELECT m.event_id FROM steps m"
         " WHERE m.session_id = b.sid AND m.type = 'think' AND m.seq > (SELECT s.seq FROM steps s"
         " WHERE s.session_id = b.sid AND s.event_id = b.eid AND s.content IS NULL) ORDER BY m.seq LIMIT 1) FROM b"
     )
-    params: dict[str, Any] = {}
-    for i, (sid, eid) in enumerate(named):
-        params.update({f"k{i}": i, f"s{i}": sid, f"e{i}": eid})
     out: list[str | None] = [None] * len(named)
-    for k, model in conn.execute(query, params):
+    for k, model in by_values(conn, ("k", "sid", "eid"), [(i, sid, eid) for i, (sid, eid) in enumerate(named)], tail):
         out[int(k)] = model
     return out
 
 
 def _contexts(conn: Connection, named: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
     """The recorded contexts of these (session_id, event_id) steps."""
-    c = step_contexts.c
-    out: dict[tuple[str, str], Any] = {}
-    by_run: dict[str, list[str]] = {}
-    for sid, eid in named:
-        by_run.setdefault(sid, []).append(eid)
-    for sid, eids in by_run.items():
-        for part in chunks(eids):
-            query = select(c.event_id, c.context).where(c.session_id == sid, c.event_id.in_(part))
-            out.update(((sid, eid), context) for eid, context in conn.execute(query))
-    return out
+    rows = _by_pairs(conn, step_contexts, ("context",), named)  # one read for the runs of a batch, not one a run
+    return {(sid, eid): context for sid, eid, context in rows}
 
 
 def _recorded(conn: Connection, step_id: int, meta: dict | None, field: str) -> None:

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import lru_cache
 from itertools import pairwise
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.engine import Connection, Row
+from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.selectable import TextualSelect
 
 from .. import config
 from ..vocabulary import now_utc
@@ -38,18 +41,62 @@ LEAF = 256  # seqs of the smallest window `_spread` renumbers
 GROWTH = 4  # a run's seqs stay within GROWTH × its steps (a run spread whole is spread over that)
 
 
-def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False) -> tuple[list[int], int | None]:
+def lasts(conn: Connection, sids: Sequence[str]) -> dict[str, Row | None]:
+    """Each run's last stored step (seq, place) as `room` reads it first (None: a run without steps), for a
+    batch's runs in one statement per chunk rather than one a run."""
+    out: dict[str, Row | None] = dict.fromkeys(sids)
+    tail = (
+        "SELECT b.sid, s.seq, s.place FROM b JOIN steps s ON s.id ="
+        " (SELECT m.id FROM steps m WHERE m.session_id = b.sid ORDER BY m.seq DESC LIMIT 1)"
+    )
+    for row in by_values(conn, ("sid",), [(sid,) for sid in sids], tail):
+        out[row.sid] = row
+    return out
+
+
+def by_values(conn: Connection, names: tuple[str, ...], rows: Sequence[tuple], tail: str, types: tuple = ()) -> list[Row]:
+    """The rows of `WITH b(names) AS (VALUES rows) tail` (`types`: (column, type) of the answer to decode), in a
+    statement per chunk of rows: one lookup per row by the indexes `tail` joins on, where an IN of row values
+    scanned the table. Statements are built once per shape: a chunk is padded to a power of two with its last
+    row again (`tail` answers a row twice alike)."""
+    out: list[Row] = []
+    for start in range(0, len(rows), _VALUES_CHUNK):
+        part = list(rows[start : start + _VALUES_CHUNK])
+        size = max(8, 1 << (len(part) - 1).bit_length())
+        part += [part[-1]] * (size - len(part))
+        params = {f"v{i}_{j}": value for i, row in enumerate(part) for j, value in enumerate(row)}
+        out += conn.execute(_values_query(names, size, tail, types), params).all()
+    return out
+
+
+@lru_cache(maxsize=64)
+def _values_query(names: tuple[str, ...], size: int, tail: str, types: tuple) -> TextClause | TextualSelect:
+    rows = ", ".join("(" + ", ".join(f":v{i}_{j}" for j in range(len(names))) + ")" for i in range(size))
+    query = text(f"WITH b({', '.join(names)}) AS (VALUES {rows}) {tail}")
+    return query.columns(**dict(types)) if types else query
+
+
+_VALUES_CHUNK = 256
+_UNREAD = object()
+
+
+def room(
+    conn: Connection, sid: str, places: list[str], *, sparse: bool = False, last: Row | None | object = _UNREAD
+) -> tuple[list[int], int | None]:
     """Seqs for steps of `places` (sorted) among a run's stored steps, in place order, and the first of
     them where they land before a stored step (None when all come after the run). Where a spot has not
     enough free seqs, the stored steps after it move up (one range update past the batch's last place and
     one update of those between its first and last) when that moves few (`_shift_most`), when the spot is at
     the run's start, or when the batch is not `sparse` (a root's batch, settled in the same write; one step
     taken over or moved), and the run stays within its bound; else a window around the spot is spread
-    (`_spread`) and the batch placed again. Steps without a place (another source's) count as first."""
+    (`_spread`) and the batch placed again. Steps without a place (another source's) count as first.
+    `last`, when given, is the run's last step as `lasts` read it, in this transaction, nothing stored since."""
     s = steps.c
     spreads = 0
     while True:
-        last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
+        if last is _UNREAD:
+            last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
+        assert last is None or isinstance(last, Row)
         if last is None or (last.place or "") < places[0]:
             base = last.seq if last is not None else 0
             return list(range(base + 1, base + 1 + len(places))), None
@@ -64,6 +111,7 @@ def room(conn: Connection, sid: str, places: list[str], *, sparse: bool = False)
         whole = spreads * len(between) >= last.seq
         _spread(conn, sid, spots, short.bound, last.seq, whole=whole)
         spreads += 1
+        last = _UNREAD  # the spread moved steps: read again
     if moved:
         conn.execute(update(steps).where(s.session_id == sid, s.seq >= hi).values(seq=s.seq + moved))
         changes, k, by = [], 0, 0

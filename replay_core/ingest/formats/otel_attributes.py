@@ -327,10 +327,12 @@ def input_messages(attrs: Attrs) -> list[dict] | None:
             attrs.use(key)
             messages = [m for item in decoded if isinstance(item, dict) for m in openai_messages(item)]
             return _with_system(system, messages)
-    for prefix, read in (("gen_ai.prompt", _flat_genai_message), ("llm.input_messages", _flat_openinference_message)):
-        items = attrs.indexed(prefix)
-        if items:
-            return _with_system(system, [m for item in items for m in read(item)])
+    items = attrs.indexed("gen_ai.prompt")
+    if items:
+        return _with_system(system, [m for item in items for m in _flat_genai_message(item)])
+    messages = openinference_messages(attrs, "llm.input_messages")
+    if messages:
+        return _with_system(system, messages)
     return _with_system(system, []) or None
 
 
@@ -425,6 +427,74 @@ _CONTENT_HEADS = ("message.contents", "contents")  # what a key of content items
 _CALL_HEADS = ("message.tool_calls", "tool_calls")
 
 
+def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
+    """The OpenAI chat messages of an OpenInference list (`prefix.N.message.*`, `prefix` one of
+    `llm.input_messages`, `llm.output_messages`), their keys marked used: in one pass over the list's keys
+    where they are the usual ones (role, content, tool_call_id, name and tool calls, indexes 0, 1, 2…),
+    else message by message (`_flat_openinference_message`), which reads every shape."""
+    values = attrs.values
+    if isinstance(values.get(prefix), list) or not attrs.has_prefix(prefix + "."):
+        return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
+    start = prefix + "."
+    items = [(k, v) for k, v in values.items() if k.startswith(start)]
+    messages = _usual_messages(items, len(start))
+    if messages is None:
+        return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
+    attrs.used.update(k for k, _ in items)
+    return messages
+
+
+_MESSAGE_SLOTS = {"role": 0, "content": 1, "tool_call_id": 2, "name": 3}
+_CALLS = "tool_calls."
+_CALL_SLOTS = {"tool_call.id": 0, "tool_call.function.name": 1, "tool_call.function.arguments": 2}
+
+
+def _usual_messages(items: list[tuple[str, Any]], size: int) -> list[dict] | None:
+    """`_flat_openinference_message` of each message the keys of `items` hold (`<prefix>.N.message.<field>` and
+    `<prefix>.N.message.tool_calls.M.tool_call.<field>`, the prefix `size` long), in one pass; None where a key
+    is of another shape or the indexes are not 0, 1, 2… in order (the general way reads those)."""
+    groups: dict[str, list] = {}  # index → [role, content, tool_call_id, name, {call index → [id, name, arguments]}]
+    for key, value in items:
+        index, found, field = key[size:].partition(".message.")
+        if not found or "." in index or "\n" in key:
+            return None
+        group = groups.get(index)
+        if group is None:
+            group = groups[index] = [None, None, None, None, None]
+        slot = _MESSAGE_SLOTS.get(field)
+        if slot is not None:
+            group[slot] = value
+            continue
+        call_index, found, rest = field.removeprefix(_CALLS).partition(".")
+        if not field.startswith(_CALLS) or not found or not rest:
+            return None
+        calls = group[4]
+        if calls is None:
+            calls = group[4] = {}
+        call = calls.get(call_index)
+        if call is None:
+            call = calls[call_index] = [None, None, None]
+        slot = _CALL_SLOTS.get(rest)
+        if slot is not None:
+            call[slot] = value
+    if tuple(groups) != _INDEX_TEXT[: len(groups)]:
+        return None
+    out = []
+    for role, content, call_id, name, calls in groups.values():
+        if calls is None:
+            msg: dict[str, Any] = {"role": role, "content": content}
+        else:
+            if tuple(calls) != _INDEX_TEXT[: len(calls)]:
+                return None
+            msg = chat_message(role, content, [openai_call(*call) for call in calls.values()])
+        if call_id is not None:
+            msg["tool_call_id"] = call_id
+        if name is not None:
+            msg["name"] = name
+        out.append(msg)
+    return out
+
+
 def _flat_openinference_message(item: dict) -> list[dict]:
     """One `llm.input_messages.N.message.*` message (text, content items, tool calls); its keys flattened
     (`message.role`) or nested (`role`)."""
@@ -468,10 +538,12 @@ def model_output(attrs: Attrs) -> tuple[str | None, list[dict]]:
     if isinstance(decoded, list):
         attrs.use("gen_ai.output.messages")
         return answer_and_calls([m for item in decoded if isinstance(item, dict) for m in openai_messages(item)])
-    for prefix, read in (("gen_ai.completion", _flat_genai_message), ("llm.output_messages", _flat_openinference_message)):
-        items = attrs.indexed(prefix)
-        if items:
-            return answer_and_calls([m for item in items for m in read(item)])
+    items = attrs.indexed("gen_ai.completion")
+    if items:
+        return answer_and_calls([m for item in items for m in _flat_genai_message(item)])
+    messages = openinference_messages(attrs, "llm.output_messages")
+    if messages:
+        return answer_and_calls(messages)
     key, value, was_json = exporter_output(attrs)
     if value is None:
         value = attrs.get("gen_ai.completion", "output.value")
