@@ -1,13 +1,18 @@
 """SQL helpers shared by the Store's sections: id lists cut to a size both databases take, a
-dialect's own INSERT … ON CONFLICT, and inserts sent straight to the driver with SQLAlchemy's
-bind processors (the writer that rollups.py and daily.py are handed)."""
+dialect's own INSERT … ON CONFLICT, inserts sent straight to the driver with SQLAlchemy's
+bind processors (the writer that rollups.py and daily.py are handed), and lookups by a list of keys
+joined as VALUES."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy.engine import Connection, CursorResult
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, CursorResult, Row
+from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.selectable import TextualSelect
 
 CHUNK = 500  # ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits
 _COPY_FROM = 200  # rows from which PostgreSQL takes them by COPY (several times executemany's speed)
@@ -100,3 +105,28 @@ def insert_new(conn: Connection, table, names: Sequence[str], rows: list, key: s
     procs = [table.c[n].type._cached_bind_processor(dialect) for n in names]
     params = [proc(v) if proc is not None and v is not None else v for row in rows for v, proc in zip(row, procs, strict=True)]
     return [r[0] for r in conn.exec_driver_sql(sql, tuple(params))]
+
+
+def by_values(conn: Connection, names: tuple[str, ...], rows: Sequence[tuple], tail: str, types: tuple = ()) -> list[Row]:
+    """The rows of `WITH b(names) AS (VALUES rows) tail` (`types`: (column, type) of the answer to decode), in a
+    statement per chunk of rows: one lookup per row by the indexes `tail` joins on, where an IN of row values
+    scanned the table. Statements are built once per shape: a chunk is padded to a power of two with its last
+    row again (`tail` answers a row twice alike)."""
+    out: list[Row] = []
+    for start in range(0, len(rows), _VALUES_CHUNK):
+        part = list(rows[start : start + _VALUES_CHUNK])
+        size = max(8, 1 << (len(part) - 1).bit_length())
+        part += [part[-1]] * (size - len(part))
+        params = {f"v{i}_{j}": value for i, row in enumerate(part) for j, value in enumerate(row)}
+        out += conn.execute(_values_query(names, size, tail, types), params).all()
+    return out
+
+
+@lru_cache(maxsize=64)
+def _values_query(names: tuple[str, ...], size: int, tail: str, types: tuple) -> TextClause | TextualSelect:
+    rows = ", ".join("(" + ", ".join(f":v{i}_{j}" for j in range(len(names))) + ")" for i in range(size))
+    query = text(f"WITH b({', '.join(names)}) AS (VALUES {rows}) {tail}")
+    return query.columns(**dict(types)) if types else query
+
+
+_VALUES_CHUNK = 256

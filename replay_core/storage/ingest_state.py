@@ -27,10 +27,10 @@ from .. import config
 from ..vocabulary import now_utc
 from . import daily, rollups
 from . import room as placing
-from .bulk import bulk_insert, chunks, dialect_module
+from .bulk import bulk_insert, by_values, chunks, dialect_module
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
-from .room import by_values, gapped, room, settle, settle_quiet
+from .room import UNREAD, gapped, room, settle, settle_quiet
 from .tables import annotations as annotations_table
 from .tables import attachments, otlp_open_calls, otlp_traces, run_rollups, sessions, step_contexts, steps, watch_offsets
 from .writing import WriteBatch, existing_sessions
@@ -438,8 +438,8 @@ class OtlpArrangement:
             if not spots:
                 continue
             order = sorted(spots.values())
-            known = {"last": last[sid]} if sid in last else {}
-            seqs, first = room(conn, sid, [where for where, _ in order], sparse=sid not in self.rooted, **known)
+            places = [where for where, _ in order]
+            seqs, first = room(conn, sid, places, sparse=sid not in self.rooted, last=last.get(sid, UNREAD))
             self._placed[sid] = len(order)
             one_spot = seqs[-1] - seqs[0] == len(seqs) - 1
             self.landed[sid] = (seqs[0], seqs[-1], first is not None) if one_spot else None
@@ -476,11 +476,12 @@ class OtlpArrangement:
             rows = _moved_rows(conn, [from_sid for from_sid, _ in moving])
             held = _held_pairs(conn, [(to_sid, r.event_id) for from_sid, to_sid in moving for r in rows.get(from_sid, ())])
             for from_sid, to_sid in moving:
-                there = sorted(r.event_id for r in rows.get(from_sid, ()) if (to_sid, r.event_id) in held)
+                source = rows.get(from_sid, ())
+                there = sorted(r.event_id for r in source if (to_sid, r.event_id) in held)
                 for part in chunks(there):
                     for table in (step_contexts, steps):
                         conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
-                incoming.setdefault(to_sid, []).extend(r for r in rows.get(from_sid, ()) if (to_sid, r.event_id) not in held)
+                incoming.setdefault(to_sid, []).extend(r for r in source if (to_sid, r.event_id) not in held)
         return incoming
 
     def _sources_dropped(self, conn: Connection) -> None:

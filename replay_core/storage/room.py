@@ -19,17 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from functools import lru_cache
 from itertools import pairwise
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection, Row
-from sqlalchemy.sql.elements import TextClause
-from sqlalchemy.sql.selectable import TextualSelect
 
 from .. import config
 from ..vocabulary import now_utc
+from .bulk import by_values
 from .tables import otlp_traces, run_rollups, steps
 
 READ_WHOLE = 2000  # steps of a run up to which `room` reads all their places rather than searching
@@ -54,34 +52,11 @@ def lasts(conn: Connection, sids: Sequence[str]) -> dict[str, Row | None]:
     return out
 
 
-def by_values(conn: Connection, names: tuple[str, ...], rows: Sequence[tuple], tail: str, types: tuple = ()) -> list[Row]:
-    """The rows of `WITH b(names) AS (VALUES rows) tail` (`types`: (column, type) of the answer to decode), in a
-    statement per chunk of rows: one lookup per row by the indexes `tail` joins on, where an IN of row values
-    scanned the table. Statements are built once per shape: a chunk is padded to a power of two with its last
-    row again (`tail` answers a row twice alike)."""
-    out: list[Row] = []
-    for start in range(0, len(rows), _VALUES_CHUNK):
-        part = list(rows[start : start + _VALUES_CHUNK])
-        size = max(8, 1 << (len(part) - 1).bit_length())
-        part += [part[-1]] * (size - len(part))
-        params = {f"v{i}_{j}": value for i, row in enumerate(part) for j, value in enumerate(row)}
-        out += conn.execute(_values_query(names, size, tail, types), params).all()
-    return out
-
-
-@lru_cache(maxsize=64)
-def _values_query(names: tuple[str, ...], size: int, tail: str, types: tuple) -> TextClause | TextualSelect:
-    rows = ", ".join("(" + ", ".join(f":v{i}_{j}" for j in range(len(names))) + ")" for i in range(size))
-    query = text(f"WITH b({', '.join(names)}) AS (VALUES {rows}) {tail}")
-    return query.columns(**dict(types)) if types else query
-
-
-_VALUES_CHUNK = 256
-_UNREAD = object()
+UNREAD = object()  # `room`'s `last` when not read yet
 
 
 def room(
-    conn: Connection, sid: str, places: list[str], *, sparse: bool = False, last: Row | None | object = _UNREAD
+    conn: Connection, sid: str, places: list[str], *, sparse: bool = False, last: Row | None | object = UNREAD
 ) -> tuple[list[int], int | None]:
     """Seqs for steps of `places` (sorted) among a run's stored steps, in place order, and the first of
     them where they land before a stored step (None when all come after the run). Where a spot has not
@@ -94,7 +69,7 @@ def room(
     s = steps.c
     spreads = 0
     while True:
-        if last is _UNREAD:
+        if last is UNREAD:
             last = conn.execute(select(s.seq, s.place).where(s.session_id == sid).order_by(s.seq.desc()).limit(1)).first()
         assert last is None or isinstance(last, Row)
         if last is None or (last.place or "") < places[0]:
@@ -111,7 +86,7 @@ def room(
         whole = spreads * len(between) >= last.seq
         _spread(conn, sid, spots, short.bound, last.seq, whole=whole)
         spreads += 1
-        last = _UNREAD  # the spread moved steps: read again
+        last = UNREAD  # the spread moved steps: read again
     if moved:
         conn.execute(update(steps).where(s.session_id == sid, s.seq >= hi).values(seq=s.seq + moved))
         changes, k, by = [], 0, 0

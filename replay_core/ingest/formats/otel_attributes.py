@@ -432,16 +432,14 @@ def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
     `llm.input_messages`, `llm.output_messages`), their keys marked used: in one pass over the list's keys
     where they are the usual ones (role, content, tool_call_id, name and tool calls, indexes 0, 1, 2…),
     else message by message (`_flat_openinference_message`), which reads every shape."""
-    values = attrs.values
-    if isinstance(values.get(prefix), list) or not attrs.has_prefix(prefix + "."):
-        return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
     start = prefix + "."
-    items = [(k, v) for k, v in values.items() if k.startswith(start)]
-    messages = _usual_messages(items, len(start))
-    if messages is None:
-        return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
-    attrs.used.update(k for k, _ in items)
-    return messages
+    if not isinstance(attrs.values.get(prefix), list) and attrs.has_prefix(start):
+        items = [(k, v) for k, v in attrs.values.items() if k.startswith(start)]
+        messages = _usual_messages(items, len(start))
+        if messages is not None:
+            attrs.used.update(k for k, _ in items)
+            return messages
+    return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
 
 
 _MESSAGE_SLOTS = {"role": 0, "content": 1, "tool_call_id": 2, "name": 3}
