@@ -35,7 +35,6 @@ import base64
 import http.client
 import json
 import os
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -52,6 +51,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_otlp_order as order  # noqa: E402
 from common import report  # noqa: E402
+
+from replay_core.cli.serve import free_port  # noqa: E402
 
 VENV = Path(os.environ.get("PHOENIX_VENV", HERE / "phoenix_baseline" / ".venv"))
 SPANS = order.TRACES * 100
@@ -107,12 +108,6 @@ def ours() -> tuple[list[bytes], float, float]:
     return got["bodies"], got["rate"], SPANS / got["cpu_s"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
@@ -122,13 +117,13 @@ class Phoenix:
     """`phoenix serve` from VENV on SQLite in `workdir`, on 127.0.0.1."""
 
     def __init__(self, workdir: str) -> None:
-        self.workdir, self.port = workdir, _free_port()
+        self.workdir, self.port = workdir, free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
         env |= OFFLINE | {
             "PHOENIX_WORKING_DIR": workdir,
             "PHOENIX_HOST": "127.0.0.1",
             "PHOENIX_PORT": str(self.port),
-            "PHOENIX_GRPC_PORT": str(_free_port()),
+            "PHOENIX_GRPC_PORT": str(free_port()),
         }
         self.log = open(Path(workdir) / "serve.log", "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
