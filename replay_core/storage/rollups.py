@@ -34,7 +34,7 @@ import orjson
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection
 
-from .bulk import by_values
+from .bulk import by_rows
 from .tables import run_breakdown, run_rollups, steps
 
 # what a rollup reads of a step, in this order
@@ -274,16 +274,19 @@ def forget(conn: Connection, session_ids: Sequence[str]) -> None:
         conn.execute(delete(run_rollups).where(run_rollups.c.session_id.in_(part)))
 
 
-def from_stored(conn: Connection, session_ids: Sequence[str]) -> list[tuple[tuple, list[tuple]] | None]:
+def from_stored(conn: Connection, session_ids: Sequence[str], *, keyed: bool = False) -> list[tuple[tuple, list[tuple]] | None]:
     """Rollups recomputed from the stored steps of `session_ids`, the calls' keys from their stored
-    arguments (not from steps.call_key: a from-scratch pass, which the tests hold the keyed one to)."""
+    arguments (not from steps.call_key: a from-scratch pass, which the tests hold the keyed one to), or
+    with `keyed` the stored keys (`refresh`: every write of a call's arguments writes its key)."""
     out = []
-    cols = [steps.c.session_id, *(steps.c["tool_args" if name == "call_key" else name] for name in FIELDS)]
+    key_column = "call_key" if keyed else "tool_args"
+    cols = [steps.c.session_id, *(steps.c[key_column if name == "call_key" else name] for name in FIELDS)]
     for start in range(0, len(session_ids), _CHUNK):
         part = list(session_ids[start : start + _CHUNK])
         query = select(*cols).where(steps.c.session_id.in_(part)).order_by(steps.c.session_id, steps.c.seq, steps.c.id)
         found = {
-            sid: rollup_of(sid, (_keyed(r[1:]) for r in rows)) for sid, rows in groupby(conn.execute(query), key=itemgetter(0))
+            sid: rollup_of(sid, (r[1:] if keyed else _keyed(r[1:]) for r in rows))
+            for sid, rows in groupby(conn.execute(query), key=itemgetter(0))
         }
         out += [found.get(sid) for sid in part]
     return out
@@ -295,10 +298,10 @@ def _keyed(row: Sequence) -> tuple:
 
 
 def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
-    """Recompute the rollups of these runs from their stored steps."""
+    """Recompute the rollups of these runs from their stored steps (and their stored call keys)."""
     ids = sorted(set(session_ids))
     if ids:
-        write(conn, ids, from_stored(conn, ids), insert_rows)
+        write(conn, ids, from_stored(conn, ids, keyed=True), insert_rows)
 
 
 def append(
@@ -380,8 +383,10 @@ def _carried(conn: Connection, items: Sequence[_Carry]) -> list[tuple[tuple, lis
         for item in items
     ]
     # the stored repeats of the new calls, and the groups of the stored calls a new ok result answers (it may make
-    # their repeats redundant: their groups are touched too), then the first ok result of each of their call ids
-    answered = _stored_by(conn, "tool_call_id", items, [sorted(set(ok)) for ok in new_ok])
+    # their repeats redundant: their groups are touched too), then the first ok result of each of their call ids (the
+    # steps of the ids read for the new results already are not read again)
+    asked = [sorted(set(ok)) for ok in new_ok]
+    answered = _stored_by(conn, "tool_call_id", items, asked)
     keys = [
         sorted({key for key, _ in calls} | {r[3] for r in found if r[3] is not None})
         for calls, found in zip(new_calls, answered, strict=True)
@@ -405,7 +410,11 @@ def _carried(conn: Connection, items: Sequence[_Carry]) -> list[tuple[tuple, lis
                 | {cid for _, cid in new_calls[k] if cid is not None}
             )
         )
-    results = _stored_by(conn, "tool_call_id", items, wanted)
+    more = _stored_by(conn, "tool_call_id", items, [sorted(set(ids) - set(had)) for ids, had in zip(wanted, asked, strict=True)])
+    results = []
+    for ids, found, extra in zip(wanted, answered, more, strict=True):
+        mine = set(ids)
+        results.append([*(r for r in found if r[4] in mine), *extra])
     breakdowns = _breakdowns(conn, sorted({item.sid for item in items if item.breakdown is None}))
     states, counts = [], []
     for k, item in enumerate(items):
@@ -578,7 +587,7 @@ def swapped(
     return _carried(conn, [_Carry(sid, row, [new], (seq, seq, top > seq), breakdown)])[0]
 
 
-# `_carried`'s reads, each one statement for a write's runs (bulk.by_values, a row of values per run or per value
+# `_carried`'s reads, each one statement for a write's runs (bulk.by_rows, a row of values per run or per value
 # asked): a lookup per row by the steps' indexes, (session_id, seq) for the phases and counts, ix_steps_call_id and
 # ix_steps_call_key for the calls (the IS NOT NULL lets SQLite take those partial indexes)
 _PHASED = ", ".join(f"'{kind}'" for kind in _PHASE)
@@ -598,12 +607,16 @@ _COUNTED = (
     "SELECT b.k, (SELECT count(s.duration_ms) FROM steps s WHERE s.session_id = b.sid AND s.seq > b.a AND s.seq < b.z) FROM b"
 )
 _FAR = 2**62  # beyond any seq: a count bounded on one side
+_RUN_AND_SEQS, _RUN_AND_TEXT = ("bigint", "text", "bigint", "bigint"), ("bigint", "text", "text")
 
 
 def _around(conn: Connection, asked: Sequence[tuple[int, str, int, int]]) -> dict[int, tuple]:
     """For each (k, run, lo, hi) asked: the type of the run's last phased step before seq `lo`, its top seq and
     the type of its first phased step after seq `hi`, by k."""
-    return {int(k): (last, top, after) for k, last, top, after in by_values(conn, ("k", "sid", "lo", "hi"), asked, _AROUND)}
+    return {
+        int(k): (last, top, after)
+        for k, last, top, after in by_rows(conn, ("k", "sid", "lo", "hi"), _RUN_AND_SEQS, asked, _AROUND)
+    }
 
 
 def _stored_by(conn: Connection, column: str, items: Sequence[_Carry], values: Sequence[Sequence[str]]) -> list[list[tuple]]:
@@ -613,12 +626,10 @@ def _stored_by(conn: Connection, column: str, items: Sequence[_Carry], values: S
     out: list[list[tuple]] = [[] for _ in items]
     if not asked:
         return out
-    seen = set()
-    for k, rid, *fields in by_values(conn, ("k", "sid", "v"), asked, stored_by(column, conn.dialect.name)):
+    for k, *fields in by_rows(conn, ("k", "sid", "v"), _RUN_AND_TEXT, asked, stored_by(column, conn.dialect.name)):
         k = int(k)
         lo, hi, _ = items[k].spot
-        if (k, rid) not in seen and not lo <= fields[0] <= hi:  # a value's row padded in twice answers twice
-            seen.add((k, rid))
+        if not lo <= fields[0] <= hi:
             out[k].append(tuple(fields))
     return out
 
@@ -627,7 +638,7 @@ def stored_by(column: str, dialect: str) -> str:
     """`_stored_by`'s statement after its values: the steps of each row's run and value by the index on (session_id,
     `column`); on PostgreSQL a LATERAL lookup per row (OFFSET 0 keeps it from being flattened into a join), as a join
     of the values was planned as a hash join over a scan of the steps while the table was small or unanalyzed."""
-    fields = f"s.id, {_FIELDS_BY[column]}"
+    fields = _FIELDS_BY[column]
     match = f"s.session_id = b.sid AND s.{column} = b.v AND s.{column} IS NOT NULL"
     if dialect == "postgresql":
         return f"SELECT b.k, s.* FROM b CROSS JOIN LATERAL (SELECT {fields} FROM steps s WHERE {match} OFFSET 0) s"
@@ -655,7 +666,7 @@ def _durations_before(conn: Connection, asked: Sequence[tuple[int, str, int, int
             bounds.append((k, sid, hi, _FAR))
             totals[k] = stored
     out = {}
-    for k, n in by_values(conn, ("k", "sid", "a", "z"), bounds, _COUNTED) if bounds else ():
+    for k, n in by_rows(conn, ("k", "sid", "a", "z"), _RUN_AND_SEQS, bounds, _COUNTED):
         k = int(k)
         out[k] = totals[k] - (n or 0) if k in totals else (n or 0)
     return out
