@@ -14,6 +14,7 @@ from sqlalchemy import select, text
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.storage import rollups
+from replay_core.storage.bulk import _rows_query
 from replay_core.storage.store import SessionFilter, Store
 from replay_core.storage.tables import run_breakdown, run_rollups, steps
 
@@ -312,10 +313,14 @@ def test_a_new_postgres_database_gets_statistics_from_its_first_writes(pg_databa
             ]
         )
         assert analyzed()
-        query = rollups._reads("postgresql")["by_keys"].compile(dialect=store.engine.dialect)
+        tail = rollups.stored_by("call_key", "postgresql")
+        query = _rows_query(("k", "sid", "v"), ("bigint", "text", "text"), tail, "postgresql").compile(
+            dialect=store.engine.dialect
+        )
+        params = {"c0": [0, 1], "c1": ["live", "live"], "c2": ["k1", "k2"]}
         with store.engine.connect() as conn:
             cursor = conn.connection.dbapi_connection.cursor()
-            cursor.execute("EXPLAIN " + str(query), {**query.params, "sid": "live", "values": ["k1", "k2"]})
+            cursor.execute("EXPLAIN " + str(query), params)
             plan = "\n".join(r[0] for r in cursor.fetchall())
         assert "ix_steps_call_key" in plan, plan
     finally:

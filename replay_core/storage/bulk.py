@@ -1,7 +1,7 @@
 """SQL helpers shared by the Store's sections: id lists cut to a size both databases take, a
 dialect's own INSERT … ON CONFLICT, inserts sent straight to the driver with SQLAlchemy's
 bind processors (the writer that rollups.py and daily.py are handed), and lookups by a list of keys
-joined as VALUES."""
+joined as VALUES or bound whole."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, CursorResult, Row
 from sqlalchemy.sql.elements import TextClause
@@ -130,3 +131,31 @@ def _values_query(names: tuple[str, ...], size: int, tail: str, types: tuple) ->
 
 
 _VALUES_CHUNK = 256
+
+
+def by_rows(conn: Connection, names: tuple[str, ...], kinds: tuple[str, ...], rows: Sequence[tuple], tail: str) -> Sequence[Any]:
+    """The rows of `WITH b(names) AS (rows) tail`, the rows bound whole: one JSON array read by json_each on SQLite,
+    an array a column unnested on PostgreSQL (`kinds`: each column's type there, "text" or "bigint"). One statement
+    whatever their number, each row asked once: where `by_values`' padding would answer its last row many times
+    over (a lookup that finds many steps a row) or bind thousands of parameters. The answer is the driver's own
+    tuples (no Row objects, no result processing: for columns of plain text and numbers)."""
+    if not rows:
+        return []
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        params: dict[str, Any] = {f"c{j}": [row[j] for row in rows] for j in range(len(names))}
+    else:
+        params = {"rows": orjson.dumps(rows).decode()}
+    result = conn.execute(_rows_query(names, kinds, tail, dialect), params)
+    found = result.cursor.fetchall()
+    result.close()
+    return found
+
+
+@lru_cache(maxsize=32)
+def _rows_query(names: tuple[str, ...], kinds: tuple[str, ...], tail: str, dialect: str) -> TextClause:
+    if dialect == "postgresql":
+        rows = "SELECT * FROM unnest(" + ", ".join(f"CAST(:c{j} AS {kind}[])" for j, kind in enumerate(kinds)) + ")"
+    else:
+        rows = "SELECT " + ", ".join(f"json_extract(value, '$[{j}]')" for j in range(len(names))) + " FROM json_each(:rows)"
+    return text(f"WITH b({', '.join(names)}) AS ({rows}) {tail}")

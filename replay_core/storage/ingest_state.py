@@ -27,7 +27,7 @@ from .. import config
 from ..vocabulary import now_utc
 from . import daily, rollups
 from . import room as placing
-from .bulk import bulk_insert, by_values, chunks, dialect_module
+from .bulk import bulk_insert, by_rows, by_values, chunks, dialect_module
 from .columns import EVENT_ID_AT, ROW_COLUMNS, SEQ_AT, STEP_COLUMNS, call_key, step_values
 from .engine import StoreBase
 from .room import UNREAD, gapped, room, settle, settle_quiet
@@ -144,7 +144,7 @@ class IngestState(StoreBase):
         nothing for longer than `idle` (AGENT_REPLAY_IDLE_MINUTES) are dropped: such a trace is over, and the
         table stays as small as the traces in flight."""
         with self._write_lock, self.engine.begin() as conn:
-            _commit(conn, placed, consumed, opened, replaced, idle, places, agents or {})
+            daily.refresh(conn, _commit(conn, placed, consumed, opened, replaced, idle, places, agents or {}), bulk_insert)
 
     def otlp_settle(self, quiet: timedelta | None = None) -> list[str]:
         """Number 1..n the runs whose seqs kept gaps (batches that landed before stored steps) and whose traces
@@ -254,8 +254,9 @@ def _commit(
     idle: timedelta | None,
     places: Sequence[tuple[str, str, str]],
     agents: dict[str, tuple[int, dict[str, str]]],
-) -> None:
-    """`IngestState.otlp_commit` in a transaction already open."""
+) -> list[str]:
+    """`IngestState.otlp_commit` in a transaction already open; returns the runs whose day cells it changed (those of
+    the steps taken over), for the caller's `daily.refresh`."""
     now = now_utc()
     t, o = otlp_traces.c, otlp_open_calls.c
     known: set[str] = set()
@@ -331,7 +332,7 @@ def _commit(
     kept = {sid: swap for sid, swap in carried.items() if sid not in again}
     rollups.write(conn, list(kept), kept.values(), bulk_insert)
     rollups.refresh(conn, sorted(again), bulk_insert)
-    daily.refresh(conn, [step.session_id for _, step, _ in replaced], bulk_insert)
+    return [step.session_id for _, step, _ in replaced]
 
 
 @dataclass
@@ -352,6 +353,7 @@ class OtlpArrangement:
     agents: dict[str, dict[str, str]]
     rooted: set[str] = field(default_factory=set)  # runs of traces whose root is in the batch
     landed: dict[str, tuple[int, int, bool] | None] = field(default_factory=dict)
+    daily: list[str] = field(default_factory=list)  # runs besides the batch's whose day cells it changed
     _moving: list[tuple[str, str]] = field(default_factory=list)
     _groups: list[list[tuple[str, str]]] = field(default_factory=list)  # the moves, in groups done together
     _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
@@ -444,7 +446,8 @@ class OtlpArrangement:
             one_spot = seqs[-1] - seqs[0] == len(seqs) - 1
             self.landed[sid] = (seqs[0], seqs[-1], first is not None) if one_spot else None
             made: list[tuple] = [row for row, _ in pending]
-            changes, rolled = [], []
+            changes: list[dict] = []
+            rolled: list[Sequence] = []
             for (where, i), seq in zip(order, seqs, strict=True):
                 if i >= 0:
                     made[i] = (*made[i][:SEQ_AT], seq, *made[i][SEQ_AT + 1 : PLACE_AT], where)
@@ -457,7 +460,7 @@ class OtlpArrangement:
                 conn.execute(
                     update(steps).where(s.id == bindparam("rid")).values(session_id=sid, seq=bindparam("new_seq")), changes
                 )
-                moved[sid] = [(*r[:_KEY_IN], rollups.call_key(r[1], r[9], r[_KEY_IN]), *r[_KEY_IN + 1 :]) for r in rolled]
+                moved[sid] = rolled
                 self._after[sid] = min(c["new_seq"] for c in changes) - 1
             if first is not None:
                 self._after[sid] = min(self._after.get(sid, first), first)
@@ -505,21 +508,19 @@ class OtlpArrangement:
 
     def finish(self, conn: Connection) -> None:
         late = {sid: (after, self.agents[sid]) for sid, after in self._after.items() if self.agents.get(sid)}
-        _commit(conn, **self.commit, places=(), agents=late)
+        self.daily += _commit(conn, **self.commit, places=(), agents=late)
         touched = {sid for sid, spot in self.landed.items() if spot is None or spot[2] or sid in self.rooted}
         touched.update(step.session_id for _, step, _ in self.commit["replaced"])  # a batch only appended left none
         for sid, n in gapped(conn, sorted(touched)).items():  # one pass, paid for by the batch or its root
             if sid in self.rooted or n <= max(placing.SETTLE_SMALL, 4 * self._placed.get(sid, 0)):
                 settle(conn, sid)
         _fill_models(conn, sorted(self._modelled))
-        if self._moving:
-            daily.refresh(conn, [from_sid for from_sid, _ in self._moving], bulk_insert)
+        self.daily += [from_sid for from_sid, _ in self._moving]
 
 
-# what a moved step is read as: its row id, event id and place, then rollups.FIELDS (the call's arguments where
-# the key goes: the key is computed from them, as rollups.from_stored does)
-_MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c["tool_args" if n == "call_key" else n] for n in rollups.FIELDS))
-_KEY_IN = rollups.FIELDS.index("call_key")
+# what a moved step is read as: its row id, event id and place, then rollups.FIELDS (its stored call key: every write
+# of a call's arguments writes its key)
+_MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c[n] for n in rollups.FIELDS))
 _Moved = namedtuple("_Moved", [c.name for c in _MOVED])  # type: ignore[misc]
 
 
@@ -533,8 +534,10 @@ def _moved_rows(conn: Connection, sids: Sequence[str]) -> dict[str, list]:
 
 
 def _held_pairs(conn: Connection, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Which of these (session_id, event_id) steps are stored."""
-    return {(sid, eid) for sid, eid in _by_pairs(conn, steps, (), pairs)}
+    """Which of these (session_id, event_id) steps are stored: a lookup in the steps' (session_id, event_id) index
+    per pair, the pairs bound whole (bulk.by_rows: a batch's few hundred in one statement)."""
+    tail = "SELECT t.session_id, t.event_id FROM b JOIN steps t ON t.session_id = b.sid AND t.event_id = b.eid"
+    return {(sid, eid) for sid, eid in by_rows(conn, ("sid", "eid"), ("text", "text"), pairs, tail)}
 
 
 def _by_pairs(conn: Connection, table: Table, columns: tuple[str, ...], pairs: Sequence[tuple[str, str]]) -> list[Row]:

@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from functools import cache
 from itertools import groupby
 from operator import itemgetter
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import String, and_, bindparam, delete, func, literal_column, select
+from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection
 
+from .bulk import by_rows
 from .tables import run_breakdown, run_rollups, steps
 
 # what a rollup reads of a step, in this order
@@ -274,16 +274,19 @@ def forget(conn: Connection, session_ids: Sequence[str]) -> None:
         conn.execute(delete(run_rollups).where(run_rollups.c.session_id.in_(part)))
 
 
-def from_stored(conn: Connection, session_ids: Sequence[str]) -> list[tuple[tuple, list[tuple]] | None]:
+def from_stored(conn: Connection, session_ids: Sequence[str], *, keyed: bool = False) -> list[tuple[tuple, list[tuple]] | None]:
     """Rollups recomputed from the stored steps of `session_ids`, the calls' keys from their stored
-    arguments (not from steps.call_key: a from-scratch pass, which the tests hold the keyed one to)."""
+    arguments (not from steps.call_key: a from-scratch pass, which the tests hold the keyed one to), or
+    with `keyed` the stored keys (`refresh`: every write of a call's arguments writes its key)."""
     out = []
-    cols = [steps.c.session_id, *(steps.c["tool_args" if name == "call_key" else name] for name in FIELDS)]
+    key_column = "call_key" if keyed else "tool_args"
+    cols = [steps.c.session_id, *(steps.c[key_column if name == "call_key" else name] for name in FIELDS)]
     for start in range(0, len(session_ids), _CHUNK):
         part = list(session_ids[start : start + _CHUNK])
         query = select(*cols).where(steps.c.session_id.in_(part)).order_by(steps.c.session_id, steps.c.seq, steps.c.id)
         found = {
-            sid: rollup_of(sid, (_keyed(r[1:]) for r in rows)) for sid, rows in groupby(conn.execute(query), key=itemgetter(0))
+            sid: rollup_of(sid, (r[1:] if keyed else _keyed(r[1:]) for r in rows))
+            for sid, rows in groupby(conn.execute(query), key=itemgetter(0))
         }
         out += [found.get(sid) for sid in part]
     return out
@@ -295,10 +298,10 @@ def _keyed(row: Sequence) -> tuple:
 
 
 def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
-    """Recompute the rollups of these runs from their stored steps."""
+    """Recompute the rollups of these runs from their stored steps (and their stored call keys)."""
     ids = sorted(set(session_ids))
     if ids:
-        write(conn, ids, from_stored(conn, ids), insert_rows)
+        write(conn, ids, from_stored(conn, ids, keyed=True), insert_rows)
 
 
 def append(
@@ -316,7 +319,7 @@ def append(
     rows either way, without reading a long run whole at each batch. `landed` (a write that placed its
     steps itself) gives each run's spot, the first and last seq of its new steps and whether stored steps
     follow them (None: several spots); without it, new steps are in one spot when they all come after
-    the stored ones."""
+    the stored ones. The runs carried on are read together (`_carried`): a few statements for the write."""
     r = run_rollups.c
     ids = sorted(added)
     stored: dict[str, Any] = {}
@@ -325,7 +328,7 @@ def append(
             (row.session_id, row)
             for row in conn.execute(select(run_rollups).where(r.session_id.in_(ids[start : start + _CHUNK])))
         )
-    again, rolled = [], {}
+    again, carry = [], []
     for sid in ids:
         rows = sorted(added[sid], key=itemgetter(0))
         row = stored.get(sid)
@@ -339,57 +342,103 @@ def append(
         if spot is None:
             again.append(sid)
         else:
-            rolled[sid] = _carried_on(conn, sid, row, rows, spot)
-    write(conn, list(rolled), rolled.values(), insert_rows)
+            carry.append(_Carry(sid, row, rows, spot))
+    write(conn, [item.sid for item in carry], _carried(conn, carry), insert_rows)
     refresh(conn, again, insert_rows)
 
 
-def _carried_on(
-    conn: Connection, sid: str, row, rows: list[Sequence], spot: tuple[int, int, bool], breakdown: dict | None = None
-) -> tuple[tuple, list[tuple]]:
-    """`row` (the stored rollup of `sid`, with `breakdown` its {(tool, error class): [calls, errored]}, read when not
-    given) carried over `rows`, its new steps, whose seqs are `spot` (first, last, whether stored steps follow) with no
-    stored step between: the steps stored before this write are those outside it."""
-    dialect = conn.dialect.name
-    reads = _reads(dialect)
-    lo, hi, inside = spot
-    before = {"sid": sid, "lo": lo}  # the new steps are stored already: not them
-    last = conn.execute(reads["last_phase"], before).scalar()
-    top: int = (conn.execute(reads["top"], {"sid": sid}).scalar() or 0) if inside else hi
-    following = conn.execute(reads["next_phase"], {"sid": sid, "hi": hi}).scalar() if inside else None
+class _Carry(NamedTuple):
+    """A run's stored rollup `row` (with `breakdown` its {(tool, error class): [calls, errored]}, read when None) to
+    carry over `rows`, its new steps (FIELDS, in seq order), whose seqs are `spot` (first, last, whether stored steps
+    follow) with no stored step between: the steps stored before this write are those outside it."""
+
+    sid: str
+    row: Any
+    rows: list[Sequence]
+    spot: tuple[int, int, bool]
+    breakdown: dict | None = None
+
+
+def _carried(conn: Connection, items: Sequence[_Carry]) -> list[tuple[tuple, list[tuple]]]:
+    """Each item's rollup carried on over its new steps: what it reads of its run (the phases beside its spot,
+    the stored calls its new ones group with and their first ok results, its breakdown, the stored durations
+    before its spot) read for all the items at once, a statement per kind of read."""
+    if not items:
+        return []
+    around = _around(conn, [(k, item.sid, item.spot[0], item.spot[1]) for k, item in enumerate(items)])
     new_calls = [
-        (key, call_id)
-        for _, kind, _, retry, _, _, _, _, _, _, _, key, call_id, _ in rows
-        if kind == "tool_call" and not retry and key is not None
+        [
+            (key, call_id)
+            for _, kind, _, retry, _, _, _, _, _, _, _, key, call_id, _ in item.rows
+            if kind == "tool_call" and not retry and key is not None
+        ]
+        for item in items
     ]
     new_ok = [
-        call_id for _, kind, status, *_, call_id, _ in rows if kind == "tool_result" and status == "ok" and call_id is not None
+        [
+            call_id
+            for _, kind, status, *_, call_id, _ in item.rows
+            if kind == "tool_result" and status == "ok" and call_id is not None
+        ]
+        for item in items
     ]
     # the stored repeats of the new calls, and the groups of the stored calls a new ok result answers (it may make
-    # their repeats redundant: their groups are touched too), then the first ok result of each of their call ids
-    keys = {key for key, _ in new_calls}
-    if new_ok:
-        keys.update(key for *_, key, _ in _by_index(conn, reads["by_ids"], sid, new_ok, spot) if key is not None)
-    stored_calls: dict[str, list[tuple]] = {}
-    for seq, retry, key, call_id in _by_index(conn, reads["by_keys"], sid, sorted(keys), spot):
-        if not retry:
-            stored_calls.setdefault(key, []).append((seq, call_id))
-    ok_new = set(new_ok)
-    touched = {key for key, _ in new_calls} | {
-        key for key, group in stored_calls.items() if any(cid in ok_new for _, cid in group)
-    }
-    calls = {key: stored_calls[key] for key in touched if key in stored_calls}
-    wanted = sorted(
-        {cid for group in calls.values() for _, cid in group if cid is not None}
-        | {cid for _, cid in new_calls if cid is not None}
-    )
-    ok_at: dict[str, int] = {}
-    for seq, kind, status, _, call_id in _by_index(conn, reads["by_ids"], sid, wanted, spot):
-        if kind == "tool_result" and status == "ok" and (call_id not in ok_at or seq < ok_at[call_id]):
-            ok_at[call_id] = seq
+    # their repeats redundant: their groups are touched too), then the first ok result of each of their call ids (the
+    # steps of the ids read for the new results already are not read again)
+    asked = [sorted(set(ok)) for ok in new_ok]
+    answered = _stored_by(conn, "tool_call_id", items, asked)
+    keys = [
+        sorted({key for key, _ in calls} | {r[3] for r in found if r[3] is not None})
+        for calls, found in zip(new_calls, answered, strict=True)
+    ]
+    grouped = _stored_by(conn, "call_key", items, keys)
+    calls_of, wanted = [], []
+    for k in range(len(items)):
+        stored_calls: dict[str, list[tuple]] = {}
+        for seq, retry, key, call_id in grouped[k]:
+            if not retry:
+                stored_calls.setdefault(key, []).append((seq, call_id))
+        ok_new = set(new_ok[k])
+        touched = {key for key, _ in new_calls[k]} | {
+            key for key, group in stored_calls.items() if any(cid in ok_new for _, cid in group)
+        }
+        calls = {key: stored_calls[key] for key in touched if key in stored_calls}
+        calls_of.append(calls)
+        wanted.append(
+            sorted(
+                {cid for group in calls.values() for _, cid in group if cid is not None}
+                | {cid for _, cid in new_calls[k] if cid is not None}
+            )
+        )
+    more = _stored_by(conn, "tool_call_id", items, [sorted(set(ids) - set(had)) for ids, had in zip(wanted, asked, strict=True)])
+    results = []
+    for ids, found, extra in zip(wanted, answered, more, strict=True):
+        mine = set(ids)
+        results.append([*(r for r in found if r[4] in mine), *extra])
+    breakdowns = _breakdowns(conn, sorted({item.sid for item in items if item.breakdown is None}))
+    states, counts = [], []
+    for k, item in enumerate(items):
+        ok_at: dict[str, int] = {}
+        for seq, kind, status, _, call_id in results[k]:
+            if kind == "tool_result" and status == "ok" and (call_id not in ok_at or seq < ok_at[call_id]):
+                ok_at[call_id] = seq
+        breakdown = item.breakdown if item.breakdown is not None else breakdowns.get(item.sid, {})
+        state, count = _folded(item, around[k], calls_of[k], ok_at, breakdown)
+        states.append(state)
+        if count is not None:
+            counts.append((k, *count))
+    before = _durations_before(conn, counts)
+    return [_finished(item, state, before.get(k)) for k, (item, state) in enumerate(zip(items, states, strict=True))]
+
+
+def _folded(item: _Carry, around: tuple, calls: dict, ok_at: dict, breakdown: dict) -> tuple[tuple, tuple | None]:
+    """An item's state carried over its new steps (`_fold`) with the loops and redundant calls before them, and where the stored
+    durations are to be counted ((run, lo, hi, top, how many stored)) when the new ones land before some."""
+    row, (lo, hi, inside) = item.row, item.spot
+    last, top, following = around
+    top = (top or 0) if inside else hi
+    following = following if inside else None
     old_loops, old_redundant = _loops(calls, ok_at)
-    if breakdown is None:
-        breakdown = {(tool, ecls): [n, bad] for _, tool, ecls, n, bad in _driver_rows(conn, reads["breakdown"], {"sid": sid})}
     phase_before = _PHASE.get(last) if last else None
     phase_after = _PHASE.get(following) if following else None
     falls = max(row.cycles - 1, 0)
@@ -419,22 +468,34 @@ def _carried_on(
         calls,
         ok_at,
     )
-    state = _fold(state, rows)
-    falls, last_phase, durations = state[10], state[16], state[18]
+    state = _fold(state, item.rows)
+    falls, last_phase = state[10], state[16]
     if phase_after is not None and last_phase is not None and phase_after < last_phase:
         falls += 1
+    state = (*state[:10], falls, *state[11:14], top, *state[15:])
     stored_durations = row.durations_us
+    count = None
+    if stored_durations and state[18] and inside:
+        count = (item.sid, lo, hi, top, stored_durations.count(",") + 1)
+    return (state, old_loops, old_redundant), count
+
+
+def _finished(item: _Carry, folded: tuple, at: int | None) -> tuple[tuple, list[tuple]]:
+    """An item's rollup rows from its folded state and the loops before its new steps (`_folded`), and how many
+    stored durations come before its spot."""
+    row = item.row
+    state, old_loops, old_redundant = folded
+    durations, stored_durations = state[18], row.durations_us
     if stored_durations and not durations:
         durations = [stored_durations]
-    elif stored_durations and not inside:
+    elif stored_durations and at is None:
         durations = [stored_durations, *durations]
     elif stored_durations:
-        at = _durations_before(conn, reads, sid, lo, hi, top, stored_durations.count(",") + 1)
         head = stored_durations.split(",", at) if at else [stored_durations]
         durations = [*head[:at], *durations, *head[at:]]
-    state = (*state[:10], falls, *state[11:14], top, state[15], last_phase, state[17], durations, *state[19:])
+    state = (*state[:18], durations, *state[19:])
     loops, redundant = _loops(state[-2], state[-1])
-    return _rolled(sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)
+    return _rolled(item.sid, state, row.loops - old_loops + loops, row.redundant_calls - old_redundant + redundant)
 
 
 def swapped(
@@ -442,30 +503,31 @@ def swapped(
 ) -> tuple[tuple, list[tuple]] | None:
     """The rollup of `sid` once its step `old` (FIELDS) became `new` at the same seq (a tool span taking over the
     call an earlier batch stored), carried from `held` (what the previous swap of this run gave) or the stored
-    rollup: `old` taken out, then `new` carried on as a step landing at that seq (`_carried_on`), reading the
+    rollup: `old` taken out, then `new` carried on as a step landing at that seq (`_carried`), reading the
     phases beside it, the calls its keys group with and the durations on the shorter side of it, not the run.
     None where taking `old` out cannot be exact (tokens or a cost of its own, the run's first error, an error
     step, a phase the run may hold no other of): the caller recomputes the run."""
     seq, kind, status, retry, dur, t_in, t_out, cost, ts, tool, ecls, key, call_id, meta = old
     if new[0] != seq or kind == "error" or t_in is not None or t_out is not None or cost is not None:
         return None
-    reads = _reads(conn.dialect.name)
     if held is None:
         stored = conn.execute(select(run_rollups).where(run_rollups.c.session_id == sid)).first()
         if stored is None:
             return None
-        held = (tuple(stored), [tuple(r) for r in _driver_rows(conn, reads["breakdown"], {"sid": sid})])
-    row = SimpleNamespace(**dict(zip(ROLLUP_COLUMNS, held[0], strict=True)))  # as `_carried_on` reads a stored one
+        parts = _breakdowns(conn, [sid]).get(sid, {})
+        held = (tuple(stored), [(sid, tool_name, error, n, bad) for (tool_name, error), (n, bad) in parts.items()])
+    row = SimpleNamespace(**dict(zip(ROLLUP_COLUMNS, held[0], strict=True)))  # as `_carried` reads a stored one
     bad = status == "error"
     if bad and ts is not None and ts == row.first_error_at:
         return None
-    spot = (seq, seq, False)
-    top = conn.execute(reads["top"], {"sid": sid}).scalar() or seq
+    item = _Carry(sid, row, [], (seq, seq, False))
+    kind_before, top, kind_after = _around(conn, [(0, sid, seq, seq)])[0]
+    top = top or seq
     phase = _PHASE.get(kind)
     falls, phased = max(row.cycles - 1, 0), row.cycles > 0
     if phase is not None:
-        before = _PHASE.get(conn.execute(reads["last_phase"], {"sid": sid, "lo": seq}).scalar() or "")
-        after = _PHASE.get(conn.execute(reads["next_phase"], {"sid": sid, "hi": seq}).scalar() or "")
+        before = _PHASE.get(kind_before or "")
+        after = _PHASE.get(kind_after or "")
         if before is None and after is None:
             return None
         falls += -(before is not None and phase < before) - (after is not None and after < phase)
@@ -475,15 +537,15 @@ def swapped(
     answered = kind == "tool_result" and status == "ok" and call_id is not None
     keys = {key} if a_call else set()
     if answered:  # the groups of the calls it answered: it may have made their repeats redundant
-        keys.update(k for *_, k, _ in _by_index(conn, reads["by_ids"], sid, [call_id], spot) if k is not None)
+        keys.update(k for *_, k, _ in _stored_by(conn, "tool_call_id", [item], [[call_id]])[0] if k is not None)
     if keys:
         groups: dict[str, list[tuple]] = {}
-        for s, r, k, cid in _by_index(conn, reads["by_keys"], sid, sorted(keys), spot):
+        for s, r, k, cid in _stored_by(conn, "call_key", [item], [sorted(keys)])[0]:
             if not r:
                 groups.setdefault(k, []).append((s, cid))
         ids = {cid for group in groups.values() for _, cid in group if cid is not None} | {call_id} - {None}
         ok_at: dict[str, int] = {}  # without `old`
-        for s, k, st, _, cid in _by_index(conn, reads["by_ids"], sid, sorted(ids), spot):
+        for s, k, st, _, cid in _stored_by(conn, "tool_call_id", [item], [sorted(ids)])[0]:
             if k == "tool_result" and st == "ok" and (cid not in ok_at or s < ok_at[cid]):
                 ok_at[cid] = s
         with_old = {k: [*group, *([(seq, call_id)] if a_call and k == key else [])] for k, group in groups.items()}
@@ -501,7 +563,7 @@ def swapped(
             del breakdown[(tool, ecls)]
     durations = row.durations_us
     if dur is not None and durations:
-        at = _durations_before(conn, reads, sid, seq, seq, top, durations.count(",") + 1)
+        at = _durations_before(conn, [(0, sid, seq, seq, top, durations.count(",") + 1)])[0]
         items = durations.split(",", at + 1)
         del items[at]
         durations = ",".join(items) or None
@@ -522,80 +584,92 @@ def swapped(
         redundant_calls=redundant,
         durations_us=durations,
     )
-    return _carried_on(conn, sid, row, [new], (seq, seq, top > seq), breakdown)
+    return _carried(conn, [_Carry(sid, row, [new], (seq, seq, top > seq), breakdown)])[0]
 
 
-def _durations_before(conn: Connection, reads: dict[str, Any], sid: str, lo: int, hi: int, top: int, stored: int) -> int:
-    """How many of a run's stored durations come before seq `lo`: counted on the shorter side of the spot."""
-    if lo - 1 <= top - hi:
-        return conn.execute(reads["durations_below"], {"sid": sid, "lo": lo}).scalar() or 0
-    return stored - (conn.execute(reads["durations_above"], {"sid": sid, "hi": hi}).scalar() or 0)
+# `_carried`'s reads, each one statement for a write's runs (bulk.by_rows, a row of values per run or per value
+# asked): a lookup per row by the steps' indexes, (session_id, seq) for the phases and counts, ix_steps_call_id and
+# ix_steps_call_key for the calls (the IS NOT NULL lets SQLite take those partial indexes)
+_PHASED = ", ".join(f"'{kind}'" for kind in _PHASE)
+_AROUND = (
+    "SELECT b.k,"
+    f" (SELECT s.type FROM steps s WHERE s.session_id = b.sid AND s.seq < b.lo AND s.type IN ({_PHASED})"
+    " ORDER BY s.seq DESC, s.id DESC LIMIT 1),"
+    " (SELECT max(s.seq) FROM steps s WHERE s.session_id = b.sid),"
+    f" (SELECT s.type FROM steps s WHERE s.session_id = b.sid AND s.seq > b.hi AND s.type IN ({_PHASED})"
+    " ORDER BY s.seq, s.id LIMIT 1) FROM b"
+)
+_FIELDS_BY = {
+    "tool_call_id": "s.seq, s.type, s.status, s.call_key, s.tool_call_id",
+    "call_key": "s.seq, s.retry, s.call_key, s.tool_call_id",
+}
+_COUNTED = (
+    "SELECT b.k, (SELECT count(s.duration_ms) FROM steps s WHERE s.session_id = b.sid AND s.seq > b.a AND s.seq < b.z) FROM b"
+)
+_FAR = 2**62  # beyond any seq: a count bounded on one side
+_RUN_AND_SEQS, _RUN_AND_TEXT = ("bigint", "text", "bigint", "bigint"), ("bigint", "text", "text")
 
 
-@cache
-def _reads(dialect: str) -> dict[str, Any]:
-    """`_carried_on`'s statements, built once per dialect (building them was a third of its time),
-    each list of ids bound as one parameter (`_among`)."""
-    s = steps.c
-    run = s.session_id == bindparam("sid")
-    phased = s.type.in_(list(_PHASE))
+def _around(conn: Connection, asked: Sequence[tuple[int, str, int, int]]) -> dict[int, tuple]:
+    """For each (k, run, lo, hi) asked: the type of the run's last phased step before seq `lo`, its top seq and
+    the type of its first phased step after seq `hi`, by k."""
     return {
-        "last_phase": select(s.type).where(run, s.seq < bindparam("lo"), phased).order_by(s.seq.desc(), s.id.desc()).limit(1),
-        "next_phase": select(s.type).where(run, s.seq > bindparam("hi"), phased).order_by(s.seq, s.id).limit(1),
-        "top": select(func.max(s.seq)).where(run),
-        "durations_below": select(func.count(s.duration_ms)).where(run, s.seq < bindparam("lo")),
-        "durations_above": select(func.count(s.duration_ms)).where(run, s.seq > bindparam("hi")),
-        # a run's steps of given call ids (ix_steps_call_id) and its calls of given keys (ix_steps_call_key), by the
-        # run and the list alone: given a condition on seq, type or retry too, the databases scanned the run by another
-        # index (PostgreSQL before its statistics came); SQLite takes the partial index for the IN (not for IS NOT NULL)
-        "by_ids": _matching(select(s.seq, s.type, s.status, s.call_key, s.tool_call_id), s.tool_call_id, dialect),
-        "by_keys": _matching(select(s.seq, s.retry, s.call_key, s.tool_call_id), s.call_key, dialect),
-        "breakdown": select(run_breakdown).where(run_breakdown.c.session_id == bindparam("sid")),
+        int(k): (last, top, after)
+        for k, last, top, after in by_rows(conn, ("k", "sid", "lo", "hi"), _RUN_AND_SEQS, asked, _AROUND)
     }
 
 
-def _by_index(conn: Connection, query, sid: str, values: Sequence[str], spot: tuple[int, int, bool]) -> list[Sequence]:
-    """`query`'s rows for `values` (none for no values), those outside `spot` (stored before this write)."""
-    if not values:
-        return []
-    lo, hi, _ = spot
-    found = _driver_rows(conn, query, {"sid": sid, "values": _listed(values, conn.dialect.name)})
-    return [r for r in found if not lo <= r[0] <= hi]
+def _stored_by(conn: Connection, column: str, items: Sequence[_Carry], values: Sequence[Sequence[str]]) -> list[list[tuple]]:
+    """Per item, its run's steps whose `column` (tool_call_id or call_key) is one of its `values` (each once), those
+    outside its spot (stored before this write), each once: the fields `_FIELDS_BY[column]`."""
+    asked = [(k, item.sid, value) for k, (item, mine) in enumerate(zip(items, values, strict=True)) for value in mine]
+    out: list[list[tuple]] = [[] for _ in items]
+    if not asked:
+        return out
+    for k, *fields in by_rows(conn, ("k", "sid", "v"), _RUN_AND_TEXT, asked, stored_by(column, conn.dialect.name)):
+        k = int(k)
+        lo, hi, _ = items[k].spot
+        if not lo <= fields[0] <= hi:
+            out[k].append(tuple(fields))
+    return out
 
 
-def _matching(query, column, dialect: str):
-    """`query` of the run's steps whose `column` is among the list bound as "values": on PostgreSQL the
-    list unnested and joined (a lookup per value whatever the statistics; an IN over the array, planned
-    without them or generic, scanned the run), on SQLite `_among`."""
-    if dialect != "postgresql":
-        return query.where(steps.c.session_id == bindparam("sid"), _among(column, "values", dialect))
-    from sqlalchemy.dialects.postgresql import ARRAY
-
-    wanted = func.unnest(bindparam("values", type_=ARRAY(String))).table_valued("value").render_derived()
-    return query.select_from(wanted).join(steps, and_(steps.c.session_id == bindparam("sid"), column == wanted.c.value))
-
-
-def _among(column, name: str, dialect: str):
-    """`column` IN the list bound as `name`, whatever its length one parameter (`_listed`): no
-    statement past the databases' parameter limits, nothing expanded per value at each run."""
+def stored_by(column: str, dialect: str) -> str:
+    """`_stored_by`'s statement after its values: the steps of each row's run and value by the index on (session_id,
+    `column`); on PostgreSQL a LATERAL lookup per row (OFFSET 0 keeps it from being flattened into a join), as a join
+    of the values was planned as a hash join over a scan of the steps while the table was small or unanalyzed."""
+    fields = _FIELDS_BY[column]
+    match = f"s.session_id = b.sid AND s.{column} = b.v AND s.{column} IS NOT NULL"
     if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import ARRAY
-
-        return column == func.any(bindparam(name, type_=ARRAY(String)))
-    return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam(name, type_=String))))
+        return f"SELECT b.k, s.* FROM b CROSS JOIN LATERAL (SELECT {fields} FROM steps s WHERE {match} OFFSET 0) s"
+    return f"SELECT b.k, {fields} FROM b JOIN steps s ON {match}"
 
 
-def _listed(values: Sequence[str], dialect: str):
-    """`values` as `_among` binds them: an array on PostgreSQL, a JSON array on SQLite (json_each)."""
-    return list(values) if dialect == "postgresql" else orjson.dumps(list(values)).decode()
+def _breakdowns(conn: Connection, sids: Sequence[str]) -> dict[str, dict[tuple, list[int]]]:
+    """The stored breakdowns of these runs: {run: {(tool, error class): [calls, errored]}}, one read a chunk of runs."""
+    b = run_breakdown.c
+    out: dict[str, dict[tuple, list[int]]] = {}
+    for part in _parts(sids):
+        for sid, tool, ecls, n, bad in conn.execute(select(run_breakdown).where(b.session_id.in_(part))):
+            out.setdefault(sid, {})[(tool, ecls)] = [n, bad]
+    return out
 
 
-def _driver_rows(conn: Connection, query, params: dict) -> Sequence[Sequence]:
-    """The driver's own row tuples: no Row objects, no per-value result processing."""
-    result = conn.execute(query, params)
-    rows = result.cursor.fetchall()
-    result.close()
-    return rows
+def _durations_before(conn: Connection, asked: Sequence[tuple[int, str, int, int, int, int]]) -> dict[int, int]:
+    """For each (k, run, lo, hi, top, its stored durations) asked: how many of the run's stored durations come before
+    seq `lo`, counted on the shorter side of the spot, by k."""
+    bounds, totals = [], {}
+    for k, sid, lo, hi, top, stored in asked:
+        if lo - 1 <= top - hi:
+            bounds.append((k, sid, -_FAR, lo))
+        else:
+            bounds.append((k, sid, hi, _FAR))
+            totals[k] = stored
+    out = {}
+    for k, n in by_rows(conn, ("k", "sid", "a", "z"), _RUN_AND_SEQS, bounds, _COUNTED):
+        k = int(k)
+        out[k] = totals[k] - (n or 0) if k in totals else (n or 0)
+    return out
 
 
 def _parts(items: Sequence) -> Iterable[list]:

@@ -93,9 +93,11 @@ class Arrangement(Protocol):
     stored steps it moved into each run, and how many steps of each run it took out), `finish` after the
     steps are stored. `landed` says, per run it placed steps in, where they landed for the rollups
     (rollups.append: the first and last seq of one spot with no stored step among them and whether stored
-    steps follow it, None for several)."""
+    steps follow it, None for several). `daily` names the runs besides the batch's whose day cells it changed
+    (steps taken over, runs moved away), refreshed with the batch's at the write's end."""
 
     landed: dict[str, tuple[int, int, bool] | None]
+    daily: list[str]
 
     def start(self, conn: Connection) -> None: ...
 
@@ -268,7 +270,7 @@ class Writing(StoreBase):
                         conn.exec_driver_sql(f"ANALYZE {', '.join(t.name for t in RUN_TABLES)}")
                         analyzed *= 4
             # once for the whole write: a day's cell holds runs of many batches, and was summed again after each
-            daily.refresh(conn, list(listed), bulk_insert)
+            daily.refresh(conn, [*listed, *(arrange.daily if arrange is not None else ())], bulk_insert)
         result.sessions = list(listed)
         if self._unplanned is not None:
             self._first_statistics(result.steps)
