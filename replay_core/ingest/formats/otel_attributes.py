@@ -429,68 +429,90 @@ _CALL_HEADS = ("message.tool_calls", "tool_calls")
 
 def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
     """The OpenAI chat messages of an OpenInference list (`prefix.N.message.*`, `prefix` one of
-    `llm.input_messages`, `llm.output_messages`), their keys marked used: in one pass over the list's keys
-    where they are the usual ones (role, content, tool_call_id, name and tool calls, indexes 0, 1, 2…),
-    else message by message (`_flat_openinference_message`), which reads every shape."""
-    start = prefix + "."
-    if not isinstance(attrs.values.get(prefix), list) and attrs.has_prefix(start):
-        items = [(k, v) for k, v in attrs.values.items() if k.startswith(start)]
-        messages = _usual_messages(items, len(start))
-        if messages is not None:
-            attrs.used.update(k for k, _ in items)
-            return messages
+    `llm.input_messages`, `llm.output_messages`), their keys marked used: by a plan worked out once per span
+    shape (its keys in order) where the list's keys are the usual ones (role, content, tool_call_id, name and
+    tool calls, indexes 0, 1, 2…), else message by message (`_flat_openinference_message`), which reads every shape."""
+    values = attrs.values
+    if not isinstance(values.get(prefix), list) and attrs.has_prefix(prefix + "."):
+        shape = (prefix, *values)
+        try:
+            plan = _message_plans[shape]
+        except KeyError:
+            plan = _usual_plan(shape)
+        if plan is not None:
+            keys, messages = plan
+            attrs.used.update(keys)
+            return [_planned_message(values, *message) for message in messages]
     return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
 
 
 _MESSAGE_SLOTS = {"role": 0, "content": 1, "tool_call_id": 2, "name": 3}
 _CALLS = "tool_calls."
 _CALL_SLOTS = {"tool_call.id": 0, "tool_call.function.name": 1, "tool_call.function.arguments": 2}
+_NO_KEY = object()  # a field the span's list does not hold: never a key, so looking it up gives None
+_PLANS_KEPT = 512  # span shapes remembered (a file has a handful; a hostile one cannot grow it past this)
+_Plan = tuple[tuple[str, ...], list[tuple[Any, Any, Any, Any, list[tuple[Any, ...]] | None]]]
+_message_plans: dict[tuple, _Plan | None] = {}
 
 
-def _usual_messages(items: list[tuple[str, Any]], size: int) -> list[dict] | None:
-    """`_flat_openinference_message` of each message the keys of `items` hold (`<prefix>.N.message.<field>` and
-    `<prefix>.N.message.tool_calls.M.tool_call.<field>`, the prefix `size` long), in one pass; None where a key
-    is of another shape or the indexes are not 0, 1, 2… in order (the general way reads those)."""
+def _usual_plan(shape: tuple) -> _Plan | None:
+    """Where each field of each message of the list `shape[0]` is among the span's keys `shape[1:]`: (the list's
+    keys, [(role key, content key, tool_call_id key, name key, [(id key, name key, arguments key)] or None)]),
+    absent fields `_NO_KEY`; None where a key of the list is of another shape (`<prefix>.N.message.<field>` and
+    `<prefix>.N.message.tool_calls.M.tool_call.<field>` are the usual ones) or the indexes are not 0, 1, 2… in
+    order (the general way reads those). Remembered for the shape."""
+    start = shape[0] + "."
+    size = len(start)
+    keys = [k for k in shape[1:] if k.startswith(start)]
     groups: dict[str, list] = {}  # index → [role, content, tool_call_id, name, {call index → [id, name, arguments]}]
-    for key, value in items:
+    plan: _Plan | None = None
+    for key in keys:
         index, found, field = key[size:].partition(".message.")
         if not found or "." in index or "\n" in key:
-            return None
+            break
         group = groups.get(index)
         if group is None:
-            group = groups[index] = [None, None, None, None, None]
+            group = groups[index] = [_NO_KEY, _NO_KEY, _NO_KEY, _NO_KEY, None]
         slot = _MESSAGE_SLOTS.get(field)
         if slot is not None:
-            group[slot] = value
+            group[slot] = key
             continue
         call_index, found, rest = field.removeprefix(_CALLS).partition(".")
         if not field.startswith(_CALLS) or not found or not rest:
-            return None
+            break
         calls = group[4]
         if calls is None:
             calls = group[4] = {}
         call = calls.get(call_index)
         if call is None:
-            call = calls[call_index] = [None, None, None]
+            call = calls[call_index] = [_NO_KEY, _NO_KEY, _NO_KEY]
         slot = _CALL_SLOTS.get(rest)
         if slot is not None:
-            call[slot] = value
-    if tuple(groups) != _INDEX_TEXT[: len(groups)]:
-        return None
-    out = []
-    for role, content, call_id, name, calls in groups.values():
-        if calls is None:
-            msg: dict[str, Any] = {"role": role, "content": content}
-        else:
-            if tuple(calls) != _INDEX_TEXT[: len(calls)]:
-                return None
-            msg = chat_message(role, content, [openai_call(*call) for call in calls.values()])
-        if call_id is not None:
-            msg["tool_call_id"] = call_id
-        if name is not None:
-            msg["name"] = name
-        out.append(msg)
-    return out
+            call[slot] = key
+    else:
+        ordered = tuple(groups) == _INDEX_TEXT[: len(groups)]
+        if ordered and all(g[4] is None or tuple(g[4]) == _INDEX_TEXT[: len(g[4])] for g in groups.values()):
+            messages = [(*g[:4], None if g[4] is None else [tuple(c) for c in g[4].values()]) for g in groups.values()]
+            plan = (tuple(keys), messages)
+    if len(_message_plans) < _PLANS_KEPT:
+        _message_plans[shape] = plan
+    return plan
+
+
+def _planned_message(values: dict[str, Any], role: Any, content: Any, call_id: Any, name: Any, calls: list | None) -> dict:
+    """One message of a planned list (`_usual_plan`), as `_flat_openinference_message` reads it."""
+    if calls is None:
+        msg: dict[str, Any] = {"role": values.get(role), "content": values.get(content)}
+    else:
+        found = [openai_call(values.get(i), values.get(n), values.get(a)) for i, n, a in calls]
+        msg = chat_message(values.get(role), values.get(content), found)
+    value = values.get(call_id)
+    if value is not None:
+        msg["tool_call_id"] = value
+    value = values.get(name)
+    if value is not None:
+        msg["name"] = value
+    return msg
 
 
 def _flat_openinference_message(item: dict) -> list[dict]:
