@@ -91,4 +91,5 @@ def place(part: Part) -> str:
     end = end if end is not None and 0 <= end <= LAST else _clamped(end)
     t = t if t is not None and 0 <= t <= LAST else _clamped(t)
     own = 0 if part.role == "step" else 1
-    return f"{t:019d}{ends}{start:019d}{LAST - end:019d}{span.span_id} {own}{part.role}"
+    # %-formatting: the same text as the f-string with `:019d` specs, in about two thirds of its time
+    return "%019d%d%019d%019d%s %d%s" % (t, ends, start, LAST - end, span.span_id, own, part.role)  # noqa: UP031
