@@ -278,7 +278,7 @@ def tokens(attrs: Attrs) -> tuple[int | None, int | None]:
         raw = values.get(key)
         total = None if raw is None else count(raw)
         if total is not None and total == (tokens_in or 0) + (tokens_out or 0):
-            attrs.use(key)  # derivable from the two counts kept
+            attrs.used.add(key)  # derivable from the two counts kept
     return tokens_in, tokens_out
 
 

@@ -64,9 +64,10 @@ def _last_assistant_text(messages: list) -> str | None:
 
 def root_answer(a: oa.Attrs) -> str | None:
     """The final answer the root span records, as readable text (its attributes stay in its step's metadata)."""
-    value = next((a.peek(k) for k in ROOT_ANSWER_KEYS if a.peek(k) not in (None, "")), None)
-    if value is not None:
-        return readable(value)
+    for key in ROOT_ANSWER_KEYS:
+        value = a.peek(key)
+        if value is not None and value != "":
+            return readable(value)
     raw = a.peek("output.value")
     decoded = oa.json_value(raw) if isinstance(raw, str) else raw
     if isinstance(decoded, dict) and (isinstance(decoded.get("messages"), list) or isinstance(decoded.get("raw"), str)):

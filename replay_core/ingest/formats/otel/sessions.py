@@ -67,13 +67,13 @@ def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[
     With a `ledger` (spans arriving in batches), a trace an earlier batch placed stays in its session
     and calls left open by earlier batches can be answered."""
     unique: dict[tuple[str, str], Span] = {}
-    for span in spans:
-        unique.setdefault((span.trace_id, span.span_id), span)
-    all_spans = list(unique.values())
-    trees = SpanTrees(all_spans, adopt=ledger is None)
     by_trace: dict[str, list[Span]] = {}
-    for span in all_spans:
-        by_trace.setdefault(span.trace_id, []).append(span)
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        if key not in unique:  # the first of a span sent twice
+            unique[key] = span
+            by_trace.setdefault(span.trace_id, []).append(span)
+    trees = SpanTrees(list(unique.values()), adopt=ledger is None, by_id=unique)
     sessions: dict[str, SessionDraft] = {}
     for trace_id, members in by_trace.items():
         root = trees.roots.get(trace_id)
