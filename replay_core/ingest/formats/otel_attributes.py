@@ -440,9 +440,21 @@ def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
         except KeyError:
             plan = _usual_plan(shape)
         if plan is not None:
-            keys, messages = plan
+            keys, planned = plan
             attrs.used.update(keys)
-            return [_planned_message(values, *message) for message in messages]
+            get = values.get
+            messages = []
+            for role, content, call_id, name, calls in planned:  # as _flat_openinference_message reads each
+                if calls is None:
+                    msg: dict[str, Any] = {"role": get(role), "content": get(content)}
+                else:
+                    msg = chat_message(get(role), get(content), [openai_call(get(i), get(n), get(a)) for i, n, a in calls])
+                if (value := get(call_id)) is not None:
+                    msg["tool_call_id"] = value
+                if (value := get(name)) is not None:
+                    msg["name"] = value
+                messages.append(msg)
+            return messages
     return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
 
 
@@ -497,22 +509,6 @@ def _usual_plan(shape: tuple) -> _Plan | None:
     if len(_message_plans) < _PLANS_KEPT:
         _message_plans[shape] = plan
     return plan
-
-
-def _planned_message(values: dict[str, Any], role: Any, content: Any, call_id: Any, name: Any, calls: list | None) -> dict:
-    """One message of a planned list (`_usual_plan`), as `_flat_openinference_message` reads it."""
-    if calls is None:
-        msg: dict[str, Any] = {"role": values.get(role), "content": values.get(content)}
-    else:
-        found = [openai_call(values.get(i), values.get(n), values.get(a)) for i, n, a in calls]
-        msg = chat_message(values.get(role), values.get(content), found)
-    value = values.get(call_id)
-    if value is not None:
-        msg["tool_call_id"] = value
-    value = values.get(name)
-    if value is not None:
-        msg["name"] = value
-    return msg
 
 
 def _flat_openinference_message(item: dict) -> list[dict]:

@@ -126,7 +126,11 @@ def price(parts: list[Part]) -> None:
         if part.role != "step" or fields.get("cost_usd") is not None or not fields.get("model"):
             continue
         attributes = part.span.attributes
-        given = oa.number(next((attributes[k] for k in SPAN_COSTS if k in attributes), None)) if attributes else None
+        given = None
+        for key in SPAN_COSTS:
+            if key in attributes:
+                given = oa.number(attributes[key])
+                break
         if given is not None:
             fields["cost_usd"] = given
             meta = fields.get("metadata") or {}
