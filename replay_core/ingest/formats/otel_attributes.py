@@ -429,16 +429,21 @@ _CALL_HEADS = ("message.tool_calls", "tool_calls")
 
 def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
     """The OpenAI chat messages of an OpenInference list (`prefix.N.message.*`, `prefix` one of
-    `llm.input_messages`, `llm.output_messages`), their keys marked used: by a plan worked out once per span
-    shape (its keys in order) where the list's keys are the usual ones (role, content, tool_call_id, name and
-    tool calls, indexes 0, 1, 2…), else message by message (`_flat_openinference_message`), which reads every shape."""
+    `llm.input_messages`, `llm.output_messages`), their keys marked used: by a plan worked out once per layout
+    of the list (its keys in order; found by the span's whole shape first, the list's keys picked out only for a
+    shape not seen yet) where the list's keys are the usual ones (role, content, tool_call_id, name and tool calls,
+    indexes 0, 1, 2…), else message by message (`_flat_openinference_message`), which reads every shape."""
     values = attrs.values
-    if not isinstance(values.get(prefix), list) and attrs.has_prefix(prefix + "."):
+    start = prefix + "."
+    if not isinstance(values.get(prefix), list) and attrs.has_prefix(start):
         shape = (prefix, *values)
-        try:
-            plan = _message_plans[shape]
-        except KeyError:
-            plan = _usual_plan(shape)
+        plan = _message_plans.get(shape, _UNPLANNED)
+        if plan is _UNPLANNED:
+            keys = tuple([k for k in values if k.startswith(start)])
+            plan = _layout_plans.get(keys, _UNPLANNED)
+            if plan is _UNPLANNED:
+                plan = _remember(_layout_plans, keys, _usual_plan(keys, len(start)))
+            _remember(_message_plans, shape, plan)
         if plan is not None:
             keys, planned = plan
             attrs.used.update(keys)
@@ -464,18 +469,23 @@ _CALL_SLOTS = {"tool_call.id": 0, "tool_call.function.name": 1, "tool_call.funct
 _NO_KEY = object()  # a field the span's list does not hold: never a key, so looking it up gives None
 _PLANS_KEPT = 512  # span shapes remembered (a file has a handful; a hostile one cannot grow it past this)
 _Plan = tuple[tuple[str, ...], list[tuple[Any, Any, Any, Any, list[tuple[Any, ...]] | None]]]
-_message_plans: dict[tuple, _Plan | None] = {}
+_UNPLANNED: Any = object()
+_message_plans: dict[tuple, Any] = {}  # (prefix, the span's keys…) → _Plan, or None (read the general way)
+_layout_plans: dict[tuple, Any] = {}  # the list's keys → _Plan or None
 
 
-def _usual_plan(shape: tuple) -> _Plan | None:
-    """Where each field of each message of the list `shape[0]` is among the span's keys `shape[1:]`: (the list's
-    keys, [(role key, content key, tool_call_id key, name key, [(id key, name key, arguments key)] or None)]),
-    absent fields `_NO_KEY`; None where a key of the list is of another shape (`<prefix>.N.message.<field>` and
-    `<prefix>.N.message.tool_calls.M.tool_call.<field>` are the usual ones) or the indexes are not 0, 1, 2… in
-    order (the general way reads those). Remembered for the shape."""
-    start = shape[0] + "."
-    size = len(start)
-    keys = [k for k in shape[1:] if k.startswith(start)]
+def _remember(plans: dict[tuple, Any], key: tuple, plan: _Plan | None) -> _Plan | None:
+    if len(plans) < _PLANS_KEPT:
+        plans[key] = plan
+    return plan
+
+
+def _usual_plan(keys: tuple[str, ...], size: int) -> _Plan | None:
+    """Where each field of each message of a list is among its keys (`<prefix>.N.message.<field>` and
+    `<prefix>.N.message.tool_calls.M.tool_call.<field>`, the prefix with its dot `size` long): (the keys,
+    [(role key, content key, tool_call_id key, name key, [(id key, name key, arguments key)] or None)]), absent
+    fields `_NO_KEY`; None where a key is of another shape or the indexes are not 0, 1, 2… in order (the
+    general way reads those)."""
     groups: dict[str, list] = {}  # index → [role, content, tool_call_id, name, {call index → [id, name, arguments]}]
     plan: _Plan | None = None
     for key in keys:
@@ -505,9 +515,7 @@ def _usual_plan(shape: tuple) -> _Plan | None:
         ordered = tuple(groups) == _INDEX_TEXT[: len(groups)]
         if ordered and all(g[4] is None or tuple(g[4]) == _INDEX_TEXT[: len(g[4])] for g in groups.values()):
             messages = [(*g[:4], None if g[4] is None else [tuple(c) for c in g[4].values()]) for g in groups.values()]
-            plan = (tuple(keys), messages)
-    if len(_message_plans) < _PLANS_KEPT:
-        _message_plans[shape] = plan
+            plan = (keys, messages)
     return plan
 
 
