@@ -31,15 +31,45 @@ TOOL_CALL_PART = "tool_call"
 TOOL_RESPONSE_PART = "tool_call_response"
 
 
+class Shape:
+    """What depends on a span's attribute names alone (in order), worked out once for every span that has them."""
+
+    __slots__ = ("names", "prefixes", "plans")
+
+    def __init__(self, keys: tuple) -> None:
+        try:  # every key, one a line: a prefix no key has is then ruled out in C
+            self.names = "\n" + "\n".join(keys)
+        except TypeError:  # a key that is not text (never from JSON or protobuf): every key may
+            self.names = ""
+        self.prefixes: dict[str, bool] = {}  # start → whether a key may start with it
+        self.plans: dict[str, Any] = {}  # message list prefix → its plan (openinference_messages)
+
+
+_SHAPES_KEPT = 512  # shapes remembered (a file has a handful; a hostile one cannot grow it past this)
+_shapes: dict[tuple, Shape] = {}
+
+
 class Attrs:
     """A span's attributes plus the set of keys that a step field has used."""
 
-    __slots__ = ("values", "used", "_names")
+    __slots__ = ("values", "used", "_shape")
 
     def __init__(self, values: dict[str, Any]):
         self.values = values
         self.used: set[str] = set()
-        self._names: str | None = None  # every key, one a line: a prefix no key has is then ruled out in C
+        self._shape: Shape | None = None
+
+    def shape(self) -> Shape:
+        """The span's `Shape`, shared with every span of the same attribute names."""
+        if self._shape is None:
+            keys = tuple(self.values)
+            found = _shapes.get(keys)
+            if found is None:
+                found = Shape(keys)
+                if len(_shapes) < _SHAPES_KEPT:
+                    _shapes[keys] = found
+            self._shape = found
+        return self._shape
 
     def peek(self, key: str) -> Any:
         return self.values.get(key)
@@ -69,13 +99,12 @@ class Attrs:
         return items
 
     def has_prefix(self, start: str) -> bool:
-        """Whether a key may start with `start` (False: surely none does), looked for in C."""
-        if self._names is None:
-            try:
-                self._names = "\n" + "\n".join(self.values)
-            except TypeError:  # a key that is not text (never from JSON or protobuf): every key may
-                self._names = ""
-        return not self._names or f"\n{start}" in self._names
+        """Whether a key may start with `start` (False: surely none does), looked for in C once per shape."""
+        shape = self.shape()
+        found = shape.prefixes.get(start)
+        if found is None:
+            found = shape.prefixes[start] = not shape.names or f"\n{start}" in shape.names
+        return found
 
 
 _INDEXED_REST = re.compile(r"(\d+)\.(.+)$")
@@ -430,20 +459,22 @@ _CALL_HEADS = ("message.tool_calls", "tool_calls")
 def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
     """The OpenAI chat messages of an OpenInference list (`prefix.N.message.*`, `prefix` one of
     `llm.input_messages`, `llm.output_messages`), their keys marked used: by a plan worked out once per layout
-    of the list (its keys in order; found by the span's whole shape first, the list's keys picked out only for a
-    shape not seen yet) where the list's keys are the usual ones (role, content, tool_call_id, name and tool calls,
+    of the list (its keys in order; kept with the span's `Shape`, the list's keys picked out only for a shape
+    not seen yet) where the list's keys are the usual ones (role, content, tool_call_id, name and tool calls,
     indexes 0, 1, 2…), else message by message (`_flat_openinference_message`), which reads every shape."""
     values = attrs.values
     start = prefix + "."
     if not isinstance(values.get(prefix), list) and attrs.has_prefix(start):
-        shape = (prefix, *values)
-        plan = _message_plans.get(shape, _UNPLANNED)
+        plans = attrs.shape().plans
+        plan = plans.get(prefix, _UNPLANNED)
         if plan is _UNPLANNED:
             keys = tuple([k for k in values if k.startswith(start)])
             plan = _layout_plans.get(keys, _UNPLANNED)
             if plan is _UNPLANNED:
-                plan = _remember(_layout_plans, keys, _usual_plan(keys, len(start)))
-            _remember(_message_plans, shape, plan)
+                plan = _usual_plan(keys, len(start))
+                if len(_layout_plans) < _SHAPES_KEPT:
+                    _layout_plans[keys] = plan
+            plans[prefix] = plan
         if plan is not None:
             keys, planned = plan
             attrs.used.update(keys)
@@ -467,17 +498,9 @@ _MESSAGE_SLOTS = {"role": 0, "content": 1, "tool_call_id": 2, "name": 3}
 _CALLS = "tool_calls."
 _CALL_SLOTS = {"tool_call.id": 0, "tool_call.function.name": 1, "tool_call.function.arguments": 2}
 _NO_KEY = object()  # a field the span's list does not hold: never a key, so looking it up gives None
-_PLANS_KEPT = 512  # span shapes remembered (a file has a handful; a hostile one cannot grow it past this)
 _Plan = tuple[tuple[str, ...], list[tuple[Any, Any, Any, Any, list[tuple[Any, ...]] | None]]]
 _UNPLANNED: Any = object()
-_message_plans: dict[tuple, Any] = {}  # (prefix, the span's keys…) → _Plan, or None (read the general way)
-_layout_plans: dict[tuple, Any] = {}  # the list's keys → _Plan or None
-
-
-def _remember(plans: dict[tuple, Any], key: tuple, plan: _Plan | None) -> _Plan | None:
-    if len(plans) < _PLANS_KEPT:
-        plans[key] = plan
-    return plan
+_layout_plans: dict[tuple, Any] = {}  # a list's keys → _Plan, or None (read the general way)
 
 
 def _usual_plan(keys: tuple[str, ...], size: int) -> _Plan | None:
