@@ -33,6 +33,7 @@ READERS_GOAL = {
         *("autogen", "crewai", "goose"),
         "cline_ui",
         "openai_input_list",
+        *("langchain", "langsmith_batch", "browser_use", "cline_api"),
     )
 }
 
@@ -335,6 +336,52 @@ def goose() -> bytes:
     return orjson.dumps({**doc, "conversation": out})
 
 
+FORMAT_OF = {"langsmith_batch": "langchain", "cline_api": "anthropic"}  # parts read by a reader of another name
+_UUID = re.compile(rb"[0-9a-f]{8}(-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+def langsmith_batch() -> bytes:
+    """The LangSmith SDK's real `/runs/batch` bodies of one agent run (posts and patches, 5 requests) as one
+    payload, repeated with every run id renewed per copy (its first 8 hex digits, in ids and dotted orders)."""
+    posts: list = []
+    patches: list = []
+    for path in sorted((FIX / "langsmith/batch-ok").glob("0*.json")):
+        body = orjson.loads(path.read_bytes())
+        posts += body.get("post") or []
+        patches += body.get("patch") or []
+    text = orjson.dumps({"post": posts, "patch": patches})
+    copies = [_UUID.sub(lambda m, i=i: f"{i:08x}".encode() + m.group(1), text) for i in range(REPEAT * 5 // 4)]
+    halves = [orjson.loads(c) for c in copies]
+    return orjson.dumps({k: [run for h in halves for run in h[k]] for k in ("post", "patch")})
+
+
+def browser_use() -> bytes:
+    """The real QA agent's history (5 steps of model output, actions and results) repeated, steps numbered on."""
+    doc = orjson.loads((FIX / "browser_use/waigenie-qa_agent_history.json").read_bytes())
+    base, doc["history"] = doc["history"], []
+    for _ in range(REPEAT * 2 // 3):
+        for item in base:
+            item = orjson.loads(orjson.dumps(item))
+            item["metadata"]["step_number"] = len(doc["history"]) + 1
+            doc["history"].append(item)
+    return orjson.dumps(doc)
+
+
+def cline_api() -> bytes:
+    """Cline's real `api_conversation_history.json` (its first 12 messages): the turns after the task repeated,
+    tool_use ids renamed per copy."""
+    msgs = orjson.loads((FIX / "cline/api_conversation_history.first12.json").read_bytes())
+    out = msgs[:1]
+    for i in range(REPEAT // 2):
+        for msg in msgs[1:]:
+            msg = orjson.loads(orjson.dumps(msg))
+            for block in msg["content"] if isinstance(msg["content"], list) else []:
+                if block.get("type") == "tool_use":
+                    block["id"] = f"{block['id']}-{i}"
+            out.append(msg)
+    return orjson.dumps(out)
+
+
 def _baseline(name: str, data: bytes):
     """What reading the same bytes costs at the least: orjson parsing them (each line of JSON Lines)."""
     if name == "aider":  # markdown, not JSON: the baseline is splitting its decoded lines
@@ -383,6 +430,9 @@ def main() -> None:
         "cline_ui": cline_ui,
         "openai_input_list": openai_input_list,
         "goose": goose,
+        "langsmith_batch": langsmith_batch,
+        "browser_use": browser_use,
+        "cline_api": cline_api,
     }
     only = set(sys.argv[1:])  # e.g. `bench_formats.py claude_code codex_cli`: just these
     with tempfile.TemporaryDirectory() as tmp:
@@ -393,11 +443,12 @@ def main() -> None:
             baseline = _baseline(name, data)
             _, parse = timed(baseline, data)
             store = Store(f"sqlite:///{tmp}/{name}.db")
-            result, seconds = timed(import_bytes, store, data, f"bench.{name}", fmt=name)
+            fmt = FORMAT_OF.get(name, name)
+            result, seconds = timed(import_bytes, store, data, f"bench.{name}", fmt=fmt)
             store.close()
             steps = result.steps
             if name in READERS_GOAL:  # each reader reads >= 20,000 steps per CPU-second (reading alone, then with storing)
-                events, read_cpu = cpu_best(read_events, data, f"bench.{name}", name)
+                events, read_cpu = cpu_best(read_events, data, f"bench.{name}", fmt)
                 read_steps = sum(1 for e in events[0] if e.kind == "step")
                 del events
                 _, parse_cpu = cpu_best(baseline, data)

@@ -31,15 +31,45 @@ TOOL_CALL_PART = "tool_call"
 TOOL_RESPONSE_PART = "tool_call_response"
 
 
+class Shape:
+    """What depends on a span's attribute names alone (in order), worked out once for every span that has them."""
+
+    __slots__ = ("names", "prefixes", "plans")
+
+    def __init__(self, keys: tuple) -> None:
+        try:  # every key, one a line: a prefix no key has is then ruled out in C
+            self.names = "\n" + "\n".join(keys)
+        except TypeError:  # a key that is not text (never from JSON or protobuf): every key may
+            self.names = ""
+        self.prefixes: dict[str, bool] = {}  # start → whether a key may start with it
+        self.plans: dict[str, Any] = {}  # message list prefix → its plan (openinference_messages)
+
+
+_SHAPES_KEPT = 512  # shapes remembered (a file has a handful; a hostile one cannot grow it past this)
+_shapes: dict[tuple, Shape] = {}
+
+
 class Attrs:
     """A span's attributes plus the set of keys that a step field has used."""
 
-    __slots__ = ("values", "used", "_names")
+    __slots__ = ("values", "used", "_shape")
 
     def __init__(self, values: dict[str, Any]):
         self.values = values
         self.used: set[str] = set()
-        self._names: str | None = None  # every key, one a line: a prefix no key has is then ruled out in C
+        self._shape: Shape | None = None
+
+    def shape(self) -> Shape:
+        """The span's `Shape`, shared with every span of the same attribute names."""
+        if self._shape is None:
+            keys = tuple(self.values)
+            found = _shapes.get(keys)
+            if found is None:
+                found = Shape(keys)
+                if len(_shapes) < _SHAPES_KEPT:
+                    _shapes[keys] = found
+            self._shape = found
+        return self._shape
 
     def peek(self, key: str) -> Any:
         return self.values.get(key)
@@ -69,13 +99,12 @@ class Attrs:
         return items
 
     def has_prefix(self, start: str) -> bool:
-        """Whether a key may start with `start` (False: surely none does), looked for in C."""
-        if self._names is None:
-            try:
-                self._names = "\n" + "\n".join(self.values)
-            except TypeError:  # a key that is not text (never from JSON or protobuf): every key may
-                self._names = ""
-        return not self._names or f"\n{start}" in self._names
+        """Whether a key may start with `start` (False: surely none does), looked for in C once per shape."""
+        shape = self.shape()
+        found = shape.prefixes.get(start)
+        if found is None:
+            found = shape.prefixes[start] = not shape.names or f"\n{start}" in shape.names
+        return found
 
 
 _INDEXED_REST = re.compile(r"(\d+)\.(.+)$")
@@ -278,7 +307,7 @@ def tokens(attrs: Attrs) -> tuple[int | None, int | None]:
         raw = values.get(key)
         total = None if raw is None else count(raw)
         if total is not None and total == (tokens_in or 0) + (tokens_out or 0):
-            attrs.use(key)  # derivable from the two counts kept
+            attrs.used.add(key)  # derivable from the two counts kept
     return tokens_in, tokens_out
 
 
@@ -429,15 +458,38 @@ _CALL_HEADS = ("message.tool_calls", "tool_calls")
 
 def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
     """The OpenAI chat messages of an OpenInference list (`prefix.N.message.*`, `prefix` one of
-    `llm.input_messages`, `llm.output_messages`), their keys marked used: in one pass over the list's keys
-    where they are the usual ones (role, content, tool_call_id, name and tool calls, indexes 0, 1, 2…),
-    else message by message (`_flat_openinference_message`), which reads every shape."""
+    `llm.input_messages`, `llm.output_messages`), their keys marked used: by a plan worked out once per layout
+    of the list (its keys in order; kept with the span's `Shape`, the list's keys picked out only for a shape
+    not seen yet) where the list's keys are the usual ones (role, content, tool_call_id, name and tool calls,
+    indexes 0, 1, 2…), else message by message (`_flat_openinference_message`), which reads every shape."""
+    values = attrs.values
     start = prefix + "."
-    if not isinstance(attrs.values.get(prefix), list) and attrs.has_prefix(start):
-        items = [(k, v) for k, v in attrs.values.items() if k.startswith(start)]
-        messages = _usual_messages(items, len(start))
-        if messages is not None:
-            attrs.used.update(k for k, _ in items)
+    if not isinstance(values.get(prefix), list) and attrs.has_prefix(start):
+        plans = attrs.shape().plans
+        plan = plans.get(prefix, _UNPLANNED)
+        if plan is _UNPLANNED:
+            keys = tuple([k for k in values if k.startswith(start)])
+            plan = _layout_plans.get(keys, _UNPLANNED)
+            if plan is _UNPLANNED:
+                plan = _usual_plan(keys, len(start))
+                if len(_layout_plans) < _SHAPES_KEPT:
+                    _layout_plans[keys] = plan
+            plans[prefix] = plan
+        if plan is not None:
+            keys, planned = plan
+            attrs.used.update(keys)
+            get = values.get
+            messages = []
+            for role, content, call_id, name, calls in planned:  # as _flat_openinference_message reads each
+                if calls is None:
+                    msg: dict[str, Any] = {"role": get(role), "content": get(content)}
+                else:
+                    msg = chat_message(get(role), get(content), [openai_call(get(i), get(n), get(a)) for i, n, a in calls])
+                if (value := get(call_id)) is not None:
+                    msg["tool_call_id"] = value
+                if (value := get(name)) is not None:
+                    msg["name"] = value
+                messages.append(msg)
             return messages
     return [m for item in attrs.indexed(prefix) for m in _flat_openinference_message(item)]
 
@@ -445,52 +497,49 @@ def openinference_messages(attrs: Attrs, prefix: str) -> list[dict]:
 _MESSAGE_SLOTS = {"role": 0, "content": 1, "tool_call_id": 2, "name": 3}
 _CALLS = "tool_calls."
 _CALL_SLOTS = {"tool_call.id": 0, "tool_call.function.name": 1, "tool_call.function.arguments": 2}
+_NO_KEY = object()  # a field the span's list does not hold: never a key, so looking it up gives None
+_Plan = tuple[tuple[str, ...], list[tuple[Any, Any, Any, Any, list[tuple[Any, ...]] | None]]]
+_UNPLANNED: Any = object()
+_layout_plans: dict[tuple, Any] = {}  # a list's keys → _Plan, or None (read the general way)
 
 
-def _usual_messages(items: list[tuple[str, Any]], size: int) -> list[dict] | None:
-    """`_flat_openinference_message` of each message the keys of `items` hold (`<prefix>.N.message.<field>` and
-    `<prefix>.N.message.tool_calls.M.tool_call.<field>`, the prefix `size` long), in one pass; None where a key
-    is of another shape or the indexes are not 0, 1, 2… in order (the general way reads those)."""
+def _usual_plan(keys: tuple[str, ...], size: int) -> _Plan | None:
+    """Where each field of each message of a list is among its keys (`<prefix>.N.message.<field>` and
+    `<prefix>.N.message.tool_calls.M.tool_call.<field>`, the prefix with its dot `size` long): (the keys,
+    [(role key, content key, tool_call_id key, name key, [(id key, name key, arguments key)] or None)]), absent
+    fields `_NO_KEY`; None where a key is of another shape or the indexes are not 0, 1, 2… in order (the
+    general way reads those)."""
     groups: dict[str, list] = {}  # index → [role, content, tool_call_id, name, {call index → [id, name, arguments]}]
-    for key, value in items:
+    plan: _Plan | None = None
+    for key in keys:
         index, found, field = key[size:].partition(".message.")
         if not found or "." in index or "\n" in key:
-            return None
+            break
         group = groups.get(index)
         if group is None:
-            group = groups[index] = [None, None, None, None, None]
+            group = groups[index] = [_NO_KEY, _NO_KEY, _NO_KEY, _NO_KEY, None]
         slot = _MESSAGE_SLOTS.get(field)
         if slot is not None:
-            group[slot] = value
+            group[slot] = key
             continue
         call_index, found, rest = field.removeprefix(_CALLS).partition(".")
         if not field.startswith(_CALLS) or not found or not rest:
-            return None
+            break
         calls = group[4]
         if calls is None:
             calls = group[4] = {}
         call = calls.get(call_index)
         if call is None:
-            call = calls[call_index] = [None, None, None]
+            call = calls[call_index] = [_NO_KEY, _NO_KEY, _NO_KEY]
         slot = _CALL_SLOTS.get(rest)
         if slot is not None:
-            call[slot] = value
-    if tuple(groups) != _INDEX_TEXT[: len(groups)]:
-        return None
-    out = []
-    for role, content, call_id, name, calls in groups.values():
-        if calls is None:
-            msg: dict[str, Any] = {"role": role, "content": content}
-        else:
-            if tuple(calls) != _INDEX_TEXT[: len(calls)]:
-                return None
-            msg = chat_message(role, content, [openai_call(*call) for call in calls.values()])
-        if call_id is not None:
-            msg["tool_call_id"] = call_id
-        if name is not None:
-            msg["name"] = name
-        out.append(msg)
-    return out
+            call[slot] = key
+    else:
+        ordered = tuple(groups) == _INDEX_TEXT[: len(groups)]
+        if ordered and all(g[4] is None or tuple(g[4]) == _INDEX_TEXT[: len(g[4])] for g in groups.values()):
+            messages = [(*g[:4], None if g[4] is None else [tuple(c) for c in g[4].values()]) for g in groups.values()]
+            plan = (keys, messages)
+    return plan
 
 
 def _flat_openinference_message(item: dict) -> list[dict]:

@@ -22,12 +22,15 @@ from .otel.values import safe_ints, span_hex, status_of, to_ns
 from .reader import BadRecord
 
 _COLUMN = "attributes."
+_INT_LOW, _INT_HIGH = -(2**63), 2**64  # what a 64-bit JSON column holds (values.safe_ints)
 
 
 def _value(value: Any) -> Any:
     """An attribute value as stored: a pandas float that stands for a count (204.0) as the integer it is,
     integers too big for a 64-bit JSON column as text."""
     if value.__class__ is str:  # the common case, first
+        return value
+    if value.__class__ is int and _INT_LOW <= value < _INT_HIGH:  # a count: what safe_ints keeps as it is
         return value
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
@@ -51,7 +54,9 @@ def _attributes(row: dict) -> dict[str, Any]:
     given = row.get("attributes")
     if isinstance(given, dict):  # the REST answer (flat dotted keys, or nested)
         odd = [k for k, v in given.items() if v.__class__ is not str]
-        if not any(isinstance(given[k], dict) for k in odd):  # flat already: the row's own map (read for this span
+        if not odd:  # all text: the row's own map as it is
+            attrs = given
+        elif not any(isinstance(given[k], dict) for k in odd):  # flat already: the row's own map (read for this span
             attrs = given  # alone), the few values not text stored as they should be
             for key in odd:
                 attrs[key] = _value(given[key])
@@ -69,19 +74,24 @@ def phoenix_span(row: Any, where: str) -> Span:
     if not isinstance(row, dict):
         raise ValueError(f"expected a span object, got {type(row).__name__}")
     context = as_object(row.get("context"))
-    trace_id = span_hex(context.get("trace_id", row.get("context.trace_id")), 16)
-    span_id = span_hex(context.get("span_id", row.get("context.span_id")), 8)
+    trace_id = span_hex(context["trace_id"] if "trace_id" in context else row.get("context.trace_id"), 16)
+    span_id = span_hex(context["span_id"] if "span_id" in context else row.get("context.span_id"), 8)
     if trace_id is None or span_id is None:
         raise ValueError("context.trace_id and context.span_id are required")
-    events = [
-        {
-            "name": e.get("name"),
-            "time_ns": to_ns(e.get("timestamp")),
-            "attributes": safe_ints(oa.flatten(as_object(e.get("attributes")))),
-        }
-        for e in as_array(row.get("events"))
-        if isinstance(e, dict)
-    ]
+    given = row.get("events")
+    events = (
+        [
+            {
+                "name": e.get("name"),
+                "time_ns": to_ns(e.get("timestamp")),
+                "attributes": safe_ints(oa.flatten(as_object(e.get("attributes")))),
+            }
+            for e in as_array(given)
+            if isinstance(e, dict)
+        ]
+        if given
+        else []
+    )
     otel = {"phoenix_id": row["id"]} if isinstance(row.get("id"), str) else {}
     return Span(
         trace_id=trace_id,

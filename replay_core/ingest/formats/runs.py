@@ -83,6 +83,7 @@ class Run:
         self.errors: list[BadRecord] = []
         self.end: dict[str, Any] | None = None
         self._ids: set[str] = set()
+        self._tried: dict[str, int] = {}  # an id met more than once → the last n its `#n` search reached
 
     def step(self, event_id: str, type: str, *, where: str | None = None, **fields: Any) -> StepEvent | None:
         """Append one step; None (and a BadRecord kept for the reader) when it breaks the contract."""
@@ -99,10 +100,17 @@ class Run:
         return step
 
     def _unique(self, event_id: str) -> str:
-        candidate, n = event_id, 1
+        """`event_id`, else the first of `event_id#2`, `#3`… not taken; looked for from where the last search for the
+        same id stopped (ids are only ever added), so a run repeating one id n times costs n probes, not n²."""
+        if event_id not in self._ids:
+            self._ids.add(event_id)
+            return event_id
+        n = self._tried.get(event_id, 1)
+        candidate = event_id
         while candidate in self._ids:
             n += 1
             candidate = f"{event_id}#{n}"
+        self._tried[event_id] = n
         self._ids.add(candidate)
         return candidate
 

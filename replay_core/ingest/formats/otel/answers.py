@@ -64,9 +64,10 @@ def _last_assistant_text(messages: list) -> str | None:
 
 def root_answer(a: oa.Attrs) -> str | None:
     """The final answer the root span records, as readable text (its attributes stay in its step's metadata)."""
-    value = next((a.peek(k) for k in ROOT_ANSWER_KEYS if a.peek(k) not in (None, "")), None)
-    if value is not None:
-        return readable(value)
+    for key in ROOT_ANSWER_KEYS:
+        value = a.peek(key)
+        if value is not None and value != "":
+            return readable(value)
     raw = a.peek("output.value")
     decoded = oa.json_value(raw) if isinstance(raw, str) else raw
     if isinstance(decoded, dict) and (isinstance(decoded.get("messages"), list) or isinstance(decoded.get("raw"), str)):
@@ -125,7 +126,11 @@ def price(parts: list[Part]) -> None:
         if part.role != "step" or fields.get("cost_usd") is not None or not fields.get("model"):
             continue
         attributes = part.span.attributes
-        given = oa.number(next((attributes[k] for k in SPAN_COSTS if k in attributes), None)) if attributes else None
+        given = None
+        for key in SPAN_COSTS:
+            if key in attributes:
+                given = oa.number(attributes[key])
+                break
         if given is not None:
             fields["cost_usd"] = given
             meta = fields.get("metadata") or {}

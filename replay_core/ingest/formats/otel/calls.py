@@ -161,8 +161,10 @@ def results_from_inputs(parts: list[Part], ledger: Ledger | None) -> list[Part]:
     A result waits in the ledger only where this batch's model calls record their input (else no later one will
     either: openai-v2's default conventions, AutoGen's own spans), so the ledger holds at most the results of
     the last batch's tools."""
-    traces = dict.fromkeys(p.span.trace_id for p in parts)
-    waiting = [p for t in traces for p in ledger.prior.get(t, ()) if p.side == RESULT] if ledger else []
+    waiting = []
+    if ledger:
+        traces = dict.fromkeys(p.span.trace_id for p in parts)
+        waiting = [p for t in traces for p in ledger.prior.get(t, ()) if p.side == RESULT]
     bare = [
         p
         for p in parts

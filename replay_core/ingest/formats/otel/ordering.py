@@ -24,8 +24,9 @@ class SpanTrees:
     """Parent links (`Span.up`), roots and depths of a set of spans; orphans attached to their trace's root
     unless `adopt` is off (spans of one batch: their parent may be in another)."""
 
-    def __init__(self, spans: list[Span], adopt: bool = True):
-        self.by_id = {(s.trace_id, s.span_id): s for s in spans}
+    def __init__(self, spans: list[Span], adopt: bool = True, by_id: dict[tuple[str, str], Span] | None = None):
+        """`by_id`: the spans by (trace id, span id) when the caller has that map already."""
+        self.by_id = by_id if by_id is not None else {(s.trace_id, s.span_id): s for s in spans}
         self.roots: dict[str, Span] = {}
         for s in spans:  # per trace the root that starts first (the first met on a tie)
             if s.parent_id is None:
@@ -91,4 +92,5 @@ def place(part: Part) -> str:
     end = end if end is not None and 0 <= end <= LAST else _clamped(end)
     t = t if t is not None and 0 <= t <= LAST else _clamped(t)
     own = 0 if part.role == "step" else 1
-    return f"{t:019d}{ends}{start:019d}{LAST - end:019d}{span.span_id} {own}{part.role}"
+    # %-formatting: the same text as the f-string with `:019d` specs, in about two thirds of its time
+    return "%019d%d%019d%019d%s %d%s" % (t, ends, start, LAST - end, span.span_id, own, part.role)  # noqa: UP031

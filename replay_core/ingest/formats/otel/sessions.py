@@ -44,6 +44,7 @@ class SessionDraft:
     ledger: Ledger | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     final: bool = False  # the source says how the run ended
+    named: bool = False  # a span of it may name its session (else none names any: its id is its trace's)
 
 
 def _named_session(root: Span | None, members: list[Span]) -> str | None:
@@ -66,18 +67,22 @@ def draft_sessions(spans: Iterable[Span], ledger: Ledger | None = None) -> list[
     With a `ledger` (spans arriving in batches), a trace an earlier batch placed stays in its session
     and calls left open by earlier batches can be answered."""
     unique: dict[tuple[str, str], Span] = {}
-    for span in spans:
-        unique.setdefault((span.trace_id, span.span_id), span)
-    all_spans = list(unique.values())
-    trees = SpanTrees(all_spans, adopt=ledger is None)
     by_trace: dict[str, list[Span]] = {}
-    for span in all_spans:
-        by_trace.setdefault(span.trace_id, []).append(span)
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        if key not in unique:  # the first of a span sent twice
+            unique[key] = span
+            by_trace.setdefault(span.trace_id, []).append(span)
+    trees = SpanTrees(list(unique.values()), adopt=ledger is None, by_id=unique)
     sessions: dict[str, SessionDraft] = {}
     for trace_id, members in by_trace.items():
         root = trees.roots.get(trace_id)
-        sid = (ledger.session_of.get(trace_id) if ledger else None) or _named_session(root, members) or trace_id
-        sessions.setdefault(sid, SessionDraft(sid, [], trees, ledger=ledger)).spans.extend(members)
+        sid = (ledger.session_of.get(trace_id) if ledger else None) or _named_session(root, members)
+        draft = sessions.get(sid or trace_id)
+        if draft is None:
+            draft = sessions[sid or trace_id] = SessionDraft(sid or trace_id, [], trees, ledger=ledger)
+        draft.spans.extend(members)
+        draft.named = draft.named or sid is not None
     drafts = list(sessions.values())
     for draft in drafts:
         _read_session(draft)
@@ -99,7 +104,7 @@ def _read_session(draft: SessionDraft) -> None:
             kind = oa.span_class(a)
             if kind == oa.OTHER:
                 kind = conventions.kind_from_name(span.name) or kind
-            if oa.conversation_id(values) == sid:
+            if draft.named and oa.conversation_id(values) == sid:
                 a.use("gen_ai.conversation.id", "session.id")
             own = oa.agent_name(a) or (conventions.agent_from_name(span.name) if kind == oa.AGENT else None)
             if crewai.EVENT in values:
@@ -238,7 +243,7 @@ def _user_and_thread(spans: list[Span]) -> dict[str, str]:
     found: dict[str, str] = {}
     for span in spans:
         values = span.attributes
-        if _NAMING.isdisjoint(values):
+        if values.keys().isdisjoint(_NAMING):  # looks up the few names in the map, not each key in the set
             continue
         for name, keys in (("user_id", oa.USER_KEYS), ("thread_id", oa.THREAD_KEYS)):
             if name not in found:

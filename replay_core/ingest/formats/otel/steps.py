@@ -46,8 +46,10 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
     fields["tokens_in"], fields["tokens_out"] = oa.tokens(a)
     fields["cost_usd"] = oa.cost(a)
     fields["context"] = conventions.wire_messages(oa.input_messages(a))
-    events = [(e["name"], e.get("attributes") or {}) for e in span.events if genai_events.is_genai(e.get("name") or "")]
-    said = genai_events.event_messages(events) if events else (None, None, [])
+    said: tuple[list[dict] | None, str | None, list[dict]] = (None, None, [])
+    if span.events:
+        events = [(e["name"], e.get("attributes") or {}) for e in span.events if genai_events.is_genai(e.get("name") or "")]
+        said = genai_events.event_messages(events) if events else said
     if fields["context"] is None:
         fields["context"] = said[0]
     images = oa.take_images(fields["context"], "input")
