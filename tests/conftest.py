@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import os
 import shutil
+import sqlite3
 import time
 import types
 import uuid
@@ -25,9 +26,11 @@ from typing import Generic, TypeVar
 
 import pytest
 from hypothesis import settings
-from sqlalchemy import Integer, text
+from sqlalchemy import Engine, Integer, text
+from sqlalchemy.events import ConnectionEvents, PoolEvents
 
 from replay_core import config
+from replay_core.storage import store as store_module
 from replay_core.storage.store import Store, metadata
 
 T = TypeVar("T")
@@ -178,6 +181,44 @@ def _empty(store: Store) -> None:
         )
 
 
+# The engine every Store opened in this process on a worker's test database shares (`store_module.make_engine`
+# is wrapped below): an engine keeps the statements it compiled (SQLAlchemy's cache key holds its dialect), and
+# compiling them again for each test's new engine was a fifth of a store test's CPU. On PostgreSQL its pooled
+# connections also stay open across tests, so the server does not start and warm a backend for each test.
+_KEPT: dict[str, Engine] = {}
+_make_engine = store_module.make_engine
+store_module.make_engine = lambda url: _KEPT.get(url) or _make_engine(url)
+_ENGINE_EVENTS, _POOL_EVENTS = (
+    tuple(name for name, value in vars(events).items() if callable(value) and not name.startswith("_"))
+    for events in (ConnectionEvents, PoolEvents)
+)
+
+
+def _listeners(engine: Engine) -> list:
+    return [list(getattr(engine.dispatch, name)) for name in _ENGINE_EVENTS] + [
+        list(getattr(engine.pool.dispatch, name)) for name in _POOL_EVENTS
+    ]
+
+
+@contextmanager
+def _kept_store(url: str, empty: Callable[[Store], None]) -> Iterator[Store]:
+    """A Store on the process's kept engine for `url`, made `empty`; the engine and its open connections kept for
+    the next test unless this one added listeners to it (those would outlive the test: the next test gets a new
+    engine)."""
+    url = config.database_url(url)
+    if url not in _KEPT:
+        _KEPT[url] = _make_engine(url)
+    store = Store(url, migrate=False)
+    assert store.engine is _KEPT[url]
+    empty(store)
+    before = _listeners(store.engine)
+    try:
+        yield store
+    finally:
+        if _listeners(store.engine) != before:
+            _KEPT.pop(url).dispose()
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory) -> Path:
     """An empty SQLite database at the newest schema: a copy of it is what a fresh file becomes on
@@ -187,21 +228,25 @@ def sqlite_template(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def sqlite_store(tmp_path, sqlite_template) -> Store:
-    path = tmp_path / "replay.db"
+@pytest.fixture(scope="session")
+def sqlite_database(tmp_path_factory, sqlite_template) -> str:
+    """The SQLite file of this test process's `sqlite_store`s: the template copied back into it for each test
+    (schema, statistics and full-text index too, whatever the last test did to them)."""
+    path = tmp_path_factory.mktemp("sqlite_store") / "replay.db"
     shutil.copyfile(sqlite_template, path)
-    store = Store(f"sqlite:///{path}")
-    yield store
-    store.close()
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def sqlite_store(sqlite_database, sqlite_template) -> Store:
+    with _kept_store(sqlite_database, lambda store: _copy_sqlite(sqlite_template, store)) as store:
+        yield store
 
 
 @pytest.fixture
 def pg_store(pg_database) -> Store:
-    store = Store(pg_database, migrate=False)
-    _empty(store)
-    yield store
-    store.close()
+    with _kept_store(pg_database, _empty) as store:
+        yield store
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -306,11 +351,23 @@ def demo(store, demo_db, request) -> Store:
     """`store` with the demo runs: on SQLite a copy of the module's demo file, on PostgreSQL the module's
     demo rows copied in (loading them for each test took seconds)."""
     if store.dialect == "sqlite":
-        store.engine.dispose()  # no connection left to the file replaced under it
-        shutil.copyfile(demo_db, store.engine.url.database)
+        _copy_sqlite(demo_db, store)
     else:
         _copy_in(store, request.getfixturevalue("pg_demo_rows"))
     return store
+
+
+def _copy_sqlite(path: str | Path, store: Store) -> None:
+    """The database at `path` copied into `store`'s through SQLite's backup API, which takes the locks a writer
+    takes: a connection still open on the file (a write worker's) sees the new pages, where a file copied over it
+    read as `disk I/O error`."""
+    source = sqlite3.connect(path)
+    target = store.engine.raw_connection()
+    try:
+        source.backup(target.driver_connection)
+    finally:
+        target.close()
+        source.close()
 
 
 # ---------------------------------------------------------------------------- the app in a browser
