@@ -70,26 +70,20 @@ def point_app_at(monkeypatch, url: str) -> None:
 
 
 @pytest.fixture
-def demo_store(demo_db, tmp_path, monkeypatch) -> Store:
-    """A private copy of the demo database, with the app pointed at it."""
-    path = tmp_path / "demo.db"
-    shutil.copy(demo_db, path)
-    url = f"sqlite:///{path}"
-    point_app_at(monkeypatch, url)
-    store = Store(url)
-    yield store
-    store.close()
+def demo_store(demo_db, sqlite_database, monkeypatch) -> Store:
+    """A private copy of the demo database (the test process's SQLite test database), with the app pointed at it."""
+    from conftest import _copy_sqlite, _kept_store
+
+    point_app_at(monkeypatch, sqlite_database)
+    with _kept_store(sqlite_database, lambda store: _copy_sqlite(demo_db, store)) as store:
+        yield store
 
 
 @pytest.fixture
-def empty_store(sqlite_template, tmp_path, monkeypatch) -> Store:
-    path = tmp_path / "empty.db"
-    shutil.copyfile(sqlite_template, path)
-    url = f"sqlite:///{path}"
-    point_app_at(monkeypatch, url)
-    store = Store(url)
-    yield store
-    store.close()
+def empty_store(sqlite_store, monkeypatch) -> Store:
+    """An empty database (`sqlite_store`), with the app pointed at it."""
+    point_app_at(monkeypatch, sqlite_store.url)
+    return sqlite_store
 
 
 def big_events(n: int = BIG_STEPS, session_id: str = BIG) -> list:

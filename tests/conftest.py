@@ -186,6 +186,7 @@ def _empty(store: Store) -> None:
 # compiling them again for each test's new engine was a fifth of a store test's CPU. On PostgreSQL its pooled
 # connections also stay open across tests, so the server does not start and warm a backend for each test.
 _KEPT: dict[str, Engine] = {}
+_IN_USE: set[str] = set()  # the kept databases a test holds now
 _make_engine = store_module.make_engine
 store_module.make_engine = lambda url: _KEPT.get(url) or _make_engine(url)
 _ENGINE_EVENTS, _POOL_EVENTS = (
@@ -206,15 +207,19 @@ def _kept_store(url: str, empty: Callable[[Store], None]) -> Iterator[Store]:
     the next test unless this one added listeners to it (those would outlive the test: the next test gets a new
     engine)."""
     url = config.database_url(url)
+    if url in _IN_USE:
+        pytest.fail(f"two fixtures of this test want the test database {url}: give one of them a file of its own")
     if url not in _KEPT:
         _KEPT[url] = _make_engine(url)
     store = Store(url, migrate=False)
     assert store.engine is _KEPT[url]
     empty(store)
     before = _listeners(store.engine)
+    _IN_USE.add(url)
     try:
         yield store
     finally:
+        _IN_USE.discard(url)
         if _listeners(store.engine) != before:
             _KEPT.pop(url).dispose()
 
