@@ -1,6 +1,7 @@
-"""Fixtures: real databases, made fresh per test; the tiers of the suite.
+"""Fixtures: real databases, emptied for each test; the tiers of the suite.
 
-`store` runs each test twice: on a SQLite file and on the local PostgreSQL server.
+`store` runs each test twice: on a SQLite file and on the local PostgreSQL server, each one per test
+process, emptied before each test and opened on an engine kept for the process (see `_KEPT`).
 With CI=true an unreachable PostgreSQL fails the run instead of skipping it.
 
 Each test is marked by what it uses (see `pytest_collection_modifyitems`): `postgres`, `browser`,
