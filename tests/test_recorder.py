@@ -468,7 +468,7 @@ def api(store: Store, max_body: int = 10 * 1024 * 1024):
 
 def test_http_recorder_delivers_through_the_api(store, make_recorder):
     with Served(api(store)) as base:
-        rec = make_recorder(base, token=TOKEN)
+        rec = make_recorder(base, token=TOKEN, http_timeout=60)  # a served app in a thread answers late under load
 
         @rec.tool
         def search(q):
@@ -518,6 +518,19 @@ def test_http_bad_token_and_server_down_keep_events_until_delivery(sqlite_store,
     assert rows(sqlite_store, "refused-run", "seq", "content") == [(1, "kept")]
     assert rows(sqlite_store, "down-run", "seq", "content") == [(1, "also kept")]
     assert spool_lines(tmp_path) == 0
+
+
+def test_an_app_that_never_answers_keeps_the_events_after_http_timeout(make_recorder, tmp_path):
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        rec = make_recorder(f"http://127.0.0.1:{silent.getsockname()[1]}", token=TOKEN, http_timeout=0.5)
+        with rec.session("unanswered", session_id="unanswered-run") as run:
+            run.think("kept")
+        started = time.monotonic()
+        assert rec.flush() is False
+        assert time.monotonic() - started < 8  # the default 10 s would not be over yet
+        assert spool_lines(tmp_path) == 3
 
 
 def test_http_body_limit_splits_batches_and_sets_aside_what_cannot_fit(sqlite_store, make_recorder):

@@ -44,7 +44,8 @@ class Recorder(StepMethods):
 
     With no URL: `AGENT_REPLAY_SERVER` (and `AGENT_REPLAY_TOKEN`) when set, else the database
     of `AGENT_REPLAY_DB_URL` or the default SQLite file. Thread-safe; flushed every
-    `batch_size` steps or `flush_interval` seconds, on `flush()`, `close()` and at exit.
+    `batch_size` steps or `flush_interval` seconds, on `flush()`, `close()` and at exit. A delivery over
+    HTTP waits up to `http_timeout` seconds for the app's answer; what was not answered stays in the spool.
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class Recorder(StepMethods):
         batch_size: int = 200,
         flush_interval: float = 1.0,
         call_timeout: float = 30.0,
+        http_timeout: float = 10.0,
         sink=None,
     ):
         from .sinks import DatabaseSink, HttpSink
@@ -64,7 +66,7 @@ class Recorder(StepMethods):
         if sink is None:
             url = url or os.environ.get("AGENT_REPLAY_SERVER") or config.database_url()
             if url.startswith(("http://", "https://")):
-                sink = HttpSink(url, token or os.environ.get("AGENT_REPLAY_TOKEN"))
+                sink = HttpSink(url, token or os.environ.get("AGENT_REPLAY_TOKEN"), timeout=http_timeout)
             else:
                 sink = DatabaseSink(config.database_url(url))
         self.id = new_id()
