@@ -358,6 +358,7 @@ class OtlpArrangement:
     _groups: list[list[tuple[str, str]]] = field(default_factory=list)  # the moves, in groups done together
     _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
     _placed: dict[str, int] = field(default_factory=dict)  # per run: the steps the batch placed in it
+    _origins: dict[str, list[str]] = field(default_factory=dict)  # per run: the source of each step moving in
     _modelled: set[str] = field(default_factory=set)  # runs the batch brought a model call to
 
     def start(self, conn: Connection) -> None:
@@ -407,8 +408,9 @@ class OtlpArrangement:
         self._moving += moving
 
     def place(self, conn: Connection, batch: WriteBatch) -> tuple[dict[str, list[Sequence]], dict[str, int]]:
-        s = steps.c
         incoming = self._incoming(conn)
+        times_moved = Counter(from_sid for from_sid, _ in self._moving)
+        whole = {f for f, n in times_moved.items() if n == 1 and f not in batch.steps and f not in incoming}  # `_move_in`
         moved: dict[str, list[Sequence]] = {}
         dupes: dict[str, int] = {}
         # every run's last step in one read (which runs hold steps: a new run holds none), each passed to `room`;
@@ -446,22 +448,21 @@ class OtlpArrangement:
             one_spot = seqs[-1] - seqs[0] == len(seqs) - 1
             self.landed[sid] = (seqs[0], seqs[-1], first is not None) if one_spot else None
             made: list[tuple] = [row for row, _ in pending]
-            changes: list[dict] = []
+            changes: list[tuple[str, int, int, int]] = []  # (source, step id, old seq, new seq) of the steps moving in
             rolled: list[Sequence] = []
+            origins = self._origins.get(sid, [])
             for (where, i), seq in zip(order, seqs, strict=True):
                 if i >= 0:
                     made[i] = (*made[i][:SEQ_AT], seq, *made[i][SEQ_AT + 1 : PLACE_AT], where)
                 else:
                     r = mine[-1 - i]
-                    changes.append({"rid": r.id, "new_seq": seq})
+                    changes.append((origins[-1 - i], r.id, r.seq, seq))
                     rolled.append((seq, *r[4:]))
             batch.steps[sid] = [(row, context) for row, (_, context) in zip(made, pending, strict=True)]
             if changes:
-                conn.execute(
-                    update(steps).where(s.id == bindparam("rid")).values(session_id=sid, seq=bindparam("new_seq")), changes
-                )
+                _move_in(conn, sid, changes, whole)
                 moved[sid] = rolled
-                self._after[sid] = min(c["new_seq"] for c in changes) - 1
+                self._after[sid] = min(change[3] for change in changes) - 1
             if first is not None:
                 self._after[sid] = min(self._after.get(sid, first), first)
         self._sources_dropped(conn)
@@ -484,7 +485,9 @@ class OtlpArrangement:
                 for part in chunks(there):
                     for table in (step_contexts, steps):
                         conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
-                incoming.setdefault(to_sid, []).extend(r for r in source if (to_sid, r.event_id) not in held)
+                kept = [r for r in source if (to_sid, r.event_id) not in held]
+                incoming.setdefault(to_sid, []).extend(kept)
+                self._origins.setdefault(to_sid, []).extend([from_sid] * len(kept))
         return incoming
 
     def _sources_dropped(self, conn: Connection) -> None:
@@ -522,6 +525,25 @@ class OtlpArrangement:
 # of a call's arguments writes its key)
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c[n] for n in rollups.FIELDS))
 _Moved = namedtuple("_Moved", [c.name for c in _MOVED])  # type: ignore[misc]
+
+
+def _move_in(conn: Connection, sid: str, changes: Sequence[tuple[str, int, int, int]], whole: set[str]) -> None:
+    """Move stored steps into run `sid` at their new seqs (`changes`: source, step id, old seq, new seq). A
+    source in `whole` (every step it holds moves here, and nothing else in this pass stored steps in it or
+    renumbered them) whose steps all move by one amount, as when a trace's root arrives after its children
+    and they land after the run's steps in their order, moves in one range update (an update by id a step
+    costs about twice as much: each is a statement of its own over the same index entries)."""
+    s = steps.c
+    shifts: dict[str, set[int]] = {}
+    for source, _, old, new in changes:
+        shifts.setdefault(source, set()).add(new - old)
+    ranged = {source for source, by in shifts.items() if source in whole and len(by) == 1}
+    for source in sorted(ranged):
+        (by,) = shifts[source]
+        conn.execute(update(steps).where(s.session_id == source).values(session_id=sid, seq=s.seq + by))
+    one_by_one = [{"rid": rid, "new_seq": new} for source, rid, _, new in changes if source not in ranged]
+    if one_by_one:
+        conn.execute(update(steps).where(s.id == bindparam("rid")).values(session_id=sid, seq=bindparam("new_seq")), one_by_one)
 
 
 def _moved_rows(conn: Connection, sids: Sequence[str]) -> dict[str, list]:
