@@ -18,9 +18,10 @@ from collections import Counter, namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import BindParameter, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
 from .. import config
@@ -297,24 +298,23 @@ def _commit(
     carried: dict[str, tuple[tuple, list[tuple]]] = {}  # per run: its rollup carried over the swaps so far
     # runs whose rollups are recomputed: the short ones, and those where a step moves or a swap the carry cannot take
     again = _short(conn, Counter(step.session_id for _, step, _ in replaced))
+    made = _statements()
     for old_event_id, step, where in replaced:
         sid, event_id = step.session_id, step.identity()
-        taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == sid, steps.c.event_id == event_id))
+        taken = conn.scalar(made["taken"], {"sid": sid, "eid": event_id})
         if taken is not None and event_id != old_event_id:  # a re-delivered batch: the tool's step is stored already
             continue
         values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
         values.update(event_id=event_id, call_key=call_key(values), place=where)
         del values["seq"]
-        old = conn.execute(
-            select(steps.c.id, *_ROLLED).where(steps.c.session_id == sid, steps.c.event_id == old_event_id)
-        ).first()
+        old = conn.execute(made["old"], {"sid": sid, "eid": old_event_id}).first()
         if old is None:
             continue
         if _between(conn, sid, old.seq, where or ""):  # its place is where it stands: nothing moves
-            conn.execute(update(steps).where(steps.c.id == old.id).values(**values))
+            conn.execute(made["take_over"], {"rid": old.id, **{f"v_{name}": value for name, value in values.items()}})
             seq = old.seq
             if sid not in again:
-                now_is = conn.execute(select(*_ROLLED).where(steps.c.id == old.id)).one()
+                now_is = conn.execute(made["rolled"], {"rid": old.id}).one()
                 swap = rollups.swapped(conn, sid, tuple(old)[1:], tuple(now_is), carried.get(sid))
                 if swap is None:
                     again.add(sid)
@@ -533,17 +533,44 @@ def _move_in(conn: Connection, sid: str, changes: Sequence[tuple[str, int, int, 
     renumbered them) whose steps all move by one amount, as when a trace's root arrives after its children
     and they land after the run's steps in their order, moves in one range update (an update by id a step
     costs about twice as much: each is a statement of its own over the same index entries)."""
-    s = steps.c
     shifts: dict[str, set[int]] = {}
     for source, _, old, new in changes:
         shifts.setdefault(source, set()).add(new - old)
     ranged = {source for source, by in shifts.items() if source in whole and len(by) == 1}
-    for source in sorted(ranged):
-        (by,) = shifts[source]
-        conn.execute(update(steps).where(s.session_id == source).values(session_id=sid, seq=s.seq + by))
-    one_by_one = [{"rid": rid, "new_seq": new} for source, rid, _, new in changes if source not in ranged]
+    made = _statements()
+    if ranged:
+        conn.execute(made["move_range"], [{"from_sid": f, "to_sid": sid, "by": min(shifts[f])} for f in sorted(ranged)])
+    one_by_one = [{"rid": rid, "to_sid": sid, "new_seq": new} for source, rid, _, new in changes if source not in ranged]
     if one_by_one:
-        conn.execute(update(steps).where(s.id == bindparam("rid")).values(session_id=sid, seq=bindparam("new_seq")), one_by_one)
+        conn.execute(made["move_one"], one_by_one)
+
+
+@cache
+def _statements() -> dict:
+    """The statements run once per step taken over or moved, built once with their parameters bound by name
+    (building them anew for each step cost as much as running them)."""
+    s = steps.c
+    sid: BindParameter[str] = bindparam("sid", type_=s.session_id.type)
+    eid: BindParameter[str] = bindparam("eid", type_=s.event_id.type)
+    seq: BindParameter[int] = bindparam("seq", type_=s.seq.type)
+    rid: BindParameter[int] = bindparam("rid", type_=s.id.type)
+    taken_over = [*(name for name in STEP_COLUMNS if name != "seq"), "call_key", "place"]  # what a tool's span sets
+    return {
+        "taken": select(s.id).where(s.session_id == sid, s.event_id == eid),
+        "old": select(s.id, *_ROLLED).where(s.session_id == sid, s.event_id == eid),
+        "take_over": update(steps)
+        .where(s.id == rid)
+        .values({s[name]: bindparam(f"v_{name}", type_=s[name].type) for name in taken_over}),
+        "rolled": select(*_ROLLED).where(s.id == rid),
+        "place_before": select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1),
+        "place_after": select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1),
+        "agentless": select(s.id, s.event_id, s.parent_id).where(s.session_id == sid, s.seq > seq, s.agent_id.is_(None)),
+        "agent": update(steps).where(s.id == rid).values(agent_id=bindparam("agent")),
+        "move_range": update(steps)
+        .where(s.session_id == bindparam("from_sid"))
+        .values(session_id=bindparam("to_sid"), seq=s.seq + bindparam("by", type_=s.seq.type)),
+        "move_one": update(steps).where(s.id == rid).values(session_id=bindparam("to_sid"), seq=bindparam("new_seq")),
+    }
 
 
 def _moved_rows(conn: Connection, sids: Sequence[str]) -> dict[str, list]:
@@ -617,9 +644,9 @@ def _stored(conn: Connection, pending: dict[str, list[tuple[tuple, Any]]]) -> di
 def _between(conn: Connection, sid: str, seq: int, where: str) -> bool:
     """Whether a place falls between those of the steps before and after `seq` in a run (a step taken over
     by another of a nearby place keeps its seq)."""
-    s = steps.c
-    prev = conn.scalar(select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1))
-    after = conn.execute(select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1)).first()
+    made = _statements()
+    prev = conn.scalar(made["place_before"], {"sid": sid, "seq": seq})
+    after = conn.execute(made["place_after"], {"sid": sid, "seq": seq}).first()
     return (prev or "") <= where and (after is None or where < (after.place or ""))
 
 
@@ -627,9 +654,8 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
     """Give a run's steps after `from_seq` that have no agent the agent of their nearest ancestor among
     `known` (a batch's steps with an agent), as one request's spans would have: a step stored before the
     agent span above it arrived had no agent to inherit. Reads only the agentless steps after `from_seq`."""
-    s = steps.c
-    rows = conn.execute(select(s.id, s.event_id, s.parent_id).where(s.session_id == sid, s.seq > from_seq, s.agent_id.is_(None)))
-    up = {r.event_id: (r.id, r.parent_id) for r in rows}
+    made = _statements()
+    up = {r.event_id: (r.id, r.parent_id) for r in conn.execute(made["agentless"], {"sid": sid, "seq": from_seq})}
     found: dict[str, str | None] = dict(known)
     changes = []
     for eid, (rid, _) in up.items():
@@ -644,7 +670,7 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
         if found[eid] is not None:
             changes.append({"rid": rid, "agent": found[eid]})
     if changes:
-        conn.execute(update(steps).where(s.id == bindparam("rid")).values(agent_id=bindparam("agent")), changes)
+        conn.execute(made["agent"], changes)
 
 
 def _next_models(conn: Connection, named: Sequence[tuple[str, str]]) -> list[str | None]:
