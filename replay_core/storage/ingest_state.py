@@ -565,7 +565,7 @@ def _statements() -> dict:
         "place_before": select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1),
         "place_after": select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1),
         "agentless": select(s.id, s.event_id, s.parent_id).where(s.session_id == sid, s.seq > seq, s.agent_id.is_(None)),
-        "agent": update(steps).where(s.id == rid).values(agent_id=bindparam("agent")),
+        "agent": update(steps).where(s.id.in_(bindparam("ids", expanding=True))).values(agent_id=bindparam("agent")),
         "move_range": update(steps)
         .where(s.session_id == bindparam("from_sid"))
         .values(session_id=bindparam("to_sid"), seq=s.seq + bindparam("by", type_=s.seq.type)),
@@ -657,7 +657,7 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
     made = _statements()
     up = {r.event_id: (r.id, r.parent_id) for r in conn.execute(made["agentless"], {"sid": sid, "seq": from_seq})}
     found: dict[str, str | None] = dict(known)
-    changes = []
+    changes: dict[str, list[int]] = {}  # agent → the steps given it
     for eid, (rid, _) in up.items():
         path, node = [], eid
         while node not in found and node in up:  # up through agentless steps to a known agent (or none)
@@ -667,10 +667,12 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
         agent = found.get(node)
         for item in path:
             found[item] = agent
-        if found[eid] is not None:
-            changes.append({"rid": rid, "agent": found[eid]})
-    if changes:
-        conn.execute(made["agent"], changes)
+        given = found[eid]
+        if given is not None:
+            changes.setdefault(given, []).append(rid)
+    for agent, ids in changes.items():  # an update a few hundred steps, not one a step
+        for part in chunks(ids):
+            conn.execute(made["agent"], {"agent": agent, "ids": list(part)})
 
 
 def _next_models(conn: Connection, named: Sequence[tuple[str, str]]) -> list[str | None]:
