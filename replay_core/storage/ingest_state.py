@@ -18,9 +18,10 @@ from collections import Counter, namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import BindParameter, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
 from .. import config
@@ -297,24 +298,23 @@ def _commit(
     carried: dict[str, tuple[tuple, list[tuple]]] = {}  # per run: its rollup carried over the swaps so far
     # runs whose rollups are recomputed: the short ones, and those where a step moves or a swap the carry cannot take
     again = _short(conn, Counter(step.session_id for _, step, _ in replaced))
+    made = _statements()
     for old_event_id, step, where in replaced:
         sid, event_id = step.session_id, step.identity()
-        taken = conn.scalar(select(steps.c.id).where(steps.c.session_id == sid, steps.c.event_id == event_id))
+        taken = conn.scalar(made["taken"], {"sid": sid, "eid": event_id})
         if taken is not None and event_id != old_event_id:  # a re-delivered batch: the tool's step is stored already
             continue
         values = dict(zip(STEP_COLUMNS, step_values(step.__dict__), strict=True))
         values.update(event_id=event_id, call_key=call_key(values), place=where)
         del values["seq"]
-        old = conn.execute(
-            select(steps.c.id, *_ROLLED).where(steps.c.session_id == sid, steps.c.event_id == old_event_id)
-        ).first()
+        old = conn.execute(made["old"], {"sid": sid, "eid": old_event_id}).first()
         if old is None:
             continue
         if _between(conn, sid, old.seq, where or ""):  # its place is where it stands: nothing moves
-            conn.execute(update(steps).where(steps.c.id == old.id).values(**values))
+            conn.execute(made["take_over"], {"rid": old.id, **{f"v_{name}": value for name, value in values.items()}})
             seq = old.seq
             if sid not in again:
-                now_is = conn.execute(select(*_ROLLED).where(steps.c.id == old.id)).one()
+                now_is = conn.execute(made["rolled"], {"rid": old.id}).one()
                 swap = rollups.swapped(conn, sid, tuple(old)[1:], tuple(now_is), carried.get(sid))
                 if swap is None:
                     again.add(sid)
@@ -358,6 +358,7 @@ class OtlpArrangement:
     _groups: list[list[tuple[str, str]]] = field(default_factory=list)  # the moves, in groups done together
     _after: dict[str, int] = field(default_factory=dict)  # per run: the seq after which steps may inherit
     _placed: dict[str, int] = field(default_factory=dict)  # per run: the steps the batch placed in it
+    _origins: dict[str, list[str]] = field(default_factory=dict)  # per run: the source of each step moving in
     _modelled: set[str] = field(default_factory=set)  # runs the batch brought a model call to
 
     def start(self, conn: Connection) -> None:
@@ -407,8 +408,9 @@ class OtlpArrangement:
         self._moving += moving
 
     def place(self, conn: Connection, batch: WriteBatch) -> tuple[dict[str, list[Sequence]], dict[str, int]]:
-        s = steps.c
         incoming = self._incoming(conn)
+        times_moved = Counter(from_sid for from_sid, _ in self._moving)
+        whole = {f for f, n in times_moved.items() if n == 1 and f not in batch.steps and f not in incoming}  # `_move_in`
         moved: dict[str, list[Sequence]] = {}
         dupes: dict[str, int] = {}
         # every run's last step in one read (which runs hold steps: a new run holds none), each passed to `room`;
@@ -446,22 +448,21 @@ class OtlpArrangement:
             one_spot = seqs[-1] - seqs[0] == len(seqs) - 1
             self.landed[sid] = (seqs[0], seqs[-1], first is not None) if one_spot else None
             made: list[tuple] = [row for row, _ in pending]
-            changes: list[dict] = []
+            changes: list[tuple[str, int, int, int]] = []  # (source, step id, old seq, new seq) of the steps moving in
             rolled: list[Sequence] = []
+            origins = self._origins.get(sid, [])
             for (where, i), seq in zip(order, seqs, strict=True):
                 if i >= 0:
                     made[i] = (*made[i][:SEQ_AT], seq, *made[i][SEQ_AT + 1 : PLACE_AT], where)
                 else:
                     r = mine[-1 - i]
-                    changes.append({"rid": r.id, "new_seq": seq})
+                    changes.append((origins[-1 - i], r.id, r.seq, seq))
                     rolled.append((seq, *r[4:]))
             batch.steps[sid] = [(row, context) for row, (_, context) in zip(made, pending, strict=True)]
             if changes:
-                conn.execute(
-                    update(steps).where(s.id == bindparam("rid")).values(session_id=sid, seq=bindparam("new_seq")), changes
-                )
+                _move_in(conn, sid, changes, whole)
                 moved[sid] = rolled
-                self._after[sid] = min(c["new_seq"] for c in changes) - 1
+                self._after[sid] = min(change[3] for change in changes) - 1
             if first is not None:
                 self._after[sid] = min(self._after.get(sid, first), first)
         self._sources_dropped(conn)
@@ -484,7 +485,9 @@ class OtlpArrangement:
                 for part in chunks(there):
                     for table in (step_contexts, steps):
                         conn.execute(delete(table).where(table.c.session_id == from_sid, table.c.event_id.in_(part)))
-                incoming.setdefault(to_sid, []).extend(r for r in source if (to_sid, r.event_id) not in held)
+                kept = [r for r in source if (to_sid, r.event_id) not in held]
+                incoming.setdefault(to_sid, []).extend(kept)
+                self._origins.setdefault(to_sid, []).extend([from_sid] * len(kept))
         return incoming
 
     def _sources_dropped(self, conn: Connection) -> None:
@@ -522,6 +525,52 @@ class OtlpArrangement:
 # of a call's arguments writes its key)
 _MOVED = (steps.c.id, steps.c.event_id, steps.c.place, *(steps.c[n] for n in rollups.FIELDS))
 _Moved = namedtuple("_Moved", [c.name for c in _MOVED])  # type: ignore[misc]
+
+
+def _move_in(conn: Connection, sid: str, changes: Sequence[tuple[str, int, int, int]], whole: set[str]) -> None:
+    """Move stored steps into run `sid` at their new seqs (`changes`: source, step id, old seq, new seq). A
+    source in `whole` (every step it holds moves here, and nothing else in this pass stored steps in it or
+    renumbered them) whose steps all move by one amount, as when a trace's root arrives after its children
+    and they land after the run's steps in their order, moves in one range update (an update by id a step
+    costs about twice as much: each is a statement of its own over the same index entries)."""
+    shifts: dict[str, set[int]] = {}
+    for source, _, old, new in changes:
+        shifts.setdefault(source, set()).add(new - old)
+    ranged = {source for source, by in shifts.items() if source in whole and len(by) == 1}
+    made = _statements()
+    if ranged:
+        conn.execute(made["move_range"], [{"from_sid": f, "to_sid": sid, "by": min(shifts[f])} for f in sorted(ranged)])
+    one_by_one = [{"rid": rid, "to_sid": sid, "new_seq": new} for source, rid, _, new in changes if source not in ranged]
+    if one_by_one:
+        conn.execute(made["move_one"], one_by_one)
+
+
+@cache
+def _statements() -> dict:
+    """The statements run once per step taken over or moved, built once with their parameters bound by name
+    (building them anew for each step cost as much as running them)."""
+    s = steps.c
+    sid: BindParameter[str] = bindparam("sid", type_=s.session_id.type)
+    eid: BindParameter[str] = bindparam("eid", type_=s.event_id.type)
+    seq: BindParameter[int] = bindparam("seq", type_=s.seq.type)
+    rid: BindParameter[int] = bindparam("rid", type_=s.id.type)
+    taken_over = [*(name for name in STEP_COLUMNS if name != "seq"), "call_key", "place"]  # what a tool's span sets
+    return {
+        "taken": select(s.id).where(s.session_id == sid, s.event_id == eid),
+        "old": select(s.id, *_ROLLED).where(s.session_id == sid, s.event_id == eid),
+        "take_over": update(steps)
+        .where(s.id == rid)
+        .values({s[name]: bindparam(f"v_{name}", type_=s[name].type) for name in taken_over}),
+        "rolled": select(*_ROLLED).where(s.id == rid),
+        "place_before": select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1),
+        "place_after": select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1),
+        "agentless": select(s.id, s.event_id, s.parent_id).where(s.session_id == sid, s.seq > seq, s.agent_id.is_(None)),
+        "agent": update(steps).where(s.id.in_(bindparam("ids", expanding=True))).values(agent_id=bindparam("agent")),
+        "move_range": update(steps)
+        .where(s.session_id == bindparam("from_sid"))
+        .values(session_id=bindparam("to_sid"), seq=s.seq + bindparam("by", type_=s.seq.type)),
+        "move_one": update(steps).where(s.id == rid).values(session_id=bindparam("to_sid"), seq=bindparam("new_seq")),
+    }
 
 
 def _moved_rows(conn: Connection, sids: Sequence[str]) -> dict[str, list]:
@@ -595,9 +644,9 @@ def _stored(conn: Connection, pending: dict[str, list[tuple[tuple, Any]]]) -> di
 def _between(conn: Connection, sid: str, seq: int, where: str) -> bool:
     """Whether a place falls between those of the steps before and after `seq` in a run (a step taken over
     by another of a nearby place keeps its seq)."""
-    s = steps.c
-    prev = conn.scalar(select(s.place).where(s.session_id == sid, s.seq < seq).order_by(s.seq.desc()).limit(1))
-    after = conn.execute(select(s.place).where(s.session_id == sid, s.seq > seq).order_by(s.seq).limit(1)).first()
+    made = _statements()
+    prev = conn.scalar(made["place_before"], {"sid": sid, "seq": seq})
+    after = conn.execute(made["place_after"], {"sid": sid, "seq": seq}).first()
     return (prev or "") <= where and (after is None or where < (after.place or ""))
 
 
@@ -605,11 +654,10 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
     """Give a run's steps after `from_seq` that have no agent the agent of their nearest ancestor among
     `known` (a batch's steps with an agent), as one request's spans would have: a step stored before the
     agent span above it arrived had no agent to inherit. Reads only the agentless steps after `from_seq`."""
-    s = steps.c
-    rows = conn.execute(select(s.id, s.event_id, s.parent_id).where(s.session_id == sid, s.seq > from_seq, s.agent_id.is_(None)))
-    up = {r.event_id: (r.id, r.parent_id) for r in rows}
+    made = _statements()
+    up = {r.event_id: (r.id, r.parent_id) for r in conn.execute(made["agentless"], {"sid": sid, "seq": from_seq})}
     found: dict[str, str | None] = dict(known)
-    changes = []
+    changes: dict[str, list[int]] = {}  # agent → the steps given it
     for eid, (rid, _) in up.items():
         path, node = [], eid
         while node not in found and node in up:  # up through agentless steps to a known agent (or none)
@@ -619,10 +667,12 @@ def _inherit(conn: Connection, sid: str, from_seq: int, known: dict[str, str]) -
         agent = found.get(node)
         for item in path:
             found[item] = agent
-        if found[eid] is not None:
-            changes.append({"rid": rid, "agent": found[eid]})
-    if changes:
-        conn.execute(update(steps).where(s.id == bindparam("rid")).values(agent_id=bindparam("agent")), changes)
+        given = found[eid]
+        if given is not None:
+            changes.setdefault(given, []).append(rid)
+    for agent, ids in changes.items():  # an update a few hundred steps, not one a step
+        for part in chunks(ids):
+            conn.execute(made["agent"], {"agent": agent, "ids": list(part)})
 
 
 def _next_models(conn: Connection, named: Sequence[tuple[str, str]]) -> list[str | None]:
