@@ -345,18 +345,23 @@ def cost(attrs: Attrs) -> float | None:
     return None
 
 
+_USAGE_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+    "gen_ai.usage.cost",
+    "llm.cost.total",
+)
+
+
 def has_usage(attrs: Attrs) -> bool:
-    keys = (
-        "gen_ai.usage.input_tokens",
-        "gen_ai.usage.prompt_tokens",
-        "llm.token_count.prompt",
-        "gen_ai.usage.output_tokens",
-        "gen_ai.usage.completion_tokens",
-        "llm.token_count.completion",
-        "gen_ai.usage.cost",
-        "llm.cost.total",
-    )
-    return any(attrs.peek(k) is not None for k in keys)
+    if attrs.shape().lacks(_USAGE_KEYS, ()):  # most tool and agent spans: no key to look up
+        return False
+    values = attrs.values
+    return any(values.get(k) is not None for k in _USAGE_KEYS)
 
 
 # ---------------------------------------------------------------------------- messages
