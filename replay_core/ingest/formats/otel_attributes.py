@@ -34,15 +34,26 @@ TOOL_RESPONSE_PART = "tool_call_response"
 class Shape:
     """What depends on a span's attribute names alone (in order), worked out once for every span that has them."""
 
-    __slots__ = ("names", "prefixes", "plans")
+    __slots__ = ("keys", "names", "prefixes", "plans", "lacking")
 
     def __init__(self, keys: tuple) -> None:
+        self.keys = keys
         try:  # every key, one a line: a prefix no key has is then ruled out in C
             self.names = "\n" + "\n".join(keys)
         except TypeError:  # a key that is not text (never from JSON or protobuf): every key may
             self.names = ""
         self.prefixes: dict[str, bool] = {}  # start → whether a key may start with it
         self.plans: dict[str, Any] = {}  # message list prefix → its plan (openinference_messages)
+        self.lacking: dict[tuple, bool] = {}  # (names, starts) → whether surely no key is one of them or starts so
+
+    def lacks(self, names: tuple[str, ...], starts: tuple[str, ...]) -> bool:
+        """Whether surely no key is one of `names` or starts with one of `starts` (False: some key may)."""
+        found = self.lacking.get((names, starts))
+        if found is None:
+            keys = frozenset(self.keys) if self.names else None
+            found = keys is not None and keys.isdisjoint(names) and not any(f"\n{s}" in self.names for s in starts)
+            self.lacking[(names, starts)] = found
+        return found
 
 
 _SHAPES_KEPT = 512  # shapes remembered (a file has a handful; a hostile one cannot grow it past this)
@@ -282,7 +293,12 @@ def number(value: Any) -> float | None:
         return None
 
 
+_EXACT_INT = 2**53  # every integer up to it is a float exactly: int(float(n)) is n
+
+
 def count(value: Any) -> int | None:
+    if value.__class__ is int and 0 <= value <= _EXACT_INT:  # the usual count, as number() would give it back
+        return value
     n = number(value)
     return int(n) if n is not None and n >= 0 else None
 
@@ -329,25 +345,36 @@ def cost(attrs: Attrs) -> float | None:
     return None
 
 
+_USAGE_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+    "gen_ai.usage.cost",
+    "llm.cost.total",
+)
+
+
 def has_usage(attrs: Attrs) -> bool:
-    keys = (
-        "gen_ai.usage.input_tokens",
-        "gen_ai.usage.prompt_tokens",
-        "llm.token_count.prompt",
-        "gen_ai.usage.output_tokens",
-        "gen_ai.usage.completion_tokens",
-        "llm.token_count.completion",
-        "gen_ai.usage.cost",
-        "llm.cost.total",
-    )
-    return any(attrs.peek(k) is not None for k in keys)
+    if attrs.shape().lacks(_USAGE_KEYS, ()):  # most tool and agent spans: no key to look up
+        return False
+    values = attrs.values
+    return any(values.get(k) is not None for k in _USAGE_KEYS)
 
 
 # ---------------------------------------------------------------------------- messages
 
 
+_GENAI_INPUT = ("gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.prompt"), ("gen_ai.prompt.",)
+_GENAI_OUTPUT = ("gen_ai.output.messages", "gen_ai.completion"), ("gen_ai.completion.",)
+
+
 def input_messages(attrs: Attrs) -> list[dict] | None:
     """The model's input as OpenAI-shaped chat messages, from whichever convention holds it."""
+    if attrs.shape().lacks(*_GENAI_INPUT):  # an OpenInference span (no system instructions): its list alone
+        return openinference_messages(attrs, "llm.input_messages") or None
     system = attrs.get("gen_ai.system_instructions")
     for key in ("gen_ai.input.messages", "gen_ai.prompt"):
         raw = attrs.peek(key)
@@ -580,14 +607,15 @@ def _flat_openinference_message(item: dict) -> list[dict]:
 
 def model_output(attrs: Attrs) -> tuple[str | None, list[dict]]:
     """(answer text, tool calls [{id, name, arguments}]) of a model span, from whichever convention holds them."""
-    raw = attrs.peek("gen_ai.output.messages")
-    decoded = json_value(raw) if isinstance(raw, str) else raw
-    if isinstance(decoded, list):
-        attrs.use("gen_ai.output.messages")
-        return answer_and_calls([m for item in decoded if isinstance(item, dict) for m in openai_messages(item)])
-    items = attrs.indexed("gen_ai.completion")
-    if items:
-        return answer_and_calls([m for item in items for m in _flat_genai_message(item)])
+    if not attrs.shape().lacks(*_GENAI_OUTPUT):  # else an OpenInference span (or none): its list first
+        raw = attrs.peek("gen_ai.output.messages")
+        decoded = json_value(raw) if isinstance(raw, str) else raw
+        if isinstance(decoded, list):
+            attrs.use("gen_ai.output.messages")
+            return answer_and_calls([m for item in decoded if isinstance(item, dict) for m in openai_messages(item)])
+        items = attrs.indexed("gen_ai.completion")
+        if items:
+            return answer_and_calls([m for item in items for m in _flat_genai_message(item)])
     messages = openinference_messages(attrs, "llm.output_messages")
     if messages:
         return answer_and_calls(messages)
@@ -646,12 +674,21 @@ def _call_name(call: dict) -> Any:
     return call.get("name") or call.get("tool.name") or fn.get("name")
 
 
+_ARGUMENT_KEYS = ("arguments", "tool.args", "args", "input")
+
+
 def emitted_call(call: dict) -> dict:
     """A tool call in any of the shapes written ({name, arguments}, OpenAI's {function: …}, OpenInference's) as
     {id, name, arguments decoded}."""
     fn = as_object(call.get("function"))
-    args = next((call[k] for k in ("arguments", "tool.args", "args", "input") if k in call), fn.get("arguments"))
-    return {"id": call.get("id") or call.get("tool_call_id"), "name": _call_name(call), "arguments": tool_arguments(args)}
+    for key in _ARGUMENT_KEYS:
+        if key in call:
+            args = call[key]
+            break
+    else:
+        args = fn.get("arguments")
+    name = call.get("name") or call.get("tool.name") or fn.get("name")  # as _call_name reads it
+    return {"id": call.get("id") or call.get("tool_call_id"), "name": name, "arguments": tool_arguments(args)}
 
 
 # ---------------------------------------------------------------------------- tools
