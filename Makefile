@@ -47,12 +47,12 @@ test: install-dev
 
 # The inner loop: the tests tests/conftest.py does not mark slow. SQLite only, no browser, nothing
 # served (not even in a thread) or started beside pytest, no load or fuzz test: neither PostgreSQL nor
-# Chromium is needed. Two workers, not four: these tests keep a core busy (nothing to wait on), so more workers only
-# add their fixed cost (collection 6 CPU-s with the bytecode kept, litellm's import 3 CPU-s, the demo file
-# once per worker, ~1 GB).
+# Chromium is needed. Three workers on this 2-core machine: two left a fifth of the cores idle (235.8 CPU-s
+# in 151.8 s: tests waiting on their threads, write workers and timers), which a third fills (130.9 s, quiet,
+# same tree), for 4 % more CPU (each worker's fixed cost: collection, litellm's import) and ~1 GB of memory.
 .PHONY: test-fast
 test-fast: install-dev
-	$(PYTEST) -n 2 --dist worksteal -m "not slow"
+	$(PYTEST) -n 3 --dist worksteal -m "not slow"
 
 # The fuzz tests of `make test` run longer: more examples, more seeds (figures in docs/security.md);
 # then every property test at the `thorough` hypothesis profile (tests/conftest.py).
