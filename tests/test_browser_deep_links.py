@@ -49,3 +49,21 @@ def test_only_a_browsers_page_is_changed_the_api_stays_compressed(demo_app):
     assert int(page.headers["content-length"]) == len(page.content)
     api = httpx.get(f"{base}/api/v1/runs", headers={"accept-encoding": "gzip"})
     assert api.status_code == 200 and api.headers["content-encoding"] == "gzip"
+
+
+def test_an_event_link_opens_its_step_and_the_address_bar_then_names_its_number(browser, demo_app):
+    from urllib.parse import quote
+
+    from replay_core.storage.store import Store
+
+    base, url = demo_app
+    store = Store(url, migrate=False)
+    try:
+        named = store.load_steps(FAILED_CODING)[17]
+    finally:
+        store.close()
+    pg = browser.new_page(viewport={"width": 1440, "height": 900})
+    pg.goto(f"{base}/timeline?session={FAILED_CODING}&event={quote(named.event_id)}")
+    pg.get_by_text(f"Tool result · step {named.seq}").wait_for(timeout=60_000)
+    pg.wait_for_url(f"**step={named.seq}**", timeout=30_000)
+    assert "event=" not in pg.url

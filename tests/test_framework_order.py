@@ -17,6 +17,7 @@ from replay_core.ingest import otlp_receiver
 from replay_core.ingest.pipeline import IngestReport
 from replay_core.storage import room
 from replay_core.storage.store import Store
+from replay_core.understand.timeline import open_timeline
 
 TRACES = ("/v1/traces", "/api/public/otel/v1/traces")
 SEEDS = (0, 1, 2)
@@ -256,6 +257,7 @@ def test_a_late_root_moves_seqs_and_keeps_every_step_under_its_event_id(sqlite_s
     otlp_receiver.receive(sqlite_store, last.body, last.content_type)
     (run,) = sqlite_store.list_sessions()
     after = {s.event_id: s for s in sqlite_store.load_steps(run["id"])}
+    opened = open_timeline(sqlite_store, run["id"])
     assert before.keys() < after.keys()
     for eid, step in before.items():
         moved = after[eid]
@@ -266,6 +268,7 @@ def test_a_late_root_moves_seqs_and_keeps_every_step_under_its_event_id(sqlite_s
             step.tool_args,
         )
         assert moved.seq > step.seq  # the root and the agent span came before it
+        assert opened.seq_of_event(eid) == moved.seq  # what the timeline's `?event=` link opens
         assert sqlite_store.step_context(run["id"], eid) == contexts.get(eid)
     assert after[min(after, key=lambda e: after[e].seq)].parent_id is None
 

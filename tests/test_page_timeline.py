@@ -121,6 +121,17 @@ def test_a_link_with_a_step_out_of_the_run_or_not_a_number_opens_in_the_run(demo
     assert at.query_params.get("step") == (None if shown == 1 else str(shown))  # the link says what is shown
 
 
+def test_an_event_link_opens_its_step_and_gives_way_to_its_step_number(demo_store):
+    named = demo_store.load_steps(FAILED_CODING)[17]
+    at = page(TIMELINE, params={"session": FAILED_CODING, "event": named.event_id, "step": "3"})
+    assert cursor(at) == named.seq == 18 and shown_step(at)["heading"].endswith("· step 18")
+    assert at.query_params["step"] == "18" and "event" not in at.query_params
+    assert not at.warning
+    at = page(TIMELINE, params={"session": FAILED_CODING, "event": "no-such-step"})
+    assert cursor(at) == 1 and "event" not in at.query_params
+    assert [w.value for w in at.warning] == ["This link names a step this run does not hold: event 'no-such-step'. Showing step 1."]
+
+
 def test_a_link_followed_in_the_same_session_opens_its_step_and_another_run_its_first(demo_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
     jump(at, "next")

@@ -103,9 +103,20 @@ STEP_IN_URL = "_step_in_url"  # (run, ?step=) as last read or written: a link th
 def cursor(tl: Timeline) -> int:
     """The cursor's seq, in the run's range: `st.session_state["step"]`, else the link's `?step=`, else the first
     step; kept in `?step=` (left out at the first step), so the address bar always links to what is shown.
-    A `?step=` other than the one last read or written here (a link followed, another run) is followed."""
+    A `?step=` other than the one last read or written here (a link followed, another run) is followed.
+    A link's `?event=` (a step's event id, which names it for good while its seq may still move) opens that
+    step and gives way to its `?step=`."""
     first, last = tl.steps[0].seq, tl.steps[-1].seq
     raw = st.query_params.get("step")
+    event = st.query_params.get("event")
+    if event is not None:
+        del st.query_params["event"]
+        named = tl.seq_of_event(event)
+        if named is None:
+            held = "does not hold yet (its spans are arriving)" if tl.session.get("order_settling") else "does not hold"
+            st.warning(f"This link names a step this run {held}: event {event[:80]!r}. Showing step {first}.")
+        st.session_state["step"] = first if named is None else named
+        st.session_state[STEP_IN_URL] = (tl.id, raw)  # a `?step=` beside it gives way
     if st.session_state.get(STEP_IN_URL) != (tl.id, raw):
         linked = linked_step(raw)
         st.session_state["step"] = first if linked is None else linked

@@ -168,6 +168,14 @@ class Timeline:
             raise IndexError("this session has no steps")
         return min(bisect_left(self._seqs, seq), len(self.steps) - 1)
 
+    def seq_of_event(self, event_id: str) -> int | None:
+        """The seq the step named `event_id` holds now (an OTLP step's seq may move until its run settles;
+        its event id never does); None when the run holds no such step."""
+        for seq, found in zip(self.columns["seq"], self.columns["event_id"], strict=True):
+            if found == event_id:
+                return seq
+        return None
+
     def step_at_seq(self, seq: int) -> StepEvent | None:
         pos = bisect_left(self._seqs, seq)
         return self.steps[pos] if pos < len(self.steps) and self._seqs[pos] == seq else None
