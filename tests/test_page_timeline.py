@@ -129,7 +129,8 @@ def test_an_event_link_opens_its_step_and_gives_way_to_its_step_number(demo_stor
     assert not at.warning
     at = page(TIMELINE, params={"session": FAILED_CODING, "event": "no-such-step"})
     assert cursor(at) == 1 and "event" not in at.query_params
-    assert [w.value for w in at.warning] == ["This link names a step this run does not hold: event 'no-such-step'. Showing step 1."]
+    said = "This link names a step this run does not hold: event 'no-such-step'. Showing step 1."
+    assert [w.value for w in at.warning] == [said]
 
 
 def test_a_link_followed_in_the_same_session_opens_its_step_and_another_run_its_first(demo_store):
