@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import otel_attributes as oa
+from ..otel_images import take_images
 from . import conventions, genai_events
 from .calls import EmittedCall, OpenCalls
 from .spans import OVERRIDE, Part, Span
@@ -52,9 +53,9 @@ def model_part(span: Span, a: oa.Attrs) -> tuple[Part, list[dict]]:
         said = genai_events.event_messages(events) if events else said
     if fields["context"] is None:
         fields["context"] = said[0]
-    images = oa.take_images(fields["context"], "input")
+    images = take_images(fields["context"], "input")
     output = oa.json_value(a.peek("gen_ai.output.messages"))
-    images += oa.take_images(output, "output") if isinstance(output, list) else []
+    images += take_images(output, "output") if isinstance(output, list) else []
     if images:
         fields["attachments"] = images  # moved into the step's metadata with the rest, where the media path finds them
         if isinstance(output, list):
