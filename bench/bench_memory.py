@@ -27,18 +27,10 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from common import report  # noqa: E402
+from common import SERVE_API, report  # noqa: E402
 
 TOKEN = "bench-memory-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-SERVER = """
-import sys, uvicorn
-from replay_core.server.api import create_app
-from replay_core.server.auth import Access
-from replay_core.storage.store import Store
-app = create_app(Store(sys.argv[1]), access=Access(api_tokens=(sys.argv[3],)), max_body=64 * 1024 * 1024)
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-"""
 IMPORT = """
 import resource, sys
 from pathlib import Path
@@ -112,7 +104,7 @@ def main(only: set[str]) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-c", SERVER, url, str(port), TOKEN])
+    server = subprocess.Popen([sys.executable, "-c", SERVE_API, url, str(port), TOKEN, str(64 * 1024 * 1024)])
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

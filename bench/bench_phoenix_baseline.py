@@ -56,7 +56,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_otlp_order as order  # noqa: E402
-from common import report  # noqa: E402
+from common import SERVE_API, report  # noqa: E402
 
 from replay_core.cli.serve import free_port  # noqa: E402
 from replay_core.storage.store import Store  # noqa: E402
@@ -238,16 +238,6 @@ def phoenix(pb: list[bytes]) -> dict:
 
 
 # The API alone under uvicorn in a process of its own, as the tests' served_api runs it.
-SERVE_API = """
-import sys, uvicorn
-from replay_core.server.api import create_app
-from replay_core.server.auth import Access
-from replay_core.storage.store import Store
-app = create_app(Store(sys.argv[1]), access=Access(api_tokens=(sys.argv[3],)))
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-"""
-
-
 def ours_served(pb: list[bytes]) -> tuple[float, float]:
     """The same protobuf bodies posted to our API served on SQLite: it answers once a body is stored, so the
     clock stops at the last answer. Spans/s and spans per server CPU-second."""

@@ -16,6 +16,18 @@ PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 TOOLS = ["search_docs", "read_file", "run_tests", "http_get", "sql_query"]
 
 
+# The API alone under uvicorn in a process of its own: `python -c SERVE_API DB_URL PORT TOKEN [MAX_BODY_BYTES]`.
+SERVE_API = """
+import sys, uvicorn
+from replay_core.server.api import create_app
+from replay_core.server.auth import Access
+from replay_core.storage.store import Store
+extra = {"max_body": int(sys.argv[4])} if len(sys.argv) > 4 else {}
+app = create_app(Store(sys.argv[1]), access=Access(api_tokens=(sys.argv[3],)), **extra)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
 def report(
     bench: str, value: float, unit: str, goal: str, baseline: float | None, higher_is_better: bool = True, **extra
 ) -> None:
