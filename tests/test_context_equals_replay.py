@@ -21,9 +21,9 @@ from replay_core.demo import read_demo
 from replay_core.events import SessionEvent, StepEvent
 from replay_core.ingest.formats import UnknownFormat
 from replay_core.ingest.pipeline import ImportRejected, import_file, ingest
-from replay_core.understand.snapshot import state_at
+from replay_core.understand.snapshot import rebuild_messages, state_at
 from replay_core.understand.timeline import open_timeline
-from replay_core.whatif.recording import Recording, split_turns
+from replay_core.whatif.recording import Recording, request_key, split_turns
 from replay_core.whatif.replay import replay
 from replay_core.whatif.replay_config import ReplayConfig
 
@@ -126,7 +126,9 @@ KIND = st.sampled_from(["think", "tool_call", "tool_result", "observation", "dec
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(KIND, st.booleans(), st.booleans()), min_size=2, max_size=25))
 def test_generated_runs_state_view_equals_replay_start(sqlite_store, spec):
-    """Contexts recorded at random steps: agent_context at each model step == the replay's start messages."""
+    """Contexts recorded at random steps: agent_context at each model step == the replay's start messages;
+    and a replay from there that goes on along the original has, after each step, the messages (and the
+    request key) of its base and every step since rebuilt from scratch."""
     sid = f"gen-{abs(hash(tuple(spec))) % 10**12}"
     events = [SessionEvent(session_id=sid, name="generated", started_at=T0)]
     history: list[dict] = [{"role": "system", "content": "be brief"}]
@@ -152,3 +154,10 @@ def test_generated_runs_state_view_equals_replay_start(sqlite_store, spec):
     for n in model_steps(sqlite_store, sid):
         rec = Recording(timeline, sqlite_store, n, n)
         assert rec.messages([]) == state_at(timeline, n, sqlite_store).context, n
+        rec = Recording(timeline, sqlite_store, n, len(spec))
+        for k in range(len(rec.range_steps) + 1):
+            scratch = rec.base + rebuild_messages([*rec.prefix, *rec.range_steps[rec.covered : k]])
+            log = rec.start_log()
+            log.extend(rec.range_steps[rec.covered : k])
+            assert rec.messages(rec.range_steps[:k]) == log.messages() == scratch, (n, k)
+            assert log.key() == request_key(scratch), (n, k)

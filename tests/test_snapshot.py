@@ -147,10 +147,9 @@ from replay_core.understand.timeline import build_timeline  # noqa: E402
 KINDS = st.sampled_from(["think", "tool_call", "tool_result", "observation", "decision", "error", "input", "span"])
 
 
-@given(st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), max_size=40))
-def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
-    """The cut from the one rebuild equals rebuilding the prefix from scratch, everywhere."""
-    steps = [
+def generated_steps(spec: list[tuple[str, str | None, bool]]) -> list[StepEvent]:
+    """Steps of run "p" from (type, tool, with a call id) triples; call ids pair each two steps."""
+    return [
         StepEvent(
             session_id="p",
             event_id=f"e{i}",
@@ -163,6 +162,12 @@ def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
         )
         for i, (kind, tool, with_id) in enumerate(spec)
     ]
+
+
+@given(st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), max_size=40))
+def test_messages_before_is_a_prefix_rebuild_at_every_step(spec):
+    """The cut from the one rebuild equals rebuilding the prefix from scratch, everywhere."""
+    steps = generated_steps(spec)
     if not steps:
         return
     tl = build_timeline({"id": "p"}, steps)
@@ -186,19 +191,7 @@ def test_a_state_near_the_start_is_cut_from_a_prefix_while_the_rest_is_rebuilt_b
 
     from replay_core.understand import snapshot
 
-    steps = [
-        StepEvent(
-            session_id="p",
-            event_id=f"e{i}",
-            seq=i + 1,
-            type=kind,
-            tool_name=tool,
-            tool_call_id=f"c{i // 2}" if with_id else None,
-            content=f"text {i}",
-            tool_args={"i": i},
-        )
-        for i, (kind, tool, with_id) in enumerate(spec)
-    ]
+    steps = generated_steps(spec)
     tl = build_timeline({"id": "p"}, steps)
     whole = snapshot._rebuilt_range(build_timeline({"id": "p"}, steps), 0, len(steps))
     release, waited = threading.Event(), []
@@ -242,3 +235,34 @@ def test_the_whole_rebuild_behind_the_page_equals_the_one_made_at_once():
 
     hurry = threading.Event()
     assert snapshot._rebuilt_range(tl, 0, len(steps), hurry=hurry) == snapshot._rebuilt_range(tl, 0, len(steps))
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.tuples(KINDS, st.sampled_from(["ls", "cat", None]), st.booleans()), min_size=1, max_size=40),
+    st.data(),
+)
+def test_a_rebuild_going_on_from_a_checkpoint_equals_one_from_scratch(spec, data):
+    """The messages at step p, cut from the cached rebuild at its checkpoint before p and fed the steps
+    since (what a replay from p starts with), then fed the steps up to q, equal rebuilding the steps before
+    p, then before q, from scratch; what was taken at p, a copy, and the cache never change after."""
+    from unittest import mock
+
+    from replay_core.understand import snapshot
+
+    steps = generated_steps(spec)
+    tl = build_timeline({"id": "p"}, steps)
+    p = data.draw(st.integers(0, len(steps)), label="p")
+    q = data.draw(st.integers(p, len(steps)), label="q")
+    with mock.patch.object(snapshot, "CHECKPOINT", data.draw(st.sampled_from([1, 3, 128]), label="checkpoint")):
+        going = snapshot.agent_context(tl, min(q, len(steps) - 1)).going_on(p)
+        assert going.messages == rebuild_messages(steps[:p])
+        taken, copy = going.taken(), going.copy()
+        going.extend(steps[p:q])
+        assert going.messages == rebuild_messages(steps[:q])
+        assert taken == copy.messages == rebuild_messages(steps[:p])
+        copy.extend(steps[p:q])
+        assert copy.messages == going.messages
+        assert [messages_before(tl, pos) for pos in range(len(steps))] == [
+            rebuild_messages(steps[:pos]) for pos in range(len(steps))
+        ]

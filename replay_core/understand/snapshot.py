@@ -17,7 +17,7 @@ import threading
 import time
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice, pairwise
 from operator import attrgetter
 from typing import Any
@@ -27,7 +27,7 @@ import orjson
 from ..events import StepEvent
 from ..ingest.pipeline import collector_paused
 from ..storage.store import Store
-from .timeline import Timeline
+from .timeline import Columns, Timeline
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 
@@ -56,7 +56,15 @@ class AgentContext:
     base: list[dict]  # the recorded chat context used as the start ([] when none)
     base_seq: int | None  # the step the base was recorded at
     start: int  # position of the first rebuilt step (the base's step, or 0)
+    rebuilt_from: tuple[_Rebuild, Columns] = field(repr=False, compare=False)  # the rebuild cut, the run's columns
     recorded: Any = None  # a recorded context that is not chat messages: shown beside, never sent
+
+    def going_on(self, pos: int) -> Rebuilder:
+        """The rebuilt part as it stood before the step at `pos`, as a Rebuilder a replay starting
+        there goes on with (whatif.recording). `pos` from `start` to as far as the rebuild these
+        messages were cut from reaches (the run's end, or its next recorded context)."""
+        rebuild, columns = self.rebuilt_from
+        return rebuild.resume(columns, pos)
 
     @property
     def source(self) -> str:
@@ -139,53 +147,91 @@ def rebuild_messages(steps: list[StepEvent], marks: list[tuple[int, int | None]]
     many there were, and how many tool calls the last one held (None unless it is an
     assistant turn) — so any prefix can be cut from one rebuild (see messages_before).
     """
-    return _rebuilt(map(_REBUILT_OF_STEP, steps), marks)
+    rebuilder = Rebuilder()
+    rebuilder.feed(map(_REBUILT_OF_STEP, steps), marks)
+    return rebuilder.messages
 
 
 REBUILT_FIELDS = ("type", "seq", "content", "tool_name", "tool_args", "tool_call_id", "metadata")  # what a rebuild reads
 _REBUILT_OF_STEP = attrgetter(*REBUILT_FIELDS)
 
 
-def _rebuilt(rows: Iterable[tuple], marks: list[tuple[int, int | None]] | None) -> list[dict]:
-    """rebuild_messages over the steps' REBUILT_FIELDS (an opened run's columns, zipped: no step objects)."""
-    messages: list[dict] = []
-    pending: dict[str, str] = {}  # tool_call_id -> tool name, for calls not answered yet
-    calls: int | None = None  # how many tool calls the last message holds (None unless it is an assistant turn)
-    for kind, seq, content, tool_name, tool_args, tool_call_id, metadata in rows:
-        if marks is not None:
-            marks.append((len(messages), calls))
-        if kind in ("think", "decision"):
-            messages.append({"role": "assistant", "content": content or ""})
-            calls = 0
-        elif kind == "tool_call":
-            call_id = tool_call_id or f"call_{seq}"
-            function = {"name": tool_name or "tool", "arguments": _arguments_json(tool_args)}
-            call = {"id": call_id, "type": "function", "function": function}
-            if calls is None:
-                messages.append({"role": "assistant", "tool_calls": [call]})  # no "content": None: litellm drops it
-                calls = 1
-            else:
-                messages[-1].setdefault("tool_calls", []).append(call)
-                calls += 1
-            pending[call_id] = tool_name or ""
-        elif kind in ("tool_result", "observation", "error"):
-            call_id = tool_call_id if tool_call_id in pending else _match_pending(pending, tool_name)
-            if call_id is not None:
-                pending.pop(call_id)
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": content or ""})
-                calls = None
-            elif kind == "observation":
-                messages.append({"role": "user", "content": content or ""})
-                calls = None
-            elif kind == "tool_result":
-                messages.append({"role": "user", "content": f"Result of {tool_name or 'tool'}: {content or ''}"})
-                calls = None
-        elif kind == "input":
-            meta = metadata or {}
-            role = meta.get("role") if meta.get("role") in ("system", "user", "assistant") else "user"
-            messages.append({"role": role, "content": content or ""})
-            calls = 0 if role == "assistant" else None
-    return messages
+def _owned(message: dict) -> dict:
+    """A message and its tool call list copied: what a later tool call may append to."""
+    own = dict(message)
+    if "tool_calls" in own:
+        own["tool_calls"] = list(own["tool_calls"])
+    return own
+
+
+class Rebuilder:
+    """rebuild_messages that can go on: fed steps a, then steps b, its messages are rebuild_messages(a + b).
+
+    Only the last message ever changes (an open assistant turn gaining a tool call, while `calls` is
+    not None); every message before it is final. A rebuilder owns its last message: made from
+    messages cut from a cached rebuild, it copies that one (the rest stay shared, read-only).
+    """
+
+    __slots__ = ("calls", "messages", "pending")
+
+    def __init__(self, messages: list[dict] | None = None, pending: dict[str, str] | None = None, calls: int | None = None):
+        self.messages: list[dict] = list(messages or ())
+        self.pending: dict[str, str] = dict(pending or {})  # tool_call_id -> tool name, for calls not answered yet
+        self.calls = calls  # how many tool calls the last message holds (None unless it is an assistant turn)
+        if calls is not None:
+            self.messages[-1] = _owned(self.messages[-1])
+
+    def copy(self) -> Rebuilder:
+        return Rebuilder(self.messages, self.pending, self.calls)
+
+    def taken(self) -> list[dict]:
+        """The messages so far, as a list no later step changes (an open assistant turn copied)."""
+        out = list(self.messages)
+        if self.calls is not None:
+            out[-1] = _owned(out[-1])
+        return out
+
+    def extend(self, steps: Iterable[StepEvent]) -> None:
+        self.feed(map(_REBUILT_OF_STEP, steps))
+
+    def feed(self, rows: Iterable[tuple], marks: list[tuple[int, int | None]] | None = None) -> None:
+        """Go on over the steps' REBUILT_FIELDS (an opened run's columns, zipped: no step objects)."""
+        messages, pending, calls = self.messages, self.pending, self.calls
+        for kind, seq, content, tool_name, tool_args, tool_call_id, metadata in rows:
+            if marks is not None:
+                marks.append((len(messages), calls))
+            if kind in ("think", "decision"):
+                messages.append({"role": "assistant", "content": content or ""})
+                calls = 0
+            elif kind == "tool_call":
+                call_id = tool_call_id or f"call_{seq}"
+                function = {"name": tool_name or "tool", "arguments": _arguments_json(tool_args)}
+                call = {"id": call_id, "type": "function", "function": function}
+                if calls is None:
+                    messages.append({"role": "assistant", "tool_calls": [call]})  # no "content": None: litellm drops it
+                    calls = 1
+                else:
+                    messages[-1].setdefault("tool_calls", []).append(call)
+                    calls += 1
+                pending[call_id] = tool_name or ""
+            elif kind in ("tool_result", "observation", "error"):
+                call_id = tool_call_id if tool_call_id in pending else _match_pending(pending, tool_name)
+                if call_id is not None:
+                    pending.pop(call_id)
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": content or ""})
+                    calls = None
+                elif kind == "observation":
+                    messages.append({"role": "user", "content": content or ""})
+                    calls = None
+                elif kind == "tool_result":
+                    messages.append({"role": "user", "content": f"Result of {tool_name or 'tool'}: {content or ''}"})
+                    calls = None
+            elif kind == "input":
+                meta = metadata or {}
+                role = meta.get("role") if meta.get("role") in ("system", "user", "assistant") else "user"
+                messages.append({"role": role, "content": content or ""})
+                calls = 0 if role == "assistant" else None
+        self.calls = calls
 
 
 def _match_pending(pending: dict[str, str], tool_name: str | None) -> str | None:
@@ -213,6 +259,7 @@ class _Rebuild:
     messages: list[dict]
     marks: list[tuple[int, int | None]]  # per step of the range: where `messages` stood before it
     origins: list[dict]  # per message: the step that opened it
+    checkpoints: list[tuple[dict[str, str], int | None] | None]  # every CHECKPOINT steps: unanswered calls, calls
 
     def cut(self, pos: int) -> tuple[list[dict], list[dict]]:
         """rebuild_messages(steps[start:pos]) and their origins, cut from the one rebuild.
@@ -233,7 +280,21 @@ class _Rebuild:
             out[-1] = last
         return out, self.origins[:count]
 
+    def resume(self, columns: Columns, pos: int) -> Rebuilder:
+        """A Rebuilder holding rebuild_messages(steps[start:pos]), ready to go on: cut at the checkpoint
+        before `pos`, then fed the steps from there, not the whole range again. Checkpoints are at most
+        as far apart as the calls unanswered at them are many (copying them costs as much)."""
+        index = min((pos - self.start) // CHECKPOINT, len(self.checkpoints) - 1)
+        while (saved := self.checkpoints[index]) is None:
+            index -= 1
+        pending, calls = saved
+        at = self.start + index * CHECKPOINT
+        rebuilder = Rebuilder(self.cut(at)[0], pending, calls)
+        rebuilder.feed(_rows(columns, at, pos))
+        return rebuilder
 
+
+CHECKPOINT = 128  # steps between the saved states a replay's start goes on from (Rebuilder.resume)
 PREFIX = 4096  # steps: a state this near the start of a longer range is cut from a rebuild of these alone
 _STARTING = threading.Lock()
 
@@ -287,17 +348,31 @@ def _yielding(rows: Iterable[tuple], hurry: threading.Event, every: int = 512) -
         yield row
 
 
+def _rows(columns: Columns, start: int, end: int) -> Iterator[tuple]:
+    return zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS), strict=True)
+
+
 def _rebuilt_range(timeline: Timeline, start: int, end: int, *, hurry: threading.Event | None = None) -> _Rebuild:
     with collector_paused():  # a message dict per step of a long run: see timeline.open_timeline
         columns = timeline.columns
-        rows: Iterable[tuple] = zip(*(islice(columns[name], start, end) for name in REBUILT_FIELDS), strict=True)
-        rows = rows if hurry is None else _yielding(rows, hurry)
+        rows = _rows(columns, start, end) if hurry is None else _yielding(_rows(columns, start, end), hurry)
         marks: list[tuple[int, int | None]] = []
-        messages = _rebuilt(rows, marks)
+        rebuilder, saved = Rebuilder(), 0
+        checkpoints: list[tuple[dict[str, str], int | None] | None] = []
+        while True:  # a checkpoint every CHECKPOINT steps, skipped while copying what is unanswered costs more
+            if len(rebuilder.pending) <= len(marks) - saved:
+                checkpoints.append((dict(rebuilder.pending), rebuilder.calls))
+                saved = len(marks)
+            else:
+                checkpoints.append(None)
+            rebuilder.feed(islice(rows, CHECKPOINT), marks)
+            if len(marks) < len(checkpoints) * CHECKPOINT:
+                break
+        messages = rebuilder.messages
         bounds = [m[0] for m in marks] + [len(messages)]
         opened = zip(islice(columns["seq"], start, end), pairwise(bounds), strict=True)  # a step's seq, its messages
         origins = [{"source": "rebuilt", "seq": seq} for seq, (a, b) in opened for _ in range(b - a)]
-        return _Rebuild(start, messages, marks, origins)
+        return _Rebuild(start, messages, marks, origins, checkpoints)
 
 
 @dataclass
@@ -344,13 +419,15 @@ def agent_context(timeline: Timeline, pos: int, store: Store | None = None, *, b
         raw = store.step_context(timeline.id, timeline.columns["event_id"][at])
         if is_chat(raw):
             end = index.context_positions[found] if found < len(index.context_positions) else len(timeline.steps)
-            messages, origins = _rebuild(timeline, at, end, pos if behind else None).cut(pos)
+            rebuild = _rebuild(timeline, at, end, pos if behind else None)
+            messages, origins = rebuild.cut(pos)
             seq = timeline.steps[at].seq
             base_origin = [{"source": "recorded", "seq": seq}] * len(raw)
-            return AgentContext(raw + messages, base_origin + origins, raw, seq, at)
+            return AgentContext(raw + messages, base_origin + origins, raw, seq, at, (rebuild, timeline.columns))
         recorded = raw
-    messages, origins = _rebuild(timeline, 0, len(timeline.steps), pos if behind else None).cut(pos)
-    return AgentContext(messages, origins, [], None, 0, recorded)
+    rebuild = _rebuild(timeline, 0, len(timeline.steps), pos if behind else None)
+    messages, origins = rebuild.cut(pos)
+    return AgentContext(messages, origins, [], None, 0, (rebuild, timeline.columns), recorded)
 
 
 def state_at(timeline: Timeline, seq: int, store: Store | None = None, *, behind: bool = False) -> Snapshot:

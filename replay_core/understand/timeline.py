@@ -7,7 +7,7 @@ cursor over the timeline (snapshot.state_at) costs O(1) for the totals.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -121,6 +121,8 @@ class Steps(Sequence[StepEvent]):
 
     def __getitem__(self, index: int | slice) -> StepEvent | list[StepEvent]:
         if isinstance(index, slice):
+            if self._whole is not None:
+                return self._whole[index]
             return [self[i] for i in range(*index.indices(len(self._built)))]
         step = self._built[index]
         if step is None:
@@ -167,6 +169,10 @@ class Timeline:
         if not self.steps:
             raise IndexError("this session has no steps")
         return min(bisect_left(self._seqs, seq), len(self.steps) - 1)
+
+    def span(self, from_seq: int, to_seq: int) -> tuple[int, int]:
+        """Positions [start, end) of the steps from `from_seq` to `to_seq`, both included."""
+        return bisect_left(self._seqs, from_seq), bisect_right(self._seqs, to_seq)
 
     def seq_of_event(self, event_id: str) -> int | None:
         """The seq the step named `event_id` holds now (an OTLP step's seq may move until its run settles;

@@ -19,7 +19,7 @@ from ..storage.actor import Actor
 from ..storage.store import Store
 from ..understand.timeline import Timeline, open_timeline
 from .reach import launch_problems
-from .recording import Recording, split_turns
+from .recording import split_turns
 from .replay import ReplayError, ReplayResult, recording_in, replay
 from .replay_config import RECORDED, ReplayConfig
 
@@ -117,16 +117,11 @@ def run_call(store: Store, call: ModelCall, messages: list[dict], config: Replay
     if found:
         raise ReplayError(" ".join(found))
     rec = recording_in(call.timeline, store, call.from_step, call.to_step)
-    _start_from(rec, messages)
+    rec.start_with(messages)
     # one step's budget: a turn whose calls the recording answers from elsewhere would be asked again
     once = replace(config, budget=replace(config.budget, max_steps=1))
     result = replay(store, call.session_id, call.from_step, call.to_step, once, tags=(TAG,), actor=actor, recording=rec)
     return Ran(result, answer_of(store, result.session))
-
-
-def _start_from(rec: Recording, messages: list[dict]) -> None:
-    """The recording's context at the start of its range replaced by `messages` (nothing rebuilt after them)."""
-    rec.base, rec.prefix, rec.covered = [dict(m) for m in messages], [], 0
 
 
 def answer_of(store: Store, replay_id: str) -> list[StepEvent]:

@@ -21,7 +21,7 @@ import orjson
 from ..events import StepEvent
 from ..ingest.formats.jsondoc import parse_arguments
 from ..storage.store import Store
-from ..understand.snapshot import agent_context, rebuild_messages
+from ..understand.snapshot import Rebuilder, agent_context
 from ..understand.timeline import Timeline
 
 TEXT_TYPES = ("think", "decision")
@@ -66,58 +66,45 @@ def request_key(messages: list[dict]) -> str:
     return digest.hexdigest()
 
 
-def _settled(messages: list[dict]) -> bool:
-    """True when later steps cannot change these messages: every call answered, no open assistant turn."""
-    if messages and messages[-1].get("role") == "assistant":
-        return False
-    called = {c.get("id") for m in messages for c in m.get("tool_calls") or ()}
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
-    return called <= answered
-
-
 class MessageLog:
-    """Chat messages of a growing list of steps, without rebuilding all of them each turn.
+    """Chat messages of a growing list of steps: base + rebuild_messages(all steps), without
+    rebuilding them each turn.
 
-    `rebuild_messages` only ever changes its last message and carries unanswered calls
-    forward, so once every call is answered and the last message is not the assistant's,
-    the messages so far are final: they are kept (and hashed) once, and only the steps
-    after that point are rebuilt. Equal to base + rebuild_messages(all steps) (tested).
+    The steps go on into one snapshot.Rebuilder (a start cut from the run's cached rebuild:
+    Recording.start_log). Only its last message can still change, so every message before it
+    is hashed once, as it comes (key). Equal to base + rebuild_messages(all steps) (tested).
     """
 
-    def __init__(self, base: list[dict], steps: Sequence[StepEvent] = ()):
+    def __init__(self, base: list[dict], steps: Sequence[StepEvent] = (), rebuilt: Rebuilder | None = None):
         self.base = base
-        self.done: list[dict] = []
-        self.tail: list[StepEvent] = []
-        self.tail_messages: list[dict] = []
+        self.rebuilder = Rebuilder() if rebuilt is None else rebuilt
         self.digest = hashlib.sha256()
-        _feed(self.digest, base)
-        self.extend(list(steps))
+        self.hashed = -1  # rebuilt messages in the digest after base (-1: base not yet either)
+        self.extend(steps)
 
     def extend(self, steps: Sequence[StepEvent]) -> None:
-        if not steps:
-            return
-        self.tail += steps
-        rebuilt = rebuild_messages(self.tail)
-        if _settled(rebuilt):
-            self.done += rebuilt
-            _feed(self.digest, rebuilt)
-            self.tail, self.tail_messages = [], []
-        else:
-            self.tail_messages = rebuilt
+        self.rebuilder.extend(steps)
 
     def messages(self) -> list[dict]:
-        return self.base + self.done + self.tail_messages
+        return self.base + self.rebuilder.taken()
 
     def key(self) -> str:
         """request_key(self.messages()), from the running hash."""
+        if self.hashed < 0:
+            _feed(self.digest, self.base)
+            self.hashed = 0
+        rebuilt = self.rebuilder.messages
+        final = max(len(rebuilt) - 1, self.hashed)
+        _feed(self.digest, rebuilt[self.hashed : final])
+        self.hashed = final
         digest = self.digest.copy()
-        _feed(digest, self.tail_messages)
+        _feed(digest, rebuilt[final:])
         return digest.hexdigest()
 
     def copy(self) -> MessageLog:
         other = MessageLog.__new__(MessageLog)
-        other.base, other.done, other.tail = self.base, list(self.done), list(self.tail)
-        other.tail_messages, other.digest = list(self.tail_messages), self.digest.copy()
+        other.base, other.rebuilder = self.base, self.rebuilder.copy()
+        other.digest, other.hashed = self.digest.copy(), self.hashed
         return other
 
 
@@ -183,42 +170,53 @@ class Recording:
         self.timeline = timeline
         self.session = timeline.session
         self.from_step, self.to_step = from_step, to_step
-        steps = timeline.steps
-        start = next((i for i, s in enumerate(steps) if s.stored_seq >= from_step), len(steps))
-        end = next((i for i, s in enumerate(steps) if s.stored_seq > to_step), len(steps))
-        self.range_steps = steps[start:end]
+        start, end = timeline.span(from_step, to_step)
+        self.range_steps = timeline.steps[start:end]
         self.lead, self.turns = split_turns(self.range_steps)
-        self.covers_end = end == len(steps)
-        self.base, self.prefix, self.covered, self.context_source = self._base_context(store, start)
+        self.covers_end = end == len(timeline.steps)
+        self._start_log, at, self.covered, self.context_source = self._base_context(store, start)
+        self.base = self._start_log.base
+        self._prefix_span = at, start
         self._calls: dict[tuple[str, str], list[RecordedCall]] | None = None
         self._answers: dict[str, Turn] | None = None
-        self._start_log: MessageLog | None = None
 
-    def _base_context(self, store: Store | None, start: int) -> tuple[list[dict], Sequence[StepEvent], int, str]:
-        """Messages before the range: base, the steps to rebuild after it, how many lead steps base covers.
+    def _base_context(self, store: Store | None, start: int) -> tuple[MessageLog, int, int, str]:
+        """The messages before the range, the position of their first rebuilt step, how many lead
+        steps their recorded base covers, and a word on them.
 
         The context before the range's first model step is snapshot.agent_context's, the
-        one the state view shows: a recorded chat base plus the steps since, rebuilt.
-        When the base was recorded after `start` (inside the range's lead steps), it
-        covers those lead steps, which are then not rebuilt twice.
+        one the state view shows: a recorded chat base plus the steps since, rebuilt (here
+        as they stood at `start`, taken from the same cached rebuild). When the base was
+        recorded after `start` (inside the range's lead steps), it covers those lead steps,
+        which are then not rebuilt twice.
         """
-        steps = self.timeline.steps
-        if self.turns:
-            ctx = agent_context(self.timeline, self.timeline.position_of(self.turns[0].first_seq), store)
-            if ctx.base_seq is not None:
-                base = [dict(m) for m in ctx.base]
-                source = f"recorded at step {ctx.base_seq}"
-                at = ctx.start
-                return (base, steps[at:start], 0, source) if at <= start else (base, [], at - start, source)
-        return [], steps[:start], 0, "rebuilt from the steps"
+        if not self.turns:
+            rebuilt = agent_context(self.timeline, start).going_on(start)
+            return MessageLog([], rebuilt=rebuilt), 0, 0, "rebuilt from the steps"
+        ctx = agent_context(self.timeline, self.timeline.position_of(self.turns[0].first_seq), store)
+        if ctx.base_seq is None:
+            return MessageLog([], rebuilt=ctx.going_on(start)), 0, 0, "rebuilt from the steps"
+        base, source = [dict(m) for m in ctx.base], f"recorded at step {ctx.base_seq}"
+        if ctx.start <= start:
+            return MessageLog(base, rebuilt=ctx.going_on(start)), ctx.start, 0, source
+        return MessageLog(base), ctx.start, ctx.start - start, source
 
     # ------------------------------------------------------------------ context
 
+    @property
+    def prefix(self) -> Sequence[StepEvent]:
+        """The steps before the range that the start messages hold rebuilt after the base."""
+        return self.timeline.steps[slice(*self._prefix_span)]
+
     def start_log(self) -> MessageLog:
         """The messages at the start of the range, ready to grow with the replay's steps."""
-        if self._start_log is None:
-            self._start_log = MessageLog(self.base, self.prefix)
         return self._start_log.copy()
+
+    def start_with(self, messages: list[dict]) -> None:
+        """The context at the start of the range replaced by `messages` (nothing rebuilt after them)."""
+        self._start_log = MessageLog([dict(m) for m in messages])
+        self.base, self.covered, self._answers = self._start_log.base, 0, None
+        self._prefix_span = self._prefix_span[1], self._prefix_span[1]
 
     def messages(self, new_steps: list[StepEvent]) -> list[dict]:
         """What the model sees after `new_steps` of the replay (no prompt change applied)."""
