@@ -148,8 +148,11 @@ def contribution(s, r) -> list:
 
 
 def _contributions(conn: Connection, ids: Sequence[str] | None) -> list[list]:
+    statements = _statements()
     rows = (
-        conn.execute(_contribution_query()) if ids is None else conn.execute(_statements()["contributions"], {"ids": list(ids)})
+        conn.execute(statements["all contributions"])
+        if ids is None
+        else conn.execute(statements["contributions"], {"ids": list(ids)})
     )
     return [contribution(row, row if row.steps is not None else None) for row in rows]
 
@@ -232,9 +235,7 @@ def error_sums(where):
 def _recompute(conn: Connection, cells: Sequence[str] | None) -> None:
     """Cells (all with None) from their members: deleted, then summed again."""
     if cells is None:
-        for table in (daily_cells, daily_tools, daily_errors):
-            conn.execute(delete(table))
-        for statement in _summing([]):
+        for statement in _statements()["recompute all"]:
             conn.execute(statement)
         return
     for start in range(0, len(cells), _CHUNK):
@@ -256,8 +257,8 @@ def _summing(where: list) -> list:
 
 @cache
 def _statements() -> dict:
-    """`refresh`'s statements, built once (building them each time was most of its time), the runs
-    and cells bound as expanding parameters."""
+    """`refresh`'s and `rebuild`'s statements, built once (building them each time was most of
+    refresh's time, and half of a rebuild of a few runs), the runs and cells bound as expanding parameters."""
     m = daily_members.c
     cells: BindParameter[str] = bindparam("cells", expanding=True)
     ids: BindParameter[str] = bindparam("ids", expanding=True)
@@ -269,6 +270,9 @@ def _statements() -> dict:
         "cells_of": select(m.cell).where(m.session_id.in_(ids)),
         "leave": delete(daily_members).where(m.session_id.in_(ids)),
         "contributions": _contribution_query().where(sessions.c.id.in_(ids)),
+        "recompute all": [*(delete(table) for table in (daily_cells, daily_tools, daily_errors)), *_summing([])],
+        "all contributions": _contribution_query(),
+        "forget all": delete(daily_members),
     }
 
 
@@ -304,7 +308,7 @@ def refresh(conn: Connection, session_ids: Sequence[str], insert_rows) -> None:
 def rebuild(conn: Connection, insert_rows) -> None:
     """Every run's contribution and every cell from scratch."""
     _one_at_a_time(conn)
-    conn.execute(delete(daily_members))
+    conn.execute(_statements()["forget all"])
     insert_rows(conn, daily_members, MEMBER_COLUMNS, _contributions(conn, None))
     _recompute(conn, None)
     for table in (daily_members, daily_cells, daily_tools, daily_errors):  # the planner's statistics: on PostgreSQL,
