@@ -266,3 +266,39 @@ def test_a_rebuild_going_on_from_a_checkpoint_equals_one_from_scratch(spec, data
         assert [messages_before(tl, pos) for pos in range(len(steps))] == [
             rebuild_messages(steps[:pos]) for pos in range(len(steps))
         ]
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.dictionaries(st.sampled_from(["goal", "memory", "page"]), st.one_of(st.none(), st.integers(0, 9)), max_size=3),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from([1, 2, 5, 64]),
+)
+def test_the_source_state_at_every_step_equals_merging_the_steps_before_it(states, every):
+    """state_at's source state, from the index's state every `every` steps with one and the steps since,
+    equals merging every step up to n from scratch (source_state), at every step."""
+    from unittest import mock
+
+    from replay_core.understand import snapshot
+
+    steps = [
+        StepEvent(
+            session_id="p",
+            event_id=f"e{i}",
+            seq=i + 1,
+            type="think",
+            content=f"text {i}",
+            metadata=None if state is None else {"state": state, "other": i},
+        )
+        for i, state in enumerate(states)
+    ]
+    with mock.patch.object(snapshot, "STATES", every):
+        tl = build_timeline({"id": "p"}, steps)
+        for pos in range(len(steps)):
+            assert state_at(tl, pos + 1).state == snapshot.source_state(steps[: pos + 1]), pos

@@ -243,9 +243,13 @@ def _match_pending(pending: dict[str, str], tool_name: str | None) -> str | None
 
 def source_state(steps: list[StepEvent]) -> dict[str, Any]:
     """Goal, memory, page summary… as the source recorded them, latest value wins."""
-    state: dict[str, Any] = {}
-    for step in steps:
-        recorded = (step.metadata or {}).get("state")
+    return _stated({}, (step.metadata for step in steps))
+
+
+def _stated(state: dict[str, Any], metadata: Iterable[dict | None]) -> dict[str, Any]:
+    """`state` updated with the source state each step's metadata records (None values left out)."""
+    for meta in metadata:
+        recorded = (meta or {}).get("state")
         if isinstance(recorded, dict):
             state.update({k: v for k, v in recorded.items() if v is not None})
     return state
@@ -381,6 +385,10 @@ class _Index:
 
     context_positions: list[int]  # steps with a recorded context
     state_positions: list[int]  # steps with recorded source state
+    states: list[dict[str, Any]]  # the source state after each STATES-th of those steps (from none)
+
+
+STATES = 64  # steps with source state between two of the _Index's states
 
 
 def _index(timeline: Timeline) -> _Index:
@@ -388,9 +396,14 @@ def _index(timeline: Timeline) -> _Index:
     if found is None:
         ids, metadata = timeline.columns["event_id"], timeline.columns["metadata"]
         contexts = timeline.context_ids
+        stated = [i for i, m in enumerate(metadata) if m and isinstance(m.get("state"), dict)]
+        states: list[dict[str, Any]] = [{}]
+        for start in range(0, len(stated) - STATES + 1, STATES):
+            states.append(_stated(dict(states[-1]), (metadata[i] for i in stated[start : start + STATES])))
         found = timeline.cache["snapshot"] = _Index(
             context_positions=[i for i, e in enumerate(ids) if e in contexts] if contexts else [],
-            state_positions=[i for i, m in enumerate(metadata) if m and isinstance(m.get("state"), dict)],
+            state_positions=stated,
+            states=states,
         )
     return found
 
@@ -435,12 +448,15 @@ def state_at(timeline: Timeline, seq: int, store: Store | None = None, *, behind
     `behind`: as agent_context's."""
     pos = timeline.position_of(seq)
     index = _index(timeline)
-    stated = index.state_positions[: bisect_right(index.state_positions, pos)]
+    count = bisect_right(index.state_positions, pos)  # steps with source state up to pos: from the state
+    since = count // STATES * STATES  # after the last STATES-th of them, the rest merged
+    metadata = timeline.columns["metadata"]
+    state = _stated(dict(index.states[count // STATES]), (metadata[i] for i in index.state_positions[since:count]))
     return Snapshot(
         position=pos,
         step=timeline.steps[pos],
         cycle=timeline.cycle_index[pos],
         agent=agent_context(timeline, pos, store, behind=behind),
         totals=timeline.totals.at(pos),
-        state=source_state([timeline.steps[i] for i in stated]),
+        state=state,
     )
