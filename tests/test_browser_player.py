@@ -27,6 +27,8 @@ def test_the_player_shows_plays_and_jumps(browser, demo_app):
     settled(pg)  # the layout measured once the run has ended (measured mid-run under load, the two overlapped)
     widths = images.evaluate_all("els => els.map(e => e.naturalWidth)")
     assert len(widths) >= 2 and min(widths) > 0  # every screenshot and thumbnail really arrived
+    # sent with the page: none is a media file that an overlapping rerun could delete before it is fetched
+    assert images.evaluate_all("els => els.every(e => e.src.startsWith('data:image/'))")
     # the filmstrip is one row under the large screenshot, not a tall column of mostly white space
     strip = pg.locator(".st-key-filmstrip").bounding_box()
     shot = images.first.bounding_box()

@@ -8,6 +8,8 @@ thousands of screenshots costs what is on screen.
 
 from __future__ import annotations
 
+import base64
+import io
 import tempfile
 import time
 from bisect import bisect_right
@@ -49,7 +51,9 @@ def player(store: Store, tl: Timeline, pos: int) -> bool:
         if shot is None or shot.attachment is None:
             st.info("No screenshot yet at this point of the run.")
         else:
-            st.image(render(store, shot, bar=False), width=SHOT_PX)
+            frame = io.BytesIO()
+            render(store, shot, bar=False).save(frame, format="PNG")
+            st.image(inline(frame.getvalue(), "image/png"), width=SHOT_PX)
             if shot.acted_on:
                 st.caption(f"Step {shot.step.seq} acted on the last screen before it; red: where.")
             elif not shot.own:
@@ -59,6 +63,13 @@ def player(store: Store, tl: Timeline, pos: int) -> bool:
         filmstrip(store, run_shots, tl.steps[pos].seq)
         download(store, tl)
     return True
+
+
+def inline(data: bytes, mime: str) -> str:
+    """The image as a data URI, sent with the page. Streamlit's media files of an interrupted or overlapping
+    rerun can be deleted while the browser still fetches them; the <img> then stays broken, as its address does
+    not change when the next run adds the same file back. An image sent inline cannot go missing."""
+    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
 SHOT_PX = 820  # the large screenshot: read at a glance, the filmstrip under it, the steps still near
@@ -77,7 +88,7 @@ def filmstrip(store: Store, run_shots: list[Shot], seq: int) -> None:
             with st.container(width=THUMB_PX, gap=None):
                 data = thumbs.get(s.attachment.get("sha256") or "")
                 if data is not None:
-                    st.image(data, width=THUMB_PX)
+                    st.image(inline(data, "image/jpeg"), width=THUMB_PX)  # stored as JPEG (media.images)
                 st.button(
                     f"Step {s.step.seq}",
                     key=f"film_{s.step.seq}",
