@@ -25,13 +25,14 @@ from ..storage.worker import StoreWorker, WorkerLost, shared_url
 from .otlp_receiver import lock_of
 from .otlp_receiver import receive as receive_here
 from .pipeline import IngestReport
+from .redact import default_redactor
 
 WORKER_FROM = 1024 * 1024  # bytes of body from which the worker process takes it
 WORKER = StoreWorker(warm=f"{__name__}:warm")
 
 
 def start() -> None:
-    """Start the worker now (it imports the receiver, ~1 s), so the first big body does not wait for it."""
+    """Start the worker now (it imports the receiver, a third of a second of CPU), so the first big body does not wait for it."""
     WORKER.start()
 
 
@@ -48,19 +49,9 @@ def receive(store: Store, data: bytes, content_type: str) -> IngestReport:
     return receive_here(store, data, content_type)
 
 
-_WARM_BODY = (
-    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0123456789abcdef0123456789abcdef",'
-    b' "spanId": "0123456789abcdef", "name": "warm", "startTimeUnixNano": "1764000000000000000",'
-    b' "endTimeUnixNano": "1764000001000000000"}]}]}]}'
-)
-
-
 def warm() -> None:
-    """One tiny body received into a throwaway in-memory database, while the worker waits for work:
-    the first real body would otherwise pay for the lazy imports, the redaction rules' compile and
-    the first statements (a second of a 50,000-span body)."""
-    store = Store("sqlite://")
-    try:
-        receive_here(store, _WARM_BODY, "application/json")
-    finally:
-        store.close()
+    """What the first body would import and build while its request waits: the receiver's modules and the
+    redaction rules. Imports only: a tiny body received into a throwaway in-memory database cost as much again
+    (migrating it imports alembic) and left the first real body no faster, as SQLAlchemy compiles its
+    statements per engine."""
+    default_redactor()
