@@ -16,6 +16,12 @@ while the worker works); the worker takes one body at a time. A worker that dies
 memory) rolled its transaction back: the body is received in the thread instead, and the next
 big one starts a new worker. Writes from the worker and the
 server's own are safe together (Store.write is safe across processes).
+
+The worker starts with the app's first OTLP request, not with the server: its imports took CPU
+from the server's first page, and an app that never receives OTLP needs none. A first body under
+WORKER_FROM starts it on a thread of its own and is received here meanwhile, so it is ready for
+the big bodies that follow; a first body already big waits for its start, on another core, rather
+than hold the server's GIL.
 """
 
 from __future__ import annotations
@@ -31,15 +37,14 @@ WORKER_FROM = 1024 * 1024  # bytes of body from which the worker process takes i
 WORKER = StoreWorker(warm=f"{__name__}:warm")
 
 
-def start() -> None:
-    """Start the worker now (it imports the receiver, a third of a second of CPU), so the first big body does not wait for it."""
-    WORKER.start()
-
-
 def receive(store: Store, data: bytes, content_type: str) -> IngestReport:
     """`otlp_receiver.receive`, in the worker process when the body is big and the worker can open the store."""
     url = shared_url(store)
-    if len(data) < WORKER_FROM or url is None:
+    if url is None:
+        return receive_here(store, data, content_type)
+    if len(data) < WORKER_FROM:
+        if not WORKER.started():
+            WORKER.start_soon()
         return receive_here(store, data, content_type)
     with lock_of(store):
         try:
