@@ -158,14 +158,16 @@ def test_a_database_the_write_worker_cannot_write_answers_503(tmp_path):
 def test_a_workers_start_imports_only_what_its_jobs_need():
     """A served app starts the passes' worker, then a write and an OTLP worker as it is used: each start is
     its imports. The warm-ups import, they do not migrate a throwaway database (alembic: a fifth of a start);
-    the passes' worker leaves the webhook's HTTP client and the runs' comparison to the pass that needs them."""
+    the passes' worker leaves the webhook's HTTP client, the runs' comparison and the schedules' loop to the
+    pass that needs them."""
     probe = (
         "import sys\n"
         "from replay_core.storage.worker import warm_writes\n"
         "from replay_core.ingest.otlp_worker import warm\n"
         "import replay_core.monitors.check\n"
         "warm_writes(); warm()\n"
-        "print(sorted(m for m in ('alembic', 'httpx', 'replay_core.whatif.results') if m in sys.modules))"
+        "heavy = ('alembic', 'httpx', 'replay_core.whatif.results', 'replay_core.monitors.loop')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr
