@@ -124,3 +124,27 @@ def test_judging_many_rules_from_one_read_finds_what_judging_each_finds(store):
     ]
     assert [j.to_dict() for j in judge_all(store, rules, NOW)] == [judge(store, r, NOW).to_dict() for r in rules]
     assert judge_all(store, [], NOW) == []
+
+
+def test_the_schedules_pass_runs_the_loop_only_for_a_schedule_or_a_feed(sqlite_store, monkeypatch):
+    """The server's schedules pass imports the loop (whatif's datasets, experiments, scorers: a seventh of the
+    server's start) and runs it only once a schedule or a queue's feed exists; then every pass does."""
+    from replay_core.events import SessionEvent
+    from replay_core.monitors import loop
+    from replay_core.storage.actor import EDITOR, Actor
+    from replay_core.team import queues
+
+    passes: list[float] = []
+    monkeypatch.setattr(loop, "run_due", lambda store, every_s: passes.append(every_s))
+    editor = Actor("ana", EDITOR)
+    monitors.schedules_pass(sqlite_store, 300)
+    assert passes == []
+    sqlite_store.write([SessionEvent(session_id="r1")])
+    made = queues.create(sqlite_store, "review", ids=["r1"])
+    sqlite_store.set_queue_feed(made["id"], "regressions", ["Bad"], actor=editor)
+    monitors.schedules_pass(sqlite_store, 300)
+    assert passes == [300]
+    sqlite_store.set_queue_feed(made["id"], None, [], actor=editor)
+    sqlite_store.create_schedule("nightly", "regressions", "daily", {"variants": []}, [], actor=editor)
+    monitors.schedules_pass(sqlite_store, 300)
+    assert passes == [300, 300]

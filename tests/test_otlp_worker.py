@@ -4,6 +4,8 @@ On SQLite and PostgreSQL; WORKER_FROM is lowered so that small bodies take the w
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import orjson
 import pytest
@@ -81,7 +83,7 @@ def test_a_bad_body_answers_400_naming_the_span_when_the_worker_reads_it(store, 
 
 
 def test_the_worker_redacts_with_the_servers_current_settings(store, via_worker, monkeypatch):
-    otlp_worker.start()  # running before the setting changes: the setting must still reach it
+    otlp_worker.WORKER.start()  # running before the setting changes: the setting must still reach it
     monkeypatch.setenv("AGENT_REPLAY_REDACT_KEYS", "zebra_code")
     secret_span = _span(
         "a000000000000005",
@@ -96,6 +98,23 @@ def test_the_worker_redacts_with_the_servers_current_settings(store, via_worker,
     stored = orjson.dumps([s.model_dump(mode="json") for s in store.load_steps("conv-hand")])
     assert b"opensesame-91" not in stored and b"A1b2C3d4A1b2C3d4" not in stored
     assert b"zebra_code" in stored  # the key kept, its value masked
+
+
+def test_the_worker_starts_at_the_first_otlp_request_not_with_the_server(store):
+    """Started with the API, its imports took CPU from the server's first page, and an app that never
+    receives OTLP needs none: a first small body starts it (received in the thread meanwhile), so it is
+    ready for the big bodies that follow."""
+    otlp_worker.WORKER.stop()
+    with Served(api(store)) as base, httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
+        assert http.get("/healthz").status_code == 200
+        assert not otlp_worker.WORKER.started()
+        res = http.post("/v1/traces", content=_body([ROOT, CHAT, TOOL]), headers={"Content-Type": "application/json"})
+        assert res.status_code == 200, res.text
+        deadline = time.monotonic() + 30
+        while not otlp_worker.WORKER.started():
+            assert time.monotonic() < deadline, "no OTLP worker started"
+            time.sleep(0.05)
+    assert len(store.load_steps("conv-hand")) == 4
 
 
 def test_a_killed_worker_is_replaced(store, monkeypatch):
@@ -175,7 +194,7 @@ def test_a_forked_server_starts_its_own_worker(sqlite_store, monkeypatch):
     import os
 
     monkeypatch.setattr(otlp_worker, "WORKER_FROM", 0)
-    otlp_worker.start()
+    otlp_worker.WORKER.start()
     parent_worker = otlp_worker.WORKER.current.process.pid
     read_end, write_end = os.pipe()
     pid = os.fork()

@@ -6,6 +6,8 @@ On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import httpx
@@ -151,3 +153,21 @@ def test_a_database_the_write_worker_cannot_write_answers_503(tmp_path):
     file", its directory gone): 503 with Retry-After, and /healthz says degraded."""
     store_worker.WRITES[0].start()
     answers_503_and_degraded(store_with_its_folder_gone(tmp_path), "/api/v1/sessions/g-run/steps", json=_steps("g-run", 1, 3))
+
+
+def test_a_workers_start_imports_only_what_its_jobs_need():
+    """A served app starts the passes' worker, then a write and an OTLP worker as it is used: each start is
+    its imports. The warm-ups import, they do not migrate a throwaway database (alembic: a fifth of a start);
+    the passes' worker leaves the webhook's HTTP client, the runs' comparison and the schedules' loop to the
+    pass that needs them."""
+    probe = (
+        "import sys\n"
+        "from replay_core.storage.worker import warm_writes\n"
+        "from replay_core.ingest.otlp_worker import warm\n"
+        "import replay_core.monitors.check\n"
+        "warm_writes(); warm()\n"
+        "heavy = ('alembic', 'httpx', 'replay_core.whatif.results', 'replay_core.monitors.loop')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr

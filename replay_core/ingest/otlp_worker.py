@@ -16,6 +16,12 @@ while the worker works); the worker takes one body at a time. A worker that dies
 memory) rolled its transaction back: the body is received in the thread instead, and the next
 big one starts a new worker. Writes from the worker and the
 server's own are safe together (Store.write is safe across processes).
+
+The worker starts with the app's first OTLP request, not with the server: its imports took CPU
+from the server's first page, and an app that never receives OTLP needs none. A first body under
+WORKER_FROM starts it on a thread of its own and is received here meanwhile, so it is ready for
+the big bodies that follow; a first body already big waits for its start, on another core, rather
+than hold the server's GIL.
 """
 
 from __future__ import annotations
@@ -25,20 +31,20 @@ from ..storage.worker import StoreWorker, WorkerLost, shared_url
 from .otlp_receiver import lock_of
 from .otlp_receiver import receive as receive_here
 from .pipeline import IngestReport
+from .redact import default_redactor
 
 WORKER_FROM = 1024 * 1024  # bytes of body from which the worker process takes it
 WORKER = StoreWorker(warm=f"{__name__}:warm")
 
 
-def start() -> None:
-    """Start the worker now (it imports the receiver, ~1 s), so the first big body does not wait for it."""
-    WORKER.start()
-
-
 def receive(store: Store, data: bytes, content_type: str) -> IngestReport:
     """`otlp_receiver.receive`, in the worker process when the body is big and the worker can open the store."""
     url = shared_url(store)
-    if len(data) < WORKER_FROM or url is None:
+    if url is None:
+        return receive_here(store, data, content_type)
+    if len(data) < WORKER_FROM:
+        if not WORKER.started():
+            WORKER.start_soon()
         return receive_here(store, data, content_type)
     with lock_of(store):
         try:
@@ -48,19 +54,9 @@ def receive(store: Store, data: bytes, content_type: str) -> IngestReport:
     return receive_here(store, data, content_type)
 
 
-_WARM_BODY = (
-    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0123456789abcdef0123456789abcdef",'
-    b' "spanId": "0123456789abcdef", "name": "warm", "startTimeUnixNano": "1764000000000000000",'
-    b' "endTimeUnixNano": "1764000001000000000"}]}]}]}'
-)
-
-
 def warm() -> None:
-    """One tiny body received into a throwaway in-memory database, while the worker waits for work:
-    the first real body would otherwise pay for the lazy imports, the redaction rules' compile and
-    the first statements (a second of a 50,000-span body)."""
-    store = Store("sqlite://")
-    try:
-        receive_here(store, _WARM_BODY, "application/json")
-    finally:
-        store.close()
+    """What the first body would import and build while its request waits: the receiver's modules and the
+    redaction rules. Imports only: a tiny body received into a throwaway in-memory database cost as much again
+    (migrating it imports alembic) and saved the first real body ~10 ms, as SQLAlchemy compiles its
+    statements per engine."""
+    default_redactor()

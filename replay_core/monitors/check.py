@@ -249,7 +249,6 @@ async def run_periodically(store_factory: Callable[[], Store], every_s: float = 
     """In the app's server, off the event loop's thread: judge the monitors every `every_s` seconds and a quiet
     interval after a burst of ingests, behind ingest (`judge_behind_ingest`); run the experiment schedules
     that are due (monitors.loop), apart, as an experiment may take long."""
-    from . import loop
 
     def after_burst() -> None:
         if debounce.due():
@@ -258,5 +257,14 @@ async def run_periodically(store_factory: Callable[[], Store], every_s: float = 
     await asyncio.gather(
         _every("monitors pass", every_s, lambda: judge_behind_ingest(store_factory(), every_s)),
         _every("monitors after ingest", min(5.0, debounce.quiet_s), after_burst),
-        _every("experiment schedules", every_s, lambda: loop.run_due(store_factory(), every_s=every_s)),
+        _every("experiment schedules", every_s, lambda: schedules_pass(store_factory(), every_s)),
     )
+
+
+def schedules_pass(store: Store, every_s: float) -> None:
+    """`loop.run_due` once a queue feeds a dataset or a schedule exists: the loop's module (whatif's datasets,
+    experiments and scorers) was a seventh of the server's start, for apps most of which have neither."""
+    if store.queue_feeds() or store.list_schedules():
+        from . import loop
+
+        loop.run_due(store, every_s=every_s)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import httpx
 import orjson
 
 if TYPE_CHECKING:
@@ -37,6 +36,8 @@ def signature(secret: str, body: bytes) -> str:
 
 def deliver(url: str, alert: dict, secret_env: str | None, *, tries: int = TRIES, backoff_s: float = BACKOFF_S) -> list[dict]:
     """POST the alert; every attempt's outcome, in order (the last one ok, or why it gave up)."""
+    import httpx  # here, not with the module: the monitors' passes import this module, and most send nothing
+
     body = body_for(url, alert)
     headers = {"Content-Type": "application/json", "User-Agent": "agent-replay-monitors"}
     if secret_env:

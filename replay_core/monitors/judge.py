@@ -16,7 +16,6 @@ from typing import Any
 
 from ..storage.filters import SessionFilter
 from ..storage.store import Store
-from ..whatif.results import wilson
 from .rules import Rule
 
 Z95 = 1.96
@@ -310,6 +309,8 @@ def formatter(kind: str):
 def _rate(k: int, n: int, runs: int, stamp: dict) -> Figure:
     if n == 0:
         return Figure(None, None, None, runs, **stamp)
+    from ..whatif.results import wilson  # here: what it imports (the comparison of runs) is most of a pass's start
+
     low, high = wilson(k, n)
     return Figure(round(k / n, 4), low, high, runs, **stamp)
 

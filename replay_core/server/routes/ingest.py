@@ -40,8 +40,6 @@ class IngestRoutes:
         self.api = api
         # the joined writes run in a worker process (storage.worker), this one left the requests
         self._joined = JoinedWrites(self._write_lanes, default_source=SOURCE, refuse_conflicts=True)
-        # ready before the first big body (spawning it takes a second); the write worker starts at the first write
-        otlp_worker.start()
 
     def _write_lanes(self) -> list[OffloadedWrites]:
         """The joined writes' lanes: one per write worker PostgreSQL takes at once, one on SQLite."""
