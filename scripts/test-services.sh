@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What the test suite needs besides Python packages: PostgreSQL on 127.0.0.1:5432 and
-# Debian's Chromium. Starts / installs them when missing (as root); says what to do otherwise.
+# What the test suite needs besides Python packages: PostgreSQL on 127.0.0.1:5432, Debian's
+# chromium-headless-shell (the tests' browser) and chromium (the benches'). Starts / installs them
+# when missing (as root); says what to do otherwise.
 set -euo pipefail
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
@@ -12,11 +13,15 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   fi
 fi
 
-if ! command -v chromium >/dev/null 2>&1; then
+missing=()
+for browser in chromium-headless-shell chromium; do
+  command -v "$browser" >/dev/null 2>&1 || missing+=("$browser")
+done
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
   else
-    echo "Chromium is missing: install Debian's chromium package for the browser tests." >&2
+    echo "Missing: ${missing[*]}: install Debian's packages of that name for the browser tests and benches." >&2
   fi
 fi

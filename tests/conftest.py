@@ -378,16 +378,10 @@ def _copy_sqlite(path: str | Path, store: Store) -> None:
 
 # ---------------------------------------------------------------------------- the app in a browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+# Chromium's old headless shell (Debian's chromium-headless-shell, the version of its chromium): what Playwright
+# itself runs headless, without the full browser's UI layer, at half the CPU a page (bench/RESULTS.md). Playwright's
+# own flags are all it needs (headless, no sandbox, no background networking, component updates nor first run).
+CHROMIUM = "/usr/bin/chromium-headless-shell"
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
@@ -413,7 +407,7 @@ def demo_app(request, tmp_path_factory) -> tuple[str, str]:
 
 
 class _Chromium:
-    """Debian's Chromium, driven by Playwright, and one browser context that tests' pages share: one per test process
+    """Chromium's headless shell, driven by Playwright, and one browser context that tests' pages share: one per test process
     (the class is the instance; its fixtures name the class, so the conftest hook finds Playwright in its methods).
 
     Open from the first test that uses it until a test of another module that does not (`pytest_runtest_teardown`
@@ -436,11 +430,11 @@ class _Chromium:
         if cls.browser is None or not cls.browser.is_connected():
             cls.close()
             if not shutil.which(CHROMIUM):
-                pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+                pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium-headless-shell package (.ci/run does)")
             from playwright.sync_api import sync_playwright
 
             cls.playwright = sync_playwright().start()
-            cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM)
         return cls.browser
 
     @classmethod

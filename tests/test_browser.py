@@ -1,5 +1,6 @@
-"""Browser smoke tests: Debian's Chromium, driven by Playwright, on an app served fresh for each test (a deep link
-on a new server, a password, an agent posting), from SQLite and from PostgreSQL (the `store` fixture's).
+"""Browser smoke tests: Chromium's headless shell, driven by Playwright, on an app served fresh for each test (a deep
+link on a new server, an agent posting), from SQLite and from PostgreSQL (the `store` fixture's). The door on a deep
+link: test_browser_share.py, on its app behind a password.
 
 Screenshots go to test-output/browser/ (gitignored).
 """
@@ -64,23 +65,6 @@ def test_runs_list_and_a_timeline_in_chromium(browser, demo):
         table.first.wait_for()  # it comes a moment after the summary line (0.4 s here): settled() can fall between
         assert table.count() == 1
         pg.screenshot(path=str(OUT / "runs.png"), full_page=True)
-
-
-def test_the_door_holds_on_a_deep_link(browser, demo):
-    with served_app(demo.url, AGENT_REPLAY_PASSWORD="look-only") as base:
-        pg = browser.new_page(viewport={"width": 1200, "height": 900})
-        pg.goto(f"{base}/timeline?session={FAILED_CODING}")
-        pg.get_by_text("This dashboard is private.").wait_for()
-        settled(pg)
-        body = pg.inner_text("body")
-        assert "This dashboard is private. Sign in to see the runs." in body
-        assert "PAY-412" not in body
-        pg.locator("input[type=password]").fill("look-only")
-        pg.get_by_role("button", name="Sign in").click()
-        pg.get_by_text("PAY-412: add currency to format_price").first.wait_for(timeout=30_000)
-        assert "/timeline?session=" in pg.url  # the deep link survived the door
-        settled(pg)
-        pg.screenshot(path=str(OUT / "signed-in.png"), full_page=True)
 
 
 def test_an_agent_posting_over_http_appears_live(browser, store):

@@ -1,7 +1,7 @@
-"""Share links in Chromium at 1440×900, on an app behind a password, served from SQLite and from PostgreSQL: a
-shared run's first screen has the header, the reviewer's verdict and note, the Why and a step with its content
-(the verdict was below every step, out of sight); a link opens without signing in, nothing else does, and it
-stops once revoked.
+"""The door and share links in Chromium, on an app behind a password, served from SQLite and from PostgreSQL: a deep
+link meets the door and survives signing in; a shared run's first screen at 1440×900 has the header, the reviewer's
+verdict and note, the Why and a step with its content (the verdict was below every step, out of sight); a link opens
+without signing in, nothing else does, and it stops once revoked.
 
 Screenshots go to test-output/browser/ (gitignored).
 """
@@ -33,6 +33,24 @@ def app(request, demo_db, tmp_path_factory):
 
 def link_path(made: dict) -> str:
     return "/share" + made["url"].split("/share", 1)[1]
+
+
+def test_the_door_holds_on_a_deep_link(browser, app):
+    OUT.mkdir(parents=True, exist_ok=True)
+    base, _ = app
+    pg = browser.new_page(viewport={"width": 1200, "height": 900})
+    pg.goto(f"{base}/timeline?session={FAILED_CODING}")
+    pg.get_by_text("This dashboard is private.").wait_for()
+    settled(pg)
+    body = pg.inner_text("body")
+    assert "This dashboard is private. Sign in to see the runs." in body
+    assert "PAY-412" not in body
+    pg.locator("input[type=password]").fill("look-only")
+    pg.get_by_role("button", name="Sign in").click()
+    pg.get_by_text("PAY-412: add currency to format_price").first.wait_for(timeout=30_000)
+    assert "/timeline?session=" in pg.url  # the deep link survived the door
+    settled(pg)
+    pg.screenshot(path=str(OUT / "signed-in.png"), full_page=True)
 
 
 def test_a_shared_runs_first_screen_has_the_verdict_the_why_and_a_step(browser, app):
