@@ -130,6 +130,20 @@ def test_after_the_first_page_what_analytics_needs_is_imported_beside_the_app(de
     assert proc.stdout.split() == ["1", "True"], proc.stderr
 
 
+def test_the_model_pages_views_import_no_http_client():
+    """httpx (with rich and pygments, ~0.1 CPU-s) is imported when a model served at an address is asked whether
+    it answers (replay_core/whatif/models.py), not when a page listing the models is drawn: the what-if,
+    playground and experiments views imported in a fresh process load none of them."""
+    import subprocess
+    import sys
+
+    views = "ui.whatif_view, ui.playground_view, ui.experiments_view"
+    probe = f"import sys, {views}; print(sorted(m for m in ('httpx', 'rich', 'pygments') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]"], out.stdout + out.stderr
+
+
 def test_a_named_token_opens_the_door_as_its_holder(door, demo_store, monkeypatch):
     """A named API token used as the password signs its holder in as themselves: the name comes from the
     credential (queues, audit), not from a box."""

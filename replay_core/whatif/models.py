@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from .replay_config import RECORDED, ConfigError
 
 FIELDS = ("model", "name", "provider", "api_base", "api_key_env", "price_in", "price_out")  # prices: USD per million tokens
@@ -145,6 +143,8 @@ def readiness(option: ModelOption, environ: Mapping[str, str] | None = None, *, 
 
 def _reachable(option: ModelOption, api_base: str, timeout_s: float) -> Readiness:
     """Any HTTP answer from the model server counts (even 401 or 404): it is up."""
+    import httpx  # here: the what-if and experiments pages import this module, and most list no served model
+
     base = api_base.rstrip("/")
     try:
         httpx.get(f"{base}/models", timeout=timeout_s)
