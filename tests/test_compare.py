@@ -33,7 +33,8 @@ SMALL_RUNS = sorted(sid for sid, steps in RUNS.items() if len(steps) < 100)
 
 
 def renumber(steps: list[StepEvent]) -> list[StepEvent]:
-    return [s.model_copy(update={"seq": i + 1}) for i, s in enumerate(steps)]
+    """Seqs 1..n; a step already at its place is kept as it is, not copied."""
+    return [s if s.seq == i + 1 else s.model_copy(update={"seq": i + 1}) for i, s in enumerate(steps)]
 
 
 def lcs_length(a, b) -> int:

@@ -258,8 +258,8 @@ class Row:
     @cached_property
     def changed(self) -> tuple[str, ...]:
         """Fields that differ (normalised); empty for an identical pair."""
-        a, b = self.norm_a, self.norm_b
-        if a is None or b is None or self.same_key:
+        # equal keys first: most rows of two runs are identical pairs, which need no normalising
+        if self.same_key or (a := self.norm_a) is None or (b := self.norm_b) is None:
             return ()
         return tuple(k for k in a if a[k] != b.get(k))
 
