@@ -4,17 +4,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
+from cli_helpers import Ran, run_program
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from replay_core.cli import understand as cli_understand
+from replay_core.cli.output import make_console
 from replay_core.demo import load_demo
 from replay_core.events import parse_event
 from replay_core.ingest.pipeline import ingest
@@ -571,20 +571,17 @@ def test_demo_clicks_open_exactly_the_runs_behind_the_bar(demo):
 # ---------------------------------------------------------------------------- agent-replay stats
 
 
-def _stats(url: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "replay_core.cli", "stats", "--db", url, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+def _stats(monkeypatch, url: str, *args: str) -> Ran:
+    """`python -m replay_core.cli stats --db url …`, run in this process (cli_helpers.run_program), 200 columns
+    wide: the command's console, made when it is first imported, with the width of that moment, is made here."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(cli_understand, "out", make_console(soft_wrap=True))
+    return run_program(monkeypatch, ["stats", "--db", url, *args], {"COLUMNS": "200"})
 
 
-def test_stats_command(sqlite_store):
+def test_stats_command(sqlite_store, monkeypatch):
     ingest(sqlite_store, [parse_event({"schema": "agent-replay/v1", **obj}) for run in RUNS for obj in run])
-    whole = json.loads(_stats(sqlite_store.url, "--json").stdout)
+    whole = json.loads(_stats(monkeypatch, sqlite_store.url, "--json").stdout)
     # like every command, stats first marks silent runs incomplete: d (2 s of events) no longer runs
     assert whole == {
         "runs": 5,
@@ -598,21 +595,21 @@ def test_stats_command(sqlite_store):
         "tool_failure_rate": pytest.approx(2 / 7),
         "fallback_rate": 0.5,
     }
-    per_day = json.loads(_stats(sqlite_store.url, "--by", "day", "--since", "2026-05-02", "--json").stdout)
+    per_day = json.loads(_stats(monkeypatch, sqlite_store.url, "--by", "day", "--since", "2026-05-02", "--json").stdout)
     assert [(g["day"], g["runs"], g["tokens_in"], g["fallback_rate"]) for g in per_day] == [
         ("2026-05-02T00:00:00+00:00", 3, 1310, 0.5)
     ]
-    table = _stats(sqlite_store.url, "--by", "model", "--until", "2026-05-01")
+    table = _stats(monkeypatch, sqlite_store.url, "--by", "model", "--until", "2026-05-01")
     assert table.returncode == 0
     lines = [line for line in table.stdout.splitlines() if "gpt-4o" in line or "claude" in line]
     assert len(lines) == 1 and "50.0%" in lines[0] and "350" in lines[0]  # a and b only: 150 + 200 tokens in
 
 
-def test_stats_refuses_bad_options(sqlite_store):
-    bad_by = _stats(sqlite_store.url, "--by", "colour")
+def test_stats_refuses_bad_options(sqlite_store, monkeypatch):
+    bad_by = _stats(monkeypatch, sqlite_store.url, "--by", "colour")
     assert bad_by.returncode == 1
     assert bad_by.stderr.strip().startswith("error: --by: unknown dimension 'colour'; expected one of day, hour, model")
-    bad_since = _stats(sqlite_store.url, "--since", "yesterday")
+    bad_since = _stats(monkeypatch, sqlite_store.url, "--since", "yesterday")
     assert bad_since.returncode == 1 and "--since: expected a date (2026-05-01) or an ISO date-time" in bad_since.stderr
 
 

@@ -1,5 +1,5 @@
-"""The `agent-replay` command on a real database: its `main` called in this process as the program
-calls it, and a real process where the process is the point (its exit code, what its start imports)."""
+"""The `agent-replay` command on a real database: its `main` and its `__main__` called in this process as
+the program calls them, and a real process where the process is the point (what its start imports)."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import sys
 
 import orjson
 import pytest
-from cli_helpers import Ran, run_main
+from cli_helpers import Ran, run_main, run_program
 
 import replay_core.cli as cli_module
 from replay_core.demo import demo_files
@@ -89,14 +89,12 @@ def cli(db_url, monkeypatch):
 
 
 @pytest.fixture
-def program(db_url):
-    """`python -m replay_core.cli …` on the test's database: a process of its own, as a user runs it."""
+def program(db_url, monkeypatch):
+    """`python -m replay_core.cli …` on the test's database as a user runs it (its `__main__`), in this
+    process (cli_helpers.run_program)."""
 
-    def run(*args) -> subprocess.CompletedProcess:
-        env = dict(os.environ, AGENT_REPLAY_DB_URL=db_url, COLUMNS="200")
-        return subprocess.run(
-            [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120
-        )
+    def run(*args) -> Ran:
+        return run_program(monkeypatch, args, {"AGENT_REPLAY_DB_URL": db_url, "COLUMNS": "200"})
 
     return run
 

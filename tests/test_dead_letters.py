@@ -8,7 +8,7 @@ import hashlib
 
 import orjson
 import pytest
-from apptest_helpers import served_api
+from api_thread import api_in_thread
 from typer.testing import CliRunner
 
 from replay_core.cli import app
@@ -24,7 +24,7 @@ TOKEN = "dead-letter-token"
 def api(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('dead') / 'dead.db'}"
     Store(url).close()
-    with served_api(url, TOKEN) as base:
+    with api_in_thread(url, TOKEN) as base:
         store = Store(url, migrate=False)
         yield base, store
         store.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
-import subprocess
+import runpy
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -113,9 +113,12 @@ def is_model_step(step: StepEvent) -> bool:
 # -- the files are what the generator writes ------------------------------------------------
 
 
-def test_generator_reproduces_the_committed_files(tmp_path):
+def test_generator_reproduces_the_committed_files(tmp_path, monkeypatch):
     (tmp_path / "99-stale-run.jsonl").write_text("{}\n")
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], check=True, capture_output=True, cwd=ROOT)
+    monkeypatch.setattr(sys, "argv", [str(SCRIPT), "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as ran:  # `python scripts/make_demo.py --out …`, run in this process
+        runpy.run_path(str(SCRIPT), run_name="__main__")
+    assert ran.value.code == 0
     generated = sorted(p.name for p in tmp_path.glob("*.jsonl"))
     committed = sorted(p.name for p in DEMO.glob("*.jsonl"))
     assert generated == committed == sorted(FILES)

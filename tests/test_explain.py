@@ -7,14 +7,12 @@ chain in at least 95 % of the runs (the figure is printed).
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
+from cli_helpers import run_program
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -116,10 +114,8 @@ def test_cli_explain_json_and_text(demo, monkeypatch):
     assert {"seq", "earlier_seq", "summary"} <= set(body["contradictions"][0])
     res = runner.invoke(app, ["explain", FLIGHT_FAILED])
     assert res.exit_code == 0 and "turning point: step 6 against step 6 of demo-08-flight-bos-sfo-a" in res.output
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=demo.url)  # the real command, as a user runs it: one line, exit 1
-    proc = subprocess.run(
-        [sys.executable, "-m", "replay_core.cli", "explain", FLIGHT_OK], capture_output=True, text=True, env=env, timeout=120
-    )
+    # the command as a user runs it (cli_helpers.run_program, in this process): one line, exit 1
+    proc = run_program(monkeypatch, ["explain", FLIGHT_OK], {"AGENT_REPLAY_DB_URL": demo.url})
     assert proc.returncode == 1 and "succeeded" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -7,15 +7,13 @@ test_format_codex_cli.py, test_format_gemini_cli.py).
 
 from __future__ import annotations
 
-import os
 import random
 import re
-import subprocess
-import sys
 from typing import Any
 
 import orjson
 import pytest
+from cli_helpers import run_program
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -126,17 +124,15 @@ def test_mutated_files_give_clean_errors_or_an_accounted_read(fmt, how, seed):
         assert getattr(event, "status", None) != "running"
 
 
-def test_a_truncated_transcript_is_refused_in_one_line_and_nothing_is_stored(tmp_path):
+def test_a_truncated_transcript_is_refused_in_one_line_and_nothing_is_stored(tmp_path, monkeypatch):
     data = REAL["claude_code"].read_bytes()
     cut = tmp_path / "session.jsonl"
     cut.write_bytes(data[: data.index(b"\n", len(data) // 2) + 40])  # half-way through a line
     line = data[: data.index(b"\n", len(data) // 2) + 40].count(b"\n") + 1
-    env = dict(os.environ, AGENT_REPLAY_DB_URL=f"sqlite:///{tmp_path / 'cli.db'}", COLUMNS="200")
+    env = {"AGENT_REPLAY_DB_URL": f"sqlite:///{tmp_path / 'cli.db'}", "COLUMNS": "200"}
 
-    def run(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "replay_core.cli", *args], capture_output=True, text=True, env=env, timeout=120
-        )
+    def run(*args):  # the command as a user runs it, in this process
+        return run_program(monkeypatch, args, env)
 
     proc = run("import", str(cut))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr

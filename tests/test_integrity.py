@@ -332,9 +332,9 @@ def test_import_names_file_line_and_field_for_a_value_past_the_limits(store, tmp
 def test_errors_keep_the_keep_alive_connection_on_a_served_api(store):
     import http.client
 
-    from apptest_helpers import served_api
+    from api_thread import api_in_thread
 
-    with served_api(store.url, TOKEN) as base:
+    with api_in_thread(store.url, TOKEN) as base:
         conn = http.client.HTTPConnection(base.removeprefix("http://"), timeout=30)
         headers = {**AUTH, "Content-Type": "application/json"}
         requests = [

@@ -9,44 +9,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-import uvicorn
+from api_thread import api_in_thread
 from apptest_helpers import REPO
 from openai_server import OpenAIServer
-
-from replay_core.cli.serve import free_port
-from replay_core.server.api import create_app
-from replay_core.server.auth import Access
-from replay_core.storage.store import Store
 
 TOKEN = "sdk-token-0000"
 AGENT = REPO / "scripts" / "capture_sdks" / "sdk_agents.py"
 ANSWER = "In Paris it is sunny and 21 °C, and the local time is 14:05."
-
-
-@contextmanager
-def served_api(db_url: str, token: str) -> Iterator[str]:
-    """The API alone under uvicorn on a loopback port, its own Store on `db_url`; yields its base URL."""
-    store = Store(db_url)
-    port = free_port()
-    app = create_app(store, access=Access(api_tokens=(token,)))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 60
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the served API did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        store.close()
 
 
 def _run_agent(sdk: str, model: OpenAIServer, delay_s: float = 0.0, **env: str) -> str:
@@ -76,7 +46,7 @@ def _the_run(store) -> tuple[dict, list]:
 
 
 def test_langfuse_sdk_with_langfuse_host_here(store):
-    with served_api(store.url, TOKEN) as base, OpenAIServer() as model:
+    with api_in_thread(store.url, TOKEN) as base, OpenAIServer() as model:
         answer = _run_agent(
             "langfuse",
             model,
@@ -98,13 +68,13 @@ def test_langfuse_sdk_with_langfuse_host_here(store):
 
 
 def test_langfuse_sdk_with_a_wrong_secret_key_stores_nothing(store):
-    with served_api(store.url, TOKEN) as base, OpenAIServer() as model:
+    with api_in_thread(store.url, TOKEN) as base, OpenAIServer() as model:
         _run_agent("langfuse", model, LANGFUSE_HOST=base, LANGFUSE_PUBLIC_KEY="pk-lf-x", LANGFUSE_SECRET_KEY="not-a-token")
     assert store.list_sessions() == []
 
 
 def test_langsmith_sdk_with_langsmith_endpoint_here(store):
-    with served_api(store.url, TOKEN) as base, OpenAIServer() as model:
+    with api_in_thread(store.url, TOKEN) as base, OpenAIServer() as model:
         answer = _run_agent(
             "langsmith",
             model,

@@ -4,7 +4,6 @@ byte for byte what the Store's way prints, and leaves every case it cannot answe
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from cli_helpers import run_main, run_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -204,15 +204,14 @@ def test_a_plain_stats_process_imports_none_of_the_heavy_modules(db, start):
         assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr
 
 
-def test_the_command_as_run_is_the_store_way(db, tmp_path):
-    """`python -m replay_core.cli stats` (the plain way) beside `cli.main` imported and called (the Store's way)."""
-    off = "import sys\nimport replay_core.cli as c\nsys.argv[0] = 'agent-replay'\nc.main()"
-    env = dict(os.environ, COLUMNS="200")
+def test_the_command_as_run_is_the_store_way(db, monkeypatch):
+    """`python -m replay_core.cli stats` (the plain way) beside `cli.main` called (the Store's way), both in this process."""
+    env = {"COLUMNS": "200"}
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(understand, "out", output.make_console(soft_wrap=True))  # as above: the fast path's width
     for args in ([], ["--by", "model"], ["--json", "--by", "tag"]):
         cmd = ["stats", "--db", db, *args]
-        fast = subprocess.run([sys.executable, "-m", "replay_core.cli", *cmd], capture_output=True, env=env, timeout=120)
-        slow = subprocess.run([sys.executable, "-c", off, *cmd], capture_output=True, env=env, timeout=120)
-        assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
+        assert run_program(monkeypatch, cmd, env) == run_main(monkeypatch, cmd, env)
 
 
 @pytest.mark.parametrize(
@@ -235,18 +234,15 @@ def test_what_the_plain_way_leaves_to_the_store(db, tmp_path, url):
     assert not (tmp_path / "nothing-here.db").exists()  # the Store creates it, not this
 
 
-def test_a_missing_file_is_made_by_the_store_as_before(tmp_path):
+def test_a_missing_file_is_made_by_the_store_as_before(tmp_path, monkeypatch):
     outputs = []
-    for way, name in (("-m", "a.db"), ("off", "b.db")):
-        cmd = ["stats", "--db", str(tmp_path / name)]
-        prefix = ["-m", "replay_core.cli"] if way == "-m" else ["-c", "import replay_core.cli as c\nc.main()"]
-        proc = subprocess.run([sys.executable, *prefix, *cmd], capture_output=True, timeout=120)
-        outputs.append((proc.returncode, proc.stdout, proc.stderr))
+    for run, name in ((run_program, "a.db"), (run_main, "b.db")):
+        outputs.append(run(monkeypatch, ["stats", "--db", str(tmp_path / name)], {}))
         assert (tmp_path / name).exists()
-    assert outputs[0] == outputs[1] and outputs[0][0] == 0
+    assert outputs[0] == outputs[1] and outputs[0].returncode == 0
 
 
-def test_an_old_schema_is_left_to_the_store_which_migrates_it(tmp_path):
+def test_an_old_schema_is_left_to_the_store_which_migrates_it(tmp_path, monkeypatch):
     from alembic import command
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
@@ -254,9 +250,7 @@ def test_an_old_schema_is_left_to_the_store_which_migrates_it(tmp_path):
     command.upgrade(alembic_config(store.engine), "0010_search")
     store.close()
     assert plain.open_reader(url) is None
-    proc = subprocess.run(
-        [sys.executable, "-m", "replay_core.cli", "stats", "--db", url, "--json"], capture_output=True, timeout=120
-    )
+    proc = run_program(monkeypatch, ["stats", "--db", url, "--json"], {})
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["runs"] == 0
     assert sqlite3.connect(tmp_path / "old.db").execute("select version_num from alembic_version").fetchall() == [
         (head_revision(),)

@@ -1,15 +1,13 @@
 """The live stream (`GET /api/v1/sessions/{id}/stream`) on the served app, fed by another process.
 
-A client stays connected while a separate Python process writes steps into the same database;
-they arrive in order, one event each, with heartbeats in between; a reconnect with
+A client stays connected while a Python process other than the app's (the test's own) writes steps into
+the same database; they arrive in order, one event each, with heartbeats in between; a reconnect with
 Last-Event-ID resumes after the last one seen, without a gap or a double.
 """
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 import time
 
@@ -22,21 +20,13 @@ from replay_core.storage.store import Store
 
 TOKEN = "stream-token-7"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-WRITER = """
-import sys, time
-from replay_core.events import StepEvent
-from replay_core.storage.store import Store
-store = Store(sys.argv[1], migrate=False)
-sid, start, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-for i in range(start, start + n):
-    store.write([StepEvent(session_id=sid, type="think", content=f"thought {i}")])
-    time.sleep(0.02)
-"""
 
 
-def write_elsewhere(url: str, sid: str, start: int, n: int) -> None:
-    """Steps written by another OS process (no seq: the database allocates it)."""
-    subprocess.run([sys.executable, "-c", WRITER, url, sid, str(start), str(n)], check=True, timeout=120)
+def write_elsewhere(store: Store, sid: str, start: int, n: int) -> None:
+    """Steps written by this process, not the served app's (no seq: the database allocates it)."""
+    for i in range(start, start + n):
+        store.write([StepEvent(session_id=sid, type="think", content=f"thought {i}")])
+        time.sleep(0.02)
 
 
 class Listener(threading.Thread):
@@ -99,7 +89,7 @@ def test_steps_written_by_another_process_arrive_in_order_and_resume_after_last_
     assert first.connected.wait(30) and first.status == 200
     first.wait_for(1)  # the backlog: the step stored before connecting
     first.wait_for_heartbeat()  # nothing to send for 0.5 s: a heartbeat
-    write_elsewhere(url, "live-1", 1, 30)
+    write_elsewhere(store, "live-1", 1, 30)
     first.wait_for(31)
     first.stop.set()
     seqs = [i for i, _ in first.events]
@@ -108,11 +98,11 @@ def test_steps_written_by_another_process_arrive_in_order_and_resume_after_last_
     assert first.events[0][1]["kind"] == "step" and first.events[0][1]["session_id"] == "live-1"
 
     # disconnected; more steps land; a reconnect after seq 20 gets 21… exactly once each
-    write_elsewhere(url, "live-1", 31, 10)
+    write_elsewhere(store, "live-1", 31, 10)
     again = Listener(base, "live-1", {"Last-Event-ID": "20"})
     again.start()
     again.wait_for(21)
-    write_elsewhere(url, "live-1", 41, 5)
+    write_elsewhere(store, "live-1", 41, 5)
     again.wait_for(26)
     again.wait_for_heartbeat()  # all sent: nothing more comes, no step twice
     again.stop.set()

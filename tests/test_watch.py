@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -98,16 +97,16 @@ def test_since_and_bad_options(tmp_path):
     assert "--since: expected a number and a unit" in str(bad.exception)
 
 
-WRITER = textwrap.dedent("""
-    import sys, time, orjson
-    path, start, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def write_lines(path: Path, start: int, stop: int) -> None:
+    """Steps start..stop-1 appended to `path` by this process (the watch's is another), each line half-written
+    for a moment."""
     with open(path, "ab", buffering=0) as fp:
         for n in range(start, stop):
-            body = orjson.dumps({"schema": "agent-replay/v1", "kind": "step", "session_id": "tail", "event_id": f"e{n}",
-                                 "seq": n, "type": "think", "content": f"thought {n}"}) + b"\\n"
-            fp.write(body[:20]); time.sleep(0.02); fp.write(body[20:])  # every line is half-written for a moment
+            body = line(kind="step", session_id="tail", event_id=f"e{n}", seq=n, type="think", content=f"thought {n}")
+            fp.write(body[:20])
+            time.sleep(0.02)
+            fp.write(body[20:])
             time.sleep(0.03)
-""")
 
 
 def test_watch_restarted_in_the_middle_imports_every_line_once(tmp_path):
@@ -119,7 +118,6 @@ def test_watch_restarted_in_the_middle_imports_every_line_once(tmp_path):
     Store(db).close()  # migrated before two processes use it
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     watch = [sys.executable, "-m", "replay_core.cli", "watch", str(folder), "--interval", "0.1", "--db", db]
-    writer = [sys.executable, "-c", WRITER, str(log)]
 
     def wait_for(n: int, timeout: float = 60) -> int:
         store, deadline = Store(db), time.time() + timeout
@@ -134,17 +132,17 @@ def test_watch_restarted_in_the_middle_imports_every_line_once(tmp_path):
             store.close()
 
     def watched_while_writing(start: int, stop: int) -> int:
-        """A watch process running while the writer appends lines start..stop-1; stopped with Ctrl-C."""
+        """A watch process running while this one appends lines start..stop-1; stopped with Ctrl-C."""
         proc = subprocess.Popen(watch, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            subprocess.run([*writer, str(start), str(stop)], check=True, timeout=60)
+            write_lines(log, start, stop)
             return wait_for(stop - 1)
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=30)
 
     assert watched_while_writing(1, 21) == 20
-    subprocess.run([*writer, "21", "31"], check=True, timeout=60)  # written while nothing watches
+    write_lines(log, 21, 31)  # written while nothing watches
     assert watched_while_writing(31, 41) == 40  # the restarted watch carries on from its offset
     store = Store(db)
     steps = store.load_steps("tail")
