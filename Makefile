@@ -32,14 +32,14 @@ bytecode: $(VENV)/.runtime
 run: install
 	$(BIN)/agent-replay serve --demo --host $(HOST) --port $(PORT)
 
-# The suite in four workers (pytest-xdist), whatever the cores: a test waits on a served app, Chromium or
-# PostgreSQL much of its time, so on 2 cores four workers finish sooner than two (7:34 against 8:39 on
-# this 2-core machine). Not more: each worker has its own databases, Chromium and served apps, with their
-# PostgreSQL connections (100 by default, for all of them). pytest keeps its
+# The suite in three workers (pytest-xdist) on this 2-core machine: it is CPU-bound (Chromium, served apps and
+# PostgreSQL beside the workers keep both cores busy), so a fourth worker only added contention: 540.7 s at -n 3
+# against 581.6 s at -n 4 for the same tree, quiet (the tree before: 698 s at -n 6). Each worker has its own databases,
+# Chromium and served apps, with their PostgreSQL connections (100 by default, for all of them). pytest keeps its
 # rewritten test modules as bytecode, also where PYTHONDONTWRITEBYTECODE is set: a worker's collection
 # then takes a third less time after the first run.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
-XDIST := -n 4 --dist worksteal
+XDIST := -n 3 --dist worksteal
 
 test: install-dev
 	bash scripts/test-services.sh
