@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-import uvicorn
+from api_thread import Served
 from conftest import PG_ADMIN_URL, REPO
 
 from replay_core.sdk import step_order
@@ -439,27 +439,6 @@ def test_a_model_call_in_flight_holds_the_steps_after_it(sqlite_store, make_reco
 
 
 # ------------------------------------------------------------------ through the served HTTP API
-
-
-class Served:
-    """The app's API (replay_core.server.api) served by uvicorn on 127.0.0.1 in a thread."""
-
-    def __init__(self, app, port: int = 0):
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
 
 
 def api(store: Store, max_body: int = 10 * 1024 * 1024):
