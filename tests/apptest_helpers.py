@@ -80,6 +80,14 @@ def demo_store(demo_db, sqlite_database, monkeypatch) -> Store:
 
 
 @pytest.fixture
+def demo_each_store(demo, monkeypatch) -> Store:
+    """The demo runs on SQLite and on PostgreSQL (conftest's `demo`), with the app pointed at them: a page's AppTest
+    on both databases, where what the page reads could differ by database (types, ordering, SQL)."""
+    point_app_at(monkeypatch, demo.url)
+    return demo
+
+
+@pytest.fixture
 def empty_store(sqlite_store, monkeypatch) -> Store:
     """An empty database (`sqlite_store`), with the app pointed at it."""
     point_app_at(monkeypatch, sqlite_store.url)

@@ -9,6 +9,7 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     big_store,
     component_data,
     cursor,
+    demo_each_store,
     demo_store,
     empty_store,
     jump,
@@ -37,7 +38,7 @@ def row_buttons(at) -> list[str]:
     return [row["text"] for row in component_data(at, "step_rows")["rows"] if "seq" in row]
 
 
-def test_deep_link_opens_the_failed_run_at_its_first_error(demo_store):
+def test_deep_link_opens_the_failed_run_at_its_first_error(demo_each_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
     assert not at.exception
     assert at.title[0].value == md("PAY-412: add currency to format_price")  # shown as text
