@@ -384,26 +384,17 @@ def _copy_sqlite(path: str | Path, store: Store) -> None:
 CHROMIUM = "/usr/bin/chromium-headless-shell"
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def demo_app(request, tmp_path_factory) -> tuple[str, str]:
+@pytest.fixture(scope="session")
+def demo_app(tmp_path_factory) -> tuple[str, str]:
     """The app served on the demo runs, for the browser tests that only read (and count from its database,
-    whatever the app has marked idle there): one per test process and database, each test run on SQLite and
-    on PostgreSQL. Its base URL and its database's URL."""
+    whatever the app has marked idle there): one per test process, on SQLite. Its tests check what the browser
+    does with a page; what the pages read from PostgreSQL is checked by their AppTests on `demo_each_store`
+    (CONTRIBUTING.md, Tests). Its base URL and its database's URL."""
     from apptest_helpers import served_app
 
-    from replay_core.demo import load_demo
-
-    if request.param == "sqlite":
-        url = f"sqlite:///{_demo_file(tmp_path_factory.mktemp('demo_app'))}"
-        with served_app(url) as base:
-            yield base, url
-        return
-    with _scratch_pg_database("agent_replay_demo") as url:
-        store = Store(url, migrate=False)
-        load_demo(store, only_if_empty=False)
-        store.close()
-        with served_app(url) as base:
-            yield base, url
+    url = f"sqlite:///{_demo_file(tmp_path_factory.mktemp('demo_app'))}"
+    with served_app(url) as base:
+        yield base, url
 
 
 class _Chromium:

@@ -8,7 +8,16 @@ from datetime import UTC, date, datetime, time, timedelta
 from urllib.parse import urlencode
 
 import pytest
-from apptest_helpers import demo_store, empty_store, filter_values, metric_cards, page, set_filter, texts  # noqa: F401  (fixtures)
+from apptest_helpers import (  # noqa: F401  (fixtures)
+    demo_each_store,
+    demo_store,
+    empty_store,
+    filter_values,
+    metric_cards,
+    page,
+    set_filter,
+    texts,
+)
 
 from replay_core.events import SessionEndEvent, SessionEvent, StepEvent
 from replay_core.ingest.pipeline import ingest
@@ -66,12 +75,12 @@ def test_demo_dashboard(demo_store):
     assert "No run repeated a tool call with the same arguments 3+ times. 636 decision cycles (35.3 a run)" in texts(opened)
 
 
-def test_filters_from_the_shared_filter_bar(demo_store):
+def test_filters_from_the_shared_filter_bar(demo_each_store):
     failed = page(ANALYTICS, params={"status": "failed"})
     assert not failed.exception
     assert (metrics(failed)["Runs"], metrics(failed)["Success rate"]) == ("4", "0.0%")
     gpt = page(ANALYTICS, params={"model": "gpt-4o"})
-    assert metrics(gpt)["Runs"] == str(demo_store.count_sessions(SessionFilter(model="gpt-4o"))) == "6"
+    assert metrics(gpt)["Runs"] == str(demo_each_store.count_sessions(SessionFilter(model="gpt-4o"))) == "6"
     assert metrics(gpt)["Agent took over"] == "50.0%"  # the invoice portal run's two blocks
     nothing = page(ANALYTICS, params={"q": "no run says this"})
     assert not nothing.exception
@@ -91,12 +100,12 @@ def test_replays_are_not_counted_unless_asked_for(demo_store):
     assert metrics(at)["Runs"] == "20"
 
 
-def test_period_and_its_previous_period(demo_store):
+def test_period_and_its_previous_period(demo_each_store):
     at = page(ANALYTICS, state={"period": "7 days"})
     assert not at.exception
     since = datetime.combine(datetime.now(UTC).date(), time(), UTC) - timedelta(days=6)
-    now = demo_store.count_sessions(SessionFilter(since=since))
-    before = demo_store.count_sessions(SessionFilter(since=since - timedelta(days=7), until=since))
+    now = demo_each_store.count_sessions(SessionFilter(since=since))
+    before = demo_each_store.count_sessions(SessionFilter(since=since - timedelta(days=7), until=since))
     assert 0 < now < 18 and before > 0
     runs = next(card for card in metric_cards(at, "headline") if card["label"] == "Runs")
     assert (runs["value"], runs["delta"]) == (str(now), f"{now - before:+d}")
@@ -138,9 +147,9 @@ def test_a_tiny_dataset_shows_helpful_states(empty_store):
     assert "No tool failed in 0 calls. 🎉" in shown and "No errors in these runs. 🎉" in shown
 
 
-def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
+def test_the_runs_behind_a_point_reach_the_runs_list(demo_each_store):
     """What a click does after the chart's selection: the runs page opens with that filter in its link."""
-    day = demo_store.get_session("demo-02-coding-format-price-failed")["started_at"].date()
+    day = demo_each_store.get_session("demo-02-coding-format-price-failed")["started_at"].date()
     target = SessionFilter(
         status="failed", since=datetime.combine(day, time(), UTC), until=datetime.combine(day + timedelta(days=1), time(), UTC)
     )
@@ -149,9 +158,37 @@ def test_the_runs_behind_a_point_reach_the_runs_list(demo_store):
     assert at.title[0].value == "Runs"
     assert (at.query_params["status"], at.query_params["since"], at.query_params["until"]) == ("failed", str(day), str(day))
     assert (filter_values(at)["since"], filter_values(at)["until"]) == (day.isoformat(), day.isoformat())
-    expected = demo_store.session_ids(target)
+    expected = demo_each_store.session_ids(target)
     assert "demo-02-coding-format-price-failed" in expected
     assert any(m.value.startswith(f"**{len(expected)} run") for m in at.markdown)
+
+
+def chart_rows(at, index: int = 0) -> list[dict]:
+    """The rows a drawn chart (the page's `index`th) hands the browser, which draws its marks and their labels."""
+    import pyarrow as pa
+
+    chart = at.get("vega_lite_chart")[index]
+    return pa.ipc.open_stream(chart.proto.datasets[0].data.data).read_all().to_pylist()
+
+
+def test_a_days_bar_and_rate_count_the_runs_behind_them(demo_each_store):
+    """On SQLite and on PostgreSQL: what a mark says (its label, read by the browser tests below on SQLite) is what
+    a click on it lists: a day's bar of a status counts that day's runs of that status, and a day's retry rate
+    is the share of that day's runs with a retry."""
+
+    def behind(day: str, **narrow) -> list[str]:
+        start = datetime.combine(date.fromisoformat(day), time(), UTC)
+        return demo_each_store.session_ids(SessionFilter(since=start, until=start + timedelta(days=1), **narrow))
+
+    bars = chart_rows(page(ANALYTICS))
+    assert {row["status"] for row in bars} >= {"succeeded", "failed"}
+    assert sum(row["runs"] for row in bars) == 18
+    for row in bars:
+        assert row["runs"] == len(behind(row["day"], status=row["status"])), row
+    rates = [row for row in chart_rows(page(ANALYTICS, state={"charts": "Retries and loops"})) if row["has"] == "retry"]
+    assert any(row["rate"] for row in rates)
+    for row in rates:
+        assert row["rate"] == pytest.approx(len(behind(row["day"], has="retry")) / len(behind(row["day"]))), row
 
 
 def test_fanout_table(empty_store):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import APP, REPO, demo_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import APP, FAILED_CODING, REPO, cursor, demo_each_store, demo_store, page, shown_step  # noqa: F401  (fixtures)
 from streamlit.testing.v1 import AppTest
 
 MINE = ("pages/runs.py", "pages/timeline.py", "pages/live.py", "pages/review.py", "pages/import_runs.py")
@@ -17,11 +17,34 @@ def test_the_navigation_lists_the_pages_that_exist():
     assert all((REPO / path).exists() for path in MINE)
 
 
-def test_every_page_runs_without_an_exception_on_the_demo(demo_store):
-    for path in MINE:
-        at = page(path)
-        assert not at.exception, path
-        assert at.title, path
+def deep_links() -> list[tuple[str, dict]]:
+    """Every page of the navigation, and the links into a page that tests/test_browser_deep_links.py opens."""
+    import streamlit_app
+
+    return [
+        *((path, {}) for path, *_ in streamlit_app.PAGES),
+        ("pages/timeline.py", {"session": FAILED_CODING, "step": "3"}),
+        ("pages/share.py", {"token": "no-such-token"}),
+    ]
+
+
+def test_every_page_opened_by_its_address_runs_on_the_demo(demo_each_store):
+    """On SQLite and on PostgreSQL: what each page reads, where the browser's run of the same links is on SQLite."""
+    links = deep_links()
+    assert set(MINE) <= {path for path, _ in links}
+    for path, params in links:
+        at = page(path, params=params)
+        assert not at.exception, (path, at.exception)
+        assert at.title or at.header, path
+
+
+def test_an_event_link_opens_its_step_on_the_demo(demo_each_store):
+    """The step a link names by its event id, read on both databases (the browser's run of it is on SQLite)."""
+    named = demo_each_store.load_steps(FAILED_CODING)[17]
+    at = page("pages/timeline.py", params={"session": FAILED_CODING, "event": named.event_id})
+    assert not at.exception
+    assert cursor(at) == named.seq and shown_step(at)["heading"].endswith(f"Tool result · step {named.seq}")
+    assert at.query_params["step"] == str(named.seq) and "event" not in at.query_params
 
 
 def test_the_default_page_is_the_first_screen(demo_store):

@@ -3,14 +3,15 @@ a step without its own screenshot says so, and a run without screenshots shows n
 
 from __future__ import annotations
 
-from apptest_helpers import cursor, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import cursor, demo_each_store, demo_store, page, texts  # noqa: F401  (fixtures)
 
 from replay_core.demo import BROWSER_DEMO
 
 TIMELINE = "pages/timeline.py"
 
 
-def test_the_browser_demo_plays_its_screenshots(demo_store):
+def test_the_browser_demo_plays_its_screenshots(demo_each_store):
+    """On both databases: the screenshots are read back as stored (tests/test_browser_player.py, on SQLite, draws them)."""
     at = page(TIMELINE, params={"session": BROWSER_DEMO, "step": "9"})
     assert not at.exception
     assert "What the agent saw on screen" in [h.value for h in at.subheader]

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from apptest_helpers import (  # noqa: F401  (fixtures)
     FAILED_CODING,
     component_data,
+    demo_each_store,
     demo_store,
     empty_store,
     filter_values,
@@ -39,12 +40,12 @@ def expected_summary(store, flt: SessionFilter) -> str:
     return f"**{total} runs**: " + " · ".join(parts)
 
 
-def test_demo_runs_listed_newest_first(demo_store):
+def test_demo_runs_listed_newest_first(demo_each_store):
     at = page(RUNS)
     assert not at.exception
-    assert at.markdown[0].value == expected_summary(demo_store, SessionFilter())
+    assert at.markdown[0].value == expected_summary(demo_each_store, SessionFilter())
     assert at.markdown[0].value.startswith("**18 runs**: ⏳ 1 running · ✅ 13 succeeded · ❌ 4 failed")
-    assert table_ids(at) == [r["id"] for r in demo_store.list_sessions(limit=25)]
+    assert table_ids(at) == [r["id"] for r in demo_each_store.list_sessions(limit=25)]
     table = at.dataframe[0].value
     row = table[table["id"] == FAILED_CODING].iloc[0]
     assert (row["Status"], row["Run"], row["Model"], row["Agent"], row["Workflow"], row["Steps"], row["Duration"]) == (
@@ -92,11 +93,11 @@ def test_a_shared_link_applies_every_filter(demo_store):
     assert filter_params(flt) == params | {"since": "2000-01-01"}
 
 
-def test_date_range_and_review_filters(demo_store):
+def test_date_range_and_review_filters(demo_each_store):
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
     at = page(RUNS, params={"since": tomorrow})
     assert at.info[0].value == "No run matches these filters. Remove a filter above, or clear them all, to see more."
-    demo_store.annotate(FAILED_CODING, "bad", "wrong signature")
+    demo_each_store.annotate(FAILED_CODING, "bad", "wrong signature")
     at = page(RUNS, params={"review": "bad"})
     assert table_ids(at) == [FAILED_CODING]
     assert at.dataframe[0].value["Review"].tolist() == ["👎 Bad"]
@@ -168,14 +169,14 @@ def test_the_bar_takes_only_its_own_filters_and_real_dates(demo_store):
     assert filter_values(at)["since"] == "" and len(table_ids(at)) == 18
 
 
-def test_drill_down_filters_from_analytics_links(demo_store):
+def test_drill_down_filters_from_analytics_links(demo_each_store):
     for params in ({"failed_tool": "run_tests"}, {"error_class": "TestFailure"}, {"has": "retry"}, {"source": "demo"}):
         at = page(RUNS, params=params)
         assert not at.exception
-        assert table_ids(at) == [r["id"] for r in demo_store.list_sessions(filter_from_params(params))], params
+        assert table_ids(at) == [r["id"] for r in demo_each_store.list_sessions(filter_from_params(params))], params
         assert component_data(at, "filters")["active"]
     assert table_ids(page(RUNS, params={"failed_tool": "run_tests"})) == [FAILED_CODING]
-    assert len(table_ids(page(RUNS, params={"has": "retry"}))) == len(demo_store.session_ids(SessionFilter(has="retry")))
+    assert len(table_ids(page(RUNS, params={"has": "retry"}))) == len(demo_each_store.session_ids(SessionFilter(has="retry")))
 
 
 # ---------------------------------------------------------------------------- filters that let go, chips, replays kept apart
@@ -193,7 +194,7 @@ SELECTS = {
 TEXTS = {"q": "format_price", "failed_tool": "run_tests", "error_class": "TestFailure"}
 
 
-def test_every_select_has_any_and_choosing_it_clears_the_link(demo_store):
+def test_every_select_has_any_and_choosing_it_clears_the_link(demo_each_store):
     for key, value in SELECTS.items():
         at = page(RUNS, params={key: value})
         field = next(f for f in component_data(at, "filters")["fields"] if f["key"] == key)
@@ -205,7 +206,7 @@ def test_every_select_has_any_and_choosing_it_clears_the_link(demo_store):
         assert len(table_ids(at)) == 18, key
 
 
-def test_emptied_text_and_dates_stay_cleared(demo_store):
+def test_emptied_text_and_dates_stay_cleared(demo_each_store):
     for key, value in TEXTS.items():
         at = page(RUNS, params={key: value})
         assert filter_values(at)[key] == value
@@ -218,7 +219,7 @@ def test_emptied_text_and_dates_stay_cleared(demo_store):
     assert "since" not in at.query_params and at.query_params["until"] == "2100-01-01"
 
 
-def test_chips_show_every_active_filter_and_remove_it(demo_store):
+def test_chips_show_every_active_filter_and_remove_it(demo_each_store):
     at = page(RUNS, params={"failed_tool": "run_tests", "status": "failed"})  # as an analytics drill-down leaves it
     chips = {b.key: b.label for b in at.button if b.key.startswith("chip_")}
     assert chips == {"chip_status": md("Status: ❌ failed"), "chip_failed_tool": md("Failed tool: run_tests")}
