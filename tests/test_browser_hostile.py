@@ -146,8 +146,10 @@ PAGES = [
 ]
 
 
-def test_hostile_strings_render_as_text_and_fetch_nothing(browser, store):
-    """On SQLite and on PostgreSQL (the `store` fixture's)."""
+def test_hostile_strings_render_as_text_and_fetch_nothing(browser, sqlite_store):
+    """On SQLite: what the browser does with the strings. What each page reads of them from PostgreSQL is
+    tests/test_page_hostile.py's, through AppTest on both databases."""
+    store = sqlite_store
     OUT.mkdir(parents=True, exist_ok=True)
     with Listener() as listener:
         plant(store, listener.port)
