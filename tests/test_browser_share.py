@@ -1,4 +1,4 @@
-"""The door and share links in Chromium, on an app behind a password, served from SQLite and from PostgreSQL: a deep
+"""The door and share links in Chromium, on an app behind a password, served from SQLite: a deep
 link meets the door and survives signing in; a shared run's first screen at 1440×900 has the header, the reviewer's
 verdict and note, the Why and a step with its content (the verdict was below every step, out of sight); a link opens
 without signing in, nothing else does, and it stops once revoked.
@@ -9,7 +9,7 @@ Screenshots go to test-output/browser/ (gitignored).
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import DATABASES, FAILED_CODING, database, served_app
+from apptest_helpers import FAILED_CODING, database, served_app
 from test_browser import OUT, settled
 
 from replay_core.demo import BROWSER_DEMO
@@ -22,9 +22,11 @@ EDITOR = Actor("Eve", "editor", "test")
 SHOPPING = BROWSER_DEMO  # another demo run, for the link that is revoked
 
 
-@pytest.fixture(scope="module", params=DATABASES)
-def app(request, demo_db, tmp_path_factory):
-    with database(request.param, tmp_path_factory.mktemp("share"), demo_db) as url:
+@pytest.fixture(scope="module")
+def app(demo_db, tmp_path_factory):
+    """On SQLite: what the browser does with the door and the links. What the share page reads from PostgreSQL
+    is tests/test_page_share.py's, through AppTest on both databases."""
+    with database("sqlite", tmp_path_factory.mktemp("share"), demo_db) as url:
         with served_app(url, AGENT_REPLAY_PASSWORD="look-only") as base:
             store = Store(url)
             yield base, store

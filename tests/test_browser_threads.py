@@ -16,7 +16,9 @@ ROW_PX = 35  # a dataframe's default row (and header) height
 CHECKBOX_PX = 32
 
 
-def test_a_conversation_opened_from_the_list_and_a_run_from_the_conversation(browser, store):
+def test_a_conversation_opened_from_the_list_and_a_run_from_the_conversation(browser, sqlite_store):
+    """On SQLite: the clicks and the layout. The threads' reads from PostgreSQL are tests/test_page_threads.py's."""
+    store = sqlite_store
     _turns(store)
     OUT.mkdir(parents=True, exist_ok=True)
     with served_app(store.url) as base:

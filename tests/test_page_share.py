@@ -4,8 +4,11 @@ Still one target only: the run the Why compares with is not named."""
 
 from __future__ import annotations
 
-from apptest_helpers import FAILED_CODING, component_texts, demo_store, page  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, component_texts, demo_each_store, demo_store, page, texts  # noqa: F401  (fixtures)
 
+from replay_core.demo import BROWSER_DEMO
+from replay_core.storage.actor import Actor
+from replay_core.team import shares
 from ui.common import md
 
 FLIGHT_A, FLIGHT_B = "demo-08-flight-bos-sfo-a", "demo-09-flight-bos-sfo-b"
@@ -17,8 +20,8 @@ def token_of(at, key: str) -> str:
     return next(c.value for c in at.code if "/share?token=" in c.value).split("token=", 1)[1]
 
 
-def test_a_run_shared_from_its_timeline_shows_the_header_why_verdict_and_steps(demo_store):
-    demo_store.annotate(FLIGHT_B, "bad", "Searched last year's dates; should have asked", author="Dana")
+def test_a_run_shared_from_its_timeline_shows_the_header_why_verdict_and_steps(demo_each_store):
+    demo_each_store.annotate(FLIGHT_B, "bad", "Searched last year's dates; should have asked", author="Dana")
     timeline = page("pages/timeline.py", params={"session": FLIGHT_B})
     token = token_of(timeline, f"share_{FLIGHT_B}")
     at = page("pages/share.py", params={"token": token})
@@ -42,3 +45,22 @@ def test_a_comparison_shared_from_compare_shows_both_sides_content(demo_store):
     pairs = next(d.value for d in at.dataframe if "A did" in d.value.columns)
     row = pairs[pairs["A step"] == 6].iloc[0]
     assert "2026-12-17" in row["A did"] and "2025-12-17" in row["B did"] and row["A did"].startswith("tool_call · search_flights")
+
+
+def test_a_link_opens_past_the_door_and_once_revoked_says_so(demo_each_store, monkeypatch):
+    """On both databases, what tests/test_browser_share.py's link shows in Chromium (on SQLite): the run without
+    signing in, then, revoked, why it no longer opens; both openings audited."""
+    monkeypatch.setenv("AGENT_REPLAY_PASSWORD", "look-only")
+    editor = Actor("Eve", "editor", "test")
+    name = demo_each_store.get_session(BROWSER_DEMO)["name"]
+    made = shares.make(demo_each_store, shares.RUN, session=BROWSER_DEMO, actor=editor)
+    at = page("pages/share.py", params={"token": made["token"]})
+    assert not at.exception
+    assert at.caption[0].value.startswith("Shared read-only from Agent Replay")
+    assert md(name) in texts(at) and "This dashboard is private." not in texts(at)
+    shares.revoke(demo_each_store, made["id"], actor=editor)
+    at = page("pages/share.py", params={"token": made["token"]})
+    assert at.title[0].value == "This link no longer opens" and at.error[0].value.startswith("This link was revoked on ")
+    assert md(name) not in texts(at)
+    opens = [e for e in demo_each_store.audit_entries(actions=["share"]) if e["who"] == f"share link {made['id']}"]
+    assert [e["outcome"] for e in opens] == ["revoked", "ok"]

@@ -4,7 +4,8 @@ analytics' cost by user."""
 
 from __future__ import annotations
 
-from apptest_helpers import empty_store, metric_cards, page, texts  # noqa: F401  (fixtures)
+import pytest
+from apptest_helpers import empty_store, metric_cards, page, point_app_at, texts  # noqa: F401  (fixtures)
 from test_threads import _turns
 
 from ui.common import md
@@ -12,8 +13,16 @@ from ui.common import md
 THREADS = "pages/threads.py"
 
 
-def test_the_latest_threads_and_one_opened(empty_store):
-    _turns(empty_store)
+@pytest.fixture
+def each_empty_store(store, monkeypatch):
+    """An empty database on SQLite and on PostgreSQL (`store`), with the app pointed at it."""
+    point_app_at(monkeypatch, store.url)
+    return store
+
+
+def test_the_latest_threads_and_one_opened(each_empty_store):
+    """On both databases: the threads' order, their runs' and their totals are read by SQL."""
+    _turns(each_empty_store)
     at = page(THREADS)
     assert not at.exception
     assert at.title[0].value == "Threads"
