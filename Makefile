@@ -41,6 +41,11 @@ run: install
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 XDIST := -n 3 --dist worksteal
 
+# polars in one thread in the tests and the apps they start: its pool (a thread per core) woke for each of the many
+# small queries of the analytics tests, 14 % of their CPU, on cores the workers keep busy anyway (bench/RESULTS.md).
+# Results do not depend on it: the product sorts what it groups.
+test test-fast fuzz: export POLARS_MAX_THREADS := 1
+
 test: install-dev
 	bash scripts/test-services.sh
 	$(PYTEST) $(XDIST)

@@ -1,8 +1,9 @@
 """Schemathesis against the served app's own OpenAPI document: every operation, with an editor
-token, fixed seeds, on SQLite and PostgreSQL. Checks: no 5xx, every answer's status, content type
-and body conform to the document (so every error is the JSON error shape, naming a field); the live
-stream, which never ends, is checked by its answer's head. Then the hostile bodies found by hand
-(wrong JSON types in every field the team and experiment routes read, a Last-Event-ID of '²').
+token, fixed seeds, each case sent to the app on SQLite and to the app on PostgreSQL. Checks: no 5xx,
+every answer's status, content type and body conform to the document (so every error is the JSON error
+shape, naming a field); the live stream, which never ends, is checked by its answer's head. Then the
+hostile bodies found by hand (wrong JSON types in every field the team and experiment routes read, a
+Last-Event-ID of '²'), on each database.
 
 `make test` runs FUZZ_EXAMPLES (default 8) examples per operation and seed, seeds FUZZ_SEEDS
 (default "0"); `make fuzz` runs more of both. Experiments are started but never launched: a
@@ -16,16 +17,19 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
 import uvicorn
-from apptest_helpers import free_port
+from apptest_helpers import demo_store, free_port  # noqa: F401 (a fixture)
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from replay_core.server.api import create_app
 from replay_core.server.auth import Access
+from replay_core.storage.store import Store
 from replay_core.whatif import experiment
 
 TOKEN = "fuzz-editor-token-0000"
@@ -34,12 +38,10 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 SEEDS = [int(s) for s in os.environ.get("FUZZ_SEEDS", "0").split(",")]
 
 
-@pytest.fixture
-def served(demo, monkeypatch):
-    """The app under uvicorn on a loopback port, in a thread of this process (so launching is held back)."""
-    launched: list[str] = []
-    monkeypatch.setattr(experiment, "launch", lambda store, experiment_id, **kw: launched.append(experiment_id))
-    app = create_app(demo, access=Access.load(env={"AGENT_REPLAY_API_TOKENS": f"editor:{TOKEN}"}, secrets={}))
+@contextmanager
+def _serving(store: Store, launched: list[str]) -> Iterator[str]:
+    """The app on `store` under uvicorn on a loopback port, in a thread of this process (so launching is held back)."""
+    app = create_app(store, access=Access.load(env={"AGENT_REPLAY_API_TOKENS": f"editor:{TOKEN}"}, secrets={}))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -47,43 +49,69 @@ def served(demo, monkeypatch):
     deadline = time.monotonic() + 20
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    base = f"http://127.0.0.1:{port}"
     try:
-        yield base
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)
 
 
-def test_every_operation_holds_to_the_document(served):
+def _hold_launches(monkeypatch) -> list[str]:
+    launched: list[str] = []
+    monkeypatch.setattr(experiment, "launch", lambda store, experiment_id, **kw: launched.append(experiment_id))
+    return launched
+
+
+@pytest.fixture
+def served(demo, monkeypatch):
+    """The app on the demo runs (SQLite, then PostgreSQL), served in this process."""
+    with _serving(demo, _hold_launches(monkeypatch)) as base:
+        yield base
+
+
+@pytest.fixture
+def served_each(demo_store, pg_store, pg_demo_rows, monkeypatch) -> Iterator[dict[str, str]]:
+    """The app served twice at once, on the demo runs on SQLite and on PostgreSQL: the fuzz draws each case once
+    and sends it to both, in the same order (drawing a case costs more CPU than the two answers to it)."""
+    from conftest import _copy_in
+
+    _copy_in(pg_store, pg_demo_rows)
+    launched = _hold_launches(monkeypatch)
+    with _serving(demo_store, launched) as on_sqlite, _serving(pg_store, launched) as on_postgres:
+        yield {"sqlite": on_sqlite, "postgres": on_postgres}
+
+
+def test_every_operation_holds_to_the_document(served_each):
     import schemathesis  # here, not at collection: a second of imports in every pytest-xdist worker
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
     conformance = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-    doc = httpx.get(f"{served}/api/v1/openapi.json").json()
+    doc = httpx.get(f"{served_each['sqlite']}/api/v1/openapi.json").json()
+    assert httpx.get(f"{served_each['postgres']}/api/v1/openapi.json").json() == doc
     schema = schemathesis.openapi.from_dict(doc)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) == sum(len(methods) for methods in doc["paths"].values())
     examples = 0
-    statuses: Counter[int] = Counter()
+    statuses: dict[str, Counter[int]] = {name: Counter() for name in served_each}
 
     def fuzzer(operation):
         def check(data):
             nonlocal examples
             case = data.draw(operation.as_strategy())
             examples += 1
-            if operation.path.endswith("/stream"):
-                statuses[open_stream(case)] += 1
-                return
-            response = case.call_and_validate(base_url=served, headers=AUTH, checks=conformance, timeout=60)
-            statuses[response.status_code] += 1
+            for name, base in served_each.items():
+                if operation.path.endswith("/stream"):
+                    statuses[name][open_stream(case, base)] += 1
+                    continue
+                response = case.call_and_validate(base_url=base, headers=AUTH, checks=conformance, timeout=60)
+                statuses[name][response.status_code] += 1
 
         return check
 
-    def open_stream(case) -> int:
+    def open_stream(case, base: str) -> int:
         """The live stream never ends while its run exists: its answer's head is checked, then it is closed."""
-        sent = case.as_transport_kwargs(base_url=served, headers=AUTH)
+        sent = case.as_transport_kwargs(base_url=base, headers=AUTH)
         with httpx.stream(sent["method"], sent["url"], params=sent.get("params"), headers=sent["headers"], timeout=60) as r:
             kind = r.headers.get("content-type", "")
             if r.status_code == 200:
@@ -102,10 +130,11 @@ def test_every_operation_holds_to_the_document(served):
                 )(given(st.data())(check))
             )
             run()
-    print(f"fuzzed {len(operations)} operations, {examples} requests, seeds {SEEDS}, answers {dict(sorted(statuses.items()))}")
-    assert examples >= len(operations)
-    assert statuses[401] == 0 and statuses[403] == 0  # the editor token opened every route: the fuzz reached the handlers
-    assert sum(n for code, n in statuses.items() if code < 300) > examples // 10
+    for name, answers in statuses.items():
+        print(f"fuzzed {len(operations)} operations on {name}, {examples} requests, seeds {SEEDS}, {sorted(answers.items())}")
+        assert sum(answers.values()) == examples >= len(operations)
+        assert answers[401] == 0 and answers[403] == 0  # the editor token opened every route: the fuzz reached the handlers
+        assert sum(n for code, n in answers.items() if code < 300) > examples // 10
 
 
 def test_an_empty_replay_of_is_refused_naming_the_field(served):

@@ -1,8 +1,14 @@
 """The Langfuse and LangSmith SDKs pointed at the served app with their own settings, as their users do:
 the travel agent of scripts/capture_sdks/sdk_agents.py runs in its own process against a scripted model,
-and its run is stored whole, on SQLite and PostgreSQL. The app is served by uvicorn in a thread of the
-test's process, with its own Store: the SDK reaches it over HTTP all the same, and a second process
-would add only its start (seconds of imports) per test."""
+and its run is stored whole. The app is served by uvicorn in a thread of the test's process, with its own
+Store: the SDK reaches it over HTTP all the same, and a second process would add only its start (seconds
+of imports) per test.
+
+On SQLite only: what these check is the SDKs' own requests and settings, which reach the database as any
+request does. What the database does with them (a trace in several OTLP batches, a LangSmith run whose
+start and end come in different requests, in either order) is checked on both databases by
+test_otlp_batches.py (the OpenTelemetry SDK's batch exporter), test_otlp_order_rollups.py and
+test_langsmith_runs.py (the LangSmith SDK's captured requests); a wrong key is refused before any read."""
 
 from __future__ import annotations
 
@@ -10,9 +16,14 @@ import os
 import subprocess
 import sys
 
+import pytest
 from api_thread import api_in_thread
 from apptest_helpers import REPO
 from openai_server import OpenAIServer
+
+from replay_core.storage.store import Store
+
+pytestmark = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 
 TOKEN = "sdk-token-0000"
 AGENT = REPO / "scripts" / "capture_sdks" / "sdk_agents.py"
@@ -40,7 +51,7 @@ def _run_agent(sdk: str, model: OpenAIServer, delay_s: float = 0.0, **env: str) 
     return done.stdout.strip()
 
 
-def _the_run(store) -> tuple[dict, list]:
+def _the_run(store: Store) -> tuple[dict, list]:
     [run] = store.list_sessions()
     return run, store.load_steps(run["id"])
 
