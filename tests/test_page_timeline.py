@@ -60,6 +60,16 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_each_store):
     assert "Cycle 5 of 8 · steps 16–18" in [r["text"] for r in component_data(at, "step_rows")["rows"]]
 
 
+@pytest.mark.parametrize("store", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+def test_the_runs_list_after_the_deep_link(demo_each_store):
+    """test_browser.py's smoke test goes from the deep link above to the runs list, in Chromium on SQLite: the list's
+    reads on PostgreSQL (on SQLite: test_page_runs.py's first test)."""
+    at = page("pages/runs.py")
+    assert not at.exception
+    assert at.markdown[0].value.startswith("**18 runs**: ⏳ 1 running · ✅ 13 succeeded · ❌ 4 failed")
+    assert list(at.dataframe[0].value["id"]) == [r["id"] for r in demo_each_store.list_sessions(limit=25)]
+
+
 def test_the_agent_saw_its_recorded_context(demo_each_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
     transcript = component_data(at, "transcript")
