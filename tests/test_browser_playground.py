@@ -1,5 +1,5 @@
 """Messages as a conversation and the playground, in headless Chromium: what the agent saw as bubbles by role with
-its tool calls and results as cards, a long message folded saying how much it hides, the Raw JSON switch; one
+its tool calls and results as cards (a long one folded: test_browser_timeline.py), the Raw JSON switch; one
 model call edited, run against the scripted server and read beside the recorded answer, a missing key said first;
 What-if's result as bubbles of both sides at the divergence.
 
@@ -13,7 +13,6 @@ Screenshots go to test-output/browser/ (gitignored): chat-bubbles.png, chat-raw.
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import FAILED_CODING
 from openai_server import OpenAIServer
 from playwright.sync_api import expect
 from served_demo import demo_app_to_read  # noqa: F401  (a fixture)
@@ -77,22 +76,6 @@ def test_what_the_agent_saw_reads_as_a_conversation_with_folds_and_raw_json(brow
     expect(detail.locator("pre").first).to_contain_text('"schema": "agent-replay/v1"')
     detail.locator("button.show-all").click()  # the stored step is long: its start, then all of it
     expect(detail.locator("pre").first).to_contain_text('"type": "think"')
-
-
-def test_a_long_message_says_how_much_it_hides_and_shows_it_all(browser, served):
-    base, _ = served
-    pg = opened(browser, base, f"timeline?session={FAILED_CODING}&step=25", "Error · step 25")
-    more = pg.locator(".st-key-transcript button.show-all").first
-    more.wait_for(timeout=30_000)
-    label = more.inner_text()
-    assert label.startswith("Show all (") and ("more line" in label or "more characters" in label), label
-    part = pg.locator(".st-key-transcript .folded").first
-    before = part.inner_text()
-    assert before.endswith("…")
-    more.click()
-    expect(more).to_have_text("Show less")
-    opened_part = more.locator("xpath=preceding-sibling::*[1]")
-    assert len(opened_part.inner_text()) > len(before)
 
 
 def test_the_playground_edits_runs_and_shows_the_answer_beside_the_recorded_one(browser, served):

@@ -203,16 +203,20 @@ def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_
 
 
 def test_a_long_context_is_folded_with_show_all(tab, app):
-    """What the agent saw, at the end of the failed coding run: long messages show their start and "Show all";
-    the page stays short enough to read (4,627 px tall with every message whole)."""
+    """What the agent saw, at the end of the failed coding run: long messages show their start and "Show all", saying
+    how much it hides; the page stays short enough to read (4,627 px tall with every message whole)."""
     pg = opened(tab, app, FAILED_CODING, 25, "Error · step 25")
     more = pg.locator(".st-key-transcript button.show-all")
     more.first.wait_for(timeout=30_000)
     height = pg.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
     assert height < 4_000, height
+    label = more.first.inner_text()
+    assert label.startswith("Show all (") and ("more line" in label or "more characters" in label), label
     part = pg.locator(".st-key-transcript .folded").first
-    folded_px = part.bounding_box()["height"]
+    folded_px, before = part.bounding_box()["height"], part.inner_text()
+    assert before.endswith("…")
     more.first.click()
     expect(more.first).to_have_text("Show less")
     assert pg.locator(".st-key-transcript .folded").count() == more.count() - 1  # that one opened whole
     assert folded_px < 200
+    assert len(more.first.locator("xpath=preceding-sibling::*[1]").inner_text()) > len(before)
