@@ -1,6 +1,9 @@
 """Browser smoke tests: Chromium's headless shell, driven by Playwright, on an app served fresh for each test (a deep
-link on a new server, an agent posting), from SQLite and from PostgreSQL (the `store` fixture's). The door on a deep
-link: test_browser_share.py, on its app behind a password.
+link on a new server, an agent posting). The door on a deep link: test_browser_share.py, on its app behind a password.
+
+The deep link on SQLite: the pages' reads on PostgreSQL are test_page_timeline.py's on `demo_each_store` (the
+timeline's and the runs list's). The agent posting on both databases (the `store` fixture's): a step posted over HTTP
+to the served app shows on its open live page, across its processes, as each database makes a commit visible.
 
 Screenshots go to test-output/browser/ (gitignored).
 """
@@ -28,6 +31,7 @@ def settled(pg) -> None:
     )
 
 
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 def test_runs_list_and_a_timeline_in_chromium(browser, demo):
     OUT.mkdir(parents=True, exist_ok=True)
     with served_app(demo.url) as base:

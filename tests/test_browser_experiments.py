@@ -1,5 +1,8 @@
 """The experiments page in Chromium: launching opens the new experiment in the picker and its results together
-(the picker showed "Pick an experiment…" above the results it had opened). On SQLite and on PostgreSQL.
+(the picker showed "Pick an experiment…" above the results it had opened).
+
+On SQLite: what it checks is what the browser's picker shows; the page's launch and results on PostgreSQL are
+test_page_experiments.py's on both databases, its runner's claims test_experiment_claims.py's.
 
 Screenshots go to test-output/browser/ (gitignored).
 """
@@ -7,7 +10,7 @@ Screenshots go to test-output/browser/ (gitignored).
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import DATABASES, database, served_app
+from apptest_helpers import database, served_app
 from test_browser import OUT, settled
 
 from replay_core.storage.store import Store
@@ -18,9 +21,9 @@ from replay_core.whatif.replay_config import ReplayConfig
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module", params=DATABASES)
-def app(request, demo_db, tmp_path_factory):
-    with database(request.param, tmp_path_factory.mktemp("ex"), demo_db) as url, served_app(url) as base:
+@pytest.fixture(scope="module")
+def app(demo_db, tmp_path_factory):
+    with database("sqlite", tmp_path_factory.mktemp("ex"), demo_db) as url, served_app(url) as base:
         yield base, url
 
 

@@ -1,7 +1,9 @@
 """The Monitors page and the Experiments page's schedules in Chromium: a firing monitor's alert, the runs
 behind it and its pattern; acknowledging it; a scheduled experiment's last run with its regressions.
 
-On SQLite and PostgreSQL. Screenshots go to test-output/browser/ (gitignored).
+On SQLite: what they check is what the browser shows and sends; the pages' reads on PostgreSQL are
+test_monitors_page.py's and test_page_schedules.py's on both databases. Screenshots go to test-output/browser/
+(gitignored).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ pytestmark = pytest.mark.browser
 RULE = {"metric": "failure_rate", "threshold": 0.2, "filters": {"workflow": "checkout"}}
 
 
-def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, store):
+def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, sqlite_store):
+    store = sqlite_store
     now = now_utc()
     runs(store, 60, day=3, fail=0.05, version="1.5.0", seed=21, now=now)
     runs(store, 60, day=1, fail=0.60, version="1.6.0", seed=22, now=now)
@@ -64,7 +67,8 @@ def test_a_firing_monitor_is_shown_with_its_runs_and_acknowledged(browser, store
     assert not release["acked_by"]  # the other alert's button was not the one pressed
 
 
-def test_a_scheduled_experiment_lists_its_regressions(browser, store):
+def test_a_scheduled_experiment_lists_its_regressions(browser, sqlite_store):
+    store = sqlite_store
     make_cases(store, 3)
     loop.dataset_from_queue(store, reviewed_queue(store, 3, bad={0, 1, 2}), "reviewed")
     # on new dataset versions only: the served app's own schedule pass finds nothing due

@@ -1,41 +1,32 @@
 """Messages as a conversation and the playground, in headless Chromium: what the agent saw as bubbles by role with
-its tool calls and results as cards, a long message folded saying how much it hides, the Raw JSON switch; one
+its tool calls and results as cards (a long one folded: test_browser_timeline.py), the Raw JSON switch; one
 model call edited, run against the scripted server and read beside the recorded answer, a missing key said first;
-What-if's result as bubbles of both sides at the divergence. Each on SQLite and on PostgreSQL.
+What-if's result as bubbles of both sides at the divergence.
+
+On SQLite, in the app shared with the other reading modules (served_demo.py): what these tests check is what the
+browser draws and sends; the pages' reads on PostgreSQL are the AppTests' on `demo_each_store` (test_page_timeline.py's
+transcript, test_page_playground.py's, test_page_whatif.py's launch).
 
 Screenshots go to test-output/browser/ (gitignored): chat-bubbles.png, chat-raw.png, playground.png.
 """
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from apptest_helpers import DATABASES, FAILED_CODING, database, served_app
 from openai_server import OpenAIServer
 from playwright.sync_api import expect
+from served_demo import demo_app_to_read  # noqa: F401  (a fixture)
 from test_browser import OUT, settled
-
-from replay_core.whatif.replay_config import PROVIDER_KEYS
 
 pytestmark = pytest.mark.browser
 
 FLIGHT = "demo-08-flight-bos-sfo-a"
 
 
-@pytest.fixture(scope="module", params=DATABASES)
-def served(request, demo_db, tmp_path_factory):
-    """The demo runs served from SQLite and from PostgreSQL with two models: one on the scripted server, one hosted
-    without a key."""
-    folder = tmp_path_factory.mktemp("pg")
-    with database(request.param, folder, demo_db) as url, OpenAIServer() as server, pytest.MonkeyPatch.context() as env:
-        models = folder / "models.json"
-        listed = [{"model": "openai/fake-model", "api_base": server.base_url}, {"model": "openai/gpt-4o-mini"}]
-        models.write_text(json.dumps(listed))
-        for name in (*PROVIDER_KEYS, "AGENT_REPLAY_API_BASE", "AGENT_REPLAY_MODELS", "AGENT_REPLAY_API_KEY_ENV"):
-            env.delenv(name, raising=False)  # unset, not empty: an empty key counts as set up
-        with served_app(url, AGENT_REPLAY_MODELS_FILE=str(models)) as base:
-            yield base, server
+@pytest.fixture
+def served(demo_app_to_read) -> tuple[str, OpenAIServer]:
+    """The demo runs served with two models: one on the scripted server, one hosted without a key."""
+    return demo_app_to_read.base, demo_app_to_read.models
 
 
 def opened(browser, base: str, path: str, shown: str):
@@ -85,22 +76,6 @@ def test_what_the_agent_saw_reads_as_a_conversation_with_folds_and_raw_json(brow
     expect(detail.locator("pre").first).to_contain_text('"schema": "agent-replay/v1"')
     detail.locator("button.show-all").click()  # the stored step is long: its start, then all of it
     expect(detail.locator("pre").first).to_contain_text('"type": "think"')
-
-
-def test_a_long_message_says_how_much_it_hides_and_shows_it_all(browser, served):
-    base, _ = served
-    pg = opened(browser, base, f"timeline?session={FAILED_CODING}&step=25", "Error · step 25")
-    more = pg.locator(".st-key-transcript button.show-all").first
-    more.wait_for(timeout=30_000)
-    label = more.inner_text()
-    assert label.startswith("Show all (") and ("more line" in label or "more characters" in label), label
-    part = pg.locator(".st-key-transcript .folded").first
-    before = part.inner_text()
-    assert before.endswith("…")
-    more.click()
-    expect(more).to_have_text("Show less")
-    opened_part = more.locator("xpath=preceding-sibling::*[1]")
-    assert len(opened_part.inner_text()) > len(before)
 
 
 def test_the_playground_edits_runs_and_shows_the_answer_beside_the_recorded_one(browser, served):

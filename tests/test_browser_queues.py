@@ -1,5 +1,8 @@
-"""Review queues in headless Chromium, on the served app with the demo runs from SQLite and from PostgreSQL: a
-queue worked through by keyboard (share links: test_browser_share.py).
+"""Review queues in headless Chromium, on the served app with the demo runs: a queue worked through by keyboard
+(share links: test_browser_share.py).
+
+On SQLite: what it checks is what the browser does with the keys; the page's claims and saves on PostgreSQL are
+test_page_queues.py's on `demo_each_store`, and concurrent claims test_queues.py's on both databases.
 
 Screenshots go to test-output/browser/ (gitignored; the path is printed).
 """
@@ -7,7 +10,7 @@ Screenshots go to test-output/browser/ (gitignored; the path is printed).
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import DATABASES, database, served_app
+from apptest_helpers import database, served_app
 from test_browser import OUT, POLL_MS, settled
 
 from replay_core.storage.actor import Actor
@@ -18,9 +21,9 @@ pytestmark = pytest.mark.browser
 EDITOR = Actor("Eve", "editor", "test")
 
 
-@pytest.fixture(scope="module", params=DATABASES)
-def app(request, demo_db, tmp_path_factory):
-    with database(request.param, tmp_path_factory.mktemp("queues"), demo_db) as url, served_app(url) as base:
+@pytest.fixture(scope="module")
+def app(demo_db, tmp_path_factory):
+    with database("sqlite", tmp_path_factory.mktemp("queues"), demo_db) as url, served_app(url) as base:
         store = Store(url)
         yield base, store
         store.close()

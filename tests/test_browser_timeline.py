@@ -1,5 +1,8 @@
 """The timeline in headless Chromium: the strip's slider and ticks move the cursor, and the phone layout (390 × 844).
 
+On SQLite, in the app shared with the other reading modules (served_demo.py): what these tests check is what the
+browser does with the page; the page's reads on PostgreSQL are test_page_timeline.py's on `demo_each_store`.
+
 Screenshots go to test-output/browser/ (gitignored): timeline-strip.png, timeline-phone.png,
 timeline-phone-detail.png.
 """
@@ -7,31 +10,17 @@ timeline-phone-detail.png.
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import DATABASES, FAILED_CODING, database, served_app
+from apptest_helpers import FAILED_CODING
 from playwright.sync_api import expect
+from served_demo import GAPPED, ONE, demo_app_to_read  # noqa: F401  (a fixture)
 from test_browser import OUT, settled
-
-from replay_core.events import StepEvent
-from replay_core.ingest.pipeline import ingest
-from replay_core.storage.store import Store
 
 pytestmark = pytest.mark.browser
 
 
-GAPPED = "gapped"  # steps 1–3 and 10–11: the slider's next value (4) is not the next step (10)
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def app(request, demo_db, tmp_path_factory):
-    with database(request.param, tmp_path_factory.mktemp("tl"), demo_db) as url:
-        store = Store(url)
-        ingest(
-            store, [StepEvent(session_id=GAPPED, seq=seq, type="think", content=f"thought {seq}") for seq in (1, 2, 3, 10, 11)]
-        )
-        ingest(store, [StepEvent(session_id="one", type="think", content="only thought")])
-        store.close()
-        with served_app(url) as base:
-            yield base
+@pytest.fixture
+def app(demo_app_to_read) -> str:
+    return demo_app_to_read.base
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +143,7 @@ def test_the_go_to_box_and_the_jump_keys(tab, app):
     pg.keyboard.press("e")
     pg.wait_for_url("**step=18**", timeout=30_000)
     pg.get_by_text("Tool result · step 18").wait_for()
-    opened(tab, app, "one", 1, "Thought · step 1")
+    opened(tab, app, ONE, 1, "Thought · step 1")
     assert pg.locator(".st-key-strip button.jump").count() == 8
     assert all(b.is_disabled() for b in pg.locator(".st-key-strip button.jump").all())
     assert not pg.locator(".st-key-strip input[type=range]").is_visible()
@@ -214,16 +203,20 @@ def test_on_a_phone_the_step_comes_right_under_the_scrubber_and_metrics_sit_two_
 
 
 def test_a_long_context_is_folded_with_show_all(tab, app):
-    """What the agent saw, at the end of the failed coding run: long messages show their start and "Show all";
-    the page stays short enough to read (4,627 px tall with every message whole)."""
+    """What the agent saw, at the end of the failed coding run: long messages show their start and "Show all", saying
+    how much it hides; the page stays short enough to read (4,627 px tall with every message whole)."""
     pg = opened(tab, app, FAILED_CODING, 25, "Error · step 25")
     more = pg.locator(".st-key-transcript button.show-all")
     more.first.wait_for(timeout=30_000)
     height = pg.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
     assert height < 4_000, height
+    label = more.first.inner_text()
+    assert label.startswith("Show all (") and ("more line" in label or "more characters" in label), label
     part = pg.locator(".st-key-transcript .folded").first
-    folded_px = part.bounding_box()["height"]
+    folded_px, before = part.bounding_box()["height"], part.inner_text()
+    assert before.endswith("…")
     more.first.click()
     expect(more.first).to_have_text("Show less")
     assert pg.locator(".st-key-transcript .folded").count() == more.count() - 1  # that one opened whole
     assert folded_px < 200
+    assert len(more.first.locator("xpath=preceding-sibling::*[1]").inner_text()) > len(before)

@@ -1,7 +1,9 @@
 """The timeline's span waterfall in headless Chromium: nested rows with bars, the slowest step marked, a click on
 a row moving the cursor (the address and the step shown follow), and a 10,000-step run drawn as a screenful of
-rows that scrolls to its far end; a step's markup shown as text; the rows longest first and back; each on SQLite and
-on PostgreSQL.
+rows that scrolls to its far end; a step's markup shown as text; the rows longest first and back.
+
+On SQLite, in the app shared with the other reading modules (served_demo.py): what these tests check is what the
+browser does with the rows; the rows the page sends from PostgreSQL are test_page_waterfall.py's on `demo_each_store`.
 
 Screenshot: test-output/browser/timeline-waterfall.png (gitignored).
 """
@@ -9,12 +11,11 @@ Screenshot: test-output/browser/timeline-waterfall.png (gitignored).
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import BIG, DATABASES, big_events, database, served_app
+from apptest_helpers import BIG
 from playwright.sync_api import expect
+from served_demo import HOSTILE, MARKUP, demo_app_to_read  # noqa: F401  (a fixture)
 from test_browser import OUT, settled
 
-from replay_core.events import StepEvent
-from replay_core.ingest.pipeline import ingest
 from replay_core.storage.store import Store
 from replay_core.understand.timeline import open_timeline
 from replay_core.understand.waterfall import layout
@@ -22,21 +23,11 @@ from replay_core.understand.waterfall import layout
 pytestmark = pytest.mark.browser
 
 MULTI_AGENT = "demo-04-multi-agent-competitor-brief"
-HOSTILE = "hostile-waterfall"
-MARKUP = '<img src="x" onerror="alert(1)"> **bold**'
 
 
-@pytest.fixture(scope="module", params=DATABASES)
-def served(request, demo_db, tmp_path_factory):
-    """The demo runs, a 10,000-step run and a step of markup, served from SQLite and from PostgreSQL: the layout
-    reads each one's columns."""
-    with database(request.param, tmp_path_factory.mktemp("wf"), demo_db) as url:
-        store = Store(url)
-        ingest(store, big_events())
-        ingest(store, [StepEvent(session_id=HOSTILE, seq=1, type="think", content=MARKUP)])
-        store.close()
-        with served_app(url) as base:
-            yield base, url
+@pytest.fixture
+def served(demo_app_to_read) -> tuple[str, str]:
+    return demo_app_to_read.base, demo_app_to_read.url
 
 
 @pytest.fixture

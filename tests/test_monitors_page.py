@@ -4,14 +4,24 @@ button; a release against the one before it, metric by metric."""
 
 from __future__ import annotations
 
-from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
+import pytest
+from apptest_helpers import empty_store, page, point_app_at, texts  # noqa: F401  (fixtures)
 from monitor_workload import runs
 
 from replay_core.monitors import check
+from replay_core.storage.store import Store
 from replay_core.vocabulary import now_utc
 
 MONITORS, HOME = "pages/monitors.py", "pages/home.py"
 RULE = {"metric": "failure_rate", "threshold": 0.2, "filters": {"workflow": "checkout"}}
+
+
+@pytest.fixture
+def each_empty_store(store, monkeypatch) -> Store:
+    """An empty database on SQLite and on PostgreSQL (conftest's `store`), with the app pointed at it: a page's
+    AppTest on both databases, where what the page reads could differ by database (types, ordering, SQL)."""
+    point_app_at(monkeypatch, store.url)
+    return store
 
 
 def firing(store) -> dict:
@@ -23,8 +33,8 @@ def firing(store) -> dict:
     return made
 
 
-def test_an_editor_sees_the_alert_and_acknowledges_and_mutes_it(empty_store):
-    made = firing(empty_store)
+def test_an_editor_sees_the_alert_and_acknowledges_and_mutes_it(each_empty_store):
+    made = firing(each_empty_store)
     at = page(MONITORS)
     assert not at.exception
     shown = texts(at)
@@ -34,10 +44,10 @@ def test_an_editor_sees_the_alert_and_acknowledges_and_mutes_it(empty_store):
     assert error.startswith("Alert ") and "above 20" in error
     at.button(key=f"mon_ack_{made['id']}").click().run()
     assert not at.exception
-    [alert] = empty_store.alerts()
+    [alert] = each_empty_store.alerts()
     assert alert["acked_by"] and alert["resolved_at"] is None
     at.button(key=f"mon_mute_{made['id']}").click().run()
-    assert empty_store.get_monitor(made["id"])["muted_until"] is not None
+    assert each_empty_store.get_monitor(made["id"])["muted_until"] is not None
     assert "muted until" in texts(at)
     releases = [d.value for d in at.dataframe if "verdict" in d.value.columns]
     checkout = releases[1].set_index("metric")

@@ -10,6 +10,7 @@ import pytest
 from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
 from experiment_cases import Agent, make_cases
 from openai_server import OpenAIServer
+from test_monitors_page import each_empty_store  # noqa: F401  (a fixture)
 
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex
@@ -46,9 +47,9 @@ def wait_done(store, experiment_id: str, timeout: float = 60) -> dict:
     raise AssertionError("the experiment did not finish")
 
 
-def test_make_a_dataset_launch_and_read_the_results(empty_store, local_server):
-    make_cases(empty_store, 4)
-    make_cases(empty_store, 1, status="failed", first=9)
+def test_make_a_dataset_launch_and_read_the_results(each_empty_store, local_server):
+    make_cases(each_empty_store, 4)
+    make_cases(each_empty_store, 1, status="failed", first=9)
     at = page(PAGE)
     assert not at.exception
     assert "No dataset yet." in texts(at)
@@ -57,13 +58,13 @@ def test_make_a_dataset_launch_and_read_the_results(empty_store, local_server):
     at.button(key="ds_make").click().run()
     assert md("Dataset refunds: 4 cases.") in texts(at)
     assert "No dataset yet." not in texts(at) and frame(at, "dataset")["dataset"].tolist() == ["refunds"]  # the list above too
-    assert [c["session"] for c in ds.show(empty_store, "refunds")["cases"]] == [f"refund-{i}" for i in range(4)]
+    assert [c["session"] for c in ds.show(each_empty_store, "refunds")["cases"]] == [f"refund-{i}" for i in range(4)]
     at.multiselect(key="ex_models").select("openai/fake-a").select("openai/fake-b").run()
     estimate = frame(at, "tokens in (≈)")
     assert estimate["model"].tolist() == ["openai/fake-a", "openai/fake-b"] and estimate["cases"].tolist() == [4, 4]
     at.button(key="ex_launch").click().run()
     experiment_id = at.query_params["experiment"]
-    assert wait_done(empty_store, experiment_id)["status"] == "done"
+    assert wait_done(each_empty_store, experiment_id)["status"] == "done"
     assert local_server.count() == 16
     at = page(PAGE, params={"experiment": experiment_id})
     assert not at.exception
@@ -75,7 +76,7 @@ def test_make_a_dataset_launch_and_read_the_results(empty_store, local_server):
     link = urlparse(matrix["openai/fake-b"].tolist()[2])
     query = {k: v[0] for k, v in parse_qs(link.query).items()}
     assert link.path == "/compare" and query["a"] == "refund-2" and query["verdict"] == "fail"
-    assert empty_store.get_session(query["b"])["replay_of"] == "refund-2"
+    assert each_empty_store.get_session(query["b"])["replay_of"] == "refund-2"
     [regression] = [pl for pl in at.get("page_link") if pl.proto.page.endswith("compare")]
     assert regression.proto.label.startswith(md("refund-2 · openai/fake-b: final answer"))
     assert md("Status: done. 8 of 8 replays done. Interval: 95% Wilson score.") in texts(at)

@@ -3,7 +3,7 @@ run once against the scripted server, the answer beside the recorded one, and a 
 
 from __future__ import annotations
 
-from apptest_helpers import FAILED_CODING, component_data, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, component_data, demo_each_store, demo_store, page, texts  # noqa: F401  (fixtures)
 from model_fixtures import local_server, no_provider  # noqa: F401  (fixtures)
 
 from ui.common import md
@@ -20,7 +20,7 @@ def test_the_timeline_links_a_model_step_to_the_playground(demo_store):
     assert not [pl for pl in at.get("page_link") if pl.proto.label == "Open in playground"]
 
 
-def test_edit_run_and_read_the_answer_beside_the_recorded_one(demo_store, local_server):
+def test_edit_run_and_read_the_answer_beside_the_recorded_one(demo_each_store, local_server):
     local_server.script(local_server.text("Book the Alaska nonstop."))
     at = page(PAGE, params={"session": FLIGHT, "step": "11"})
     assert not at.exception

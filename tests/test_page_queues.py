@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from apptest_helpers import FAILED_CODING, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, demo_each_store, demo_store, page, texts  # noqa: F401  (fixtures)
 
 from replay_core.storage.actor import Actor
 from replay_core.storage.store import SessionFilter
@@ -44,11 +44,11 @@ def test_an_editor_makes_a_queue_from_a_filter(demo_store):
     assert at.markdown[0].value.startswith(f"**Failed this week** · {n} runs · for anyone · 1 review each")
 
 
-def test_a_reviewer_works_a_queue_with_the_verdict_keys(demo_store, door):
-    qid = _failed_queue(demo_store)["id"]
+def test_a_reviewer_works_a_queue_with_the_verdict_keys(demo_each_store, door):
+    qid = _failed_queue(demo_each_store)["id"]
     at = page(QUEUES, params={"queue": str(qid)}, state={"role": "reviewer", "reviewer": "Sam"})
     assert not at.exception
-    first = queues.results(demo_store, qid)["items"][0]
+    first = queues.results(demo_each_store, qid)["items"][0]
     assert first["held_by"] == "Sam"  # opening it holds it
     assert at.radio(key=f"qv_{first['id']}").value is None  # nothing preselected
     at.button(key="queue_save").click().run()
@@ -58,7 +58,7 @@ def test_a_reviewer_works_a_queue_with_the_verdict_keys(demo_store, door):
     at.text_area(key=f"qn_{first['id']}").set_value("ignored the failing test")
     at.button(key="queue_save").click().run()
     assert not at.exception
-    res = queues.results(demo_store, qid)
+    res = queues.results(demo_each_store, qid)
     assert res["items"][0]["reviews"][0] | {"at": None} == {
         "reviewer": "Sam",
         "verdict": "Bad",
@@ -70,14 +70,14 @@ def test_a_reviewer_works_a_queue_with_the_verdict_keys(demo_store, door):
     second = res["items"][1]
     assert second["held_by"] == "Sam" and at.radio(key=f"qv_{second['id']}").value is None
     at.button(key="queue_skip").click().run()
-    assert queues.results(demo_store, qid)["items"][2]["held_by"] == "Sam"
+    assert queues.results(demo_each_store, qid)["items"][2]["held_by"] == "Sam"
     assert "Reviewing as **Sam**" in [c.value for c in at.caption]  # the name stays, shown, not in an open box
     assert not [t for t in at.text_input if t.key == "queue_reviewer"]
     # a new name lets go of the run the old one held, so it is not stuck for 15 minutes
-    held = queues.results(demo_store, qid)["items"][2]["id"]
+    held = queues.results(demo_each_store, qid)["items"][2]["id"]
     at.button(key="reviewer_change").click().run()
     at.text_input(key="queue_reviewer").set_value("Dana").run()
-    items = {it["id"]: it for it in queues.results(demo_store, qid)["items"]}
+    items = {it["id"]: it for it in queues.results(demo_each_store, qid)["items"]}
     holders = {it["held_by"] for it in items.values()}
     assert items[held]["held_by"] != "Sam" and "Sam" not in holders and "Dana" in holders
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
 from experiment_cases import make_cases
 from test_eval_loop import T0, reviewed_queue
+from test_monitors_page import each_empty_store  # noqa: F401  (a fixture)
 
 from replay_core.monitors import loop
 from ui.common import md
@@ -40,12 +41,12 @@ def test_queue_to_dataset_schedule_and_its_last_run(empty_store, monkeypatch):
     assert md("1 schedule(s) ran.") in shown and "(first run): done" in shown and "pass rate 100%" in shown
 
 
-def test_a_regression_is_listed_and_viewers_cannot_act(empty_store, monkeypatch):
-    make_cases(empty_store, 2)
-    loop.dataset_from_queue(empty_store, reviewed_queue(empty_store, 2, bad={0, 1}), "d")
-    schedule = loop.add_schedule(empty_store, "nightly", "d", [{"model": "recorded"}])
-    loop.run_due(empty_store, T0)
-    run_id = empty_store.start_schedule_run(schedule["id"], "a day since the last run", 1, T0 + timedelta(days=1))
+def test_a_regression_is_listed_and_viewers_cannot_act(each_empty_store, monkeypatch):
+    make_cases(each_empty_store, 2)
+    loop.dataset_from_queue(each_empty_store, reviewed_queue(each_empty_store, 2, bad={0, 1}), "d")
+    schedule = loop.add_schedule(each_empty_store, "nightly", "d", [{"model": "recorded"}])
+    loop.run_due(each_empty_store, T0)
+    run_id = each_empty_store.start_schedule_run(schedule["id"], "a day since the last run", 1, T0 + timedelta(days=1))
     result = {
         "status": "done",
         "experiment": "exp-0000000000ff",
@@ -64,7 +65,7 @@ def test_a_regression_is_listed_and_viewers_cannot_act(empty_store, monkeypatch)
             }
         ],
     }
-    empty_store.finish_schedule_run(run_id, experiment_id=None, result=result)
+    each_empty_store.finish_schedule_run(run_id, experiment_id=None, result=result)
     monkeypatch.setenv("AGENT_REPLAY_PASSWORD", "look-only")  # a door, so the role below is the signed-in one
     at = page(PAGE, state={"role": "viewer"})
     assert not at.exception

@@ -60,7 +60,17 @@ def test_deep_link_opens_the_failed_run_at_its_first_error(demo_each_store):
     assert "Cycle 5 of 8 · steps 16–18" in [r["text"] for r in component_data(at, "step_rows")["rows"]]
 
 
-def test_the_agent_saw_its_recorded_context(demo_store):
+@pytest.mark.parametrize("store", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+def test_the_runs_list_after_the_deep_link(demo_each_store):
+    """test_browser.py's smoke test goes from the deep link above to the runs list, in Chromium on SQLite: the list's
+    reads on PostgreSQL (on SQLite: test_page_runs.py's first test)."""
+    at = page("pages/runs.py")
+    assert not at.exception
+    assert at.markdown[0].value.startswith("**18 runs**: ⏳ 1 running · ✅ 13 succeeded · ❌ 4 failed")
+    assert list(at.dataframe[0].value["id"]) == [r["id"] for r in demo_each_store.list_sessions(limit=25)]
+
+
+def test_the_agent_saw_its_recorded_context(demo_each_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "5"})
     transcript = component_data(at, "transcript")
     assert transcript["notes"][0].startswith("2 messages as recorded at step 2, then 2 rebuilt from steps 2–4")
@@ -84,7 +94,7 @@ def test_at_step_8_the_agent_saw_the_search_and_the_read(demo_store):
     assert "tool · rebuilt from step 7" in origins and "system · as recorded at step 2" in origins
 
 
-def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
+def test_jump_buttons_move_the_cursor_and_the_link(demo_each_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "18"})
     jump(at, "next_error")
     assert cursor(at) == 23
@@ -103,10 +113,11 @@ def test_jump_buttons_move_the_cursor_and_the_link(demo_store):
     assert shown_step(at)["heading"] == "🔧 Tool call · step 20"
 
 
-def test_the_slider_moves_the_cursor_and_the_link(demo_store):
+def test_the_slider_moves_the_cursor_and_the_link(demo_each_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "3"})
     strip = component_data(at, "strip")
     assert (strip["first"], strip["last"], strip["cursor"]) == (1, 25, 3)
+    assert {(9, "cause"), (18, "error")} <= {tuple(t) for t in strip["ticks"]}  # ticks clicked in test_browser_timeline.py
     trigger(at, "strip", "picked", 12)  # what strip.js sends when the slider is let go at step 12
     assert cursor(at) == 12 and at.query_params["step"] == "12"
     assert shown_step(at)["heading"].endswith("· step 12")
@@ -175,12 +186,12 @@ def test_jump_targets_follow_cycles_and_errors(demo_store):
     }
 
 
-def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_store):
+def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_each_store):
     from replay_core.understand.explain import explain
 
-    tl = open_timeline(demo_store, FAILED_CODING)
+    tl = open_timeline(demo_each_store, FAILED_CODING)
     ticks = strip_ticks(
-        tl, 3, {7}, hits=[17, 22], explanation=explain(demo_store, FAILED_CODING), structure=build_structure(tl.columns)
+        tl, 3, {7}, hits=[17, 22], explanation=explain(demo_each_store, FAILED_CODING), structure=build_structure(tl.columns)
     )
     by_kind: dict[str, list[int]] = {}
     for t in ticks:
@@ -188,14 +199,14 @@ def test_the_strip_has_a_tick_for_every_kind_of_place_to_jump_to(demo_store):
     assert by_kind["error"] == [18, 23, 25] and by_kind["cause"] == [4, 7, 9, 18, 25]
     assert by_kind["note"] == [7] and by_kind["search hit"] == [17, 22] and by_kind["you are here"] == [3]
     assert by_kind["cycle start"] == [c.first_seq for c in tl.cycles]
-    flights = open_timeline(demo_store, "demo-09-flight-bos-sfo-b")
-    ticks = strip_ticks(flights, 1, set(), explanation=explain(demo_store, "demo-09-flight-bos-sfo-b"))
+    flights = open_timeline(demo_each_store, "demo-09-flight-bos-sfo-b")
+    ticks = strip_ticks(flights, 1, set(), explanation=explain(demo_each_store, "demo-09-flight-bos-sfo-b"))
     assert {"seq": 6, "what": "turning point", "lane": "what went wrong"} in ticks
-    retries = open_timeline(demo_store, "demo-03-shipment-status-retries")
+    retries = open_timeline(demo_each_store, "demo-03-shipment-status-retries")
     assert [t["seq"] for t in strip_ticks(retries, 1, set()) if t["what"] == "retry"] == [s.seq for s in retries.steps if s.retry]
 
 
-def test_missing_steps_are_shown_as_missing(demo_store):
+def test_missing_steps_are_shown_as_missing(demo_each_store):
     at = page(TIMELINE, params={"session": GAP_RUN, "step": "42"})
     assert not at.exception
     assert any("5 steps never arrived \\(steps 40–44 missing\\)" in w.value for w in at.warning)
@@ -440,12 +451,13 @@ def test_a_succeeded_run_has_no_cause_line(demo_store):
     assert "**Why:**" not in header and not [b for b in at.button if b.key and b.key.startswith("cause_")]
 
 
-def test_go_to_step_and_search_with_next_and_previous_hit(demo_store):
+def test_go_to_step_and_search_with_next_and_previous_hit(demo_each_store):
     at = page(TIMELINE, params={"session": FAILED_CODING, "step": "1"})
     trigger(at, "strip", "picked", 12)  # what strip.js sends for 12 entered in its go-to box
     assert at.session_state["step"] == 12
     at.text_input(key="run_search").input("run_tests").run()
     assert any(c.value.startswith("4 steps match") for c in at.caption)  # 17 and 22 call run_tests, 18 and 23 answer
+    assert {(17, "search hit"), (22, "search hit")} <= {tuple(t) for t in component_data(at, "strip")["ticks"]}
     assert any(
         c.value.startswith("Step 17\\: ") and "**run\\_tests**" in c.value for c in at.caption
     )  # the next hit, matched words marked

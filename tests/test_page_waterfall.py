@@ -11,6 +11,7 @@ from apptest_helpers import (  # noqa: F401  (fixtures)
     big_store,
     component_data,
     cursor,
+    demo_each_store,
     demo_store,
     empty_store,
     page,
@@ -27,7 +28,7 @@ MULTI_AGENT = "demo-04-multi-agent-competitor-brief"
 WATERFALL = {"left_view": "Waterfall"}
 
 
-def test_the_waterfall_nests_times_and_ranks_the_steps(demo_store):
+def test_the_waterfall_nests_times_and_ranks_the_steps(demo_each_store):
     at = page(TIMELINE, params={"session": MULTI_AGENT, "step": "9"}, state=WATERFALL)
     assert not at.exception
     data = component_data(at, "waterfall")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs
 
 import streamlit as st
-from apptest_helpers import FAILED_CODING, component_data, demo_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import FAILED_CODING, component_data, demo_each_store, demo_store, page, texts  # noqa: F401  (fixtures)
 from model_fixtures import local_server, no_provider  # noqa: F401  (fixtures)
 from openai_server import OpenAIServer
 
@@ -45,7 +45,7 @@ def test_without_a_provider_the_page_says_how_to_set_one_up_and_offers_recorded(
     assert at.dataframe[-1].value["the original did"].tolist() == ["same steps as the replay"]
 
 
-def test_launch_against_the_local_server_then_open_the_comparison(demo_store, local_server):
+def test_launch_against_the_local_server_then_open_the_comparison(demo_each_store, local_server):
     local_server.script(
         local_server.tool_calls(("read_file", {"path": "tests/pricing/test_format.py"}), content="Read the tests first.")
     )
@@ -68,6 +68,11 @@ def test_launch_against_the_local_server_then_open_the_comparison(demo_store, lo
     assert table["the original did"].tolist()[0].startswith("step 8: thought “format_price is tiny")
     assert table["this model did"].tolist()[0] == "step 8: thought “Read the tests first.”"
     assert table["what happened"].tolist()[0] == "diverged at step 8"
+    # the same as bubbles beside each other (drawn in Chromium by test_browser_playground.py)
+    [original] = component_data(at, "whatif_said_0_original")["messages"]
+    [new] = component_data(at, "whatif_said_0_new")["messages"]
+    assert original["origin"] == "original · step 8" and original["parts"][0][1].startswith("format_price is tiny")
+    assert new["origin"] == "openai/fake-model · step 8" and new["parts"] == [["line", "Read the tests first."]]
     assert table["cost"].tolist() == ["unknown", "$0.0000"]
     assert ("timeline", "Timeline of the openai/fake\\-model replay", {"session": live_run["session"]}) in links(at)
     assert (
@@ -79,7 +84,7 @@ def test_launch_against_the_local_server_then_open_the_comparison(demo_store, lo
 
     cmp = page("pages/compare.py", params={"a": FAILED_CODING, "b": live_run["session"]})
     assert not cmp.exception
-    expected = compare(demo_store, FAILED_CODING, live_run["session"]).first_divergence
+    expected = compare(demo_each_store, FAILED_CODING, live_run["session"]).first_divergence
     assert cmp.error[0].value == md(f"First divergence — different text: {expected.summary}")
 
 
