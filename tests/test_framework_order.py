@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from framework_captures import FRAMEWORKS, ORDERS, by_order, captures, manifest, post, requests
@@ -225,10 +226,10 @@ def test_any_split_in_any_order_stores_what_one_batch_stores(shape, data):
     batch_of = data.draw(st.lists(st.integers(0, 4), min_size=len(spans), max_size=len(spans)), label="batch of each span")
     batches = [[s for s, b in zip(spans, batch_of, strict=True) if b == n] for n in range(5)]
     order = data.draw(st.permutations(range(5)), label="order of the batches")
-    whole_read, small = room.READ_WHOLE, room.SETTLE_SMALL
-    room.READ_WHOLE = data.draw(st.sampled_from([0, whole_read]), label="runs read whole up to")  # 0: searched
-    room.SETTLE_SMALL = data.draw(st.sampled_from([0, small]), label="runs settled at once up to")  # 0: gaps kept
-    try:
+    read_whole = data.draw(st.sampled_from([0, room.READ_WHOLE]), label="runs read whole up to")  # 0: searched
+    settle_small = data.draw(st.sampled_from([0, room.SETTLE_SMALL]), label="runs settled at once up to")  # 0: gaps kept
+    # set once both are drawn: a draw may stop the example (hypothesis' StopTest), which must leave `room` as it was
+    with mock.patch.multiple(room, READ_WHOLE=read_whole, SETTLE_SMALL=settle_small):
         for n in order:
             if batches[n]:
                 otlp_receiver.receive(store, _body(batches[n]), "application/json")
@@ -236,8 +237,6 @@ def test_any_split_in_any_order_stores_what_one_batch_stores(shape, data):
                     seqs = [s.seq for s in store.load_steps(row["id"])]
                     assert seqs == sorted(set(seqs)) and seqs[0] >= 1
                     parents_first([(s.event_id, 0, 0, 0, s.parent_id) for s in store.load_steps(row["id"])])
-    finally:
-        room.READ_WHOLE, room.SETTLE_SMALL = whole_read, small
     store.otlp_settle(timedelta(0))  # gaps a batch left are closed once the run goes quiet
     got = taken(store)
     assert got == expected
