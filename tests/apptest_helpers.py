@@ -88,6 +88,14 @@ def demo_each_store(demo, monkeypatch) -> Store:
 
 
 @pytest.fixture
+def each_empty_store(store, monkeypatch) -> Store:
+    """An empty database on SQLite and on PostgreSQL (conftest's `store`), with the app pointed at it: what
+    `demo_each_store` is for the demo runs, for a test that writes its own."""
+    point_app_at(monkeypatch, store.url)
+    return store
+
+
+@pytest.fixture
 def empty_store(sqlite_store, monkeypatch) -> Store:
     """An empty database (`sqlite_store`), with the app pointed at it."""
     point_app_at(monkeypatch, sqlite_store.url)

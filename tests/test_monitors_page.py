@@ -4,24 +4,14 @@ button; a release against the one before it, metric by metric."""
 
 from __future__ import annotations
 
-import pytest
-from apptest_helpers import empty_store, page, point_app_at, texts  # noqa: F401  (fixtures)
+from apptest_helpers import each_empty_store, empty_store, page, texts  # noqa: F401  (fixtures)
 from monitor_workload import runs
 
 from replay_core.monitors import check
-from replay_core.storage.store import Store
 from replay_core.vocabulary import now_utc
 
 MONITORS, HOME = "pages/monitors.py", "pages/home.py"
 RULE = {"metric": "failure_rate", "threshold": 0.2, "filters": {"workflow": "checkout"}}
-
-
-@pytest.fixture
-def each_empty_store(store, monkeypatch) -> Store:
-    """An empty database on SQLite and on PostgreSQL (conftest's `store`), with the app pointed at it: a page's
-    AppTest on both databases, where what the page reads could differ by database (types, ordering, SQL)."""
-    point_app_at(monkeypatch, store.url)
-    return store
 
 
 def firing(store) -> dict:

@@ -7,10 +7,9 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import each_empty_store, empty_store, page, texts  # noqa: F401  (fixtures)
 from experiment_cases import Agent, make_cases
 from openai_server import OpenAIServer
-from test_monitors_page import each_empty_store  # noqa: F401  (a fixture)
 
 from replay_core.whatif import dataset as ds
 from replay_core.whatif import experiment as ex

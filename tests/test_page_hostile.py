@@ -12,7 +12,7 @@ import re
 from urllib.parse import parse_qsl
 
 import pytest
-from apptest_helpers import component_data, page, point_app_at, texts
+from apptest_helpers import component_data, each_empty_store, page, texts  # noqa: F401  (a fixture)
 from test_browser_hostile import LIVE, PAGES, SID, plant
 
 from replay_core.storage.store import Store
@@ -26,11 +26,10 @@ MARKDOWN = ("title", "header", "subheader", "markdown", "caption", "info", "warn
 
 
 @pytest.fixture
-def hostile_store(store, monkeypatch) -> Store:
-    """The hostile runs on `store` (both databases), the app pointed at it."""
-    plant(store, PORT)
-    point_app_at(monkeypatch, store.url)
-    return store
+def hostile_store(each_empty_store) -> Store:
+    """The hostile runs on both databases, the app pointed at them."""
+    plant(each_empty_store, PORT)
+    return each_empty_store
 
 
 def opened(path: str):

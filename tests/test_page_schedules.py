@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from apptest_helpers import empty_store, page, texts  # noqa: F401  (fixtures)
+from apptest_helpers import each_empty_store, empty_store, page, texts  # noqa: F401  (fixtures)
 from experiment_cases import make_cases
 from test_eval_loop import T0, reviewed_queue
-from test_monitors_page import each_empty_store  # noqa: F401  (a fixture)
 
 from replay_core.monitors import loop
 from ui.common import md

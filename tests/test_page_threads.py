@@ -4,20 +4,12 @@ analytics' cost by user."""
 
 from __future__ import annotations
 
-import pytest
-from apptest_helpers import empty_store, metric_cards, page, point_app_at, texts  # noqa: F401  (fixtures)
+from apptest_helpers import each_empty_store, empty_store, metric_cards, page, texts  # noqa: F401  (fixtures)
 from test_threads import _turns
 
 from ui.common import md
 
 THREADS = "pages/threads.py"
-
-
-@pytest.fixture
-def each_empty_store(store, monkeypatch):
-    """An empty database on SQLite and on PostgreSQL (`store`), with the app pointed at it."""
-    point_app_at(monkeypatch, store.url)
-    return store
 
 
 def test_the_latest_threads_and_one_opened(each_empty_store):
